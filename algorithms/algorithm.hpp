@@ -1,0 +1,66 @@
+// The SGD-variant interface. The trainer owns the step sequence
+//   data → forward → backward (on_layer_grad_ready per layer) → reduce_gradients →
+//   optimizer step → after_update
+// and an algorithm fills in the communication at those seams, through the Communicator
+// only, so it runs unchanged on every backend. Each variant is one file stating its
+// update rule and the bytes it sends per step, and one line in algorithms/registry.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "algorithms/optimizer.hpp"
+#include "cluster/communicator.hpp"
+#include "core/run_config.hpp"
+#include "workloads/workload.hpp"
+
+namespace dsgd {
+
+// What an algorithm acts on; owned by the trainer.
+struct TrainState {
+  Communicator& comm;
+  Workload& workload;
+  SgdOptimizer& optimizer;
+  float* params = nullptr;  // this worker's model (param_count floats)
+  float* grads = nullptr;   // this step's gradient
+  size_t count = 0;
+  int64_t step = 0;         // index of the current step, from 0
+};
+
+class Algorithm {
+ public:
+  virtual ~Algorithm() = default;
+  virtual std::string name() const = 0;
+  // Allocates what the algorithm needs (called once, before the first step).
+  virtual void setup(TrainState& state) {}
+  // Called from backward the moment `layer`'s gradient is final.
+  virtual void on_layer_grad_ready(TrainState& state, size_t layer) {}
+  // After backward, before the optimizer step: turn grads into what the optimizer applies.
+  virtual void reduce_gradients(TrainState& state) {}
+  // After the optimizer step (model averaging and the like).
+  virtual void after_update(TrainState& state) {}
+  // True when every worker holds the same model after each step (no averaging needed
+  // before an evaluation).
+  virtual bool replicas_identical() const = 0;
+  // Mean bytes one worker sends per step (ring all-reduce accounting), for a model of
+  // param_bytes on n workers.
+  virtual double bytes_sent_per_step(double param_bytes, int n) const = 0;
+  // Upper bound on recorded collectives in one step (sizes the event log).
+  virtual int max_collectives_per_step() const = 0;
+};
+
+struct AlgorithmInfo {
+  std::string name;
+  std::string description;
+  std::string knobs;
+};
+
+// The registry (algorithms/registry.cpp).
+std::unique_ptr<Algorithm> algorithm_create(const std::string& name, const RunConfig& cfg);
+std::vector<AlgorithmInfo> algorithm_list();
+bool algorithm_exists(const std::string& name);
+
+}  // namespace dsgd

@@ -1,0 +1,52 @@
+// The algorithm registry: one explicit table (no static self-registration, which a
+// static library's linker may drop). Adding a variant is one file and one line here.
+#include <algorithm>
+
+#include "algorithms/algorithm.hpp"
+#include "core/errors.hpp"
+
+namespace dsgd {
+
+std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_localsgd(const RunConfig& cfg);
+
+namespace {
+
+struct AlgorithmEntry {
+  AlgorithmInfo info;
+  std::unique_ptr<Algorithm> (*create)(const RunConfig&);
+};
+
+const std::vector<AlgorithmEntry>& registry() {
+  static const std::vector<AlgorithmEntry> entries = {
+      {{"ssgd", "synchronous SGD: all-reduce of the gradient every step", "-"}, algorithm_create_ssgd},
+      {{"localsgd", "Local SGD: local steps, all-reduce of the model every H steps", "--period H"},
+       algorithm_create_localsgd},
+  };
+  return entries;
+}
+
+}  // namespace
+
+std::vector<AlgorithmInfo> algorithm_list() {
+  std::vector<AlgorithmInfo> out;
+  for (const auto& e : registry()) out.push_back(e.info);
+  return out;
+}
+
+bool algorithm_exists(const std::string& name) {
+  const auto& r = registry();
+  return std::any_of(r.begin(), r.end(), [&](const auto& e) { return e.info.name == name; });
+}
+
+std::unique_ptr<Algorithm> algorithm_create(const std::string& name, const RunConfig& cfg) {
+  std::string known;
+  for (const auto& e : registry()) {
+    if (e.info.name == name) return e.create(cfg);
+    known += (known.empty() ? "" : ", ") + e.info.name;
+  }
+  DSGD_THROW(InputError, fmt::format("available: {} (dsgd-bench list algorithms)", known), "unknown algorithm '{}'",
+             name);
+}
+
+}  // namespace dsgd

@@ -1,0 +1,18 @@
+// The dsgd-bench subcommands: each file defines setup_X(app), which adds the subcommand
+// and binds its options, and run_X(options), which does the work and returns the exit
+// code (0 ok, 1 failure, 2 bad input).
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace dsgd {
+
+// Where a subcommand's callback leaves its exit code for main.
+int& cli_exit_code();
+
+void setup_run(CLI::App& app, int argc, char** argv);
+void setup_runs(CLI::App& app);
+void setup_show(CLI::App& app);
+void setup_list(CLI::App& app);
+
+}  // namespace dsgd

@@ -1,0 +1,45 @@
+// dsgd-bench: entry point. Builds the CLI from one setup_X per subcommand file, runs the
+// chosen one, and turns any escaped exception into one clear message and an exit code
+// (2 for bad input, 1 for failures).
+#include <cstdio>
+
+#include <fmt/core.h>
+
+#include "cli/commands.hpp"
+#include "core/errors.hpp"
+
+namespace dsgd {
+int& cli_exit_code() {
+  static int code = 0;
+  return code;
+}
+}  // namespace dsgd
+
+int main(int argc, char** argv) {
+  CLI::App app{"dsgd-bench: benchmark distributed SGD variants on real MPI workers; results in SQLite"};
+  app.set_version_flag("--version", fmt::format("dsgd-bench {} (commit {}, {} build)", DSGD_VERSION,
+                                                DSGD_GIT_COMMIT, DSGD_BUILD_TYPE));
+  app.require_subcommand(1);
+  dsgd::setup_run(app, argc, argv);
+  dsgd::setup_runs(app);
+  dsgd::setup_show(app);
+  dsgd::setup_list(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  } catch (const dsgd::InputError& e) {
+    fmt::print(stderr, "dsgd-bench: error: {}\n", e.what());
+    if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
+    return 2;
+  } catch (const dsgd::Error& e) {
+    fmt::print(stderr, "dsgd-bench: error: {}\n", e.what());
+    if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
+    return 1;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "dsgd-bench: error: {}\n", e.what());
+    return 1;
+  }
+  return dsgd::cli_exit_code();
+}

@@ -1,0 +1,177 @@
+// `dsgd-bench run`: validates the configuration (flags over an optional JSON/TOML file),
+// re-launches itself through mpiexec when asked for N > 1 workers outside of mpiexec,
+// then trains on every rank and has rank 0 store and print the results. The last line
+// printed is `run_id=<id>`.
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "algorithms/algorithm.hpp"
+#include "cli/commands.hpp"
+#include "cli/run_format.hpp"
+#include "cluster/launcher.hpp"
+#include "core/errors.hpp"
+#include "core/run_config.hpp"
+#include "core/system_info.hpp"
+#include "engine/collective_check.hpp"
+#include "engine/interrupt.hpp"
+#include "engine/trainer.hpp"
+#include "results/store.hpp"
+#include "results/target.hpp"
+#include "workloads/datasets/dataset.hpp"
+#include "workloads/workload.hpp"
+
+namespace dsgd {
+
+namespace {
+
+struct RunOptions {
+  RunConfig flags;  // values given on the command line
+  std::string config_file;
+  std::vector<std::pair<const RunConfigField*, CLI::Option*>> bound;
+};
+
+// File first, then every flag that was given explicitly.
+RunConfig resolve_config(const RunOptions& o) {
+  RunConfig cfg;
+  if (!o.config_file.empty()) run_config_load_file(cfg, o.config_file);
+  for (const auto& [field, option] : o.bound) {
+    if (option->count() == 0) continue;
+    run_config_copy_field(cfg, o.flags, *field);
+    const std::string key = field->key;
+    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)))
+      DSGD_THROW(InputError, fmt::format("pass a positive --{}", key), "--{} must be positive (got {})", key,
+                 key == "steps" ? fmt::format("{}", cfg.steps) : fmt::format("{}", cfg.epochs));
+  }
+  return cfg;
+}
+
+// Everything checkable before starting workers, cheapest first; the database last so a
+// bad flag never creates a file.
+void validate_before_launch(const RunConfig& cfg) {
+  run_config_validate(cfg);
+  if (!workload_exists(cfg.workload)) workload_create(cfg.workload, Dataset{});
+  if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);
+  dataset_validate_spec(cfg.dataset);
+  target_parse(cfg.target);
+  Store::open(cfg.db);
+}
+
+void print_warnings(const RunConfig& cfg, const Communicator& comm) {
+  const SystemInfo sys = system_info_read();
+  const int local = comm.ranks_on_this_host();
+  const long cores = sys.cores;
+  if (local * cfg.threads > cores)
+    fmt::print(stderr,
+               "dsgd-bench: warning: {} ranks x {} BLAS threads on {} cores: ranks exceed cores, timings are not "
+               "trustworthy (MPICH busy-polls; expect 5-20 ms per collective)\n",
+               local, cfg.threads, cores);
+  if (sys.build_type != "Release" && sys.build_type != "RelWithDebInfo")
+    fmt::print(stderr, "dsgd-bench: warning: this is a {} build; timings are not representative\n", sys.build_type);
+  if (!sys.cpu_governor.empty() && sys.cpu_governor != "performance")
+    fmt::print(stderr, "dsgd-bench: warning: CPU frequency governor is '{}' (not 'performance'); timings may vary\n",
+               sys.cpu_governor);
+}
+
+int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
+  interrupt_block_signals();
+  std::unique_ptr<Communicator> comm = communicator_create_world(&argc, &argv);
+  const bool root = comm->rank() == 0;
+
+  std::optional<Store> store;
+  try {
+    std::exception_ptr local;
+    try {
+      if (comm->size() != cfg.workers)
+        DSGD_THROW(InputError, "make --workers match mpiexec -n (or run without mpiexec)",
+                   "--workers {} but this job has {} MPI ranks", cfg.workers, comm->size());
+      if (root) store = Store::open(cfg.db);
+    } catch (...) {
+      local = std::current_exception();
+    }
+    collective_check(*comm, local);
+    interrupt_start_watcher(root ? cfg.db : std::string());
+    if (root) print_warnings(cfg, *comm);
+
+    TrainerCallbacks callbacks;
+    int64_t total_steps = 0;
+    if (root) {
+      callbacks.on_start = [&](const RunRecord& record) {
+        total_steps = record.steps;
+        fmt::print("{}", format_config(cfg, record));
+        std::fflush(stdout);
+      };
+      callbacks.on_eval = [&](const EvalRow& row) {
+        fmt::print("{}\n", format_eval_line(row, total_steps));
+        std::fflush(stdout);
+      };
+    }
+    TrainResult result = trainer_run(cfg, *comm, store ? &*store : nullptr, callbacks);
+    if (root) {
+      fmt::print("\n{}", format_run_summary(store->run_get(result.run_id)));
+      fmt::print("run_id={}\n", result.run_id);
+      std::fflush(stdout);
+    }
+    return 0;
+  } catch (const PeerFailed&) {
+    return 1;
+  } catch (const std::exception& e) {
+    const bool input = dynamic_cast<const InputError*>(&e) != nullptr;
+    const int64_t run_id = trainer_active_run_id();
+    if (root && store && run_id > 0) {
+      try {
+        store->run_finish(run_id, "failed", e.what());
+      } catch (...) {
+      }
+    }
+    fmt::print(stderr, "dsgd-bench: error{}: {}\n", comm->size() > 1 ? fmt::format(" on rank {}", comm->rank()) : "",
+               e.what());
+    if (const auto* err = dynamic_cast<const Error*>(&e); err && !err->hint().empty())
+      fmt::print(stderr, "  hint: {}\n", err->hint());
+    if (run_id > 0 && root) fmt::print(stderr, "  run {} is stored as 'failed' in {}\n", run_id, cfg.db);
+    std::fflush(stderr);
+    // After setup, peers may be inside a collective: stop the whole job.
+    if (comm->size() > 1 && trainer_past_setup()) comm->abort(1);
+    return input ? 2 : 1;
+  }
+}
+
+}  // namespace
+
+void setup_run(CLI::App& app, int argc, char** argv) {
+  auto opts = std::make_shared<RunOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "run", "Train a workload under an SGD variant on N workers; store timings and convergence in SQLite");
+  sub->add_option("--config", opts->config_file,
+                  "JSON or TOML file with the same keys as the flags (e.g. \"batch\": 64); flags override it")
+      ->check(CLI::ExistingFile);
+  for (const auto& field : run_config_fields()) {
+    CLI::Option* option = nullptr;
+    std::visit(
+        [&](auto member) {
+          option = sub->add_option(fmt::format("--{}", field.key), opts->flags.*member, field.help)
+                       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+        },
+        field.member);
+    RunConfig defaults;
+    std::visit([&](auto member) { option->default_str(fmt::format("{}", defaults.*member)); }, field.member);
+    opts->bound.emplace_back(&field, option);
+  }
+  sub->footer(
+      "Examples:\n"
+      "  dsgd-bench run --workers 2 --algo ssgd --epochs 1\n"
+      "  dsgd-bench run --workers 2 --algo localsgd --period 8 --dataset synthetic:n=20000,d=100000,density=0.001\n"
+      "  mpiexec -f hosts -n 8 dsgd-bench run --workers 8 --config suite.toml\n");
+  sub->callback([opts, argc, argv]() {
+    const RunConfig cfg = resolve_config(*opts);
+    if (!launcher_under_mpiexec()) {
+      validate_before_launch(cfg);
+      if (cfg.workers > 1) launcher_exec_mpiexec(static_cast<int>(cfg.workers), cfg.hostfile, argc, argv);
+    } else {
+      run_config_validate(cfg);
+    }
+    cli_exit_code() = run_on_ranks(cfg, argc, argv);
+  });
+}
+
+}  // namespace dsgd

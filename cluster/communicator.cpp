@@ -1,0 +1,93 @@
+// Recording wrappers of the Communicator interface and the single-rank backend.
+#include "cluster/communicator.hpp"
+
+#include <cstdlib>
+
+#include "core/clock.hpp"
+
+namespace dsgd {
+
+const char* coll_kind_name(CollKind kind) {
+  switch (kind) {
+    case CollKind::coll_allreduce: return "allreduce";
+    case CollKind::coll_broadcast: return "broadcast";
+    case CollKind::coll_allgather: return "allgather";
+    case CollKind::coll_reduce_scatter: return "reduce_scatter";
+    case CollKind::coll_barrier: return "barrier";
+  }
+  return "unknown";
+}
+
+double ring_allreduce_bytes_sent(double bytes, int n) { return n <= 1 ? 0.0 : 2.0 * (n - 1) / n * bytes; }
+
+void Communicator::record(CollKind kind, double arrive, double bytes_sent) {
+  if (!log_) return;
+  log_->push(CollEvent{arrive, clock_now_s(), bytes_sent, static_cast<int32_t>(kind)});
+}
+
+void Communicator::allreduce_sum(float* data, size_t count) {
+  const double arrive = log_ ? clock_now_s() : 0.0;
+  do_allreduce_sum(data, count);
+  record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(count) * sizeof(float), size()));
+}
+
+void Communicator::allreduce_average(float* data, size_t count) {
+  const double arrive = log_ ? clock_now_s() : 0.0;
+  do_allreduce_sum(data, count);
+  const int n = size();
+  if (n > 1) {
+    const float scale = 1.0f / static_cast<float>(n);
+    for (size_t i = 0; i < count; ++i) data[i] *= scale;
+  }
+  record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(count) * sizeof(float), n));
+}
+
+void Communicator::broadcast(float* data, size_t count, int root) {
+  const double arrive = log_ ? clock_now_s() : 0.0;
+  do_broadcast(data, count, root);
+  record(CollKind::coll_broadcast, arrive, rank() == root ? double(count) * sizeof(float) : 0.0);
+}
+
+void Communicator::barrier() {
+  const double arrive = log_ ? clock_now_s() : 0.0;
+  do_barrier();
+  record(CollKind::coll_barrier, arrive, 0.0);
+}
+
+namespace {
+
+// One rank, no communication: every collective is the identity.
+class SelfCommunicator final : public Communicator {
+ public:
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  std::string backend_name() const override { return "self"; }
+  std::string library_version() const override { return "none (single process)"; }
+  int ranks_on_this_host() const override { return 1; }
+  void untimed_allreduce_sum(double*, size_t) override {}
+  void untimed_allreduce_sum(float*, size_t) override {}
+  void untimed_allreduce_max(double*, size_t) override {}
+  void untimed_gather(const double* send, size_t count, double* recv, int) override {
+    for (size_t i = 0; i < count; ++i) recv[i] = send[i];
+  }
+  void untimed_broadcast(double*, size_t, int) override {}
+  void untimed_send(const double*, size_t, int) override {}
+  void untimed_recv(double*, size_t, int) override {}
+  void untimed_barrier() override {}
+  [[noreturn]] void abort(int code) override { std::exit(code); }
+
+ protected:
+  void do_allreduce_sum(float*, size_t) override {}
+  void do_broadcast(float*, size_t, int) override {}
+  void do_barrier() override {}
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> communicator_create_self() { return std::make_unique<SelfCommunicator>(); }
+
+#ifndef DSGD_HAVE_MPI
+std::unique_ptr<Communicator> communicator_create_world(int*, char***) { return communicator_create_self(); }
+#endif
+
+}  // namespace dsgd

@@ -1,0 +1,113 @@
+// The Communicator interface every algorithm is written against, and the recording of
+// each collective's arrival and departure time that separates `wait` (blocked until the
+// slowest peer arrives) from `comm` (data moving) after the run, without extra messages
+// in the training loop (docs/metrics.md).
+//
+// Public methods are non-virtual: they record the event, then call the backend's do_*.
+// Backends: MpiCommunicator (cluster/mpi_communicator.cpp) and SelfCommunicator (one
+// rank, no MPI). The untimed_* helpers are for the harness (evaluation, flushing
+// timings, clock sync) and are never recorded.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dsgd {
+
+enum class CollKind : int32_t {
+  coll_allreduce = 0,
+  coll_broadcast = 1,
+  coll_allgather = 2,
+  coll_reduce_scatter = 3,
+  coll_barrier = 4,
+};
+const char* coll_kind_name(CollKind kind);
+
+// One recorded collective on one rank: clock_now_s() when the rank entered it (arrive)
+// and when it returned (depart), and the bytes this rank sent under the ring algorithm.
+struct CollEvent {
+  double arrive = 0;
+  double depart = 0;
+  double bytes_sent = 0;
+  int32_t kind = 0;
+};
+
+// Fixed-capacity event log, allocated once; the trainer clears it at each flush.
+class CollEventLog {
+ public:
+  void reserve(size_t capacity) { events_.resize(capacity); }
+  void clear() { size_ = 0; }
+  size_t size() const { return size_; }
+  const CollEvent* data() const { return events_.data(); }
+  // Returns false (and drops the event) when full; the trainer sizes it so this never happens.
+  bool push(const CollEvent& e) {
+    if (size_ >= events_.size()) {
+      ++dropped_;
+      return false;
+    }
+    events_[size_++] = e;
+    return true;
+  }
+  size_t dropped() const { return dropped_; }
+
+ private:
+  std::vector<CollEvent> events_;
+  size_t size_ = 0;
+  size_t dropped_ = 0;
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend_name() const = 0;
+  virtual std::string library_version() const = 0;
+  // Ranks of this job that run on this host (for oversubscription warnings).
+  virtual int ranks_on_this_host() const = 0;
+
+  // Recorded collectives on float buffers (in place).
+  void allreduce_sum(float* data, size_t count);
+  void allreduce_average(float* data, size_t count);  // sum, then scale by 1/size
+  void broadcast(float* data, size_t count, int root);
+  void barrier();
+
+  // Events are recorded only while a log is attached.
+  void attach_log(CollEventLog* log) { log_ = log; }
+
+  // Untimed harness helpers.
+  virtual void untimed_allreduce_sum(double* data, size_t count) = 0;
+  virtual void untimed_allreduce_sum(float* data, size_t count) = 0;
+  virtual void untimed_allreduce_max(double* data, size_t count) = 0;
+  // Gathers `count` doubles from every rank into recv (size × count) on root.
+  virtual void untimed_gather(const double* send, size_t count, double* recv, int root) = 0;
+  virtual void untimed_broadcast(double* data, size_t count, int root) = 0;
+  virtual void untimed_send(const double* data, size_t count, int peer) = 0;
+  virtual void untimed_recv(double* data, size_t count, int peer) = 0;
+  virtual void untimed_barrier() = 0;
+  // Stops every rank of the job (after an error on one of them).
+  [[noreturn]] virtual void abort(int code) = 0;
+
+ protected:
+  virtual void do_allreduce_sum(float* data, size_t count) = 0;
+  virtual void do_broadcast(float* data, size_t count, int root) = 0;
+  virtual void do_barrier() = 0;
+
+ private:
+  void record(CollKind kind, double arrive, double bytes_sent);
+  CollEventLog* log_ = nullptr;
+};
+
+// The communicator of this process: MPI's world when built with MPI (initialising MPI),
+// otherwise a single rank.
+std::unique_ptr<Communicator> communicator_create_world(int* argc, char*** argv);
+// A single-rank communicator without MPI (tests, serial reference).
+std::unique_ptr<Communicator> communicator_create_self();
+
+// Bytes one rank sends in a ring all-reduce of `bytes` over n ranks: 2(n-1)/n × bytes.
+double ring_allreduce_bytes_sent(double bytes, int n);
+
+}  // namespace dsgd

@@ -1,0 +1,140 @@
+// The MPI backend of the Communicator (MPICH): the world communicator, with every MPI
+// call checked (a failure throws dsgd::Error naming the call, the rank and the host).
+// MPI is initialised on first use and finalised at exit.
+#include <mpi.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+#include "cluster/communicator.hpp"
+#include "core/errors.hpp"
+
+namespace dsgd {
+
+namespace {
+
+std::string host_name() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+void mpi_check(int rc, const char* call) {
+  if (rc == MPI_SUCCESS) return;
+  char msg[MPI_MAX_ERROR_STRING] = {0};
+  int len = 0;
+  MPI_Error_string(rc, msg, &len);
+  int rank = -1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  DSGD_THROW(Error, "check the MPI installation and that all ranks run the same command",
+             "{} failed on rank {} ({}): {}", call, rank, host_name(), msg);
+}
+
+#define DSGD_MPI_CHECK(call) mpi_check((call), #call)
+
+class MpiCommunicator final : public Communicator {
+ public:
+  MpiCommunicator(int* argc, char*** argv) {
+    int initialized = 0;
+    MPI_Initialized(&initialized);
+    if (!initialized) DSGD_MPI_CHECK(MPI_Init(argc, argv));
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    DSGD_MPI_CHECK(MPI_Comm_rank(MPI_COMM_WORLD, &rank_));
+    DSGD_MPI_CHECK(MPI_Comm_size(MPI_COMM_WORLD, &size_));
+    MPI_Comm local;
+    DSGD_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
+    DSGD_MPI_CHECK(MPI_Comm_size(local, &local_size_));
+    MPI_Comm_free(&local);
+    char version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
+    int len = 0;
+    MPI_Get_library_version(version, &len);
+    version_.assign(version, static_cast<size_t>(len));
+    while (!version_.empty() && (version_.back() == '\n' || version_.back() == ' ')) version_.pop_back();
+    // Keep the first line only: MPICH prints its configure options after it.
+    auto nl = version_.find('\n');
+    if (nl != std::string::npos) version_.resize(nl);
+    for (auto& ch : version_)
+      if (ch == '\t') ch = ' ';
+  }
+  ~MpiCommunicator() override {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  std::string backend_name() const override { return "mpi"; }
+  std::string library_version() const override { return version_; }
+  int ranks_on_this_host() const override { return local_size_; }
+
+  void untimed_allreduce_sum(double* data, size_t count) override {
+    DSGD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, checked_count(count), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD));
+  }
+  void untimed_allreduce_sum(float* data, size_t count) override {
+    DSGD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+  }
+  void untimed_allreduce_max(double* data, size_t count) override {
+    DSGD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, checked_count(count), MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD));
+  }
+  void untimed_gather(const double* send, size_t count, double* recv, int root) override {
+    DSGD_MPI_CHECK(MPI_Gather(send, checked_count(count), MPI_DOUBLE, recv, checked_count(count), MPI_DOUBLE, root,
+                              MPI_COMM_WORLD));
+  }
+  void untimed_broadcast(double* data, size_t count, int root) override {
+    DSGD_MPI_CHECK(MPI_Bcast(data, checked_count(count), MPI_DOUBLE, root, MPI_COMM_WORLD));
+  }
+  void untimed_send(const double* data, size_t count, int peer) override {
+    DSGD_MPI_CHECK(MPI_Send(data, checked_count(count), MPI_DOUBLE, peer, kHarnessTag, MPI_COMM_WORLD));
+  }
+  void untimed_recv(double* data, size_t count, int peer) override {
+    DSGD_MPI_CHECK(
+        MPI_Recv(data, checked_count(count), MPI_DOUBLE, peer, kHarnessTag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  }
+  void untimed_barrier() override { DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+  [[noreturn]] void abort(int code) override {
+    MPI_Abort(MPI_COMM_WORLD, code);
+    std::_Exit(code);
+  }
+
+ protected:
+  void do_allreduce_sum(float* data, size_t count) override {
+    // Large buffers are reduced in chunks below INT_MAX elements.
+    while (count > 0) {
+      const size_t chunk = count < kMaxChunk ? count : kMaxChunk;
+      DSGD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(chunk), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+      data += chunk;
+      count -= chunk;
+    }
+  }
+  void do_broadcast(float* data, size_t count, int root) override {
+    while (count > 0) {
+      const size_t chunk = count < kMaxChunk ? count : kMaxChunk;
+      DSGD_MPI_CHECK(MPI_Bcast(data, static_cast<int>(chunk), MPI_FLOAT, root, MPI_COMM_WORLD));
+      data += chunk;
+      count -= chunk;
+    }
+  }
+  void do_barrier() override { DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+
+ private:
+  static constexpr int kHarnessTag = 7001;
+  static constexpr size_t kMaxChunk = size_t(1) << 30;
+  static int checked_count(size_t count) {
+    if (count > static_cast<size_t>(INT32_MAX))
+      DSGD_THROW(Error, "", "harness message of {} elements exceeds MPI's int count", count);
+    return static_cast<int>(count);
+  }
+  int rank_ = 0;
+  int size_ = 1;
+  int local_size_ = 1;
+  std::string version_;
+};
+
+}  // namespace
+
+std::unique_ptr<Communicator> communicator_create_world(int* argc, char*** argv) {
+  return std::make_unique<MpiCommunicator>(argc, argv);
+}
+
+}  // namespace dsgd

@@ -1,0 +1,67 @@
+// The configuration of one run, and the single table of its fields that drives the
+// command-line flags, the JSON/TOML config file keys and the stored JSON, so the three
+// can never disagree. A key is the flag name without dashes ("weight-decay"); config
+// files may also spell it with underscores ("weight_decay").
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace dsgd {
+
+struct RunConfig {
+  std::string workload = "svm";
+  std::string dataset = "fashion-mnist";
+  std::string algo = "ssgd";
+  int64_t period = 4;           // H: local steps between model averages (localsgd)
+  int64_t batch = 64;           // per worker
+  double lr = 0.05;
+  double momentum = 0.0;
+  double weight_decay = 1e-4;
+  int64_t steps = 0;            // 0: derived from epochs
+  double epochs = 0.0;          // 0: use steps; default 1 epoch when both are 0
+  int64_t workers = 1;
+  std::string backend = "mpi";
+  uint64_t seed = 1;
+  int64_t eval_every = 0;       // 0: about 10 evaluations per run
+  std::string target;           // "acc=0.80" or "loss=0.35"; empty: none
+  std::string db = "./dsgd.db";
+  std::string tag;
+  int64_t warmup = 5;           // untimed steps at the start (clamped below the step count)
+  int64_t threads = 1;          // BLAS threads per worker
+  std::string hostfile;         // passed to mpiexec -f when launching
+  std::string save_params;      // write the final averaged parameters (float32, raw) here
+  bool timers = true;           // per-step instrumentation (off only to measure its cost)
+};
+
+// One entry of the field table.
+struct RunConfigField {
+  const char* key;   // "weight-decay"
+  const char* help;  // one line for --help
+  std::variant<std::string RunConfig::*, int64_t RunConfig::*, uint64_t RunConfig::*,
+               double RunConfig::*, bool RunConfig::*>
+      member;
+};
+
+const std::vector<RunConfigField>& run_config_fields();
+
+// Reads a JSON (.json) or TOML (.toml) file of keys from the table into cfg.
+// Throws InputError naming the file and the key on an unknown key or a wrong type.
+void run_config_load_file(RunConfig& cfg, const std::string& path);
+// Same, from an already-parsed JSON object (origin names the source in messages).
+void run_config_apply_json(RunConfig& cfg, const nlohmann::json& obj, const std::string& origin);
+
+nlohmann::json run_config_to_json(const RunConfig& cfg);
+
+// Checks values that do not need files or the network: positive counts, known
+// backend, lr > 0, ... Throws InputError naming the flag.
+void run_config_validate(const RunConfig& cfg);
+
+// Copies field `key` from src to dst.
+void run_config_copy_field(RunConfig& dst, const RunConfig& src, const RunConfigField& field);
+
+}  // namespace dsgd

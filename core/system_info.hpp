@@ -1,0 +1,24 @@
+// What machine and build a run happened on: host, CPU model, core count, tool version,
+// git commit, build type. Recorded with every run so results can be matched and trusted.
+#pragma once
+
+#include <string>
+
+namespace dsgd {
+
+struct SystemInfo {
+  std::string host;
+  std::string cpu_model;
+  int cores = 0;
+  std::string tool_version;
+  std::string git_commit;
+  std::string build_type;
+  std::string cpu_governor;  // "performance", "powersave", ... or empty when not exposed
+};
+
+SystemInfo system_info_read();
+
+// The current time as ISO 8601 UTC ("2026-11-29T23:57:10Z").
+std::string system_time_iso8601();
+
+}  // namespace dsgd

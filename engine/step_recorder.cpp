@@ -1,0 +1,136 @@
+// See step_recorder.hpp. Wire format of one rank's flush (doubles):
+//   [n_steps, n_events, steps × kStepFields, events × kEventFields], padded to the
+//   largest rank's size for one MPI_Gather.
+#include "engine/step_recorder.hpp"
+
+#include <algorithm>
+
+#include "core/errors.hpp"
+
+namespace dsgd {
+
+namespace {
+constexpr size_t kStepFields = 9;
+constexpr size_t kEventFields = 4;
+}  // namespace
+
+void StepRecorder::reserve(size_t max_steps, size_t max_events_per_step) {
+  steps_.assign(max_steps, StepTiming{});
+  events_.reserve(max_steps * std::max<size_t>(1, max_events_per_step));
+  pack_.reserve(2 + max_steps * kStepFields + max_steps * max_events_per_step * kEventFields);
+  used_ = 0;
+  events_before_ = 0;
+}
+
+void wait_comm_split(const CollSpan* spans, size_t ranks, WaitComm* out) {
+  double last_arrival = spans[0].arrive;
+  for (size_t r = 1; r < ranks; ++r) last_arrival = std::max(last_arrival, spans[r].arrive);
+  for (size_t r = 0; r < ranks; ++r) {
+    const double total = std::max(0.0, spans[r].depart - spans[r].arrive);
+    if (spans[r].depart <= last_arrival) {
+      out[r] = WaitComm{total, 0.0};
+    } else {
+      const double wait = std::max(0.0, last_arrival - spans[r].arrive);
+      out[r] = WaitComm{wait, total - wait};
+    }
+  }
+}
+
+std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets& prev, const ClockOffsets& now,
+                                         double time_origin, int64_t warmup) {
+  const int n = comm.size();
+  const size_t n_events = events_.size();
+  pack_.clear();
+  pack_.push_back(static_cast<double>(used_));
+  pack_.push_back(static_cast<double>(n_events));
+  for (size_t i = 0; i < used_; ++i) {
+    const StepTiming& t = steps_[i];
+    pack_.insert(pack_.end(), {static_cast<double>(t.step), t.start, t.step_s, t.fwd_s, t.bwd_s, t.opt_s, t.data_s,
+                               t.loss, static_cast<double>(t.events)});
+  }
+  const CollEvent* ev = events_.data();
+  for (size_t i = 0; i < n_events; ++i)
+    pack_.insert(pack_.end(), {ev[i].arrive, ev[i].depart, ev[i].bytes_sent, static_cast<double>(ev[i].kind)});
+
+  double width = static_cast<double>(pack_.size());
+  comm.untimed_allreduce_max(&width, 1);
+  const size_t w = static_cast<size_t>(width);
+  pack_.resize(w, 0.0);
+  if (comm.rank() == 0) gathered_.resize(w * static_cast<size_t>(n));
+  comm.untimed_gather(pack_.data(), w, gathered_.data(), 0);
+
+  used_ = 0;
+  events_before_ = 0;
+  events_.clear();
+  std::vector<StepRow> rows;
+  if (comm.rank() != 0) return rows;
+
+  // Unpack every rank.
+  struct RankView {
+    const double* steps;
+    const double* events;
+    size_t n_steps, n_events;
+  };
+  std::vector<RankView> views(static_cast<size_t>(n));
+  for (int r = 0; r < n; ++r) {
+    const double* base = gathered_.data() + w * static_cast<size_t>(r);
+    RankView v{base + 2, nullptr, static_cast<size_t>(base[0]), static_cast<size_t>(base[1])};
+    v.events = v.steps + v.n_steps * kStepFields;
+    views[static_cast<size_t>(r)] = v;
+  }
+  for (int r = 1; r < n; ++r) {
+    if (views[r].n_steps != views[0].n_steps || views[r].n_events != views[0].n_events)
+      DSGD_THROW(Error, "this is a bug in the algorithm: every rank must run the same collectives",
+                 "rank {} recorded {} steps / {} collectives, rank 0 {} / {}", r, views[r].n_steps, views[r].n_events,
+                 views[0].n_steps, views[0].n_events);
+  }
+
+  const size_t n_steps = views[0].n_steps;
+  rows.resize(n_steps * static_cast<size_t>(n));
+  std::vector<CollSpan> spans(static_cast<size_t>(n));
+  std::vector<WaitComm> split(static_cast<size_t>(n));
+  std::vector<size_t> event_cursor(static_cast<size_t>(n), 0);
+  for (size_t s = 0; s < n_steps; ++s) {
+    for (int r = 0; r < n; ++r) {
+      const double* f = views[r].steps + s * kStepFields;
+      const double t_start = f[1] - clock_sync_offset_at(prev, now, r, f[1]);
+      StepRow& row = rows[s * static_cast<size_t>(n) + static_cast<size_t>(r)];
+      row.rank = r;
+      row.step = static_cast<int64_t>(f[0]);
+      row.timed = row.step >= warmup;
+      row.start_s = t_start - time_origin;
+      row.step_s = f[2];
+      row.fwd_s = f[3];
+      row.bwd_s = f[4];
+      row.opt_s = f[5];
+      row.data_s = f[6];
+      row.train_loss = f[7];
+    }
+    const size_t events_this_step = static_cast<size_t>(views[0].steps[s * kStepFields + 8]);
+    for (size_t e = 0; e < events_this_step; ++e) {
+      for (int r = 0; r < n; ++r) {
+        const double* ef = views[r].events + (event_cursor[r] + e) * kEventFields;
+        const double off = clock_sync_offset_at(prev, now, r, ef[0]);
+        spans[r] = CollSpan{ef[0] - off, ef[1] - off};
+      }
+      wait_comm_split(spans.data(), spans.size(), split.data());
+      for (int r = 0; r < n; ++r) {
+        const double* ef = views[r].events + (event_cursor[r] + e) * kEventFields;
+        StepRow& row = rows[s * static_cast<size_t>(n) + static_cast<size_t>(r)];
+        row.wait_s += split[r].wait;
+        row.comm_s += split[r].comm;
+        row.bytes_sent += ef[2];
+      }
+    }
+    for (int r = 0; r < n; ++r) {
+      const size_t mine = static_cast<size_t>(views[r].steps[s * kStepFields + 8]);
+      if (mine != events_this_step)
+        DSGD_THROW(Error, "this is a bug in the algorithm: every rank must run the same collectives",
+                   "step {}: rank {} recorded {} collectives, rank 0 {}", rows[s * n].step, r, mine, events_this_step);
+      event_cursor[r] += mine;
+    }
+  }
+  return rows;
+}
+
+}  // namespace dsgd

@@ -1,0 +1,300 @@
+// See trainer.hpp. Timing protocol (docs/metrics.md): per step, clock reads around the
+// data, forward, backward, optimizer phases; every collective's arrival and departure
+// recorded by the communicator; steps [0, warmup) untimed; evaluation and flushing
+// outside the step and excluded from the training clock.
+#include "engine/trainer.hpp"
+
+#include <atomic>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+
+#include "algorithms/algorithm.hpp"
+#include "core/clock.hpp"
+#include "core/errors.hpp"
+#include "core/system_info.hpp"
+#include "engine/batch_sampler.hpp"
+#include "engine/clock_sync.hpp"
+#include "engine/collective_check.hpp"
+#include "engine/step_recorder.hpp"
+#include "results/target.hpp"
+#include "workloads/datasets/dataset.hpp"
+#include "workloads/workload.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace dsgd {
+
+namespace {
+
+std::atomic<int64_t> g_active_run_id{0};
+std::atomic<bool> g_past_setup{false};
+
+// Everything a worker needs, built once.
+struct Worker {
+  DatasetPair data;
+  std::unique_ptr<Workload> workload;
+  std::unique_ptr<Algorithm> algorithm;
+  std::unique_ptr<SgdOptimizer> optimizer;
+  std::unique_ptr<BatchSampler> sampler;
+  std::vector<float> params, grads, eval_params;
+  int64_t steps = 0, warmup = 0, eval_every = 0, flush_every = 0;
+};
+
+void hook_trampoline(void* ctx, size_t layer);
+
+struct HookContext {
+  Algorithm* algorithm;
+  TrainState* state;
+};
+
+void hook_trampoline(void* ctx, size_t layer) {
+  auto* h = static_cast<HookContext*>(ctx);
+  h->algorithm->on_layer_grad_ready(*h->state, layer);
+}
+
+Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
+  Worker w;
+  openblas_set_num_threads(static_cast<int>(cfg.threads));
+  if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
+  if (!workload_exists(cfg.workload)) workload_create(cfg.workload, Dataset{});
+  target_parse(cfg.target);
+  w.data = dataset_load(cfg.dataset, cfg.seed);
+  if (w.data.test.rows == 0)
+    DSGD_THROW(InputError, "use a dataset with a test split", "dataset '{}' has no test samples", cfg.dataset);
+  w.workload = workload_create(cfg.workload, w.data.train);
+  w.workload->reserve(static_cast<size_t>(cfg.batch));
+  const size_t count = w.workload->param_count();
+  w.params.assign(count, 0.0f);
+  w.grads.assign(count, 0.0f);
+  w.eval_params.assign(count, 0.0f);
+  w.workload->init_params(w.params.data(), cfg.seed);
+  w.sampler = std::make_unique<BatchSampler>(w.data.train.rows, comm.rank(), comm.size(),
+                                             static_cast<size_t>(cfg.batch), cfg.seed);
+  if (cfg.steps > 0) {
+    w.steps = cfg.steps;
+  } else {
+    const double epochs = cfg.epochs > 0 ? cfg.epochs : 1.0;
+    w.steps = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(epochs * double(w.sampler->batches_per_epoch()))));
+  }
+  w.warmup = std::min<int64_t>(cfg.warmup, w.steps - 1);
+  w.eval_every = cfg.eval_every > 0 ? cfg.eval_every : std::max<int64_t>(1, w.steps / 10);
+  w.flush_every = std::min<int64_t>(w.eval_every, 1000);
+  w.algorithm = algorithm_create(cfg.algo, cfg);
+  w.optimizer = std::make_unique<SgdOptimizer>(SgdOptions{cfg.lr, cfg.momentum, cfg.weight_decay, false}, count);
+  return w;
+}
+
+RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const Worker& w) {
+  const SystemInfo sys = system_info_read();
+  RunRecord r;
+  r.status = "running";
+  r.workload = cfg.workload;
+  r.dataset = cfg.dataset;
+  r.algorithm = cfg.algo;
+  r.backend = cfg.backend;
+  r.workers = comm.size();
+  r.batch = cfg.batch;
+  r.period = cfg.period;
+  r.steps = w.steps;
+  r.warmup = w.warmup;
+  r.seed = cfg.seed;
+  r.tag = cfg.tag;
+  r.target = cfg.target;
+  nlohmann::json config = run_config_to_json(cfg);
+  config["steps"] = w.steps;
+  config["warmup"] = w.warmup;
+  config["eval-every"] = w.eval_every;
+  r.config_json = config.dump();
+  r.tool_version = sys.tool_version;
+  r.git_commit = sys.git_commit;
+  r.host = sys.host;
+  r.cpu_model = sys.cpu_model;
+  r.mpi_version = comm.library_version();
+  r.build_type = sys.build_type;
+  return r;
+}
+
+// The model to evaluate: the average of the replicas (untimed all-reduce) unless the
+// algorithm keeps them identical.
+const float* consensus_model(Worker& w, Communicator& comm) {
+  if (w.algorithm->replicas_identical() || comm.size() == 1) return w.params.data();
+  std::copy(w.params.begin(), w.params.end(), w.eval_params.begin());
+  comm.untimed_allreduce_sum(w.eval_params.data(), w.eval_params.size());
+  const float scale = 1.0f / static_cast<float>(comm.size());
+  for (auto& x : w.eval_params) x *= scale;
+  return w.eval_params.data();
+}
+
+// Each rank evaluates its slice of the test set; sums are all-reduced.
+EvalSums evaluate_test(Worker& w, Communicator& comm, const float* model) {
+  const size_t rows = w.data.test.rows;
+  const size_t n = static_cast<size_t>(comm.size());
+  const size_t r = static_cast<size_t>(comm.rank());
+  const size_t begin = rows * r / n;
+  const size_t end = rows * (r + 1) / n;
+  EvalSums local = w.workload->evaluate(model, w.data.test, begin, end);
+  double sums[3] = {local.loss_sum, local.correct, local.count};
+  comm.untimed_allreduce_sum(sums, 3);
+  return EvalSums{sums[0], sums[1], sums[2]};
+}
+
+}  // namespace
+
+int64_t trainer_active_run_id() { return g_active_run_id.load(); }
+bool trainer_past_setup() { return g_past_setup.load(); }
+
+TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, const TrainerCallbacks& callbacks) {
+  // ---- setup: every rank, then agreement ---------------------------------------------
+  Worker w;
+  std::exception_ptr setup_error;
+  try {
+    w = worker_setup(cfg, comm);
+  } catch (...) {
+    setup_error = std::current_exception();
+  }
+  collective_check(comm, setup_error);
+  g_past_setup = true;
+
+  TrainState state{comm, *w.workload, *w.optimizer, w.params.data(), w.grads.data(), w.params.size(), 0};
+  w.algorithm->setup(state);
+  HookContext hook_ctx{w.algorithm.get(), &state};
+  const LayerHook hook{hook_trampoline, &hook_ctx};
+
+  StepRecorder recorder;
+  recorder.reserve(static_cast<size_t>(w.flush_every),
+                   static_cast<size_t>(std::max(1, w.algorithm->max_collectives_per_step())));
+  const bool timers = cfg.timers;
+  if (timers) comm.attach_log(&recorder.events());
+
+  TrainResult result;
+  result.steps = w.steps;
+  result.warmup = w.warmup;
+  result.param_bytes = static_cast<double>(w.params.size()) * sizeof(float);
+
+  const RunRecord record = run_record_make(cfg, comm, w);
+  if (store) {
+    result.run_id = store->run_begin(record);
+    g_active_run_id = result.run_id;
+  }
+  if (callbacks.on_start) callbacks.on_start(record);
+
+  ClockOffsets offsets_prev = clock_sync_measure(comm);
+  const double time_origin = offsets_prev.taken_at;  // rank 0's clock at start (rank 0 only)
+
+  // Training clock (rank 0): wall time since the loop started, minus evaluation and flush time.
+  double excluded_s = 0;
+  double loop_start = 0;
+  double timed_start = 0;
+  double timed_excluded_at_start = 0;
+  double loss_sum = 0;
+  double loss_count = 0;
+
+  auto flush = [&]() {
+    ClockOffsets now = clock_sync_measure(comm);
+    std::vector<StepRow> rows = recorder.flush(comm, offsets_prev, now, time_origin, w.warmup);
+    offsets_prev = std::move(now);
+    if (store && !rows.empty()) store->steps_append(result.run_id, rows);
+  };
+
+  auto evaluate = [&](int64_t steps_done) {
+    const double t_eval = clock_now_s();
+    if (timers && recorder.used() > 0) flush();
+    double loss[2] = {loss_sum, loss_count};
+    comm.untimed_allreduce_sum(loss, 2);
+    loss_sum = loss_count = 0;
+    const float* model = consensus_model(w, comm);
+    const EvalSums sums = evaluate_test(w, comm, model);
+    EvalRow row;
+    row.step = steps_done;
+    row.time_s = steps_done == 0 ? 0.0 : (t_eval - loop_start) - excluded_s;
+    row.train_loss = loss[1] > 0 ? loss[0] / loss[1] : std::nan("");
+    row.test_loss = sums.count > 0 ? sums.loss_sum / sums.count : std::nan("");
+    row.test_acc = sums.count > 0 ? sums.correct / sums.count : std::nan("");
+    if (comm.rank() == 0) {
+      if (store) store->evals_append(result.run_id, {row});
+      if (callbacks.on_eval) callbacks.on_eval(row);
+    }
+    if (steps_done > 0) excluded_s += clock_now_s() - t_eval;
+  };
+
+  evaluate(0);
+  comm.untimed_barrier();
+  loop_start = clock_now_s();
+
+  // ---- the step loop -------------------------------------------------------------------
+  for (int64_t step = 0; step < w.steps; ++step) {
+    if (step == w.warmup) {
+      timed_start = clock_now_s();
+      timed_excluded_at_start = excluded_s;
+    }
+    state.step = step;
+    if (timers) {
+      StepTiming& t = recorder.begin_step(step);
+      const double t0 = clock_now_s();
+      t.start = t0;
+      const uint32_t* idx = w.sampler->next();
+      w.workload->load_batch(w.data.train, idx, w.sampler->batch());
+      const double t1 = clock_now_s();
+      t.loss = w.workload->forward(w.params.data());
+      const double t2 = clock_now_s();
+      w.workload->backward(w.params.data(), w.grads.data(), hook);
+      const double t3 = clock_now_s();
+      w.algorithm->reduce_gradients(state);
+      const double t4 = clock_now_s();
+      w.optimizer->step(w.params.data(), w.grads.data());
+      const double t5 = clock_now_s();
+      w.algorithm->after_update(state);
+      const double t6 = clock_now_s();
+      t.data_s = t1 - t0;
+      t.fwd_s = t2 - t1;
+      t.bwd_s = t3 - t2;
+      t.opt_s = t5 - t4;
+      t.step_s = t6 - t0;
+      recorder.end_step(t);
+      loss_sum += t.loss;
+    } else {
+      const uint32_t* idx = w.sampler->next();
+      w.workload->load_batch(w.data.train, idx, w.sampler->batch());
+      loss_sum += w.workload->forward(w.params.data());
+      w.workload->backward(w.params.data(), w.grads.data(), hook);
+      w.algorithm->reduce_gradients(state);
+      w.optimizer->step(w.params.data(), w.grads.data());
+      w.algorithm->after_update(state);
+    }
+    loss_count += 1;
+
+    const int64_t done = step + 1;
+    const bool last = done == w.steps;
+    if (last) result.timed_wall_s = (clock_now_s() - timed_start) - (excluded_s - timed_excluded_at_start);
+    if (done % w.eval_every == 0 || last) {
+      evaluate(done);
+    } else if (timers && recorder.full()) {
+      const double t_flush = clock_now_s();
+      flush();
+      excluded_s += clock_now_s() - t_flush;
+    }
+  }
+  comm.attach_log(nullptr);
+  if (recorder.events().dropped() > 0)
+    DSGD_THROW(Error, "this is a bug: max_collectives_per_step is too small for the algorithm",
+               "{} collective events were dropped", recorder.events().dropped());
+
+  const float* model = consensus_model(w, comm);
+  if (comm.rank() == 0) result.final_params.assign(model, model + w.params.size());
+  if (comm.rank() == 0 && !cfg.save_params.empty()) {
+    std::ofstream out(cfg.save_params, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(model), static_cast<std::streamsize>(w.params.size() * sizeof(float)));
+    if (!out)
+      DSGD_THROW(InputError, "pass a writable path to --save-params", "cannot write parameters to '{}'",
+                 cfg.save_params);
+  }
+  if (store) {
+    store->run_finish(result.run_id, "completed", "");
+    g_active_run_id = 0;
+  }
+  return result;
+}
+
+}  // namespace dsgd

@@ -1,0 +1,49 @@
+// The training loop: one worker's view of a run. Sets up the dataset, workload,
+// optimizer, algorithm and buffers (all ranks agree on success before any collective),
+// runs untimed warm-up steps then timed steps, evaluates the consensus model on the
+// test set every K steps, flushes the per-step timings to rank 0 at each evaluation,
+// and has rank 0 store everything. The timed loop allocates nothing and formats nothing.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "cluster/communicator.hpp"
+#include "core/run_config.hpp"
+#include "results/store.hpp"
+
+namespace dsgd {
+
+// What the trainer tells its caller (rank 0 prints these).
+struct TrainerCallbacks {
+  std::function<void(const RunRecord&)> on_start;  // after setup, before the first step
+  std::function<void(const EvalRow&)> on_eval;
+};
+
+struct TrainResult {
+  int64_t run_id = 0;         // 0 when no store
+  int64_t steps = 0;
+  int64_t warmup = 0;
+  double timed_wall_s = 0;    // wall time of the timed steps on rank 0 (evaluations excluded)
+  double param_bytes = 0;
+  std::vector<float> final_params;  // the consensus model (rank 0)
+};
+
+// Collective: every rank calls it with the same cfg. `store` is rank 0's (nullptr on
+// other ranks, or to run without storing). Throws InputError for bad input detected
+// during setup (nothing stored then) and Error for failures during training (the run is
+// then marked failed by the caller through trainer_active_run_id()).
+TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, const TrainerCallbacks& callbacks);
+
+// Id of the run in progress on this process (0 when none); for error and signal handling.
+int64_t trainer_active_run_id();
+
+}  // namespace dsgd
+
+namespace dsgd {
+// True once every rank has finished setup (errors after this point may leave peers
+// inside a collective, so the job must be aborted).
+bool trainer_past_setup();
+}  // namespace dsgd

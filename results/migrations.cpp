@@ -1,0 +1,147 @@
+// The results-database schema history (see migrations.hpp). Column notes:
+// - runs.seed is the uint64 seed as decimal TEXT: exact for values above 2^63 and
+//   readable from the sqlite3 shell.
+// - runs.id is AUTOINCREMENT so a deleted run's id is never handed to a new run
+//   (reports and scripts refer to runs by id).
+// - REAL columns are nullable: SQLite stores a NaN (a diverged loss) as NULL, and the
+//   store reads it back as NaN; optional summary fields are NULL when they do not apply.
+#include "results/migrations.hpp"
+
+#include <string>
+
+#include "core/errors.hpp"
+#include "results/sqlite.hpp"
+
+namespace dsgd {
+
+namespace {
+
+// v0 -> v1: runs, per-rank per-step timings, evaluations.
+constexpr const char* migration_v1 = R"sql(
+CREATE TABLE runs (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at    TEXT NOT NULL,
+  finished_at   TEXT,
+  status        TEXT NOT NULL,
+  workload      TEXT NOT NULL DEFAULT '',
+  dataset       TEXT NOT NULL DEFAULT '',
+  algorithm     TEXT NOT NULL DEFAULT '',
+  backend       TEXT NOT NULL DEFAULT '',
+  workers       INTEGER NOT NULL DEFAULT 0,
+  batch         INTEGER NOT NULL DEFAULT 0,
+  period        INTEGER NOT NULL DEFAULT 0,
+  steps         INTEGER NOT NULL DEFAULT 0,
+  warmup        INTEGER NOT NULL DEFAULT 0,
+  seed          TEXT NOT NULL DEFAULT '0',
+  tag           TEXT NOT NULL DEFAULT '',
+  config_json   TEXT NOT NULL DEFAULT '{}',
+  tool_version  TEXT,
+  git_commit    TEXT,
+  host          TEXT,
+  cpu_model     TEXT,
+  mpi_version   TEXT,
+  build_type    TEXT,
+  error         TEXT
+);
+CREATE TABLE steps (
+  run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  rank       INTEGER NOT NULL,
+  step       INTEGER NOT NULL,
+  timed      INTEGER NOT NULL,
+  start_s    REAL,
+  step_s     REAL,
+  fwd_s      REAL,
+  bwd_s      REAL,
+  opt_s      REAL,
+  data_s     REAL,
+  comm_s     REAL,
+  wait_s     REAL,
+  overlap_s  REAL,
+  bytes_sent REAL,
+  train_loss REAL,
+  PRIMARY KEY (run_id, rank, step)
+) WITHOUT ROWID;
+CREATE TABLE evals (
+  run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  step       INTEGER NOT NULL,
+  time_s     REAL,
+  train_loss REAL,
+  test_loss  REAL,
+  test_acc   REAL,
+  PRIMARY KEY (run_id, step)
+) WITHOUT ROWID;
+)sql";
+
+// v1 -> v2: accuracy/loss target per run, stored summaries, listing index.
+constexpr const char* migration_v2 = R"sql(
+ALTER TABLE runs ADD COLUMN target TEXT;
+CREATE TABLE summaries (
+  run_id                   INTEGER PRIMARY KEY REFERENCES runs(id) ON DELETE CASCADE,
+  throughput_samples_per_s REAL,
+  step_time_s              REAL,
+  compute_s                REAL,
+  fwd_s                    REAL,
+  bwd_s                    REAL,
+  opt_s                    REAL,
+  comm_s                   REAL,
+  wait_s                   REAL,
+  overlap_s                REAL,
+  data_s                   REAL,
+  bytes_sent_per_step      REAL,
+  timed_steps              INTEGER NOT NULL,
+  final_train_loss         REAL,
+  final_test_loss          REAL,
+  final_test_acc           REAL,
+  time_to_target_s         REAL,
+  steps_to_target          INTEGER
+);
+CREATE INDEX runs_by_created_at ON runs(created_at);
+)sql";
+
+int user_version_read(sqlite3* db) {
+  SqlStatement stmt(db, "PRAGMA user_version");
+  return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
+}
+
+}  // namespace
+
+const std::vector<const char*>& migrations_all() {
+  static const std::vector<const char*> table = {
+      migration_v1,
+      migration_v2,
+  };
+  return table;
+}
+
+void migrations_apply(sqlite3* db, int from, int to) {
+  const auto& table = migrations_all();
+  const int newest = static_cast<int>(table.size());
+  if (from < 0 || from > to || to > newest) {
+    DSGD_THROW(Error, "", "migrations_apply: bad range v{} -> v{} (this build knows v0..v{})",
+               from, to, newest);
+  }
+  for (int version = from; version < to; ++version) {
+    SqlTransaction transaction(db);
+    const int current = user_version_read(db);
+    if (current > version) {  // another process migrated meanwhile
+      transaction.commit();
+      continue;
+    }
+    if (current < version) {
+      DSGD_THROW(Error, "", "cannot migrate '{}' from schema v{}: it is at v{}",
+                 sql_db_path(db), version, current);
+    }
+    try {
+      sql_exec(db, table[static_cast<size_t>(version)]);
+      sql_exec(db, "PRAGMA user_version = " + std::to_string(version + 1));
+      transaction.commit();
+    } catch (const Error& e) {
+      DSGD_THROW(Error, e.hint(),
+                 "migrating '{}' to schema v{} failed and was rolled back (the database "
+                 "stays at v{}, nothing lost): {}",
+                 sql_db_path(db), version + 1, version, e.what());
+    }
+  }
+}
+
+}  // namespace dsgd

@@ -1,0 +1,23 @@
+// The results-database schema as an ordered list of forward migrations. Migration i
+// (0-based) brings the schema from version i to i+1; the version lives in
+// PRAGMA user_version. Add a schema change by appending one script to the table in
+// migrations.cpp; never edit a script that has shipped.
+#pragma once
+
+#include <vector>
+
+struct sqlite3;
+
+namespace dsgd {
+
+// The migration scripts in order; migrations_all().size() is the newest schema version.
+const std::vector<const char*>& migrations_all();
+
+// Brings the database from schema version `from` to `to` (0 <= from <= to <= newest),
+// one transaction per migration, each also setting user_version, so a failure rolls
+// back that migration and leaves the database at the last completed version.
+// A migration whose version another connection already applied is skipped; throws
+// dsgd::Error when the database is at a version other than the one expected.
+void migrations_apply(sqlite3* db, int from, int to);
+
+}  // namespace dsgd

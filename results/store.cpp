@@ -1,0 +1,503 @@
+// The SQLite results store (see store.hpp).
+//
+// Opening for writing (Store::open) refuses before creating or touching anything: the
+// directory must exist and be writable (WAL keeps -wal/-shm files beside the database),
+// an existing file must be a SQLite database of a schema this build knows; that check
+// reads the file header itself (no sqlite connection, so no -wal/-shm files appear) and
+// is repeated through the connection before anything is written (a -wal file may hold a
+// newer version than the header). Then WAL, synchronous=NORMAL, a 5 s busy
+// timeout and foreign keys are set, and migrations bring the schema up to date, one
+// transaction per version. Runs finished before summaries existed (schema v1) get their
+// summary computed from their rows right after migrating.
+//
+// Opening read-only (Store::open_readonly, for `runs` / `show`) never writes, not even
+// to migrate: an older schema is read as far as it goes (v1: no target, no stored
+// summaries, so summaries read as absent; v0: no runs). A newer schema is refused.
+// Like any read-only sqlite connection to a WAL database, it may leave empty -wal/-shm
+// files behind; the next writer uses and removes them.
+//
+// Conventions: runs_list(limit) with limit <= 0 lists every run. Empty target / error /
+// finished_at are stored as NULL. seed is stored as decimal text (exact for all uint64).
+// SQLite stores NaN as NULL; step and evaluation values read back as NaN in that case.
+// Connections are opened without sqlite's per-call mutex: a Store may move between
+// threads but must not be used by two at once (only rank 0's writer uses it).
+#include "results/store.hpp"
+
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <array>
+#include <charconv>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <utility>
+
+#include "core/errors.hpp"
+#include "core/system_info.hpp"
+#include "results/migrations.hpp"
+#include "results/sqlite.hpp"
+#include "results/target.hpp"
+
+namespace dsgd {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int busy_timeout_ms = 5000;
+constexpr const char* db_hint = "pass another --db";
+
+struct ConnectionClose {
+  void operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+};
+using Connection = std::unique_ptr<sqlite3, ConnectionClose>;
+
+Connection connection_open(const std::string& path, int flags) {
+  sqlite3* raw = nullptr;
+  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  Connection db(raw);
+  if (rc != SQLITE_OK) {
+    DSGD_THROW(Error, "", "sqlite error on '{}': cannot open: {} (code {})", path,
+               raw ? sqlite3_errmsg(raw) : sqlite3_errstr(rc), rc);
+  }
+  rc = sqlite3_busy_timeout(db.get(), busy_timeout_ms);
+  if (rc != SQLITE_OK) sql_throw(db.get(), rc, "sqlite3_busy_timeout");
+  return db;
+}
+
+int user_version_read(sqlite3* db) {
+  SqlStatement stmt(db, "PRAGMA user_version");
+  return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
+}
+
+// The schema version in an existing file's 100-byte header (user_version: bytes 60..63,
+// big-endian), read without sqlite: even a read-only sqlite connection to a WAL database
+// leaves -wal and -shm files behind, and a refused file must get no companions.
+// InputError when the file is not a SQLite database; an empty file is an empty database.
+// The header can lag behind a -wal file a writer has not checkpointed yet, so callers
+// check the version again through their connection before writing.
+int header_user_version(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    DSGD_THROW(InputError, db_hint, "cannot open database '{}': the file cannot be read", path);
+  }
+  std::array<unsigned char, 100> header{};
+  in.read(reinterpret_cast<char*>(header.data()), header.size());
+  const auto got = static_cast<size_t>(in.gcount());
+  if (got == 0) return 0;
+  static constexpr char magic[] = "SQLite format 3";  // 16 bytes with its NUL
+  if (got < header.size() || std::memcmp(header.data(), magic, sizeof magic) != 0) {
+    DSGD_THROW(InputError, fmt::format("{} (the file was left untouched)", db_hint),
+               "cannot open database '{}': the file is not a SQLite database", path);
+  }
+  return static_cast<int>((uint32_t{header[60]} << 24) | (uint32_t{header[61]} << 16) |
+                          (uint32_t{header[62]} << 8) | uint32_t{header[63]});
+}
+
+void version_check_not_newer(const std::string& path, int version) {
+  if (version > Store::schema_version()) {
+    DSGD_THROW(InputError, "upgrade dsgd-bench or use another --db",
+               "cannot open database '{}': it was written by a newer dsgd-bench (schema v{}; "
+               "this build knows up to v{})",
+               path, version, Store::schema_version());
+  }
+}
+
+// The definitive check, through the connection, before anything is written. A refused
+// connection is told not to checkpoint on close, so the main file stays as it was.
+int version_check_connection(sqlite3* db, const std::string& path) {
+  const int version = user_version_read(db);
+  if (version > Store::schema_version()) {
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+    version_check_not_newer(path, version);
+  }
+  return version;
+}
+
+void file_check_regular(const std::string& path) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    DSGD_THROW(InputError, db_hint, "cannot open database '{}': it is not a regular file",
+               path);
+  }
+}
+
+// Refuses, without creating anything, a path Store::open could not use.
+void path_check_writable(const std::string& path) {
+  if (path.empty()) DSGD_THROW(InputError, db_hint, "the database path is empty");
+  fs::path dir = fs::path(path).parent_path();
+  if (dir.empty()) dir = ".";
+  std::error_code ec;
+  if (!fs::exists(dir, ec)) {
+    DSGD_THROW(InputError, "create the directory or pass another --db",
+               "cannot open database '{}': directory '{}' does not exist", path, dir.string());
+  }
+  if (!fs::is_directory(dir, ec)) {
+    DSGD_THROW(InputError, db_hint, "cannot open database '{}': '{}' is not a directory", path,
+               dir.string());
+  }
+  if (::access(dir.c_str(), W_OK) != 0) {
+    DSGD_THROW(InputError, "make the directory writable or pass another --db",
+               "cannot open database '{}': directory '{}' is not writable", path,
+               dir.string());
+  }
+  if (fs::exists(path, ec)) {
+    file_check_regular(path);
+    if (::access(path.c_str(), R_OK | W_OK) != 0) {
+      DSGD_THROW(InputError, "make the file writable or pass another --db",
+                 "cannot open database '{}': the file is not readable and writable", path);
+    }
+  }
+}
+
+// ---- row mapping -------------------------------------------------------------------------
+
+// Columns of runs in RunRecord order; {target} is replaced by the column or NULL (v1).
+constexpr const char* run_columns =
+    "runs.id, runs.created_at, runs.status, runs.workload, runs.dataset, runs.algorithm, "
+    "runs.backend, runs.workers, runs.batch, runs.period, runs.steps, runs.warmup, runs.seed, "
+    "runs.tag, runs.config_json, {}, runs.tool_version, runs.git_commit, runs.host, "
+    "runs.cpu_model, runs.mpi_version, runs.build_type, runs.error, runs.finished_at";
+constexpr int run_column_count = 24;
+
+constexpr const char* summary_columns =
+    "summaries.run_id, summaries.throughput_samples_per_s, summaries.step_time_s, "
+    "summaries.compute_s, summaries.fwd_s, summaries.bwd_s, summaries.opt_s, "
+    "summaries.comm_s, summaries.wait_s, summaries.overlap_s, summaries.data_s, "
+    "summaries.bytes_sent_per_step, summaries.timed_steps, summaries.final_train_loss, "
+    "summaries.final_test_loss, summaries.final_test_acc, summaries.time_to_target_s, "
+    "summaries.steps_to_target";
+
+uint64_t seed_read(const SqlStatement& stmt, int col, int64_t run_id) {
+  if (stmt.column_is_integer(col)) return static_cast<uint64_t>(stmt.column_int64(col));
+  std::string text = stmt.column_text(col);
+  uint64_t seed = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), seed);
+  if (ec != std::errc() || end != text.data() + text.size()) {
+    DSGD_THROW(Error, "", "run {} has a malformed seed '{}' in the database", run_id, text);
+  }
+  return seed;
+}
+
+RunRecord run_read(const SqlStatement& stmt) {
+  RunRecord run;
+  int c = 0;
+  run.id = stmt.column_int64(c++);
+  run.created_at = stmt.column_text(c++);
+  run.status = stmt.column_text(c++);
+  run.workload = stmt.column_text(c++);
+  run.dataset = stmt.column_text(c++);
+  run.algorithm = stmt.column_text(c++);
+  run.backend = stmt.column_text(c++);
+  run.workers = static_cast<int>(stmt.column_int64(c++));
+  run.batch = stmt.column_int64(c++);
+  run.period = stmt.column_int64(c++);
+  run.steps = stmt.column_int64(c++);
+  run.warmup = stmt.column_int64(c++);
+  run.seed = seed_read(stmt, c++, run.id);
+  run.tag = stmt.column_text(c++);
+  run.config_json = stmt.column_text(c++);
+  run.target = stmt.column_text(c++);
+  run.tool_version = stmt.column_text(c++);
+  run.git_commit = stmt.column_text(c++);
+  run.host = stmt.column_text(c++);
+  run.cpu_model = stmt.column_text(c++);
+  run.mpi_version = stmt.column_text(c++);
+  run.build_type = stmt.column_text(c++);
+  run.error = stmt.column_text(c++);
+  run.finished_at = stmt.column_text(c++);
+  return run;
+}
+
+// The summary in columns [first, first + 18), absent when the LEFT JOIN found none.
+std::optional<Summary> summary_read(const SqlStatement& stmt, int first) {
+  int c = first;
+  if (stmt.column_is_null(c++)) return std::nullopt;
+  Summary s;
+  s.throughput_samples_per_s = stmt.column_real(c++);
+  s.step_time_s = stmt.column_real(c++);
+  s.compute_s = stmt.column_real(c++);
+  s.fwd_s = stmt.column_real(c++);
+  s.bwd_s = stmt.column_real(c++);
+  s.opt_s = stmt.column_real(c++);
+  s.comm_s = stmt.column_real(c++);
+  s.wait_s = stmt.column_real(c++);
+  s.overlap_s = stmt.column_real(c++);
+  s.data_s = stmt.column_real(c++);
+  s.bytes_sent_per_step = stmt.column_real(c++);
+  s.timed_steps = stmt.column_int64(c++);
+  s.final_train_loss = stmt.column_optional_real(c++);
+  s.final_test_loss = stmt.column_optional_real(c++);
+  s.final_test_acc = stmt.column_optional_real(c++);
+  s.time_to_target_s = stmt.column_optional_real(c++);
+  s.steps_to_target = stmt.column_optional_int64(c++);
+  return s;
+}
+
+// SELECT of runs (with their summary from schema v2 on) followed by `rest`
+// (WHERE / ORDER BY / LIMIT on runs.*).
+std::string run_select_sql(int version, const char* rest) {
+  if (version >= 2) {
+    return fmt::format("SELECT {}, {} FROM runs LEFT JOIN summaries ON summaries.run_id = runs.id {}",
+                       fmt::format(fmt::runtime(run_columns), "runs.target"), summary_columns,
+                       rest);
+  }
+  return fmt::format("SELECT {} FROM runs {}", fmt::format(fmt::runtime(run_columns), "NULL"),
+                     rest);
+}
+
+RunWithSummary run_with_summary_read(const SqlStatement& stmt, int version) {
+  RunWithSummary result;
+  result.run = run_read(stmt);
+  if (version >= 2) result.summary = summary_read(stmt, run_column_count);
+  return result;
+}
+
+std::vector<StepRow> steps_read(sqlite3* db, int64_t run_id) {
+  SqlStatement stmt(db,
+                    "SELECT rank, step, timed, start_s, step_s, fwd_s, bwd_s, opt_s, data_s, "
+                    "comm_s, wait_s, overlap_s, bytes_sent, train_loss FROM steps "
+                    "WHERE run_id = ? ORDER BY step, rank");
+  stmt.bind(1, run_id);
+  std::vector<StepRow> rows;
+  while (stmt.step()) {
+    StepRow& row = rows.emplace_back();
+    int c = 0;
+    row.rank = static_cast<int>(stmt.column_int64(c++));
+    row.step = stmt.column_int64(c++);
+    row.timed = stmt.column_int64(c++) != 0;
+    row.start_s = stmt.column_real(c++);
+    row.step_s = stmt.column_real(c++);
+    row.fwd_s = stmt.column_real(c++);
+    row.bwd_s = stmt.column_real(c++);
+    row.opt_s = stmt.column_real(c++);
+    row.data_s = stmt.column_real(c++);
+    row.comm_s = stmt.column_real(c++);
+    row.wait_s = stmt.column_real(c++);
+    row.overlap_s = stmt.column_real(c++);
+    row.bytes_sent = stmt.column_real(c++);
+    row.train_loss = stmt.column_real(c++);
+  }
+  return rows;
+}
+
+std::vector<EvalRow> evals_read(sqlite3* db, int64_t run_id) {
+  SqlStatement stmt(db,
+                    "SELECT step, time_s, train_loss, test_loss, test_acc FROM evals "
+                    "WHERE run_id = ? ORDER BY step");
+  stmt.bind(1, run_id);
+  std::vector<EvalRow> rows;
+  while (stmt.step()) {
+    EvalRow& row = rows.emplace_back();
+    row.step = stmt.column_int64(0);
+    row.time_s = stmt.column_real(1);
+    row.train_loss = stmt.column_real(2);
+    row.test_loss = stmt.column_real(3);
+    row.test_acc = stmt.column_real(4);
+  }
+  return rows;
+}
+
+std::optional<RunRecord> run_find(sqlite3* db, int version, int64_t run_id) {
+  SqlStatement stmt(db, run_select_sql(version, "WHERE runs.id = ?"));
+  stmt.bind(1, run_id);
+  if (!stmt.step()) return std::nullopt;
+  return run_read(stmt);
+}
+
+[[noreturn]] void run_throw_not_found(const std::string& path, int64_t run_id) {
+  DSGD_THROW(InputError, "`dsgd-bench runs` lists the stored runs",
+             "run {} not found in DB '{}'", run_id, path);
+}
+
+void summary_write(sqlite3* db, int64_t run_id, const Summary& s) {
+  SqlStatement stmt(db,
+                    "INSERT OR REPLACE INTO summaries (run_id, throughput_samples_per_s, "
+                    "step_time_s, compute_s, fwd_s, bwd_s, opt_s, comm_s, wait_s, overlap_s, "
+                    "data_s, bytes_sent_per_step, timed_steps, final_train_loss, "
+                    "final_test_loss, final_test_acc, time_to_target_s, steps_to_target) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  stmt.bind_all(run_id, s.throughput_samples_per_s, s.step_time_s, s.compute_s, s.fwd_s,
+                s.bwd_s, s.opt_s, s.comm_s, s.wait_s, s.overlap_s, s.data_s,
+                s.bytes_sent_per_step, s.timed_steps, s.final_train_loss, s.final_test_loss,
+                s.final_test_acc, s.time_to_target_s, s.steps_to_target);
+  stmt.run();
+}
+
+// After migrating to v2: runs that finished under v1 have no summary; compute it.
+void summaries_backfill(sqlite3* db) {
+  SqlTransaction transaction(db);
+  std::vector<int64_t> ids;
+  {
+    SqlStatement stmt(db,
+                      "SELECT id FROM runs WHERE status <> 'running' AND id NOT IN "
+                      "(SELECT run_id FROM summaries) ORDER BY id");
+    while (stmt.step()) ids.push_back(stmt.column_int64(0));
+  }
+  for (int64_t id : ids) {
+    std::optional<RunRecord> run = run_find(db, Store::schema_version(), id);
+    summary_write(db, id, summary_compute(*run, steps_read(db, id), evals_read(db, id)));
+  }
+  transaction.commit();
+}
+
+}  // namespace
+
+// ---- Store ---------------------------------------------------------------------------------
+
+int Store::schema_version() { return static_cast<int>(migrations_all().size()); }
+
+Store Store::open(const std::string& path) {
+  path_check_writable(path);
+  std::error_code ec;
+  if (fs::exists(path, ec)) version_check_not_newer(path, header_user_version(path));
+
+  Connection db =
+      connection_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  const int version = version_check_connection(db.get(), path);
+  {
+    SqlStatement journal(db.get(), "PRAGMA journal_mode = WAL");
+    std::string mode = journal.step() ? journal.column_text(0) : std::string();
+    if (mode != "wal") {
+      DSGD_THROW(InputError, "put the database on a local file system or pass another --db",
+                 "cannot open database '{}': WAL journal mode is not available (got '{}')",
+                 path, mode);
+    }
+  }
+  sql_exec(db.get(), "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON");
+  if (version < schema_version()) {
+    migrations_apply(db.get(), version, schema_version());
+    if (version < 2) summaries_backfill(db.get());
+  }
+  return Store(db.release(), path);
+}
+
+Store Store::open_readonly(const std::string& path) {
+  std::error_code ec;
+  if (path.empty() || !fs::exists(path, ec)) {
+    DSGD_THROW(InputError, "run `dsgd-bench run` first or pass --db", "no database at '{}'",
+               path);
+  }
+  file_check_regular(path);
+  version_check_not_newer(path, header_user_version(path));
+  Connection db = connection_open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
+  version_check_connection(db.get(), path);
+  return Store(db.release(), path);
+}
+
+Store::Store(Store&& other) noexcept
+    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
+
+Store& Store::operator=(Store&& other) noexcept {
+  if (this != &other) {
+    sqlite3_close_v2(db_);
+    db_ = std::exchange(other.db_, nullptr);
+    path_ = std::move(other.path_);
+  }
+  return *this;
+}
+
+Store::~Store() { sqlite3_close_v2(db_); }
+
+int Store::user_version() const { return user_version_read(db_); }
+
+int64_t Store::run_begin(const RunRecord& run) {
+  target_parse(run.target);  // refuse a malformed target before anything is stored
+  SqlStatement stmt(db_,
+                    "INSERT INTO runs (created_at, status, workload, dataset, algorithm, "
+                    "backend, workers, batch, period, steps, warmup, seed, tag, config_json, "
+                    "target, tool_version, git_commit, host, cpu_model, mpi_version, "
+                    "build_type) VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
+                    "?, ?, ?, ?, ?, ?)");
+  stmt.bind_all(run.created_at.empty() ? system_time_iso8601() : run.created_at, run.workload,
+                run.dataset, run.algorithm, run.backend, run.workers, run.batch, run.period,
+                run.steps, run.warmup, std::to_string(run.seed), run.tag, run.config_json);
+  stmt.bind_text_or_null(14, run.target);
+  int index = 15;
+  for (const std::string* text : {&run.tool_version, &run.git_commit, &run.host,
+                                  &run.cpu_model, &run.mpi_version, &run.build_type}) {
+    stmt.bind(index++, *text);
+  }
+  stmt.run();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+void Store::steps_append(int64_t run_id, const std::vector<StepRow>& rows) {
+  if (rows.empty()) return;
+  SqlTransaction transaction(db_);
+  SqlStatement stmt(db_,
+                    "INSERT INTO steps (run_id, rank, step, timed, start_s, step_s, fwd_s, "
+                    "bwd_s, opt_s, data_s, comm_s, wait_s, overlap_s, bytes_sent, train_loss) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const StepRow& r : rows) {
+    stmt.bind_all(run_id, r.rank, r.step, r.timed, r.start_s, r.step_s, r.fwd_s, r.bwd_s,
+                  r.opt_s, r.data_s, r.comm_s, r.wait_s, r.overlap_s, r.bytes_sent,
+                  r.train_loss);
+    stmt.run();
+  }
+  transaction.commit();
+}
+
+void Store::evals_append(int64_t run_id, const std::vector<EvalRow>& rows) {
+  if (rows.empty()) return;
+  SqlTransaction transaction(db_);
+  SqlStatement stmt(db_,
+                    "INSERT INTO evals (run_id, step, time_s, train_loss, test_loss, test_acc) "
+                    "VALUES (?, ?, ?, ?, ?, ?)");
+  for (const EvalRow& r : rows) {
+    stmt.bind_all(run_id, r.step, r.time_s, r.train_loss, r.test_loss, r.test_acc);
+    stmt.run();
+  }
+  transaction.commit();
+}
+
+void Store::run_finish(int64_t run_id, const std::string& status, const std::string& error) {
+  if (status != "completed" && status != "failed" && status != "interrupted") {
+    DSGD_THROW(Error, "", "run_finish: bad status '{}' for run {} (completed, failed or "
+               "interrupted)", status, run_id);
+  }
+  SqlTransaction transaction(db_);
+  std::optional<RunRecord> run = run_find(db_, schema_version(), run_id);
+  if (!run) run_throw_not_found(path_, run_id);
+  summary_write(db_, run_id,
+                summary_compute(*run, steps_read(db_, run_id), evals_read(db_, run_id)));
+  SqlStatement update(db_, "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?");
+  update.bind_all(status, system_time_iso8601());
+  update.bind_text_or_null(3, error);
+  update.bind(4, run_id);
+  update.run();
+  transaction.commit();
+}
+
+std::vector<RunWithSummary> Store::runs_list(int limit) const {
+  const int version = user_version();
+  std::vector<RunWithSummary> result;
+  if (version < 1) return result;
+  SqlStatement stmt(db_, run_select_sql(version, "ORDER BY runs.created_at DESC, runs.id DESC LIMIT ?"));
+  stmt.bind(1, limit > 0 ? limit : -1);
+  while (stmt.step()) result.push_back(run_with_summary_read(stmt, version));
+  return result;
+}
+
+RunWithSummary Store::run_get(int64_t run_id) const {
+  const int version = user_version();
+  if (version < 1) run_throw_not_found(path_, run_id);
+  SqlStatement stmt(db_, run_select_sql(version, "WHERE runs.id = ?"));
+  stmt.bind(1, run_id);
+  if (!stmt.step()) run_throw_not_found(path_, run_id);
+  return run_with_summary_read(stmt, version);
+}
+
+std::vector<EvalRow> Store::evals_get(int64_t run_id) const {
+  if (user_version() < 1) return {};
+  return evals_read(db_, run_id);
+}
+
+std::vector<StepRow> Store::steps_get(int64_t run_id) const {
+  if (user_version() < 1) return {};
+  return steps_read(db_, run_id);
+}
+
+}  // namespace dsgd

@@ -1,0 +1,124 @@
+// The SQLite results store (embedded default ./dsgd.db). WAL mode, schema version in
+// PRAGMA user_version with forward migrations (results/migrations.cpp). Only rank 0
+// writes, in batched transactions. A run row is inserted as `running` and finished as
+// `completed`, `failed` or `interrupted`; the summary is computed from the stored steps
+// and evaluations, so `show` and the per-step tables never disagree.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+struct sqlite3;
+
+namespace dsgd {
+
+// What a run is: identity, configuration and context; written once at start.
+struct RunRecord {
+  int64_t id = 0;
+  std::string created_at;  // ISO 8601 UTC, filled by the store when empty
+  std::string status;      // running | completed | failed | interrupted
+  std::string workload, dataset, algorithm, backend;
+  int workers = 0;
+  int64_t batch = 0;   // per worker
+  int64_t period = 0;  // H
+  int64_t steps = 0;   // total steps (including warm-up)
+  int64_t warmup = 0;  // untimed steps at the start
+  uint64_t seed = 0;
+  std::string tag;
+  std::string config_json;  // the full effective configuration
+  std::string target;       // e.g. "acc=0.8", empty when none
+  // context
+  std::string tool_version, git_commit, host, cpu_model, mpi_version, build_type;
+  std::string error;        // message when failed
+  std::string finished_at;
+};
+
+// One rank's timings for one step (seconds), and bytes it sent.
+struct StepRow {
+  int rank = 0;
+  int64_t step = 0;
+  bool timed = true;  // false for warm-up steps
+  double start_s = 0;  // step start, seconds since the run's time origin (rank 0's clock)
+  double step_s = 0, fwd_s = 0, bwd_s = 0, opt_s = 0, data_s = 0;
+  double comm_s = 0, wait_s = 0, overlap_s = 0;
+  double bytes_sent = 0;
+  double train_loss = 0;  // minibatch loss of this rank at this step
+};
+
+struct EvalRow {
+  int64_t step = 0;       // evaluation after this many steps
+  double time_s = 0;      // training wall-clock at that point (evaluation time excluded)
+  double train_loss = 0;  // mean minibatch loss since the previous evaluation, all ranks
+  double test_loss = 0;
+  double test_acc = 0;
+};
+
+// Summary metrics (definitions in docs/metrics.md). Optional fields are null when
+// they do not apply (no evaluation, target not reached).
+struct Summary {
+  double throughput_samples_per_s = 0;
+  double step_time_s = 0, compute_s = 0, fwd_s = 0, bwd_s = 0, opt_s = 0;
+  double comm_s = 0, wait_s = 0, overlap_s = 0, data_s = 0;
+  double bytes_sent_per_step = 0;
+  int64_t timed_steps = 0;
+  std::optional<double> final_train_loss, final_test_loss, final_test_acc;
+  std::optional<double> time_to_target_s;
+  std::optional<int64_t> steps_to_target;
+};
+
+struct RunWithSummary {
+  RunRecord run;
+  std::optional<Summary> summary;  // absent until the run finished
+};
+
+class Store {
+ public:
+  // The newest schema version this build knows.
+  static int schema_version();
+
+  // Opens (creating if needed) the database at path and migrates it to schema_version().
+  // Throws InputError, without creating or changing anything, when the directory does
+  // not exist or is not writable, the file is not a SQLite database, or it was written
+  // by a newer schema version.
+  static Store open(const std::string& path);
+  // Opens an existing database read-only (for runs/show); throws InputError when missing.
+  static Store open_readonly(const std::string& path);
+
+  Store(Store&& other) noexcept;
+  Store& operator=(Store&& other) noexcept;
+  Store(const Store&) = delete;
+  Store& operator=(const Store&) = delete;
+  ~Store();
+
+  const std::string& path() const { return path_; }
+  int user_version() const;
+
+  // Inserts the run as `running`; returns its id.
+  int64_t run_begin(const RunRecord& run);
+  // Appends rows in one transaction each call.
+  void steps_append(int64_t run_id, const std::vector<StepRow>& rows);
+  void evals_append(int64_t run_id, const std::vector<EvalRow>& rows);
+  // Marks the run finished with status, computes and stores its summary from the rows.
+  void run_finish(int64_t run_id, const std::string& status, const std::string& error);
+
+  std::vector<RunWithSummary> runs_list(int limit = 100) const;
+  // Throws InputError when the id does not exist.
+  RunWithSummary run_get(int64_t run_id) const;
+  std::vector<EvalRow> evals_get(int64_t run_id) const;
+  std::vector<StepRow> steps_get(int64_t run_id) const;
+
+  sqlite3* handle() const { return db_; }
+
+ private:
+  Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  sqlite3* db_ = nullptr;
+  std::string path_;
+};
+
+// Computes the summary of a run from its stored rows (used by run_finish).
+Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
+                        const std::vector<EvalRow>& evals);
+
+}  // namespace dsgd

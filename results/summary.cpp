@@ -1,0 +1,105 @@
+// summary_compute: a run's summary metrics from its stored step and evaluation rows.
+// The definitions (docs/metrics.md) are pinned by tests/unit/test_store.cpp:
+// - over timed step rows (timed = 1) of all ranks: step_time_s, fwd_s, bwd_s, opt_s,
+//   data_s, comm_s, wait_s, overlap_s and bytes_sent_per_step are arithmetic means over
+//   the (rank, step) rows; compute_s = fwd_s + bwd_s + opt_s;
+// - timed_steps = number of distinct timed steps;
+// - throughput_samples_per_s = workers x batch x timed_steps / sum over timed steps of
+//   (max over ranks of step_s): each step costs what its slowest rank took; 0 when there
+//   are no timed steps (or their total time is not positive, or NaN);
+// - final_* = the last evaluation's (by step), null without evaluations;
+// - time_to_target_s / steps_to_target = time_s / step of the first evaluation (by step)
+//   that reaches the run's target, null when there is no target or it is not reached.
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "results/store.hpp"
+#include "results/target.hpp"
+
+namespace dsgd {
+
+Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
+                        const std::vector<EvalRow>& evals) {
+  Summary summary;
+
+  // Means over timed (rank, step) rows, and each timed step's slowest rank.
+  double sum_step = 0, sum_fwd = 0, sum_bwd = 0, sum_opt = 0, sum_data = 0;
+  double sum_comm = 0, sum_wait = 0, sum_overlap = 0, sum_bytes = 0;
+  std::vector<std::pair<int64_t, double>> step_times;  // (step, step_s) of timed rows
+  step_times.reserve(steps.size());
+  for (const StepRow& row : steps) {
+    if (!row.timed) continue;
+    sum_step += row.step_s;
+    sum_fwd += row.fwd_s;
+    sum_bwd += row.bwd_s;
+    sum_opt += row.opt_s;
+    sum_data += row.data_s;
+    sum_comm += row.comm_s;
+    sum_wait += row.wait_s;
+    sum_overlap += row.overlap_s;
+    sum_bytes += row.bytes_sent;
+    step_times.emplace_back(row.step, row.step_s);
+  }
+  if (!step_times.empty()) {
+    const double rows = static_cast<double>(step_times.size());
+    summary.step_time_s = sum_step / rows;
+    summary.fwd_s = sum_fwd / rows;
+    summary.bwd_s = sum_bwd / rows;
+    summary.opt_s = sum_opt / rows;
+    summary.data_s = sum_data / rows;
+    summary.comm_s = sum_comm / rows;
+    summary.wait_s = sum_wait / rows;
+    summary.overlap_s = sum_overlap / rows;
+    summary.bytes_sent_per_step = sum_bytes / rows;
+  }
+  summary.compute_s = summary.fwd_s + summary.bwd_s + summary.opt_s;
+
+  // Sorted by step only: step_s may be NaN, which has no order.
+  std::sort(step_times.begin(), step_times.end(),
+            [](const auto& a, const auto& b) { return a.first < b.first; });
+  double slowest_total = 0;
+  for (size_t begin = 0; begin < step_times.size();) {
+    size_t end = begin;
+    double slowest = step_times[begin].second;
+    while (end < step_times.size() && step_times[end].first == step_times[begin].first) {
+      const double time = step_times[end].second;
+      if (time > slowest || std::isnan(time)) slowest = time;  // NaN stays: no throughput
+      ++end;
+    }
+    slowest_total += slowest;
+    ++summary.timed_steps;
+    begin = end;
+  }
+  if (summary.timed_steps > 0 && slowest_total > 0) {
+    summary.throughput_samples_per_s = static_cast<double>(run.workers) *
+                                       static_cast<double>(run.batch) *
+                                       static_cast<double>(summary.timed_steps) / slowest_total;
+  }
+
+  // Evaluations in step order (stable: for equal steps the later-appended one is last).
+  std::vector<const EvalRow*> ordered;
+  ordered.reserve(evals.size());
+  for (const EvalRow& eval : evals) ordered.push_back(&eval);
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const EvalRow* a, const EvalRow* b) { return a->step < b->step; });
+  if (!ordered.empty()) {
+    const EvalRow& last = *ordered.back();
+    summary.final_train_loss = last.train_loss;
+    summary.final_test_loss = last.test_loss;
+    summary.final_test_acc = last.test_acc;
+  }
+  if (std::optional<Target> target = target_parse(run.target)) {
+    for (const EvalRow* eval : ordered) {
+      if (target_reached(*target, *eval)) {
+        summary.time_to_target_s = eval->time_s;
+        summary.steps_to_target = eval->step;
+        break;
+      }
+    }
+  }
+  return summary;
+}
+
+}  // namespace dsgd

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs every Debian package dsgd-bench needs to build, run and test (idempotent).
+# Run as root on Debian 12. Skips apt when everything is already installed.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config git ca-certificates
+  libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
+  libsqlite3-dev sqlite3 zlib1g-dev
+  mpich libmpich-dev
+  libopenblas-dev
+  libgtest-dev libbenchmark-dev
+  dataset-fashion-mnist
+  jq
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

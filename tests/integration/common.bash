@@ -1,0 +1,36 @@
+# Shared helpers of the integration tests (sourced; not a test itself).
+# Each test is called as: bash TEST.sh PATH/TO/dsgd-bench WORKDIR
+set -euo pipefail
+BIN="$1"
+WORK="$2"
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK"
+MPIEXEC="${DSGD_MPIEXEC:-mpiexec}"
+# A small, fast dataset for runs that only need to exercise the machinery.
+SMALL="synthetic:n=4000,d=200,classes=4,noise=0.02,test=800"
+
+fail() {
+  echo "FAIL: $*" >&2
+  exit 1
+}
+
+# last_run_id OUTPUT_FILE: the id from the required last line `run_id=<id>`.
+last_run_id() {
+  local last
+  last=$(tail -n 1 "$1")
+  [[ "$last" =~ ^run_id=([0-9]+)$ ]] || fail "last line of output is not run_id=<id>: '$last'"
+  echo "${BASH_REMATCH[1]}"
+}
+
+# sql DB QUERY: one value.
+sql() { sqlite3 "$1" "$2"; }
+
+# compare_params A B TOL: max |a-b| / (1 + |b|) over two raw float32 files.
+compare_params() {
+  local max
+  max=$(paste <(od -An -v -tf4 -w4 "$1") <(od -An -v -tf4 -w4 "$2") |
+    awk -v tol="$3" 'BEGIN{m=0} {d=$1-$2; if(d<0)d=-d; b=$2; if(b<0)b=-b; r=d/(1+b); if(r>m)m=r} END{printf "%.3g\n", m}')
+  echo "max relative difference: $max (tolerance $3)"
+  awk -v m="$max" -v tol="$3" 'BEGIN{exit !(m<=tol)}'
+}

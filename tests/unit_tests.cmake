@@ -1,0 +1,14 @@
+# The unit test table: one line per test file, with the module libraries it links.
+foreach(entry
+    "test_datasets:dsgd_workloads"
+    "test_svm:dsgd_workloads"
+    "test_store:dsgd_results"
+    "test_run_config:dsgd_core"
+    "test_trainer:dsgd_engine")
+  string(REPLACE ":" ";" parts ${entry})
+  list(GET parts 0 name)
+  list(GET parts 1 lib)
+  if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/unit/${name}.cpp)
+    dsgd_unit_test(${name} ${lib})
+  endif()
+endforeach()

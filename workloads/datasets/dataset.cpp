@@ -1,0 +1,173 @@
+// Dataset specs: parses "prefix[:params]", dispatches to the loaders (idx.cpp, libsvm.cpp,
+// synthetic.cpp), validates a spec without loading it, and lists the known datasets.
+// Limits: a libsvm path may not contain a comma (the comma separates its parameters).
+#include <filesystem>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "core/errors.hpp"
+#include "workloads/datasets/dataset.hpp"
+
+namespace dsgd {
+
+// Internal entry points of the loaders, defined in the files named beside them. They are
+// declared here (not in dataset.hpp) because only the spec dispatcher uses them.
+namespace detail {
+// idx.cpp: Fashion-MNIST train/test from DIR (checks labels are in [0, 10)).
+DatasetPair idx_load_fashion_mnist(const std::string& dir);
+std::vector<std::string> idx_fashion_mnist_files(const std::string& dir);
+// libsvm.cpp: a train file and an optional test file (empty: last 10 % of train), labels
+// mapped over the union of both files; features_override 0 means "max index".
+DatasetPair libsvm_load_pair(const std::string& train_path, const std::string& test_path,
+                             size_t features_override);
+// synthetic.cpp: parses and checks the parameter list, throws InputError naming the parameter.
+void synthetic_validate_params(const std::string& params);
+}  // namespace detail
+
+namespace {
+
+constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fashion-mnist";
+
+struct SpecParts {
+  std::string prefix;
+  std::string rest;  // after the first ':' (empty when there is none)
+};
+
+SpecParts spec_split(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  if (colon == std::string::npos) return {spec, {}};
+  return {spec.substr(0, colon), spec.substr(colon + 1)};
+}
+
+struct LibsvmSpec {
+  std::string train_path;
+  std::string test_path;
+  size_t features = 0;  // 0: the largest index in the files
+};
+
+LibsvmSpec libsvm_parse_spec(const std::string& spec, const std::string& rest) {
+  const std::string usage_hint = "usage: libsvm:TRAIN[,test=TEST][,features=D]";
+  if (rest.empty()) {
+    DSGD_THROW(InputError, usage_hint, "dataset spec '{}': libsvm needs a training file", spec);
+  }
+  LibsvmSpec out;
+  size_t start = 0;
+  bool first = true;
+  while (start <= rest.size()) {
+    size_t comma = rest.find(',', start);
+    if (comma == std::string::npos) comma = rest.size();
+    const std::string item = rest.substr(start, comma - start);
+    start = comma + 1;
+    if (first) {
+      out.train_path = item;
+      first = false;
+      if (item.empty()) {
+        DSGD_THROW(InputError, usage_hint, "dataset spec '{}': empty training file path", spec);
+      }
+      continue;
+    }
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq);
+    const std::string value = eq == std::string::npos ? std::string() : item.substr(eq + 1);
+    if (eq == std::string::npos || value.empty()) {
+      DSGD_THROW(InputError, usage_hint, "dataset spec '{}': parameter '{}' needs a value (key=value)",
+                 spec, item);
+    }
+    if (key == "test") {
+      out.test_path = value;
+    } else if (key == "features") {
+      size_t used = 0;
+      unsigned long long d = 0;
+      try {
+        d = std::stoull(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (used != value.size() || d == 0 || d > 0x7fffffffULL || value[0] == '-') {
+        DSGD_THROW(InputError, "features must be a positive integer below 2^31",
+                   "dataset spec '{}': bad value '{}' for parameter features", spec, value);
+      }
+      out.features = static_cast<size_t>(d);
+    } else {
+      DSGD_THROW(InputError, "libsvm parameters are test= and features=",
+                 "dataset spec '{}': unknown libsvm parameter '{}'", spec, key);
+    }
+  }
+  return out;
+}
+
+void require_readable_file(const std::string& path, const std::string& spec) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    DSGD_THROW(InputError, "check the path in the dataset spec",
+               "{}: no such file (dataset spec '{}')", path, spec);
+  }
+}
+
+[[noreturn]] void throw_unknown_prefix(const std::string& spec, const std::string& prefix) {
+  DSGD_THROW(InputError,
+             "known datasets: fashion-mnist[:DIR], libsvm:TRAIN[,test=TEST][,features=D], "
+             "synthetic[:n=N,d=D,...]",
+             "dataset spec '{}': unknown dataset '{}'", spec, prefix);
+}
+
+}  // namespace
+
+DatasetPair dataset_load(const std::string& spec, uint64_t seed) {
+  const SpecParts parts = spec_split(spec);
+  if (parts.prefix == "fashion-mnist") {
+    return detail::idx_load_fashion_mnist(parts.rest.empty() ? kFashionMnistDefaultDir : parts.rest);
+  }
+  if (parts.prefix == "libsvm") {
+    const LibsvmSpec ls = libsvm_parse_spec(spec, parts.rest);
+    return detail::libsvm_load_pair(ls.train_path, ls.test_path, ls.features);
+  }
+  if (parts.prefix == "synthetic") return dataset_make_synthetic(parts.rest, seed);
+  throw_unknown_prefix(spec, parts.prefix);
+}
+
+void dataset_validate_spec(const std::string& spec) {
+  const SpecParts parts = spec_split(spec);
+  if (parts.prefix == "fashion-mnist") {
+    const std::string dir = parts.rest.empty() ? kFashionMnistDefaultDir : parts.rest;
+    for (const std::string& path : detail::idx_fashion_mnist_files(dir)) {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(path, ec)) {
+        DSGD_THROW(InputError,
+                   "install the Debian package dataset-fashion-mnist, or pass fashion-mnist:DIR "
+                   "with the four *-ubyte.gz files",
+                   "{}: no such file (dataset spec '{}')", path, spec);
+      }
+    }
+    return;
+  }
+  if (parts.prefix == "libsvm") {
+    const LibsvmSpec ls = libsvm_parse_spec(spec, parts.rest);
+    require_readable_file(ls.train_path, spec);
+    if (!ls.test_path.empty()) require_readable_file(ls.test_path, spec);
+    return;
+  }
+  if (parts.prefix == "synthetic") {
+    detail::synthetic_validate_params(parts.rest);
+    return;
+  }
+  throw_unknown_prefix(spec, parts.prefix);
+}
+
+std::vector<DatasetInfo> dataset_list() {
+  return {
+      {"fashion-mnist", "fashion-mnist[:DIR]",
+       "Fashion-MNIST 28x28 grey images, 10 classes, 60000 train / 10000 test, dense 784 features "
+       "(IDX gzip files; default DIR /usr/share/datasets/fashion-mnist)"},
+      {"libsvm", "libsvm:TRAIN[,test=TEST][,features=D]",
+       "LIBSVM/SVMlight text (label idx:val ...), sparse CSR; without test= the last 10 % of TRAIN "
+       "is the test set"},
+      {"synthetic",
+       "synthetic:n=N,d=D,density=P,classes=C,noise=F,test=M,sparse=auto|true|false",
+       "linearly learnable data from the seed: dense gaussian, or sparse rcv1-like rows when "
+       "density < 0.5 (defaults n=20000,d=1000,density=1,classes=2,noise=0.05,test=n/5)"},
+  };
+}
+
+}  // namespace dsgd

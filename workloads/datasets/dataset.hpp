@@ -1,0 +1,61 @@
+// In-memory datasets shared by the workloads: dense row-major features or CSR sparse
+// features, integer class labels, and a train/test pair. Loaders live beside this file
+// (idx.cpp, libsvm.cpp, synthetic.cpp); dataset_load() dispatches on the spec string.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dsgd {
+
+struct Dataset {
+  std::string name;           // e.g. "fashion-mnist/train"
+  size_t rows = 0;            // number of samples
+  size_t features = 0;        // feature dimension d
+  int classes = 0;            // labels are in [0, classes)
+  bool sparse = false;        // CSR when true, dense when false
+  std::vector<float> dense;   // dense: rows × features, row-major
+  std::vector<int64_t> row_ptr;  // sparse: rows + 1 offsets into col_idx / values
+  std::vector<int32_t> col_idx;  // sparse: column of each non-zero, ascending within a row
+  std::vector<float> values;     // sparse: value of each non-zero
+  std::vector<int32_t> labels;   // rows labels
+
+  size_t nnz() const { return sparse ? values.size() : rows * features; }
+  // Bytes of feature data (what one pass over the data streams).
+  size_t feature_bytes() const {
+    return sparse ? values.size() * (sizeof(float) + sizeof(int32_t)) + row_ptr.size() * sizeof(int64_t)
+                  : dense.size() * sizeof(float);
+  }
+};
+
+struct DatasetPair {
+  Dataset train;
+  Dataset test;
+};
+
+struct DatasetInfo {
+  std::string name;         // spec prefix, e.g. "fashion-mnist", "synthetic", "libsvm"
+  std::string usage;        // full spec syntax with parameters
+  std::string description;  // one line
+};
+
+// Loads a dataset from its spec:
+//   fashion-mnist[:DIR]        IDX gzip files (default DIR /usr/share/datasets/fashion-mnist)
+//   libsvm:TRAIN[,test=TEST][,features=D]   LIBSVM/SVMlight text; without test= the last 10 % of TRAIN
+//   synthetic:n=N,d=D,density=P,classes=C,noise=F,test=M   generated from `seed`
+// Throws InputError naming the file (and line) or the bad parameter.
+DatasetPair dataset_load(const std::string& spec, uint64_t seed);
+
+// Checks a spec without loading the data (known prefix, parameters parse, files exist).
+void dataset_validate_spec(const std::string& spec);
+
+std::vector<DatasetInfo> dataset_list();
+
+// Loaders (exposed for tests).
+Dataset dataset_read_idx(const std::string& images_path, const std::string& labels_path);
+Dataset dataset_read_libsvm(const std::string& path, size_t min_features = 0);
+DatasetPair dataset_make_synthetic(const std::string& params, uint64_t seed);
+
+}  // namespace dsgd

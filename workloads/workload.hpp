@@ -1,0 +1,75 @@
+// The workload interface: a model whose parameters live in one flat buffer with
+// per-layer views, a data phase that assembles a batch, forward and backward passes,
+// and an evaluation. Backward calls the layer hook the moment each layer's gradient is
+// final (reverse layer order): the seam for wait-free backprop and layer-wise sync.
+// Workloads allocate in reserve(); forward/backward/load_batch never allocate.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "workloads/datasets/dataset.hpp"
+
+namespace dsgd {
+
+struct LayerView {
+  std::string name;
+  size_t offset = 0;  // in floats, into the flat parameter (and gradient) buffer
+  size_t count = 0;   // number of floats
+};
+
+// Called with a layer index when that layer's gradient is complete. A plain function
+// pointer + context so calling it never allocates.
+struct LayerHook {
+  void (*fn)(void* ctx, size_t layer) = nullptr;
+  void* ctx = nullptr;
+  void operator()(size_t layer) const {
+    if (fn) fn(ctx, layer);
+  }
+};
+
+// Sums over a range of samples; the caller divides (and can all-reduce the sums first).
+struct EvalSums {
+  double loss_sum = 0;
+  double correct = 0;
+  double count = 0;
+};
+
+class Workload {
+ public:
+  virtual ~Workload() = default;
+  virtual std::string name() const = 0;
+  virtual const std::vector<LayerView>& layers() const = 0;
+  virtual size_t param_count() const = 0;
+  // Deterministic initialisation from the seed (same on every rank).
+  virtual void init_params(float* params, uint64_t seed) const = 0;
+  // Allocates every buffer the step needs for batches up to max_batch.
+  virtual void reserve(size_t max_batch) = 0;
+  // Data phase: copies/points the samples idx[0..n) of ds into the batch buffers.
+  virtual void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) = 0;
+  // Forward on the loaded batch; returns the mean data loss (no regulariser).
+  virtual double forward(const float* params) = 0;
+  // Backward of the last forward: writes the gradient of the mean data loss into grads
+  // (param_count floats, overwritten, not accumulated) and calls hook(layer) for each
+  // layer in reverse order as soon as that layer's slice of grads is final.
+  virtual void backward(const float* params, float* grads, const LayerHook& hook) = 0;
+  // Loss and accuracy sums over samples [begin, end) of ds (no side effects on training state).
+  virtual EvalSums evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) = 0;
+  // Floating-point operations of one training sample (forward + backward).
+  virtual double flops_per_sample() const = 0;
+};
+
+struct WorkloadInfo {
+  std::string name;
+  std::string description;
+};
+
+// The registry (workloads/registry.cpp): creates a workload sized for the training set.
+std::unique_ptr<Workload> workload_create(const std::string& name, const Dataset& train);
+std::vector<WorkloadInfo> workload_list();
+bool workload_exists(const std::string& name);
+
+}  // namespace dsgd
