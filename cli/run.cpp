@@ -2,6 +2,7 @@
 // re-launches itself through mpiexec when asked for N > 1 workers outside of mpiexec,
 // then trains on every rank and has rank 0 store and print the results. The last line
 // printed is `run_id=<id>`.
+#include <filesystem>
 #include <thread>
 
 #include <fmt/format.h>
@@ -54,6 +55,14 @@ void validate_before_launch(const RunConfig& cfg) {
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);
   dataset_validate_spec(cfg.dataset);
   target_parse(cfg.target);
+  if (!cfg.hostfile.empty() && !std::filesystem::is_regular_file(cfg.hostfile))
+    DSGD_THROW(InputError, "pass an existing MPI hostfile", "--hostfile: no file '{}'", cfg.hostfile);
+  if (!cfg.save_params.empty()) {
+    const auto parent = std::filesystem::absolute(cfg.save_params).parent_path();
+    if (!std::filesystem::is_directory(parent))
+      DSGD_THROW(InputError, "create the directory first", "--save-params: directory '{}' does not exist",
+                 parent.string());
+  }
   Store::open(cfg.db);
 }
 
@@ -74,7 +83,6 @@ void print_warnings(const RunConfig& cfg, const Communicator& comm) {
 }
 
 int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
-  interrupt_block_signals();
   std::unique_ptr<Communicator> comm = communicator_create_world(&argc, &argv);
   const bool root = comm->rank() == 0;
 
@@ -166,7 +174,10 @@ void setup_run(CLI::App& app, int argc, char** argv) {
     const RunConfig cfg = resolve_config(*opts);
     if (!launcher_under_mpiexec()) {
       validate_before_launch(cfg);
-      if (cfg.workers > 1) launcher_exec_mpiexec(static_cast<int>(cfg.workers), cfg.hostfile, argc, argv);
+      if (cfg.workers > 1) {
+        cli_exit_code() = launcher_run_mpiexec(static_cast<int>(cfg.workers), cfg.hostfile, argc, argv);
+        return;
+      }
     } else {
       run_config_validate(cfg);
     }

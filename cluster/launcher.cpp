@@ -1,7 +1,11 @@
-// See launcher.hpp. The re-executed command line is the original one, unchanged, so the
-// ranks parse exactly what the user typed; DSGD_LAUNCHED=1 prevents a second re-launch.
+// See launcher.hpp. The command line given to the ranks is the original one, unchanged,
+// so they parse exactly what the user typed; DSGD_LAUNCHED=1 prevents a second launch.
 #include "cluster/launcher.hpp"
 
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,7 +34,23 @@ std::string launcher_mpiexec_path() {
   return "mpiexec";
 }
 
-void launcher_exec_mpiexec(int workers, const std::string& hostfile, int argc, char** argv) {
+namespace {
+
+volatile sig_atomic_t g_child_pid = 0;
+volatile sig_atomic_t g_forwarded = 0;
+
+// The launcher's own signal handler: forward the first SIGINT/SIGTERM/SIGHUP to mpiexec
+// as one Ctrl-C (Hydra then forwards SIGINT to every rank; rank 0 marks the run
+// interrupted); a second signal kills mpiexec.
+void forward_signal(int) {
+  if (g_child_pid <= 0) return;
+  kill(static_cast<pid_t>(g_child_pid), g_forwarded ? SIGKILL : SIGINT);
+  g_forwarded = 1;
+}
+
+}  // namespace
+
+int launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, char** argv) {
   char self[4096] = {0};
   ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (len <= 0) DSGD_THROW(Error, "", "cannot resolve the path of this program: {}", std::strerror(errno));
@@ -49,12 +69,46 @@ void launcher_exec_mpiexec(int workers, const std::string& hostfile, int argc, c
   for (auto& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);
 
-  setenv("DSGD_LAUNCHED", "1", 1);
   fflush(stdout);
   fflush(stderr);
-  execvp(mpiexec.c_str(), cargs.data());
-  DSGD_THROW(Error, "install MPICH (apt-get install mpich) or set DSGD_MPIEXEC to your mpiexec",
-             "cannot execute '{}': {}", mpiexec, std::strerror(errno));
+  int ready[2];
+  if (pipe2(ready, O_CLOEXEC) != 0) DSGD_THROW(Error, "", "pipe failed: {}", std::strerror(errno));
+  const pid_t pid = fork();
+  if (pid < 0) DSGD_THROW(Error, "", "fork failed: {}", std::strerror(errno));
+  if (pid == 0) {
+    // Own process group: a terminal Ctrl-C reaches mpiexec only through the launcher
+    // (once), not twice (Hydra aborts hard on a second Ctrl-C).
+    setpgid(0, 0);
+    prctl(PR_SET_PDEATHSIG, SIGINT);
+    setenv("DSGD_LAUNCHED", "1", 1);
+    close(ready[0]);
+    execvp(mpiexec.c_str(), cargs.data());
+    const int err = errno;
+    ssize_t ignored = write(ready[1], &err, sizeof(err));
+    (void)ignored;
+    _exit(127);
+  }
+  close(ready[1]);
+  int exec_errno = 0;
+  const bool exec_failed = read(ready[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno);
+  close(ready[0]);
+  g_child_pid = pid;
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  g_child_pid = 0;
+  if (exec_failed)
+    DSGD_THROW(Error, "install MPICH (apt-get install mpich) or set DSGD_MPIEXEC to your mpiexec",
+               "cannot execute '{}': {}", mpiexec, std::strerror(exec_errno));
+  if (WIFEXITED(status)) return WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
+  return 1;
 }
 
 }  // namespace dsgd

@@ -1,7 +1,10 @@
-// See interrupt.hpp.
+// See interrupt.hpp. MPI libraries (MPICH with UCX) start threads and install signal
+// handlers of their own, so a sigwait() thread is not reliable; instead, after MPI is up,
+// our handler replaces theirs: it only write()s the signal number to a pipe
+// (async-signal-safe), and a watcher thread blocked on that pipe does the database work
+// and exits the process.
 #include "engine/interrupt.hpp"
 
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,27 +19,30 @@ namespace dsgd {
 
 namespace {
 
-sigset_t watched_signals() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGHUP);
-  return set;
+int g_pipe[2] = {-1, -1};
+
+void on_signal(int sig) {
+  const unsigned char byte = static_cast<unsigned char>(sig);
+  ssize_t ignored = write(g_pipe[1], &byte, 1);
+  (void)ignored;
 }
 
 }  // namespace
 
-void interrupt_block_signals() {
-  sigset_t set = watched_signals();
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-}
-
 void interrupt_start_watcher(const std::string& db_path) {
+  if (db_path.empty()) {
+    // Not the writer: let rank 0 record the interruption first; the launcher (mpiexec)
+    // stops this rank once rank 0 has exited.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_IGN);
+    return;
+  }
+  if (g_pipe[0] >= 0) return;
+  if (pipe(g_pipe) != 0) return;
   std::thread([db_path]() {
-    sigset_t set = watched_signals();
-    int sig = 0;
-    if (sigwait(&set, &sig) != 0) return;
+    unsigned char byte = 0;
+    while (read(g_pipe[0], &byte, 1) != 1) {
+    }
+    const int sig = byte;
     const int64_t run_id = trainer_active_run_id();
     if (!db_path.empty() && run_id > 0) {
       try {
@@ -53,6 +59,11 @@ void interrupt_start_watcher(const std::string& db_path) {
     std::fflush(stderr);
     _exit(128 + sig);
   }).detach();
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 }
 
 }  // namespace dsgd

@@ -40,8 +40,7 @@ void SvmWorkload::reserve(size_t max_batch) {
   const size_t C = outputs_;
   if (dense_batches_) {
     batch_x_.assign(max_batch * features_, 0.0f);
-    batch_rows_.resize(max_batch);
-    for (size_t i = 0; i < max_batch; ++i) batch_rows_[i] = batch_x_.data() + i * features_;
+    batch_rows_.assign(max_batch, nullptr);
     wt_.assign(C * features_, 0.0f);
     dwt_.assign(C * features_, 0.0f);
     active_rows_.assign(C * max_batch, 0);
@@ -58,6 +57,17 @@ void SvmWorkload::reserve(size_t max_batch) {
   eval_sparse_.resize(kEvalChunk);
   batch_kind_ = BatchKind::batch_none;
   have_scores_ = false;
+}
+
+// Copies the rows batch_rows_ points at into batch_x_ and points batch_rows_ there.
+void SvmWorkload::gather_dense_batch(size_t n) {
+  const size_t row_bytes = features_ * sizeof(float);
+  for (size_t i = 0; i < n; ++i) {
+    float* dst = batch_x_.data() + i * features_;
+    std::memcpy(dst, batch_rows_[i], row_bytes);
+    batch_rows_[i] = dst;
+  }
+  batch_kind_ = BatchKind::batch_dense_copy;
 }
 
 void SvmWorkload::require_reserved(size_t n, const char* what) const {
@@ -87,12 +97,14 @@ void SvmWorkload::load_batch(const Dataset& ds, const uint32_t* idx, size_t n) {
       DSGD_THROW(Error, "create the workload from a dense training set",
                  "svm: dense batch from {} but the workload was created for sparse data", ds.name);
     }
-    const size_t row_bytes = features_ * sizeof(float);
+    // Fused kernels read the rows in place (they prefetch ahead, so the memory traffic
+    // overlaps the arithmetic); BLAS needs one contiguous matrix, so copy.
     for (size_t i = 0; i < n; ++i) {
-      std::memcpy(batch_x_.data() + i * features_, ds.dense.data() + size_t{idx[i]} * features_, row_bytes);
+      batch_rows_[i] = ds.dense.data() + size_t{idx[i]} * features_;
       batch_labels_[i] = ds.labels[idx[i]];
     }
-    batch_kind_ = BatchKind::batch_dense;
+    batch_kind_ = BatchKind::batch_dense_rows;
+    if (dense_kernel_ == SvmDenseKernel::svm_dense_blas) gather_dense_batch(n);
   }
   batch_n_ = n;
   have_scores_ = false;
@@ -109,6 +121,7 @@ double SvmWorkload::forward(const float* params) {
   if (batch_kind_ == BatchKind::batch_sparse) {
     svm_scores_sparse(batch_sparse_.data(), n, w, b, C, scores_.data());
   } else if (dense_kernel_ == SvmDenseKernel::svm_dense_blas) {
+    if (batch_kind_ == BatchKind::batch_dense_rows) gather_dense_batch(n);
     svm_scores_dense_blas(batch_x_.data(), n, features_, w, b, C, scores_.data());
   } else {
     svm_transpose(w, features_, C, wt_.data());
@@ -134,6 +147,7 @@ void SvmWorkload::backward(const float* params, float* grads, const LayerHook& h
   if (batch_kind_ == BatchKind::batch_sparse) {
     svm_grad_weights_sparse(batch_sparse_.data(), n, dscores_.data(), C, features_, dw);
   } else if (dense_kernel_ == SvmDenseKernel::svm_dense_blas) {
+    if (batch_kind_ == BatchKind::batch_dense_rows) gather_dense_batch(n);
     svm_grad_weights_dense_blas(batch_x_.data(), n, features_, dscores_.data(), C, dw);
   } else {
     const SvmDenseScratch scratch{dwt_.data(), active_rows_.data(), active_coef_.data(), active_count_.data()};

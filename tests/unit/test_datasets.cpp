@@ -440,7 +440,9 @@ TEST(Synthetic, SparseRowsMatchTheDensity) {
   for (size_t i = 0; i < ds.rows; ++i) {
     double norm2 = 0;
     for (int64_t k = ds.row_ptr[i]; k < ds.row_ptr[i + 1]; ++k) {
-      if (k > ds.row_ptr[i]) ASSERT_LT(ds.col_idx[k - 1], ds.col_idx[k]);  // distinct, ascending
+      if (k > ds.row_ptr[i]) {
+        ASSERT_LT(ds.col_idx[k - 1], ds.col_idx[k]);  // distinct, ascending
+      }
       ASSERT_GE(ds.col_idx[k], 0);
       ASSERT_LT(ds.col_idx[k], 5000);
       ASSERT_GT(ds.values[k], 0.0f);

@@ -7,10 +7,13 @@
 // noise=0 the classes are separable by a linear model with bias (exactly, for the binary case).
 //   dense (density >= 0.5 or sparse=false): x_ij ~ N(0,1), kept with probability `density`.
 //   sparse (density < 0.5 or sparse=true): rcv1-like rows: about density*d non-zeros per row
-//     (uniform in [0.5, 1.5] x density*d), at distinct columns drawn from a Zipf-like law
-//     P(j) ~ 1/(j + j0) (frequent "words" at low indices), positive values, rows L2-normalised.
-//     The true weight of column j is scaled by sqrt(P(j)/P(0)), so frequent columns carry the
-//     signal, as in text: this keeps d=1e6 learnable from 20000 rows.
+//     (uniform around density*d, +-50 % at most), at distinct columns drawn from a Zipf-like
+//     law P(j) ~ 1/(j + j0) (frequent "words" at low indices; a repeat in the head moves to the
+//     next free column), positive values, rows L2-normalised.
+//     j0 = max(10, d/10000). The true weight of column j is scaled by P(j)/P(0), so frequent
+//     columns carry the signal, as in text: this keeps d=1e6 learnable from 20000 rows (a
+//     linear SVM reaches ~0.88 test accuracy at noise=0.05 in 4 epochs; the rows are unit norm,
+//     so weights want a large step size and the bias a small one).
 // Limits: memory is one dense n*d matrix or nnz*(4+4) bytes; specs needing more than 32 GiB
 // are refused.
 #include <algorithm>
@@ -52,7 +55,6 @@ constexpr const char* kParamsHint =
     "test=ROWS, sparse=auto|true|false, e.g. synthetic:n=20000,d=1000000,density=0.001";
 
 constexpr double kMaxBytes = 32.0 * (1ull << 30);
-constexpr double kZipfOffset = 10.0;  // j0 in P(j) ~ 1/(j + j0)
 
 // Random stream ids (the second argument of rng_derive_seed).
 constexpr uint64_t kStreamTrueWeights = 0x5717;
@@ -158,7 +160,11 @@ SyntheticParams synthetic_parse(const std::string& text) {
 class SyntheticGenerator {
  public:
   SyntheticGenerator(const SyntheticParams& p, uint64_t seed)
-      : p_(p), seed_(seed), outputs_(p.classes == 2 ? 1 : p.classes), total_(p.n + p.test_rows()) {}
+      : p_(p),
+        seed_(seed),
+        outputs_(p.classes == 2 ? 1 : p.classes),
+        total_(p.n + p.test_rows()),
+        zipf_offset_(std::max(10.0, static_cast<double>(p.d) / 10000.0)) {}
 
   DatasetPair run() {
     make_true_weights();
@@ -191,23 +197,32 @@ class SyntheticGenerator {
   }
 
   // Probability weight of column j under the Zipf-like law, relative to column 0.
-  double zipf_relative(size_t j) const { return kZipfOffset / (static_cast<double>(j) + kZipfOffset); }
+  double zipf_relative(size_t j) const { return zipf_offset_ / (static_cast<double>(j) + zipf_offset_); }
 
   void make_true_weights() {
     Rng rng(rng_derive_seed(seed_, kStreamTrueWeights));
     true_w_.resize(p_.d * outputs_);
     const bool sparse = p_.is_sparse();
     for (size_t j = 0; j < p_.d; ++j) {
-      const double scale = sparse ? std::sqrt(zipf_relative(j)) : 1.0;
+      const double scale = sparse ? zipf_relative(j) : 1.0;
       for (size_t c = 0; c < outputs_; ++c) true_w_[j * outputs_ + c] = rng.normal() * scale;
+    }
+    // Unit norm per class, so no class wins the argmax by a larger weight vector.
+    for (size_t c = 0; c < outputs_; ++c) {
+      double norm2 = 0;
+      for (size_t j = 0; j < p_.d; ++j) norm2 += true_w_[j * outputs_ + c] * true_w_[j * outputs_ + c];
+      const double inv = norm2 > 0 ? 1.0 / std::sqrt(norm2) : 1.0;
+      for (size_t j = 0; j < p_.d; ++j) true_w_[j * outputs_ + c] *= inv;
     }
   }
 
   Rng row_rng(size_t row) const { return Rng(rng_derive_seed(seed_, kStreamRows, row)); }
 
-  // The non-zero count of a sparse row: the first draw of the row's stream.
+  // The non-zero count of a sparse row: the first draw of the row's stream, uniform in
+  // density*d*[1-a, 1+a], a = min(0.5, 1/density - 1) so the mean stays density*d <= d.
   size_t sparse_row_nnz(Rng& rng) const {
-    const double target = p_.density * static_cast<double>(p_.d) * (0.5 + rng.uniform());
+    const double spread = std::min(0.5, 1.0 / p_.density - 1.0);
+    const double target = p_.density * static_cast<double>(p_.d) * (1.0 + spread * (2.0 * rng.uniform() - 1.0));
     return std::clamp<size_t>(static_cast<size_t>(std::llround(target)), 1, p_.d);
   }
 
@@ -248,6 +263,7 @@ class SyntheticGenerator {
 
   void generate_rows(DatasetPair& pair, size_t begin, size_t end) {
     std::vector<int32_t> cols;
+    std::vector<double> spacings;
     for (size_t row = begin; row < end; ++row) {
       Dataset& ds = row < p_.n ? pair.train : pair.test;
       const size_t i = row < p_.n ? row : row - p_.n;
@@ -255,7 +271,7 @@ class SyntheticGenerator {
       double* s = &scores_[row * outputs_];
       if (p_.is_sparse()) {
         const size_t k = sparse_row_nnz(rng);
-        draw_columns(rng, k, cols);
+        draw_columns(rng, k, cols, spacings);
         const auto off = static_cast<size_t>(ds.row_ptr[i]);
         double norm2 = 0;
         for (size_t t = 0; t < k; ++t) {
@@ -290,28 +306,42 @@ class SyntheticGenerator {
     }
   }
 
-  // k distinct columns, ascending: Zipf-like draws with rejection of repeats when the row is
-  // sparse enough, else uniform selection sampling (Knuth's algorithm S).
-  void draw_columns(Rng& rng, size_t k, std::vector<int32_t>& cols) const {
-    cols.clear();
+  // k distinct ascending columns. Sparse rows (k <= d/4): k sorted uniforms from exponential
+  // spacings, mapped through the inverse CDF of the Zipf-like law (monotone, so the columns
+  // come out sorted, O(k), no sort), a repeat bumped to the next free column; then clamped from
+  // the top so the last ones fit below d. Denser rows: uniform selection sampling (Knuth's
+  // algorithm S, O(d)).
+  void draw_columns(Rng& rng, size_t k, std::vector<int32_t>& cols, std::vector<double>& spacings) const {
+    cols.resize(k);
     const size_t d = p_.d;
     if (k * 4 <= d) {
-      const double log_span = std::log1p(static_cast<double>(d) / kZipfOffset);
-      while (cols.size() < k) {
-        const size_t need = k - cols.size();
-        for (size_t t = 0; t < need; ++t) {
-          const double j = kZipfOffset * std::expm1(rng.uniform() * log_span);
-          cols.push_back(static_cast<int32_t>(std::min<double>(std::floor(j), static_cast<double>(d - 1))));
-        }
-        std::sort(cols.begin(), cols.end());
-        cols.erase(std::unique(cols.begin(), cols.end()), cols.end());
+      spacings.resize(k + 1);
+      double total = 0;
+      for (size_t t = 0; t <= k; ++t) {
+        total += -std::log(1.0 - rng.uniform());
+        spacings[t] = total;
+      }
+      const double log_span = std::log1p(static_cast<double>(d) / zipf_offset_);
+      int64_t prev = -1;
+      for (size_t t = 0; t < k; ++t) {
+        const double u = spacings[t] / total;  // the t-th smallest of k uniforms
+        auto j = static_cast<int64_t>(zipf_offset_ * std::expm1(u * log_span));
+        j = std::max(j, prev + 1);
+        cols[t] = static_cast<int32_t>(std::min<int64_t>(j, static_cast<int64_t>(d) - 1));
+        prev = j;
+      }
+      int64_t limit = static_cast<int64_t>(d) - 1;
+      for (size_t t = k; t-- > 0;) {
+        cols[t] = static_cast<int32_t>(std::min<int64_t>(cols[t], limit));
+        limit = cols[t] - 1;
       }
       return;
     }
     size_t left = k;
+    size_t out = 0;
     for (size_t j = 0; j < d && left > 0; ++j) {
       if (rng.uniform() * static_cast<double>(d - j) < static_cast<double>(left)) {
-        cols.push_back(static_cast<int32_t>(j));
+        cols[out++] = static_cast<int32_t>(j);
         --left;
       }
     }
@@ -350,6 +380,7 @@ class SyntheticGenerator {
   std::vector<double> true_w_;  // d x outputs, row-major
   std::vector<double> scores_;  // total x outputs
   std::vector<int32_t> flips_;  // per row: 0 or the class offset of a flipped label
+  double zipf_offset_;          // j0 in P(j) ~ 1/(j + j0)
 };
 
 }  // namespace
