@@ -4,6 +4,8 @@
 //   BM_SvmEpochDense/{blas,fused} one epoch of Fashion-MNIST train (or a synthetic 60000 x 784,
 //                                 10-class set when the package is absent), batches of 64 from a
 //                                 shuffled order: load_batch + forward + backward + plain SGD
+//   BM_SvmEpochDense/fused_binary the same data as a binary problem (sandal, sneaker, bag, ankle
+//                                 boot vs the rest): 10x less arithmetic, the memory-bound case
 //   BM_SvmEpochSparse             the same on synthetic n=20000,d=1e6,density=0.001, binary
 //   BM_SvmForwardBackwardDense/{blas,fused,naive}  one batch of 64 (naive: the double reference)
 // Derived counters (formulas, also in the output):
@@ -13,7 +15,16 @@
 //   active_frac    = non-zero hinge terms / (samples x outputs) over the epoch.
 //   flops          = flops_per_sample x samples / second.
 // Every epoch restarts from the same initial parameters and the same shuffled order, so each
-// iteration does identical work (epoch 1 of a run, where most hinge terms are active).
+// iteration does identical work (epoch 1 of a run).
+// Measured (2-vCPU AMD EPYC Zen3 VM, quiet moment; the other vCPU's load halves the FMA rate):
+//   bench_svm --benchmark_min_time=0.5 --benchmark_repetitions=3 (medians)
+//   triad 12.2-12.9 GB/s (Fashion-MNIST train streams once in 15.5 ms)
+//   10 classes: fused 58 ms (x_stream_bound 3.8), BLAS 101 ms (6.5). Compute-bound: the
+//     arithmetic alone (0.94 GFLOP forward + ~0.18 GFLOP backward at 19 % active terms) takes
+//     ~19 ms at the fused kernels' in-cache ~60 GFLOP/s, most of the 31 ms that 2x allows.
+//   binary (C = 1, memory-bound): fused 23 ms (x 1.5), BLAS 58 ms (3.8).
+//   sparse d=1e6: ~170-210 ms (x 13-16): per step the 4 MB gradient memset and the dense SGD
+//     update over 1e6 parameters cost more than the 20M-non-zero kernels themselves.
 // The sparse epoch also zeroes and updates all d = 1e6 gradient/parameter floats each step
 // (the flat gradient is what a distributed run all-reduces); that is part of its cost.
 #include <benchmark/benchmark.h>
@@ -39,7 +50,16 @@ using Clock = std::chrono::steady_clock;
 
 constexpr size_t kBatch = 64;
 constexpr size_t kTriadFloats = size_t{32} << 20;  // 32M floats = 128 MiB per array
-constexpr float kLearningRate = 0.01f;
+
+// Plain SGD step sizes: pixel features (|x|^2 ~ 100) want a small one; the synthetic sparse
+// rows are unit-norm and barely overlap, so their weights want a large one and the bias (a
+// feature present in every row) a small one.
+struct StepSizes {
+  float weights;
+  float bias;
+};
+constexpr StepSizes kDenseSteps{0.01f, 0.01f};
+constexpr StepSizes kSparseSteps{30.0f, 0.3f};
 
 void single_thread_blas() {
   static const bool done = [] {
@@ -108,6 +128,20 @@ const dsgd::DatasetPair& dense_data() {
   return data;
 }
 
+// Fashion-MNIST as a binary problem: classes 5, 7, 8, 9 (sandal, sneaker, bag, ankle boot) are 1.
+const dsgd::DatasetPair& dense_binary_data() {
+  static const dsgd::DatasetPair data = [] {
+    dsgd::DatasetPair pair = dense_data();
+    for (dsgd::Dataset* ds : {&pair.train, &pair.test}) {
+      for (int32_t& label : ds->labels) label = (label == 5 || label >= 7) ? 1 : 0;
+      ds->classes = 2;
+      ds->name += "/binary";
+    }
+    return pair;
+  }();
+  return data;
+}
+
 const dsgd::DatasetPair& sparse_data() {
   static const dsgd::DatasetPair data = dsgd::dataset_make_synthetic("n=20000,d=1000000,density=0.001,classes=2", 1);
   return data;
@@ -123,7 +157,10 @@ struct EpochRunner {
   std::vector<uint32_t> order;
   size_t active_terms = 0;
 
-  EpochRunner(const dsgd::DatasetPair& d, SvmDenseKernel kernel) : data(d), workload(dsgd::svm_create(d.train)) {
+  StepSizes steps;
+
+  EpochRunner(const dsgd::DatasetPair& d, SvmDenseKernel kernel, StepSizes step_sizes)
+      : data(d), workload(dsgd::svm_create(d.train)), steps(step_sizes) {
     svm = static_cast<dsgd::SvmWorkload*>(workload.get());
     svm->set_dense_kernel(kernel);
     workload->reserve(kBatch);
@@ -141,6 +178,7 @@ struct EpochRunner {
     std::memcpy(params.data(), init.data(), init.size() * sizeof(float));
     active_terms = 0;
     const size_t rows = order.size();
+    const size_t weights = workload->layers()[dsgd::SvmWorkload::kLayerWeights].count;
     const size_t count = params.size();
     for (size_t pos = 0; pos < rows; pos += kBatch) {
       const size_t n = std::min(kBatch, rows - pos);
@@ -150,15 +188,17 @@ struct EpochRunner {
       active_terms += svm->last_active_terms();
       float* p = params.data();
       const float* g = grads.data();
-      for (size_t k = 0; k < count; ++k) p[k] -= kLearningRate * g[k];
+      for (size_t k = 0; k < weights; ++k) p[k] -= steps.weights * g[k];
+      for (size_t k = weights; k < count; ++k) p[k] -= steps.bias * g[k];
     }
   }
 };
 
-void run_epoch_benchmark(benchmark::State& state, const dsgd::DatasetPair& data, SvmDenseKernel kernel) {
+void run_epoch_benchmark(benchmark::State& state, const dsgd::DatasetPair& data, SvmDenseKernel kernel,
+                         StepSizes steps) {
   single_thread_blas();
   const double bandwidth = triad_bandwidth();
-  EpochRunner runner(data, kernel);
+  EpochRunner runner(data, kernel, steps);
   double seconds = 0;
   for (auto _ : state) {
     const auto t0 = Clock::now();
@@ -175,23 +215,34 @@ void run_epoch_benchmark(benchmark::State& state, const dsgd::DatasetPair& data,
   state.counters["x_stream_bound"] = epoch_seconds / (feature_bytes / bandwidth);
   state.counters["active_frac"] = static_cast<double>(runner.active_terms) /
                                   (static_cast<double>(data.train.rows) * static_cast<double>(runner.svm->outputs()));
-  state.counters["flops"] = benchmark::Counter(
-      runner.workload->flops_per_sample() * static_cast<double>(data.train.rows) * static_cast<double>(state.iterations()),
-      benchmark::Counter::kIsRate);
+  state.counters["flops"] =
+      benchmark::Counter(runner.workload->flops_per_sample() * static_cast<double>(data.train.rows) *
+                             static_cast<double>(state.iterations()),
+                         benchmark::Counter::kIsRate);
   // Not timed: accuracy after one epoch, a sanity check that the epoch trains.
   const dsgd::EvalSums e = runner.workload->evaluate(runner.params.data(), data.test, 0, data.test.rows);
   state.counters["test_acc"] = e.correct / e.count;
   state.SetLabel(data.train.name);
 }
 
-void BM_SvmEpochDense(benchmark::State& state, SvmDenseKernel kernel) {
-  run_epoch_benchmark(state, dense_data(), kernel);
+void BM_SvmEpochDense(benchmark::State& state, SvmDenseKernel kernel, bool binary) {
+  run_epoch_benchmark(state, binary ? dense_binary_data() : dense_data(), kernel, kDenseSteps);
 }
-BENCHMARK_CAPTURE(BM_SvmEpochDense, blas, SvmDenseKernel::svm_dense_blas)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_SvmEpochDense, fused, SvmDenseKernel::svm_dense_fused)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_SvmEpochDense, blas, SvmDenseKernel::svm_dense_blas, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_SvmEpochDense, fused, SvmDenseKernel::svm_dense_fused, false)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_SvmEpochDense, blas_binary, SvmDenseKernel::svm_dense_blas, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_SvmEpochDense, fused_binary, SvmDenseKernel::svm_dense_fused, true)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 void BM_SvmEpochSparse(benchmark::State& state) {
-  run_epoch_benchmark(state, sparse_data(), SvmDenseKernel::svm_dense_fused);
+  run_epoch_benchmark(state, sparse_data(), SvmDenseKernel::svm_dense_fused, kSparseSteps);
 }
 BENCHMARK(BM_SvmEpochSparse)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -238,9 +289,15 @@ void BM_SvmForwardBackwardDense(benchmark::State& state, BatchPath path) {
   state.counters["flops"] = benchmark::Counter(
       workload->flops_per_sample() * kBatch * static_cast<double>(state.iterations()), benchmark::Counter::kIsRate);
 }
-BENCHMARK_CAPTURE(BM_SvmForwardBackwardDense, blas, BatchPath::batch_blas)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_SvmForwardBackwardDense, fused, BatchPath::batch_fused)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK_CAPTURE(BM_SvmForwardBackwardDense, naive, BatchPath::batch_naive)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_SvmForwardBackwardDense, blas, BatchPath::batch_blas)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_SvmForwardBackwardDense, fused, BatchPath::batch_fused)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_SvmForwardBackwardDense, naive, BatchPath::batch_naive)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
 
 }  // namespace
 

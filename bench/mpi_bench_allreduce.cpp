@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
   for (size_t bytes = 4096; bytes <= max_bytes; bytes *= 4) {
     const size_t count = bytes / sizeof(float);
     // Enough iterations for ~20 ms per repetition, at least 2.
-    const int iters = std::max(2, static_cast<int>(std::min<size_t>(1000, (size_t(40) << 20) / bytes)));
+    const int iters = std::max(2, static_cast<int>(std::min<size_t>(10000, (size_t(40) << 20) / bytes)));
     std::vector<double> bare, ours;
     for (int w = 0; w < 3; ++w) MPI_Allreduce(MPI_IN_PLACE, buf.data(), static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD);
     for (int r = 0; r < reps; ++r) {

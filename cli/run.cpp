@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/run_format.hpp"
 #include "cluster/launcher.hpp"
+#include "cluster/straggler.hpp"
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
 #include "core/system_info.hpp"
@@ -55,6 +56,7 @@ void validate_before_launch(const RunConfig& cfg) {
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);
   dataset_validate_spec(cfg.dataset);
   target_parse(cfg.target);
+  Stragglers::parse(cfg.straggler, static_cast<int>(cfg.workers), cfg.seed);
   if (!cfg.hostfile.empty() && !std::filesystem::is_regular_file(cfg.hostfile))
     DSGD_THROW(InputError, "pass an existing MPI hostfile", "--hostfile: no file '{}'", cfg.hostfile);
   if (!cfg.save_params.empty()) {
@@ -138,8 +140,12 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
       fmt::print(stderr, "  hint: {}\n", err->hint());
     if (run_id > 0 && root) fmt::print(stderr, "  run {} is stored as 'failed' in {}\n", run_id, cfg.db);
     std::fflush(stderr);
-    // After setup, peers may be inside a collective: stop the whole job.
-    if (comm->size() > 1 && trainer_past_setup()) comm->abort(1);
+    // After setup, peers may be inside a collective: stop the whole job. Give mpiexec's
+    // output forwarding a moment first, or the message above can be lost in the abort.
+    if (comm->size() > 1 && trainer_past_setup()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      comm->abort(1);
+    }
     return input ? 2 : 1;
   }
 }

@@ -25,15 +25,23 @@ void Communicator::record(CollKind kind, double arrive, double bytes_sent) {
   log_->push(CollEvent{arrive, clock_now_s(), bytes_sent, static_cast<int32_t>(kind)});
 }
 
+void Communicator::emulate(CollKind kind, double bytes) {
+  if (!emulation_.extra_s) return;
+  const double extra = emulation_.extra_s(emulation_.ctx, kind, bytes, size());
+  if (extra > 0) clock_hold_until(clock_now_s() + extra);
+}
+
 void Communicator::allreduce_sum(float* data, size_t count) {
   const double arrive = log_ ? clock_now_s() : 0.0;
   do_allreduce_sum(data, count);
+  emulate(CollKind::coll_allreduce, double(count) * sizeof(float));
   record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(count) * sizeof(float), size()));
 }
 
 void Communicator::allreduce_average(float* data, size_t count) {
   const double arrive = log_ ? clock_now_s() : 0.0;
   do_allreduce_sum(data, count);
+  emulate(CollKind::coll_allreduce, double(count) * sizeof(float));
   const int n = size();
   if (n > 1) {
     const float scale = 1.0f / static_cast<float>(n);
@@ -45,12 +53,14 @@ void Communicator::allreduce_average(float* data, size_t count) {
 void Communicator::broadcast(float* data, size_t count, int root) {
   const double arrive = log_ ? clock_now_s() : 0.0;
   do_broadcast(data, count, root);
+  emulate(CollKind::coll_broadcast, double(count) * sizeof(float));
   record(CollKind::coll_broadcast, arrive, rank() == root ? double(count) * sizeof(float) : 0.0);
 }
 
 void Communicator::barrier() {
   const double arrive = log_ ? clock_now_s() : 0.0;
   do_barrier();
+  emulate(CollKind::coll_barrier, 0.0);
   record(CollKind::coll_barrier, arrive, 0.0);
 }
 

@@ -59,6 +59,15 @@ class CollEventLog {
   size_t dropped_ = 0;
 };
 
+// Network emulation (cluster/network_emulation): the extra seconds every rank holds a
+// collective after the real one finished, so that it lasts as long as on the emulated
+// link: model(emulated, bytes) − model(native fabric, bytes), identical on every rank.
+// A plain function pointer + context: calling it never allocates.
+struct EmulationHook {
+  double (*extra_s)(const void* ctx, CollKind kind, double bytes, int ranks) = nullptr;
+  const void* ctx = nullptr;
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -77,6 +86,8 @@ class Communicator {
 
   // Events are recorded only while a log is attached.
   void attach_log(CollEventLog* log) { log_ = log; }
+  // Recorded collectives are held by hook.extra_s(...) seconds; default: nothing added.
+  void set_emulation(EmulationHook hook) { emulation_ = hook; }
 
   // Untimed harness helpers.
   virtual void untimed_allreduce_sum(double* data, size_t count) = 0;
@@ -98,7 +109,9 @@ class Communicator {
 
  private:
   void record(CollKind kind, double arrive, double bytes_sent);
+  void emulate(CollKind kind, double bytes);
   CollEventLog* log_ = nullptr;
+  EmulationHook emulation_;
 };
 
 // The communicator of this process: MPI's world when built with MPI (initialising MPI),

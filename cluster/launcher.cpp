@@ -106,6 +106,9 @@ int launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, cha
   if (exec_failed)
     DSGD_THROW(Error, "install MPICH (apt-get install mpich) or set DSGD_MPIEXEC to your mpiexec",
                "cannot execute '{}': {}", mpiexec, std::strerror(exec_errno));
+  // Hydra sometimes exits 0 after forwarding a Ctrl-C (a race in its cleanup); the run
+  // was interrupted all the same, so say so.
+  if (g_forwarded && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 128 + SIGINT;
   if (WIFEXITED(status)) return WEXITSTATUS(status);
   if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
   return 1;

@@ -40,6 +40,16 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"hostfile", "MPI hostfile for multi-machine runs (passed to mpiexec -f)", &C::hostfile},
       {"save-params", "write the final averaged parameters (raw float32) to this file", &C::save_params},
       {"timers", "per-step instrumentation (disable only to measure its overhead)", &C::timers},
+      {"straggler",
+       "injected compute slowdowns, ';'-separated: fixed:rank=R,delay=20ms | fixed:rank=R,factor=2 | "
+       "random:p=0.05,delay=30ms | lognormal:sigma=0.3 | pareto:alpha=2,scale=5ms | periodic:rank=R,every=50,delay=200ms",
+       &C::straggler},
+      {"topology", "worker topology: complete | ring | torus:RxC | exp | hier:GxW | random-perm", &C::topology},
+      {"bandwidth", "emulated link bandwidth, e.g. 10Gbps, 100Mbps (empty: the real fabric, nothing added)",
+       &C::bandwidth},
+      {"latency", "emulated link latency, e.g. 20us, 1ms", &C::latency},
+      {"inter-bandwidth", "emulated bandwidth between groups of a hier:GxW topology", &C::inter_bandwidth},
+      {"inter-latency", "emulated latency between groups of a hier:GxW topology", &C::inter_latency},
   };
   return fields;
 }

@@ -36,6 +36,13 @@ struct RunConfig {
   std::string hostfile;         // passed to mpiexec -f when launching
   std::string save_params;      // write the final averaged parameters (float32, raw) here
   bool timers = true;           // per-step instrumentation (off only to measure its cost)
+  // Cluster settings (cluster/): stragglers, topology, emulated network.
+  std::string straggler;        // "fixed:rank=1,delay=20ms;lognormal:sigma=0.3"; empty: none
+  std::string topology = "complete";
+  std::string bandwidth;        // emulated link bandwidth, e.g. "10Gbps"; empty: native fabric
+  std::string latency;          // emulated link latency, e.g. "20us"
+  std::string inter_bandwidth;  // between groups of hier:GxW
+  std::string inter_latency;
 };
 
 // One entry of the field table.

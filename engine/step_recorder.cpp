@@ -10,7 +10,7 @@
 namespace dsgd {
 
 namespace {
-constexpr size_t kStepFields = 9;
+constexpr size_t kStepFields = 10;
 constexpr size_t kEventFields = 4;
 }  // namespace
 
@@ -46,7 +46,7 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
   for (size_t i = 0; i < used_; ++i) {
     const StepTiming& t = steps_[i];
     pack_.insert(pack_.end(), {static_cast<double>(t.step), t.start, t.step_s, t.fwd_s, t.bwd_s, t.opt_s, t.data_s,
-                               t.loss, static_cast<double>(t.events)});
+                               t.loss, static_cast<double>(t.events), t.injected_s});
   }
   const CollEvent* ev = events_.data();
   for (size_t i = 0; i < n_events; ++i)
@@ -105,6 +105,7 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
       row.opt_s = f[5];
       row.data_s = f[6];
       row.train_loss = f[7];
+      row.injected_s = f[9];
     }
     const size_t events_this_step = static_cast<size_t>(views[0].steps[s * kStepFields + 8]);
     for (size_t e = 0; e < events_this_step; ++e) {

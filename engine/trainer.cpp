@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "algorithms/algorithm.hpp"
+#include "cluster/straggler.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
@@ -38,6 +39,7 @@ struct Worker {
   std::unique_ptr<Algorithm> algorithm;
   std::unique_ptr<SgdOptimizer> optimizer;
   std::unique_ptr<BatchSampler> sampler;
+  Stragglers stragglers;
   std::vector<float> params, grads, eval_params;
   int64_t steps = 0, warmup = 0, eval_every = 0, flush_every = 0;
 };
@@ -81,6 +83,7 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.warmup = std::min<int64_t>(cfg.warmup, w.steps - 1);
   w.eval_every = cfg.eval_every > 0 ? cfg.eval_every : std::max<int64_t>(1, w.steps / 10);
   w.flush_every = std::min<int64_t>(w.eval_every, 1000);
+  w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
   w.algorithm = algorithm_create(cfg.algo, cfg);
   w.optimizer = std::make_unique<SgdOptimizer>(SgdOptions{cfg.lr, cfg.momentum, cfg.weight_decay, false}, count);
   return w;
@@ -240,7 +243,16 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       t.loss = w.workload->forward(w.params.data());
       const double t2 = clock_now_s();
       w.workload->backward(w.params.data(), w.grads.data(), hook);
-      const double t3 = clock_now_s();
+      double t3 = clock_now_s();
+      if (!w.stragglers.empty()) {
+        const double delay = w.stragglers.delay_s(comm.rank(), step, t3 - t1);
+        if (delay > 0) {
+          clock_hold_until(t3 + delay);
+          const double t3_held = clock_now_s();
+          t.injected_s = t3_held - t3;
+          t3 = t3_held;
+        }
+      }
       w.algorithm->reduce_gradients(state);
       const double t4 = clock_now_s();
       w.optimizer->step(w.params.data(), w.grads.data());
@@ -249,7 +261,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       const double t6 = clock_now_s();
       t.data_s = t1 - t0;
       t.fwd_s = t2 - t1;
-      t.bwd_s = t3 - t2;
+      t.bwd_s = t3 - t2 - t.injected_s;
       t.opt_s = t5 - t4;
       t.step_s = t6 - t0;
       recorder.end_step(t);
@@ -257,8 +269,14 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
     } else {
       const uint32_t* idx = w.sampler->next();
       w.workload->load_batch(w.data.train, idx, w.sampler->batch());
+      const double t1 = w.stragglers.empty() ? 0.0 : clock_now_s();
       loss_sum += w.workload->forward(w.params.data());
       w.workload->backward(w.params.data(), w.grads.data(), hook);
+      if (!w.stragglers.empty()) {
+        const double t3 = clock_now_s();
+        const double delay = w.stragglers.delay_s(comm.rank(), step, t3 - t1);
+        if (delay > 0) clock_hold_until(t3 + delay);
+      }
       w.algorithm->reduce_gradients(state);
       w.optimizer->step(w.params.data(), w.grads.data());
       w.algorithm->after_update(state);

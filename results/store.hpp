@@ -3,6 +3,9 @@
 // writes, in batched transactions. A run row is inserted as `running` and finished as
 // `completed`, `failed` or `interrupted`; the summary is computed from the stored steps
 // and evaluations, so `show` and the per-step tables never disagree.
+// Calibrations (`dsgd-bench calibrate`, schema v3) are stored beside runs: a
+// calibration row, its collective sweep, the alpha-beta fit per collective and the
+// per-layer compute profile (results/calibration_store.cpp; docs/metrics.md).
 #pragma once
 
 #include <cstdint>
@@ -43,6 +46,7 @@ struct StepRow {
   double start_s = 0;  // step start, seconds since the run's time origin (rank 0's clock)
   double step_s = 0, fwd_s = 0, bwd_s = 0, opt_s = 0, data_s = 0;
   double comm_s = 0, wait_s = 0, overlap_s = 0;
+  double injected_s = 0;  // straggler delay injected into this rank's compute (--straggler)
   double bytes_sent = 0;
   double train_loss = 0;  // minibatch loss of this rank at this step
 };
@@ -61,6 +65,7 @@ struct Summary {
   double throughput_samples_per_s = 0;
   double step_time_s = 0, compute_s = 0, fwd_s = 0, bwd_s = 0, opt_s = 0;
   double comm_s = 0, wait_s = 0, overlap_s = 0, data_s = 0;
+  double injected_s = 0;  // mean injected straggler delay
   double bytes_sent_per_step = 0;
   int64_t timed_steps = 0;
   std::optional<double> final_train_loss, final_test_loss, final_test_acc;
@@ -71,6 +76,43 @@ struct Summary {
 struct RunWithSummary {
   RunRecord run;
   std::optional<Summary> summary;  // absent until the run finished
+};
+
+// One `dsgd-bench calibrate`: where and how it was measured; written once.
+struct CalibrationRecord {
+  int64_t id = 0;
+  std::string created_at;  // ISO 8601 UTC, filled by the store when empty
+  int workers = 0;
+  std::string host, cpu_model, mpi_version, git_commit, tool_version;
+  std::string config_json;  // the calibration's options (sizes, repetitions, batches, ...)
+};
+
+// One (collective, size) point of the sweep. time_s is the median over repetitions of
+// the slowest rank's time per iteration; min/max over the same repetitions.
+struct CollectiveRow {
+  std::string op;     // allreduce | allreduce_mpi | reduce_scatter | allgather | broadcast | sendrecv
+  int64_t bytes = 0;  // S: the whole buffer (nccl-tests' size)
+  int64_t iters = 0;  // iterations per repetition
+  double time_s = 0, time_min_s = 0, time_max_s = 0;
+  double algbw_gbps = 0, busbw_gbps = 0;  // GB = 1e9 bytes
+};
+
+// The alpha-beta fit of one collective: t = alpha + beta * S * busbw_factor.
+struct FitRow {
+  std::string op;
+  double alpha_s = 0;
+  double beta_s_per_byte = 0;
+  double bandwidth_bytes_per_s = 0;  // 1 / beta
+  double rel_error = 0;              // median |fit - t| / t over the sizes
+};
+
+// One layer's compute cost for one batch size (seconds per step, per worker).
+struct ProfileRow {
+  std::string workload, dataset;
+  int64_t batch = 0;
+  int64_t layer = 0;  // index into Workload::layers()
+  std::string layer_name;
+  double fwd_s = 0, bwd_s = 0;
 };
 
 class Store {
@@ -108,6 +150,24 @@ class Store {
   RunWithSummary run_get(int64_t run_id) const;
   std::vector<EvalRow> evals_get(int64_t run_id) const;
   std::vector<StepRow> steps_get(int64_t run_id) const;
+
+  // Calibrations (results/calibration_store.cpp). calibration_begin inserts the record
+  // and returns its id; the *_append methods write their rows in one transaction each
+  // and throw InputError for an unknown calibration id.
+  int64_t calibration_begin(const CalibrationRecord& record);
+  void collectives_append(int64_t calibration_id, const std::vector<CollectiveRow>& rows);
+  void fits_append(int64_t calibration_id, const std::vector<FitRow>& rows);
+  void profiles_append(int64_t calibration_id, const std::vector<ProfileRow>& rows);
+  // The newest calibration (largest id), of `host` when not empty; nullopt when none
+  // (or the schema predates calibrations).
+  std::optional<int64_t> calibration_latest(const std::string& host = "") const;
+  // Throws InputError when the id does not exist.
+  CalibrationRecord calibration_get(int64_t calibration_id) const;
+  std::vector<CalibrationRecord> calibrations_list(int limit = 100) const;  // newest first
+  // Rows ordered by op then bytes / op / workload, batch, layer.
+  std::vector<CollectiveRow> collectives_get(int64_t calibration_id) const;
+  std::vector<FitRow> fits_get(int64_t calibration_id) const;
+  std::vector<ProfileRow> profiles_get(int64_t calibration_id) const;
 
   sqlite3* handle() const { return db_; }
 

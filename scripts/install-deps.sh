@@ -8,7 +8,7 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
   libsqlite3-dev sqlite3 zlib1g-dev
   mpich libmpich-dev
-  libopenblas-dev
+  libopenblas-dev libeigen3-dev
   libgtest-dev libbenchmark-dev
   dataset-fashion-mnist
   jq

@@ -18,8 +18,7 @@ struct WorkloadEntry {
 };
 
 constexpr WorkloadEntry kWorkloads[] = {
-    {"svm", "linear one-vs-rest SVM, hinge loss (L2 via weight decay), dense or sparse CSR features",
-     svm_create},
+    {"svm", "linear one-vs-rest SVM, hinge loss (L2 via weight decay), dense or sparse CSR features", svm_create},
 };
 
 }  // namespace

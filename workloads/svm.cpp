@@ -19,7 +19,6 @@ constexpr double kInitStd = 0.01;
 
 SvmWorkload::SvmWorkload(size_t features, int classes, bool dense_batches, double nnz_per_sample)
     : features_(features),
-      classes_(classes),
       outputs_(classes == 2 ? 1 : static_cast<size_t>(classes)),
       dense_batches_(dense_batches),
       nnz_per_sample_(nnz_per_sample),
@@ -138,8 +137,8 @@ void SvmWorkload::backward(const float* params, float* grads, const LayerHook& h
   }
   const size_t n = batch_n_;
   const size_t C = outputs_;
-  last_active_terms_ = svm_hinge_grad(scores_.data(), batch_labels_.data(), n, C, 1.0f / static_cast<float>(n),
-                                      dscores_.data());
+  last_active_terms_ =
+      svm_hinge_grad(scores_.data(), batch_labels_.data(), n, C, 1.0f / static_cast<float>(n), dscores_.data());
   // Layer 1 (bias) first: its gradient only needs the score gradients.
   svm_grad_bias(dscores_.data(), n, C, grads + layers_[kLayerBias].offset);
   hook(kLayerBias);
@@ -164,8 +163,7 @@ EvalSums SvmWorkload::evaluate(const float* params, const Dataset& ds, size_t be
                "svm: dataset {} has {} features, the model {}", ds.name, ds.features, features_);
   }
   if (end > ds.rows) {
-    DSGD_THROW(Error, "", "svm: evaluate range [{}, {}) is beyond the {} rows of {}", begin, end, ds.rows,
-               ds.name);
+    DSGD_THROW(Error, "", "svm: evaluate range [{}, {}) is beyond the {} rows of {}", begin, end, ds.rows, ds.name);
   }
   const size_t C = outputs_;
   // Not part of the step: allocate here if reserve() has not been called.
@@ -209,16 +207,15 @@ double SvmWorkload::flops_per_sample() const {
 
 std::unique_ptr<Workload> svm_create(const Dataset& train) {
   if (train.classes < 2) {
-    DSGD_THROW(InputError, "the svm needs a dataset with at least two classes",
-               "svm: dataset {} has {} class(es)", train.name, train.classes);
+    DSGD_THROW(InputError, "the svm needs a dataset with at least two classes", "svm: dataset {} has {} class(es)",
+               train.name, train.classes);
   }
   if (train.features == 0 || train.rows == 0) {
-    DSGD_THROW(InputError, "check the dataset spec", "svm: dataset {} is empty ({} rows, {} features)",
-               train.name, train.rows, train.features);
+    DSGD_THROW(InputError, "check the dataset spec", "svm: dataset {} is empty ({} rows, {} features)", train.name,
+               train.rows, train.features);
   }
-  const double nnz_per_sample =
-      train.sparse ? static_cast<double>(train.nnz()) / static_cast<double>(train.rows)
-                   : static_cast<double>(train.features);
+  const double nnz_per_sample = train.sparse ? static_cast<double>(train.nnz()) / static_cast<double>(train.rows)
+                                             : static_cast<double>(train.features);
   return std::make_unique<SvmWorkload>(train.features, train.classes, !train.sparse, nnz_per_sample);
 }
 

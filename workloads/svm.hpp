@@ -6,13 +6,14 @@
 // weight decay (the usual SVM objective regularises the weights layer only).
 // Parameters: one flat buffer, layer 0 "weights" (features x C), layer 1 "bias" (C); backward
 // finishes the bias first (hook(1)) and the weights last (hook(0)).
-// Batches: sparse, and dense with the fused kernels, are row pointers into the dataset (the
-// dataset must outlive the step; the fused forward prefetches the rows, so streaming them
-// from memory overlaps the arithmetic); dense with BLAS is gathered into one contiguous
-// (B, features) buffer. Measured on Fashion-MNIST (bench_svm), the fused path is the default. Sparse backward zeroes all features x C gradient floats each
-// step (4 MB for d = 1e6, binary): the flat gradient is what gets all-reduced, so it must be
-// complete; the cost is noted in bench_svm.
-// Limits: single-threaded kernels (BLAS as configured by the caller); labels in [0, classes).
+// Batches: sparse batches, and dense ones with the fused kernels (the default, faster by
+// measurement in bench_svm), are row pointers into the dataset, which must outlive the step;
+// the fused forward prefetches the rows, so streaming them from memory overlaps the
+// arithmetic. Dense batches with BLAS are gathered into one contiguous (B, features) buffer.
+// Sparse backward zeroes all features x C gradient floats every step (4 MB for d = 1e6,
+// binary): the flat gradient is what gets all-reduced, so it must be complete.
+// Limits: single-threaded kernels (BLAS threads as the caller configures them); labels must
+// be in [0, classes).
 #pragma once
 
 #include <memory>
@@ -26,7 +27,7 @@ namespace dsgd {
 
 // Which dense kernels forward/backward/evaluate use (sparse data has one path).
 enum class SvmDenseKernel {
-  svm_dense_blas,   // two cblas_sgemm per step
+  svm_dense_blas,   // cblas_sgemm (sgemv for C = 1) on a gathered batch
   svm_dense_fused,  // register-blocked dot products + backward over active hinge terms only
 };
 
@@ -47,7 +48,8 @@ class SvmWorkload final : public Workload {
   EvalSums evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) override;
   // 2 nnz C for the forward (x^T W) + 2 nnz C for the weight gradient = 4 nnz C, where nnz
   // is features for dense data and the mean non-zeros per row for sparse data; the O(C)
-  // bias and hinge terms are left out.
+  // bias and hinge terms are left out. A nominal count: the fused and sparse backward skip
+  // inactive hinge terms, so rates computed from it are effective rates.
   double flops_per_sample() const override;
 
   size_t outputs() const { return outputs_; }
@@ -68,7 +70,6 @@ class SvmWorkload final : public Workload {
   void require_reserved(size_t n, const char* what) const;
 
   size_t features_;
-  int classes_;
   size_t outputs_;
   bool dense_batches_;
   double nnz_per_sample_;
@@ -81,24 +82,24 @@ class SvmWorkload final : public Workload {
   BatchKind batch_kind_ = BatchKind::batch_none;
   size_t batch_n_ = 0;
   bool have_scores_ = false;
-  std::vector<float> batch_x_;               // (max_batch, features), dense batches only
-  std::vector<const float*> batch_rows_;     // (max_batch) rows of the batch: dataset or batch_x_
-  std::vector<SvmSparseRow> batch_sparse_;   // (max_batch)
-  std::vector<int32_t> batch_labels_;        // (max_batch)
-  std::vector<float> scores_;                // (max_batch, C)
-  std::vector<float> dscores_;               // (max_batch, C)
-  std::vector<float> wt_;                    // (C, features), dense fused forward
-  std::vector<float> dwt_;                   // (C, features), dense fused backward
-  std::vector<int32_t> active_rows_;         // (C, max_batch)
-  std::vector<float> active_coef_;           // (C, max_batch)
-  std::vector<size_t> active_count_;         // (C)
+  std::vector<float> batch_x_;              // (max_batch, features), dense batches only
+  std::vector<const float*> batch_rows_;    // (max_batch) rows of the batch: dataset or batch_x_
+  std::vector<SvmSparseRow> batch_sparse_;  // (max_batch)
+  std::vector<int32_t> batch_labels_;       // (max_batch)
+  std::vector<float> scores_;               // (max_batch, C)
+  std::vector<float> dscores_;              // (max_batch, C)
+  std::vector<float> wt_;                   // (C, features), dense fused forward
+  std::vector<float> dwt_;                  // (C, features), dense fused backward
+  std::vector<int32_t> active_rows_;        // (C, max_batch)
+  std::vector<float> active_coef_;          // (C, max_batch)
+  std::vector<size_t> active_count_;        // (C)
   size_t last_active_terms_ = 0;
 
   // Evaluation buffers (separate, so evaluate() between forward and backward is harmless).
-  std::vector<float> eval_scores_;           // (kEvalChunk, C)
-  std::vector<const float*> eval_rows_;      // (kEvalChunk)
-  std::vector<SvmSparseRow> eval_sparse_;    // (kEvalChunk)
-  std::vector<float> eval_wt_;               // (C, features), dense data only
+  std::vector<float> eval_scores_;         // (kEvalChunk, C)
+  std::vector<const float*> eval_rows_;    // (kEvalChunk)
+  std::vector<SvmSparseRow> eval_sparse_;  // (kEvalChunk)
+  std::vector<float> eval_wt_;             // (C, features), dense data only
 };
 
 // Creates the svm workload sized for `train` (features, classes, dense or sparse); throws

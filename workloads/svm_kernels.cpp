@@ -16,37 +16,53 @@ namespace {
 
 using v8f = float __attribute__((vector_size(32)));
 
-
 [[gnu::always_inline]] inline v8f load8(const float* p) {
   v8f v;
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-[[gnu::always_inline]] inline void store8(float* p, v8f v) { std::memcpy(p, &v, sizeof v); }
-[[gnu::always_inline]] inline v8f splat8(float a) { return v8f{a, a, a, a, a, a, a, a}; }
+[[gnu::always_inline]] inline void store8(float* p, v8f v) {
+  std::memcpy(p, &v, sizeof v);
+}
+[[gnu::always_inline]] inline v8f splat8(float a) {
+  return v8f{a, a, a, a, a, a, a, a};
+}
+// Keeps a loaded vector in a register: without it GCC folds the load into every FMA that
+// uses it (RB loads of the same address), and the loop becomes load-port bound.
+[[gnu::always_inline]] inline void pin_in_register(v8f& v) {
+#if defined(__x86_64__) && defined(__AVX__)
+  asm("" : "+x"(v));
+#else
+  (void)v;
+#endif
+}
 [[gnu::always_inline]] inline float hsum8(v8f v) {
   return ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]));
 }
 
 // s[r][c] = dot(x[r], wt[c]) for RB rows x CB outputs: RB*CB independent accumulators hide
 // the FMA latency; each 8-float step loads RB + CB vectors for RB*CB FMAs. When pf is not
-// null, the RB rows it points to are prefetched along the way (one cache line per row every
-// 16 floats), so the next block's rows arrive from memory while this one computes.
+// null, cache lines pf_first, pf_first + pf_stride, ... (16 floats each) of the RB rows it
+// points to are prefetched along the way, so later rows arrive while this block computes.
 // x: RB row pointers to D floats; wt: CB row pointers to D floats; out is (RB, out_stride).
 template <int RB, int CB>
 void dot_block(const float* const* x, const float* const* wt, size_t D, float* out, size_t out_stride,
-               const float* const* pf) {
+               const float* const* pf, size_t pf_first, size_t pf_stride) {
   v8f acc[RB][CB];
   for (int r = 0; r < RB; ++r)
     for (int c = 0; c < CB; ++c) acc[r][c] = splat8(0.0f);
   size_t j = 0;
+  size_t next_pf = pf != nullptr ? 16 * pf_first : D;
   for (; j + 8 <= D; j += 8) {
-    if (pf != nullptr && (j & 15) == 0)
+    if (j == next_pf) {
       for (int r = 0; r < RB; ++r) __builtin_prefetch(pf[r] + j, 0, 3);
+      next_pf += 16 * pf_stride;
+    }
     v8f xv[RB];
     for (int r = 0; r < RB; ++r) xv[r] = load8(x[r] + j);
     for (int c = 0; c < CB; ++c) {
-      const v8f wv = load8(wt[c] + j);
+      v8f wv = load8(wt[c] + j);
+      pin_in_register(wv);
       for (int r = 0; r < RB; ++r) acc[r][c] += xv[r] * wv;
     }
   }
@@ -60,32 +76,46 @@ void dot_block(const float* const* x, const float* const* wt, size_t D, float* o
 }
 
 // Rows [i, i + RB) against every output, CB outputs at a time (the last block may be
-// narrower); the first output block prefetches the rows `ahead` rows further on.
+// narrower). The rows `ahead` rows further on are prefetched, their cache lines spread over
+// all the output blocks (block b takes lines b, b + nb, ...) so the requests trickle out at
+// a rate the miss buffers can sustain instead of in one burst.
 template <int RB, int CB>
-void dot_row_block(const float* const* x, size_t i, size_t B, size_t ahead, const float* wt, size_t D,
-                   size_t C, float* s) {
+void dot_row_block(const float* const* x, size_t i, size_t B, size_t ahead, const float* wt, size_t D, size_t C,
+                   float* s) {
   const float* pf_rows[RB];
   const bool prefetch = i + ahead + RB <= B;
   if (prefetch)
     for (int r = 0; r < RB; ++r) pf_rows[r] = x[i + ahead + r];
+  const float* const* pf = prefetch ? pf_rows : nullptr;
+  const size_t blocks = (C + CB - 1) / CB;
   const float* wt_rows[CB];
   size_t c0 = 0;
-  for (; c0 + CB <= C; c0 += CB) {
+  size_t block = 0;
+  for (; c0 + CB <= C; c0 += CB, ++block) {
     for (int c = 0; c < CB; ++c) wt_rows[c] = wt + (c0 + c) * D;
-    dot_block<RB, CB>(x + i, wt_rows, D, s + i * C + c0, C, prefetch && c0 == 0 ? pf_rows : nullptr);
+    dot_block<RB, CB>(x + i, wt_rows, D, s + i * C + c0, C, pf, block, blocks);
   }
   const size_t left = C - c0;  // at most CB - 1 outputs, in one narrower block
   for (size_t c = 0; c < left; ++c) wt_rows[c] = wt + (c0 + c) * D;
   float* out = s + i * C + c0;
-  const float* const* pf = prefetch && c0 == 0 ? pf_rows : nullptr;
   if constexpr (CB > 1) {
     switch (left) {
-      case 0: break;
-      case 1: dot_block<RB, 1>(x + i, wt_rows, D, out, C, pf); break;
-      case 2: if constexpr (CB > 2) dot_block<RB, 2>(x + i, wt_rows, D, out, C, pf); break;
-      case 3: if constexpr (CB > 3) dot_block<RB, 3>(x + i, wt_rows, D, out, C, pf); break;
-      case 4: if constexpr (CB > 4) dot_block<RB, 4>(x + i, wt_rows, D, out, C, pf); break;
-      default: break;
+      case 0:
+        break;
+      case 1:
+        dot_block<RB, 1>(x + i, wt_rows, D, out, C, pf, block, blocks);
+        break;
+      case 2:
+        if constexpr (CB > 2) dot_block<RB, 2>(x + i, wt_rows, D, out, C, pf, block, blocks);
+        break;
+      case 3:
+        if constexpr (CB > 3) dot_block<RB, 3>(x + i, wt_rows, D, out, C, pf, block, blocks);
+        break;
+      case 4:
+        if constexpr (CB > 4) dot_block<RB, 4>(x + i, wt_rows, D, out, C, pf, block, blocks);
+        break;
+      default:
+        break;
     }
   }
 }
@@ -98,33 +128,33 @@ void dot_all_rows(const float* const* x, size_t B, size_t ahead, const float* wt
 }
 
 // dwt[c][j0 .. j0 + 8*NV) = sum over the active rows k of coef[k] * x[rows[k]][j0 ..].
-template <int NV>
+template <size_t NV>
 void axpy_chunk(const float* const* x, const int32_t* rows, const float* coef, size_t n, size_t j0, float* dwt_c) {
   v8f acc[NV];
-  for (int q = 0; q < NV; ++q) acc[q] = splat8(0.0f);
+  for (size_t q = 0; q < NV; ++q) acc[q] = splat8(0.0f);
   for (size_t k = 0; k < n; ++k) {
     const v8f a = splat8(coef[k]);
     const float* xr = x[rows[k]] + j0;
-    for (int q = 0; q < NV; ++q) acc[q] += a * load8(xr + 8 * q);
+    for (size_t q = 0; q < NV; ++q) acc[q] += a * load8(xr + 8 * q);
   }
-  for (int q = 0; q < NV; ++q) store8(dwt_c + j0 + 8 * q, acc[q]);
+  for (size_t q = 0; q < NV; ++q) store8(dwt_c + j0 + 8 * q, acc[q]);
 }
 
 // One 8 x 8 block in registers: in[k] is row k, out[k] is column k (unpack, shuffle, 128-bit
 // lane swap: what _mm256 code does, spelled with vector extensions).
 [[gnu::always_inline]] inline void transpose8x8(const v8f in[8], v8f out[8]) {
   v8f t[8], u[8];
-  for (int k = 0; k < 4; ++k) {
+  for (size_t k = 0; k < 4; ++k) {
     t[2 * k] = __builtin_shufflevector(in[2 * k], in[2 * k + 1], 0, 8, 1, 9, 4, 12, 5, 13);
     t[2 * k + 1] = __builtin_shufflevector(in[2 * k], in[2 * k + 1], 2, 10, 3, 11, 6, 14, 7, 15);
   }
-  for (int k = 0; k < 2; ++k) {
+  for (size_t k = 0; k < 2; ++k) {
     u[4 * k + 0] = __builtin_shufflevector(t[4 * k], t[4 * k + 2], 0, 1, 8, 9, 4, 5, 12, 13);
     u[4 * k + 1] = __builtin_shufflevector(t[4 * k], t[4 * k + 2], 2, 3, 10, 11, 6, 7, 14, 15);
     u[4 * k + 2] = __builtin_shufflevector(t[4 * k + 1], t[4 * k + 3], 0, 1, 8, 9, 4, 5, 12, 13);
     u[4 * k + 3] = __builtin_shufflevector(t[4 * k + 1], t[4 * k + 3], 2, 3, 10, 11, 6, 7, 14, 15);
   }
-  for (int k = 0; k < 4; ++k) {
+  for (size_t k = 0; k < 4; ++k) {
     out[k] = __builtin_shufflevector(u[k], u[k + 4], 0, 1, 2, 3, 8, 9, 10, 11);
     out[k + 4] = __builtin_shufflevector(u[k], u[k + 4], 4, 5, 6, 7, 12, 13, 14, 15);
   }
@@ -135,13 +165,16 @@ void axpy_chunk(const float* const* x, const int32_t* rows, const float* coef, s
 // ---- shared ---------------------------------------------------------------------------------
 
 // s is (B, C), labels (B).
+// Branch-free: about a fifth of the terms are active, at random, so a branch mispredicts.
 double svm_hinge_loss_sum(const float* s, const int32_t* labels, size_t B, size_t C) {
   double sum = 0;
   for (size_t i = 0; i < B; ++i) {
+    double row = 0;
     for (size_t c = 0; c < C; ++c) {
-      const float margin = svm_target(labels[i], c, C) * s[i * C + c];
-      if (margin < 1.0f) sum += 1.0 - static_cast<double>(margin);
+      const double margin = static_cast<double>(svm_target(labels[i], c, C) * s[i * C + c]);
+      row += std::max(0.0, 1.0 - margin);
     }
+    sum += row;
   }
   return sum;
 }
@@ -153,8 +186,8 @@ size_t svm_hinge_grad(const float* s, const int32_t* labels, size_t B, size_t C,
     for (size_t c = 0; c < C; ++c) {
       const float t = svm_target(labels[i], c, C);
       const bool on = t * s[i * C + c] < 1.0f;
-      ds[i * C + c] = on ? -t * scale : 0.0f;
-      active += on;
+      ds[i * C + c] = on ? -t * scale : 0.0f;  // a select, not a branch
+      active += static_cast<size_t>(on);
     }
   }
   return active;
@@ -207,36 +240,53 @@ void svm_transpose(const float* a, size_t rows, size_t cols, float* at) {
 // ---- dense, BLAS -------------------------------------------------------------------------
 
 // x is (B, D), w is (D, C), b is (C); s is (B, C).
-void svm_scores_dense_blas(const float* x, size_t B, size_t D, const float* w, const float* b, size_t C,
-                           float* s) {
+void svm_scores_dense_blas(const float* x, size_t B, size_t D, const float* w, const float* b, size_t C, float* s) {
   for (size_t i = 0; i < B; ++i) std::memcpy(s + i * C, b, C * sizeof(float));
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(B), static_cast<int>(C),
-              static_cast<int>(D), 1.0f, x, static_cast<int>(D), w, static_cast<int>(C), 1.0f, s,
-              static_cast<int>(C));
+  if (C == 1) {  // one output: a matrix-vector product (sgemm with N = 1 is far slower)
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(B), static_cast<int>(D), 1.0f, x, static_cast<int>(D), w,
+                1, 1.0f, s, 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(B), static_cast<int>(C), static_cast<int>(D),
+              1.0f, x, static_cast<int>(D), w, static_cast<int>(C), 1.0f, s, static_cast<int>(C));
 }
 
 // x is (B, D), ds is (B, C); dw is (D, C).
 void svm_grad_weights_dense_blas(const float* x, size_t B, size_t D, const float* ds, size_t C, float* dw) {
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(D), static_cast<int>(C),
-              static_cast<int>(B), 1.0f, x, static_cast<int>(D), ds, static_cast<int>(C), 0.0f, dw,
-              static_cast<int>(C));
+  if (C == 1) {
+    cblas_sgemv(CblasRowMajor, CblasTrans, static_cast<int>(B), static_cast<int>(D), 1.0f, x, static_cast<int>(D), ds,
+                1, 0.0f, dw, 1);
+    return;
+  }
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, static_cast<int>(D), static_cast<int>(C), static_cast<int>(B),
+              1.0f, x, static_cast<int>(D), ds, static_cast<int>(C), 0.0f, dw, static_cast<int>(C));
 }
 
 // ---- dense, fused -------------------------------------------------------------------------
 
 // x: B row pointers to D floats; wt is (C, D), b is (C); s is (B, C).
-void svm_scores_dense_fused(const float* const* x, size_t B, size_t D, const float* wt, const float* b,
-                            size_t C, float* s) {
+void svm_scores_dense_fused(const float* const* x, size_t B, size_t D, const float* wt, const float* b, size_t C,
+                            float* s) {
   // Rows outermost, so a block of rows is read from memory once and reused from L1 by every
   // output block. Blocks: 2 rows x 5 outputs (10 accumulators) for C >= 5, else wider row
   // blocks for the few outputs; the prefetch runs kPrefetchBlocks row blocks ahead.
   constexpr size_t kPrefetchBlocks = 2;
   switch (C) {
-    case 1: dot_all_rows<8, 1>(x, B, 8 * kPrefetchBlocks, wt, D, C, s); break;
-    case 2: dot_all_rows<4, 2>(x, B, 4 * kPrefetchBlocks, wt, D, C, s); break;
-    case 3: dot_all_rows<4, 3>(x, B, 4 * kPrefetchBlocks, wt, D, C, s); break;
-    case 4: dot_all_rows<3, 4>(x, B, 3 * kPrefetchBlocks, wt, D, C, s); break;
-    default: dot_all_rows<2, 5>(x, B, 2 * kPrefetchBlocks, wt, D, C, s); break;
+    case 1:
+      dot_all_rows<8, 1>(x, B, 8 * kPrefetchBlocks, wt, D, C, s);
+      break;
+    case 2:
+      dot_all_rows<4, 2>(x, B, 4 * kPrefetchBlocks, wt, D, C, s);
+      break;
+    case 3:
+      dot_all_rows<4, 3>(x, B, 4 * kPrefetchBlocks, wt, D, C, s);
+      break;
+    case 4:
+      dot_all_rows<3, 4>(x, B, 3 * kPrefetchBlocks, wt, D, C, s);
+      break;
+    default:
+      dot_all_rows<2, 5>(x, B, 2 * kPrefetchBlocks, wt, D, C, s);
+      break;
   }
   for (size_t i = 0; i < B; ++i)
     for (size_t c = 0; c < C; ++c) s[i * C + c] += b[c];
@@ -250,13 +300,11 @@ void svm_grad_weights_dense_fused(const float* const* x, size_t B, size_t D, con
     int32_t* rows = scratch.active_rows + c * B;
     float* coef = scratch.active_coef + c * B;
     size_t n = 0;
-    for (size_t i = 0; i < B; ++i) {
+    for (size_t i = 0; i < B; ++i) {  // branch-free compaction: write always, advance if active
       const float g = ds[i * C + c];
-      if (g != 0.0f) {
-        rows[n] = static_cast<int32_t>(i);
-        coef[n] = g;
-        ++n;
-      }
+      rows[n] = static_cast<int32_t>(i);
+      coef[n] = g;
+      n += static_cast<size_t>(g != 0.0f);
     }
     scratch.active_count[c] = n;
   }
@@ -380,8 +428,8 @@ double svm_forward_dense_naive(const float* x, size_t B, size_t D, const double*
 }
 
 // x is (B, D), s is (B, C); dw is (D, C), db is (C).
-void svm_backward_dense_naive(const float* x, size_t B, size_t D, const double* s, const int32_t* labels,
-                              size_t C, double* dw, double* db) {
+void svm_backward_dense_naive(const float* x, size_t B, size_t D, const double* s, const int32_t* labels, size_t C,
+                              double* dw, double* db) {
   std::fill(dw, dw + D * C, 0.0);
   std::fill(db, db + C, 0.0);
   for (size_t i = 0; i < B; ++i) {
@@ -411,8 +459,8 @@ double svm_forward_sparse_naive(const SvmSparseRow* rows, size_t B, const double
 }
 
 // rows (B), s is (B, C); dw is (D, C), db is (C).
-void svm_backward_sparse_naive(const SvmSparseRow* rows, size_t B, size_t D, const double* s,
-                               const int32_t* labels, size_t C, double* dw, double* db) {
+void svm_backward_sparse_naive(const SvmSparseRow* rows, size_t B, size_t D, const double* s, const int32_t* labels,
+                               size_t C, double* dw, double* db) {
   std::fill(dw, dw + D * C, 0.0);
   std::fill(db, db + C, 0.0);
   for (size_t i = 0; i < B; ++i) {

@@ -23,7 +23,7 @@ struct SvmSparseRow {
 
 // Scratch of the fused dense backward (sized by the caller, never allocated here).
 struct SvmDenseScratch {
-  float* dwt = nullptr;          // (C, D)
+  float* dwt = nullptr;            // (C, D)
   int32_t* active_rows = nullptr;  // (C, B)
   float* active_coef = nullptr;    // (C, B)
   size_t* active_count = nullptr;  // (C)
@@ -50,18 +50,18 @@ void svm_transpose(const float* a, size_t rows, size_t cols, float* at);
 
 // ---- dense, BLAS -------------------------------------------------------------------------
 
-// x is (B, D) row-major, w is (D, C), b is (C); s is (B, C) out = x w + b (one sgemm).
-void svm_scores_dense_blas(const float* x, size_t B, size_t D, const float* w, const float* b, size_t C,
-                           float* s);
-// x is (B, D), ds is (B, C); dw is (D, C) out = x^T ds (one sgemm).
+// x is (B, D) row-major, w is (D, C), b is (C); s is (B, C) out = x w + b (one sgemm; sgemv
+// when C = 1).
+void svm_scores_dense_blas(const float* x, size_t B, size_t D, const float* w, const float* b, size_t C, float* s);
+// x is (B, D), ds is (B, C); dw is (D, C) out = x^T ds (one sgemm; sgemv when C = 1).
 void svm_grad_weights_dense_blas(const float* x, size_t B, size_t D, const float* ds, size_t C, float* dw);
 
 // ---- dense, fused (register-blocked, exploits that hinge gradients are sparse) -------------
 
 // x holds B row pointers, each to D floats (rows of a batch buffer or of the dataset);
 // wt is (C, D) = w transposed, b is (C); s is (B, C) out = x w + b.
-void svm_scores_dense_fused(const float* const* x, size_t B, size_t D, const float* wt, const float* b,
-                            size_t C, float* s);
+void svm_scores_dense_fused(const float* const* x, size_t B, size_t D, const float* wt, const float* b, size_t C,
+                            float* s);
 // x holds B row pointers to D floats, ds is (B, C); dw is (D, C) out = x^T ds, computed as
 // dwt (C, D) = sum over the non-zero ds_ic of ds_ic x_i (work ~ active terms x D), then
 // transposed. scratch is sized for (B, C, D).
@@ -83,13 +83,13 @@ double svm_forward_dense_naive(const float* x, size_t B, size_t D, const double*
                                const int32_t* labels, double* s);
 // x is (B, D), s is (B, C) from the forward; dw is (D, C) and db (C) out: the gradient of the
 // mean loss over the B samples.
-void svm_backward_dense_naive(const float* x, size_t B, size_t D, const double* s, const int32_t* labels,
-                              size_t C, double* dw, double* db);
+void svm_backward_dense_naive(const float* x, size_t B, size_t D, const double* s, const int32_t* labels, size_t C,
+                              double* dw, double* db);
 // rows (B), w is (D, C), b is (C); s is (B, C) out. Returns the loss sum.
 double svm_forward_sparse_naive(const SvmSparseRow* rows, size_t B, const double* w, const double* b, size_t C,
                                 const int32_t* labels, double* s);
 // rows (B), s is (B, C); dw is (D, C) and db (C) out: the gradient of the mean loss.
-void svm_backward_sparse_naive(const SvmSparseRow* rows, size_t B, size_t D, const double* s,
-                               const int32_t* labels, size_t C, double* dw, double* db);
+void svm_backward_sparse_naive(const SvmSparseRow* rows, size_t B, size_t D, const double* s, const int32_t* labels,
+                               size_t C, double* dw, double* db);
 
 }  // namespace dsgd

@@ -114,7 +114,7 @@ TEST(Idx, RoundTripOfAValidPair) {
   TempDir dir;
   const std::string images = dir.file("images.gz");
   const std::string labels = dir.file("labels.gz");
-  write_gz(images, idx_images(0x803, 5, 3, 4, 5 * 12));
+  write_gz(images, idx_images(0x803, 5, 3, 4, size_t{5} * 12));
   write_gz(labels, idx_labels(0x801, 5, {2, 0, 1, 2, 0}));
   const Dataset ds = dsgd::dataset_read_idx(images, labels);
   EXPECT_EQ(ds.rows, 5u);
@@ -365,7 +365,7 @@ TEST(Libsvm, TrainTestPairUsesTheUnionOfLabels) {
   EXPECT_EQ(wide.test.features, 20u);
   std::string msg = input_error_of([&] { dsgd::dataset_load("libsvm:" + train + ",test=" + test + ",features=5", 0); });
   EXPECT_NE(msg.find("features=5"), std::string::npos) << msg;
-  EXPECT_NE(msg.find("9"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("largest feature index 9"), std::string::npos) << msg;
   msg = input_error_of([&] { dsgd::dataset_validate_spec("libsvm:" + train + ",bogus=1"); });
   EXPECT_NE(msg.find("bogus"), std::string::npos) << msg;
   msg = input_error_of([&] { dsgd::dataset_validate_spec("libsvm:" + train + ",features=abc"); });

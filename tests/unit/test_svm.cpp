@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -77,8 +78,7 @@ std::vector<SvmSparseRow> sparse_rows(const Dataset& ds) {
   std::vector<SvmSparseRow> rows(ds.rows);
   for (size_t i = 0; i < ds.rows; ++i) {
     const auto b = static_cast<size_t>(ds.row_ptr[i]);
-    rows[i] = SvmSparseRow{ds.col_idx.data() + b, ds.values.data() + b,
-                           static_cast<size_t>(ds.row_ptr[i + 1]) - b};
+    rows[i] = SvmSparseRow{ds.col_idx.data() + b, ds.values.data() + b, static_cast<size_t>(ds.row_ptr[i + 1]) - b};
   }
   return rows;
 }
@@ -133,6 +133,11 @@ struct Case {
   int classes;
   SvmDenseKernel kernel;
 };
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << (c.sparse ? "sparse" : "dense") << ", classes " << c.classes << ", "
+      << (c.kernel == SvmDenseKernel::svm_dense_blas ? "blas" : "fused");
+}
 
 std::string case_name(const testing::TestParamInfo<Case>& info) {
   const Case& c = info.param;
@@ -279,8 +284,8 @@ TEST(SvmKernels, DenseKernelsMatchNaiveReference) {
           ASSERT_NEAR(s_blas[k], s_ref[k], 2e-5 * (1 + std::fabs(s_ref[k]))) << where;
           ASSERT_NEAR(s_fused[k], s_ref[k], 2e-5 * (1 + std::fabs(s_ref[k]))) << where;
         }
-        ASSERT_NEAR(dsgd::svm_hinge_loss_sum(s_fused.data(), ds.labels.data(), B, C), loss_ref,
-                    1e-4 * (1 + loss_ref)) << where;
+        ASSERT_NEAR(dsgd::svm_hinge_loss_sum(s_fused.data(), ds.labels.data(), B, C), loss_ref, 1e-4 * (1 + loss_ref))
+            << where;
 
         // Backward from the reference scores, so the active set is the same up to kink ties
         // (a margin within float rounding of 1 is skipped).
@@ -306,6 +311,18 @@ TEST(SvmKernels, DenseKernelsMatchNaiveReference) {
           ASSERT_NEAR(dw_fused[k], dw_ref[k], 1e-6) << where << " k=" << k;
         }
       }
+    }
+  }
+}
+
+TEST(SvmKernels, TransposeMatchesDefinition) {
+  for (size_t rows : {1, 3, 8, 10, 17, 784}) {
+    for (size_t cols : {1, 2, 8, 10, 16, 23, 784}) {
+      std::vector<float> a(rows * cols), at(rows * cols, -1.0f);
+      for (size_t k = 0; k < a.size(); ++k) a[k] = static_cast<float>(k);
+      dsgd::svm_transpose(a.data(), rows, cols, at.data());
+      for (size_t r = 0; r < rows; ++r)
+        for (size_t c = 0; c < cols; ++c) ASSERT_EQ(at[c * rows + r], a[r * cols + c]) << rows << "x" << cols;
     }
   }
 }
@@ -373,7 +390,7 @@ TEST(SvmHook, FiresOncePerLayerInReverseOrderWhenTheSliceIsFinal) {
     rec.layers = wl->layers();
     const dsgd::LayerHook hook{&HookRecorder::fire, &rec};
     const std::vector<uint32_t> idx = {3, 17, 0, 39, 22, 8, 8, 11, 30, 1, 2, 5, 6, 7, 9, 10};
-    for (int step = 0; step < 2; ++step) {
+    for (size_t step = 0; step < 2; ++step) {
       rec.order.clear();
       rec.snapshots.clear();
       wl->load_batch(ds, idx.data() + step * 4, 12);
@@ -453,12 +470,12 @@ TEST(SvmEvaluate, HandBuiltMultiClassExample) {
   ds.rows = 3;
   ds.features = 2;
   ds.classes = 3;
-  ds.dense = {2.0f, 0.0f,    // s = (2, 0, 0.5)   label 0: correct; hinge 0 + 1 + 1.5 = 2.5
-              0.0f, 0.25f,   // s = (0, .25, .5)  label 1: wrong (argmax 2); hinge 1 + .75 + 1.5 = 3.25
-              -1.0f, -2.0f}; // s = (-1, -2, .5)  label 2: correct; hinge 0 + 0 + .5 = 0.5
+  ds.dense = {2.0f,  0.0f,    // s = (2, 0, 0.5)   label 0: correct; hinge 0 + 1 + 1.5 = 2.5
+              0.0f,  0.25f,   // s = (0, .25, .5)  label 1: wrong (argmax 2); hinge 1 + .75 + 1.5 = 3.25
+              -1.0f, -2.0f};  // s = (-1, -2, .5)  label 2: correct; hinge 0 + 0 + .5 = 0.5
   ds.labels = {0, 1, 2};
-  const std::vector<float> params = {1, 0, 0,   // feature 0
-                                     0, 1, 0,   // feature 1
+  const std::vector<float> params = {1, 0, 0,  // feature 0
+                                     0, 1, 0,  // feature 1
                                      0, 0, 0.5f};
   for (SvmDenseKernel kernel : {SvmDenseKernel::svm_dense_blas, SvmDenseKernel::svm_dense_fused}) {
     auto wl = dsgd::svm_create(ds);

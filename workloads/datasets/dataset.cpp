@@ -1,13 +1,14 @@
 // Dataset specs: parses "prefix[:params]", dispatches to the loaders (idx.cpp, libsvm.cpp,
 // synthetic.cpp), validates a spec without loading it, and lists the known datasets.
 // Limits: a libsvm path may not contain a comma (the comma separates its parameters).
+#include "workloads/datasets/dataset.hpp"
+
 #include <filesystem>
 #include <string>
 #include <system_error>
 #include <vector>
 
 #include "core/errors.hpp"
-#include "workloads/datasets/dataset.hpp"
 
 namespace dsgd {
 
@@ -19,8 +20,7 @@ DatasetPair idx_load_fashion_mnist(const std::string& dir);
 std::vector<std::string> idx_fashion_mnist_files(const std::string& dir);
 // libsvm.cpp: a train file and an optional test file (empty: last 10 % of train), labels
 // mapped over the union of both files; features_override 0 means "max index".
-DatasetPair libsvm_load_pair(const std::string& train_path, const std::string& test_path,
-                             size_t features_override);
+DatasetPair libsvm_load_pair(const std::string& train_path, const std::string& test_path, size_t features_override);
 // synthetic.cpp: parses and checks the parameter list, throws InputError naming the parameter.
 void synthetic_validate_params(const std::string& params);
 }  // namespace detail
@@ -71,8 +71,7 @@ LibsvmSpec libsvm_parse_spec(const std::string& spec, const std::string& rest) {
     const std::string key = item.substr(0, eq);
     const std::string value = eq == std::string::npos ? std::string() : item.substr(eq + 1);
     if (eq == std::string::npos || value.empty()) {
-      DSGD_THROW(InputError, usage_hint, "dataset spec '{}': parameter '{}' needs a value (key=value)",
-                 spec, item);
+      DSGD_THROW(InputError, usage_hint, "dataset spec '{}': parameter '{}' needs a value (key=value)", spec, item);
     }
     if (key == "test") {
       out.test_path = value;
@@ -90,8 +89,9 @@ LibsvmSpec libsvm_parse_spec(const std::string& spec, const std::string& rest) {
       }
       out.features = static_cast<size_t>(d);
     } else {
-      DSGD_THROW(InputError, "libsvm parameters are test= and features=",
-                 "dataset spec '{}': unknown libsvm parameter '{}'", spec, key);
+      DSGD_THROW(InputError,
+                 "libsvm parameters are test= and features=", "dataset spec '{}': unknown libsvm parameter '{}'", spec,
+                 key);
     }
   }
   return out;
@@ -100,8 +100,7 @@ LibsvmSpec libsvm_parse_spec(const std::string& spec, const std::string& rest) {
 void require_readable_file(const std::string& path, const std::string& spec) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(path, ec)) {
-    DSGD_THROW(InputError, "check the path in the dataset spec",
-               "{}: no such file (dataset spec '{}')", path, spec);
+    DSGD_THROW(InputError, "check the path in the dataset spec", "{}: no such file (dataset spec '{}')", path, spec);
   }
 }
 
@@ -163,8 +162,7 @@ std::vector<DatasetInfo> dataset_list() {
       {"libsvm", "libsvm:TRAIN[,test=TEST][,features=D]",
        "LIBSVM/SVMlight text (label idx:val ...), sparse CSR; without test= the last 10 % of TRAIN "
        "is the test set"},
-      {"synthetic",
-       "synthetic:n=N,d=D,density=P,classes=C,noise=F,test=M,sparse=auto|true|false",
+      {"synthetic", "synthetic:n=N,d=D,density=P,classes=C,noise=F,test=M,sparse=auto|true|false",
        "linearly learnable data from the seed: dense gaussian, or sparse rcv1-like rows when "
        "density < 0.5 (defaults n=20000,d=1000,density=1,classes=2,noise=0.05,test=n/5)"},
   };

@@ -29,14 +29,12 @@ class GzReader {
   explicit GzReader(const std::string& path) : path_(path) {
     std::error_code ec;
     if (!std::filesystem::is_regular_file(path, ec)) {
-      DSGD_THROW(InputError,
-                 "check the path; Fashion-MNIST comes with the Debian package dataset-fashion-mnist",
+      DSGD_THROW(InputError, "check the path; Fashion-MNIST comes with the Debian package dataset-fashion-mnist",
                  "{}: no such file", path);
     }
     file_ = gzopen(path.c_str(), "rb");
     if (!file_) {
-      DSGD_THROW(InputError, "check the file permissions", "{}: cannot open ({})", path,
-                 std::strerror(errno));
+      DSGD_THROW(InputError, "check the file permissions", "{}: cannot open ({})", path, std::strerror(errno));
     }
     gzbuffer(file_, 1 << 18);
   }
@@ -56,8 +54,8 @@ class GzReader {
       if (r < 0) {
         int errnum = 0;
         const char* msg = gzerror(file_, &errnum);
-        DSGD_THROW(InputError, "the file is damaged; re-download or reinstall it",
-                   "{}: corrupt gzip data ({})", path_, msg ? msg : "unknown zlib error");
+        DSGD_THROW(InputError, "the file is damaged; re-download or reinstall it", "{}: corrupt gzip data ({})", path_,
+                   msg ? msg : "unknown zlib error");
       }
       if (r == 0) break;
       got += static_cast<size_t>(r);
@@ -96,8 +94,7 @@ uint32_t read_be32(const unsigned char* p) {
 void check_magic(const GzReader& in, uint32_t magic, uint32_t expected, const char* kind) {
   if (magic != expected) {
     DSGD_THROW(InputError, "pass the matching IDX file (train-images / train-labels, etc.)",
-               "{}: bad magic number {:#x} (expected {:#010x} for IDX {})", in.path(), magic,
-               expected, kind);
+               "{}: bad magic number {:#x} (expected {:#010x} for IDX {})", in.path(), magic, expected, kind);
   }
 }
 
@@ -116,10 +113,9 @@ Dataset dataset_read_idx(const std::string& images_path, const std::string& labe
   const uint32_t count = read_be32(header + 4);
   const uint32_t rows = read_be32(header + 8);
   const uint32_t cols = read_be32(header + 12);
-  if (count == 0 || rows == 0 || cols == 0 || rows > 65536 || cols > 65536 ||
-      uint64_t{rows} * cols > (1u << 24)) {
-    DSGD_THROW(InputError, "the header is damaged; re-download the file",
-               "{}: implausible dimensions {} x {} x {}", images_path, count, rows, cols);
+  if (count == 0 || rows == 0 || cols == 0 || rows > 65536 || cols > 65536 || uint64_t{rows} * cols > (1u << 24)) {
+    DSGD_THROW(InputError, "the header is damaged; re-download the file", "{}: implausible dimensions {} x {} x {}",
+               images_path, count, rows, cols);
   }
   const size_t features = size_t{rows} * cols;
   const size_t pixel_bytes = size_t{count} * features;
@@ -150,8 +146,8 @@ Dataset dataset_read_idx(const std::string& images_path, const std::string& labe
   const uint32_t label_count = read_be32(lheader + 4);
   if (label_count != count) {
     DSGD_THROW(InputError, "pass the labels file that belongs to the images file",
-               "{}: label count {} does not match the image count {} of {}", labels_path,
-               label_count, count, images_path);
+               "{}: label count {} does not match the image count {} of {}", labels_path, label_count, count,
+               images_path);
   }
   std::vector<unsigned char> raw(count);
   labels.read_exact(raw.data(), raw.size(), "labels");
@@ -169,8 +165,8 @@ Dataset dataset_read_idx(const std::string& images_path, const std::string& labe
 namespace detail {
 
 std::vector<std::string> idx_fashion_mnist_files(const std::string& dir) {
-  return {dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz",
-          dir + "/t10k-images-idx3-ubyte.gz", dir + "/t10k-labels-idx1-ubyte.gz"};
+  return {dir + "/train-images-idx3-ubyte.gz", dir + "/train-labels-idx1-ubyte.gz", dir + "/t10k-images-idx3-ubyte.gz",
+          dir + "/t10k-labels-idx1-ubyte.gz"};
 }
 
 DatasetPair idx_load_fashion_mnist(const std::string& dir) {
@@ -187,17 +183,16 @@ DatasetPair idx_load_fashion_mnist(const std::string& dir) {
     for (size_t i = 0; i < part.ds->rows; ++i) {
       if (part.ds->labels[i] >= kFashionMnistClasses) {
         DSGD_THROW(InputError, "this is not a Fashion-MNIST labels file",
-                   "{}: label {} of item {} is out of range [0, {})", *part.labels_path,
-                   part.ds->labels[i], i, kFashionMnistClasses);
+                   "{}: label {} of item {} is out of range [0, {})", *part.labels_path, part.ds->labels[i], i,
+                   kFashionMnistClasses);
       }
     }
     part.ds->classes = kFashionMnistClasses;
     part.ds->name = part.name;
   }
   if (pair.train.features != pair.test.features) {
-    DSGD_THROW(InputError, "use train and t10k files of the same dataset",
-               "{}: {} features per image, but {} has {}", files[2], pair.test.features, files[0],
-               pair.train.features);
+    DSGD_THROW(InputError, "use train and t10k files of the same dataset", "{}: {} features per image, but {} has {}",
+               files[2], pair.test.features, files[0], pair.train.features);
   }
   return pair;
 }

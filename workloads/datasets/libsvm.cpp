@@ -45,7 +45,9 @@ constexpr const char* kLineHint =
     "LIBSVM lines look like 'label idx:val idx:val ...' with integer labels and 1-based "
     "ascending indices; fix or regenerate the file";
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
+}
 
 // from_chars does not accept a leading '+'.
 std::string_view strip_plus(std::string_view s) {
@@ -60,8 +62,7 @@ bool parse_label(std::string_view tok, int64_t& out) {
   if (ec == std::errc() && p == end) return true;
   double d = 0;
   auto [pd, ecd] = std::from_chars(s.data(), end, d);
-  if (ecd != std::errc() || pd != end || !std::isfinite(d) || d != std::floor(d) ||
-      std::fabs(d) > 9.0e15) {
+  if (ecd != std::errc() || pd != end || !std::isfinite(d) || d != std::floor(d) || std::fabs(d) > 9.0e15) {
     return false;
   }
   out = static_cast<int64_t>(d);
@@ -89,8 +90,8 @@ class LibsvmParser {
       if (!have_label) {
         int64_t label = 0;
         if (!parse_label(tok, label)) {
-          DSGD_THROW(InputError, kLineHint, "{}:{}: bad label '{}' (expected an integer class label)",
-                     raw_.path, line_no_, token_for_message(tok));
+          DSGD_THROW(InputError, kLineHint, "{}:{}: bad label '{}' (expected an integer class label)", raw_.path,
+                     line_no_, token_for_message(tok));
         }
         raw_.raw_labels.push_back(label);
         have_label = true;
@@ -116,16 +117,15 @@ class LibsvmParser {
         }
       }
       if (index <= 0) {
-        DSGD_THROW(InputError, kLineHint, "{}:{}: feature index {} in '{}' (indices are 1-based)",
-                   raw_.path, line_no_, index, token_for_message(tok));
+        DSGD_THROW(InputError, kLineHint, "{}:{}: feature index {} in '{}' (indices are 1-based)", raw_.path, line_no_,
+                   index, token_for_message(tok));
       }
       if (index > 0x7fffffff) {
-        DSGD_THROW(InputError, kLineHint, "{}:{}: feature index {} is too large (limit 2^31-1)",
-                   raw_.path, line_no_, index);
+        DSGD_THROW(InputError, kLineHint, "{}:{}: feature index {} is too large (limit 2^31-1)", raw_.path, line_no_,
+                   index);
       }
       if (index <= last_index) {
-        DSGD_THROW(InputError, kLineHint,
-                   "{}:{}: feature index {} after {} (indices must be strictly ascending)",
+        DSGD_THROW(InputError, kLineHint, "{}:{}: feature index {} after {} (indices must be strictly ascending)",
                    raw_.path, line_no_, index, last_index);
       }
       last_index = index;
@@ -140,8 +140,8 @@ class LibsvmParser {
 
  private:
   [[noreturn]] void bad_token(std::string_view tok) const {
-    DSGD_THROW(InputError, kLineHint, "{}:{}: bad token '{}' (expected index:value)", raw_.path,
-               line_no_, token_for_message(tok));
+    DSGD_THROW(InputError, kLineHint, "{}:{}: bad token '{}' (expected index:value)", raw_.path, line_no_,
+               token_for_message(tok));
   }
 
   LibsvmRaw& raw_;
@@ -155,8 +155,7 @@ LibsvmRaw libsvm_parse_file(const std::string& path) {
   }
   gzFile file = gzopen(path.c_str(), "rb");
   if (!file) {
-    DSGD_THROW(InputError, "check the file permissions", "{}: cannot open ({})", path,
-               std::strerror(errno));
+    DSGD_THROW(InputError, "check the file permissions", "{}: cannot open ({})", path, std::strerror(errno));
   }
   struct Closer {
     gzFile f;
@@ -231,8 +230,7 @@ Dataset libsvm_to_dataset(LibsvmRaw& raw, size_t begin, size_t end, const std::v
 
 void require_rows(const LibsvmRaw& raw) {
   if (raw.rows() == 0) {
-    DSGD_THROW(InputError, "the file holds no samples; check the path", "{}: no samples (empty file)",
-               raw.path);
+    DSGD_THROW(InputError, "the file holds no samples; check the path", "{}: no samples (empty file)", raw.path);
   }
 }
 
@@ -249,8 +247,7 @@ Dataset dataset_read_libsvm(const std::string& path, size_t min_features) {
 
 namespace detail {
 
-DatasetPair libsvm_load_pair(const std::string& train_path, const std::string& test_path,
-                             size_t features_override) {
+DatasetPair libsvm_load_pair(const std::string& train_path, const std::string& test_path, size_t features_override) {
   LibsvmRaw train = libsvm_parse_file(train_path);
   require_rows(train);
   LibsvmRaw test;
@@ -259,25 +256,23 @@ DatasetPair libsvm_load_pair(const std::string& train_path, const std::string& t
     test = libsvm_parse_file(test_path);
     require_rows(test);
   }
-  const std::vector<int64_t> labels =
-      split ? libsvm_label_values({&train}) : libsvm_label_values({&train, &test});
+  const std::vector<int64_t> labels = split ? libsvm_label_values({&train}) : libsvm_label_values({&train, &test});
   if (labels.size() < 2) {
-    DSGD_THROW(InputError, "a classifier needs samples of at least two classes",
-               "{}: every sample has the label {}", train_path, labels.front());
+    DSGD_THROW(InputError, "a classifier needs samples of at least two classes", "{}: every sample has the label {}",
+               train_path, labels.front());
   }
   const size_t max_index = std::max(train.max_index, test.max_index);
   size_t features = max_index;
   if (features_override != 0) {
     if (features_override < max_index) {
       DSGD_THROW(InputError, "raise features= or drop it (it defaults to the largest index)",
-                 "features={} is smaller than the largest feature index {} in {}{}", features_override,
-                 max_index, train_path, split ? "" : " / " + test_path);
+                 "features={} is smaller than the largest feature index {} in {}{}", features_override, max_index,
+                 train_path, split ? "" : " / " + test_path);
     }
     features = features_override;
   }
   if (features == 0) {
-    DSGD_THROW(InputError, "the file holds labels only; check it", "{}: no feature appears in any line",
-               train_path);
+    DSGD_THROW(InputError, "the file holds labels only; check it", "{}: no feature appears in any line", train_path);
   }
 
   DatasetPair pair;

@@ -3,8 +3,9 @@
 //   synthetic:n=N,d=D,density=P,classes=C,noise=F,test=M,sparse=auto|true|false
 // A "true" linear model (one gaussian weight vector per class, one for classes=2) labels the
 // rows: label = argmax of the centred true scores (binary: sign), then a fraction `noise` of
-// labels (each row with probability noise) is moved to a uniformly chosen other class. With
-// noise=0 the classes are separable by a linear model with bias (exactly, for the binary case).
+// labels (each row with probability noise) is moved to a uniformly chosen other class. The
+// scores are computed from the stored (float) features, so with noise=0 the labels are exactly
+// the argmax of linear functions with bias: linearly separable (binary: by a hyperplane).
 //   dense (density >= 0.5 or sparse=false): x_ij ~ N(0,1), kept with probability `density`.
 //   sparse (density < 0.5 or sparse=true): rcv1-like rows: about density*d non-zeros per row
 //     (uniform around density*d, +-50 % at most), at distinct columns drawn from a Zipf-like
@@ -72,9 +73,8 @@ size_t parse_count(const std::string& key, const std::string& value, size_t min_
     }
   }
   if (!ok || used != value.size() || v < min_value || v > max_value) {
-    DSGD_THROW(InputError, kParamsHint,
-               "synthetic: bad value '{}' for parameter {} (expected an integer in [{}, {}])", value, key,
-               min_value, max_value);
+    DSGD_THROW(InputError, kParamsHint, "synthetic: bad value '{}' for parameter {} (expected an integer in [{}, {}])",
+               value, key, min_value, max_value);
   }
   return static_cast<size_t>(v);
 }
@@ -146,12 +146,12 @@ SyntheticParams synthetic_parse(const std::string& text) {
     }
   }
   const double rows = static_cast<double>(p.n + p.test_rows());
-  const double bytes = p.is_sparse() ? rows * std::max(1.0, p.density * p.d * 1.5) * 8.0
-                                     : rows * static_cast<double>(p.d) * 4.0;
+  const double bytes =
+      p.is_sparse() ? rows * std::max(1.0, p.density * p.d * 1.5) * 8.0 : rows * static_cast<double>(p.d) * 4.0;
   if (bytes > kMaxBytes) {
     DSGD_THROW(InputError, "lower n, d or density (sparse data stores only the non-zeros)",
-               "synthetic: n={} test={} d={} density={} needs about {:.1f} GiB of features", p.n,
-               p.test_rows(), p.d, p.density, bytes / (1ull << 30));
+               "synthetic: n={} test={} d={} density={} needs about {:.1f} GiB of features", p.n, p.test_rows(), p.d,
+               p.density, bytes / (1ull << 30));
   }
   return p;
 }
@@ -242,8 +242,8 @@ class SyntheticGenerator {
 
   template <typename Fn>
   void parallel_rows(Fn&& fn) const {
-    const size_t work = p_.is_sparse() ? total_ * std::max<size_t>(1, static_cast<size_t>(p_.density * p_.d))
-                                       : total_ * p_.d;
+    const size_t work =
+        p_.is_sparse() ? total_ * std::max<size_t>(1, static_cast<size_t>(p_.density * p_.d)) : total_ * p_.d;
     size_t threads = std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 8);
     if (work < (1u << 20)) threads = 1;
     threads = std::min(threads, total_);
@@ -391,7 +391,9 @@ DatasetPair dataset_make_synthetic(const std::string& params, uint64_t seed) {
 }
 
 namespace detail {
-void synthetic_validate_params(const std::string& params) { (void)synthetic_parse(params); }
+void synthetic_validate_params(const std::string& params) {
+  (void)synthetic_parse(params);
+}
 }  // namespace detail
 
 }  // namespace dsgd

@@ -1,0 +1,178 @@
+// See straggler.hpp.
+#include "cluster/straggler.hpp"
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <optional>
+
+#include "core/errors.hpp"
+#include "core/rng.hpp"
+
+namespace dsgd {
+
+namespace {
+
+constexpr const char* kForms =
+    "fixed:rank=R,delay=20ms | fixed:rank=R,factor=2 | random:p=0.05,delay=30ms | lognormal:sigma=0.3 | "
+    "pareto:alpha=2,scale=5ms | periodic:rank=R,every=50,delay=200ms (';' between several)";
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (;;) {
+    const size_t pos = text.find(sep, start);
+    out.push_back(text.substr(start, pos - start));
+    if (pos == std::string::npos) break;
+    start = pos + 1;
+  }
+  return out;
+}
+
+std::string trim(const std::string& s) {
+  const auto a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
+}
+
+double parse_number(const std::string& text, const std::string& what) {
+  char* end = nullptr;
+  const double v = std::strtod(text.c_str(), &end);
+  if (text.empty() || end != text.c_str() + text.size() || !std::isfinite(v))
+    DSGD_THROW(InputError, kForms, "--straggler: {} = '{}' is not a number", what, text);
+  return v;
+}
+
+}  // namespace
+
+double straggler_parse_duration(const std::string& text, const std::string& what) {
+  const std::string t = trim(text);
+  size_t unit = t.find_first_not_of("0123456789.eE+-");
+  // "1e-3s": the 'e' belongs to the number when followed by a digit or sign.
+  while (unit != std::string::npos && (t[unit] == 'e' || t[unit] == 'E')) unit = t.find_first_not_of("0123456789.eE+-", unit + 1);
+  const std::string number = t.substr(0, unit);
+  const std::string suffix = unit == std::string::npos ? "" : trim(t.substr(unit));
+  static const std::map<std::string, double> scale = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}};
+  const auto it = scale.find(suffix);
+  if (it == scale.end())
+    DSGD_THROW(InputError, "write durations with a unit: 100ns, 20us, 5ms, 1.5s", "{} = '{}' has no valid time unit",
+               what, text);
+  const double v = parse_number(number, what) * it->second;
+  if (v < 0) DSGD_THROW(InputError, "delays must be >= 0", "{} = '{}' is negative", what, text);
+  return v;
+}
+
+Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed) {
+  Stragglers out;
+  out.seed_ = seed;
+  if (trim(spec).empty()) return out;
+  for (const std::string& raw : split(spec, ';')) {
+    const std::string part = trim(raw);
+    if (part.empty()) continue;
+    const size_t colon = part.find(':');
+    const std::string kind = part.substr(0, colon);
+    std::map<std::string, std::string> kv;
+    if (colon != std::string::npos) {
+      for (const std::string& item : split(part.substr(colon + 1), ',')) {
+        const size_t eq = item.find('=');
+        if (eq == std::string::npos)
+          DSGD_THROW(InputError, kForms, "--straggler '{}': '{}' is not key=value", part, item);
+        kv[trim(item.substr(0, eq))] = trim(item.substr(eq + 1));
+      }
+    }
+    StragglerModel m;
+    auto take = [&](const char* key) -> std::optional<std::string> {
+      auto it = kv.find(key);
+      if (it == kv.end()) return std::nullopt;
+      std::string v = it->second;
+      kv.erase(it);
+      return v;
+    };
+    auto need = [&](const char* key) {
+      auto v = take(key);
+      if (!v) DSGD_THROW(InputError, kForms, "--straggler '{}': missing {}=", part, key);
+      return *v;
+    };
+    auto what = [&](const char* key) { return fmt::format("--straggler '{}': {}", part, key); };
+    if (auto r = take("rank")) {
+      const double v = parse_number(*r, "rank");
+      if (v != std::floor(v) || v < 0 || v >= workers)
+        DSGD_THROW(InputError, fmt::format("ranks are 0..{}", workers - 1),
+                   "--straggler '{}': rank {} is out of range for {} workers", part, *r, workers);
+      m.rank = static_cast<int>(v);
+    }
+    if (kind == "fixed") {
+      m.kind = StragglerKind::straggler_fixed;
+      if (m.rank < 0) DSGD_THROW(InputError, kForms, "--straggler '{}': fixed needs rank=", part);
+      auto delay = take("delay");
+      auto factor = take("factor");
+      if (delay.has_value() == factor.has_value())
+        DSGD_THROW(InputError, kForms, "--straggler '{}': fixed takes exactly one of delay= and factor=", part);
+      if (delay) m.delay_s = straggler_parse_duration(*delay, what("delay"));
+      if (factor) {
+        m.factor = parse_number(*factor, "factor");
+        if (m.factor < 1) DSGD_THROW(InputError, "a slowdown factor is >= 1", "{} = {} is below 1", what("factor"), *factor);
+      }
+    } else if (kind == "random") {
+      m.kind = StragglerKind::straggler_random;
+      m.p = parse_number(need("p"), "p");
+      if (!(m.p >= 0 && m.p <= 1)) DSGD_THROW(InputError, "p is a probability in [0, 1]", "{} is out of range", what("p"));
+      m.delay_s = straggler_parse_duration(need("delay"), what("delay"));
+    } else if (kind == "lognormal") {
+      m.kind = StragglerKind::straggler_lognormal;
+      m.sigma = parse_number(need("sigma"), "sigma");
+      if (!(m.sigma > 0)) DSGD_THROW(InputError, "sigma must be > 0", "{} must be positive", what("sigma"));
+    } else if (kind == "pareto") {
+      m.kind = StragglerKind::straggler_pareto;
+      m.alpha = parse_number(need("alpha"), "alpha");
+      if (!(m.alpha > 0)) DSGD_THROW(InputError, "alpha must be > 0", "{} must be positive", what("alpha"));
+      m.scale_s = straggler_parse_duration(need("scale"), what("scale"));
+    } else if (kind == "periodic") {
+      m.kind = StragglerKind::straggler_periodic;
+      if (m.rank < 0) DSGD_THROW(InputError, kForms, "--straggler '{}': periodic needs rank=", part);
+      const double every = parse_number(need("every"), "every");
+      if (every < 1 || every != std::floor(every))
+        DSGD_THROW(InputError, "every is a whole number of steps >= 1", "{} = {} is invalid", what("every"), every);
+      m.every = static_cast<int64_t>(every);
+      if (auto o = take("offset")) m.offset = static_cast<int64_t>(parse_number(*o, "offset"));
+      m.delay_s = straggler_parse_duration(need("delay"), what("delay"));
+    } else {
+      DSGD_THROW(InputError, kForms, "--straggler: unknown model '{}'", kind);
+    }
+    if (!kv.empty())
+      DSGD_THROW(InputError, kForms, "--straggler '{}': unknown parameter '{}'", part, kv.begin()->first);
+    out.models_.push_back(m);
+  }
+  return out;
+}
+
+double Stragglers::delay_s(int rank, int64_t step, double compute_s) const {
+  double total = 0;
+  for (size_t i = 0; i < models_.size(); ++i) {
+    const StragglerModel& m = models_[i];
+    if (m.rank >= 0 && m.rank != rank) continue;
+    Rng rng(rng_derive_seed(seed_, 0x57A6 + i, static_cast<uint64_t>(rank), static_cast<uint64_t>(step)));
+    switch (m.kind) {
+      case StragglerKind::straggler_fixed:
+        total += m.delay_s + (m.factor - 1.0) * compute_s;
+        break;
+      case StragglerKind::straggler_random:
+        if (rng.uniform() < m.p) total += m.delay_s;
+        break;
+      case StragglerKind::straggler_lognormal:
+        total += std::max(0.0, std::exp(m.sigma * rng.normal()) - 1.0) * compute_s;
+        break;
+      case StragglerKind::straggler_pareto: {
+        const double u = 1.0 - rng.uniform();  // (0, 1]
+        total += m.scale_s * (std::pow(u, -1.0 / m.alpha) - 1.0);
+        break;
+      }
+      case StragglerKind::straggler_periodic:
+        if (((step - m.offset) % m.every + m.every) % m.every == 0) total += m.delay_s;
+        break;
+    }
+  }
+  return total;
+}
+
+}  // namespace dsgd

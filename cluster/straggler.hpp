@@ -1,0 +1,54 @@
+// Seeded straggler injection: per-(rank, step) compute slowdowns, applied on every
+// backend after backward (before the step's gradient communication) and recorded as
+// `injected_s`. A spec is one or more models separated by ';':
+//   fixed:rank=R,delay=D          rank R is D slower every step
+//   fixed:rank=R,factor=F         rank R's compute (fwd+bwd) takes F times as long: (F−1)·compute
+//   random:p=P,delay=D[,rank=R]   each (rank, step) independently D slower with probability P
+//   lognormal:sigma=S[,rank=R]    compute × exp(S·z), z ~ N(0,1); the slowdown part max(0, e^{Sz} − 1)·compute
+//   pareto:alpha=A,scale=D[,rank=R]  Lomax (Pareto II) delay D·(U^{−1/A} − 1): heavy tail, min 0, mean D/(A−1)
+//   periodic:rank=R,every=K,delay=D[,offset=O]  rank R is D slower at steps t ≡ O (mod K)
+// Durations take units (ns, us, ms, s). Several models add up. Draws come from
+// rng_derive_seed(seed, model, rank, step), so a (seed, rank, step) always gets the
+// same delay, whatever order steps run in (the same on the mpi and sim backends).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace dsgd {
+
+enum class StragglerKind { straggler_fixed, straggler_random, straggler_lognormal, straggler_pareto, straggler_periodic };
+
+struct StragglerModel {
+  StragglerKind kind = StragglerKind::straggler_fixed;
+  int rank = -1;          // −1: every rank
+  double delay_s = 0;     // fixed / random / periodic
+  double factor = 1;      // fixed:factor
+  double p = 0;           // random
+  double sigma = 0;       // lognormal
+  double alpha = 0;       // pareto
+  double scale_s = 0;     // pareto
+  int64_t every = 0;      // periodic
+  int64_t offset = 0;     // periodic
+};
+
+class Stragglers {
+ public:
+  Stragglers() = default;
+  // Parses the spec (empty: no stragglers). Throws InputError naming the bad part.
+  static Stragglers parse(const std::string& spec, int workers, uint64_t seed);
+  bool empty() const { return models_.empty(); }
+  // Seconds to add to `rank`'s compute at `step`, whose measured compute took compute_s.
+  double delay_s(int rank, int64_t step, double compute_s) const;
+  const std::vector<StragglerModel>& models() const { return models_; }
+
+ private:
+  std::vector<StragglerModel> models_;
+  uint64_t seed_ = 0;
+};
+
+// Parses "20ms", "1.5s", "300us", "100ns" into seconds; throws InputError naming `what`.
+double straggler_parse_duration(const std::string& text, const std::string& what);
+
+}  // namespace dsgd
