@@ -14,5 +14,6 @@ void setup_run(CLI::App& app, int argc, char** argv);
 void setup_runs(CLI::App& app);
 void setup_show(CLI::App& app);
 void setup_list(CLI::App& app);
+void setup_topology(CLI::App& app);
 
 }  // namespace dsgd

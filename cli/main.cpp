@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   dsgd::setup_runs(app);
   dsgd::setup_show(app);
   dsgd::setup_list(app);
+  dsgd::setup_topology(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -11,7 +11,9 @@
 #include "cli/commands.hpp"
 #include "cli/run_format.hpp"
 #include "cluster/launcher.hpp"
+#include "cluster/network_model.hpp"
 #include "cluster/straggler.hpp"
+#include "cluster/topology.hpp"
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
 #include "core/system_info.hpp"
@@ -57,6 +59,8 @@ void validate_before_launch(const RunConfig& cfg) {
   dataset_validate_spec(cfg.dataset);
   target_parse(cfg.target);
   Stragglers::parse(cfg.straggler, static_cast<int>(cfg.workers), cfg.seed);
+  const Topology topology = topology_make(cfg.topology, static_cast<int>(cfg.workers), cfg.seed);
+  network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, topology.groups);
   if (!cfg.hostfile.empty() && !std::filesystem::is_regular_file(cfg.hostfile))
     DSGD_THROW(InputError, "pass an existing MPI hostfile", "--hostfile: no file '{}'", cfg.hostfile);
   if (!cfg.save_params.empty()) {

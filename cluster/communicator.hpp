@@ -59,7 +59,7 @@ class CollEventLog {
   size_t dropped_ = 0;
 };
 
-// Network emulation (cluster/network_emulation): the extra seconds every rank holds a
+// Network emulation (cluster/network_model.hpp, NetworkEmulation): the extra seconds every rank holds a
 // collective after the real one finished, so that it lasts as long as on the emulated
 // link: model(emulated, bytes) − model(native fabric, bytes), identical on every rank.
 // A plain function pointer + context: calling it never allocates.

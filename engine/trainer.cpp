@@ -11,7 +11,9 @@
 #include <memory>
 
 #include "algorithms/algorithm.hpp"
+#include "cluster/network_model.hpp"
 #include "cluster/straggler.hpp"
+#include "cluster/topology.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
@@ -40,6 +42,8 @@ struct Worker {
   std::unique_ptr<SgdOptimizer> optimizer;
   std::unique_ptr<BatchSampler> sampler;
   Stragglers stragglers;
+  Topology topology;
+  std::unique_ptr<NetworkEmulation> emulation;  // null: nothing added to collectives
   std::vector<float> params, grads, eval_params;
   int64_t steps = 0, warmup = 0, eval_every = 0, flush_every = 0;
 };
@@ -84,6 +88,13 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.eval_every = cfg.eval_every > 0 ? cfg.eval_every : std::max<int64_t>(1, w.steps / 10);
   w.flush_every = std::min<int64_t>(w.eval_every, 1000);
   w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
+  w.topology = topology_make(cfg.topology, comm.size(), cfg.seed);
+  if (auto net = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
+                                          w.topology.groups)) {
+    // No native model is subtracted yet (see docs/metrics.md, "Network emulation").
+    const CollAlgo algo = w.topology.groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
+    w.emulation = std::make_unique<NetworkEmulation>(*net, std::nullopt, comm.size(), algo);
+  }
   w.algorithm = algorithm_create(cfg.algo, cfg);
   w.optimizer = std::make_unique<SgdOptimizer>(SgdOptions{cfg.lr, cfg.momentum, cfg.weight_decay, false}, count);
   return w;
@@ -168,6 +179,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   StepRecorder recorder;
   recorder.reserve(static_cast<size_t>(w.flush_every),
                    static_cast<size_t>(std::max(1, w.algorithm->max_collectives_per_step())));
+  if (w.emulation) comm.set_emulation(w.emulation->hook());
   const bool timers = cfg.timers;
   if (timers) comm.attach_log(&recorder.events());
 
@@ -295,6 +307,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
     }
   }
   comm.attach_log(nullptr);
+  comm.set_emulation({});
   if (recorder.events().dropped() > 0)
     DSGD_THROW(Error, "this is a bug: max_collectives_per_step is too small for the algorithm",
                "{} collective events were dropped", recorder.events().dropped());

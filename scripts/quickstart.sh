@@ -6,7 +6,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
-bash scripts/build.sh
+bash scripts/build.sh dsgd-bench
 ./build/dsgd-bench run --workers 2 --workload svm --dataset fashion-mnist --algo ssgd \
   --batch 64 --lr 0.05 --epochs 2 --target acc=0.80 --tag quickstart
 echo

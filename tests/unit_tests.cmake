@@ -4,7 +4,11 @@ foreach(entry
     "test_svm:dsgd_workloads"
     "test_store:dsgd_results"
     "test_run_config:dsgd_core"
-    "test_trainer:dsgd_engine")
+    "test_trainer:dsgd_engine"
+    "test_network_model:dsgd_cluster"
+    "test_topology:dsgd_cluster"
+    "test_trace:dsgd_results"
+    "test_alpha_beta_fit:dsgd_results")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)

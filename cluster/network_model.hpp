@@ -1,0 +1,180 @@
+// The α-β network model (DESIGN.md §3): parsing of the --bandwidth/--latency flags, the
+// modelled time of each collective by algorithm, and the emulation hook that makes a
+// real collective last as long as it would on the emulated link.
+//
+// Model. Sending one message of m bytes over a link costs  t = α + m/B  (α: latency in
+// seconds, B: bandwidth in bytes/s). Collective costs for n ranks and a buffer of S bytes
+// follow Thakur, Rabenseifner & Gropp, "Optimization of Collective Communication
+// Operations in MPICH", IJHPCA 19(1), 2005 (γ, the reduction's compute term, is left out:
+// the real reduction runs for real). With L = ⌈log2 n⌉:
+//
+//   all-reduce    ring                 2(n−1)·(α + S/(nB))
+//                 recursive doubling   L·(α + S/B)
+//                 tree                 2L·(α + S/B)            binomial reduce + broadcast
+//                 Rabenseifner         2L·α + 2(n−1)/n·S/B     recursive halving RS + doubling AG
+//   reduce-scatter / all-gather
+//                 ring                 (n−1)·(α + S/(nB))
+//                 recursive halving/doubling (algo_recursive_doubling, algo_rabenseifner)
+//                                      L·α + (n−1)/n·S/B
+//                 tree                 L·(α + S/B) + L·α + (n−1)/n·S/B
+//                                      (binomial reduce + scatter; gather + broadcast)
+//   broadcast     tree (binomial)      L·(α + S/B)
+//                 ring                 L·α + (n−1)/n·S/B + (n−1)·(α + S/(nB))
+//                                      (binomial scatter + ring all-gather, van de Geijn)
+//                 recursive doubling / Rabenseifner
+//                                      2L·α + 2(n−1)/n·S/B    (scatter + recursive doubling AG)
+//   barrier       dissemination        L·α  (every algorithm; S is ignored)
+//   point-to-point                     α + S/B
+//
+// Hierarchical (G groups of W = ⌈n/G⌉ ranks; intra link i inside a group, inter link e
+// between groups):
+//   all-reduce     (W−1)(α_i + S/(W·B_i))            intra reduce-scatter (ring)
+//                + 2(G−1)(α_e + (S/W)/(G·B_e))       inter all-reduce of each S/W shard among
+//                                                    the G ranks holding it (ring)
+//                + (W−1)(α_i + S/(W·B_i))            intra all-gather (ring)
+//   reduce-scatter (W−1)(α_i + S/(W·B_i)) + (G−1)(α_e + S/(W·G·B_e));  all-gather: the same
+//   broadcast      L_G·(α_e + S/B_e) + L_W·(α_i + S/B_i)   (binomial among group leaders, then inside)
+//   barrier        2·L_W·α_i + L_G·α_e               (inside, between leaders, release inside)
+// With G = 1 every hierarchical formula equals the flat ring (or binomial/dissemination) one.
+//
+// Limits.
+// - Flat algorithms on a model with groups > 1 run every step at the bottleneck link
+//   (max α, min B): a ring crosses group boundaries in every step, and a step of a
+//   synchronous algorithm lasts as long as its slowest message. Conservative for
+//   recursive doubling and trees, whose first rounds may stay inside a group.
+// - ⌈log2 n⌉ rounds are used for non-powers of two as well (MPICH adds up to two steps there).
+// - Links are full duplex and contention-free; no congestion, no incast, no pipelining
+//   of large messages into segments.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "cluster/communicator.hpp"
+
+namespace dsgd {
+
+// ---- units -------------------------------------------------------------------------------
+// Bandwidth text → bytes per second. A number, optional spaces, and a unit:
+//   bits per second:  bps, b/s, bit/s, bits/s           (10Gbps, 100Mbit/s, 1e9bps, 10 Gb/s)
+//   bytes per second: B/s, Byte/s, Bytes/s              (25GB/s, 500MB/s, 1.25 GB/s)
+// with an optional decimal prefix k/K (1e3), M (1e6), G (1e9), T (1e12) — the prefix letter
+// may be lower case (10gbps = 10Gbps) — or a binary one Ki/Mi/Gi/Ti (2^10...), usual for bytes
+// (1GiB/s). The b/B of the unit is case-sensitive: 8Gbps == 1GB/s. A plain number has no
+// unit and is rejected (bits or bytes?), and so is "Bps" (GBps is bytes to some, a typo
+// of Gbps to others): write GB/s or Gbps. Throws InputError naming `flag` and the text
+// unless the value is a finite number > 0.
+double network_parse_bandwidth(const std::string& text, const char* flag = "--bandwidth");
+
+// Duration text → seconds: a number, optional spaces, and ns, us (µs), ms or s
+// (20us, 1ms, 0.5s, 100ns, "2 ms"). Zero is allowed (a link without latency) and may be
+// written without a unit ("0"); anything else needs a unit. Throws InputError naming
+// `flag` and the text on negative, non-finite, unit-less or unparsable values.
+double network_parse_duration(const std::string& text, const char* flag = "--latency");
+
+// ---- the model ---------------------------------------------------------------------------
+// One link class: one message of m bytes takes alpha_s + m / bytes_per_s seconds.
+struct LinkModel {
+  double alpha_s = 0;
+  double bytes_per_s = 0;
+};
+
+// The links of a cluster: `intra` inside a group (every link when groups == 1), `inter`
+// between groups (empty: same as intra). groups is G of a hier:GxW topology, 1 otherwise.
+struct NetworkModel {
+  LinkModel intra;
+  std::optional<LinkModel> inter;
+  int groups = 1;
+};
+
+// The link between groups: inter when set, else intra.
+LinkModel network_inter_link(const NetworkModel& model);
+// The slowest link of the model (max α, min B), on which flat algorithms run.
+LinkModel network_bottleneck_link(const NetworkModel& model);
+
+// The emulated network from the run's flags (RunConfig bandwidth, latency, inter_bandwidth,
+// inter_latency) and the topology's number of groups. Empty when bandwidth is empty (no
+// emulation). latency defaults to 0. inter-bandwidth / inter-latency default to the intra
+// values and are only allowed when groups > 1. Throws InputError naming the flag: latency
+// or inter-* without --bandwidth, inter-* with one group, bad values (see the parsers).
+std::optional<NetworkModel> network_model_from_flags(const std::string& bandwidth, const std::string& latency,
+                                                     const std::string& inter_bandwidth,
+                                                     const std::string& inter_latency, int groups);
+
+// "intra 100 Mbit/s, 1 ms; inter 1 Gbit/s, 2 ms (2 groups)" (inter only when groups > 1).
+std::string network_model_describe(const NetworkModel& model);
+
+// ---- collective cost ---------------------------------------------------------------------
+enum class CollAlgo : int32_t {
+  algo_ring = 0,
+  algo_tree = 1,
+  algo_recursive_doubling = 2,
+  algo_rabenseifner = 3,
+  algo_hierarchical = 4,
+  // groups > 1: hierarchical. Otherwise the fastest of ring, recursive doubling and
+  // Rabenseifner under the model (tree too for broadcast), i.e. what a library tuned
+  // for this network would pick (MPICH: recursive doubling for short messages,
+  // Rabenseifner / ring for long ones).
+  algo_auto = 5,
+};
+const char* network_algo_name(CollAlgo algo);
+
+// Seconds one message of `bytes` takes on `link`: α + bytes/B.
+double network_p2p_time(const LinkModel& link, double bytes);
+
+// Modelled seconds of one collective of `bytes` (the buffer size S: the whole vector for
+// all-reduce, reduce-scatter's input, all-gather's output) over n ranks (formulas at the
+// top of this file). 0 when n <= 1. O(1), never allocates, never throws.
+double network_collective_time(const NetworkModel& model, CollKind kind, CollAlgo algo, double bytes, int n);
+
+// A link whose ring all-reduce model reproduces a calibrated all-reduce line
+//     t(S) = alpha_s + 2(n−1)/n · S / bus_bytes_per_s      (results/alpha_beta_fit.hpp,
+// alpha the whole collective's fixed cost, bus_bytes_per_s = 1/beta, +inf when beta = 0):
+// the ring's 2(n−1) messages share alpha, so the link is {alpha_s / (2(n−1)), bus_bytes_per_s}.
+// n = 1: {alpha_s, bus_bytes_per_s}. The native model of NetworkEmulation, which is
+// evaluated with the ring formulas.
+LinkModel network_link_from_allreduce_fit(double alpha_s, double bus_bytes_per_s, int n);
+
+// ---- emulation -----------------------------------------------------------------------------
+// Makes every recorded collective of a Communicator last as long as on the emulated
+// network: after the real collective, each rank holds for
+//     extra = max(0, model(emulated, S) − model(native, S))
+// seconds, the same on every rank (it depends only on kind, S and n). The emulated model
+// uses `algo` (algo_auto by default: what a library tuned for that network would pick).
+// `native` is the real fabric as `dsgd-bench calibrate` measured it, evaluated with the
+// ring formulas (algo_ring) so that a link from network_link_from_allreduce_fit gives back
+// the calibrated all-reduce line exactly; native bandwidth may be +inf (latency only).
+// When native is unknown nothing is subtracted, so the measured time is model + real:
+// with MPICH's shared memory on one host the real part is microseconds for small messages
+// and 10-20 ms for a 4 MB all-reduce on a busy 2-core machine (a few % of a 100 Mbit/s model).
+//
+// The hook points at this object: keep it alive, at the same address, while a
+// Communicator uses the hook (it is neither copyable nor movable for that reason).
+class NetworkEmulation {
+ public:
+  NetworkEmulation(NetworkModel emulated, std::optional<NetworkModel> native, int n,
+                   CollAlgo algo = CollAlgo::algo_auto);
+  NetworkEmulation(const NetworkEmulation&) = delete;
+  NetworkEmulation& operator=(const NetworkEmulation&) = delete;
+
+  // For Communicator::set_emulation. Calls extra_s with the communicator's size.
+  EmulationHook hook() const;
+  // Extra seconds to hold a collective of `bytes` over the n ranks of the constructor.
+  double extra_s(CollKind kind, double bytes) const { return extra_s(kind, bytes, n_); }
+  double extra_s(CollKind kind, double bytes, int ranks) const;
+  // Modelled time on the emulated network (what the measured time should approach).
+  double predicted_s(CollKind kind, double bytes) const;
+
+  const NetworkModel& emulated() const { return emulated_; }
+  const std::optional<NetworkModel>& native() const { return native_; }
+  int ranks() const { return n_; }
+  CollAlgo algo() const { return algo_; }
+
+ private:
+  NetworkModel emulated_;
+  std::optional<NetworkModel> native_;
+  int n_;
+  CollAlgo algo_;
+};
+
+}  // namespace dsgd
