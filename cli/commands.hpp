@@ -15,5 +15,7 @@ void setup_runs(CLI::App& app);
 void setup_show(CLI::App& app);
 void setup_list(CLI::App& app);
 void setup_topology(CLI::App& app);
+void setup_calibrate(CLI::App& app, int argc, char** argv);
+void setup_trace(CLI::App& app);
 
 }  // namespace dsgd

@@ -25,6 +25,8 @@ int main(int argc, char** argv) {
   dsgd::setup_show(app);
   dsgd::setup_list(app);
   dsgd::setup_topology(app);
+  dsgd::setup_calibrate(app, argc, argv);
+  dsgd::setup_trace(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -59,6 +59,7 @@ std::string format_run_summary(const RunWithSummary& rs) {
   line("  comm", s.comm_s);
   line("  wait", s.wait_s);
   line("  data", s.data_s);
+  if (s.injected_s > 0) line("  injected (straggler)", s.injected_s);
   line("  overlap (hidden comm)", s.overlap_s);
   out += fmt::format("  {:<26} {:>12.1f} samples/s over {} timed steps\n", "throughput", s.throughput_samples_per_s,
                      s.timed_steps);

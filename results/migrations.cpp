@@ -5,6 +5,10 @@
 //   (reports and scripts refer to runs by id).
 // - REAL columns are nullable: SQLite stores a NaN (a diverged loss) as NULL, and the
 //   store reads it back as NaN; optional summary fields are NULL when they do not apply.
+// - steps.injected_s / summaries.injected_s (v3) are NULL on rows written before v3, and
+//   the store reads that NULL as 0 (no straggler delay was injected then).
+// - calibrations.id is AUTOINCREMENT for the same reason as runs.id; the tuner and the
+//   sim backend refer to a calibration by id (or take the host's latest).
 #include "results/migrations.hpp"
 
 #include <string>
@@ -98,6 +102,58 @@ CREATE TABLE summaries (
 CREATE INDEX runs_by_created_at ON runs(created_at);
 )sql";
 
+// v2 -> v3: injected straggler delay per step and in summaries; calibration results
+// (`dsgd-bench calibrate`): the sweep's collective timings, their alpha-beta fits and the
+// workload's per-layer compute profile. Definitions in docs/metrics.md.
+constexpr const char* migration_v3 = R"sql(
+ALTER TABLE steps ADD COLUMN injected_s REAL;
+ALTER TABLE summaries ADD COLUMN injected_s REAL;
+CREATE TABLE calibrations (
+  id            INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at    TEXT NOT NULL,
+  workers       INTEGER NOT NULL,
+  host          TEXT,
+  cpu_model     TEXT,
+  mpi_version   TEXT,
+  git_commit    TEXT,
+  tool_version  TEXT,
+  config_json   TEXT NOT NULL DEFAULT '{}'
+);
+CREATE INDEX calibrations_by_host ON calibrations(host, id);
+CREATE TABLE collectives (
+  calibration_id INTEGER NOT NULL REFERENCES calibrations(id) ON DELETE CASCADE,
+  op             TEXT NOT NULL,
+  bytes          INTEGER NOT NULL,
+  iters          INTEGER NOT NULL,
+  time_s         REAL,
+  time_min_s     REAL,
+  time_max_s     REAL,
+  algbw_gbps     REAL,
+  busbw_gbps     REAL,
+  PRIMARY KEY (calibration_id, op, bytes)
+) WITHOUT ROWID;
+CREATE TABLE fits (
+  calibration_id        INTEGER NOT NULL REFERENCES calibrations(id) ON DELETE CASCADE,
+  op                    TEXT NOT NULL,
+  alpha_s               REAL,
+  beta_s_per_byte       REAL,
+  bandwidth_bytes_per_s REAL,
+  rel_error             REAL,
+  PRIMARY KEY (calibration_id, op)
+) WITHOUT ROWID;
+CREATE TABLE profiles (
+  calibration_id INTEGER NOT NULL REFERENCES calibrations(id) ON DELETE CASCADE,
+  workload       TEXT NOT NULL,
+  dataset        TEXT NOT NULL,
+  batch          INTEGER NOT NULL,
+  layer          INTEGER NOT NULL,
+  layer_name     TEXT NOT NULL,
+  fwd_s          REAL,
+  bwd_s          REAL,
+  PRIMARY KEY (calibration_id, workload, batch, layer)
+) WITHOUT ROWID;
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -109,6 +165,7 @@ const std::vector<const char*>& migrations_all() {
   static const std::vector<const char*> table = {
       migration_v1,
       migration_v2,
+      migration_v3,
   };
   return table;
 }

@@ -43,6 +43,7 @@ nlohmann::json run_to_json(const RunWithSummary& rs) {
   j["wait_s"] = num(&Summary::wait_s);
   j["overlap_s"] = num(&Summary::overlap_s);
   j["data_s"] = num(&Summary::data_s);
+  j["injected_s"] = num(&Summary::injected_s);
   j["bytes_sent_per_step"] = num(&Summary::bytes_sent_per_step);
   j["timed_steps"] = s ? nlohmann::json(s->timed_steps) : nlohmann::json(nullptr);
   j["final_train_loss"] = s ? opt(s->final_train_loss) : nlohmann::json(nullptr);

@@ -11,14 +11,17 @@
 // summary computed from their rows right after migrating.
 //
 // Opening read-only (Store::open_readonly, for `runs` / `show`) never writes, not even
-// to migrate: an older schema is read as far as it goes (v1: no target, no stored
-// summaries, so summaries read as absent; v0: no runs). A newer schema is refused.
+// to migrate: an older schema is read as far as it goes (v2: no injected_s, read as 0,
+// and no calibrations; v1: also no target and no stored summaries, so summaries read as
+// absent; v0: no runs). A newer schema is refused.
 // Like any read-only sqlite connection to a WAL database, it may leave empty -wal/-shm
 // files behind; the next writer uses and removes them.
 //
 // Conventions: runs_list(limit) with limit <= 0 lists every run. Empty target / error /
 // finished_at are stored as NULL. seed is stored as decimal text (exact for all uint64).
-// SQLite stores NaN as NULL; step and evaluation values read back as NaN in that case.
+// SQLite stores NaN as NULL; step and evaluation values read back as NaN in that case,
+// except injected_s, whose NULL means "written before v3" and reads back as 0.
+// The calibration tables' methods are in results/calibration_store.cpp.
 // Connections are opened without sqlite's per-call mutex: a Store may move between
 // threads but must not be used by two at once (only rank 0's writer uses it).
 #include "results/store.hpp"
@@ -162,13 +165,14 @@ constexpr const char* run_columns =
     "runs.cpu_model, runs.mpi_version, runs.build_type, runs.error, runs.finished_at";
 constexpr int run_column_count = 24;
 
+// {injected} is replaced by summaries.injected_s, or NULL before v3.
 constexpr const char* summary_columns =
     "summaries.run_id, summaries.throughput_samples_per_s, summaries.step_time_s, "
     "summaries.compute_s, summaries.fwd_s, summaries.bwd_s, summaries.opt_s, "
     "summaries.comm_s, summaries.wait_s, summaries.overlap_s, summaries.data_s, "
     "summaries.bytes_sent_per_step, summaries.timed_steps, summaries.final_train_loss, "
     "summaries.final_test_loss, summaries.final_test_acc, summaries.time_to_target_s, "
-    "summaries.steps_to_target";
+    "summaries.steps_to_target, {injected}";
 
 uint64_t seed_read(const SqlStatement& stmt, int col, int64_t run_id) {
   if (stmt.column_is_integer(col)) return static_cast<uint64_t>(stmt.column_int64(col));
@@ -211,7 +215,7 @@ RunRecord run_read(const SqlStatement& stmt) {
   return run;
 }
 
-// The summary in columns [first, first + 18), absent when the LEFT JOIN found none.
+// The summary in columns [first, first + 19), absent when the LEFT JOIN found none.
 std::optional<Summary> summary_read(const SqlStatement& stmt, int first) {
   int c = first;
   if (stmt.column_is_null(c++)) return std::nullopt;
@@ -233,6 +237,7 @@ std::optional<Summary> summary_read(const SqlStatement& stmt, int first) {
   s.final_test_acc = stmt.column_optional_real(c++);
   s.time_to_target_s = stmt.column_optional_real(c++);
   s.steps_to_target = stmt.column_optional_int64(c++);
+  s.injected_s = stmt.column_optional_real(c++).value_or(0.0);  // NULL: before v3
   return s;
 }
 
@@ -241,7 +246,9 @@ std::optional<Summary> summary_read(const SqlStatement& stmt, int first) {
 std::string run_select_sql(int version, const char* rest) {
   if (version >= 2) {
     return fmt::format("SELECT {}, {} FROM runs LEFT JOIN summaries ON summaries.run_id = runs.id {}",
-                       fmt::format(fmt::runtime(run_columns), "runs.target"), summary_columns,
+                       fmt::format(fmt::runtime(run_columns), "runs.target"),
+                       fmt::format(fmt::runtime(summary_columns),
+                                   fmt::arg("injected", version >= 3 ? "summaries.injected_s" : "NULL")),
                        rest);
   }
   return fmt::format("SELECT {} FROM runs {}", fmt::format(fmt::runtime(run_columns), "NULL"),
@@ -255,11 +262,12 @@ RunWithSummary run_with_summary_read(const SqlStatement& stmt, int version) {
   return result;
 }
 
-std::vector<StepRow> steps_read(sqlite3* db, int64_t run_id) {
-  SqlStatement stmt(db,
-                    "SELECT rank, step, timed, start_s, step_s, fwd_s, bwd_s, opt_s, data_s, "
-                    "comm_s, wait_s, overlap_s, bytes_sent, train_loss FROM steps "
-                    "WHERE run_id = ? ORDER BY step, rank");
+// A database at `version` < 3 has no injected_s column; its rows read injected_s = 0.
+std::vector<StepRow> steps_read(sqlite3* db, int version, int64_t run_id) {
+  SqlStatement stmt(db, fmt::format("SELECT rank, step, timed, start_s, step_s, fwd_s, bwd_s, "
+                                    "opt_s, data_s, comm_s, wait_s, overlap_s, bytes_sent, "
+                                    "train_loss, {} FROM steps WHERE run_id = ? ORDER BY step, rank",
+                                    version >= 3 ? "injected_s" : "NULL"));
   stmt.bind(1, run_id);
   std::vector<StepRow> rows;
   while (stmt.step()) {
@@ -279,6 +287,7 @@ std::vector<StepRow> steps_read(sqlite3* db, int64_t run_id) {
     row.overlap_s = stmt.column_real(c++);
     row.bytes_sent = stmt.column_real(c++);
     row.train_loss = stmt.column_real(c++);
+    row.injected_s = stmt.column_optional_real(c++).value_or(0.0);  // NULL: before v3
   }
   return rows;
 }
@@ -317,12 +326,12 @@ void summary_write(sqlite3* db, int64_t run_id, const Summary& s) {
                     "INSERT OR REPLACE INTO summaries (run_id, throughput_samples_per_s, "
                     "step_time_s, compute_s, fwd_s, bwd_s, opt_s, comm_s, wait_s, overlap_s, "
                     "data_s, bytes_sent_per_step, timed_steps, final_train_loss, "
-                    "final_test_loss, final_test_acc, time_to_target_s, steps_to_target) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    "final_test_loss, final_test_acc, time_to_target_s, steps_to_target, "
+                    "injected_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   stmt.bind_all(run_id, s.throughput_samples_per_s, s.step_time_s, s.compute_s, s.fwd_s,
                 s.bwd_s, s.opt_s, s.comm_s, s.wait_s, s.overlap_s, s.data_s,
                 s.bytes_sent_per_step, s.timed_steps, s.final_train_loss, s.final_test_loss,
-                s.final_test_acc, s.time_to_target_s, s.steps_to_target);
+                s.final_test_acc, s.time_to_target_s, s.steps_to_target, s.injected_s);
   stmt.run();
 }
 
@@ -338,7 +347,9 @@ void summaries_backfill(sqlite3* db) {
   }
   for (int64_t id : ids) {
     std::optional<RunRecord> run = run_find(db, Store::schema_version(), id);
-    summary_write(db, id, summary_compute(*run, steps_read(db, id), evals_read(db, id)));
+    summary_write(db, id,
+                  summary_compute(*run, steps_read(db, Store::schema_version(), id),
+                                  evals_read(db, id)));
   }
   transaction.commit();
 }
@@ -429,12 +440,12 @@ void Store::steps_append(int64_t run_id, const std::vector<StepRow>& rows) {
   SqlTransaction transaction(db_);
   SqlStatement stmt(db_,
                     "INSERT INTO steps (run_id, rank, step, timed, start_s, step_s, fwd_s, "
-                    "bwd_s, opt_s, data_s, comm_s, wait_s, overlap_s, bytes_sent, train_loss) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    "bwd_s, opt_s, data_s, comm_s, wait_s, overlap_s, bytes_sent, train_loss, "
+                    "injected_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const StepRow& r : rows) {
     stmt.bind_all(run_id, r.rank, r.step, r.timed, r.start_s, r.step_s, r.fwd_s, r.bwd_s,
                   r.opt_s, r.data_s, r.comm_s, r.wait_s, r.overlap_s, r.bytes_sent,
-                  r.train_loss);
+                  r.train_loss, r.injected_s);
     stmt.run();
   }
   transaction.commit();
@@ -462,7 +473,8 @@ void Store::run_finish(int64_t run_id, const std::string& status, const std::str
   std::optional<RunRecord> run = run_find(db_, schema_version(), run_id);
   if (!run) run_throw_not_found(path_, run_id);
   summary_write(db_, run_id,
-                summary_compute(*run, steps_read(db_, run_id), evals_read(db_, run_id)));
+                summary_compute(*run, steps_read(db_, schema_version(), run_id),
+                                evals_read(db_, run_id)));
   SqlStatement update(db_, "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?");
   update.bind_all(status, system_time_iso8601());
   update.bind_text_or_null(3, error);
@@ -496,8 +508,9 @@ std::vector<EvalRow> Store::evals_get(int64_t run_id) const {
 }
 
 std::vector<StepRow> Store::steps_get(int64_t run_id) const {
-  if (user_version() < 1) return {};
-  return steps_read(db_, run_id);
+  const int version = user_version();
+  if (version < 1) return {};
+  return steps_read(db_, version, run_id);
 }
 
 }  // namespace dsgd

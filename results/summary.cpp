@@ -1,8 +1,9 @@
 // summary_compute: a run's summary metrics from its stored step and evaluation rows.
 // The definitions (docs/metrics.md) are pinned by tests/unit/test_store.cpp:
 // - over timed step rows (timed = 1) of all ranks: step_time_s, fwd_s, bwd_s, opt_s,
-//   data_s, comm_s, wait_s, overlap_s and bytes_sent_per_step are arithmetic means over
-//   the (rank, step) rows; compute_s = fwd_s + bwd_s + opt_s;
+//   data_s, comm_s, wait_s, overlap_s, injected_s and bytes_sent_per_step are arithmetic
+//   means over the (rank, step) rows; compute_s = fwd_s + bwd_s + opt_s (the injected
+//   straggler delay is reported on its own, not inside compute_s);
 // - timed_steps = number of distinct timed steps;
 // - throughput_samples_per_s = workers x batch x timed_steps / sum over timed steps of
 //   (max over ranks of step_s): each step costs what its slowest rank took; 0 when there
@@ -26,7 +27,7 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
 
   // Means over timed (rank, step) rows, and each timed step's slowest rank.
   double sum_step = 0, sum_fwd = 0, sum_bwd = 0, sum_opt = 0, sum_data = 0;
-  double sum_comm = 0, sum_wait = 0, sum_overlap = 0, sum_bytes = 0;
+  double sum_comm = 0, sum_wait = 0, sum_overlap = 0, sum_injected = 0, sum_bytes = 0;
   std::vector<std::pair<int64_t, double>> step_times;  // (step, step_s) of timed rows
   step_times.reserve(steps.size());
   for (const StepRow& row : steps) {
@@ -39,6 +40,7 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
     sum_comm += row.comm_s;
     sum_wait += row.wait_s;
     sum_overlap += row.overlap_s;
+    sum_injected += row.injected_s;
     sum_bytes += row.bytes_sent;
     step_times.emplace_back(row.step, row.step_s);
   }
@@ -52,6 +54,7 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
     summary.comm_s = sum_comm / rows;
     summary.wait_s = sum_wait / rows;
     summary.overlap_s = sum_overlap / rows;
+    summary.injected_s = sum_injected / rows;
     summary.bytes_sent_per_step = sum_bytes / rows;
   }
   summary.compute_s = summary.fwd_s + summary.bwd_s + summary.opt_s;

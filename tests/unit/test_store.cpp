@@ -1,8 +1,8 @@
 // Tests of the SQLite results store: round trip of every field, the summary metric
-// definitions on a hand-made 2-rank run, the target parser, schema migrations (from v1,
-// rollback on failure), refusals that must leave files untouched, read-only access, and
-// the time of a 10 000-row batched append (printed, not asserted). Each test works in its
-// own temporary directory.
+// definitions on a hand-made 2-rank run, the target parser, schema migrations (from v1
+// and v2, rollback on failure), refusals that must leave files untouched, read-only
+// access, the calibration tables (v3), and the time of a 10 000-row batched append
+// (printed, not asserted). Each test works in its own temporary directory.
 #include <sqlite3.h>
 #include <unistd.h>
 
@@ -113,6 +113,7 @@ StepRow step_make(int rank, int64_t step, bool timed, double step_s) {
   row.comm_s = 0.03 * (rank + 1);
   row.wait_s = 0.002 * static_cast<double>(step);
   row.overlap_s = 0.004;
+  row.injected_s = 0.0125 * rank;
   row.bytes_sent = 1000.0 * (rank + 1);
   row.train_loss = 1.0 / (1.0 + static_cast<double>(step)) + 0.1 * rank;
   return row;
@@ -137,7 +138,8 @@ void expect_same_step(const StepRow& a, const StepRow& b) {
   EXPECT_EQ(a.timed, b.timed);
   for (auto field : {&StepRow::start_s, &StepRow::step_s, &StepRow::fwd_s, &StepRow::bwd_s,
                      &StepRow::opt_s, &StepRow::data_s, &StepRow::comm_s, &StepRow::wait_s,
-                     &StepRow::overlap_s, &StepRow::bytes_sent, &StepRow::train_loss}) {
+                     &StepRow::overlap_s, &StepRow::injected_s, &StepRow::bytes_sent,
+                     &StepRow::train_loss}) {
     EXPECT_TRUE(same_double(a.*field, b.*field))
         << "rank " << a.rank << " step " << a.step << ": " << a.*field << " vs " << b.*field;
   }
@@ -162,7 +164,7 @@ void expect_same_summary(const Summary& a, const Summary& b) {
   for (auto field : {&Summary::throughput_samples_per_s, &Summary::step_time_s,
                      &Summary::compute_s, &Summary::fwd_s, &Summary::bwd_s, &Summary::opt_s,
                      &Summary::comm_s, &Summary::wait_s, &Summary::overlap_s, &Summary::data_s,
-                     &Summary::bytes_sent_per_step}) {
+                     &Summary::injected_s, &Summary::bytes_sent_per_step}) {
     EXPECT_DOUBLE_EQ(a.*field, b.*field);
   }
   EXPECT_EQ(a.timed_steps, b.timed_steps);
@@ -346,6 +348,10 @@ struct TwoRankExample {
              row(1, 1, true, 1.5, 0.3, 0.2, 0.05, 0.03, 0.5, 0.2, 0.04, 200),
              row(1, 2, true, 0.5, 0.4, 0.4, 0.05, 0.05, 0.1, 0.1, 0.06, 400),
              row(0, 2, true, 2.0, 0.2, 0.4, 0.05, 0.07, 0.9, 0.3, 0.08, 300)};
+    // Straggler delay on the timed rows of rank 1 only (warm-up's is ignored).
+    steps[0].injected_s = 50.0;
+    steps[3].injected_s = 0.25;
+    steps[4].injected_s = 0.75;
     // Given out of step order: "first" and "last" are by step.
     evals = {eval_make(4, 4.0, 0.20, 0.85), eval_make(2, 2.0, 0.35, 0.80),
              eval_make(1, 1.0, 0.60, 0.50), eval_make(3, 3.0, 0.25, 0.90)};
@@ -371,6 +377,8 @@ TEST(SummaryCompute, TwoRankExampleFollowsTheDefinitions) {
   EXPECT_DOUBLE_EQ(s.wait_s, (0.0 + 0.2 + 0.1 + 0.3) / 4);
   EXPECT_DOUBLE_EQ(s.overlap_s, (0.02 + 0.04 + 0.06 + 0.08) / 4);
   EXPECT_DOUBLE_EQ(s.bytes_sent_per_step, 250.0);
+  EXPECT_DOUBLE_EQ(s.injected_s, (0.0 + 0.25 + 0.75 + 0.0) / 4);
+  EXPECT_DOUBLE_EQ(s.compute_s, s.fwd_s + s.bwd_s + s.opt_s);  // injected is not compute
   // Final = the evaluation with the largest step.
   ASSERT_TRUE(s.final_test_acc && s.final_test_loss && s.final_train_loss);
   EXPECT_DOUBLE_EQ(*s.final_test_acc, 0.85);
@@ -567,6 +575,204 @@ TEST_F(StoreTest, FailedMigrationRollsBackAndLosesNothing) {
   EXPECT_EQ(raw_query_text(db, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'target'"),
             "0");
   sqlite3_close(db);
+}
+
+TEST_F(StoreTest, MigratesAVersion2DatabaseKeepingItsDataAndReadingInjectedAsZero) {
+  int64_t id = 0;
+  {
+    sqlite3* db = raw_open(db_path());
+    migrations_apply(db, 0, 2);
+    raw_exec(db,
+             "INSERT INTO runs (id, created_at, finished_at, status, workload, workers, batch, "
+             "steps, seed) VALUES (3, '2025-06-01T10:00:00Z', '2025-06-01T10:01:00Z', "
+             "'completed', 'svm', 2, 8, 2, '5')");
+    raw_exec(db,
+             "INSERT INTO steps (run_id, rank, step, timed, start_s, step_s, fwd_s, bwd_s, opt_s, "
+             "data_s, comm_s, wait_s, overlap_s, bytes_sent, train_loss) VALUES "
+             "(3, 0, 0, 1, 0.0, 1.0, 0.1, 0.2, 0.3, 0.01, 0.02, 0.03, 0, 16, 0.5), "
+             "(3, 1, 0, 1, 0.0, 2.0, 0.1, 0.2, 0.3, 0.01, 0.02, 0.03, 0, 16, 0.6)");
+    raw_exec(db,
+             "INSERT INTO summaries (run_id, throughput_samples_per_s, step_time_s, timed_steps) "
+             "VALUES (3, 8.0, 1.5, 1)");
+    EXPECT_EQ(raw_query_text(db, "PRAGMA user_version"), "2");
+    sqlite3_close(db);
+    id = 3;
+  }
+  // Read-only: v2 has no injected_s columns and no calibration tables; both read as absent.
+  {
+    Store old = Store::open_readonly(db_path());
+    EXPECT_EQ(old.user_version(), 2);
+    std::vector<StepRow> rows = old.steps_get(id);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_EQ(rows[1].injected_s, 0.0);
+    EXPECT_DOUBLE_EQ(rows[1].step_s, 2.0);
+    RunWithSummary got = old.run_get(id);
+    ASSERT_TRUE(got.summary.has_value());
+    EXPECT_EQ(got.summary->injected_s, 0.0);
+    EXPECT_DOUBLE_EQ(got.summary->step_time_s, 1.5);
+    EXPECT_FALSE(old.calibration_latest().has_value());
+    EXPECT_TRUE(old.calibrations_list().empty());
+    EXPECT_TRUE(old.collectives_get(1).empty());
+    EXPECT_THROW(old.calibration_get(1), InputError);
+  }
+  Store store = Store::open(db_path());
+  EXPECT_EQ(store.user_version(), Store::schema_version());
+  EXPECT_GE(Store::schema_version(), 3);
+  // Old rows kept, their injected_s NULL in the file and 0 when read.
+  EXPECT_EQ(raw_query_text(store.handle(), "SELECT count(*) FROM steps WHERE injected_s IS NULL"), "2");
+  std::vector<StepRow> rows = store.steps_get(id);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].injected_s, 0.0);
+  EXPECT_DOUBLE_EQ(rows[0].train_loss, 0.5);
+  RunWithSummary got = store.run_get(id);
+  EXPECT_EQ(got.run.status, "completed");
+  ASSERT_TRUE(got.summary.has_value());
+  EXPECT_DOUBLE_EQ(got.summary->throughput_samples_per_s, 8.0);
+  EXPECT_EQ(got.summary->injected_s, 0.0);
+  // New rows carry injected_s.
+  const int64_t next = store.run_begin(run_make());
+  StepRow row = step_make(1, 0, true, 1.0);
+  row.injected_s = 0.03125;
+  store.steps_append(next, {row});
+  store.run_finish(next, "completed", "");
+  EXPECT_EQ(store.steps_get(next)[0].injected_s, 0.03125);
+  EXPECT_DOUBLE_EQ(store.run_get(next).summary->injected_s, 0.03125);
+  // The calibration tables exist and are empty.
+  EXPECT_FALSE(store.calibration_latest().has_value());
+}
+
+TEST_F(StoreTest, InjectedDelayRoundTripsAndIsAveragedInTheSummary) {
+  Store store = Store::open(db_path());
+  const int64_t id = store.run_begin(run_make());
+  std::vector<StepRow> rows = {step_make(0, 0, false, 1.0), step_make(1, 0, false, 1.0),
+                               step_make(0, 1, true, 1.0), step_make(1, 1, true, 1.0),
+                               step_make(0, 2, true, 1.0), step_make(1, 2, true, 1.0)};
+  rows[1].injected_s = 9.0;  // warm-up: not in the mean
+  rows[3].injected_s = 0.5;
+  rows[5].injected_s = 0.25;
+  rows[4].injected_s = 0.0;
+  rows[2].injected_s = 0.0;
+  store.steps_append(id, rows);
+  store.run_finish(id, "completed", "");
+  std::vector<StepRow> back = store.steps_get(id);
+  ASSERT_EQ(back.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) expect_same_step(back[i], rows[i]);
+  ASSERT_TRUE(store.run_get(id).summary.has_value());
+  EXPECT_DOUBLE_EQ(store.run_get(id).summary->injected_s, (0.5 + 0.25) / 4);
+}
+
+// ---- calibrations ----------------------------------------------------------------------------
+
+CalibrationRecord calibration_make(const std::string& host) {
+  CalibrationRecord c;
+  c.workers = 2;
+  c.host = host;
+  c.cpu_model = "Test CPU";
+  c.mpi_version = "MPICH Version: 4.0";
+  c.git_commit = "abc123";
+  c.tool_version = "0.1.0";
+  c.config_json = R"({"reps": 5})";
+  return c;
+}
+
+TEST_F(StoreTest, CalibrationRoundTripKeepsEveryValue) {
+  Store store = Store::open(db_path());
+  const int64_t id = store.calibration_begin(calibration_make("node01"));
+  EXPECT_GT(id, 0);
+  std::vector<CollectiveRow> collectives = {
+      {"allreduce", 1048576, 40, 2.5e-4, 2.4e-4, 2.7e-4, 4.194304, 4.194304},
+      {"allreduce", 4, 5000, 2.0e-6, 1.9e-6, 2.2e-6, 0.002, 0.002},
+      {"sendrecv", 8, 6000, 1.0e-6, 0.9e-6, 1.5e-6, 0.008, 0.008},
+  };
+  std::vector<FitRow> fits = {{"allreduce", 2.0e-5, 8.0e-10, 1.25e9, 0.031},
+                              {"sendrecv", 1.0e-6, 4.0e-10, 2.5e9, 0.02}};
+  std::vector<ProfileRow> profiles = {{"svm", "fashion-mnist", 64, 0, "weights", 1.0e-4, 2.0e-4},
+                                      {"svm", "fashion-mnist", 64, 1, "bias", 1.0e-7, 3.0e-6},
+                                      {"svm", "fashion-mnist", 16, 0, "weights", 3.0e-5, 6.0e-5}};
+  store.collectives_append(id, collectives);
+  store.fits_append(id, fits);
+  store.profiles_append(id, profiles);
+
+  CalibrationRecord got = store.calibration_get(id);
+  EXPECT_EQ(got.id, id);
+  EXPECT_FALSE(got.created_at.empty());
+  EXPECT_EQ(got.workers, 2);
+  EXPECT_EQ(got.host, "node01");
+  EXPECT_EQ(got.cpu_model, "Test CPU");
+  EXPECT_EQ(got.mpi_version, "MPICH Version: 4.0");
+  EXPECT_EQ(got.git_commit, "abc123");
+  EXPECT_EQ(got.tool_version, "0.1.0");
+  EXPECT_EQ(got.config_json, R"({"reps": 5})");
+
+  std::vector<CollectiveRow> c = store.collectives_get(id);  // by op, then bytes
+  ASSERT_EQ(c.size(), 3u);
+  EXPECT_EQ(c[0].op, "allreduce");
+  EXPECT_EQ(c[0].bytes, 4);
+  EXPECT_EQ(c[1].bytes, 1048576);
+  EXPECT_EQ(c[1].iters, 40);
+  EXPECT_EQ(c[1].time_s, 2.5e-4);
+  EXPECT_EQ(c[1].time_min_s, 2.4e-4);
+  EXPECT_EQ(c[1].time_max_s, 2.7e-4);
+  EXPECT_EQ(c[1].algbw_gbps, 4.194304);
+  EXPECT_EQ(c[1].busbw_gbps, 4.194304);
+  EXPECT_EQ(c[2].op, "sendrecv");
+
+  std::vector<FitRow> f = store.fits_get(id);
+  ASSERT_EQ(f.size(), 2u);
+  EXPECT_EQ(f[0].op, "allreduce");
+  EXPECT_EQ(f[0].alpha_s, 2.0e-5);
+  EXPECT_EQ(f[0].beta_s_per_byte, 8.0e-10);
+  EXPECT_EQ(f[0].bandwidth_bytes_per_s, 1.25e9);
+  EXPECT_EQ(f[0].rel_error, 0.031);
+
+  std::vector<ProfileRow> p = store.profiles_get(id);  // by workload, batch, layer
+  ASSERT_EQ(p.size(), 3u);
+  EXPECT_EQ(p[0].batch, 16);
+  EXPECT_EQ(p[1].batch, 64);
+  EXPECT_EQ(p[1].layer, 0);
+  EXPECT_EQ(p[1].layer_name, "weights");
+  EXPECT_EQ(p[1].dataset, "fashion-mnist");
+  EXPECT_EQ(p[1].fwd_s, 1.0e-4);
+  EXPECT_EQ(p[1].bwd_s, 2.0e-4);
+  EXPECT_EQ(p[2].layer_name, "bias");
+
+  // A duplicate (op, bytes) is refused and the batch rolled back.
+  EXPECT_THROW(store.collectives_append(id, {collectives[0], collectives[0]}), Error);
+  EXPECT_EQ(store.collectives_get(id).size(), 3u);
+}
+
+TEST_F(StoreTest, CalibrationLatestIsTheNewestOfTheHost) {
+  Store store = Store::open(db_path());
+  EXPECT_FALSE(store.calibration_latest().has_value());
+  const int64_t a = store.calibration_begin(calibration_make("node01"));
+  const int64_t b = store.calibration_begin(calibration_make("node02"));
+  const int64_t c = store.calibration_begin(calibration_make("node01"));
+  EXPECT_LT(a, b);
+  EXPECT_EQ(store.calibration_latest(), c);
+  EXPECT_EQ(store.calibration_latest("node01"), c);
+  EXPECT_EQ(store.calibration_latest("node02"), b);
+  EXPECT_FALSE(store.calibration_latest("node03").has_value());
+  std::vector<CalibrationRecord> listed = store.calibrations_list();
+  ASSERT_EQ(listed.size(), 3u);
+  EXPECT_EQ(listed[0].id, c);
+  EXPECT_EQ(store.calibrations_list(1).size(), 1u);
+}
+
+TEST_F(StoreTest, UnknownCalibrationIsAnInputError) {
+  Store store = Store::open(db_path());
+  CaughtInputError caught = catch_input_error([&] { store.calibration_get(9); });
+  ASSERT_TRUE(caught.thrown);
+  EXPECT_NE(caught.what.find("calibration 9 not found"), std::string::npos) << caught.what;
+  EXPECT_THROW(store.collectives_append(9, {CollectiveRow{"allreduce", 4, 1, 1e-6, 1e-6, 1e-6, 0, 0}}),
+               InputError);
+  EXPECT_THROW(store.fits_append(9, {FitRow{"allreduce", 1e-6, 1e-9, 1e9, 0}}), InputError);
+  EXPECT_THROW(store.profiles_append(9, {ProfileRow{"svm", "x", 1, 0, "w", 0, 0}}), InputError);
+  EXPECT_TRUE(store.collectives_get(9).empty());
+  EXPECT_TRUE(store.fits_get(9).empty());
+  EXPECT_TRUE(store.profiles_get(9).empty());
+  CalibrationRecord bad = calibration_make("node01");
+  bad.workers = 0;
+  EXPECT_THROW(store.calibration_begin(bad), Error);
 }
 
 // ---- refusals that leave everything untouched -------------------------------------------------

@@ -1,0 +1,97 @@
+# `dsgd-bench calibrate --workers 2 --quick` self-launches through mpiexec, prints the
+# per-op tables, the fits and the profile with calibration_id=<id> last, and stores rows
+# in calibrations / collectives / fits / profiles; bad sizes are refused before anything
+# is created. Then `trace` of a short 2-rank run writes Chrome trace-event JSON that jq
+# parses, with exactly one named track per rank, a --steps window, a bounded size, and
+# refusals of an unknown run and a bad window.
+source "$(dirname "$0")/common.bash"
+
+# ---- calibrate ---------------------------------------------------------------------------------
+"$BIN" calibrate --workers 2 --quick --db t.db > cal.txt 2> cal_err.txt || { cat cal.txt cal_err.txt; fail "calibrate failed"; }
+cat cal.txt
+last=$(tail -n 1 cal.txt)
+[[ "$last" =~ ^calibration_id=([0-9]+)$ ]] || fail "last line of calibrate is not calibration_id=<id>: '$last'"
+cid="${BASH_REMATCH[1]}"
+for op in allreduce reduce_scatter allgather broadcast sendrecv; do
+  grep -q "^# $op: " cal.txt || fail "no table for $op"
+done
+grep -q "harness vs bare MPI_Allreduce busbw" cal.txt || fail "no harness vs bare comparison"
+[ "$(sql t.db "select workers from calibrations where id=$cid")" = 2 ] || fail "calibration workers not 2"
+sql t.db "select mpi_version from calibrations where id=$cid" | grep -q MPICH || fail "MPI version not recorded"
+[ "$(sql t.db "select count(distinct op) from collectives where calibration_id=$cid")" = 6 ] ||
+  fail "expected 6 ops in collectives"
+# --quick: 4 B .. 1 MiB by x4 = 10 sizes
+[ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce'")" = 10 ] ||
+  fail "expected 10 allreduce sizes"
+[ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and (time_s <= 0 or busbw_gbps <= 0 or time_min_s > time_s or time_max_s < time_s)")" = 0 ] ||
+  fail "collectives rows with impossible times"
+# busbw = algbw x 2(n-1)/n = algbw on 2 ranks; algbw = bytes / time / 1e9
+[ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce' and abs(algbw_gbps - bytes / time_s / 1e9) > 1e-9 * algbw_gbps")" = 0 ] ||
+  fail "algbw is not bytes / time"
+[ "$(sql t.db "select count(*) from fits where calibration_id=$cid and alpha_s >= 0 and bandwidth_bytes_per_s > 0 and rel_error >= 0")" = 6 ] ||
+  fail "expected 6 fits with alpha >= 0 and bandwidth > 0"
+# svm has 2 layers (weights, bias); default batches 16,64,256
+[ "$(sql t.db "select count(*) from profiles where calibration_id=$cid and workload='svm' and fwd_s > 0 and bwd_s > 0")" = 6 ] ||
+  fail "expected 6 profile rows with positive times"
+[ "$(sql t.db "select group_concat(distinct batch) from (select batch from profiles where calibration_id=$cid order by batch)")" = "16,64,256" ] ||
+  fail "profiled batches are not 16,64,256"
+
+# Bad sizes: exit 2, nothing created.
+set +e
+"$BIN" calibrate --workers 2 --min-size 3 --db bad.db > /dev/null 2> bad_err.txt
+code=$?
+set -e
+[ "$code" = 2 ] || fail "--min-size 3 exited $code, expected 2"
+grep -q "multiple of 4" bad_err.txt || fail "no message for --min-size 3: $(cat bad_err.txt)"
+set +e
+"$BIN" calibrate --workers 2 --max-size 1XB --db bad.db > /dev/null 2> bad_err.txt
+code=$?
+set -e
+[ "$code" = 2 ] || fail "--max-size 1XB exited $code, expected 2"
+[ ! -e bad.db ] || fail "a refused calibrate created its database"
+
+# ---- trace -------------------------------------------------------------------------------------
+"$BIN" run --workers 2 --dataset "$SMALL" --steps 20 --eval-every 10 --batch 32 --db t.db > run.txt 2>&1 ||
+  { cat run.txt; fail "run failed"; }
+id=$(last_run_id run.txt)
+"$BIN" trace "$id" -o trace.json --db t.db > trace_out.txt || { cat trace_out.txt; fail "trace failed"; }
+cat trace_out.txt
+jq -e '.traceEvents | type == "array"' trace.json > /dev/null || fail "trace.json is not trace-event JSON"
+jq -e '.displayTimeUnit == "ms"' trace.json > /dev/null || fail "displayTimeUnit is not ms"
+[ "$(jq '[.traceEvents[] | select(.ph == "M" and .name == "thread_name") | .tid] | unique | length' trace.json)" = 2 ] ||
+  fail "expected exactly 2 distinct tids with thread_name"
+[ "$(jq '[.traceEvents[] | select(.ph == "M" and .name == "thread_name")] | length' trace.json)" = 2 ] ||
+  fail "expected one thread_name per rank"
+[ "$(jq '[.traceEvents[] | select(.name == "step")] | length' trace.json)" = 40 ] || fail "expected 40 step slices"
+for phase in data fwd bwd wait comm opt; do
+  [ "$(jq "[.traceEvents[] | select(.name == \"$phase\" and .ph == \"X\")] | length" trace.json)" = 40 ] ||
+    fail "expected 40 $phase slices"
+done
+jq -e "[.traceEvents[] | select(.ph == \"X\") | .dur >= 0] | all" trace.json > /dev/null || fail "negative duration"
+jq -e ".otherData.run_id == $id and .otherData.workers == 2 and .otherData.trace.sampled == false" trace.json \
+  > /dev/null || fail "otherData lacks the run context"
+
+# A window, and a bound that forces sampling.
+"$BIN" trace "$id" -o window.json --db t.db --steps 5:10 > /dev/null
+[ "$(jq '[.traceEvents[] | select(.name == "step") | .args.step] | unique' -c window.json)" = "[5,6,7,8,9]" ] ||
+  fail "--steps 5:10 did not select steps 5..9"
+"$BIN" trace "$id" -o small.json --db t.db --max-events 100 > /dev/null
+[ "$(jq '.traceEvents | length' small.json)" -le 100 ] || fail "--max-events 100 not respected"
+jq -e '.otherData.trace.sampled == true and .otherData.trace.sample_every > 1' small.json > /dev/null ||
+  fail "sampling not stated in otherData"
+
+# Refusals: exit 2 and no file.
+set +e
+"$BIN" trace 999 -o missing.json --db t.db > /dev/null 2> err.txt
+code=$?
+set -e
+[ "$code" = 2 ] || fail "trace of an unknown run exited $code, expected 2"
+grep -q "run 999 not found" err.txt || fail "no message for an unknown run: $(cat err.txt)"
+[ ! -e missing.json ] || fail "a refused trace created its file"
+set +e
+"$BIN" trace "$id" -o bad.json --db t.db --steps 9:3 > /dev/null 2> err.txt
+code=$?
+set -e
+[ "$code" = 2 ] || fail "--steps 9:3 exited $code, expected 2"
+[ ! -e bad.json ] && [ ! -e bad.json.partial ] || fail "a refused trace left a file"
+echo PASS
