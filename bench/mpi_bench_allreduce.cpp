@@ -2,7 +2,8 @@
 // exactly as in training) against a bare MPI_Allreduce of the same buffer, measured side
 // by side in one run under `mpiexec -n 2`. Bandwidths as nccl-tests defines them:
 // algbw = S / t, busbw = algbw × 2(n−1)/n, GB = 1e9; t is the slowest rank's time per
-// iteration; each size reports the median over repetitions that alternate the two paths.
+// iteration; each size reports the median over repetitions that alternate the two paths,
+// and the ratio column is the median of the per-repetition (paired) ratios bare/ours.
 // Goal (issue 2): harness busbw ≥ 0.95 × bare busbw at every size from 4 KiB to 64 MiB.
 #include <mpi.h>
 
@@ -32,7 +33,7 @@ int main(int argc, char** argv) {
   const int n = comm->size();
   const bool root = comm->rank() == 0;
   const size_t max_bytes = quick ? (size_t(1) << 20) : (size_t(64) << 20);
-  const int reps = quick ? 3 : 9;
+  const int reps = quick ? 3 : 15;
   std::vector<float> buf(max_bytes / sizeof(float), 1.0f);
   CollEventLog log;
 
@@ -71,14 +72,18 @@ int main(int argc, char** argv) {
       std::fill(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(count), 1.0f);
     }
     const double tb = median(bare), to = median(ours);
+    // Paired: each repetition ran both paths back to back, so their ratio cancels the
+    // machine's slow drifts; the median of the paired ratios is the comparison we report.
+    std::vector<double> paired;
+    for (size_t i = 0; i < bare.size(); ++i) paired.push_back(bare[i] / ours[i]);
     const double factor = n > 1 ? 2.0 * (n - 1) / n : 1.0;
     const double algb = bytes / tb / 1e9, algo = bytes / to / 1e9;
-    const double ratio = tb / to;
+    const double ratio = median(paired);
     worst_ratio = std::min(worst_ratio, ratio);
     if (root)
       fmt::print("{:>12} {:>12} | {:>10.2f} {:>8.3f} {:>8.3f} | {:>10.2f} {:>8.3f} {:>8.3f} | {:>7.3f}\n", bytes, count,
                  tb * 1e6, algb, algb * factor, to * 1e6, algo, algo * factor, ratio);
   }
-  if (root) fmt::print("# worst ratio (ours busbw / bare busbw): {:.3f} (goal >= 0.95)\n", worst_ratio);
+  if (root) fmt::print("# worst ratio (ours busbw / bare busbw, median of paired repetitions): {:.3f} (goal >= 0.95)\n", worst_ratio);
   return 0;
 }

@@ -72,8 +72,25 @@ void validate_before_launch(const RunConfig& cfg) {
   Store::open(cfg.db);
 }
 
-void print_warnings(const RunConfig& cfg, const Communicator& comm) {
+void print_warnings(const RunConfig& cfg, const Communicator& comm, const Store& store) {
   const SystemInfo sys = system_info_read();
+  if (!cfg.bandwidth.empty()) {
+    const double emulated = network_parse_bandwidth(cfg.bandwidth);
+    std::optional<double> native;
+    if (auto id = store.calibration_latest(sys.host))
+      for (const FitRow& fit : store.fits_get(*id))
+        if (fit.op == "allreduce") native = fit.bandwidth_bytes_per_s;
+    if (!native)
+      fmt::print(stderr,
+                 "dsgd-bench: note: no calibration of this host in {}: the real fabric's time is not subtracted "
+                 "from the emulated one (run `dsgd-bench calibrate` first)\n",
+                 cfg.db);
+    else if (emulated > *native)
+      fmt::print(stderr,
+                 "dsgd-bench: warning: emulated bandwidth {:.3g} GB/s exceeds the calibrated fabric's {:.3g} GB/s: "
+                 "the emulation cannot make collectives faster than the real ones\n",
+                 emulated / 1e9, *native / 1e9);
+  }
   const int local = comm.ranks_on_this_host();
   const long cores = sys.cores;
   if (local * cfg.threads > cores)
@@ -105,7 +122,7 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
     }
     collective_check(*comm, local);
     interrupt_start_watcher(root ? cfg.db : std::string());
-    if (root) print_warnings(cfg, *comm);
+    if (root) print_warnings(cfg, *comm, *store);
 
     TrainerCallbacks callbacks;
     int64_t total_steps = 0;

@@ -43,7 +43,9 @@ struct Worker {
   std::unique_ptr<BatchSampler> sampler;
   Stragglers stragglers;
   Topology topology;
+  std::optional<NetworkModel> emulated;          // from --bandwidth etc.; empty: no emulation
   std::unique_ptr<NetworkEmulation> emulation;  // null: nothing added to collectives
+  int64_t native_calibration_id = 0;            // calibration whose fit was subtracted (0: none)
   std::vector<float> params, grads, eval_params;
   int64_t steps = 0, warmup = 0, eval_every = 0, flush_every = 0;
 };
@@ -89,12 +91,8 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.flush_every = std::min<int64_t>(w.eval_every, 1000);
   w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
   w.topology = topology_make(cfg.topology, comm.size(), cfg.seed);
-  if (auto net = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
-                                          w.topology.groups)) {
-    // No native model is subtracted yet (see docs/metrics.md, "Network emulation").
-    const CollAlgo algo = w.topology.groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
-    w.emulation = std::make_unique<NetworkEmulation>(*net, std::nullopt, comm.size(), algo);
-  }
+  w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
+                                        w.topology.groups);
   w.algorithm = algorithm_create(cfg.algo, cfg);
   w.optimizer = std::make_unique<SgdOptimizer>(SgdOptions{cfg.lr, cfg.momentum, cfg.weight_decay, false}, count);
   return w;
@@ -120,6 +118,11 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
   config["steps"] = w.steps;
   config["warmup"] = w.warmup;
   config["eval-every"] = w.eval_every;
+  if (w.emulation) {
+    config["emulated-network"] = network_model_describe(*w.emulated);
+    config["native-calibration-id"] = w.native_calibration_id > 0 ? nlohmann::json(w.native_calibration_id)
+                                                                   : nlohmann::json(nullptr);
+  }
   r.config_json = config.dump();
   r.tool_version = sys.tool_version;
   r.git_commit = sys.git_commit;
@@ -179,7 +182,32 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   StepRecorder recorder;
   recorder.reserve(static_cast<size_t>(w.flush_every),
                    static_cast<size_t>(std::max(1, w.algorithm->max_collectives_per_step())));
-  if (w.emulation) comm.set_emulation(w.emulation->hook());
+  // Network emulation: rank 0 looks up this host's latest calibration (the native fabric's
+  // all-reduce fit) and every rank gets the same numbers, so every rank holds a collective
+  // for the same extra time. Without a calibration nothing is subtracted (docs/cluster.md).
+  if (w.emulated) {
+    double native[3] = {0, 0, 0};  // calibration id, alpha, bus bandwidth
+    if (store) {
+      if (auto id = store->calibration_latest(system_info_read().host)) {
+        for (const FitRow& fit : store->fits_get(*id)) {
+          if (fit.op == "allreduce" && fit.bandwidth_bytes_per_s > 0) {
+            native[0] = static_cast<double>(*id);
+            native[1] = fit.alpha_s;
+            native[2] = fit.bandwidth_bytes_per_s;
+          }
+        }
+      }
+    }
+    comm.untimed_broadcast(native, 3, 0);
+    std::optional<NetworkModel> native_model;
+    if (native[0] > 0) {
+      native_model = NetworkModel{network_link_from_allreduce_fit(native[1], native[2], comm.size()), std::nullopt, 1};
+      w.native_calibration_id = static_cast<int64_t>(native[0]);
+    }
+    const CollAlgo algo = w.topology.groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
+    w.emulation = std::make_unique<NetworkEmulation>(*w.emulated, native_model, comm.size(), algo);
+    comm.set_emulation(w.emulation->hook());
+  }
   const bool timers = cfg.timers;
   if (timers) comm.attach_log(&recorder.events());
 

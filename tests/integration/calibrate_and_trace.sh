@@ -94,4 +94,17 @@ code=$?
 set -e
 [ "$code" = 2 ] || fail "--steps 9:3 exited $code, expected 2"
 [ ! -e bad.json ] && [ ! -e bad.json.partial ] || fail "a refused trace left a file"
+
+# With a calibration of this host in the database, emulation subtracts the native fabric's
+# modelled time (its all-reduce fit) and says which calibration it used; an emulated
+# bandwidth above the calibrated one is warned about.
+"$BIN" run --workers 2 --dataset "synthetic:n=2000,d=10000,density=0.01,classes=2,test=200" --steps 10 --batch 16 \
+  --bandwidth 1Gbps --latency 100us --db t.db > emu.txt 2> emu_err.txt || { cat emu_err.txt; fail "emulated run failed"; }
+emu_id=$(last_run_id emu.txt)
+"$BIN" show "$emu_id" --db t.db --format json > emu.json
+jq -e '.config["native-calibration-id"] != null and (.config["emulated-network"] | test("1 Gbit/s"))' emu.json \
+  > /dev/null || fail "emulated run does not record the calibration it subtracted: $(jq .config emu.json)"
+"$BIN" run --workers 2 --dataset "synthetic:n=2000,d=100,classes=2,test=200" --steps 5 --batch 16 \
+  --bandwidth 10TB/s --db t.db > /dev/null 2> fast_err.txt || fail "fast emulated run failed"
+grep -q "exceeds the calibrated fabric" fast_err.txt || { cat fast_err.txt; fail "no warning for an emulated bandwidth above the real one"; }
 echo PASS

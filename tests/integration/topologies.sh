@@ -26,7 +26,7 @@ done
 
 # hier:1x2 is complete with extra steps: the same emulated comm (each within 10% of the other).
 common=(--workers 2 --dataset "synthetic:n=2000,d=100000,density=0.001,classes=2,test=200" --steps 12 --batch 16
-  --bandwidth 1Gbps --latency 1ms --db t.db)
+  --bandwidth 100Mbps --latency 1ms --db t.db)
 "$BIN" run "${common[@]}" --topology complete > a.txt || fail "complete run failed"
 "$BIN" run "${common[@]}" --topology hier:1x2 > b.txt || fail "hier:1x2 run failed"
 ca=$("$BIN" show "$(last_run_id a.txt)" --db t.db --format json | jq .comm_s)
