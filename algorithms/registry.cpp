@@ -19,7 +19,7 @@ struct AlgorithmEntry {
 
 const std::vector<AlgorithmEntry>& registry() {
   static const std::vector<AlgorithmEntry> entries = {
-      {{"ssgd", "synchronous SGD: all-reduce of the gradient every step", "-"}, algorithm_create_ssgd},
+      {{"ssgd", "synchronous SGD: all-reduce of the gradient every step", "--overlap"}, algorithm_create_ssgd},
       {{"localsgd", "Local SGD: local steps, all-reduce of the model every H steps", "--period H"},
        algorithm_create_localsgd},
   };

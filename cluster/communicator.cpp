@@ -22,7 +22,7 @@ double ring_allreduce_bytes_sent(double bytes, int n) { return n <= 1 ? 0.0 : 2.
 
 void Communicator::record(CollKind kind, double arrive, double bytes_sent) {
   if (!log_) return;
-  log_->push(CollEvent{arrive, clock_now_s(), bytes_sent, static_cast<int32_t>(kind)});
+  log_->push(CollEvent{arrive, clock_now_s(), bytes_sent, static_cast<int32_t>(kind), 0.0});
 }
 
 void Communicator::emulate(CollKind kind, double bytes) {
@@ -55,6 +55,49 @@ void Communicator::broadcast(float* data, size_t count, int root) {
   do_broadcast(data, count, root);
   emulate(CollKind::coll_broadcast, double(count) * sizeof(float));
   record(CollKind::coll_broadcast, arrive, rank() == root ? double(count) * sizeof(float) : 0.0);
+}
+
+void Communicator::iallreduce_sum(float* data, size_t count, CollRequest& r) {
+  r.data = data;
+  r.count = count;
+  r.average = false;
+  r.completed = 0;
+  r.launch = clock_now_s();
+  r.slot = do_iallreduce_sum_start(data, count);
+}
+
+void Communicator::iallreduce_average(float* data, size_t count, CollRequest& r) {
+  iallreduce_sum(data, count, r);
+  r.average = true;
+}
+
+void Communicator::progress(CollRequest& r) {
+  if (!r.active() || r.completed > 0) return;
+  if (do_test(r.slot)) r.completed = clock_now_s();
+}
+
+void Communicator::wait(CollRequest& r, double compute_end) {
+  if (!r.active()) return;
+  const double arrive = clock_now_s();
+  if (r.completed == 0) do_wait(r.slot);
+  r.slot = -1;
+  const double bytes = double(r.count) * sizeof(float);
+  // Emulated link: the operation cannot finish before launch + its modelled extra time.
+  if (emulation_.extra_s) {
+    const double extra = emulation_.extra_s(emulation_.ctx, CollKind::coll_allreduce, bytes, size());
+    clock_hold_until(r.launch + extra);
+  }
+  const int n = size();
+  if (r.average && n > 1) {
+    const float scale = 1.0f / static_cast<float>(n);
+    for (size_t i = 0; i < r.count; ++i) r.data[i] *= scale;
+  }
+  if (log_) {
+    double in_flight_until = compute_end > 0 && compute_end < arrive ? compute_end : arrive;
+    if (r.completed > 0 && r.completed < in_flight_until) in_flight_until = r.completed;
+    log_->push(CollEvent{arrive, clock_now_s(), ring_allreduce_bytes_sent(bytes, n),
+                         static_cast<int32_t>(CollKind::coll_allreduce), in_flight_until - r.launch});
+  }
 }
 
 void Communicator::barrier() {
@@ -90,6 +133,9 @@ class SelfCommunicator final : public Communicator {
   void do_allreduce_sum(float*, size_t) override {}
   void do_broadcast(float*, size_t, int) override {}
   void do_barrier() override {}
+  int do_iallreduce_sum_start(float*, size_t) override { return 0; }
+  bool do_test(int) override { return true; }
+  void do_wait(int) override {}
 };
 
 }  // namespace

@@ -28,11 +28,14 @@ const char* coll_kind_name(CollKind kind);
 
 // One recorded collective on one rank: clock_now_s() when the rank entered it (arrive)
 // and when it returned (depart), and the bytes this rank sent under the ring algorithm.
+// For a non-blocking collective, arrive is when the rank called wait() and `overlap` the
+// time it was in flight before that while the rank computed (docs/metrics.md).
 struct CollEvent {
   double arrive = 0;
   double depart = 0;
   double bytes_sent = 0;
   int32_t kind = 0;
+  double overlap = 0;
 };
 
 // Fixed-capacity event log, allocated once; the trainer clears it at each flush.
@@ -68,6 +71,18 @@ struct EmulationHook {
   const void* ctx = nullptr;
 };
 
+// A non-blocking collective in flight (Communicator::iallreduce_*). Plain data, reusable:
+// an algorithm keeps one per bucket, allocated once.
+struct CollRequest {
+  int slot = -1;        // backend request slot; −1 when not in flight
+  float* data = nullptr;
+  size_t count = 0;
+  bool average = false;
+  double launch = 0;     // clock_now_s() at launch
+  double completed = 0;  // first time progress() saw it complete (0: not seen)
+  bool active() const { return slot >= 0; }
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -83,6 +98,15 @@ class Communicator {
   void allreduce_average(float* data, size_t count);  // sum, then scale by 1/size
   void broadcast(float* data, size_t count, int root);
   void barrier();
+
+  // Non-blocking all-reduce: launch, then progress() while computing (drives MPI's
+  // progress and notes completion), then wait(). The buffer must not be touched in between.
+  void iallreduce_sum(float* data, size_t count, CollRequest& request);
+  void iallreduce_average(float* data, size_t count, CollRequest& request);
+  void progress(CollRequest& request);
+  // compute_end: when the rank stopped computing to wait for its requests (0: this wait
+  // call); a request's overlap ends there even when waits for other requests came first.
+  void wait(CollRequest& request, double compute_end = 0);
 
   // Events are recorded only while a log is attached.
   void attach_log(CollEventLog* log) { log_ = log; }
@@ -106,6 +130,10 @@ class Communicator {
   virtual void do_allreduce_sum(float* data, size_t count) = 0;
   virtual void do_broadcast(float* data, size_t count, int root) = 0;
   virtual void do_barrier() = 0;
+  // Non-blocking: start returns a slot; test/wait complete it (and free the slot).
+  virtual int do_iallreduce_sum_start(float* data, size_t count) = 0;
+  virtual bool do_test(int slot) = 0;
+  virtual void do_wait(int slot) = 0;
 
  private:
   void record(CollKind kind, double arrive, double bytes_sent);

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <vector>
 
 #include "cluster/communicator.hpp"
 #include "core/errors.hpp"
@@ -116,6 +117,28 @@ class MpiCommunicator final : public Communicator {
     }
   }
   void do_barrier() override { DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
+  int do_iallreduce_sum_start(float* data, size_t count) override {
+    int slot = -1;
+    for (size_t i = 0; i < requests_.size(); ++i)
+      if (requests_[i] == MPI_REQUEST_NULL) {
+        slot = static_cast<int>(i);
+        break;
+      }
+    if (slot < 0)
+      DSGD_THROW(Error, "this is a bug: wait() every request an algorithm launches",
+                 "more than {} non-blocking collectives in flight", requests_.size());
+    DSGD_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
+                                  &requests_[static_cast<size_t>(slot)]));
+    return slot;
+  }
+  bool do_test(int slot) override {
+    int done = 0;
+    DSGD_MPI_CHECK(MPI_Test(&requests_[static_cast<size_t>(slot)], &done, MPI_STATUS_IGNORE));
+    return done != 0;
+  }
+  void do_wait(int slot) override {
+    DSGD_MPI_CHECK(MPI_Wait(&requests_[static_cast<size_t>(slot)], MPI_STATUS_IGNORE));
+  }
 
  private:
   static constexpr int kHarnessTag = 7001;
@@ -125,6 +148,7 @@ class MpiCommunicator final : public Communicator {
       DSGD_THROW(Error, "", "harness message of {} elements exceeds MPI's int count", count);
     return static_cast<int>(count);
   }
+  std::vector<MPI_Request> requests_ = std::vector<MPI_Request>(256, MPI_REQUEST_NULL);
   int rank_ = 0;
   int size_ = 1;
   int local_size_ = 1;

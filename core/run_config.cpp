@@ -40,6 +40,8 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"hostfile", "MPI hostfile for multi-machine runs (passed to mpiexec -f)", &C::hostfile},
       {"save-params", "write the final averaged parameters (raw float32) to this file", &C::save_params},
       {"timers", "per-step instrumentation (disable only to measure its overhead)", &C::timers},
+      {"overlap", "ssgd: launch each layer's gradient all-reduce (non-blocking) from backward, wait before the update",
+       &C::overlap},
       {"straggler",
        "injected compute slowdowns, ';'-separated: fixed:rank=R,delay=20ms | fixed:rank=R,factor=2 | "
        "random:p=0.05,delay=30ms | lognormal:sigma=0.3 | pareto:alpha=2,scale=5ms | periodic:rank=R,every=50,delay=200ms",

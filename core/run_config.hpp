@@ -36,6 +36,7 @@ struct RunConfig {
   std::string hostfile;         // passed to mpiexec -f when launching
   std::string save_params;      // write the final averaged parameters (float32, raw) here
   bool timers = true;           // per-step instrumentation (off only to measure its cost)
+  bool overlap = false;         // ssgd: per-layer non-blocking all-reduce launched during backward
   // Cluster settings (cluster/): stragglers, topology, emulated network.
   std::string straggler;        // "fixed:rank=1,delay=20ms;lognormal:sigma=0.3"; empty: none
   std::string topology = "complete";

@@ -11,7 +11,7 @@ namespace dsgd {
 
 namespace {
 constexpr size_t kStepFields = 10;
-constexpr size_t kEventFields = 4;
+constexpr size_t kEventFields = 5;
 }  // namespace
 
 void StepRecorder::reserve(size_t max_steps, size_t max_events_per_step) {
@@ -50,7 +50,8 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
   }
   const CollEvent* ev = events_.data();
   for (size_t i = 0; i < n_events; ++i)
-    pack_.insert(pack_.end(), {ev[i].arrive, ev[i].depart, ev[i].bytes_sent, static_cast<double>(ev[i].kind)});
+    pack_.insert(pack_.end(),
+                 {ev[i].arrive, ev[i].depart, ev[i].bytes_sent, static_cast<double>(ev[i].kind), ev[i].overlap});
 
   double width = static_cast<double>(pack_.size());
   comm.untimed_allreduce_max(&width, 1);
@@ -121,6 +122,7 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
         row.wait_s += split[r].wait;
         row.comm_s += split[r].comm;
         row.bytes_sent += ef[2];
+        row.overlap_s += ef[4];
       }
     }
     for (int r = 0; r < n; ++r) {
