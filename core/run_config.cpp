@@ -204,6 +204,8 @@ void run_config_validate(const RunConfig& cfg) {
     fail("backend", fmt::format("unknown backend '{}'", cfg.backend), "available: mpi (sim and nccl are planned)");
   if (cfg.steps > 0 && cfg.epochs > 0)
     fail("steps", "and --epochs are both set", "pass only one of --steps and --epochs");
+  if (cfg.overlap && cfg.algo != "ssgd")
+    fail("overlap", fmt::format("applies to --algo ssgd only (got {})", cfg.algo), "drop --overlap or use --algo ssgd");
   if (cfg.db.empty()) fail("db", "is empty", "pass a path such as ./dsgd.db");
 }
 

@@ -30,6 +30,7 @@ expect_error "--workers" "${R[@]}" --workers 0
 expect_error "--steps" "${R[@]}" --steps 0
 expect_error "--steps" "${R[@]}" --steps -5
 expect_error "--lr" "${R[@]}" --lr -1
+expect_error "--overlap: applies to --algo ssgd only" "${R[@]}" --algo localsgd --overlap true
 expect_error "missing.svm" "${R[@]}" --dataset libsvm:/nonexistent/missing.svm
 expect_error "no-such-dir" "$BIN" run --dataset "$SMALL" --steps 10 --db /tmp/no-such-dir-dsgd/x.db
 [ ! -e /tmp/no-such-dir-dsgd ] || fail "directory created"
