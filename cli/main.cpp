@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
+#include "core/system_info.hpp"
 
 namespace dsgd {
 int& cli_exit_code() {
@@ -17,8 +18,9 @@ int& cli_exit_code() {
 
 int main(int argc, char** argv) {
   CLI::App app{"dsgd-bench: benchmark distributed SGD variants on real MPI workers; results in SQLite"};
-  app.set_version_flag("--version", fmt::format("dsgd-bench {} (commit {}, {} build)", DSGD_VERSION,
-                                                DSGD_GIT_COMMIT, DSGD_BUILD_TYPE));
+  const dsgd::SystemInfo sys = dsgd::system_info_read();
+  app.set_version_flag("--version", fmt::format("dsgd-bench {} (commit {}, {} build)", sys.tool_version,
+                                                sys.git_commit, sys.build_type));
   app.require_subcommand(1);
   dsgd::setup_run(app, argc, argv);
   dsgd::setup_runs(app);
