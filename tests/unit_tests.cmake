@@ -4,6 +4,7 @@ foreach(entry
     "test_svm:dsgd_workloads"
     "test_store:dsgd_results"
     "test_run_config:dsgd_core"
+    "test_clock:dsgd_core"
     "test_trainer:dsgd_engine"
     "test_network_model:dsgd_cluster"
     "test_topology:dsgd_cluster"
