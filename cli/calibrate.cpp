@@ -725,15 +725,7 @@ int calibrate_on_ranks(const CalibrateOptions& o, int argc, char** argv) {
   } catch (const PeerFailed&) {
     return 1;
   } catch (const std::exception& e) {
-    const bool input = dynamic_cast<const InputError*>(&e) != nullptr;
-    fmt::print(stderr, "dsgd-bench: error{}: {}\n", n > 1 ? fmt::format(" on rank {}", comm->rank()) : "", e.what());
-    if (const auto* err = dynamic_cast<const Error*>(&e); err && !err->hint().empty()) {
-      fmt::print(stderr, "  hint: {}\n", err->hint());
-    }
-    std::fflush(stderr);
-    // After setup, peers may be inside a collective: stop the whole job.
-    if (n > 1 && past_setup) comm->abort(1);
-    return input ? 2 : 1;
+    return cli_report_rank_error(e, *comm, past_setup);
   }
 }
 

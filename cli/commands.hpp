@@ -3,12 +3,22 @@
 // code (0 ok, 1 failure, 2 bad input).
 #pragma once
 
+#include <exception>
+#include <string>
+
 #include <CLI/CLI.hpp>
+
+#include "cluster/communicator.hpp"
 
 namespace dsgd {
 
 // Where a subcommand's callback leaves its exit code for main.
 int& cli_exit_code();
+
+// Prints this rank's error (its rank when there are several, the hint, an optional extra
+// line) and, when abort_job (peers may be inside a collective), aborts the whole job.
+// Returns the exit code: 2 for an InputError, 1 otherwise (cli/rank_error.cpp).
+int cli_report_rank_error(const std::exception& e, Communicator& comm, bool abort_job, const std::string& extra = "");
 
 void setup_run(CLI::App& app, int argc, char** argv);
 void setup_runs(CLI::App& app);

@@ -147,7 +147,6 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
   } catch (const PeerFailed&) {
     return 1;
   } catch (const std::exception& e) {
-    const bool input = dynamic_cast<const InputError*>(&e) != nullptr;
     const int64_t run_id = trainer_active_run_id();
     if (root && store && run_id > 0) {
       try {
@@ -155,19 +154,9 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
       } catch (...) {
       }
     }
-    fmt::print(stderr, "dsgd-bench: error{}: {}\n", comm->size() > 1 ? fmt::format(" on rank {}", comm->rank()) : "",
-               e.what());
-    if (const auto* err = dynamic_cast<const Error*>(&e); err && !err->hint().empty())
-      fmt::print(stderr, "  hint: {}\n", err->hint());
-    if (run_id > 0 && root) fmt::print(stderr, "  run {} is stored as 'failed' in {}\n", run_id, cfg.db);
-    std::fflush(stderr);
-    // After setup, peers may be inside a collective: stop the whole job. Give mpiexec's
-    // output forwarding a moment first, or the message above can be lost in the abort.
-    if (comm->size() > 1 && trainer_past_setup()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(300));
-      comm->abort(1);
-    }
-    return input ? 2 : 1;
+    const std::string stored =
+        run_id > 0 && root ? fmt::format("run {} is stored as 'failed' in {}", run_id, cfg.db) : std::string();
+    return cli_report_rank_error(e, *comm, trainer_past_setup(), stored);
   }
 }
 
