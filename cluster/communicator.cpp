@@ -25,6 +25,13 @@ void Communicator::record(CollKind kind, double arrive, double bytes_sent) {
   log_->push(CollEvent{arrive, clock_now_s(), bytes_sent, static_cast<int32_t>(kind), 0.0});
 }
 
+void Communicator::divide_by_size(float* data, size_t count) const {
+  const int n = size();
+  if (n <= 1) return;
+  const float scale = 1.0f / static_cast<float>(n);
+  for (size_t i = 0; i < count; ++i) data[i] *= scale;
+}
+
 void Communicator::emulate(CollKind kind, double bytes) {
   if (!emulation_.extra_s) return;
   const double extra = emulation_.extra_s(emulation_.ctx, kind, bytes, size());
@@ -42,12 +49,8 @@ void Communicator::allreduce_average(float* data, size_t count) {
   const double arrive = log_ ? clock_now_s() : 0.0;
   do_allreduce_sum(data, count);
   emulate(CollKind::coll_allreduce, double(count) * sizeof(float));
-  const int n = size();
-  if (n > 1) {
-    const float scale = 1.0f / static_cast<float>(n);
-    for (size_t i = 0; i < count; ++i) data[i] *= scale;
-  }
-  record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(count) * sizeof(float), n));
+  divide_by_size(data, count);
+  record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(count) * sizeof(float), size()));
 }
 
 void Communicator::broadcast(float* data, size_t count, int root) {
@@ -88,10 +91,7 @@ void Communicator::wait(CollRequest& r, double compute_end) {
     clock_hold_until(r.launch + extra);
   }
   const int n = size();
-  if (r.average && n > 1) {
-    const float scale = 1.0f / static_cast<float>(n);
-    for (size_t i = 0; i < r.count; ++i) r.data[i] *= scale;
-  }
+  if (r.average) divide_by_size(r.data, r.count);
   if (log_) {
     double in_flight_until = compute_end > 0 && compute_end < arrive ? compute_end : arrive;
     if (r.completed > 0 && r.completed < in_flight_until) in_flight_until = r.completed;

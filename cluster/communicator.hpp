@@ -137,6 +137,7 @@ class Communicator {
 
  private:
   void record(CollKind kind, double arrive, double bytes_sent);
+  void divide_by_size(float* data, size_t count) const;
   void emulate(CollKind kind, double bytes);
   CollEventLog* log_ = nullptr;
   EmulationHook emulation_;

@@ -6,6 +6,7 @@
 #include <map>
 #include <optional>
 
+#include "cluster/network_model.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
 
@@ -43,24 +44,12 @@ double parse_number(const std::string& text, const std::string& what) {
   return v;
 }
 
-}  // namespace
-
-double straggler_parse_duration(const std::string& text, const std::string& what) {
-  const std::string t = trim(text);
-  size_t unit = t.find_first_not_of("0123456789.eE+-");
-  // "1e-3s": the 'e' belongs to the number when followed by a digit or sign.
-  while (unit != std::string::npos && (t[unit] == 'e' || t[unit] == 'E')) unit = t.find_first_not_of("0123456789.eE+-", unit + 1);
-  const std::string number = t.substr(0, unit);
-  const std::string suffix = unit == std::string::npos ? "" : trim(t.substr(unit));
-  static const std::map<std::string, double> scale = {{"ns", 1e-9}, {"us", 1e-6}, {"ms", 1e-3}, {"s", 1.0}};
-  const auto it = scale.find(suffix);
-  if (it == scale.end())
-    DSGD_THROW(InputError, "write durations with a unit: 100ns, 20us, 5ms, 1.5s", "{} = '{}' has no valid time unit",
-               what, text);
-  const double v = parse_number(number, what) * it->second;
-  if (v < 0) DSGD_THROW(InputError, "delays must be >= 0", "{} = '{}' is negative", what, text);
-  return v;
+// Durations are parsed by the one parser the cluster flags share (--latency too).
+double parse_delay(const std::string& text, const std::string& what) {
+  return network_parse_duration(trim(text), what.c_str());
 }
+
+}  // namespace
 
 Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed) {
   Stragglers out;
@@ -108,7 +97,7 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
       auto factor = take("factor");
       if (delay.has_value() == factor.has_value())
         DSGD_THROW(InputError, kForms, "--straggler '{}': fixed takes exactly one of delay= and factor=", part);
-      if (delay) m.delay_s = straggler_parse_duration(*delay, what("delay"));
+      if (delay) m.delay_s = parse_delay(*delay, what("delay"));
       if (factor) {
         m.factor = parse_number(*factor, "factor");
         if (m.factor < 1) DSGD_THROW(InputError, "a slowdown factor is >= 1", "{} = {} is below 1", what("factor"), *factor);
@@ -117,7 +106,7 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
       m.kind = StragglerKind::straggler_random;
       m.p = parse_number(need("p"), "p");
       if (!(m.p >= 0 && m.p <= 1)) DSGD_THROW(InputError, "p is a probability in [0, 1]", "{} is out of range", what("p"));
-      m.delay_s = straggler_parse_duration(need("delay"), what("delay"));
+      m.delay_s = parse_delay(need("delay"), what("delay"));
     } else if (kind == "lognormal") {
       m.kind = StragglerKind::straggler_lognormal;
       m.sigma = parse_number(need("sigma"), "sigma");
@@ -126,7 +115,7 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
       m.kind = StragglerKind::straggler_pareto;
       m.alpha = parse_number(need("alpha"), "alpha");
       if (!(m.alpha > 0)) DSGD_THROW(InputError, "alpha must be > 0", "{} must be positive", what("alpha"));
-      m.scale_s = straggler_parse_duration(need("scale"), what("scale"));
+      m.scale_s = parse_delay(need("scale"), what("scale"));
     } else if (kind == "periodic") {
       m.kind = StragglerKind::straggler_periodic;
       if (m.rank < 0) DSGD_THROW(InputError, kForms, "--straggler '{}': periodic needs rank=", part);
@@ -135,7 +124,7 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
         DSGD_THROW(InputError, "every is a whole number of steps >= 1", "{} = {} is invalid", what("every"), every);
       m.every = static_cast<int64_t>(every);
       if (auto o = take("offset")) m.offset = static_cast<int64_t>(parse_number(*o, "offset"));
-      m.delay_s = straggler_parse_duration(need("delay"), what("delay"));
+      m.delay_s = parse_delay(need("delay"), what("delay"));
     } else {
       DSGD_THROW(InputError, kForms, "--straggler: unknown model '{}'", kind);
     }

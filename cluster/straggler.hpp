@@ -48,7 +48,4 @@ class Stragglers {
   uint64_t seed_ = 0;
 };
 
-// Parses "20ms", "1.5s", "300us", "100ns" into seconds; throws InputError naming `what`.
-double straggler_parse_duration(const std::string& text, const std::string& what);
-
 }  // namespace dsgd

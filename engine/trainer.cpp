@@ -214,7 +214,6 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   TrainResult result;
   result.steps = w.steps;
   result.warmup = w.warmup;
-  result.param_bytes = static_cast<double>(w.params.size()) * sizeof(float);
 
   const RunRecord record = run_record_make(cfg, comm, w);
   if (store) {

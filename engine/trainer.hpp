@@ -27,7 +27,6 @@ struct TrainResult {
   int64_t steps = 0;
   int64_t warmup = 0;
   double timed_wall_s = 0;    // wall time of the timed steps on rank 0 (evaluations excluded)
-  double param_bytes = 0;
   std::vector<float> final_params;  // the consensus model (rank 0)
 };
 
