@@ -22,7 +22,7 @@ double ring_allreduce_bytes_sent(double bytes, int n) { return n <= 1 ? 0.0 : 2.
 
 void Communicator::record(CollKind kind, double arrive, double bytes_sent) {
   if (!log_) return;
-  log_->push(CollEvent{arrive, clock_now_s(), bytes_sent, static_cast<int32_t>(kind), 0.0});
+  log_->push(CollEvent{arrive, clock_now_s(), bytes_sent, static_cast<int32_t>(kind), 0.0, 0.0});
 }
 
 void Communicator::divide_by_size(float* data, size_t count) const {
@@ -96,7 +96,7 @@ void Communicator::wait(CollRequest& r, double compute_end) {
     double in_flight_until = compute_end > 0 && compute_end < arrive ? compute_end : arrive;
     if (r.completed > 0 && r.completed < in_flight_until) in_flight_until = r.completed;
     log_->push(CollEvent{arrive, clock_now_s(), ring_allreduce_bytes_sent(bytes, n),
-                         static_cast<int32_t>(CollKind::coll_allreduce), in_flight_until - r.launch});
+                         static_cast<int32_t>(CollKind::coll_allreduce), r.launch, in_flight_until});
   }
 }
 

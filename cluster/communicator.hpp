@@ -28,14 +28,16 @@ const char* coll_kind_name(CollKind kind);
 
 // One recorded collective on one rank: clock_now_s() when the rank entered it (arrive)
 // and when it returned (depart), and the bytes this rank sent under the ring algorithm.
-// For a non-blocking collective, arrive is when the rank called wait() and `overlap` the
-// time it was in flight before that while the rank computed (docs/metrics.md).
+// For a non-blocking collective, arrive is when the rank called wait(), and
+// [launch, in_flight_until] the interval it was in flight while the rank computed
+// (docs/metrics.md); both are 0 for a blocking collective.
 struct CollEvent {
   double arrive = 0;
   double depart = 0;
   double bytes_sent = 0;
   int32_t kind = 0;
-  double overlap = 0;
+  double launch = 0;
+  double in_flight_until = 0;
 };
 
 // Fixed-capacity event log, allocated once; the trainer clears it at each flush.

@@ -1,6 +1,9 @@
 // See step_recorder.hpp. Wire format of one rank's flush (doubles):
 //   [n_steps, n_events, steps × kStepFields, events × kEventFields], padded to the
 //   largest rank's size for one MPI_Gather.
+// A step's overlap_s is the length of the union of its requests' in-flight intervals
+// (time during which at least one collective was in flight while the rank computed), so it
+// never exceeds the step however many requests overlap each other.
 #include "engine/step_recorder.hpp"
 
 #include <algorithm>
@@ -11,7 +14,7 @@ namespace dsgd {
 
 namespace {
 constexpr size_t kStepFields = 10;
-constexpr size_t kEventFields = 5;
+constexpr size_t kEventFields = 6;
 }  // namespace
 
 void StepRecorder::reserve(size_t max_steps, size_t max_events_per_step) {
@@ -20,6 +23,26 @@ void StepRecorder::reserve(size_t max_steps, size_t max_events_per_step) {
   pack_.reserve(2 + max_steps * kStepFields + max_steps * max_events_per_step * kEventFields);
   used_ = 0;
   events_before_ = 0;
+}
+
+double union_length(std::vector<Interval>& intervals) {
+  std::sort(intervals.begin(), intervals.end(), [](const Interval& a, const Interval& b) { return a.begin < b.begin; });
+  double total = 0;
+  double cur_begin = 0, cur_end = 0;
+  bool open = false;
+  for (const Interval& iv : intervals) {
+    if (!(iv.end > iv.begin)) continue;
+    if (open && iv.begin <= cur_end) {
+      cur_end = std::max(cur_end, iv.end);
+      continue;
+    }
+    if (open) total += cur_end - cur_begin;
+    cur_begin = iv.begin;
+    cur_end = iv.end;
+    open = true;
+  }
+  if (open) total += cur_end - cur_begin;
+  return total;
 }
 
 void wait_comm_split(const CollSpan* spans, size_t ranks, WaitComm* out) {
@@ -51,7 +74,8 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
   const CollEvent* ev = events_.data();
   for (size_t i = 0; i < n_events; ++i)
     pack_.insert(pack_.end(),
-                 {ev[i].arrive, ev[i].depart, ev[i].bytes_sent, static_cast<double>(ev[i].kind), ev[i].overlap});
+                 {ev[i].arrive, ev[i].depart, ev[i].bytes_sent, static_cast<double>(ev[i].kind), ev[i].launch,
+                  ev[i].in_flight_until});
 
   double width = static_cast<double>(pack_.size());
   comm.untimed_allreduce_max(&width, 1);
@@ -91,6 +115,7 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
   std::vector<CollSpan> spans(static_cast<size_t>(n));
   std::vector<WaitComm> split(static_cast<size_t>(n));
   std::vector<size_t> event_cursor(static_cast<size_t>(n), 0);
+  std::vector<Interval> in_flight;
   for (size_t s = 0; s < n_steps; ++s) {
     for (int r = 0; r < n; ++r) {
       const double* f = views[r].steps + s * kStepFields;
@@ -122,8 +147,15 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
         row.wait_s += split[r].wait;
         row.comm_s += split[r].comm;
         row.bytes_sent += ef[2];
-        row.overlap_s += ef[4];
       }
+    }
+    for (int r = 0; r < n; ++r) {
+      in_flight.clear();
+      for (size_t e = 0; e < events_this_step; ++e) {
+        const double* ef = views[r].events + (event_cursor[r] + e) * kEventFields;
+        if (ef[5] > ef[4]) in_flight.push_back(Interval{ef[4], ef[5]});
+      }
+      rows[s * static_cast<size_t>(n) + static_cast<size_t>(r)].overlap_s = union_length(in_flight);
     }
     for (int r = 0; r < n; ++r) {
       const size_t mine = static_cast<size_t>(views[r].steps[s * kStepFields + 8]);

@@ -67,4 +67,12 @@ struct WaitComm {
 // Splits each rank's time in one collective into wait and comm (spans: one per rank).
 void wait_comm_split(const CollSpan* spans, size_t ranks, WaitComm* out);
 
+// A time interval [begin, end]; union_length sorts `intervals` and returns the length of
+// their union (empty and inverted intervals count 0). Used for a step's overlap_s.
+struct Interval {
+  double begin = 0;
+  double end = 0;
+};
+double union_length(std::vector<Interval>& intervals);
+
 }  // namespace dsgd

@@ -94,6 +94,17 @@ TEST(WaitCommSplit, LastArrivalDefinesWait) {
   EXPECT_DOUBLE_EQ(out[0].comm, 0.0);
 }
 
+TEST(UnionLength, OverlappingRequestsCountOnce) {
+  // Two requests in flight together from 1.5 to 2.0, a third alone later: the union, not the sum.
+  std::vector<Interval> iv = {{2.5, 3.0}, {1.0, 2.0}, {1.5, 2.2}};
+  EXPECT_DOUBLE_EQ(union_length(iv), 1.2 + 0.5);
+  // Nested, empty and inverted intervals.
+  std::vector<Interval> nested = {{0.0, 4.0}, {1.0, 2.0}, {3.0, 3.0}, {5.0, 4.5}};
+  EXPECT_DOUBLE_EQ(union_length(nested), 4.0);
+  std::vector<Interval> none;
+  EXPECT_DOUBLE_EQ(union_length(none), 0.0);
+}
+
 TEST(Trainer, OneWorkerEqualsSerialSgd) {
   const RunConfig cfg = small_config();
   auto comm = communicator_create_self();
