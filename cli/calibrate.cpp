@@ -51,6 +51,7 @@
 #include "results/alpha_beta_fit.hpp"
 #include "results/store.hpp"
 #include "workloads/datasets/dataset.hpp"
+#include "core/run_config.hpp"
 #include "workloads/workload.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -181,7 +182,7 @@ CalibratePlan plan_make(const CalibrateOptions& o) {
 
 void validate_before_launch(const CalibrateOptions& o) {
   plan_make(o);
-  if (!workload_exists(o.workload)) workload_create(o.workload, Dataset{});  // throws the listing
+  workload_check_name(o.workload);
   dataset_validate_spec(o.dataset);
   if (!o.hostfile.empty() && !std::filesystem::is_regular_file(o.hostfile)) {
     DSGD_THROW(InputError, "pass an existing MPI hostfile", "--hostfile: no file '{}'", o.hostfile);
@@ -501,7 +502,10 @@ ProfileSetup profile_setup(const CalibrateOptions& o) {
     DSGD_THROW(InputError, "pass smaller --batches", "--batches: {} is larger than the {} training samples of '{}'",
                largest, s.data.train.rows, o.dataset);
   }
-  s.workload = workload_create(o.workload, s.data.train);
+  RunConfig model_cfg;
+  model_cfg.workload = o.workload;
+  model_cfg.dataset = o.dataset;
+  s.workload = workload_create(model_cfg, s.data.train);
   s.workload->reserve(static_cast<size_t>(largest));
   return s;
 }

@@ -54,7 +54,7 @@ RunConfig resolve_config(const RunOptions& o) {
 // bad flag never creates a file.
 void validate_before_launch(const RunConfig& cfg) {
   run_config_validate(cfg);
-  if (!workload_exists(cfg.workload)) workload_create(cfg.workload, Dataset{});
+  workload_check_name(cfg.workload);
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);
   dataset_validate_spec(cfg.dataset);
   target_parse(cfg.target);

@@ -52,6 +52,14 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"latency", "emulated link latency, e.g. 20us, 1ms", &C::latency},
       {"inter-bandwidth", "emulated bandwidth between groups of a hier:GxW topology", &C::inter_bandwidth},
       {"inter-latency", "emulated latency between groups of a hier:GxW topology", &C::inter_latency},
+      {"model", "architecture of the workload: resnet8|resnet20|resnet32|resnet56|resnet18 (resnet), gpt (transformer)",
+       &C::model},
+      {"layers", "transformer: number of decoder blocks", &C::layers},
+      {"d-model", "transformer: model width", &C::d_model},
+      {"heads", "transformer: attention heads (must divide --d-model)", &C::heads},
+      {"seq", "transformer: context length in tokens", &C::seq},
+      {"vocab", "transformer: vocabulary size (byte-level text: 256)", &C::vocab},
+      {"augment", "images: random crop with 4-pixel padding and horizontal flip", &C::augment},
   };
   return fields;
 }
@@ -207,6 +215,14 @@ void run_config_validate(const RunConfig& cfg) {
   if (cfg.overlap && cfg.algo != "ssgd")
     fail("overlap", fmt::format("applies to --algo ssgd only (got {})", cfg.algo), "drop --overlap or use --algo ssgd");
   if (cfg.db.empty()) fail("db", "is empty", "pass a path such as ./dsgd.db");
+  if (cfg.layers < 1 || cfg.layers > 1024) fail("layers", fmt::format("must be in 1..1024 (got {})", cfg.layers), "pass e.g. --layers 4");
+  if (cfg.d_model < 1) fail("d-model", fmt::format("must be positive (got {})", cfg.d_model), "pass e.g. --d-model 256");
+  if (cfg.heads < 1) fail("heads", fmt::format("must be positive (got {})", cfg.heads), "pass e.g. --heads 4");
+  if (cfg.d_model % cfg.heads != 0)
+    fail("heads", fmt::format("{} does not divide --d-model {}", cfg.heads, cfg.d_model),
+         "pick --heads that divides --d-model (e.g. --d-model 256 --heads 4)");
+  if (cfg.seq < 1) fail("seq", fmt::format("must be positive (got {})", cfg.seq), "pass e.g. --seq 128");
+  if (cfg.vocab < 2) fail("vocab", fmt::format("must be at least 2 (got {})", cfg.vocab), "pass e.g. --vocab 256");
 }
 
 }  // namespace dsgd

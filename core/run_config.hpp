@@ -44,6 +44,14 @@ struct RunConfig {
   std::string latency;          // emulated link latency, e.g. "20us"
   std::string inter_bandwidth;  // between groups of hier:GxW
   std::string inter_latency;
+  // Model shape (workloads/): which architecture of the workload, and the transformer's size.
+  std::string model;            // resnet: resnet8|resnet20|resnet32|resnet56|resnet18; transformer: gpt; svm: ""
+  int64_t layers = 4;           // transformer blocks
+  int64_t d_model = 256;        // transformer width
+  int64_t heads = 4;            // attention heads (must divide d_model)
+  int64_t seq = 128;            // context length in tokens
+  int64_t vocab = 256;          // token vocabulary (byte-level text: 256)
+  bool augment = false;         // images: random crop (4-pixel padding) and horizontal flip
 };
 
 // One entry of the field table.

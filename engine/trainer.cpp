@@ -66,12 +66,12 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   Worker w;
   openblas_set_num_threads(static_cast<int>(cfg.threads));
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
-  if (!workload_exists(cfg.workload)) workload_create(cfg.workload, Dataset{});
+  workload_check_name(cfg.workload);
   target_parse(cfg.target);
   w.data = dataset_load(cfg.dataset, cfg.seed);
   if (w.data.test.rows == 0)
     DSGD_THROW(InputError, "use a dataset with a test split", "dataset '{}' has no test samples", cfg.dataset);
-  w.workload = workload_create(cfg.workload, w.data.train);
+  w.workload = workload_create(cfg, w.data.train);
   w.workload->reserve(static_cast<size_t>(cfg.batch));
   const size_t count = w.workload->param_count();
   w.params.assign(count, 0.0f);

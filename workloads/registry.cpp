@@ -1,9 +1,9 @@
 // The workload registry: one explicit table, one line per workload (no static
 // self-registration, which a static library's linker may drop).
-// Limits: only svm so far; resnet and transformer add one line each here.
 #include <string>
 
 #include "core/errors.hpp"
+#include "core/run_config.hpp"
 #include "workloads/svm.hpp"
 #include "workloads/workload.hpp"
 
@@ -11,25 +11,39 @@ namespace dsgd {
 
 namespace {
 
+std::unique_ptr<Workload> svm_from_config(const RunConfig& cfg, const Dataset& train) {
+  if (!cfg.model.empty())
+    DSGD_THROW(InputError, "drop --model (the SVM is a single linear layer)", "--model {} does not apply to --workload svm",
+               cfg.model);
+  return svm_create(train);
+}
+
 struct WorkloadEntry {
   const char* name;
   const char* description;
-  std::unique_ptr<Workload> (*create)(const Dataset& train);
+  std::unique_ptr<Workload> (*create)(const RunConfig& cfg, const Dataset& train);
 };
 
 constexpr WorkloadEntry kWorkloads[] = {
-    {"svm", "linear one-vs-rest SVM, hinge loss (L2 via weight decay), dense or sparse CSR features", svm_create},
+    {"svm", "linear one-vs-rest SVM, hinge loss (L2 via weight decay), dense or sparse CSR features", svm_from_config},
 };
 
 }  // namespace
 
-std::unique_ptr<Workload> workload_create(const std::string& name, const Dataset& train) {
+void workload_check_name(const std::string& name) {
   std::string known;
   for (const WorkloadEntry& entry : kWorkloads) {
-    if (name == entry.name) return entry.create(train);
+    if (name == entry.name) return;
     known += known.empty() ? entry.name : std::string(", ") + entry.name;
   }
   DSGD_THROW(InputError, fmt::format("known workloads: {}", known), "unknown workload '{}'", name);
+}
+
+std::unique_ptr<Workload> workload_create(const RunConfig& cfg, const Dataset& train) {
+  workload_check_name(cfg.workload);
+  for (const WorkloadEntry& entry : kWorkloads)
+    if (cfg.workload == entry.name) return entry.create(cfg, train);
+  return nullptr;  // unreachable: workload_check_name threw
 }
 
 std::vector<WorkloadInfo> workload_list() {

@@ -67,8 +67,14 @@ struct WorkloadInfo {
   std::string description;
 };
 
-// The registry (workloads/registry.cpp): creates a workload sized for the training set.
-std::unique_ptr<Workload> workload_create(const std::string& name, const Dataset& train);
+struct RunConfig;
+
+// The registry (workloads/registry.cpp): creates cfg.workload (with its model fields:
+// --model, --layers, ...) sized for the training set. Throws InputError on an unknown
+// workload or a model/dataset mismatch.
+std::unique_ptr<Workload> workload_create(const RunConfig& cfg, const Dataset& train);
+// Throws InputError (listing the known workloads) when `name` is not one.
+void workload_check_name(const std::string& name);
 std::vector<WorkloadInfo> workload_list();
 bool workload_exists(const std::string& name);
 

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/run_config.hpp"
 #include "core/rng.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/svm.hpp"
@@ -552,7 +553,7 @@ struct TrainResult {
 // Plain minibatch SGD (no weight decay) over shuffled epochs.
 TrainResult train_sgd(const dsgd::DatasetPair& data, SvmDenseKernel kernel, size_t steps, size_t batch, float lr,
                       uint64_t seed) {
-  auto wl = dsgd::workload_create("svm", data.train);
+  auto wl = dsgd::svm_create(data.train);
   static_cast<SvmWorkload&>(*wl).set_dense_kernel(kernel);
   wl->reserve(batch);
   TrainResult r;
@@ -627,9 +628,15 @@ TEST(WorkloadRegistry, CreateListExists) {
   EXPECT_EQ(list[0].name, "svm");
   EXPECT_FALSE(list[0].description.empty());
   const Dataset ds = make_dense(4, 3, 2, 1);
-  EXPECT_EQ(dsgd::workload_create("svm", ds)->name(), "svm");
+  dsgd::RunConfig cfg;
+  cfg.workload = "svm";
+  EXPECT_EQ(dsgd::workload_create(cfg, ds)->name(), "svm");
+  cfg.model = "resnet20";
+  EXPECT_THROW(dsgd::workload_create(cfg, ds), dsgd::InputError);  // a model the SVM does not have
+  cfg.model.clear();
+  cfg.workload = "resnet-9000";
   try {
-    dsgd::workload_create("resnet-9000", ds);
+    dsgd::workload_create(cfg, ds);
     FAIL() << "expected InputError";
   } catch (const dsgd::InputError& e) {
     EXPECT_NE(std::string(e.what()).find("resnet-9000"), std::string::npos) << e.what();

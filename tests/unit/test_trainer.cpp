@@ -113,7 +113,7 @@ TEST(Trainer, OneWorkerEqualsSerialSgd) {
 
   // Serial SGD written out: same data, same sampler, same initialisation.
   DatasetPair data = dataset_load(cfg.dataset, cfg.seed);
-  auto wl = workload_create(cfg.workload, data.train);
+  auto wl = workload_create(cfg, data.train);
   wl->reserve(static_cast<size_t>(cfg.batch));
   std::vector<float> x(wl->param_count()), g(wl->param_count());
   wl->init_params(x.data(), cfg.seed);

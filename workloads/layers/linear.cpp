@@ -1,0 +1,72 @@
+// See linear.hpp. The three products are single SGEMM calls on the row-major buffers.
+#include "workloads/layers/linear.hpp"
+
+#include <cblas.h>
+
+#include <vector>
+
+namespace dsgd {
+
+void linear_forward(const LinearShape& s, const float* x, const float* w, const float* b, float* y) {
+  const int n = static_cast<int>(s.n), in = static_cast<int>(s.in), out = static_cast<int>(s.out);
+  float beta = 0.0f;
+  if (b) {
+    for (size_t i = 0; i < s.n; ++i) {
+      float* row = y + i * s.out;
+      for (size_t o = 0; o < s.out; ++o) row[o] = b[o];
+    }
+    beta = 1.0f;
+  }
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, beta, y, out);
+}
+
+void linear_backward(const LinearShape& s, const float* x, const float* w, const float* dy, float* dx, float* dw,
+                     float* db, bool accumulate) {
+  const int n = static_cast<int>(s.n), in = static_cast<int>(s.in), out = static_cast<int>(s.out);
+  const float beta = accumulate ? 1.0f : 0.0f;
+  // dW (out×in) = dyᵀ (out×n) · x (n×in)
+  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in, beta, dw, in);
+  if (dx) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
+  if (db) {
+    if (!accumulate)
+      for (size_t o = 0; o < s.out; ++o) db[o] = 0.0f;
+    for (size_t i = 0; i < s.n; ++i) {
+      const float* row = dy + i * s.out;
+      for (size_t o = 0; o < s.out; ++o) db[o] += row[o];
+    }
+  }
+}
+
+void linear_forward_naive(const LinearShape& s, const float* x, const float* w, const float* b, float* y) {
+  for (size_t i = 0; i < s.n; ++i)
+    for (size_t o = 0; o < s.out; ++o) {
+      double acc = b ? b[o] : 0.0;
+      for (size_t k = 0; k < s.in; ++k) acc += double(x[i * s.in + k]) * w[o * s.in + k];
+      y[i * s.out + o] = static_cast<float>(acc);
+    }
+}
+
+void linear_backward_naive(const LinearShape& s, const float* x, const float* w, const float* dy, float* dx, float* dw,
+                           float* db, bool accumulate) {
+  for (size_t o = 0; o < s.out; ++o)
+    for (size_t k = 0; k < s.in; ++k) {
+      double acc = accumulate ? dw[o * s.in + k] : 0.0;
+      for (size_t i = 0; i < s.n; ++i) acc += double(dy[i * s.out + o]) * x[i * s.in + k];
+      dw[o * s.in + k] = static_cast<float>(acc);
+    }
+  if (dx)
+    for (size_t i = 0; i < s.n; ++i)
+      for (size_t k = 0; k < s.in; ++k) {
+        double acc = 0;
+        for (size_t o = 0; o < s.out; ++o) acc += double(dy[i * s.out + o]) * w[o * s.in + k];
+        dx[i * s.in + k] = static_cast<float>(acc);
+      }
+  if (db)
+    for (size_t o = 0; o < s.out; ++o) {
+      double acc = accumulate ? db[o] : 0.0;
+      for (size_t i = 0; i < s.n; ++i) acc += dy[i * s.out + o];
+      db[o] = static_cast<float>(acc);
+    }
+}
+
+}  // namespace dsgd
