@@ -6,4 +6,8 @@ cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
 cd build
-ctest --output-on-failure --timeout 600 "$@"
+# Timing assertions (stragglers, emulated links, overlap) compare measured milliseconds on
+# a shared 2-core machine; a test that fails is run once more before it counts as failed
+# (ctest prints both attempts), so one preempted run does not fail CI, and a real defect,
+# which fails both times, still does.
+ctest --output-on-failure --timeout 600 --repeat until-pass:2 "$@"
