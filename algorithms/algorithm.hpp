@@ -23,11 +23,12 @@ namespace dsgd {
 struct TrainState {
   Communicator& comm;
   Workload& workload;
-  SgdOptimizer& optimizer;
+  Optimizer& optimizer;     // the local (inner) optimizer
   float* params = nullptr;  // this worker's model (param_count floats)
   float* grads = nullptr;   // this step's gradient
   size_t count = 0;
   int64_t step = 0;         // index of the current step, from 0
+  int64_t total_steps = 0;  // steps in this run (an algorithm completes what is in flight at the last)
 };
 
 class Algorithm {

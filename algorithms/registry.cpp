@@ -9,6 +9,10 @@ namespace dsgd {
 
 std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_localsgd(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_diloco(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_cocod(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_dasgd(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_overlap_local(const RunConfig& cfg);
 
 namespace {
 
@@ -19,9 +23,22 @@ struct AlgorithmEntry {
 
 const std::vector<AlgorithmEntry>& registry() {
   static const std::vector<AlgorithmEntry> entries = {
-      {{"ssgd", "synchronous SGD: all-reduce of the gradient every step", "--overlap"}, algorithm_create_ssgd},
-      {{"localsgd", "Local SGD: local steps, all-reduce of the model every H steps", "--period H"},
+      {{"ssgd", "synchronous SGD: all-reduce of the gradient every step", "--overlap, --bucket-mb"},
+       algorithm_create_ssgd},
+      {{"localsgd", "Local SGD: local steps, all-reduce of the model every H steps; post-local SGD",
+        "--period H, --post-local K"},
        algorithm_create_localsgd},
+      {{"diloco", "DiLoCo: inner optimizer H steps, outer Nesterov SGD on the averaged pseudo-gradient",
+        "--period H, --outer-lr, --outer-momentum"},
+       algorithm_create_diloco},
+      {{"cocod", "CoCoD-SGD: snapshot all-reduce overlapping the next k local steps", "--period k"},
+       algorithm_create_cocod},
+      {{"dasgd", "local SGD with delayed averaging: an average applied d steps after it started",
+        "--period H, --delay d"},
+       algorithm_create_dasgd},
+      {{"overlap-local", "Overlap Local-SGD: pull towards an anchor from a background all-reduce",
+        "--period tau, --pull-alpha, --slow-momentum"},
+       algorithm_create_overlap_local},
   };
   return entries;
 }

@@ -1,12 +1,16 @@
 // ssgd: synchronous data-parallel SGD.
 //   x ← x − η·opt(avg_i g_i)   every step.
 // Blocking (default): one all-reduce of the whole gradient after backward.
-// --overlap true (wait-free backprop): each layer's gradient all-reduce is launched
-// non-blocking from the backward hook the moment that layer's gradient is final, is
-// progressed at later hooks while earlier layers still compute, and is waited for before
-// the optimizer step; the time in flight is recorded as overlap_s. Same result either way.
+// --overlap true (wait-free backprop, PyTorch DDP style): layers are grouped into buckets
+// of about --bucket-mb MB in backward order (last layer first; a bucket closes once it
+// reaches the size, or where two layers are not adjacent in the flat buffer; 0: one bucket
+// per layer). A bucket's non-blocking all-reduce is launched from the backward hook the
+// moment its last layer's gradient is final, progressed at later hooks while earlier layers
+// still compute, and waited for before the optimizer step; the time in flight is recorded
+// as overlap_s. Each element's sum is the same whichever bucket carries it, so the result is
+// bit-identical to the blocking all-reduce (on 2 ranks; with more, MPI may pick a reduction
+// order by message size).
 // Bytes sent per step per worker (ring): 2(n−1)/n · |x|·4.
-// Limits: one request per layer (no bucketing by size yet: issue "SGD variants").
 #include "algorithms/algorithm.hpp"
 #include "core/clock.hpp"
 
@@ -14,21 +18,44 @@ namespace dsgd {
 
 namespace {
 
+struct Bucket {
+  size_t offset = 0;  // in floats, into the flat gradient buffer
+  size_t count = 0;
+  size_t layers = 0;  // layers in the bucket
+  size_t ready = 0;   // layers whose gradient is final this step
+};
+
 class Ssgd final : public Algorithm {
  public:
-  explicit Ssgd(bool overlap) : overlap_(overlap) {}
+  Ssgd(bool overlap, double bucket_mb) : overlap_(overlap), bucket_bytes_(bucket_mb * 1e6) {}
   std::string name() const override { return "ssgd"; }
   void setup(TrainState& s) override {
-    if (overlap_) {
-      requests_.assign(s.workload.layers().size(), CollRequest{});
-      launch_order_.assign(requests_.size(), 0);
+    if (!overlap_) return;
+    const auto& layers = s.workload.layers();
+    layer_bucket_.assign(layers.size(), 0);
+    // Backward order: from the last layer down to the first.
+    for (size_t k = layers.size(); k-- > 0;) {
+      const LayerView& v = layers[k];
+      const bool adjacent = !buckets_.empty() && v.offset + v.count == buckets_.back().offset;
+      const bool full = !buckets_.empty() && double(buckets_.back().count) * sizeof(float) >= bucket_bytes_;
+      if (buckets_.empty() || !adjacent || full) buckets_.push_back(Bucket{v.offset + v.count, 0, 0, 0});
+      Bucket& b = buckets_.back();
+      b.offset = v.offset;
+      b.count += v.count;
+      b.layers += 1;
+      layer_bucket_[k] = buckets_.size() - 1;
     }
+    requests_.assign(buckets_.size(), CollRequest{});
+    launch_order_.assign(buckets_.size(), 0);
   }
   void on_layer_grad_ready(TrainState& s, size_t layer) override {
     if (!overlap_) return;
-    const LayerView& view = s.workload.layers()[layer];
-    s.comm.iallreduce_average(s.grads + view.offset, view.count, requests_[layer]);
-    launch_order_[launched_++] = layer;
+    const size_t k = layer_bucket_[layer];
+    Bucket& b = buckets_[k];
+    if (++b.ready == b.layers) {
+      s.comm.iallreduce_average(s.grads + b.offset, b.count, requests_[k]);
+      launch_order_[launched_++] = k;
+    }
     for (CollRequest& r : requests_) s.comm.progress(r);
   }
   void reduce_gradients(TrainState& s) override {
@@ -41,6 +68,7 @@ class Ssgd final : public Algorithm {
     const double compute_end = clock_now_s();
     for (size_t i = 0; i < launched_; ++i) s.comm.wait(requests_[launch_order_[i]], compute_end);
     launched_ = 0;
+    for (Bucket& b : buckets_) b.ready = 0;
   }
   bool replicas_identical() const override { return true; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
@@ -52,13 +80,18 @@ class Ssgd final : public Algorithm {
 
  private:
   bool overlap_;
-  std::vector<CollRequest> requests_;  // one per layer
-  std::vector<size_t> launch_order_;   // layers in the order their requests were launched
+  double bucket_bytes_;
+  std::vector<Bucket> buckets_;
+  std::vector<size_t> layer_bucket_;   // layer → bucket
+  std::vector<CollRequest> requests_;  // one per bucket
+  std::vector<size_t> launch_order_;   // buckets in the order their requests were launched
   size_t launched_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg) { return std::make_unique<Ssgd>(cfg.overlap); }
+std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg) {
+  return std::make_unique<Ssgd>(cfg.overlap, cfg.bucket_mb);
+}
 
 }  // namespace dsgd

@@ -60,6 +60,27 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"seq", "transformer: context length in tokens", &C::seq},
       {"vocab", "transformer: vocabulary size (byte-level text: 256)", &C::vocab},
       {"augment", "images: random crop with 4-pixel padding and horizontal flip", &C::augment},
+      {"optimizer", "local optimizer: sgd | adamw | auto (adamw for diloco, sgd otherwise)", &C::optimizer},
+      {"nesterov", "sgd: Nesterov momentum (needs --momentum > 0)", &C::nesterov},
+      {"beta1", "adamw: first-moment decay", &C::beta1},
+      {"beta2", "adamw: second-moment decay", &C::beta2},
+      {"eps", "adamw: denominator epsilon", &C::eps},
+      {"lr-schedule", "learning-rate schedule: constant | cosine | step (after --lr-warmup)", &C::lr_schedule},
+      {"lr-warmup", "linear learning-rate warm-up over this many steps (0: none)", &C::lr_warmup},
+      {"lr-step-every", "step schedule: multiply the rate by --lr-step-gamma every N steps", &C::lr_step_every},
+      {"lr-step-gamma", "step schedule: decay factor", &C::lr_step_gamma},
+      {"lr-scaling", "scale --lr by the global batch B=batch*workers: none | linear (B/B0) | sqrt (sqrt(B/B0))",
+       &C::lr_scaling},
+      {"lr-base-batch", "B0 of --lr-scaling: the global batch --lr was tuned for", &C::lr_base_batch},
+      {"post-local", "localsgd: synchronous SGD for the first K steps, then Local SGD (post-local SGD)",
+       &C::post_local},
+      {"outer-lr", "diloco: outer Nesterov SGD learning rate", &C::outer_lr},
+      {"outer-momentum", "diloco: outer Nesterov momentum", &C::outer_momentum},
+      {"delay", "dasgd: steps between starting a model average and applying it (0..H)", &C::delay},
+      {"pull-alpha", "overlap-local: pull towards the anchor, x <- (1-a)x + a*z", &C::pull_alpha},
+      {"slow-momentum", "overlap-local: momentum of the anchor update (0: anchor = average)", &C::slow_momentum},
+      {"bucket-mb", "ssgd --overlap: all-reduce buckets of about M MB in backward order (0: one per layer)",
+       &C::bucket_mb},
   };
   return fields;
 }
@@ -189,6 +210,74 @@ void run_config_copy_field(RunConfig& dst, const RunConfig& src, const RunConfig
   std::visit([&](auto member) { dst.*member = src.*member; }, field.member);
 }
 
+namespace {
+
+// Optimizer, schedule and SGD-variant knobs (algorithms/): ranges, and a knob of another
+// algorithm or optimizer (set to other than its default) is an error naming the flag.
+void run_config_validate_variants(const RunConfig& cfg) {
+  auto fail = [](const char* flag, const std::string& what, const std::string& hint) {
+    DSGD_THROW(InputError, hint, "--{}: {}", flag, what);
+  };
+  const RunConfig def;
+  auto owned = [&](const char* flag, bool changed, bool applies, const char* owner) {
+    if (changed && !applies)
+      fail(flag, fmt::format("applies to {} only (got --algo {}, --optimizer {})", owner, cfg.algo, cfg.optimizer),
+           fmt::format("drop --{} or use {}", flag, owner));
+  };
+  if (cfg.optimizer != "auto" && cfg.optimizer != "sgd" && cfg.optimizer != "adamw")
+    fail("optimizer", fmt::format("unknown optimizer '{}'", cfg.optimizer), "available: sgd, adamw, auto");
+  const bool adamw = cfg.optimizer == "adamw" || (cfg.optimizer == "auto" && cfg.algo == "diloco");
+  owned("nesterov", cfg.nesterov, !adamw, "--optimizer sgd");
+  owned("momentum", cfg.momentum != def.momentum, !adamw, "--optimizer sgd");
+  if (cfg.nesterov && !(cfg.momentum > 0))
+    fail("nesterov", "needs momentum", "pass --momentum 0.9 (for example) with --nesterov");
+  owned("beta1", cfg.beta1 != def.beta1, adamw, "--optimizer adamw");
+  owned("beta2", cfg.beta2 != def.beta2, adamw, "--optimizer adamw");
+  owned("eps", cfg.eps != def.eps, adamw, "--optimizer adamw");
+  if (!(cfg.beta1 >= 0 && cfg.beta1 < 1)) fail("beta1", fmt::format("must be in [0, 1) (got {})", cfg.beta1), "pass e.g. 0.9");
+  if (!(cfg.beta2 >= 0 && cfg.beta2 < 1)) fail("beta2", fmt::format("must be in [0, 1) (got {})", cfg.beta2), "pass e.g. 0.999");
+  if (!(cfg.eps > 0) || !std::isfinite(cfg.eps)) fail("eps", fmt::format("must be > 0 (got {})", cfg.eps), "pass e.g. 1e-8");
+  if (cfg.lr_schedule != "constant" && cfg.lr_schedule != "cosine" && cfg.lr_schedule != "step")
+    fail("lr-schedule", fmt::format("unknown schedule '{}'", cfg.lr_schedule), "available: constant, cosine, step");
+  if (cfg.lr_warmup < 0) fail("lr-warmup", fmt::format("must be >= 0 (got {})", cfg.lr_warmup), "pass 0 for no warm-up");
+  const bool step_schedule = cfg.lr_schedule == "step";
+  owned("lr-step-every", cfg.lr_step_every != def.lr_step_every, step_schedule, "--lr-schedule step");
+  owned("lr-step-gamma", cfg.lr_step_gamma != def.lr_step_gamma, step_schedule, "--lr-schedule step");
+  if (step_schedule && cfg.lr_step_every < 1)
+    fail("lr-step-every", fmt::format("must be at least 1 with --lr-schedule step (got {})", cfg.lr_step_every),
+         "pass e.g. --lr-step-every 1000");
+  if (!(cfg.lr_step_gamma > 0 && cfg.lr_step_gamma <= 1))
+    fail("lr-step-gamma", fmt::format("must be in (0, 1] (got {})", cfg.lr_step_gamma), "pass e.g. 0.1");
+  if (cfg.lr_scaling != "none" && cfg.lr_scaling != "linear" && cfg.lr_scaling != "sqrt")
+    fail("lr-scaling", fmt::format("unknown rule '{}'", cfg.lr_scaling), "available: none, linear, sqrt");
+  owned("lr-base-batch", cfg.lr_base_batch != def.lr_base_batch, cfg.lr_scaling != "none", "--lr-scaling linear|sqrt");
+  if (cfg.lr_base_batch < 1)
+    fail("lr-base-batch", fmt::format("must be at least 1 (got {})", cfg.lr_base_batch), "pass e.g. 256");
+  owned("post-local", cfg.post_local != def.post_local, cfg.algo == "localsgd", "--algo localsgd");
+  if (cfg.post_local < 0) fail("post-local", fmt::format("must be >= 0 (got {})", cfg.post_local), "pass 0 for none");
+  owned("outer-lr", cfg.outer_lr != def.outer_lr, cfg.algo == "diloco", "--algo diloco");
+  owned("outer-momentum", cfg.outer_momentum != def.outer_momentum, cfg.algo == "diloco", "--algo diloco");
+  if (!(cfg.outer_lr > 0) || !std::isfinite(cfg.outer_lr))
+    fail("outer-lr", fmt::format("must be > 0 (got {})", cfg.outer_lr), "pass e.g. 0.7");
+  if (!(cfg.outer_momentum >= 0 && cfg.outer_momentum < 1))
+    fail("outer-momentum", fmt::format("must be in [0, 1) (got {})", cfg.outer_momentum), "pass e.g. 0.9");
+  owned("delay", cfg.delay != def.delay, cfg.algo == "dasgd", "--algo dasgd");
+  if (cfg.delay < 0 || cfg.delay > cfg.period)
+    fail("delay", fmt::format("must be in 0..H = 0..{} (got {})", cfg.period, cfg.delay),
+         "an average must be applied before the next one starts: pass --delay at most --period");
+  owned("pull-alpha", cfg.pull_alpha != def.pull_alpha, cfg.algo == "overlap-local", "--algo overlap-local");
+  owned("slow-momentum", cfg.slow_momentum != def.slow_momentum, cfg.algo == "overlap-local", "--algo overlap-local");
+  if (!(cfg.pull_alpha >= 0 && cfg.pull_alpha <= 1))
+    fail("pull-alpha", fmt::format("must be in [0, 1] (got {})", cfg.pull_alpha), "pass e.g. 0.5");
+  if (!(cfg.slow_momentum >= 0 && cfg.slow_momentum < 1))
+    fail("slow-momentum", fmt::format("must be in [0, 1) (got {})", cfg.slow_momentum), "pass e.g. 0.5");
+  owned("bucket-mb", cfg.bucket_mb != def.bucket_mb, cfg.algo == "ssgd" && cfg.overlap, "--algo ssgd --overlap true");
+  if (!(cfg.bucket_mb >= 0) || !std::isfinite(cfg.bucket_mb))
+    fail("bucket-mb", fmt::format("must be >= 0 (got {})", cfg.bucket_mb), "pass e.g. 25");
+}
+
+}  // namespace
+
 void run_config_validate(const RunConfig& cfg) {
   auto fail = [](const char* flag, const std::string& what, const std::string& hint) {
     DSGD_THROW(InputError, hint, "--{}: {}", flag, what);
@@ -214,6 +303,7 @@ void run_config_validate(const RunConfig& cfg) {
     fail("steps", "and --epochs are both set", "pass only one of --steps and --epochs");
   if (cfg.overlap && cfg.algo != "ssgd")
     fail("overlap", fmt::format("applies to --algo ssgd only (got {})", cfg.algo), "drop --overlap or use --algo ssgd");
+  run_config_validate_variants(cfg);
   if (cfg.db.empty()) fail("db", "is empty", "pass a path such as ./dsgd.db");
   if (cfg.layers < 1 || cfg.layers > 1024) fail("layers", fmt::format("must be in 1..1024 (got {})", cfg.layers), "pass e.g. --layers 4");
   if (cfg.d_model < 1) fail("d-model", fmt::format("must be positive (got {})", cfg.d_model), "pass e.g. --d-model 256");

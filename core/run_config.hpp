@@ -52,6 +52,25 @@ struct RunConfig {
   int64_t seq = 128;            // context length in tokens
   int64_t vocab = 256;          // token vocabulary (byte-level text: 256)
   bool augment = false;         // images: random crop (4-pixel padding) and horizontal flip
+  // Optimizers, schedules and the SGD variants of algorithms/ (docs/algorithms.md).
+  std::string optimizer = "auto";  // sgd | adamw | auto (adamw for diloco, sgd otherwise)
+  bool nesterov = false;           // sgd: Nesterov momentum
+  double beta1 = 0.9;              // adamw
+  double beta2 = 0.999;
+  double eps = 1e-8;
+  std::string lr_schedule = "constant";  // constant | cosine | step
+  int64_t lr_warmup = 0;                 // linear warm-up steps
+  int64_t lr_step_every = 0;             // step schedule: decay every N steps
+  double lr_step_gamma = 0.1;            // step schedule: factor
+  std::string lr_scaling = "none";       // none | linear | sqrt (global batch / lr-base-batch)
+  int64_t lr_base_batch = 256;
+  int64_t post_local = 0;        // localsgd: ssgd for the first K steps
+  double outer_lr = 0.7;         // diloco outer Nesterov SGD
+  double outer_momentum = 0.9;
+  int64_t delay = 0;             // dasgd: steps between starting an average and applying it
+  double pull_alpha = 0.5;       // overlap-local: pull x ← (1−α)x + αz
+  double slow_momentum = 0.0;    // overlap-local: momentum of the anchor update
+  double bucket_mb = 0.0;        // ssgd --overlap: bucket size in MB (0: one bucket per layer)
 };
 
 // One entry of the field table.

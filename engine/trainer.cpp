@@ -39,7 +39,8 @@ struct Worker {
   DatasetPair data;
   std::unique_ptr<Workload> workload;
   std::unique_ptr<Algorithm> algorithm;
-  std::unique_ptr<SgdOptimizer> optimizer;
+  std::unique_ptr<Optimizer> optimizer;
+  LrSchedule schedule;
   std::unique_ptr<BatchSampler> sampler;
   Stragglers stragglers;
   Topology topology;
@@ -94,7 +95,8 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
                                         w.topology.groups);
   w.algorithm = algorithm_create(cfg.algo, cfg);
-  w.optimizer = std::make_unique<SgdOptimizer>(SgdOptions{cfg.lr, cfg.momentum, cfg.weight_decay, false}, count);
+  w.optimizer = optimizer_create(cfg, count, comm.size());
+  w.schedule = lr_schedule_from_config(cfg, w.optimizer->base_lr(), w.steps);
   return w;
 }
 
@@ -144,6 +146,20 @@ const float* consensus_model(Worker& w, Communicator& comm) {
   return w.eval_params.data();
 }
 
+// Consensus distance (1/n)·Σ_i ‖x_i − x̄‖² (docs/metrics.md), with x̄ the consensus model;
+// untimed. Empty when the algorithm keeps the replicas identical.
+std::optional<double> consensus_distance(Worker& w, Communicator& comm, const float* mean) {
+  if (w.algorithm->replicas_identical()) return std::nullopt;
+  double sq = 0;
+  const float* x = w.params.data();
+  for (size_t i = 0; i < w.params.size(); ++i) {
+    const double d = static_cast<double>(x[i]) - static_cast<double>(mean[i]);
+    sq += d * d;
+  }
+  comm.untimed_allreduce_sum(&sq, 1);
+  return sq / static_cast<double>(comm.size());
+}
+
 // Each rank evaluates its slice of the test set; sums are all-reduced.
 EvalSums evaluate_test(Worker& w, Communicator& comm, const float* model) {
   const size_t rows = w.data.test.rows;
@@ -174,7 +190,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   collective_check(comm, setup_error);
   g_past_setup = true;
 
-  TrainState state{comm, *w.workload, *w.optimizer, w.params.data(), w.grads.data(), w.params.size(), 0};
+  TrainState state{comm, *w.workload, *w.optimizer, w.params.data(), w.grads.data(), w.params.size(), 0, w.steps};
   w.algorithm->setup(state);
   HookContext hook_ctx{w.algorithm.get(), &state};
   const LayerHook hook{hook_trampoline, &hook_ctx};
@@ -249,6 +265,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
     const float* model = consensus_model(w, comm);
     const EvalSums sums = evaluate_test(w, comm, model);
     EvalRow row;
+    row.consensus_distance = consensus_distance(w, comm, model);
     row.step = steps_done;
     row.time_s = steps_done == 0 ? 0.0 : (t_eval - loop_start) - excluded_s;
     row.train_loss = loss[1] > 0 ? loss[0] / loss[1] : std::nan("");
@@ -294,7 +311,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       }
       w.algorithm->reduce_gradients(state);
       const double t4 = clock_now_s();
-      w.optimizer->step(w.params.data(), w.grads.data());
+      w.optimizer->step(w.params.data(), w.grads.data(), w.schedule.lr_at(step));
       const double t5 = clock_now_s();
       w.algorithm->after_update(state);
       const double t6 = clock_now_s();
@@ -317,7 +334,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
         if (delay > 0) clock_hold_until(t3 + delay);
       }
       w.algorithm->reduce_gradients(state);
-      w.optimizer->step(w.params.data(), w.grads.data());
+      w.optimizer->step(w.params.data(), w.grads.data(), w.schedule.lr_at(step));
       w.algorithm->after_update(state);
     }
     loss_count += 1;

@@ -7,6 +7,8 @@
 //   store reads it back as NaN; optional summary fields are NULL when they do not apply.
 // - steps.injected_s / summaries.injected_s (v3) are NULL on rows written before v3, and
 //   the store reads that NULL as 0 (no straggler delay was injected then).
+// - evals.consensus_distance (v4) is NULL when it does not apply (replicas identical) and
+//   on rows written before v4; the store reads NULL as an empty optional.
 // - calibrations.id is AUTOINCREMENT for the same reason as runs.id; the tuner and the
 //   sim backend refer to a calibration by id (or take the host's latest).
 #include "results/migrations.hpp"
@@ -154,6 +156,13 @@ CREATE TABLE profiles (
 ) WITHOUT ROWID;
 )sql";
 
+// v3 -> v4: consensus distance (1/n)·Σ‖x_i − x̄‖² of the replicas at each evaluation
+// (docs/metrics.md); NULL where the algorithm keeps the replicas identical, and on rows
+// written before v4.
+constexpr const char* migration_v4 = R"sql(
+ALTER TABLE evals ADD COLUMN consensus_distance REAL;
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -166,6 +175,7 @@ const std::vector<const char*>& migrations_all() {
       migration_v1,
       migration_v2,
       migration_v3,
+      migration_v4,
   };
   return table;
 }

@@ -292,10 +292,11 @@ std::vector<StepRow> steps_read(sqlite3* db, int version, int64_t run_id) {
   return rows;
 }
 
-std::vector<EvalRow> evals_read(sqlite3* db, int64_t run_id) {
-  SqlStatement stmt(db,
-                    "SELECT step, time_s, train_loss, test_loss, test_acc FROM evals "
-                    "WHERE run_id = ? ORDER BY step");
+// A database at `version` < 4 has no consensus_distance column; it reads as empty.
+std::vector<EvalRow> evals_read(sqlite3* db, int version, int64_t run_id) {
+  SqlStatement stmt(db, fmt::format("SELECT step, time_s, train_loss, test_loss, test_acc, {} FROM evals "
+                                    "WHERE run_id = ? ORDER BY step",
+                                    version >= 4 ? "consensus_distance" : "NULL"));
   stmt.bind(1, run_id);
   std::vector<EvalRow> rows;
   while (stmt.step()) {
@@ -305,6 +306,7 @@ std::vector<EvalRow> evals_read(sqlite3* db, int64_t run_id) {
     row.train_loss = stmt.column_real(2);
     row.test_loss = stmt.column_real(3);
     row.test_acc = stmt.column_real(4);
+    row.consensus_distance = stmt.column_optional_real(5);
   }
   return rows;
 }
@@ -349,7 +351,7 @@ void summaries_backfill(sqlite3* db) {
     std::optional<RunRecord> run = run_find(db, Store::schema_version(), id);
     summary_write(db, id,
                   summary_compute(*run, steps_read(db, Store::schema_version(), id),
-                                  evals_read(db, id)));
+                                  evals_read(db, Store::schema_version(), id)));
   }
   transaction.commit();
 }
@@ -455,10 +457,10 @@ void Store::evals_append(int64_t run_id, const std::vector<EvalRow>& rows) {
   if (rows.empty()) return;
   SqlTransaction transaction(db_);
   SqlStatement stmt(db_,
-                    "INSERT INTO evals (run_id, step, time_s, train_loss, test_loss, test_acc) "
-                    "VALUES (?, ?, ?, ?, ?, ?)");
+                    "INSERT INTO evals (run_id, step, time_s, train_loss, test_loss, test_acc, "
+                    "consensus_distance) VALUES (?, ?, ?, ?, ?, ?, ?)");
   for (const EvalRow& r : rows) {
-    stmt.bind_all(run_id, r.step, r.time_s, r.train_loss, r.test_loss, r.test_acc);
+    stmt.bind_all(run_id, r.step, r.time_s, r.train_loss, r.test_loss, r.test_acc, r.consensus_distance);
     stmt.run();
   }
   transaction.commit();
@@ -474,7 +476,7 @@ void Store::run_finish(int64_t run_id, const std::string& status, const std::str
   if (!run) run_throw_not_found(path_, run_id);
   summary_write(db_, run_id,
                 summary_compute(*run, steps_read(db_, schema_version(), run_id),
-                                evals_read(db_, run_id)));
+                                evals_read(db_, schema_version(), run_id)));
   SqlStatement update(db_, "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?");
   update.bind_all(status, system_time_iso8601());
   update.bind_text_or_null(3, error);
@@ -504,7 +506,7 @@ RunWithSummary Store::run_get(int64_t run_id) const {
 
 std::vector<EvalRow> Store::evals_get(int64_t run_id) const {
   if (user_version() < 1) return {};
-  return evals_read(db_, run_id);
+  return evals_read(db_, user_version(), run_id);
 }
 
 std::vector<StepRow> Store::steps_get(int64_t run_id) const {

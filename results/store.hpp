@@ -57,6 +57,9 @@ struct EvalRow {
   double train_loss = 0;  // mean minibatch loss since the previous evaluation, all ranks
   double test_loss = 0;
   double test_acc = 0;
+  // (1/n)·Σ_i ‖x_i − x̄‖² over the n replicas (docs/metrics.md); empty when the algorithm
+  // keeps them identical (and on rows written before schema v4).
+  std::optional<double> consensus_distance;
 };
 
 // Summary metrics (definitions in docs/metrics.md). Optional fields are null when

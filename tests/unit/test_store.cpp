@@ -151,6 +151,7 @@ void expect_same_eval(const EvalRow& a, const EvalRow& b) {
                      &EvalRow::test_acc}) {
     EXPECT_TRUE(same_double(a.*field, b.*field)) << "step " << a.step;
   }
+  EXPECT_EQ(a.consensus_distance, b.consensus_distance) << "step " << a.step;
 }
 
 void expect_same_optional(const std::optional<double>& a, const std::optional<double>& b) {
@@ -938,6 +939,52 @@ TEST_F(StoreTest, Append10kStepRowsInOneBatch) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("[ timing   ] steps_append of %zu rows: %.2f ms\n", rows.size(), seconds * 1e3);
   EXPECT_EQ(store.steps_get(id).size(), rows.size());
+}
+
+// v3 -> v4: evals.consensus_distance. Old rows read as empty (read-only and migrated);
+// new rows keep a value, or NULL for an empty optional.
+TEST_F(StoreTest, MigratesAVersion3DatabaseAddingConsensusDistance) {
+  {
+    sqlite3* db = raw_open(db_path());
+    migrations_apply(db, 0, 3);
+    raw_exec(db,
+             "INSERT INTO runs (id, created_at, finished_at, status, workload, workers, batch, "
+             "steps, seed) VALUES (4, '2025-07-01T10:00:00Z', '2025-07-01T10:01:00Z', "
+             "'completed', 'svm', 2, 8, 2, '5')");
+    raw_exec(db,
+             "INSERT INTO evals (run_id, step, time_s, train_loss, test_loss, test_acc) VALUES "
+             "(4, 0, 0.0, NULL, 0.9, 0.1), (4, 2, 1.5, 0.7, 0.6, 0.5)");
+    EXPECT_EQ(raw_query_text(db, "PRAGMA user_version"), "3");
+    sqlite3_close(db);
+  }
+  {
+    Store old = Store::open_readonly(db_path());
+    EXPECT_EQ(old.user_version(), 3);
+    const std::vector<EvalRow> rows = old.evals_get(4);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_FALSE(rows[1].consensus_distance.has_value());
+    EXPECT_DOUBLE_EQ(rows[1].test_acc, 0.5);
+  }
+  Store store = Store::open(db_path());
+  EXPECT_EQ(store.user_version(), Store::schema_version());
+  EXPECT_GE(Store::schema_version(), 4);
+  EXPECT_EQ(raw_query_text(store.handle(), "SELECT count(*) FROM evals WHERE consensus_distance IS NULL"), "2");
+  const std::vector<EvalRow> rows = store.evals_get(4);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_FALSE(rows[0].consensus_distance.has_value());
+  EXPECT_DOUBLE_EQ(rows[1].test_loss, 0.6);
+  const int64_t next = store.run_begin(run_make());
+  EvalRow with = eval_make(10, 2.0, 0.4, 0.8);
+  with.consensus_distance = 0.015625;
+  EvalRow without = eval_make(20, 4.0, 0.3, 0.9);
+  store.evals_append(next, {with, without});
+  const std::vector<EvalRow> got = store.evals_get(next);
+  ASSERT_EQ(got.size(), 2u);
+  expect_same_eval(got[0], with);
+  expect_same_eval(got[1], without);
+  EXPECT_EQ(raw_query_text(store.handle(),
+                           fmt::format("SELECT count(*) FROM evals WHERE run_id = {} AND consensus_distance IS NULL", next)),
+            "1");
 }
 
 }  // namespace

@@ -1,0 +1,39 @@
+// cocod: CoCoD-SGD (Shen et al. 2019, "Faster Distributed Deep Net Training: Computation
+// and Communication Decoupled Stochastic Gradient Descent", IJCAI; Algorithm 1).
+// Every k = --period steps each worker snapshots its model, s_i ← x_i, and launches a
+// non-blocking all-reduce of s_i that runs during the next k local steps; at the next sync
+// point (k steps later) it waits, applies x_i ← avg_j s_j + (x_i − s_i), and snapshots and
+// launches again, so communication of round r overlaps computation of round r+1.
+// This is delayed averaging with delay d = k (algorithms/delayed_average.hpp); dasgd exposes
+// d separately, and with d = 0 it is localsgd. Bytes per step per worker (ring):
+// 2(n−1)/n·|x|·4 / k.
+#include "algorithms/delayed_average.hpp"
+
+namespace dsgd {
+
+namespace {
+
+class Cocod final : public Algorithm {
+ public:
+  explicit Cocod(int64_t period) : avg_(period, period) {}
+  std::string name() const override { return "cocod"; }
+  void setup(TrainState& s) override { avg_.setup(s); }
+  void on_layer_grad_ready(TrainState& s, size_t) override { avg_.progress(s); }
+  void after_update(TrainState& s) override { avg_.after_update(s); }
+  bool replicas_identical() const override { return false; }
+  double bytes_sent_per_step(double param_bytes, int n) const override {
+    return avg_.bytes_sent_per_step(param_bytes, n);
+  }
+  int max_collectives_per_step() const override { return 2; }
+
+ private:
+  DelayedAverage avg_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> algorithm_create_cocod(const RunConfig& cfg) {
+  return std::make_unique<Cocod>(cfg.period);
+}
+
+}  // namespace dsgd

@@ -1,0 +1,38 @@
+// dasgd: local SGD with delayed averaging (DaSGD, Zhou et al. 2020, "DaSGD: Squeezing SGD
+// Parallelization Performance in Distributed Training Using Delayed Averaging").
+// Local steps; after every H-th step (H = --period) each worker snapshots s_i ← x_i and
+// launches a non-blocking all-reduce of it; d = --delay steps later (0 ≤ d ≤ H) it applies
+//   x_i ← avg_j s_j + (x_i − s_i)
+// so the average of the models at the sync point replaces them while the local progress
+// of the d overlapped steps is kept (algorithms/delayed_average.hpp). d = 0 is localsgd
+// (bit-identical); d = H is cocod. Bytes per step per worker (ring): 2(n−1)/n·|x|·4 / H.
+#include "algorithms/delayed_average.hpp"
+
+namespace dsgd {
+
+namespace {
+
+class Dasgd final : public Algorithm {
+ public:
+  Dasgd(int64_t period, int64_t delay) : avg_(period, delay) {}
+  std::string name() const override { return "dasgd"; }
+  void setup(TrainState& s) override { avg_.setup(s); }
+  void on_layer_grad_ready(TrainState& s, size_t) override { avg_.progress(s); }
+  void after_update(TrainState& s) override { avg_.after_update(s); }
+  bool replicas_identical() const override { return false; }
+  double bytes_sent_per_step(double param_bytes, int n) const override {
+    return avg_.bytes_sent_per_step(param_bytes, n);
+  }
+  int max_collectives_per_step() const override { return 2; }
+
+ private:
+  DelayedAverage avg_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> algorithm_create_dasgd(const RunConfig& cfg) {
+  return std::make_unique<Dasgd>(cfg.period, cfg.delay);
+}
+
+}  // namespace dsgd

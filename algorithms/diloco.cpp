@@ -1,0 +1,60 @@
+// diloco: DiLoCo (Douillard et al. 2023, "DiLoCo: Distributed Low-Communication Training of
+// Language Models", Algorithm 1).
+//   inner: x_i ← x_i − η·inner_opt(g_i) for H steps (AdamW by default: --optimizer auto)
+//   after every H-th step:  a = avg_j x_j                      (one all-reduce of the model)
+//                           Δ = x_g − a                        (the outer pseudo-gradient)
+//                           v ← μ·v + Δ;  x_g ← x_g − η_out·(Δ + μ·v)   (outer Nesterov SGD)
+//                           x_i ← x_g on every worker
+// η_out = --outer-lr (0.7), μ = --outer-momentum (0.9), H = --period. Inner optimizer states
+// stay local and persist across rounds, as in the paper. x_g starts at the (identical)
+// initial model and its outer state is replicated (every worker computes the same update).
+// With η_out = 1 and μ = 0, x_g ← x_g − (x_g − a) = a up to one float32 rounding per round:
+// localsgd with the same inner optimizer (docs/algorithms.md: tolerance).
+// Bytes per step per worker (ring): 2(n−1)/n · |x|·4 / H. Memory: x_g and v (2·|x|).
+#include <algorithm>
+
+#include "algorithms/algorithm.hpp"
+
+namespace dsgd {
+
+namespace {
+
+class Diloco final : public Algorithm {
+ public:
+  Diloco(int64_t period, double outer_lr, double outer_momentum)
+      : period_(period), outer_lr_(outer_lr), outer_momentum_(outer_momentum) {}
+  std::string name() const override { return "diloco"; }
+  void setup(TrainState& s) override {
+    global_.assign(s.params, s.params + s.count);
+    outer_ = std::make_unique<SgdOptimizer>(SgdOptions{outer_lr_, outer_momentum_, 0.0, true}, s.count);
+    delta_.assign(s.count, 0.0f);
+  }
+  void after_update(TrainState& s) override {
+    if ((s.step + 1) % period_ != 0) return;
+    s.comm.allreduce_average(s.params, s.count);  // a = avg_j x_j
+    float* g = global_.data();
+    float* d = delta_.data();
+    for (size_t i = 0; i < s.count; ++i) d[i] = g[i] - s.params[i];
+    outer_->step(g, d);
+    std::copy(global_.begin(), global_.end(), s.params);
+  }
+  bool replicas_identical() const override { return false; }
+  double bytes_sent_per_step(double param_bytes, int n) const override {
+    return ring_allreduce_bytes_sent(param_bytes, n) / static_cast<double>(period_);
+  }
+  int max_collectives_per_step() const override { return 1; }
+
+ private:
+  int64_t period_;
+  double outer_lr_, outer_momentum_;
+  std::vector<float> global_, delta_;
+  std::unique_ptr<SgdOptimizer> outer_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> algorithm_create_diloco(const RunConfig& cfg) {
+  return std::make_unique<Diloco>(cfg.period, cfg.outer_lr, cfg.outer_momentum);
+}
+
+}  // namespace dsgd

@@ -1,0 +1,383 @@
+// The optimizers against updates computed by hand (SGD, momentum, Nesterov, AdamW in double),
+// the learning-rate schedules and scaling rule at their formula's points, no allocation in
+// a step, the variant knobs' validation, and each SGD variant of algorithms/ on one worker
+// against its serial optimizer (or its rule) written out by hand.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdlib>
+#include <new>
+
+#include "algorithms/optimizer.hpp"
+#include "cluster/communicator.hpp"
+#include "core/errors.hpp"
+#include "core/run_config.hpp"
+#include "engine/batch_sampler.hpp"
+#include "engine/trainer.hpp"
+#include "workloads/datasets/dataset.hpp"
+#include "workloads/workload.hpp"
+
+// Counts heap allocations of this process (the step must make none). GCC cannot see that
+// the replaced new and delete pair malloc with free.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+static std::atomic<long> g_allocations{0};
+void* operator new(std::size_t n) {
+  g_allocations.fetch_add(1, std::memory_order_relaxed);
+  if (void* p = std::malloc(n ? n : 1)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
+using namespace dsgd;
+
+namespace {
+
+TEST(SgdOptimizer, PlainStepIsGradientPlusCoupledDecay) {
+  SgdOptimizer opt(SgdOptions{0.1, 0.0, 0.01, false}, 2);
+  float x[2] = {1.0f, -2.0f};
+  const float g[2] = {0.5f, 0.25f};
+  opt.step(x, g);
+  EXPECT_NEAR(x[0], 1.0 - 0.1 * (0.5 + 0.01 * 1.0), 1e-7);   // 0.949
+  EXPECT_NEAR(x[1], -2.0 - 0.1 * (0.25 - 0.02), 1e-7);      // -2.023
+}
+
+TEST(SgdOptimizer, MomentumAndNesterovTwoStepsByHand) {
+  const float g1 = 0.5f, g2 = -0.3f;
+  // Heavy ball, μ = 0.9, η = 0.1, λ = 0: v1 = 0.5, x1 = 1 − 0.05 = 0.95;
+  // v2 = 0.45 − 0.3 = 0.15, x2 = 0.95 − 0.015 = 0.935.
+  SgdOptimizer hb(SgdOptions{0.1, 0.9, 0.0, false}, 1);
+  float x = 1.0f;
+  hb.step(&x, &g1);
+  EXPECT_NEAR(x, 0.95, 1e-7);
+  hb.step(&x, &g2);
+  EXPECT_NEAR(x, 0.935, 1e-6);
+  // Nesterov: v1 = 0.5, x1 = 1 − 0.1·(0.5 + 0.45) = 0.905;
+  // v2 = 0.15, x2 = 0.905 − 0.1·(−0.3 + 0.135) = 0.9215.
+  SgdOptimizer nag(SgdOptions{0.1, 0.9, 0.0, true}, 1);
+  x = 1.0f;
+  nag.step(&x, &g1);
+  EXPECT_NEAR(x, 0.905, 1e-6);
+  nag.step(&x, &g2);
+  EXPECT_NEAR(x, 0.9215, 1e-6);
+  // A learning rate passed to step() replaces the base rate.
+  SgdOptimizer half(SgdOptions{0.1, 0.0, 0.0, false}, 1);
+  x = 1.0f;
+  half.step(&x, &g1, 0.05);
+  EXPECT_NEAR(x, 0.975, 1e-7);
+}
+
+TEST(AdamWOptimizer, MatchesTheRuleInDoubleOverManySteps) {
+  const AdamWOptions o{0.01, 0.9, 0.999, 1e-8, 0.1};
+  const size_t n = 3;
+  AdamWOptimizer opt(o, n);
+  float x[n] = {1.0f, -0.5f, 0.0f};
+  double xr[n] = {1.0, -0.5, 0.0}, m[n] = {}, v[n] = {};
+  for (int t = 1; t <= 50; ++t) {
+    float g[n];
+    for (size_t i = 0; i < n; ++i) g[i] = static_cast<float>(std::sin(0.7 * t + double(i)) + 0.1 * double(i));
+    opt.step(x, g);
+    for (size_t i = 0; i < n; ++i) {
+      m[i] = o.beta1 * m[i] + (1 - o.beta1) * g[i];
+      v[i] = o.beta2 * v[i] + (1 - o.beta2) * double(g[i]) * g[i];
+      const double mh = m[i] / (1 - std::pow(o.beta1, t));
+      const double vh = v[i] / (1 - std::pow(o.beta2, t));
+      xr[i] = xr[i] - o.lr * (mh / (std::sqrt(vh) + o.eps) + o.weight_decay * xr[i]);
+    }
+  }
+  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(x[i], xr[i], 2e-6) << i;
+  EXPECT_EQ(opt.steps_taken(), 50);
+}
+
+TEST(AdamWOptimizer, FirstStepIsSignOfGradientPlusDecoupledDecay) {
+  // t = 1: m̂ = g, v̂ = g², so x ← x(1 − ηλ) − η·g/(|g| + ε).
+  AdamWOptimizer opt(AdamWOptions{0.1, 0.9, 0.999, 1e-8, 0.5}, 2);
+  float x[2] = {2.0f, 2.0f};
+  const float g[2] = {3.0f, -0.001f};
+  opt.step(x, g);
+  EXPECT_NEAR(x[0], 2.0 * (1 - 0.05) - 0.1, 1e-6);  // 1.8
+  EXPECT_NEAR(x[1], 2.0 * (1 - 0.05) + 0.1, 1e-5);  // 2.0
+}
+
+TEST(Optimizer, StepDoesNotAllocate) {
+  const size_t n = 1000;
+  std::vector<float> x(n, 1.0f), g(n, 0.5f);
+  SgdOptimizer sgd(SgdOptions{0.1, 0.9, 1e-4, true}, n);
+  AdamWOptimizer adam(AdamWOptions{}, n);
+  const long before = g_allocations.load();
+  for (int t = 0; t < 20; ++t) {
+    sgd.step(x.data(), g.data(), 0.01);
+    adam.step(x.data(), g.data(), 0.01);
+  }
+  EXPECT_EQ(g_allocations.load(), before);
+}
+
+TEST(LrSchedule, WarmupCosineAndStepAtTheirFormulaPoints) {
+  LrSchedule s;
+  s.base_lr = 0.4;
+  s.warmup = 4;
+  s.total_steps = 104;
+  EXPECT_DOUBLE_EQ(s.lr_at(0), 0.1);  // η·1/4
+  EXPECT_DOUBLE_EQ(s.lr_at(3), 0.4);  // η·4/4
+  EXPECT_DOUBLE_EQ(s.lr_at(50), 0.4);
+  s.kind = LrScheduleKind::lr_cosine;
+  EXPECT_DOUBLE_EQ(s.lr_at(4), 0.4);                     // cos 0
+  EXPECT_NEAR(s.lr_at(54), 0.2, 1e-15);                  // half way: ½(1 + cos π/2)
+  EXPECT_NEAR(s.lr_at(103), 0.4 * 0.5 * (1 + std::cos(M_PI * 99 / 100)), 1e-15);
+  s.kind = LrScheduleKind::lr_step;
+  s.step_every = 10;
+  s.gamma = 0.5;
+  EXPECT_DOUBLE_EQ(s.lr_at(13), 0.4);   // ⌊9/10⌋ = 0
+  EXPECT_DOUBLE_EQ(s.lr_at(14), 0.2);   // ⌊10/10⌋ = 1
+  EXPECT_DOUBLE_EQ(s.lr_at(35), 0.05);  // ⌊31/10⌋ = 3
+}
+
+TEST(LrScaling, LinearAndSqrtOfTheGlobalBatch) {
+  EXPECT_DOUBLE_EQ(lr_scaled(0.1, "none", 64, 8, 256), 0.1);
+  EXPECT_DOUBLE_EQ(lr_scaled(0.1, "linear", 64, 8, 256), 0.2);   // B = 512 = 2·B0
+  EXPECT_DOUBLE_EQ(lr_scaled(0.1, "sqrt", 64, 16, 256), 0.2);    // B = 1024 = 4·B0
+  RunConfig cfg;
+  cfg.lr = 0.1;
+  cfg.batch = 64;
+  cfg.lr_scaling = "linear";
+  cfg.lr_base_batch = 64;
+  EXPECT_DOUBLE_EQ(optimizer_create(cfg, 4, 2)->base_lr(), 0.2);
+  EXPECT_EQ(optimizer_create(cfg, 4, 2)->name(), "sgd");
+  cfg.algo = "diloco";
+  EXPECT_EQ(optimizer_create(cfg, 4, 2)->name(), "adamw");  // auto: AdamW inner for DiLoCo
+  cfg.optimizer = "sgd";
+  EXPECT_EQ(optimizer_create(cfg, 4, 2)->name(), "sgd");
+}
+
+// Validation: each case is an InputError whose message names the flag.
+void expect_rejected(void (*edit)(RunConfig&), const std::string& flag) {
+  RunConfig cfg;
+  edit(cfg);
+  try {
+    run_config_validate(cfg);
+    FAIL() << "accepted; expected an error naming " << flag;
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
+  }
+}
+
+TEST(VariantKnobs, ForeignKnobsAndBadValuesAreRejectedNamingTheFlag) {
+  expect_rejected([](RunConfig& c) { c.outer_lr = 0.5; }, "--outer-lr");  // with --algo ssgd
+  expect_rejected([](RunConfig& c) { c.outer_momentum = 0.5; c.algo = "localsgd"; }, "--outer-momentum");
+  expect_rejected([](RunConfig& c) { c.post_local = 10; c.algo = "diloco"; }, "--post-local");
+  expect_rejected([](RunConfig& c) { c.delay = 1; c.algo = "cocod"; }, "--delay");
+  expect_rejected([](RunConfig& c) { c.pull_alpha = 0.2; }, "--pull-alpha");
+  expect_rejected([](RunConfig& c) { c.slow_momentum = 0.2; c.algo = "dasgd"; }, "--slow-momentum");
+  expect_rejected([](RunConfig& c) { c.bucket_mb = 25; }, "--bucket-mb");  // ssgd without --overlap
+  expect_rejected([](RunConfig& c) { c.beta1 = 0.8; }, "--beta1");         // with sgd
+  expect_rejected([](RunConfig& c) { c.momentum = 0.9; c.optimizer = "adamw"; }, "--momentum");
+  expect_rejected([](RunConfig& c) { c.nesterov = true; }, "--nesterov");  // needs momentum
+  expect_rejected([](RunConfig& c) { c.optimizer = "lamb"; }, "--optimizer");
+  expect_rejected([](RunConfig& c) { c.lr_schedule = "linear"; }, "--lr-schedule");
+  expect_rejected([](RunConfig& c) { c.lr_schedule = "step"; }, "--lr-step-every");
+  expect_rejected([](RunConfig& c) { c.lr_step_gamma = 0.5; }, "--lr-step-gamma");
+  expect_rejected([](RunConfig& c) { c.lr_scaling = "cubic"; }, "--lr-scaling");
+  expect_rejected([](RunConfig& c) { c.lr_base_batch = 32; }, "--lr-base-batch");
+  expect_rejected([](RunConfig& c) { c.algo = "dasgd"; c.period = 4; c.delay = 5; }, "--delay");
+  expect_rejected([](RunConfig& c) { c.algo = "diloco"; c.period = 0; }, "--period");
+  expect_rejected([](RunConfig& c) { c.algo = "diloco"; c.outer_lr = 0; }, "--outer-lr");
+  expect_rejected([](RunConfig& c) { c.algo = "overlap-local"; c.pull_alpha = 1.5; }, "--pull-alpha");
+  // Their own algorithm accepts them.
+  RunConfig ok;
+  ok.algo = "dasgd";
+  ok.delay = 2;
+  EXPECT_NO_THROW(run_config_validate(ok));
+  ok = RunConfig{};
+  ok.algo = "diloco";
+  ok.outer_lr = 1.0;
+  ok.beta1 = 0.8;
+  EXPECT_NO_THROW(run_config_validate(ok));
+  ok = RunConfig{};
+  ok.overlap = true;
+  ok.bucket_mb = 1;
+  ok.momentum = 0.9;
+  ok.nesterov = true;
+  EXPECT_NO_THROW(run_config_validate(ok));
+}
+
+// ---- each variant on one worker ------------------------------------------------------------
+
+RunConfig small_config() {
+  RunConfig cfg;
+  cfg.workload = "svm";
+  cfg.dataset = "synthetic:n=2000,d=50,classes=3,noise=0.0,test=400";
+  cfg.batch = 16;
+  cfg.steps = 61;  // not a multiple of H: the run ends mid-round
+  cfg.lr = 0.05;
+  cfg.weight_decay = 1e-3;
+  cfg.seed = 7;
+  cfg.eval_every = 20;
+  cfg.warmup = 2;
+  cfg.period = 4;
+  return cfg;
+}
+
+// Serial training written out; at_init(x) runs after initialisation, after_step(t, x)
+// after each optimizer step.
+template <class AtInit, class AfterStep>
+std::vector<float> serial_run(const RunConfig& cfg, Optimizer& opt, AtInit at_init, AfterStep after_step) {
+  DatasetPair data = dataset_load(cfg.dataset, cfg.seed);
+  auto wl = workload_create(cfg.workload, data.train);
+  wl->reserve(static_cast<size_t>(cfg.batch));
+  std::vector<float> x(wl->param_count()), g(wl->param_count());
+  wl->init_params(x.data(), cfg.seed);
+  at_init(x);
+  BatchSampler sampler(data.train.rows, 0, 1, static_cast<size_t>(cfg.batch), cfg.seed);
+  for (int64_t t = 0; t < cfg.steps; ++t) {
+    wl->load_batch(data.train, sampler.next(), sampler.batch());
+    wl->forward(x.data());
+    wl->backward(x.data(), g.data(), LayerHook{});
+    opt.step(x.data(), g.data());
+    after_step(t, x);
+  }
+  return x;
+}
+
+void nothing_at_init(std::vector<float>&) {}
+void nothing_after(int64_t, std::vector<float>&) {}
+
+std::vector<float> trained(const RunConfig& cfg) {
+  auto comm = communicator_create_self();
+  return trainer_run(cfg, *comm, nullptr, {}).final_params;
+}
+
+size_t param_count(const RunConfig& cfg) {
+  DatasetPair data = dataset_load(cfg.dataset, cfg.seed);
+  return workload_create(cfg.workload, data.train)->param_count();
+}
+
+TEST(VariantsOnOneWorker, EqualTheirSerialOptimizerExactly) {
+  RunConfig cfg = small_config();
+  cfg.optimizer = "adamw";
+  cfg.lr = 0.01;
+  const size_t n = param_count(cfg);
+  AdamWOptimizer adam(AdamWOptions{cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, n);
+  const auto serial_adam = serial_run(cfg, adam, nothing_at_init, nothing_after);
+  for (const char* algo : {"ssgd", "localsgd", "cocod", "dasgd"}) {
+    cfg.algo = algo;
+    cfg.delay = cfg.algo == "dasgd" ? 2 : 0;
+    EXPECT_EQ(trained(cfg), serial_adam) << algo;
+  }
+  cfg.algo = "localsgd";
+  cfg.delay = 0;
+  cfg.post_local = 10;
+  EXPECT_EQ(trained(cfg), serial_adam) << "post-local";
+  cfg.post_local = 0;
+  cfg.algo = "overlap-local";
+  cfg.pull_alpha = 0.0;  // no pull: nothing but the local optimizer
+  EXPECT_EQ(trained(cfg), serial_adam) << "overlap-local alpha 0";
+
+  RunConfig sgd = small_config();
+  sgd.momentum = 0.9;
+  sgd.nesterov = true;
+  sgd.lr_schedule = "cosine";
+  sgd.lr_warmup = 5;
+  SgdOptimizer nag(SgdOptions{sgd.lr, 0.9, sgd.weight_decay, true}, n);
+  const LrSchedule sched = lr_schedule_from_config(sgd, sgd.lr, sgd.steps);
+  // Serial with the schedule: step(x, g, lr_at(t)).
+  DatasetPair data = dataset_load(sgd.dataset, sgd.seed);
+  auto wl = workload_create(sgd.workload, data.train);
+  wl->reserve(static_cast<size_t>(sgd.batch));
+  std::vector<float> x(n), g(n);
+  wl->init_params(x.data(), sgd.seed);
+  BatchSampler sampler(data.train.rows, 0, 1, static_cast<size_t>(sgd.batch), sgd.seed);
+  for (int64_t t = 0; t < sgd.steps; ++t) {
+    wl->load_batch(data.train, sampler.next(), sampler.batch());
+    wl->forward(x.data());
+    wl->backward(x.data(), g.data(), LayerHook{});
+    nag.step(x.data(), g.data(), sched.lr_at(t));
+  }
+  EXPECT_EQ(trained(sgd), x) << "ssgd, Nesterov, cosine with warm-up";
+}
+
+TEST(VariantsOnOneWorker, DilocoEqualsItsOuterLoopWrittenOut) {
+  RunConfig cfg = small_config();
+  cfg.algo = "diloco";  // auto: AdamW inner, outer Nesterov lr 0.7 momentum 0.9
+  cfg.lr = 0.01;
+  const size_t n = param_count(cfg);
+  AdamWOptimizer inner(AdamWOptions{cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, n);
+  std::vector<float> global, v(n, 0.0f);
+  const float mu = 0.9f, lr_out = 0.7f;
+  const auto ref = serial_run(
+      cfg, inner, [&](std::vector<float>& x) { global = x; },
+      [&](int64_t t, std::vector<float>& x) {
+        if ((t + 1) % cfg.period != 0) return;
+        for (size_t i = 0; i < n; ++i) {
+          const float d = global[i] - x[i];  // one worker: avg_j x_j = x
+          v[i] = mu * v[i] + d;
+          global[i] -= lr_out * (d + mu * v[i]);
+          x[i] = global[i];
+        }
+      });
+  const auto got = trained(cfg);
+  EXPECT_EQ(got, ref);
+  // Outer lr 1, momentum 0: x_g ← a up to one rounding per round = the inner optimizer alone.
+  AdamWOptimizer adam(AdamWOptions{cfg.lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, n);
+  const auto serial_adam = serial_run(cfg, adam, nothing_at_init, nothing_after);
+  cfg.outer_lr = 1.0;
+  cfg.outer_momentum = 0.0;
+  const auto plain = trained(cfg);
+  double worst = 0;
+  for (size_t i = 0; i < n; ++i)
+    worst = std::max(worst, std::abs(double(plain[i]) - serial_adam[i]) / (1 + std::abs(double(serial_adam[i]))));
+  EXPECT_LT(worst, 1e-5);
+  EXPECT_NE(got, plain);  // the outer optimizer does change the model
+}
+
+TEST(VariantsOnOneWorker, OverlapLocalEqualsItsAnchorRuleWrittenOut) {
+  RunConfig cfg = small_config();
+  cfg.algo = "overlap-local";
+  cfg.pull_alpha = 0.5;
+  cfg.slow_momentum = 0.5;
+  const size_t n = param_count(cfg);
+  SgdOptimizer sgd(SgdOptions{cfg.lr, 0.0, cfg.weight_decay, false}, n);
+  std::vector<float> z, u(n, 0.0f), inflight;
+  const float a = 0.5f, b = 0.5f;
+  const auto ref = serial_run(
+      cfg, sgd, [&](std::vector<float>& x) { z = x; },
+      [&](int64_t t, std::vector<float>& x) {
+        const bool last = t + 1 == cfg.steps;
+        const bool sync = (t + 1) % cfg.period == 0;
+        if (!sync && !last) return;
+        if (!inflight.empty()) {  // one worker: the all-reduce returns the pulled model itself
+          for (size_t i = 0; i < n; ++i) {
+            u[i] = b * u[i] + (z[i] - inflight[i]);
+            z[i] -= u[i];
+          }
+          inflight.clear();
+        }
+        if (!sync) return;
+        for (size_t i = 0; i < n; ++i) x[i] = (1.0f - a) * x[i] + a * z[i];
+        if (!last) inflight = x;
+      });
+  EXPECT_EQ(trained(cfg), ref);
+  SgdOptimizer plain(SgdOptions{cfg.lr, 0.0, cfg.weight_decay, false}, n);
+  EXPECT_NE(ref, serial_run(cfg, plain, nothing_at_init, nothing_after));  // the pull is active
+}
+
+TEST(VariantsOnOneWorker, ConsensusDistanceIsReportedOnlyWhereReplicasMayDiffer) {
+  RunConfig cfg = small_config();
+  std::vector<EvalRow> evals;
+  TrainerCallbacks cb;
+  cb.on_eval = [&](const EvalRow& e) { evals.push_back(e); };
+  auto comm = communicator_create_self();
+  trainer_run(cfg, *comm, nullptr, cb);
+  ASSERT_FALSE(evals.empty());
+  for (const auto& e : evals) EXPECT_FALSE(e.consensus_distance.has_value());  // ssgd
+  evals.clear();
+  cfg.algo = "localsgd";
+  trainer_run(cfg, *comm, nullptr, cb);
+  ASSERT_FALSE(evals.empty());
+  for (const auto& e : evals) {
+    ASSERT_TRUE(e.consensus_distance.has_value());
+    EXPECT_EQ(*e.consensus_distance, 0.0);  // one replica
+  }
+}
+
+}  // namespace
