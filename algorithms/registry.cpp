@@ -9,6 +9,8 @@ namespace dsgd {
 
 std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_localsgd(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_dpsgd(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_zero(const RunConfig& cfg);
 
 namespace {
 
@@ -22,6 +24,12 @@ const std::vector<AlgorithmEntry>& registry() {
       {{"ssgd", "synchronous SGD: all-reduce of the gradient every step", "--overlap"}, algorithm_create_ssgd},
       {{"localsgd", "Local SGD: local steps, all-reduce of the model every H steps", "--period H"},
        algorithm_create_localsgd},
+      {{"dpsgd", "D-PSGD: gossip averaging with the topology's neighbours (mixing matrix W) every step",
+        "--topology, --dpsgd-delay 0|1"},
+       algorithm_create_dpsgd},
+      {{"zero", "sharded data parallel (ZeRO-2): reduce-scatter gradients, step on the own shard, all-gather",
+        "--zero-bits 32|4, --zero-group G"},
+       algorithm_create_zero},
   };
   return entries;
 }

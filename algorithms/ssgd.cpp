@@ -7,7 +7,10 @@
 // the optimizer step; the time in flight is recorded as overlap_s. Same result either way.
 // Bytes sent per step per worker (ring): 2(n−1)/n · |x|·4.
 // Limits: one request per layer (no bucketing by size yet: issue "SGD variants").
+// --compress KIND: the blocking all-reduce is replaced by the compressor's aggregation
+// (algorithms/compress/compressor.hpp), bytes per step by its formula.
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compress/compressor.hpp"
 #include "core/clock.hpp"
 
 namespace dsgd {
@@ -16,9 +19,11 @@ namespace {
 
 class Ssgd final : public Algorithm {
  public:
-  explicit Ssgd(bool overlap) : overlap_(overlap) {}
+  Ssgd(bool overlap, std::unique_ptr<GradientCompressor> compressor)
+      : overlap_(overlap), compressor_(std::move(compressor)) {}
   std::string name() const override { return "ssgd"; }
   void setup(TrainState& s) override {
+    if (compressor_) compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
     if (overlap_) {
       requests_.assign(s.workload.layers().size(), CollRequest{});
       launch_order_.assign(requests_.size(), 0);
@@ -32,6 +37,10 @@ class Ssgd final : public Algorithm {
     for (CollRequest& r : requests_) s.comm.progress(r);
   }
   void reduce_gradients(TrainState& s) override {
+    if (compressor_) {
+      compressor_->allreduce_average(s.comm, s.grads, s.count, s.step);
+      return;
+    }
     if (!overlap_) {
       s.comm.allreduce_average(s.grads, s.count);
       return;
@@ -44,14 +53,18 @@ class Ssgd final : public Algorithm {
   }
   bool replicas_identical() const override { return true; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
+    if (compressor_) return compressor_->bytes_sent_per_call(static_cast<size_t>(param_bytes / sizeof(float)), n);
     return ring_allreduce_bytes_sent(param_bytes, n);
   }
   int max_collectives_per_step() const override {
+    if (compressor_) return compressor_->collectives_per_call();
     return overlap_ ? static_cast<int>(requests_.size()) : 1;
   }
+  uint64_t seed_ = 0;
 
  private:
   bool overlap_;
+  std::unique_ptr<GradientCompressor> compressor_;
   std::vector<CollRequest> requests_;  // one per layer
   std::vector<size_t> launch_order_;   // layers in the order their requests were launched
   size_t launched_ = 0;
@@ -59,6 +72,10 @@ class Ssgd final : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg) { return std::make_unique<Ssgd>(cfg.overlap); }
+std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg) {
+  auto ssgd = std::make_unique<Ssgd>(cfg.overlap, cfg.compress.empty() ? nullptr : compressor_create(cfg.compress));
+  ssgd->seed_ = cfg.seed;
+  return ssgd;
+}
 
 }  // namespace dsgd

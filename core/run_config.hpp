@@ -44,6 +44,11 @@ struct RunConfig {
   std::string latency;          // emulated link latency, e.g. "20us"
   std::string inter_bandwidth;  // between groups of hier:GxW
   std::string inter_latency;
+  // SGD variants, part 2 (algorithms/dpsgd.cpp, zero.cpp, compress/).
+  int64_t dpsgd_delay = 0;      // dpsgd: 1 = exchange x_t while computing g(x_t) (Lian et al.'s form)
+  std::string compress;         // gradient compressor: topk:RATIO | qsgd:bits=B | powersgd:rank=R; empty: none
+  int64_t zero_bits = 32;       // zero: bits of the communicated weight differences and gradients (32 or 4)
+  int64_t zero_group = 128;     // zero: quantisation group size (zero-bits 4)
 };
 
 // One entry of the field table.

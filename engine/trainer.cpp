@@ -94,7 +94,8 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
                                         w.topology.groups);
   w.algorithm = algorithm_create(cfg.algo, cfg);
-  w.optimizer = std::make_unique<SgdOptimizer>(SgdOptions{cfg.lr, cfg.momentum, cfg.weight_decay, false}, count);
+  w.optimizer = std::make_unique<SgdOptimizer>(SgdOptions{cfg.lr, cfg.momentum, cfg.weight_decay, false},
+                                               w.algorithm->owns_optimizer() ? 0 : count);
   return w;
 }
 
@@ -118,6 +119,7 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
   config["steps"] = w.steps;
   config["warmup"] = w.warmup;
   config["eval-every"] = w.eval_every;
+  config["model-state-bytes"] = w.algorithm->model_state_bytes(w.params.size(), comm.size());
   if (w.emulation) {
     config["emulated-network"] = network_model_describe(*w.emulated);
     config["native-calibration-id"] = w.native_calibration_id > 0 ? nlohmann::json(w.native_calibration_id)
@@ -175,6 +177,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   g_past_setup = true;
 
   TrainState state{comm, *w.workload, *w.optimizer, w.params.data(), w.grads.data(), w.params.size(), 0};
+  state.total_steps = w.steps;
   w.algorithm->setup(state);
   HookContext hook_ctx{w.algorithm.get(), &state};
   const LayerHook hook{hook_trampoline, &hook_ctx};
@@ -276,6 +279,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       StepTiming& t = recorder.begin_step(step);
       const double t0 = clock_now_s();
       t.start = t0;
+      state.step_start = t0;
       const uint32_t* idx = w.sampler->next();
       w.workload->load_batch(w.data.train, idx, w.sampler->batch());
       const double t1 = clock_now_s();
@@ -294,7 +298,11 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       }
       w.algorithm->reduce_gradients(state);
       const double t4 = clock_now_s();
-      w.optimizer->step(w.params.data(), w.grads.data());
+      if (w.algorithm->owns_optimizer()) {
+        w.algorithm->optimizer_step(state);
+      } else {
+        w.optimizer->step(w.params.data(), w.grads.data());
+      }
       const double t5 = clock_now_s();
       w.algorithm->after_update(state);
       const double t6 = clock_now_s();
@@ -317,7 +325,11 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
         if (delay > 0) clock_hold_until(t3 + delay);
       }
       w.algorithm->reduce_gradients(state);
-      w.optimizer->step(w.params.data(), w.grads.data());
+      if (w.algorithm->owns_optimizer()) {
+        w.algorithm->optimizer_step(state);
+      } else {
+        w.optimizer->step(w.params.data(), w.grads.data());
+      }
       w.algorithm->after_update(state);
     }
     loss_count += 1;
