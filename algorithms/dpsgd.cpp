@@ -91,6 +91,13 @@ class Dpsgd final : public Algorithm {
     return topology_mean_degree(topology_make(spec_, n, seed_)) * param_bytes;
   }
   int max_collectives_per_step() const override { return 1; }
+  // Parameters, gradient, velocity, the send copy and d_max received models.
+  double model_state_bytes(size_t count, int n) const override {
+    const Topology t = topology_make(spec_, n, seed_);
+    size_t max_degree = 1;
+    for (const auto& nb : t.neighbors) max_degree = std::max(max_degree, nb.size());
+    return sizeof(float) * double(count) * double(4 + max_degree);
+  }
 
  private:
   // peers_ and weights_ for the exchange whose result is mixed at `step`.
