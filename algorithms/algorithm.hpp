@@ -28,7 +28,9 @@ struct TrainState {
   float* grads = nullptr;   // this step's gradient
   size_t count = 0;
   int64_t step = 0;         // index of the current step, from 0
-  int64_t total_steps = 0;  // steps in this run (an algorithm completes what is in flight at the last)
+  int64_t total_steps = 0;  // steps of the run (an algorithm must not leave requests in flight after the last)
+  double step_start = 0;    // clock_now_s() at the current step's start (0 when timers are off)
+  double lr = 0;            // this step's learning rate (schedule applied), for algorithms that own the optimizer
 };
 
 class Algorithm {
@@ -43,6 +45,15 @@ class Algorithm {
   virtual void reduce_gradients(TrainState& state) {}
   // After the optimizer step (model averaging and the like).
   virtual void after_update(TrainState& state) {}
+  // zero: the algorithm applies the optimizer itself, to state it owns (its shard). The
+  // trainer then calls optimizer_step in place of its own optimizer, which holds no state.
+  virtual bool owns_optimizer() const { return false; }
+  virtual void optimizer_step(TrainState& state) {}
+  // Bytes of model state one worker holds (the largest over workers; docs/metrics.md):
+  // parameters, gradient and optimizer state (SgdOptimizer keeps one velocity buffer), plus
+  // the algorithm's own buffers where it reports them. Stored as "model-state-bytes" in the
+  // run's config JSON.
+  virtual double model_state_bytes(size_t count, int n) const { return 3.0 * sizeof(float) * double(count); }
   // True when every worker holds the same model after each step (no averaging needed
   // before an evaluation).
   virtual bool replicas_identical() const = 0;

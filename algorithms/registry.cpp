@@ -13,6 +13,8 @@ std::unique_ptr<Algorithm> algorithm_create_diloco(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_cocod(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_dasgd(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_overlap_local(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_dpsgd(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_zero(const RunConfig& cfg);
 
 namespace {
 
@@ -39,6 +41,12 @@ const std::vector<AlgorithmEntry>& registry() {
       {{"overlap-local", "Overlap Local-SGD: pull towards an anchor from a background all-reduce",
         "--period tau, --pull-alpha, --slow-momentum"},
        algorithm_create_overlap_local},
+      {{"dpsgd", "D-PSGD: gossip averaging with the topology's neighbours (mixing matrix W) every step",
+        "--topology, --dpsgd-delay 0|1"},
+       algorithm_create_dpsgd},
+      {{"zero", "sharded data parallel (ZeRO-2): reduce-scatter gradients, step on the own shard, all-gather",
+        "--zero-bits 32|4, --zero-group G"},
+       algorithm_create_zero},
   };
   return entries;
 }

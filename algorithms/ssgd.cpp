@@ -11,7 +11,10 @@
 // bit-identical to the blocking all-reduce (on 2 ranks; with more, MPI may pick a reduction
 // order by message size).
 // Bytes sent per step per worker (ring): 2(n−1)/n · |x|·4.
+// --compress KIND (blocking only): the all-reduce is replaced by the compressor's
+// aggregation (algorithms/compress/compressor.hpp), bytes per step by its formula.
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compress/compressor.hpp"
 #include "core/clock.hpp"
 
 namespace dsgd {
@@ -27,9 +30,11 @@ struct Bucket {
 
 class Ssgd final : public Algorithm {
  public:
-  Ssgd(bool overlap, double bucket_mb) : overlap_(overlap), bucket_bytes_(bucket_mb * 1e6) {}
+  Ssgd(bool overlap, double bucket_mb, std::unique_ptr<GradientCompressor> compressor, uint64_t seed)
+      : overlap_(overlap), bucket_bytes_(bucket_mb * 1e6), compressor_(std::move(compressor)), seed_(seed) {}
   std::string name() const override { return "ssgd"; }
   void setup(TrainState& s) override {
+    if (compressor_) compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
     if (!overlap_) return;
     const auto& layers = s.workload.layers();
     layer_bucket_.assign(layers.size(), 0);
@@ -59,6 +64,10 @@ class Ssgd final : public Algorithm {
     for (CollRequest& r : requests_) s.comm.progress(r);
   }
   void reduce_gradients(TrainState& s) override {
+    if (compressor_) {
+      compressor_->allreduce_average(s.comm, s.grads, s.count, s.step);
+      return;
+    }
     if (!overlap_) {
       s.comm.allreduce_average(s.grads, s.count);
       return;
@@ -72,15 +81,19 @@ class Ssgd final : public Algorithm {
   }
   bool replicas_identical() const override { return true; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
+    if (compressor_) return compressor_->bytes_sent_per_call(static_cast<size_t>(param_bytes / sizeof(float)), n);
     return ring_allreduce_bytes_sent(param_bytes, n);
   }
   int max_collectives_per_step() const override {
+    if (compressor_) return compressor_->collectives_per_call();
     return overlap_ ? static_cast<int>(requests_.size()) : 1;
   }
 
  private:
   bool overlap_;
   double bucket_bytes_;
+  std::unique_ptr<GradientCompressor> compressor_;
+  uint64_t seed_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> layer_bucket_;   // layer → bucket
   std::vector<CollRequest> requests_;  // one per bucket
@@ -91,7 +104,8 @@ class Ssgd final : public Algorithm {
 }  // namespace
 
 std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg) {
-  return std::make_unique<Ssgd>(cfg.overlap, cfg.bucket_mb);
+  return std::make_unique<Ssgd>(cfg.overlap, cfg.bucket_mb,
+                                cfg.compress.empty() ? nullptr : compressor_create(cfg.compress), cfg.seed);
 }
 
 }  // namespace dsgd

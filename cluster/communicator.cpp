@@ -1,9 +1,11 @@
 // Recording wrappers of the Communicator interface and the single-rank backend.
 #include "cluster/communicator.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "core/clock.hpp"
+#include "core/errors.hpp"
 
 namespace dsgd {
 
@@ -14,11 +16,13 @@ const char* coll_kind_name(CollKind kind) {
     case CollKind::coll_allgather: return "allgather";
     case CollKind::coll_reduce_scatter: return "reduce_scatter";
     case CollKind::coll_barrier: return "barrier";
+    case CollKind::coll_sendrecv: return "sendrecv";
   }
   return "unknown";
 }
 
 double ring_allreduce_bytes_sent(double bytes, int n) { return n <= 1 ? 0.0 : 2.0 * (n - 1) / n * bytes; }
+double ring_scatter_gather_bytes_sent(double bytes, int n) { return n <= 1 ? 0.0 : double(n - 1) / n * bytes; }
 
 void Communicator::record(CollKind kind, double arrive, double bytes_sent) {
   if (!log_) return;
@@ -66,6 +70,9 @@ void Communicator::iallreduce_sum(float* data, size_t count, CollRequest& r) {
   r.average = false;
   r.completed = 0;
   r.launch = clock_now_s();
+  r.kind = CollKind::coll_allreduce;
+  r.model_bytes = double(count) * sizeof(float);
+  r.bytes_sent = ring_allreduce_bytes_sent(r.model_bytes, size());
   r.slot = do_iallreduce_sum_start(data, count);
 }
 
@@ -84,20 +91,101 @@ void Communicator::wait(CollRequest& r, double compute_end) {
   const double arrive = clock_now_s();
   if (r.completed == 0) do_wait(r.slot);
   r.slot = -1;
-  const double bytes = double(r.count) * sizeof(float);
   // Emulated link: the operation cannot finish before launch + its modelled extra time.
   if (emulation_.extra_s) {
-    const double extra = emulation_.extra_s(emulation_.ctx, CollKind::coll_allreduce, bytes, size());
+    const double extra = emulation_.extra_s(emulation_.ctx, r.kind, r.model_bytes, size());
     clock_hold_until(r.launch + extra);
   }
-  const int n = size();
   if (r.average) divide_by_size(r.data, r.count);
   if (log_) {
     double in_flight_until = compute_end > 0 && compute_end < arrive ? compute_end : arrive;
     if (r.completed > 0 && r.completed < in_flight_until) in_flight_until = r.completed;
-    log_->push(CollEvent{arrive, clock_now_s(), ring_allreduce_bytes_sent(bytes, n),
-                         static_cast<int32_t>(CollKind::coll_allreduce), r.launch, in_flight_until});
+    log_->push(CollEvent{arrive, clock_now_s(), r.bytes_sent, static_cast<int32_t>(r.kind), r.launch, in_flight_until});
   }
+}
+
+void Communicator::reduce_scatter_sum(const float* send, float* shard, size_t count) {
+  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double bytes = double(count) * sizeof(float);
+  do_reduce_scatter_sum(send, shard, count);
+  emulate(CollKind::coll_reduce_scatter, bytes);
+  record(CollKind::coll_reduce_scatter, arrive, ring_scatter_gather_bytes_sent(bytes, size()));
+}
+
+void Communicator::reduce_scatter_average(const float* send, float* shard, size_t count) {
+  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double bytes = double(count) * sizeof(float);
+  do_reduce_scatter_sum(send, shard, count);
+  emulate(CollKind::coll_reduce_scatter, bytes);
+  const int n = size();
+  divide_by_size(shard, shard_begin(count, n, rank() + 1) - shard_begin(count, n, rank()));
+  record(CollKind::coll_reduce_scatter, arrive, ring_scatter_gather_bytes_sent(bytes, n));
+}
+
+void Communicator::allgather(float* data, size_t count) {
+  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double bytes = double(count) * sizeof(float);
+  do_allgather(data, count);
+  emulate(CollKind::coll_allgather, bytes);
+  record(CollKind::coll_allgather, arrive, ring_scatter_gather_bytes_sent(bytes, size()));
+}
+
+int Communicator::exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
+                                 size_t recv_count, const int* sources, size_t n_sources, CollRequest& r) {
+  r.data = recv;
+  r.count = recv_count * n_sources;
+  r.average = false;
+  r.completed = 0;
+  r.kind = CollKind::coll_sendrecv;
+  r.model_bytes = double(send_count) * sizeof(float) * double(n_dests);
+  r.bytes_sent = r.model_bytes;
+  r.launch = clock_now_s();
+  r.slot = do_exchange_start(send, send_count, dests, n_dests, recv, recv_count, sources, n_sources);
+  return r.slot;
+}
+
+void Communicator::isendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count,
+                             int source, CollRequest& r) {
+  exchange_start(send, send_count, &dest, 1, recv, recv_count, &source, 1, r);
+}
+
+void Communicator::sendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count,
+                            int source) {
+  CollRequest r;
+  isendrecv(send, send_count, dest, recv, recv_count, source, r);
+  finish_blocking(r);
+}
+
+void Communicator::ineighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv,
+                                      CollRequest& r) {
+  exchange_start(send, count, peers, n_peers, recv, count, peers, n_peers, r);
+}
+
+void Communicator::neighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv) {
+  CollRequest r;
+  ineighbor_exchange(send, count, peers, n_peers, recv, r);
+  finish_blocking(r);
+}
+
+// A blocking point-to-point operation started through the non-blocking path: recorded like
+// a blocking collective (arrival at launch, no in-flight interval), held by the emulation
+// from its launch.
+void Communicator::finish_blocking(CollRequest& r) {
+  do_wait(r.slot);
+  r.slot = -1;
+  if (emulation_.extra_s) clock_hold_until(r.launch + emulation_.extra_s(emulation_.ctx, r.kind, r.model_bytes, size()));
+  if (log_) log_->push(CollEvent{r.launch, clock_now_s(), r.bytes_sent, static_cast<int32_t>(r.kind), 0.0, 0.0});
+}
+
+[[noreturn]] void Communicator::unsupported(const char* what) const {
+  DSGD_THROW(Error, "use the mpi backend, or implement the operation in this backend",
+             "backend {} does not implement {}", backend_name(), what);
+}
+
+void Communicator::do_reduce_scatter_sum(const float*, float*, size_t) { unsupported("reduce_scatter"); }
+void Communicator::do_allgather(float*, size_t) { unsupported("allgather"); }
+int Communicator::do_exchange_start(const float*, size_t, const int*, size_t, float*, size_t, const int*, size_t) {
+  unsupported("sendrecv (point-to-point exchange)");
 }
 
 void Communicator::barrier() {
@@ -136,6 +224,22 @@ class SelfCommunicator final : public Communicator {
   int do_iallreduce_sum_start(float*, size_t) override { return 0; }
   bool do_test(int) override { return true; }
   void do_wait(int) override {}
+  void do_reduce_scatter_sum(const float* send, float* shard, size_t count) override {
+    std::copy(send, send + count, shard);
+  }
+  void do_allgather(float*, size_t) override {}
+  // The only peer is this rank: each receive is a copy of the send buffer.
+  int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
+                        size_t recv_count, const int* sources, size_t n_sources) override {
+    for (size_t k = 0; k < n_dests; ++k)
+      if (dests[k] != 0) DSGD_THROW(Error, "this is a bug: a single rank has no peers", "send to rank {}", dests[k]);
+    for (size_t k = 0; k < n_sources; ++k) {
+      if (sources[k] != 0 || recv_count != send_count || n_dests == 0)
+        DSGD_THROW(Error, "this is a bug: a single rank has no peers", "receive from rank {}", sources[k]);
+      std::copy(send, send + send_count, recv + k * recv_count);
+    }
+    return 0;
+  }
 };
 
 }  // namespace

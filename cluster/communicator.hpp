@@ -23,6 +23,7 @@ enum class CollKind : int32_t {
   coll_allgather = 2,
   coll_reduce_scatter = 3,
   coll_barrier = 4,
+  coll_sendrecv = 5,  // point-to-point: sendrecv and neighbour exchanges
 };
 const char* coll_kind_name(CollKind kind);
 
@@ -82,6 +83,9 @@ struct CollRequest {
   bool average = false;
   double launch = 0;     // clock_now_s() at launch
   double completed = 0;  // first time progress() saw it complete (0: not seen)
+  CollKind kind = CollKind::coll_allreduce;
+  double model_bytes = 0;  // S passed to the emulation hook
+  double bytes_sent = 0;   // recorded bytes this rank sends
   bool active() const { return slot >= 0; }
 };
 
@@ -106,9 +110,38 @@ class Communicator {
   void iallreduce_sum(float* data, size_t count, CollRequest& request);
   void iallreduce_average(float* data, size_t count, CollRequest& request);
   void progress(CollRequest& request);
+  // (wait() also completes the non-blocking point-to-point operations below.)
   // compute_end: when the rank stopped computing to wait for its requests (0: this wait
   // call); a request's overlap ends there even when waits for other requests came first.
   void wait(CollRequest& request, double compute_end = 0);
+
+  // Sharded collectives. Rank r's block ("shard") of a buffer of `count` floats is
+  // [shard_begin(count, n, r), shard_begin(count, n, r + 1)) with shard_begin = ⌊count·r/n⌋,
+  // so blocks differ by at most one float. Recorded bytes (ring): (n−1)/n · 4·count.
+  static size_t shard_begin(size_t count, int n, int r) {
+    return static_cast<size_t>((static_cast<unsigned __int128>(count) * static_cast<unsigned>(r)) /
+                               static_cast<unsigned>(n));
+  }
+  // shard ← this rank's block of Σ_ranks send (send: count floats; shard: the block's length).
+  void reduce_scatter_sum(const float* send, float* shard, size_t count);
+  void reduce_scatter_average(const float* send, float* shard, size_t count);  // then scale by 1/size
+  // In place: every rank's block of data (count floats) is sent to every rank.
+  void allgather(float* data, size_t count);
+
+  // Point-to-point (CollKind::coll_sendrecv). sendrecv: send `send_count` floats to `dest`
+  // and receive `recv_count` floats from `source` (either may be this rank). Recorded bytes:
+  // 4·send_count; the emulated hold is one message α + S/B.
+  void sendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count, int source);
+  void isendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count, int source,
+                 CollRequest& request);
+  // Neighbour exchange: send the same `count` floats to each of peers[0..n_peers) and receive
+  // `count` floats from each into recv (block k, at recv + k·count, comes from peers[k]).
+  // One recorded event per call whatever the degree, so ranks of different degree record
+  // the same number of events. Recorded bytes: 4·count·n_peers; the emulated hold is one
+  // message of that size (α + n_peers·S/B: the sends share the rank's link).
+  void neighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv);
+  void ineighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv,
+                          CollRequest& request);
 
   // Events are recorded only while a log is attached.
   void attach_log(CollEventLog* log) { log_ = log; }
@@ -136,8 +169,23 @@ class Communicator {
   virtual int do_iallreduce_sum_start(float* data, size_t count) = 0;
   virtual bool do_test(int slot) = 0;
   virtual void do_wait(int slot) = 0;
+  // Sharded collectives and point-to-point. Not pure: a backend that lacks one throws
+  // Error "backend X does not implement Y" when it is used.
+  // shard ← this rank's block (Communicator::shard_begin) of Σ_ranks send.
+  virtual void do_reduce_scatter_sum(const float* send, float* shard, size_t count);
+  // In place: rank r's block of data goes to every rank.
+  virtual void do_allgather(float* data, size_t count);
+  // Non-blocking: sends send[0..send_count) to each of dests[0..n_dests) and receives
+  // recv_count floats from each of sources[0..n_sources) into recv + k·recv_count; returns
+  // a slot completed by do_test / do_wait like do_iallreduce_sum_start's.
+  virtual int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
+                                size_t recv_count, const int* sources, size_t n_sources);
 
  private:
+  [[noreturn]] void unsupported(const char* what) const;
+  void finish_blocking(CollRequest& r);
+  int exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
+                     size_t recv_count, const int* sources, size_t n_sources, CollRequest& r);
   void record(CollKind kind, double arrive, double bytes_sent);
   void divide_by_size(float* data, size_t count) const;
   void emulate(CollKind kind, double bytes);
@@ -153,5 +201,7 @@ std::unique_ptr<Communicator> communicator_create_self();
 
 // Bytes one rank sends in a ring all-reduce of `bytes` over n ranks: 2(n-1)/n × bytes.
 double ring_allreduce_bytes_sent(double bytes, int n);
+// Bytes one rank sends in a ring reduce-scatter or all-gather of a `bytes` buffer: (n-1)/n × bytes.
+double ring_scatter_gather_bytes_sent(double bytes, int n);
 
 }  // namespace dsgd

@@ -4,6 +4,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <vector>
 
@@ -118,37 +119,87 @@ class MpiCommunicator final : public Communicator {
   }
   void do_barrier() override { DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
   int do_iallreduce_sum_start(float* data, size_t count) override {
-    int slot = -1;
-    for (size_t i = 0; i < requests_.size(); ++i)
-      if (requests_[i] == MPI_REQUEST_NULL) {
-        slot = static_cast<int>(i);
-        break;
-      }
-    if (slot < 0)
-      DSGD_THROW(Error, "this is a bug: wait() every request an algorithm launches",
-                 "more than {} non-blocking collectives in flight", requests_.size());
-    DSGD_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD,
-                                  &requests_[static_cast<size_t>(slot)]));
+    const int slot = free_slot();
+    Slot& sl = slots_[static_cast<size_t>(slot)];
+    sl.requests.assign(1, MPI_REQUEST_NULL);
+    DSGD_MPI_CHECK(
+        MPI_Iallreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &sl.requests[0]));
+    sl.used = true;
     return slot;
   }
   bool do_test(int slot) override {
+    Slot& sl = slots_[static_cast<size_t>(slot)];
     int done = 0;
-    DSGD_MPI_CHECK(MPI_Test(&requests_[static_cast<size_t>(slot)], &done, MPI_STATUS_IGNORE));
+    DSGD_MPI_CHECK(MPI_Testall(static_cast<int>(sl.requests.size()), sl.requests.data(), &done, MPI_STATUSES_IGNORE));
+    if (done) sl.used = false;
     return done != 0;
   }
   void do_wait(int slot) override {
-    DSGD_MPI_CHECK(MPI_Wait(&requests_[static_cast<size_t>(slot)], MPI_STATUS_IGNORE));
+    Slot& sl = slots_[static_cast<size_t>(slot)];
+    DSGD_MPI_CHECK(MPI_Waitall(static_cast<int>(sl.requests.size()), sl.requests.data(), MPI_STATUSES_IGNORE));
+    sl.used = false;
+  }
+  // Blocks of uneven size (Communicator::shard_begin), so the v-variants with counts
+  // computed once per buffer size.
+  void do_reduce_scatter_sum(const float* send, float* shard, size_t count) override {
+    shard_counts(count);
+    DSGD_MPI_CHECK(MPI_Reduce_scatter(send, shard, counts_.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+  }
+  void do_allgather(float* data, size_t count) override {
+    shard_counts(count);
+    DSGD_MPI_CHECK(
+        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts_.data(), displs_.data(), MPI_FLOAT, MPI_COMM_WORLD));
+  }
+  int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
+                        size_t recv_count, const int* sources, size_t n_sources) override {
+    const int slot = free_slot();
+    Slot& sl = slots_[static_cast<size_t>(slot)];
+    sl.requests.assign(n_dests + n_sources, MPI_REQUEST_NULL);
+    // Receives first, so that matching sends find them posted.
+    for (size_t k = 0; k < n_sources; ++k)
+      DSGD_MPI_CHECK(MPI_Irecv(recv + k * recv_count, checked_count(recv_count), MPI_FLOAT, sources[k], kExchangeTag,
+                               MPI_COMM_WORLD, &sl.requests[k]));
+    for (size_t k = 0; k < n_dests; ++k)
+      DSGD_MPI_CHECK(MPI_Isend(send, checked_count(send_count), MPI_FLOAT, dests[k], kExchangeTag, MPI_COMM_WORLD,
+                               &sl.requests[n_sources + k]));
+    sl.used = true;
+    return slot;
   }
 
  private:
   static constexpr int kHarnessTag = 7001;
+  static constexpr int kExchangeTag = 7002;
+  // A non-blocking operation in flight: one request (all-reduce) or one per message.
+  struct Slot {
+    std::vector<MPI_Request> requests;
+    bool used = false;
+  };
+  int free_slot() {
+    for (size_t i = 0; i < slots_.size(); ++i)
+      if (!slots_[i].used) return static_cast<int>(i);
+    DSGD_THROW(Error, "this is a bug: wait() every request an algorithm launches",
+               "more than {} non-blocking operations in flight", slots_.size());
+  }
+  void shard_counts(size_t count) {
+    if (count == counts_for_) return;
+    counts_.assign(static_cast<size_t>(size_), 0);
+    displs_.assign(static_cast<size_t>(size_), 0);
+    for (int r = 0; r < size_; ++r) {
+      const size_t b = shard_begin(count, size_, r), e = shard_begin(count, size_, r + 1);
+      displs_[static_cast<size_t>(r)] = checked_count(b);
+      counts_[static_cast<size_t>(r)] = checked_count(e - b);
+    }
+    counts_for_ = count;
+  }
   static constexpr size_t kMaxChunk = size_t(1) << 30;
   static int checked_count(size_t count) {
     if (count > static_cast<size_t>(INT32_MAX))
       DSGD_THROW(Error, "", "harness message of {} elements exceeds MPI's int count", count);
     return static_cast<int>(count);
   }
-  std::vector<MPI_Request> requests_ = std::vector<MPI_Request>(256, MPI_REQUEST_NULL);
+  std::vector<Slot> slots_ = std::vector<Slot>(256);
+  std::vector<int> counts_, displs_;  // per-rank blocks of the last sharded buffer size
+  size_t counts_for_ = SIZE_MAX;
   int rank_ = 0;
   int size_ = 1;
   int local_size_ = 1;

@@ -146,6 +146,8 @@ double flat_time(const LinkModel& l, CollKind kind, CollAlgo algo, double S, int
       break;
     case CollKind::coll_barrier:
       return barrier_dissemination(l, n);
+    case CollKind::coll_sendrecv:
+      return network_p2p_time(l, S);
   }
   return 0.0;
 }
@@ -168,6 +170,9 @@ double hierarchical_time(const NetworkModel& m, CollKind kind, double S, int n) 
       return (G > 1 ? broadcast_binomial(out, S, G) : 0.0) + broadcast_binomial(in, S, W);
     case CollKind::coll_barrier:
       return 2.0 * barrier_dissemination(in, W) + (G > 1 ? barrier_dissemination(out, G) : 0.0);
+    case CollKind::coll_sendrecv:
+      // The peer may sit in another group: the slower link (conservative).
+      return network_p2p_time(network_bottleneck_link(m), S);
   }
   return 0.0;
 }

@@ -24,7 +24,8 @@
 //                 recursive doubling / Rabenseifner
 //                                      2L·α + 2(n−1)/n·S/B    (scatter + recursive doubling AG)
 //   barrier       dissemination        L·α  (every algorithm; S is ignored)
-//   point-to-point                     α + S/B
+//   point-to-point                     α + S/B    (CollKind::coll_sendrecv; S: all bytes the rank
+//                                      sends in the exchange; hierarchical: the bottleneck link)
 //
 // Hierarchical (G groups of W = ⌈n/G⌉ ranks; intra link i inside a group, inter link e
 // between groups):

@@ -81,6 +81,13 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"slow-momentum", "overlap-local: momentum of the anchor update (0: anchor = average)", &C::slow_momentum},
       {"bucket-mb", "ssgd --overlap: all-reduce buckets of about M MB in backward order (0: one per layer)",
        &C::bucket_mb},
+      {"dpsgd-delay", "dpsgd: 0 = mix after the local step; 1 = exchange x_t while computing g(x_t) (overlapped)",
+       &C::dpsgd_delay},
+      {"compress", "gradient compression (ssgd): topk:RATIO | qsgd:bits=B | powersgd:rank=R (empty: none)",
+       &C::compress},
+      {"zero-bits", "zero: bits of communicated weight differences and gradients: 32 (exact) or 4 (SDP4Bit)",
+       &C::zero_bits},
+      {"zero-group", "zero: values per quantisation group (one scale each) with --zero-bits 4", &C::zero_group},
   };
   return fields;
 }
@@ -313,6 +320,24 @@ void run_config_validate(const RunConfig& cfg) {
          "pick --heads that divides --d-model (e.g. --d-model 256 --heads 4)");
   if (cfg.seq < 1) fail("seq", fmt::format("must be positive (got {})", cfg.seq), "pass e.g. --seq 128");
   if (cfg.vocab < 2) fail("vocab", fmt::format("must be at least 2 (got {})", cfg.vocab), "pass e.g. --vocab 256");
+  // Knobs of one algorithm given to another are refused (they would be silently ignored).
+  const RunConfig defaults;
+  if (cfg.dpsgd_delay != defaults.dpsgd_delay && cfg.algo != "dpsgd")
+    fail("dpsgd-delay", fmt::format("applies to --algo dpsgd only (got {})", cfg.algo), "drop --dpsgd-delay");
+  if (cfg.dpsgd_delay != 0 && cfg.dpsgd_delay != 1)
+    fail("dpsgd-delay", fmt::format("must be 0 or 1 (got {})", cfg.dpsgd_delay), "pass --dpsgd-delay 0 or 1");
+  if (!cfg.compress.empty() && cfg.algo != "ssgd")
+    fail("compress", fmt::format("applies to --algo ssgd only (got {})", cfg.algo),
+         "drop --compress or use --algo ssgd");
+  if (!cfg.compress.empty() && cfg.overlap)
+    fail("compress", "cannot be combined with --overlap", "drop one of --compress and --overlap");
+  if ((cfg.zero_bits != defaults.zero_bits || cfg.zero_group != defaults.zero_group) && cfg.algo != "zero")
+    fail(cfg.zero_bits != defaults.zero_bits ? "zero-bits" : "zero-group",
+         fmt::format("applies to --algo zero only (got {})", cfg.algo), "drop the --zero-* flags or use --algo zero");
+  if (cfg.zero_bits != 32 && cfg.zero_bits != 4)
+    fail("zero-bits", fmt::format("must be 32 or 4 (got {})", cfg.zero_bits), "pass --zero-bits 4 or 32");
+  if (cfg.zero_group < 1 || cfg.zero_group > (int64_t(1) << 20))
+    fail("zero-group", fmt::format("must be in 1..1048576 (got {})", cfg.zero_group), "pass e.g. --zero-group 128");
 }
 
 }  // namespace dsgd

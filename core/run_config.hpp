@@ -71,6 +71,11 @@ struct RunConfig {
   double pull_alpha = 0.5;       // overlap-local: pull x ← (1−α)x + αz
   double slow_momentum = 0.0;    // overlap-local: momentum of the anchor update
   double bucket_mb = 0.0;        // ssgd --overlap: bucket size in MB (0: one bucket per layer)
+  // SGD variants, part 2 (algorithms/dpsgd.cpp, zero.cpp, compress/).
+  int64_t dpsgd_delay = 0;      // dpsgd: 1 = exchange x_t while computing g(x_t) (Lian et al.'s form)
+  std::string compress;         // gradient compressor: topk:RATIO | qsgd:bits=B | powersgd:rank=R; empty: none
+  int64_t zero_bits = 32;       // zero: bits of the communicated weight differences and gradients (32 or 4)
+  int64_t zero_group = 128;     // zero: quantisation group size (zero-bits 4)
 };
 
 // One entry of the field table.

@@ -95,7 +95,9 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
                                         w.topology.groups);
   w.algorithm = algorithm_create(cfg.algo, cfg);
-  w.optimizer = optimizer_create(cfg, count, comm.size());
+  // An algorithm that owns the optimizer (zero: state for its shard only) leaves the
+  // trainer's optimizer without state; the schedule still comes from it.
+  w.optimizer = optimizer_create(cfg, w.algorithm->owns_optimizer() ? 0 : count, comm.size());
   w.schedule = lr_schedule_from_config(cfg, w.optimizer->base_lr(), w.steps);
   return w;
 }
@@ -120,6 +122,7 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
   config["steps"] = w.steps;
   config["warmup"] = w.warmup;
   config["eval-every"] = w.eval_every;
+  config["model-state-bytes"] = w.algorithm->model_state_bytes(w.params.size(), comm.size());
   if (w.emulation) {
     config["emulated-network"] = network_model_describe(*w.emulated);
     config["native-calibration-id"] = w.native_calibration_id > 0 ? nlohmann::json(w.native_calibration_id)
@@ -293,6 +296,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       StepTiming& t = recorder.begin_step(step);
       const double t0 = clock_now_s();
       t.start = t0;
+      state.step_start = t0;
       const uint32_t* idx = w.sampler->next();
       w.workload->load_batch(w.data.train, idx, w.sampler->batch());
       const double t1 = clock_now_s();
@@ -311,7 +315,12 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       }
       w.algorithm->reduce_gradients(state);
       const double t4 = clock_now_s();
-      w.optimizer->step(w.params.data(), w.grads.data(), w.schedule.lr_at(step));
+      state.lr = w.schedule.lr_at(step);
+      if (w.algorithm->owns_optimizer()) {
+        w.algorithm->optimizer_step(state);
+      } else {
+        w.optimizer->step(w.params.data(), w.grads.data(), state.lr);
+      }
       const double t5 = clock_now_s();
       w.algorithm->after_update(state);
       const double t6 = clock_now_s();
@@ -334,7 +343,12 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
         if (delay > 0) clock_hold_until(t3 + delay);
       }
       w.algorithm->reduce_gradients(state);
-      w.optimizer->step(w.params.data(), w.grads.data(), w.schedule.lr_at(step));
+      state.lr = w.schedule.lr_at(step);
+      if (w.algorithm->owns_optimizer()) {
+        w.algorithm->optimizer_step(state);
+      } else {
+        w.optimizer->step(w.params.data(), w.grads.data(), state.lr);
+      }
       w.algorithm->after_update(state);
     }
     loss_count += 1;

@@ -11,7 +11,8 @@ foreach(entry
     "test_topology:dsgd_cluster"
     "test_trace:dsgd_results"
     "test_alpha_beta_fit:dsgd_results"
-    "test_optimizer:dsgd_engine")
+    "test_optimizer:dsgd_engine"
+    "test_algos2:dsgd_algorithms")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)

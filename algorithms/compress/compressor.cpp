@@ -1,0 +1,72 @@
+// --compress parsing (see compressor.hpp for the kinds).
+#include "algorithms/compress/compressor.hpp"
+
+#include <cmath>
+#include <cstring>
+
+#include "core/errors.hpp"
+
+namespace dsgd {
+
+float compress_word_to_float(uint32_t w) {
+  float f;
+  std::memcpy(&f, &w, sizeof f);
+  return f;
+}
+
+uint32_t compress_float_to_word(float f) {
+  uint32_t w;
+  std::memcpy(&w, &f, sizeof w);
+  return w;
+}
+
+namespace {
+
+constexpr const char* kUsage = "write --compress topk:0.01 | qsgd:bits=4 | powersgd:rank=2";
+
+// "topk:0.01", "topk:ratio=0.01" → the number after the optional "key=".
+double parse_value(const std::string& spec, const std::string& rest, const char* key) {
+  std::string text = rest;
+  const std::string prefix = std::string(key) + "=";
+  if (text.compare(0, prefix.size(), prefix) == 0) text = text.substr(prefix.size());
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (text.empty() || used != text.size() || !std::isfinite(v))
+    DSGD_THROW(InputError, kUsage, "--compress {}: '{}' is not a number for {}", spec, rest, key);
+  return v;
+}
+
+}  // namespace
+
+std::unique_ptr<GradientCompressor> compressor_create(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  const std::string kind = spec.substr(0, colon);
+  const std::string rest = colon == std::string::npos ? "" : spec.substr(colon + 1);
+  if (kind == "topk") {
+    const double ratio = parse_value(spec, rest, "ratio");
+    if (!(ratio > 0 && ratio <= 1))
+      DSGD_THROW(InputError, "pass a ratio in (0, 1], e.g. topk:0.01", "--compress {}: ratio must be in (0, 1]", spec);
+    return compressor_create_topk(ratio);
+  }
+  if (kind == "qsgd") {
+    const double bits = parse_value(spec, rest, "bits");
+    if (!(bits == 32 || (bits >= 2 && bits <= 16 && bits == std::floor(bits))))
+      DSGD_THROW(InputError, "pass bits in 2..16, or 32 for no quantisation", "--compress {}: bad number of bits",
+                 spec);
+    return compressor_create_qsgd(static_cast<int>(bits), 512);
+  }
+  if (kind == "powersgd") {
+    const double rank = parse_value(spec, rest, "rank");
+    if (!(rank >= 1 && rank <= 1024 && rank == std::floor(rank)))
+      DSGD_THROW(InputError, "pass a rank in 1..1024, e.g. powersgd:rank=2", "--compress {}: bad rank", spec);
+    return compressor_create_powersgd(static_cast<int>(rank));
+  }
+  DSGD_THROW(InputError, kUsage, "--compress {}: unknown compressor '{}'", spec, kind);
+}
+
+}  // namespace dsgd

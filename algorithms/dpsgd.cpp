@@ -1,0 +1,160 @@
+// dpsgd: decentralised parallel SGD (D-PSGD; Lian et al., "Can Decentralized Algorithms
+// Outperform Centralized Algorithms?", NeurIPS 2017), gossip over the --topology's mixing
+// matrix W (cluster/topology.hpp), neighbour exchange by point-to-point messages.
+//
+//   --dpsgd-delay 0 (default, adapt-then-combine):
+//       x_i ← Σ_j W_ij (x_j − η·opt(g_j(x_j)))
+//     local step first, then a blocking exchange of the updated model with the neighbours.
+//     On `complete` (W = 11ᵀ/n) this is ssgd up to float rounding (averaging models instead
+//     of gradients: tolerance 1e-5, as localsgd H = 1).
+//   --dpsgd-delay 1 (Lian et al.'s Algorithm 1 as written):
+//       x_i ← Σ_j W_ij x_j − η·opt(g_i(x_i))
+//     the exchange of x_t is launched non-blocking right after the previous update and
+//     completes while g_i(x_t) is computed (overlap recorded); the mix is applied after
+//     backward, then the local step (its weight-decay term sees the mixed model).
+// random-perm (time-varying): the step's matching from topology_partner_at_step, W = 1/2.
+// Bytes sent per step by rank i: d_i · 4|x| (d_i its degree); bytes_sent_per_step reports the
+// mean over ranks. Limits: a rank's neighbours must have room for d_i model copies (recv
+// buffer d_max · |x| floats); topologies without neighbours (disconnected, gap 0) are refused.
+#include <algorithm>
+
+#include "algorithms/algorithm.hpp"
+#include "algorithms/dpsgd.hpp"
+#include "core/clock.hpp"
+#include "core/errors.hpp"
+
+namespace dsgd {
+
+void dpsgd_check_topology(const Topology& t) {
+  if (t.workers <= 1) return;
+  for (int r = 0; r < t.workers; ++r)
+    if (!t.time_varying && t.neighbors[static_cast<size_t>(r)].empty())
+      DSGD_THROW(InputError, "use a connected topology: complete, ring, torus:RxC, exp, hier:GxW, random-perm",
+                 "--topology {}: rank {} has no neighbours, dpsgd cannot mix", t.spec, r);
+  if (!(t.spectral_gap > 0))
+    DSGD_THROW(InputError, "use a connected topology", "--topology {}: spectral gap 0 (disconnected), dpsgd cannot mix",
+               t.spec);
+}
+
+namespace {
+
+// Mean degree of the topology (the average number of model copies a rank sends per step).
+double topology_mean_degree(const Topology& t) {
+  if (t.workers <= 1) return 0.0;
+  if (t.time_varying) return t.workers % 2 == 0 ? 1.0 : double(t.workers - 1) / t.workers;
+  double sum = 0;
+  for (const auto& nb : t.neighbors) sum += double(nb.size());
+  return sum / t.workers;
+}
+
+class Dpsgd final : public Algorithm {
+ public:
+  Dpsgd(std::string topology, uint64_t seed, bool delay) : spec_(std::move(topology)), seed_(seed), delay_(delay) {}
+  std::string name() const override { return "dpsgd"; }
+
+  void setup(TrainState& s) override {
+    const int n = s.comm.size();
+    rank_ = s.comm.rank();
+    topo_ = topology_make(spec_, n, seed_);
+    dpsgd_check_topology(topo_);
+    size_t max_degree = 1;
+    for (const auto& nb : topo_.neighbors) max_degree = std::max(max_degree, nb.size());
+    send_.assign(s.count, 0.0f);
+    recv_.assign(max_degree * s.count, 0.0f);
+    peers_.reserve(max_degree);
+    weights_.reserve(max_degree);
+    if (delay_) launch(s, 0);
+  }
+
+  void reduce_gradients(TrainState& s) override {
+    if (!delay_) return;
+    // The exchange of x_t was launched after the previous update (or in setup); an evaluation
+    // between steps is not compute, so the overlap counts from this step's start.
+    request_.launch = std::max(request_.launch, s.step_start);
+    s.comm.wait(request_, clock_now_s());
+    mix(s.params, send_.data(), s.count);
+  }
+
+  void after_update(TrainState& s) override {
+    if (delay_) {
+      if (s.step + 1 < s.total_steps) launch(s, s.step + 1);
+      return;
+    }
+    select_peers(s.comm.size(), s.step);
+    std::copy(s.params, s.params + s.count, send_.data());
+    s.comm.neighbor_exchange(send_.data(), s.count, peers_.data(), peers_.size(), recv_.data());
+    mix(s.params, send_.data(), s.count);
+  }
+
+  bool replicas_identical() const override { return false; }
+  double bytes_sent_per_step(double param_bytes, int n) const override {
+    return topology_mean_degree(topology_make(spec_, n, seed_)) * param_bytes;
+  }
+  int max_collectives_per_step() const override { return 1; }
+  // Parameters, gradient, velocity, the send copy and d_max received models.
+  double model_state_bytes(size_t count, int n) const override {
+    const Topology t = topology_make(spec_, n, seed_);
+    size_t max_degree = 1;
+    for (const auto& nb : t.neighbors) max_degree = std::max(max_degree, nb.size());
+    return sizeof(float) * double(count) * double(4 + max_degree);
+  }
+
+ private:
+  // peers_ and weights_ for the exchange whose result is mixed at `step`.
+  void select_peers(int n, int64_t step) {
+    peers_.clear();
+    weights_.clear();
+    if (topo_.time_varying) {
+      topology_partner_at_step(n, step, seed_, partner_, scratch_);
+      const int p = partner_[static_cast<size_t>(rank_)];
+      self_weight_ = p == rank_ ? 1.0f : 0.5f;
+      if (p != rank_) {
+        peers_.push_back(p);
+        weights_.push_back(0.5f);
+      }
+      return;
+    }
+    const size_t row = static_cast<size_t>(rank_) * static_cast<size_t>(n);
+    self_weight_ = static_cast<float>(topo_.mixing[row + static_cast<size_t>(rank_)]);
+    for (int j : topo_.neighbors[static_cast<size_t>(rank_)]) {
+      peers_.push_back(j);
+      weights_.push_back(static_cast<float>(topo_.mixing[row + static_cast<size_t>(j)]));
+    }
+  }
+
+  void launch(TrainState& s, int64_t step) {
+    select_peers(s.comm.size(), step);
+    std::copy(s.params, s.params + s.count, send_.data());
+    s.comm.ineighbor_exchange(send_.data(), s.count, peers_.data(), peers_.size(), recv_.data(), request_);
+  }
+
+  // out ← W_ii·self + Σ_k W_i,peer_k · recv_k (peers in ascending order).
+  void mix(float* out, const float* self, size_t count) const {
+    const float ws = self_weight_;
+    for (size_t i = 0; i < count; ++i) out[i] = ws * self[i];
+    for (size_t k = 0; k < peers_.size(); ++k) {
+      const float w = weights_[k];
+      const float* r = recv_.data() + k * count;
+      for (size_t i = 0; i < count; ++i) out[i] += w * r[i];
+    }
+  }
+
+  std::string spec_;
+  uint64_t seed_;
+  bool delay_;
+  int rank_ = 0;
+  Topology topo_;
+  std::vector<float> send_, recv_;
+  std::vector<int> peers_, partner_, scratch_;
+  std::vector<float> weights_;
+  float self_weight_ = 1.0f;
+  CollRequest request_;
+};
+
+}  // namespace
+
+std::unique_ptr<Algorithm> algorithm_create_dpsgd(const RunConfig& cfg) {
+  return std::make_unique<Dpsgd>(cfg.topology, cfg.seed, cfg.dpsgd_delay == 1);
+}
+
+}  // namespace dsgd
