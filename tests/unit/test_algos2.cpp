@@ -277,7 +277,7 @@ TEST(Zero, RefusesAModelWithFewerParametersThanWorkers) {
   cfg.algo = "zero";
   auto zero = algorithm_create("zero", cfg);
   const DatasetPair data = dataset_load("synthetic:n=60,d=2,classes=2,test=10", 1);
-  auto workload = workload_create("svm", data.train);
+  auto workload = workload_create(cfg, data.train);
   SgdOptimizer opt(SgdOptions{}, 0);
   std::vector<float> params(2), grads(2);
   TrainState s{comm, *workload, opt, params.data(), grads.data(), 2, 0};
