@@ -9,13 +9,13 @@ BIN="${1:-./build/dsgd-bench}"
 EPOCHS="${2:-0.5}"
 DB="$(mktemp -d)/compare.db"
 variants=(
-  "ssgd|--algo ssgd --lr 0.05"
-  "ssgd-overlap|--algo ssgd --overlap true --bucket-mb 1 --lr 0.05"
-  "localsgd-H8|--algo localsgd --period 8 --lr 0.05"
-  "diloco-H8|--algo diloco --period 8 --lr 0.002"
-  "cocod-k8|--algo cocod --period 8 --lr 0.05"
-  "dasgd-H8-d4|--algo dasgd --period 8 --delay 4 --lr 0.05"
-  "overlap-local-H8|--algo overlap-local --period 8 --lr 0.05"
+  "ssgd|--algo ssgd --lr 0.4 --lr-schedule cosine"
+  "ssgd-overlap|--algo ssgd --overlap true --bucket-mb 1 --lr 0.4 --lr-schedule cosine"
+  "localsgd-H8|--algo localsgd --period 8 --lr 0.4 --lr-schedule cosine"
+  "diloco-H8|--algo diloco --period 8 --lr 0.02"
+  "cocod-k8|--algo cocod --period 8 --lr 0.4 --lr-schedule cosine"
+  "dasgd-H8-d4|--algo dasgd --period 8 --delay 4 --lr 0.4 --lr-schedule cosine"
+  "overlap-local-H8|--algo overlap-local --period 8 --lr 0.4 --lr-schedule cosine"
 )
 printf "%-8s %-17s %10s %9s %9s %9s %9s %11s %8s\n" network variant samples/s step_ms comm_ms wait_ms ovl_ms bytes/step acc
 for net in native "1Gbps,1ms"; do

@@ -36,6 +36,12 @@ compare_params diloco1.bin adam_local.bin 1e-5 || fail "diloco (outer lr 1, mome
 run diloco.bin --algo diloco --period 4 --lr 0.005
 compare_params diloco.bin adam_local.bin 1e-3 && fail "diloco's outer Nesterov step had no effect"
 
+idc=$(last_run_id cocod.bin.txt)
+[ "$(sql t.db "select sum(overlap_s) > 0 from steps where run_id=$idc")" = 1 ] ||
+  fail "cocod recorded no communication in flight during the local steps"
+[ "$(sql t.db "select count(*) from steps where run_id=$idc and bytes_sent > 0")" = $((2 * (62 / 4))) ] ||
+  fail "cocod: expected one all-reduce per 4 steps on each rank (15 each)"
+
 run overlap.bin --algo overlap-local --period 4 --pull-alpha 0.5 --slow-momentum 0.3
 if cmp -s overlap.bin local4.bin; then fail "overlap-local should differ from localsgd"; fi
 

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <new>
 
+#include "algorithms/algorithm.hpp"
 #include "algorithms/optimizer.hpp"
 #include "cluster/communicator.hpp"
 #include "core/errors.hpp"
@@ -199,6 +200,19 @@ TEST(VariantKnobs, ForeignKnobsAndBadValuesAreRejectedNamingTheFlag) {
   ok.momentum = 0.9;
   ok.nesterov = true;
   EXPECT_NO_THROW(run_config_validate(ok));
+}
+
+TEST(VariantBytes, OneRingAllReduceOfTheModelPerPeriod) {
+  // R = 2(n−1)/n·bytes: 1000 bytes on 2 workers send 1000; per H = 4 steps: 250.
+  RunConfig cfg;
+  cfg.period = 4;
+  EXPECT_DOUBLE_EQ(algorithm_create("ssgd", cfg)->bytes_sent_per_step(1000, 2), 1000.0);
+  for (const char* algo : {"localsgd", "diloco", "cocod", "dasgd", "overlap-local"}) {
+    EXPECT_DOUBLE_EQ(algorithm_create(algo, cfg)->bytes_sent_per_step(1000, 2), 250.0) << algo;
+    EXPECT_DOUBLE_EQ(algorithm_create(algo, cfg)->bytes_sent_per_step(1000, 4), 375.0) << algo;
+    EXPECT_FALSE(algorithm_create(algo, cfg)->replicas_identical()) << algo;
+  }
+  EXPECT_TRUE(algorithm_create("ssgd", cfg)->replicas_identical());
 }
 
 // ---- each variant on one worker ------------------------------------------------------------
