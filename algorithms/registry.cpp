@@ -15,6 +15,7 @@ std::unique_ptr<Algorithm> algorithm_create_dasgd(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_overlap_local(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_dpsgd(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_zero(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_adpsgd(const RunConfig& cfg);
 
 namespace {
 
@@ -47,6 +48,9 @@ const std::vector<AlgorithmEntry>& registry() {
       {{"zero", "sharded data parallel (ZeRO-2): reduce-scatter gradients, step on the own shard, all-gather",
         "--zero-bits 32|4, --zero-group G"},
        algorithm_create_zero},
+      {{"adpsgd", "AD-PSGD: asynchronous; active (even) ranks average atomically with a random passive neighbour",
+        "--topology"},
+       algorithm_create_adpsgd},
   };
   return entries;
 }

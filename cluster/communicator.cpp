@@ -17,6 +17,7 @@ const char* coll_kind_name(CollKind kind) {
     case CollKind::coll_reduce_scatter: return "reduce_scatter";
     case CollKind::coll_barrier: return "barrier";
     case CollKind::coll_sendrecv: return "sendrecv";
+    case CollKind::coll_onesided: return "onesided";
   }
   return "unknown";
 }
@@ -177,6 +178,35 @@ void Communicator::finish_blocking(CollRequest& r) {
   if (log_) log_->push(CollEvent{r.launch, clock_now_s(), r.bytes_sent, static_cast<int32_t>(r.kind), 0.0, 0.0});
 }
 
+void Communicator::window_create(size_t count) { do_window_create(count); }
+void Communicator::window_free() { do_window_free(); }
+
+void Communicator::window_lock(int rank) {
+  epoch_arrive_ = clock_now_s();
+  epoch_remote_bytes_ = epoch_put_bytes_ = 0;
+  do_window_lock(rank);
+}
+
+void Communicator::window_get(float* dst, size_t count, int rank, uint64_t* version) {
+  do_window_get(dst, count, rank, version);
+  if (rank != this->rank()) epoch_remote_bytes_ += double(count) * sizeof(float);
+}
+
+void Communicator::window_put(const float* src, size_t count, int rank, uint64_t version) {
+  do_window_put(src, count, rank, version);
+  if (rank != this->rank()) {
+    epoch_remote_bytes_ += double(count) * sizeof(float);
+    epoch_put_bytes_ += double(count) * sizeof(float);
+  }
+}
+
+void Communicator::window_unlock(int rank) {
+  do_window_unlock(rank);
+  if (emulation_.extra_s && epoch_remote_bytes_ > 0)
+    clock_hold_until(epoch_arrive_ + emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, epoch_remote_bytes_, size()));
+  record(CollKind::coll_onesided, epoch_arrive_, epoch_put_bytes_);
+}
+
 [[noreturn]] void Communicator::unsupported(const char* what) const {
   DSGD_THROW(Error, "use the mpi backend, or implement the operation in this backend",
              "backend {} does not implement {}", backend_name(), what);
@@ -184,6 +214,12 @@ void Communicator::finish_blocking(CollRequest& r) {
 
 void Communicator::do_reduce_scatter_sum(const float*, float*, size_t) { unsupported("reduce_scatter"); }
 void Communicator::do_allgather(float*, size_t) { unsupported("allgather"); }
+void Communicator::do_window_create(size_t) { unsupported("one-sided windows"); }
+void Communicator::do_window_free() { unsupported("one-sided windows"); }
+void Communicator::do_window_lock(int) { unsupported("one-sided windows"); }
+void Communicator::do_window_unlock(int) { unsupported("one-sided windows"); }
+void Communicator::do_window_get(float*, size_t, int, uint64_t*) { unsupported("one-sided windows"); }
+void Communicator::do_window_put(const float*, size_t, int, uint64_t) { unsupported("one-sided windows"); }
 int Communicator::do_exchange_start(const float*, size_t, const int*, size_t, float*, size_t, const int*, size_t) {
   unsupported("sendrecv (point-to-point exchange)");
 }
@@ -228,6 +264,23 @@ class SelfCommunicator final : public Communicator {
     std::copy(send, send + count, shard);
   }
   void do_allgather(float*, size_t) override {}
+  void do_window_create(size_t count) override {
+    window_.assign(count, 0.0f);
+    version_ = 0;
+  }
+  void do_window_free() override { window_.clear(); }
+  void do_window_lock(int) override {}
+  void do_window_unlock(int) override {}
+  void do_window_get(float* dst, size_t count, int, uint64_t* version) override {
+    std::copy(window_.begin(), window_.begin() + static_cast<ptrdiff_t>(count), dst);
+    *version = version_;
+  }
+  void do_window_put(const float* src, size_t count, int, uint64_t version) override {
+    std::copy(src, src + count, window_.begin());
+    version_ = version;
+  }
+  std::vector<float> window_;
+  uint64_t version_ = 0;
   // The only peer is this rank: each receive is a copy of the send buffer.
   int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
                         size_t recv_count, const int* sources, size_t n_sources) override {

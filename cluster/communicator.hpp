@@ -24,6 +24,7 @@ enum class CollKind : int32_t {
   coll_reduce_scatter = 3,
   coll_barrier = 4,
   coll_sendrecv = 5,  // point-to-point: sendrecv and neighbour exchanges
+  coll_onesided = 6,  // one-sided (RMA) access epoch: window_lock .. window_unlock
 };
 const char* coll_kind_name(CollKind kind);
 
@@ -143,6 +144,20 @@ class Communicator {
   void ineighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv,
                           CollRequest& request);
 
+  // One-sided windows (MPI RMA, passive target). window_create (collective, untimed): every
+  // rank exposes `count` floats and a version counter, all zero. An access epoch is
+  // window_lock(rank) (exclusive; rank may be this one), any number of window_get /
+  // window_put on that rank, window_unlock(rank); the epoch is recorded at unlock as one
+  // CollKind::coll_onesided event from the lock call to the unlock's return, with the bytes put
+  // to other ranks, and held by the emulation for one message of the bytes got + put remotely.
+  // A one-sided event has no cross-rank wait: all of it counts as comm (docs/metrics.md).
+  void window_create(size_t count);
+  void window_free();
+  void window_lock(int rank);
+  void window_get(float* dst, size_t count, int rank, uint64_t* version);
+  void window_put(const float* src, size_t count, int rank, uint64_t version);
+  void window_unlock(int rank);
+
   // Events are recorded only while a log is attached.
   void attach_log(CollEventLog* log) { log_ = log; }
   // Recorded collectives are held by hook.extra_s(...) seconds; default: nothing added.
@@ -180,6 +195,13 @@ class Communicator {
   // a slot completed by do_test / do_wait like do_iallreduce_sum_start's.
   virtual int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
                                 size_t recv_count, const int* sources, size_t n_sources);
+  // One-sided windows (see window_create): count floats + a uint64 version per rank.
+  virtual void do_window_create(size_t count);
+  virtual void do_window_free();
+  virtual void do_window_lock(int rank);
+  virtual void do_window_unlock(int rank);
+  virtual void do_window_get(float* dst, size_t count, int rank, uint64_t* version);
+  virtual void do_window_put(const float* src, size_t count, int rank, uint64_t version);
 
  private:
   [[noreturn]] void unsupported(const char* what) const;
@@ -191,6 +213,7 @@ class Communicator {
   void emulate(CollKind kind, double bytes);
   CollEventLog* log_ = nullptr;
   EmulationHook emulation_;
+  double epoch_arrive_ = 0, epoch_remote_bytes_ = 0, epoch_put_bytes_ = 0;
 };
 
 // The communicator of this process: MPI's world when built with MPI (initialising MPI),

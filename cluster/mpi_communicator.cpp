@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "cluster/communicator.hpp"
@@ -166,7 +167,42 @@ class MpiCommunicator final : public Communicator {
     return slot;
   }
 
+  // One window of count floats followed (8-byte aligned) by a uint64 version per rank.
+  void do_window_create(size_t count) override {
+    if (win_ != MPI_WIN_NULL) DSGD_THROW(Error, "this is a bug: free the window first", "window already created");
+    checked_count(count);
+    win_version_offset_ = (count * sizeof(float) + 7) / 8 * 8;
+    void* base = nullptr;
+    DSGD_MPI_CHECK(MPI_Win_allocate(static_cast<MPI_Aint>(win_version_offset_ + sizeof(uint64_t)), 1, MPI_INFO_NULL,
+                                    MPI_COMM_WORLD, &base, &win_));
+    DSGD_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank_, 0, win_));
+    std::memset(base, 0, win_version_offset_ + sizeof(uint64_t));
+    DSGD_MPI_CHECK(MPI_Win_unlock(rank_, win_));
+    DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+  }
+  void do_window_free() override {
+    if (win_ != MPI_WIN_NULL) DSGD_MPI_CHECK(MPI_Win_free(&win_));
+  }
+  void do_window_lock(int rank) override { DSGD_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win_)); }
+  void do_window_unlock(int rank) override { DSGD_MPI_CHECK(MPI_Win_unlock(rank, win_)); }
+  void do_window_get(float* dst, size_t count, int rank, uint64_t* version) override {
+    DSGD_MPI_CHECK(MPI_Get(dst, checked_count(count), MPI_FLOAT, rank, 0, checked_count(count), MPI_FLOAT, win_));
+    DSGD_MPI_CHECK(MPI_Get(version, 1, MPI_UINT64_T, rank, static_cast<MPI_Aint>(win_version_offset_), 1,
+                           MPI_UINT64_T, win_));
+    DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
+  }
+  void do_window_put(const float* src, size_t count, int rank, uint64_t version) override {
+    put_version_ = version;
+    DSGD_MPI_CHECK(MPI_Put(src, checked_count(count), MPI_FLOAT, rank, 0, checked_count(count), MPI_FLOAT, win_));
+    DSGD_MPI_CHECK(MPI_Put(&put_version_, 1, MPI_UINT64_T, rank, static_cast<MPI_Aint>(win_version_offset_), 1,
+                           MPI_UINT64_T, win_));
+    DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
+  }
+
  private:
+  MPI_Win win_ = MPI_WIN_NULL;
+  size_t win_version_offset_ = 0;
+  uint64_t put_version_ = 0;
   static constexpr int kHarnessTag = 7001;
   static constexpr int kExchangeTag = 7002;
   // A non-blocking operation in flight: one request (all-reduce) or one per message.

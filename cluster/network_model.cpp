@@ -147,6 +147,7 @@ double flat_time(const LinkModel& l, CollKind kind, CollAlgo algo, double S, int
     case CollKind::coll_barrier:
       return barrier_dissemination(l, n);
     case CollKind::coll_sendrecv:
+    case CollKind::coll_onesided:
       return network_p2p_time(l, S);
   }
   return 0.0;
@@ -171,6 +172,7 @@ double hierarchical_time(const NetworkModel& m, CollKind kind, double S, int n) 
     case CollKind::coll_barrier:
       return 2.0 * barrier_dissemination(in, W) + (G > 1 ? barrier_dissemination(out, G) : 0.0);
     case CollKind::coll_sendrecv:
+    case CollKind::coll_onesided:
       // The peer may sit in another group: the slower link (conservative).
       return network_p2p_time(network_bottleneck_link(m), S);
   }

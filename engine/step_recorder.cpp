@@ -141,6 +141,13 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
         spans[r] = CollSpan{ef[0] - off, ef[1] - off};
       }
       wait_comm_split(spans.data(), spans.size(), split.data());
+      // A one-sided epoch involves one origin and one target, not every rank, and ranks of
+      // an asynchronous algorithm are not in step: no cross-rank wait, all of it is comm.
+      for (int r = 0; r < n; ++r) {
+        const double* ef = views[r].events + (event_cursor[r] + e) * kEventFields;
+        if (static_cast<int32_t>(ef[3]) == static_cast<int32_t>(CollKind::coll_onesided))
+          split[r] = WaitComm{0.0, std::max(0.0, spans[r].depart - spans[r].arrive)};
+      }
       for (int r = 0; r < n; ++r) {
         const double* ef = views[r].events + (event_cursor[r] + e) * kEventFields;
         StepRow& row = rows[s * static_cast<size_t>(n) + static_cast<size_t>(r)];

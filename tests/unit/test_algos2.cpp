@@ -98,6 +98,32 @@ TEST(Communicator, NewOperationsOnOneRankAreIdentitiesAndRecorded) {
   EXPECT_DOUBLE_EQ(ring_scatter_gather_bytes_sent(800.0, 4), 600.0);
 }
 
+TEST(Communicator, OneSidedWindowOnOneRankKeepsModelAndVersion) {
+  auto comm = communicator_create_self();
+  CollEventLog log;
+  log.reserve(4);
+  comm->attach_log(&log);
+  comm->window_create(5);
+  const std::vector<float> x = random_vector(5, 2);
+  std::vector<float> y(5);
+  uint64_t version = 99;
+  comm->window_lock(0);
+  comm->window_get(y.data(), 5, 0, &version);
+  EXPECT_EQ(version, 0u);  // created zeroed
+  EXPECT_EQ(y, std::vector<float>(5, 0.0f));
+  comm->window_put(x.data(), 5, 0, 7);
+  comm->window_get(y.data(), 5, 0, &version);
+  comm->window_unlock(0);
+  EXPECT_EQ(y, x);
+  EXPECT_EQ(version, 7u);
+  ASSERT_EQ(log.size(), 1u);  // one event per epoch
+  EXPECT_EQ(log.data()[0].kind, static_cast<int32_t>(CollKind::coll_onesided));
+  EXPECT_EQ(log.data()[0].bytes_sent, 0.0);  // puts to the own window send nothing
+  comm->window_free();
+  MinimalComm minimal;
+  EXPECT_THROW(minimal.window_create(5), Error);
+}
+
 TEST(Communicator, BackendsWithoutTheNewOperationsThrowNamingThem) {
   MinimalComm comm;
   std::vector<float> x(4), y(4);
