@@ -237,7 +237,7 @@ RunConfig small_config() {
 template <class AtInit, class AfterStep>
 std::vector<float> serial_run(const RunConfig& cfg, Optimizer& opt, AtInit at_init, AfterStep after_step) {
   DatasetPair data = dataset_load(cfg.dataset, cfg.seed);
-  auto wl = workload_create(cfg.workload, data.train);
+  auto wl = workload_create(cfg, data.train);
   wl->reserve(static_cast<size_t>(cfg.batch));
   std::vector<float> x(wl->param_count()), g(wl->param_count());
   wl->init_params(x.data(), cfg.seed);
@@ -263,7 +263,7 @@ std::vector<float> trained(const RunConfig& cfg) {
 
 size_t param_count(const RunConfig& cfg) {
   DatasetPair data = dataset_load(cfg.dataset, cfg.seed);
-  return workload_create(cfg.workload, data.train)->param_count();
+  return workload_create(cfg, data.train)->param_count();
 }
 
 TEST(VariantsOnOneWorker, EqualTheirSerialOptimizerExactly) {
@@ -296,7 +296,7 @@ TEST(VariantsOnOneWorker, EqualTheirSerialOptimizerExactly) {
   const LrSchedule sched = lr_schedule_from_config(sgd, sgd.lr, sgd.steps);
   // Serial with the schedule: step(x, g, lr_at(t)).
   DatasetPair data = dataset_load(sgd.dataset, sgd.seed);
-  auto wl = workload_create(sgd.workload, data.train);
+  auto wl = workload_create(sgd, data.train);
   wl->reserve(static_cast<size_t>(sgd.batch));
   std::vector<float> x(n), g(n);
   wl->init_params(x.data(), sgd.seed);
