@@ -22,7 +22,7 @@ double ring_allreduce_bytes_sent(double bytes, int n) { return n <= 1 ? 0.0 : 2.
 
 void Communicator::record(CollKind kind, double arrive, double bytes_sent) {
   if (!log_) return;
-  log_->push(CollEvent{arrive, clock_now_s(), bytes_sent, static_cast<int32_t>(kind), 0.0, 0.0});
+  log_->push(CollEvent{arrive, now(), bytes_sent, static_cast<int32_t>(kind), 0.0, 0.0});
 }
 
 void Communicator::divide_by_size(float* data, size_t count) const {
@@ -35,18 +35,18 @@ void Communicator::divide_by_size(float* data, size_t count) const {
 void Communicator::emulate(CollKind kind, double bytes) {
   if (!emulation_.extra_s) return;
   const double extra = emulation_.extra_s(emulation_.ctx, kind, bytes, size());
-  if (extra > 0) clock_hold_until(clock_now_s() + extra);
+  if (extra > 0) hold_until(now() + extra);
 }
 
 void Communicator::allreduce_sum(float* data, size_t count) {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   do_allreduce_sum(data, count);
   emulate(CollKind::coll_allreduce, double(count) * sizeof(float));
   record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(count) * sizeof(float), size()));
 }
 
 void Communicator::allreduce_average(float* data, size_t count) {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   do_allreduce_sum(data, count);
   emulate(CollKind::coll_allreduce, double(count) * sizeof(float));
   divide_by_size(data, count);
@@ -54,7 +54,7 @@ void Communicator::allreduce_average(float* data, size_t count) {
 }
 
 void Communicator::broadcast(float* data, size_t count, int root) {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   do_broadcast(data, count, root);
   emulate(CollKind::coll_broadcast, double(count) * sizeof(float));
   record(CollKind::coll_broadcast, arrive, rank() == root ? double(count) * sizeof(float) : 0.0);
@@ -65,7 +65,7 @@ void Communicator::iallreduce_sum(float* data, size_t count, CollRequest& r) {
   r.count = count;
   r.average = false;
   r.completed = 0;
-  r.launch = clock_now_s();
+  r.launch = now();
   r.slot = do_iallreduce_sum_start(data, count);
 }
 
@@ -76,32 +76,32 @@ void Communicator::iallreduce_average(float* data, size_t count, CollRequest& r)
 
 void Communicator::progress(CollRequest& r) {
   if (!r.active() || r.completed > 0) return;
-  if (do_test(r.slot)) r.completed = clock_now_s();
+  if (do_test(r.slot)) r.completed = now();
 }
 
 void Communicator::wait(CollRequest& r, double compute_end) {
   if (!r.active()) return;
-  const double arrive = clock_now_s();
+  const double arrive = now();
   if (r.completed == 0) do_wait(r.slot);
   r.slot = -1;
   const double bytes = double(r.count) * sizeof(float);
   // Emulated link: the operation cannot finish before launch + its modelled extra time.
   if (emulation_.extra_s) {
     const double extra = emulation_.extra_s(emulation_.ctx, CollKind::coll_allreduce, bytes, size());
-    clock_hold_until(r.launch + extra);
+    hold_until(r.launch + extra);
   }
   const int n = size();
   if (r.average) divide_by_size(r.data, r.count);
   if (log_) {
     double in_flight_until = compute_end > 0 && compute_end < arrive ? compute_end : arrive;
     if (r.completed > 0 && r.completed < in_flight_until) in_flight_until = r.completed;
-    log_->push(CollEvent{arrive, clock_now_s(), ring_allreduce_bytes_sent(bytes, n),
+    log_->push(CollEvent{arrive, now(), ring_allreduce_bytes_sent(bytes, n),
                          static_cast<int32_t>(CollKind::coll_allreduce), r.launch, in_flight_until});
   }
 }
 
 void Communicator::barrier() {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   do_barrier();
   emulate(CollKind::coll_barrier, 0.0);
   record(CollKind::coll_barrier, arrive, 0.0);

@@ -44,6 +44,10 @@ struct RunConfig {
   std::string latency;          // emulated link latency, e.g. "20us"
   std::string inter_bandwidth;  // between groups of hier:GxW
   std::string inter_latency;
+  // Simulated cluster (--backend sim; docs/sim.md).
+  bool timing_only = false;     // sim: advance the clocks only, no numerics
+  double compute_scale = 1.0;   // sim: multiplies the compute profile (0.1 = a 10x faster device)
+  int64_t profile_from = 0;     // sim: compute profile from this stored run (0: the host's calibration)
 };
 
 // One entry of the field table.
