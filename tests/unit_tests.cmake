@@ -9,7 +9,8 @@ foreach(entry
     "test_network_model:dsgd_cluster"
     "test_topology:dsgd_cluster"
     "test_trace:dsgd_results"
-    "test_alpha_beta_fit:dsgd_results")
+    "test_alpha_beta_fit:dsgd_results"
+    "test_sim_world:dsgd_engine")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)
