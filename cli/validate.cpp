@@ -126,6 +126,10 @@ int run_validate(const ValidateOptions& o) {
   cfg.save_params.clear();
   run_config_validate(cfg);
   Store store = Store::open(cfg.db);  // creates and migrates before the children write
+  if (!cfg.bandwidth.empty() && !store.calibration_latest(system_info_read().host))
+    fmt::print("# note: no calibration of this host in {}: the measured run adds the emulated link to the real "
+               "fabric instead of replacing it (run `dsgd-bench calibrate` first for a fair comparison)\n",
+               cfg.db);
 
   const std::filesystem::path dir = std::filesystem::absolute(cfg.db).parent_path();
   const std::string stem = fmt::format("dsgd-validate-{}", getpid());

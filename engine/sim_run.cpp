@@ -217,7 +217,7 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
     return step == chosen_step;
   };
   std::vector<StepRow> rows;
-  rows.reserve(std::min<size_t>(kTimingRowCap, 65536) + n);
+  rows.reserve(kTimingRowCap + n);
   auto sink = [&](int64_t step, const SimStepTiming* t) {
     for (size_t i = 0; i < n; ++i) {
       StepRow row;
@@ -237,12 +237,12 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
       row.train_loss = std::numeric_limits<double>::quiet_NaN();  // no numerics: empty, not invented
       rows.push_back(row);
     }
-    if (rows.size() >= 65536) {
-      store->steps_append(result.run_id, rows);
-      rows.clear();
-    }
   };
   const SimTimingResult out = sim_timing_run(plan, keep, sink);
+  // In the table's key order (run, rank, step): appending step-major into the
+  // (run_id, rank, step) B-tree costs a page read per row once the table outgrows the cache.
+  std::sort(rows.begin(), rows.end(),
+            [](const StepRow& a, const StepRow& b) { return a.rank != b.rank ? a.rank < b.rank : a.step < b.step; });
   if (store && !rows.empty()) store->steps_append(result.run_id, rows);
   result.timed_wall_s = out.end_time;
   if (store) store->run_finish(result.run_id, "completed", "");
