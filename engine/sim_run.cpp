@@ -29,7 +29,7 @@ namespace {
 
 // Timing-only runs store at most this many step rows: above it, one step per block of k
 // consecutive steps (chosen by the seed), all workers' rows of that step.
-constexpr size_t kTimingRowCap = 200000;
+constexpr size_t kTimingRowCap = 100000;
 
 std::string profile_hint(const RunConfig& cfg) {
   return fmt::format(
