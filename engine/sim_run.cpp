@@ -79,7 +79,7 @@ SimNetwork sim_network_resolve(const RunConfig& cfg, const Store* store, const s
       }
     }
   }
-  net.description = "ideal (no --bandwidth and no calibration of this host: collectives take 0 s)";
+  net.description = "ideal (no --bandwidth and no calibrated all-reduce of this host: collectives take 0 s)";
   return net;
 }
 

@@ -75,6 +75,17 @@ awk -v a="$a" -v b="$b" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-9*a)}' ||
 [[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$T AND train_loss IS NOT NULL") == 0 ]] ||
   fail "timing-only invented training losses"
 
+# Without --profile-from: this host's calibration profile (per-layer fwd/bwd).
+"$BIN" calibrate --quick --workers 1 --workload svm --dataset "$SMALL" --batches 32 --db cal.db > cal.out ||
+  fail "calibrate failed"
+"$BIN" run --backend sim --workers 4 --algo localsgd "${common[@]}" --db cal.db > c.out || fail "calibrated sim failed"
+grep -q "profile calibration 1 (per-layer" c.out || fail "the calibration profile was not used"
+C=$(last_run_id c.out)
+fwd=$(sql cal.db "SELECT sum(fwd_s) FROM profiles WHERE batch=32")
+got=$(sql cal.db "SELECT avg(fwd_s) FROM steps WHERE run_id=$C")
+awk -v a="$fwd" -v b="$got" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-12 + 1e-9*a)}' ||
+  fail "simulated forward $got is not the calibrated $fwd"
+
 # Bad input: exit code 2 and a message naming the problem.
 expect_error() {
   local pattern="$1"
