@@ -75,6 +75,15 @@ awk -v a="$a" -v b="$b" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-9*a)}' ||
 [[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$T AND train_loss IS NOT NULL") == 0 ]] ||
   fail "timing-only invented training losses"
 
+# 64 workers, non-blocking per-layer all-reduces (ssgd --overlap): completes, every worker's
+# rows stored, replicas identical so the stored accuracy is the model's.
+"$BIN" run --backend sim --workers 64 --algo ssgd --overlap true "${common[@]}" --profile-from "$PROF" --steps 20 \
+  --bandwidth 10Gbps --latency 20us > big.out || fail "64-worker simulation failed"
+BIG=$(last_run_id big.out)
+[[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$BIG") == 1280 ]] || fail "64 x 20 step rows not stored"
+[[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$BIG AND overlap_s > 0") -gt 0 ]] ||
+  fail "no overlap recorded for the non-blocking all-reduces"
+
 # Without --profile-from: this host's calibration profile (per-layer fwd/bwd).
 "$BIN" calibrate --quick --workers 1 --workload svm --dataset "$SMALL" --batches 32 --db cal.db > cal.out ||
   fail "calibrate failed"
