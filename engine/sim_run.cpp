@@ -22,6 +22,7 @@
 #include "engine/batch_sampler.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/shared_dataset.hpp"
+#include "engine/shared_topology.hpp"
 
 namespace dsgd {
 
@@ -85,6 +86,7 @@ SimNetwork sim_network_resolve(const RunConfig& cfg, const Store* store, const s
 
 struct Resolved {
   std::shared_ptr<const DatasetPair> data;
+  std::shared_ptr<const Topology> topology;  // kept alive: the workers share it
   std::vector<LayerView> layers;
   size_t param_count = 0;
   SimProfile profile;
@@ -124,8 +126,8 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
   c.bwd_rest_s *= k;
   c.opt_s *= k;
   for (double& b : c.bwd_layer_s) b *= k;
-  const Topology topology = topology_make(cfg.topology, n, cfg.seed);
-  r.network = sim_network_resolve(cfg, store, host, topology.groups);
+  r.topology = topology_make_shared(cfg.topology, n, cfg.seed);
+  r.network = sim_network_resolve(cfg, store, host, r.topology->groups);
   nlohmann::json details = {
       {"clock", "virtual"},
       {"profile", r.profile.source},
@@ -350,8 +352,9 @@ SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const 
   auto dataset_bytes = [](const Dataset& d) {
     return static_cast<double>(d.feature_bytes()) + static_cast<double>(d.labels.size()) * sizeof(int32_t);
   };
-  m.dataset_bytes = dataset_bytes(train) + dataset_bytes(test);
   const double n = static_cast<double>(cfg.workers);
+  // The dataset and the topology's n×n mixing matrix, once (shared by the workers).
+  m.dataset_bytes = dataset_bytes(train) + dataset_bytes(test) + n * n * sizeof(double);
   const double model = static_cast<double>(param_count) * sizeof(float);
   if (cfg.timing_only) {
     m.per_worker_bytes = 4 * sizeof(double) + sizeof(SimStepTiming);

@@ -21,6 +21,7 @@
 #include "engine/clock_sync.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/shared_dataset.hpp"
+#include "engine/shared_topology.hpp"
 #include "engine/step_recorder.hpp"
 #include "results/target.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -43,7 +44,7 @@ struct Worker {
   std::unique_ptr<SgdOptimizer> optimizer;
   std::unique_ptr<BatchSampler> sampler;
   Stragglers stragglers;
-  Topology topology;
+  std::shared_ptr<const Topology> topology;  // shared by the sim backend's workers (read-only)
   std::optional<NetworkModel> emulated;          // from --bandwidth etc.; empty: no emulation
   std::unique_ptr<NetworkEmulation> emulation;  // null: nothing added to collectives
   int64_t native_calibration_id = 0;            // calibration whose fit was subtracted (0: none)
@@ -92,9 +93,9 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.eval_every = cfg.eval_every > 0 ? cfg.eval_every : std::max<int64_t>(1, w.steps / 10);
   w.flush_every = std::min<int64_t>(w.eval_every, 1000);
   w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
-  w.topology = topology_make(cfg.topology, comm.size(), cfg.seed);
+  w.topology = topology_make_shared(cfg.topology, comm.size(), cfg.seed);
   w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
-                                        w.topology.groups);
+                                        w.topology->groups);
   w.algorithm = algorithm_create(cfg.algo, cfg);
   w.optimizer = std::make_unique<SgdOptimizer>(SgdOptions{cfg.lr, cfg.momentum, cfg.weight_decay, false}, count);
   return w;
@@ -208,7 +209,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       native_model = NetworkModel{network_link_from_allreduce_fit(native[1], native[2], comm.size()), std::nullopt, 1};
       w.native_calibration_id = static_cast<int64_t>(native[0]);
     }
-    const CollAlgo algo = w.topology.groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
+    const CollAlgo algo = w.topology->groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
     w.emulation = std::make_unique<NetworkEmulation>(*w.emulated, native_model, comm.size(), algo);
     comm.set_emulation(w.emulation->hook());
   }
