@@ -29,7 +29,7 @@ struct TrainState {
   size_t count = 0;
   int64_t step = 0;         // index of the current step, from 0
   int64_t total_steps = 0;  // steps of the run (an algorithm must not leave requests in flight after the last)
-  double step_start = 0;    // clock_now_s() at the current step's start (0 when timers are off)
+  double step_start = 0;    // comm.now() at the current step's start (0 when timers are off)
   double lr = 0;            // this step's learning rate (schedule applied), for algorithms that own the optimizer
 };
 

@@ -71,7 +71,7 @@ class Dpsgd final : public Algorithm {
     // The exchange of x_t was launched after the previous update (or in setup); an evaluation
     // between steps is not compute, so the overlap counts from this step's start.
     request_.launch = std::max(request_.launch, s.step_start);
-    s.comm.wait(request_, clock_now_s());
+    s.comm.wait(request_, s.comm.now());
     mix(s.params, send_.data(), s.count);
   }
 

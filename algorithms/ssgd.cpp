@@ -74,7 +74,7 @@ class Ssgd final : public Algorithm {
     }
     // In launch order: a request's wait call then marks the end of its time in flight
     // during compute, not time spent blocked on another request.
-    const double compute_end = clock_now_s();
+    const double compute_end = s.comm.now();
     for (size_t i = 0; i < launched_; ++i) s.comm.wait(requests_[launch_order_[i]], compute_end);
     launched_ = 0;
     for (Bucket& b : buckets_) b.ready = 0;

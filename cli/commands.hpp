@@ -27,5 +27,6 @@ void setup_list(CLI::App& app);
 void setup_topology(CLI::App& app);
 void setup_calibrate(CLI::App& app, int argc, char** argv);
 void setup_trace(CLI::App& app);
+void setup_validate(CLI::App& app);
 
 }  // namespace dsgd

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   dsgd::setup_topology(app);
   dsgd::setup_calibrate(app, argc, argv);
   dsgd::setup_trace(app);
+  dsgd::setup_validate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -19,6 +19,7 @@
 #include "core/system_info.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/interrupt.hpp"
+#include "engine/sim_run.hpp"
 #include "engine/trainer.hpp"
 #include "results/store.hpp"
 #include "results/target.hpp"
@@ -160,6 +161,49 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
   }
 }
 
+// --backend sim: every worker in this process (engine/sim_run.hpp); no mpiexec.
+int run_simulated(const RunConfig& cfg) {
+  std::unique_ptr<Communicator> self = communicator_create_self();  // for the error reporter
+  std::optional<Store> store;
+  try {
+    store = Store::open(cfg.db);
+    interrupt_start_watcher(cfg.db);
+    const SystemInfo sys = system_info_read();
+    if (sys.build_type != "Release" && sys.build_type != "RelWithDebInfo" && !cfg.timing_only)
+      fmt::print(stderr, "dsgd-bench: warning: this is a {} build; the simulator runs slowly\n", sys.build_type);
+    TrainerCallbacks callbacks;
+    int64_t total_steps = 0;
+    callbacks.on_start = [&](const RunRecord& record) {
+      total_steps = record.steps;
+      fmt::print("{}", format_config(cfg, record));
+      const auto details = nlohmann::json::parse(record.config_json).value("backend-details", nlohmann::json{});
+      fmt::print("  {:<13} virtual clock; profile {}; network {}; about {:.3g} MB\n", "sim",
+                 details.value("profile", "?"), details.value("network", "?"),
+                 details.value("memory-estimate-bytes", 0.0) / 1e6);
+      std::fflush(stdout);
+    };
+    callbacks.on_eval = [&](const EvalRow& row) {
+      fmt::print("{}\n", format_eval_line(row, total_steps));
+      std::fflush(stdout);
+    };
+    const TrainResult result = sim_run(cfg, &*store, callbacks);
+    fmt::print("\n{}", format_run_summary(store->run_get(result.run_id)));
+    fmt::print("run_id={}\n", result.run_id);
+    std::fflush(stdout);
+    return 0;
+  } catch (const std::exception& e) {
+    const int64_t run_id = trainer_active_run_id();
+    if (store && run_id > 0) {
+      try {
+        store->run_finish(run_id, "failed", e.what());
+      } catch (...) {
+      }
+    }
+    const std::string stored = run_id > 0 ? fmt::format("run {} is stored as 'failed' in {}", run_id, cfg.db) : "";
+    return cli_report_rank_error(e, *self, false, stored);
+  }
+}
+
 }  // namespace
 
 void setup_run(CLI::App& app, int argc, char** argv) {
@@ -185,9 +229,15 @@ void setup_run(CLI::App& app, int argc, char** argv) {
       "Examples:\n"
       "  dsgd-bench run --workers 2 --algo ssgd --epochs 1\n"
       "  dsgd-bench run --workers 2 --algo localsgd --period 8 --dataset synthetic:n=20000,d=100000,density=0.001\n"
-      "  mpiexec -f hosts -n 8 dsgd-bench run --workers 8 --config suite.toml\n");
+      "  mpiexec -f hosts -n 8 dsgd-bench run --workers 8 --config suite.toml\n"
+      "  dsgd-bench run --backend sim --workers 64 --algo localsgd --bandwidth 1Gbps --profile-from 12\n");
   sub->callback([opts, argc, argv]() {
     const RunConfig cfg = resolve_config(*opts);
+    if (cfg.backend == "sim") {
+      validate_before_launch(cfg);
+      cli_exit_code() = run_simulated(cfg);
+      return;
+    }
     if (!launcher_under_mpiexec()) {
       validate_before_launch(cfg);
       if (cfg.workers > 1) {

@@ -27,7 +27,7 @@ double ring_scatter_gather_bytes_sent(double bytes, int n) { return n <= 1 ? 0.0
 
 void Communicator::record(CollKind kind, double arrive, double bytes_sent) {
   if (!log_) return;
-  log_->push(CollEvent{arrive, clock_now_s(), bytes_sent, static_cast<int32_t>(kind), 0.0, 0.0});
+  log_->push(CollEvent{arrive, now(), bytes_sent, static_cast<int32_t>(kind), 0.0, 0.0});
 }
 
 void Communicator::divide_by_size(float* data, size_t count) const {
@@ -40,18 +40,18 @@ void Communicator::divide_by_size(float* data, size_t count) const {
 void Communicator::emulate(CollKind kind, double bytes) {
   if (!emulation_.extra_s) return;
   const double extra = emulation_.extra_s(emulation_.ctx, kind, bytes, size());
-  if (extra > 0) clock_hold_until(clock_now_s() + extra);
+  if (extra > 0) hold_until(now() + extra);
 }
 
 void Communicator::allreduce_sum(float* data, size_t count) {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   do_allreduce_sum(data, count);
   emulate(CollKind::coll_allreduce, double(count) * sizeof(float));
   record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(count) * sizeof(float), size()));
 }
 
 void Communicator::allreduce_average(float* data, size_t count) {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   do_allreduce_sum(data, count);
   emulate(CollKind::coll_allreduce, double(count) * sizeof(float));
   divide_by_size(data, count);
@@ -59,7 +59,7 @@ void Communicator::allreduce_average(float* data, size_t count) {
 }
 
 void Communicator::broadcast(float* data, size_t count, int root) {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   do_broadcast(data, count, root);
   emulate(CollKind::coll_broadcast, double(count) * sizeof(float));
   record(CollKind::coll_broadcast, arrive, rank() == root ? double(count) * sizeof(float) : 0.0);
@@ -70,7 +70,7 @@ void Communicator::iallreduce_sum(float* data, size_t count, CollRequest& r) {
   r.count = count;
   r.average = false;
   r.completed = 0;
-  r.launch = clock_now_s();
+  r.launch = now();
   r.kind = CollKind::coll_allreduce;
   r.model_bytes = double(count) * sizeof(float);
   r.bytes_sent = ring_allreduce_bytes_sent(r.model_bytes, size());
@@ -84,29 +84,29 @@ void Communicator::iallreduce_average(float* data, size_t count, CollRequest& r)
 
 void Communicator::progress(CollRequest& r) {
   if (!r.active() || r.completed > 0) return;
-  if (do_test(r.slot)) r.completed = clock_now_s();
+  if (do_test(r.slot)) r.completed = now();
 }
 
 void Communicator::wait(CollRequest& r, double compute_end) {
   if (!r.active()) return;
-  const double arrive = clock_now_s();
+  const double arrive = now();
   if (r.completed == 0) do_wait(r.slot);
   r.slot = -1;
   // Emulated link: the operation cannot finish before launch + its modelled extra time.
   if (emulation_.extra_s) {
     const double extra = emulation_.extra_s(emulation_.ctx, r.kind, r.model_bytes, size());
-    clock_hold_until(r.launch + extra);
+    hold_until(r.launch + extra);
   }
   if (r.average) divide_by_size(r.data, r.count);
   if (log_) {
     double in_flight_until = compute_end > 0 && compute_end < arrive ? compute_end : arrive;
     if (r.completed > 0 && r.completed < in_flight_until) in_flight_until = r.completed;
-    log_->push(CollEvent{arrive, clock_now_s(), r.bytes_sent, static_cast<int32_t>(r.kind), r.launch, in_flight_until});
+    log_->push(CollEvent{arrive, now(), r.bytes_sent, static_cast<int32_t>(r.kind), r.launch, in_flight_until});
   }
 }
 
 void Communicator::reduce_scatter_sum(const float* send, float* shard, size_t count) {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   const double bytes = double(count) * sizeof(float);
   do_reduce_scatter_sum(send, shard, count);
   emulate(CollKind::coll_reduce_scatter, bytes);
@@ -114,7 +114,7 @@ void Communicator::reduce_scatter_sum(const float* send, float* shard, size_t co
 }
 
 void Communicator::reduce_scatter_average(const float* send, float* shard, size_t count) {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   const double bytes = double(count) * sizeof(float);
   do_reduce_scatter_sum(send, shard, count);
   emulate(CollKind::coll_reduce_scatter, bytes);
@@ -124,7 +124,7 @@ void Communicator::reduce_scatter_average(const float* send, float* shard, size_
 }
 
 void Communicator::allgather(float* data, size_t count) {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   const double bytes = double(count) * sizeof(float);
   do_allgather(data, count);
   emulate(CollKind::coll_allgather, bytes);
@@ -140,7 +140,7 @@ int Communicator::exchange_start(const float* send, size_t send_count, const int
   r.kind = CollKind::coll_sendrecv;
   r.model_bytes = double(send_count) * sizeof(float) * double(n_dests);
   r.bytes_sent = r.model_bytes;
-  r.launch = clock_now_s();
+  r.launch = now();
   r.slot = do_exchange_start(send, send_count, dests, n_dests, recv, recv_count, sources, n_sources);
   return r.slot;
 }
@@ -174,15 +174,15 @@ void Communicator::neighbor_exchange(const float* send, size_t count, const int*
 void Communicator::finish_blocking(CollRequest& r) {
   do_wait(r.slot);
   r.slot = -1;
-  if (emulation_.extra_s) clock_hold_until(r.launch + emulation_.extra_s(emulation_.ctx, r.kind, r.model_bytes, size()));
-  if (log_) log_->push(CollEvent{r.launch, clock_now_s(), r.bytes_sent, static_cast<int32_t>(r.kind), 0.0, 0.0});
+  if (emulation_.extra_s) hold_until(r.launch + emulation_.extra_s(emulation_.ctx, r.kind, r.model_bytes, size()));
+  if (log_) log_->push(CollEvent{r.launch, now(), r.bytes_sent, static_cast<int32_t>(r.kind), 0.0, 0.0});
 }
 
 void Communicator::window_create(size_t count) { do_window_create(count); }
 void Communicator::window_free() { do_window_free(); }
 
 void Communicator::window_lock(int rank) {
-  epoch_arrive_ = clock_now_s();
+  epoch_arrive_ = now();
   epoch_remote_bytes_ = epoch_put_bytes_ = 0;
   do_window_lock(rank);
 }
@@ -203,7 +203,7 @@ void Communicator::window_put(const float* src, size_t count, int rank, uint64_t
 void Communicator::window_unlock(int rank) {
   do_window_unlock(rank);
   if (emulation_.extra_s && epoch_remote_bytes_ > 0)
-    clock_hold_until(epoch_arrive_ + emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, epoch_remote_bytes_, size()));
+    hold_until(epoch_arrive_ + emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, epoch_remote_bytes_, size()));
   record(CollKind::coll_onesided, epoch_arrive_, epoch_put_bytes_);
 }
 
@@ -225,7 +225,7 @@ int Communicator::do_exchange_start(const float*, size_t, const int*, size_t, fl
 }
 
 void Communicator::barrier() {
-  const double arrive = log_ ? clock_now_s() : 0.0;
+  const double arrive = log_ ? now() : 0.0;
   do_barrier();
   emulate(CollKind::coll_barrier, 0.0);
   record(CollKind::coll_barrier, arrive, 0.0);

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "core/clock.hpp"
+
 namespace dsgd {
 
 enum class CollKind : int32_t {
@@ -28,7 +30,7 @@ enum class CollKind : int32_t {
 };
 const char* coll_kind_name(CollKind kind);
 
-// One recorded collective on one rank: clock_now_s() when the rank entered it (arrive)
+// One recorded collective on one rank: now() when the rank entered it (arrive)
 // and when it returned (depart), and the bytes this rank sent under the ring algorithm.
 // For a non-blocking collective, arrive is when the rank called wait(), and
 // [launch, in_flight_until] the interval it was in flight while the rank computed
@@ -75,6 +77,15 @@ struct EmulationHook {
   const void* ctx = nullptr;
 };
 
+// Compute phases of a step, for Communicator::compute_done (the sim backend's cost model).
+enum class ComputePhase : int32_t {
+  phase_data = 0,            // load_batch
+  phase_forward = 1,
+  phase_backward_layer = 2,  // one layer's gradient is final (from the layer hook)
+  phase_backward = 3,        // backward returned (the part after the last layer hook)
+  phase_optimizer = 4,
+};
+
 // A non-blocking collective in flight (Communicator::iallreduce_*). Plain data, reusable:
 // an algorithm keeps one per bucket, allocated once.
 struct CollRequest {
@@ -82,7 +93,7 @@ struct CollRequest {
   float* data = nullptr;
   size_t count = 0;
   bool average = false;
-  double launch = 0;     // clock_now_s() at launch
+  double launch = 0;     // now() at launch
   double completed = 0;  // first time progress() saw it complete (0: not seen)
   CollKind kind = CollKind::coll_allreduce;
   double model_bytes = 0;  // S passed to the emulation hook
@@ -99,6 +110,16 @@ class Communicator {
   virtual std::string library_version() const = 0;
   // Ranks of this job that run on this host (for oversubscription warnings).
   virtual int ranks_on_this_host() const = 0;
+
+  // The clock seam (docs/sim.md). Every timestamp the trainer, the recorder and the
+  // algorithms take comes from now(). Real backends read the wall clock and a compute
+  // phase takes the time it takes; the sim backend returns the worker's virtual time and
+  // compute_done advances it by the modelled cost of the phase that just ended.
+  virtual double now() const { return clock_now_s(); }
+  virtual void hold_until(double deadline) { clock_hold_until(deadline); }
+  virtual void compute_done(ComputePhase phase, size_t layer = 0) {}
+  // Backend details stored with the run's configuration (a JSON object's text; empty: none).
+  virtual std::string backend_details() const { return {}; }
 
   // Recorded collectives on float buffers (in place).
   void allreduce_sum(float* data, size_t count);
@@ -161,7 +182,10 @@ class Communicator {
   // Events are recorded only while a log is attached.
   void attach_log(CollEventLog* log) { log_ = log; }
   // Recorded collectives are held by hook.extra_s(...) seconds; default: nothing added.
-  void set_emulation(EmulationHook hook) { emulation_ = hook; }
+  // Backends that model the network themselves (sim) ignore it.
+  void set_emulation(EmulationHook hook) {
+    if (!models_network()) emulation_ = hook;
+  }
 
   // Untimed harness helpers.
   virtual void untimed_allreduce_sum(double* data, size_t count) = 0;
@@ -177,6 +201,7 @@ class Communicator {
   [[noreturn]] virtual void abort(int code) = 0;
 
  protected:
+  virtual bool models_network() const { return false; }
   virtual void do_allreduce_sum(float* data, size_t count) = 0;
   virtual void do_broadcast(float* data, size_t count, int root) = 0;
   virtual void do_barrier() = 0;

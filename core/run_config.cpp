@@ -88,6 +88,12 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"zero-bits", "zero: bits of communicated weight differences and gradients: 32 (exact) or 4 (SDP4Bit)",
        &C::zero_bits},
       {"zero-group", "zero: values per quantisation group (one scale each) with --zero-bits 4", &C::zero_group},
+      {"timing-only", "sim: advance the virtual clocks only (no numerics, no accuracy) for throughput predictions",
+       &C::timing_only},
+      {"compute-scale", "sim: multiply the compute profile by this factor (0.1 models a 10x faster device)",
+       &C::compute_scale},
+      {"profile-from", "sim: take the compute profile from this stored run id (0: this host's latest calibration)",
+       &C::profile_from},
   };
   return fields;
 }
@@ -304,8 +310,8 @@ void run_config_validate(const RunConfig& cfg) {
   if (cfg.eval_every < 0) fail("eval-every", fmt::format("must be >= 0 (got {})", cfg.eval_every), "pass 0 for automatic");
   if (cfg.warmup < 0) fail("warmup", fmt::format("must be >= 0 (got {})", cfg.warmup), "pass 0 for no warm-up");
   if (cfg.threads < 1 || cfg.threads > 256) fail("threads", fmt::format("must be in 1..256 (got {})", cfg.threads), "pass e.g. --threads 1");
-  if (cfg.backend != "mpi")
-    fail("backend", fmt::format("unknown backend '{}'", cfg.backend), "available: mpi (sim and nccl are planned)");
+  if (cfg.backend != "mpi" && cfg.backend != "sim")
+    fail("backend", fmt::format("unknown backend '{}'", cfg.backend), "available: mpi, sim (nccl is planned)");
   if (cfg.steps > 0 && cfg.epochs > 0)
     fail("steps", "and --epochs are both set", "pass only one of --steps and --epochs");
   if (cfg.overlap && cfg.algo != "ssgd")
@@ -338,6 +344,18 @@ void run_config_validate(const RunConfig& cfg) {
     fail("zero-bits", fmt::format("must be 32 or 4 (got {})", cfg.zero_bits), "pass --zero-bits 4 or 32");
   if (cfg.zero_group < 1 || cfg.zero_group > (int64_t(1) << 20))
     fail("zero-group", fmt::format("must be in 1..1048576 (got {})", cfg.zero_group), "pass e.g. --zero-group 128");
+  if (cfg.timing_only && cfg.backend != "sim")
+    fail("timing-only", fmt::format("needs --backend sim (got {})", cfg.backend), "add --backend sim");
+  if (cfg.timing_only && !cfg.target.empty())
+    fail("target", "cannot be reached in a --timing-only run: it computes no accuracy or loss",
+         "drop --target, or run with numerics (without --timing-only)");
+  if (!(cfg.compute_scale > 0) || !std::isfinite(cfg.compute_scale))
+    fail("compute-scale", fmt::format("must be > 0 (got {})", cfg.compute_scale), "pass e.g. --compute-scale 0.1");
+  if (cfg.backend != "sim" && (cfg.compute_scale != 1.0 || cfg.profile_from != 0))
+    fail(cfg.profile_from != 0 ? "profile-from" : "compute-scale", "applies to --backend sim only",
+         "add --backend sim, or drop the flag");
+  if (cfg.profile_from < 0)
+    fail("profile-from", fmt::format("must be a run id (got {})", cfg.profile_from), "pass an id from dsgd-bench runs");
 }
 
 }  // namespace dsgd

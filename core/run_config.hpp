@@ -76,6 +76,10 @@ struct RunConfig {
   std::string compress;         // gradient compressor: topk:RATIO | qsgd:bits=B | powersgd:rank=R; empty: none
   int64_t zero_bits = 32;       // zero: bits of the communicated weight differences and gradients (32 or 4)
   int64_t zero_group = 128;     // zero: quantisation group size (zero-bits 4)
+  // Simulated cluster (--backend sim; docs/sim.md).
+  bool timing_only = false;     // sim: advance the clocks only, no numerics
+  double compute_scale = 1.0;   // sim: multiplies the compute profile (0.1 = a 10x faster device)
+  int64_t profile_from = 0;     // sim: compute profile from this stored run (0: the host's calibration)
 };
 
 // One entry of the field table.

@@ -13,17 +13,17 @@ ClockOffsets clock_sync_measure(Communicator& comm, int rounds) {
   out.offset.assign(static_cast<size_t>(n), 0.0);
   out.max_error.assign(static_cast<size_t>(n), 0.0);
   comm.untimed_barrier();
-  out.taken_at = clock_now_s();
+  out.taken_at = comm.now();
   if (n == 1) return out;
   for (int peer = 1; peer < n; ++peer) {
     if (comm.rank() == 0) {
       double best_rtt = std::numeric_limits<double>::infinity();
       for (int i = 0; i < rounds; ++i) {
-        double msg = clock_now_s();
+        double msg = comm.now();
         const double t0 = msg;
         comm.untimed_send(&msg, 1, peer);
         comm.untimed_recv(&msg, 1, peer);
-        const double t1 = clock_now_s();
+        const double t1 = comm.now();
         if (t1 - t0 < best_rtt) {
           best_rtt = t1 - t0;
           out.offset[peer] = msg - 0.5 * (t0 + t1);
@@ -34,7 +34,7 @@ ClockOffsets clock_sync_measure(Communicator& comm, int rounds) {
       for (int i = 0; i < rounds; ++i) {
         double msg = 0;
         comm.untimed_recv(&msg, 1, 0);
-        msg = clock_now_s();
+        msg = comm.now();
         comm.untimed_send(&msg, 1, 0);
       }
     }

@@ -20,6 +20,8 @@
 #include "engine/batch_sampler.hpp"
 #include "engine/clock_sync.hpp"
 #include "engine/collective_check.hpp"
+#include "engine/shared_dataset.hpp"
+#include "engine/shared_topology.hpp"
 #include "engine/step_recorder.hpp"
 #include "results/target.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -36,14 +38,14 @@ std::atomic<bool> g_past_setup{false};
 
 // Everything a worker needs, built once.
 struct Worker {
-  DatasetPair data;
+  std::shared_ptr<const DatasetPair> data;  // shared by the sim backend's workers (read-only)
   std::unique_ptr<Workload> workload;
   std::unique_ptr<Algorithm> algorithm;
   std::unique_ptr<Optimizer> optimizer;
   LrSchedule schedule;
   std::unique_ptr<BatchSampler> sampler;
   Stragglers stragglers;
-  Topology topology;
+  std::shared_ptr<const Topology> topology;  // shared by the sim backend's workers (read-only)
   std::optional<NetworkModel> emulated;          // from --bandwidth etc.; empty: no emulation
   std::unique_ptr<NetworkEmulation> emulation;  // null: nothing added to collectives
   int64_t native_calibration_id = 0;            // calibration whose fit was subtracted (0: none)
@@ -60,6 +62,7 @@ struct HookContext {
 
 void hook_trampoline(void* ctx, size_t layer) {
   auto* h = static_cast<HookContext*>(ctx);
+  h->state->comm.compute_done(ComputePhase::phase_backward_layer, layer);
   h->algorithm->on_layer_grad_ready(*h->state, layer);
 }
 
@@ -69,17 +72,17 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
   workload_check_name(cfg.workload);
   target_parse(cfg.target);
-  w.data = dataset_load(cfg.dataset, cfg.seed);
-  if (w.data.test.rows == 0)
+  w.data = dataset_load_shared(cfg.dataset, cfg.seed);
+  if (w.data->test.rows == 0)
     DSGD_THROW(InputError, "use a dataset with a test split", "dataset '{}' has no test samples", cfg.dataset);
-  w.workload = workload_create(cfg, w.data.train);
+  w.workload = workload_create(cfg, w.data->train);
   w.workload->reserve(static_cast<size_t>(cfg.batch));
   const size_t count = w.workload->param_count();
   w.params.assign(count, 0.0f);
   w.grads.assign(count, 0.0f);
   w.eval_params.assign(count, 0.0f);
   w.workload->init_params(w.params.data(), cfg.seed);
-  w.sampler = std::make_unique<BatchSampler>(w.data.train.rows, comm.rank(), comm.size(),
+  w.sampler = std::make_unique<BatchSampler>(w.data->train.rows, comm.rank(), comm.size(),
                                              static_cast<size_t>(cfg.batch), cfg.seed);
   if (cfg.steps > 0) {
     w.steps = cfg.steps;
@@ -91,9 +94,9 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.eval_every = cfg.eval_every > 0 ? cfg.eval_every : std::max<int64_t>(1, w.steps / 10);
   w.flush_every = std::min<int64_t>(w.eval_every, 1000);
   w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
-  w.topology = topology_make(cfg.topology, comm.size(), cfg.seed);
+  w.topology = topology_make_shared(cfg.topology, comm.size(), cfg.seed);
   w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
-                                        w.topology.groups);
+                                        w.topology->groups);
   w.algorithm = algorithm_create(cfg.algo, cfg);
   // An algorithm that owns the optimizer (zero: state for its shard only) leaves the
   // trainer's optimizer without state; the schedule still comes from it.
@@ -128,6 +131,8 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
     config["native-calibration-id"] = w.native_calibration_id > 0 ? nlohmann::json(w.native_calibration_id)
                                                                    : nlohmann::json(nullptr);
   }
+  if (const std::string details = comm.backend_details(); !details.empty())
+    config["backend-details"] = nlohmann::json::parse(details);
   r.config_json = config.dump();
   r.tool_version = sys.tool_version;
   r.git_commit = sys.git_commit;
@@ -165,12 +170,12 @@ std::optional<double> consensus_distance(Worker& w, Communicator& comm, const fl
 
 // Each rank evaluates its slice of the test set; sums are all-reduced.
 EvalSums evaluate_test(Worker& w, Communicator& comm, const float* model) {
-  const size_t rows = w.data.test.rows;
+  const size_t rows = w.data->test.rows;
   const size_t n = static_cast<size_t>(comm.size());
   const size_t r = static_cast<size_t>(comm.rank());
   const size_t begin = rows * r / n;
   const size_t end = rows * (r + 1) / n;
-  EvalSums local = w.workload->evaluate(model, w.data.test, begin, end);
+  EvalSums local = w.workload->evaluate(model, w.data->test, begin, end);
   double sums[3] = {local.loss_sum, local.correct, local.count};
   comm.untimed_allreduce_sum(sums, 3);
   return EvalSums{sums[0], sums[1], sums[2]};
@@ -223,7 +228,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       native_model = NetworkModel{network_link_from_allreduce_fit(native[1], native[2], comm.size()), std::nullopt, 1};
       w.native_calibration_id = static_cast<int64_t>(native[0]);
     }
-    const CollAlgo algo = w.topology.groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
+    const CollAlgo algo = w.topology->groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
     w.emulation = std::make_unique<NetworkEmulation>(*w.emulated, native_model, comm.size(), algo);
     comm.set_emulation(w.emulation->hook());
   }
@@ -260,7 +265,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   };
 
   auto evaluate = [&](int64_t steps_done) {
-    const double t_eval = clock_now_s();
+    const double t_eval = comm.now();
     if (timers && recorder.used() > 0) flush();
     double loss[2] = {loss_sum, loss_count};
     comm.untimed_allreduce_sum(loss, 2);
@@ -278,52 +283,56 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       if (store) store->evals_append(result.run_id, {row});
       if (callbacks.on_eval) callbacks.on_eval(row);
     }
-    if (steps_done > 0) excluded_s += clock_now_s() - t_eval;
+    if (steps_done > 0) excluded_s += comm.now() - t_eval;
   };
 
   evaluate(0);
   comm.untimed_barrier();
-  loop_start = clock_now_s();
+  loop_start = comm.now();
 
   // ---- the step loop -------------------------------------------------------------------
   for (int64_t step = 0; step < w.steps; ++step) {
     if (step == w.warmup) {
-      timed_start = clock_now_s();
+      timed_start = comm.now();
       timed_excluded_at_start = excluded_s;
     }
     state.step = step;
     if (timers) {
       StepTiming& t = recorder.begin_step(step);
-      const double t0 = clock_now_s();
+      const double t0 = comm.now();
       t.start = t0;
       state.step_start = t0;
       const uint32_t* idx = w.sampler->next();
-      w.workload->load_batch(w.data.train, idx, w.sampler->batch());
-      const double t1 = clock_now_s();
+      w.workload->load_batch(w.data->train, idx, w.sampler->batch());
+      comm.compute_done(ComputePhase::phase_data);
+      const double t1 = comm.now();
       t.loss = w.workload->forward(w.params.data());
-      const double t2 = clock_now_s();
+      comm.compute_done(ComputePhase::phase_forward);
+      const double t2 = comm.now();
       w.workload->backward(w.params.data(), w.grads.data(), hook);
-      double t3 = clock_now_s();
+      comm.compute_done(ComputePhase::phase_backward);
+      double t3 = comm.now();
       if (!w.stragglers.empty()) {
         const double delay = w.stragglers.delay_s(comm.rank(), step, t3 - t1);
         if (delay > 0) {
-          clock_hold_until(t3 + delay);
-          const double t3_held = clock_now_s();
+          comm.hold_until(t3 + delay);
+          const double t3_held = comm.now();
           t.injected_s = t3_held - t3;
           t3 = t3_held;
         }
       }
       w.algorithm->reduce_gradients(state);
-      const double t4 = clock_now_s();
+      const double t4 = comm.now();
       state.lr = w.schedule.lr_at(step);
       if (w.algorithm->owns_optimizer()) {
         w.algorithm->optimizer_step(state);
       } else {
         w.optimizer->step(w.params.data(), w.grads.data(), state.lr);
       }
-      const double t5 = clock_now_s();
+      comm.compute_done(ComputePhase::phase_optimizer);
+      const double t5 = comm.now();
       w.algorithm->after_update(state);
-      const double t6 = clock_now_s();
+      const double t6 = comm.now();
       t.data_s = t1 - t0;
       t.fwd_s = t2 - t1;
       t.bwd_s = t3 - t2 - t.injected_s;
@@ -333,14 +342,17 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       loss_sum += t.loss;
     } else {
       const uint32_t* idx = w.sampler->next();
-      w.workload->load_batch(w.data.train, idx, w.sampler->batch());
-      const double t1 = w.stragglers.empty() ? 0.0 : clock_now_s();
+      w.workload->load_batch(w.data->train, idx, w.sampler->batch());
+      comm.compute_done(ComputePhase::phase_data);
+      const double t1 = w.stragglers.empty() ? 0.0 : comm.now();
       loss_sum += w.workload->forward(w.params.data());
+      comm.compute_done(ComputePhase::phase_forward);
       w.workload->backward(w.params.data(), w.grads.data(), hook);
+      comm.compute_done(ComputePhase::phase_backward);
       if (!w.stragglers.empty()) {
-        const double t3 = clock_now_s();
+        const double t3 = comm.now();
         const double delay = w.stragglers.delay_s(comm.rank(), step, t3 - t1);
-        if (delay > 0) clock_hold_until(t3 + delay);
+        if (delay > 0) comm.hold_until(t3 + delay);
       }
       w.algorithm->reduce_gradients(state);
       state.lr = w.schedule.lr_at(step);
@@ -349,19 +361,20 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       } else {
         w.optimizer->step(w.params.data(), w.grads.data(), state.lr);
       }
+      comm.compute_done(ComputePhase::phase_optimizer);
       w.algorithm->after_update(state);
     }
     loss_count += 1;
 
     const int64_t done = step + 1;
     const bool last = done == w.steps;
-    if (last) result.timed_wall_s = (clock_now_s() - timed_start) - (excluded_s - timed_excluded_at_start);
+    if (last) result.timed_wall_s = (comm.now() - timed_start) - (excluded_s - timed_excluded_at_start);
     if (done % w.eval_every == 0 || last) {
       evaluate(done);
     } else if (timers && recorder.full()) {
-      const double t_flush = clock_now_s();
+      const double t_flush = comm.now();
       flush();
-      excluded_s += clock_now_s() - t_flush;
+      excluded_s += comm.now() - t_flush;
     }
   }
   comm.attach_log(nullptr);

@@ -163,6 +163,29 @@ constexpr const char* migration_v4 = R"sql(
 ALTER TABLE evals ADD COLUMN consensus_distance REAL;
 )sql";
 
+// v4 -> v5: validations (`dsgd-bench validate`): a configuration run on the real backend
+// and on the simulator, and per metric the measured value, the prediction and the relative
+// error |predicted − measured| / measured (NULL when measured is 0).
+constexpr const char* migration_v5 = R"sql(
+CREATE TABLE validations (
+  id                INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at        TEXT NOT NULL,
+  host              TEXT,
+  config_json       TEXT NOT NULL DEFAULT '{}',
+  profile_run_id    INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  measured_run_id   INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  simulated_run_id  INTEGER REFERENCES runs(id) ON DELETE SET NULL
+);
+CREATE TABLE validation_metrics (
+  validation_id  INTEGER NOT NULL REFERENCES validations(id) ON DELETE CASCADE,
+  metric         TEXT NOT NULL,
+  measured       REAL,
+  predicted      REAL,
+  rel_error      REAL,
+  PRIMARY KEY (validation_id, metric)
+) WITHOUT ROWID;
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -176,6 +199,7 @@ const std::vector<const char*>& migrations_all() {
       migration_v2,
       migration_v3,
       migration_v4,
+      migration_v5,
   };
   return table;
 }

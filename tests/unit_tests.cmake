@@ -12,7 +12,9 @@ foreach(entry
     "test_trace:dsgd_results"
     "test_alpha_beta_fit:dsgd_results"
     "test_optimizer:dsgd_engine"
-    "test_algos2:dsgd_algorithms")
+    "test_algos2:dsgd_algorithms"
+    "test_sim_world:dsgd_engine"
+    "test_sim_validation_store:dsgd_results")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)

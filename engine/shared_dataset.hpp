@@ -1,0 +1,18 @@
+// One loaded copy of a dataset per process, shared read-only by every worker that asks
+// for the same (spec, seed): the sim backend's N workers in one process would otherwise
+// hold N copies (Fashion-MNIST: 220 MB each). An MPI rank is one worker, so it loads once
+// as before. The copy lives while some worker holds it (weak cache).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "workloads/datasets/dataset.hpp"
+
+namespace dsgd {
+
+// dataset_load(spec, seed), loaded at most once at a time per (spec, seed); thread-safe.
+std::shared_ptr<const DatasetPair> dataset_load_shared(const std::string& spec, uint64_t seed);
+
+}  // namespace dsgd

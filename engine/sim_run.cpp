@@ -1,0 +1,380 @@
+// See sim_run.hpp.
+#include "engine/sim_run.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <limits>
+#include <memory>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "algorithms/algorithm.hpp"
+#include "cluster/network_model.hpp"
+#include "cluster/sim_timing.hpp"
+#include "cluster/straggler.hpp"
+#include "cluster/topology.hpp"
+#include "core/errors.hpp"
+#include "core/rng.hpp"
+#include "core/system_info.hpp"
+#include "engine/batch_sampler.hpp"
+#include "engine/collective_check.hpp"
+#include "engine/shared_dataset.hpp"
+#include "engine/shared_topology.hpp"
+
+namespace dsgd {
+
+namespace {
+
+// Timing-only runs store at most this many step rows: above it, one step per block of k
+// consecutive steps (chosen by the seed), all workers' rows of that step.
+constexpr size_t kTimingRowCap = 100000;
+
+std::string profile_hint(const RunConfig& cfg) {
+  return fmt::format(
+      "run `dsgd-bench calibrate --workload {} --dataset {} --batches {}` on this host, or pass --profile-from RUN_ID "
+      "(a completed real run of the same workload, dataset and batch)",
+      cfg.workload, cfg.dataset, cfg.batch);
+}
+
+double mem_available_bytes() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  double value = 0;
+  std::string unit;
+  while (in >> key >> value) {
+    std::getline(in, unit);
+    if (key == "MemAvailable:") return value * 1024.0;
+  }
+  return 0;
+}
+
+struct SimNetwork {
+  std::optional<NetworkModel> model;
+  CollAlgo algo = CollAlgo::algo_auto;
+  std::string description;
+};
+
+SimNetwork sim_network_resolve(const RunConfig& cfg, const Store* store, const std::string& host, int groups) {
+  SimNetwork net;
+  net.algo = groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
+  net.model = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, groups);
+  if (net.model) {
+    net.description = network_model_describe(*net.model);
+    return net;
+  }
+  if (store) {
+    if (auto id = store->calibration_latest(host)) {
+      const CalibrationRecord cal = store->calibration_get(*id);
+      for (const FitRow& fit : store->fits_get(*id)) {
+        if (fit.op == "allreduce" && fit.bandwidth_bytes_per_s > 0) {
+          net.model = NetworkModel{network_link_from_allreduce_fit(fit.alpha_s, fit.bandwidth_bytes_per_s,
+                                                                   std::max(1, cal.workers)),
+                                   std::nullopt, 1};
+          net.algo = CollAlgo::algo_ring;
+          net.description = fmt::format("calibration {} of this host: {}", *id, network_model_describe(*net.model));
+          return net;
+        }
+      }
+    }
+  }
+  net.description = "ideal (no --bandwidth and no calibrated all-reduce of this host: collectives take 0 s)";
+  return net;
+}
+
+struct Resolved {
+  std::shared_ptr<const DatasetPair> data;
+  std::shared_ptr<const Topology> topology;  // kept alive: the workers share it
+  std::vector<LayerView> layers;
+  size_t param_count = 0;
+  SimProfile profile;
+  SimNetwork network;
+  SimMemory memory;
+  std::string details_json;
+};
+
+Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
+  Resolved r;
+  const std::string host = system_info_read().host;
+  const int n = static_cast<int>(cfg.workers);
+  if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
+  if (cfg.timing_only && !sim_timing_supports(cfg.algo, cfg.overlap))
+    DSGD_THROW(InputError, "use --algo ssgd (without --overlap) or localsgd, or drop --timing-only to simulate with "
+               "numerics", "--timing-only models ssgd and localsgd only (got {}{})", cfg.algo,
+               cfg.overlap ? " with --overlap" : "");
+  r.data = dataset_load_shared(cfg.dataset, cfg.seed);
+  {
+    const auto workload = workload_create(cfg.workload, r.data->train);
+    r.layers = workload->layers();
+    r.param_count = workload->param_count();
+  }
+  r.memory = sim_memory_estimate(cfg, r.data->train, r.data->test, r.param_count);
+  if (r.memory.available_bytes > 0 && r.memory.total_bytes > r.memory.available_bytes)
+    DSGD_THROW(InputError,
+               cfg.timing_only ? "use fewer workers" : "use fewer workers, a smaller model, or --timing-only",
+               "the simulation of {} workers needs about {:.3g} GB ({:.3g} MB per worker + {:.3g} MB of shared "
+               "dataset), more than the {:.3g} GB of memory available on this machine",
+               n, r.memory.total_bytes / 1e9, r.memory.per_worker_bytes / 1e6, r.memory.dataset_bytes / 1e6,
+               r.memory.available_bytes / 1e9);
+  r.profile = sim_profile_resolve(cfg, store, host, r.layers);
+  SimComputeCost& c = r.profile.cost;
+  const double k = cfg.compute_scale;
+  c.data_s *= k;
+  c.fwd_s *= k;
+  c.bwd_rest_s *= k;
+  c.opt_s *= k;
+  for (double& b : c.bwd_layer_s) b *= k;
+  r.topology = topology_make_shared(cfg.topology, n, cfg.seed);
+  r.network = sim_network_resolve(cfg, store, host, r.topology->groups);
+  nlohmann::json details = {
+      {"clock", "virtual"},
+      {"profile", r.profile.source},
+      {"compute-scale", cfg.compute_scale},
+      {"step-compute-s", c.step_compute_s()},
+      {"network", r.network.description},
+      {"collective-algorithm", network_algo_name(r.network.algo)},
+      {"memory-estimate-bytes", r.memory.total_bytes},
+      {"timing-only", cfg.timing_only},
+  };
+  r.details_json = details.dump();
+  return r;
+}
+
+int64_t steps_of(const RunConfig& cfg, size_t train_rows) {
+  if (cfg.steps > 0) return cfg.steps;
+  const size_t shard = train_rows / static_cast<size_t>(cfg.workers);
+  const size_t per_epoch = shard / static_cast<size_t>(cfg.batch);
+  const double epochs = cfg.epochs > 0 ? cfg.epochs : 1.0;
+  return std::max<int64_t>(1, static_cast<int64_t>(std::ceil(epochs * static_cast<double>(per_epoch))));
+}
+
+TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store, const TrainerCallbacks& callbacks) {
+  SimTimingPlan plan;
+  plan.workers = static_cast<int>(cfg.workers);
+  plan.steps = steps_of(cfg, r.data->train.rows);
+  const int64_t warmup = std::min<int64_t>(cfg.warmup, plan.steps - 1);
+  plan.eval_every = cfg.eval_every > 0 ? cfg.eval_every : std::max<int64_t>(1, plan.steps / 10);
+  plan.flush_every = std::min<int64_t>(plan.eval_every, 1000);
+  plan.algo = cfg.algo;
+  plan.period = cfg.period;
+  plan.param_bytes = static_cast<double>(r.param_count) * sizeof(float);
+  plan.cost = r.profile.cost;
+  plan.stragglers = Stragglers::parse(cfg.straggler, plan.workers, cfg.seed);
+  plan.network = r.network.model;
+  plan.net_algo = r.network.algo;
+
+  const SystemInfo sys = system_info_read();
+  RunRecord record;
+  record.status = "running";
+  record.workload = cfg.workload;
+  record.dataset = cfg.dataset;
+  record.algorithm = cfg.algo;
+  record.backend = cfg.backend;
+  record.workers = plan.workers;
+  record.batch = cfg.batch;
+  record.period = cfg.period;
+  record.steps = plan.steps;
+  record.warmup = warmup;
+  record.seed = cfg.seed;
+  record.tag = cfg.tag;
+  record.target = cfg.target;
+  nlohmann::json config = run_config_to_json(cfg);
+  config["steps"] = plan.steps;
+  config["warmup"] = warmup;
+  config["eval-every"] = plan.eval_every;
+  config["backend-details"] = nlohmann::json::parse(r.details_json);
+  const size_t n = static_cast<size_t>(plan.workers);
+  const int64_t keep_every =
+      std::max<int64_t>(1, static_cast<int64_t>((n * static_cast<size_t>(plan.steps) + kTimingRowCap - 1) / kTimingRowCap));
+  config["backend-details"]["stored-steps"] =
+      keep_every == 1 ? std::string("all") : fmt::format("one step per block of {} (seeded)", keep_every);
+  record.config_json = config.dump();
+  record.tool_version = sys.tool_version;
+  record.git_commit = sys.git_commit;
+  record.host = sys.host;
+  record.cpu_model = sys.cpu_model;
+  record.mpi_version = "dsgd-bench sim (virtual clock)";
+  record.build_type = sys.build_type;
+
+  TrainResult result;
+  result.steps = plan.steps;
+  result.warmup = warmup;
+  if (store) result.run_id = store->run_begin(record);
+  if (callbacks.on_start) callbacks.on_start(record);
+
+  // Stratified choice: in block b of keep_every steps, the step at offset o_b (seeded).
+  int64_t chosen_block = -1, chosen_step = -1;
+  auto keep = [&](int64_t step) {
+    if (!store) return false;
+    if (keep_every == 1) return true;
+    const int64_t block = step / keep_every;
+    if (block != chosen_block) {
+      chosen_block = block;
+      const int64_t len = std::min<int64_t>(keep_every, plan.steps - block * keep_every);
+      Rng rng(rng_derive_seed(cfg.seed, 0x51D7, static_cast<uint64_t>(block)));
+      chosen_step = block * keep_every + static_cast<int64_t>(rng.below(static_cast<uint64_t>(len)));
+    }
+    return step == chosen_step;
+  };
+  std::vector<StepRow> rows;
+  rows.reserve(kTimingRowCap + n);
+  auto sink = [&](int64_t step, const SimStepTiming* t) {
+    for (size_t i = 0; i < n; ++i) {
+      StepRow row;
+      row.rank = static_cast<int>(i);
+      row.step = step;
+      row.timed = step >= warmup;
+      row.start_s = t[i].start;
+      row.step_s = t[i].step;
+      row.fwd_s = t[i].fwd;
+      row.bwd_s = t[i].bwd;
+      row.opt_s = t[i].opt;
+      row.data_s = t[i].data;
+      row.comm_s = t[i].comm;
+      row.wait_s = t[i].wait;
+      row.injected_s = t[i].injected;
+      row.bytes_sent = t[i].bytes;
+      row.train_loss = std::numeric_limits<double>::quiet_NaN();  // no numerics: empty, not invented
+      rows.push_back(row);
+    }
+  };
+  const SimTimingResult out = sim_timing_run(plan, keep, sink);
+  // In the table's key order (run, rank, step): appending step-major into the
+  // (run_id, rank, step) B-tree costs a page read per row once the table outgrows the cache.
+  std::sort(rows.begin(), rows.end(),
+            [](const StepRow& a, const StepRow& b) { return a.rank != b.rank ? a.rank < b.rank : a.step < b.step; });
+  if (store && !rows.empty()) store->steps_append(result.run_id, rows);
+  result.timed_wall_s = out.end_time;
+  if (store) store->run_finish(result.run_id, "completed", "");
+  return result;
+}
+
+TrainResult sim_run_numerics(const RunConfig& cfg, const Resolved& r, Store* store,
+                             const TrainerCallbacks& callbacks) {
+  SimWorldOptions options;
+  options.workers = static_cast<int>(cfg.workers);
+  options.network = r.network.model;
+  options.algo = r.network.algo;
+  options.cost = r.profile.cost;
+  options.details_json = r.details_json;
+  SimWorld world(std::move(options));
+  TrainResult result;
+  world.run([&](int rank) {
+    try {
+      TrainResult mine = trainer_run(cfg, world.comm(rank), rank == 0 ? store : nullptr,
+                                     rank == 0 ? callbacks : TrainerCallbacks{});
+      if (rank == 0) result = std::move(mine);
+    } catch (const PeerFailed&) {
+      // Another worker's error is the one reported.
+    }
+  });
+  return result;
+}
+
+}  // namespace
+
+SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const std::string& host,
+                               const std::vector<LayerView>& layers) {
+  SimProfile p;
+  const size_t nl = layers.size();
+  if (cfg.profile_from > 0) {
+    if (!store)
+      DSGD_THROW(InputError, "pass --db with the run", "--profile-from {}: no database to read it from",
+                 cfg.profile_from);
+    const RunWithSummary run = store->run_get(cfg.profile_from);
+    const RunRecord& rec = run.run;
+    if (rec.workload != cfg.workload || rec.dataset != cfg.dataset || rec.batch != cfg.batch)
+      DSGD_THROW(InputError,
+                 "pass a run of the same workload, dataset and batch (dsgd-bench runs), or drop --profile-from",
+                 "--profile-from {}: run {} is a profile of workload '{}' on '{}' with batch {}; this run trains '{}' "
+                 "on '{}' with batch {}: a profile of another workload does not apply",
+                 cfg.profile_from, rec.id, rec.workload, rec.dataset, rec.batch, cfg.workload, cfg.dataset, cfg.batch);
+    if (rec.backend == "sim")
+      DSGD_THROW(InputError, "pass a run measured on a real backend (mpi)",
+                 "--profile-from {}: run {} is itself simulated; its compute times are modelled, not measured",
+                 cfg.profile_from, rec.id);
+    if (rec.status != "completed" || !run.summary || !(run.summary->fwd_s + run.summary->bwd_s > 0))
+      DSGD_THROW(InputError, "pass a completed run with per-step timings (--timers true)",
+                 "--profile-from {}: run {} is '{}' and has no measured compute", cfg.profile_from, rec.id,
+                 rec.status);
+    const Summary& s = *run.summary;
+    p.cost.data_s = s.data_s;
+    p.cost.fwd_s = s.fwd_s;
+    p.cost.opt_s = s.opt_s;
+    double total = 0;
+    for (const LayerView& l : layers) total += static_cast<double>(l.count);
+    p.cost.bwd_layer_s.assign(nl, 0.0);
+    for (size_t l = 0; l < nl; ++l)
+      p.cost.bwd_layer_s[l] = total > 0 ? s.bwd_s * static_cast<double>(layers[l].count) / total : 0.0;
+    p.source = fmt::format("run {} (measured means per step: data, fwd, bwd split over layers by parameters, opt)",
+                           rec.id);
+    return p;
+  }
+  std::vector<int64_t> other_batches;
+  if (store) {
+    for (const CalibrationRecord& cal : store->calibrations_list(0)) {
+      if (cal.host != host) continue;
+      std::vector<ProfileRow> rows;
+      for (const ProfileRow& row : store->profiles_get(cal.id)) {
+        if (row.workload != cfg.workload || row.dataset != cfg.dataset) continue;
+        if (row.batch == cfg.batch)
+          rows.push_back(row);
+        else
+          other_batches.push_back(row.batch);
+      }
+      if (rows.empty()) continue;
+      if (rows.size() != nl)
+        DSGD_THROW(InputError, profile_hint(cfg),
+                   "calibration {} profiles {} layers of '{}', the workload has {}: it was made by another version",
+                   cal.id, rows.size(), cfg.workload, nl);
+      p.cost.bwd_layer_s.assign(nl, 0.0);
+      for (const ProfileRow& row : rows) {
+        p.cost.fwd_s += row.fwd_s;
+        p.cost.bwd_layer_s[static_cast<size_t>(row.layer) % nl] = row.bwd_s;
+      }
+      p.source = fmt::format("calibration {} (per-layer fwd/bwd; data and opt not profiled: 0)", cal.id);
+      return p;
+    }
+  }
+  std::sort(other_batches.begin(), other_batches.end());
+  other_batches.erase(std::unique(other_batches.begin(), other_batches.end()), other_batches.end());
+  DSGD_THROW(InputError, profile_hint(cfg),
+             "no compute profile of workload '{}' on '{}' with batch {} for host '{}'{}", cfg.workload, cfg.dataset,
+             cfg.batch, host,
+             other_batches.empty() ? std::string()
+                                   : fmt::format(" (calibrated batches: {})", fmt::join(other_batches, ", ")));
+}
+
+SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count) {
+  SimMemory m;
+  auto dataset_bytes = [](const Dataset& d) {
+    return static_cast<double>(d.feature_bytes()) + static_cast<double>(d.labels.size()) * sizeof(int32_t);
+  };
+  const double n = static_cast<double>(cfg.workers);
+  // The dataset and the topology's n×n mixing matrix, once (shared by the workers).
+  m.dataset_bytes = dataset_bytes(train) + dataset_bytes(test) + n * n * sizeof(double);
+  const double model = static_cast<double>(param_count) * sizeof(float);
+  if (cfg.timing_only) {
+    m.per_worker_bytes = 4 * sizeof(double) + sizeof(SimStepTiming);
+  } else {
+    // params, grads, evaluation copy, optimizer momentum, two algorithm buffers (a
+    // snapshot, a receive buffer); the batch buffer; the shard's indices; thread stack
+    // touched and the step recorder (~256 KiB).
+    const double replicas = 6.0 * model;
+    const double batch = static_cast<double>(cfg.batch) * static_cast<double>(train.features) * sizeof(float);
+    const double shard = static_cast<double>(train.rows) / n * sizeof(uint32_t);
+    m.per_worker_bytes = replicas + batch + shard + 256.0 * 1024;
+  }
+  m.total_bytes = m.dataset_bytes + n * m.per_worker_bytes;
+  m.available_bytes = mem_available_bytes();
+  return m;
+}
+
+TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& callbacks) {
+  const Resolved r = sim_resolve(cfg, store);
+  return cfg.timing_only ? sim_run_timing(cfg, r, store, callbacks) : sim_run_numerics(cfg, r, store, callbacks);
+}
+
+}  // namespace dsgd

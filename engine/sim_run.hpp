@@ -1,0 +1,53 @@
+// `--backend sim`: runs a configuration on a simulated cluster of --workers logical workers
+// in this process (cluster/sim_world.hpp), with the real numerics (every worker a thread
+// running the unchanged trainer over its own SimCommunicator) or, with --timing-only, the
+// clocks alone (cluster/sim_timing.hpp). Before starting it resolves:
+//   - the compute profile: --profile-from RUN_ID (a completed real run of the same workload,
+//     dataset and batch: its mean data / fwd / bwd / opt per step, backward split over
+//     layers by parameter count), else this host's latest `dsgd-bench calibrate` profile of
+//     the workload, dataset and batch (per-layer fwd / bwd; data and opt are not in a
+//     calibration profile and count 0); times --compute-scale;
+//   - the network: the emulated link of --bandwidth/--latency (--inter-* for hier:GxW),
+//     else this host's calibrated all-reduce fit, else an ideal network (0 s, with a note);
+//   - the memory it needs (shared dataset + per-worker replicas), refusing when it exceeds
+//     the memory available.
+// The run is stored like a real one (backend = sim) by the rank-0 worker; its times are
+// virtual seconds. docs/sim.md.
+#pragma once
+
+#include <string>
+
+#include "cluster/sim_world.hpp"
+#include "core/run_config.hpp"
+#include "engine/trainer.hpp"
+#include "results/store.hpp"
+#include "workloads/workload.hpp"
+
+namespace dsgd {
+
+// The compute profile of a sim run (before --compute-scale) and where it came from.
+struct SimProfile {
+  SimComputeCost cost;
+  std::string source;  // "run 12" or "calibration 3"
+};
+
+// Resolves the profile as described above. Throws InputError with what to do when there is
+// none, or when --profile-from names a run of another workload, dataset or batch.
+SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const std::string& host,
+                               const std::vector<LayerView>& layers);
+
+// Bytes a sim run needs: the dataset once, plus per worker the model replica, gradient,
+// evaluation copy, optimizer and algorithm state and batch buffers (timing-only: a few
+// hundred bytes per worker). An estimate from the sizes, stated in docs/sim.md.
+struct SimMemory {
+  double dataset_bytes = 0;
+  double per_worker_bytes = 0;
+  double total_bytes = 0;
+  double available_bytes = 0;  // MemAvailable of /proc/meminfo (0: unknown)
+};
+SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count);
+
+// Runs cfg (backend sim) and stores it in `store` when not null. callbacks as for the trainer.
+TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& callbacks);
+
+}  // namespace dsgd

@@ -1,0 +1,119 @@
+# The simulated cluster (--backend sim, docs/sim.md):
+#  - 2 simulated workers reach bit-identical final parameters to 2 MPI ranks (same seed),
+#    for ssgd and localsgd;
+#  - the same seed twice gives identical stored metrics, another seed differs;
+#  - the run is stored like a real one (backend sim) and its trace is on the virtual clock;
+#  - a fixed straggler's delay is exactly the other worker's wait;
+#  - --timing-only predicts the same step time as the numerics, stores no accuracy;
+#  - bad input: --workers 0, a target with --timing-only, a profile of another workload,
+#    no profile at all, a memory estimate above the machine's memory.
+source "$(dirname "$0")/common.bash"
+
+common=(--dataset "$SMALL" --steps 60 --batch 32 --lr 0.05 --momentum 0 --seed 11 --db t.db --eval-every 20)
+
+# A measured 1-worker run is the compute profile of the simulations below.
+"$BIN" run --workers 1 --algo ssgd "${common[@]}" > prof.out || fail "profile run failed"
+PROF=$(last_run_id prof.out)
+sim=(--backend sim --profile-from "$PROF")
+
+for algo in "ssgd" "localsgd --period 4"; do
+  name=${algo%% *}
+  # shellcheck disable=SC2086
+  "$BIN" run --workers 2 --algo $algo "${common[@]}" --save-params "mpi_$name.bin" > /dev/null ||
+    fail "mpi $name failed"
+  # shellcheck disable=SC2086
+  "$BIN" run --workers 2 --algo $algo "${common[@]}" "${sim[@]}" --save-params "sim_$name.bin" > "sim_$name.out" ||
+    fail "sim $name failed"
+  cmp "mpi_$name.bin" "sim_$name.bin" || fail "sim $name (2 workers) differs from mpi (2 ranks)"
+done
+SIM=$(last_run_id sim_ssgd.out)
+[[ $(sql t.db "SELECT backend FROM runs WHERE id=$SIM") == sim ]] || fail "backend not stored as sim"
+[[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$SIM") == 120 ]] || fail "sim run did not store 2x60 step rows"
+[[ $(sql t.db "SELECT count(*) FROM evals WHERE run_id=$SIM") == 4 ]] || fail "sim run did not store its evaluations"
+sql t.db "SELECT config_json FROM runs WHERE id=$SIM" | grep -q '"clock":"virtual"' || fail "no backend details stored"
+grep -q "virtual clock; profile run $PROF" sim_ssgd.out || fail "sim run does not say where its profile is from"
+
+# Determinism: same seed → identical stored metrics; another seed differs.
+"$BIN" run --workers 3 --algo localsgd --period 3 "${common[@]}" "${sim[@]}" --straggler "lognormal:sigma=0.4" \
+  > d1.out || fail "determinism run 1 failed"
+"$BIN" run --workers 3 --algo localsgd --period 3 "${common[@]}" "${sim[@]}" --straggler "lognormal:sigma=0.4" \
+  > d2.out || fail "determinism run 2 failed"
+"$BIN" run --workers 3 --algo localsgd --period 3 "${common[@]}" "${sim[@]}" --straggler "lognormal:sigma=0.4" \
+  --seed 12 > d3.out || fail "determinism run 3 failed"
+D1=$(last_run_id d1.out); D2=$(last_run_id d2.out); D3=$(last_run_id d3.out)
+metrics() {
+  sql t.db "SELECT rank, step, start_s, step_s, fwd_s, bwd_s, opt_s, comm_s, wait_s, injected_s, train_loss
+            FROM steps WHERE run_id=$1 ORDER BY rank, step;
+            SELECT step, time_s, train_loss, test_loss, test_acc FROM evals WHERE run_id=$1 ORDER BY step;"
+}
+[[ "$(metrics "$D1")" == "$(metrics "$D2")" ]] || fail "same seed gave different stored metrics"
+[[ "$(metrics "$D1")" != "$(metrics "$D3")" ]] || fail "different seeds gave identical metrics"
+
+# A fixed straggler: worker 1 is 20 ms late at every step; worker 0 waits exactly that (ssgd).
+"$BIN" run --workers 2 --algo ssgd "${common[@]}" "${sim[@]}" --straggler "fixed:rank=1,delay=20ms" \
+  --bandwidth 1Gbps --latency 50us > s.out || fail "straggler run failed"
+S=$(last_run_id s.out)
+bad=$(sql t.db "SELECT count(*) FROM steps WHERE run_id=$S AND rank=0 AND abs(wait_s - 0.02) > 1e-9")
+[[ "$bad" == 0 ]] || fail "$bad steps where worker 0's wait is not the straggler's 20 ms"
+bad=$(sql t.db "SELECT count(*) FROM steps WHERE run_id=$S AND rank=1 AND abs(wait_s) > 1e-9")
+[[ "$bad" == 0 ]] || fail "the straggler itself waited"
+# comm = the α-β model of a 1 Gbit/s, 50 us link for this model's all-reduce, on every step.
+spread=$(sql t.db "SELECT max(comm_s) - min(comm_s) FROM steps WHERE run_id=$S")
+awk -v s="$spread" 'BEGIN{exit !(s < 1e-12)}' || fail "modelled comm time varies between steps ($spread)"
+"$BIN" trace "$S" --db t.db -o trace.json > /dev/null || fail "trace of a sim run failed"
+[[ -s trace.json ]] || fail "empty trace"
+
+# Timing-only: same step time as the numerics, no convergence fields.
+"$BIN" run --workers 2 --algo ssgd "${common[@]}" "${sim[@]}" --straggler "fixed:rank=1,delay=20ms" \
+  --bandwidth 1Gbps --latency 50us --timing-only true > t.out || fail "timing-only run failed"
+T=$(last_run_id t.out)
+a=$(sql t.db "SELECT step_time_s FROM summaries WHERE run_id=$S")
+b=$(sql t.db "SELECT step_time_s FROM summaries WHERE run_id=$T")
+awk -v a="$a" -v b="$b" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-9*a)}' ||
+  fail "timing-only step time $b differs from the numerics' $a"
+[[ $(sql t.db "SELECT count(*) FROM evals WHERE run_id=$T") == 0 ]] || fail "timing-only stored evaluations"
+[[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$T AND train_loss IS NOT NULL") == 0 ]] ||
+  fail "timing-only invented training losses"
+
+# 64 workers, non-blocking per-layer all-reduces (ssgd --overlap): completes, every worker's
+# rows stored, replicas identical so the stored accuracy is the model's.
+"$BIN" run --backend sim --workers 64 --algo ssgd --overlap true "${common[@]}" --profile-from "$PROF" --steps 20 \
+  --bandwidth 10Gbps --latency 20us > big.out || fail "64-worker simulation failed"
+BIG=$(last_run_id big.out)
+[[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$BIG") == 1280 ]] || fail "64 x 20 step rows not stored"
+[[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$BIG AND overlap_s > 0") -gt 0 ]] ||
+  fail "no overlap recorded for the non-blocking all-reduces"
+
+# Without --profile-from: this host's calibration profile (per-layer fwd/bwd).
+"$BIN" calibrate --quick --workers 1 --workload svm --dataset "$SMALL" --batches 32 --db cal.db > cal.out ||
+  fail "calibrate failed"
+"$BIN" run --backend sim --workers 4 --algo localsgd "${common[@]}" --db cal.db > c.out || fail "calibrated sim failed"
+grep -q "profile calibration 1 (per-layer" c.out || fail "the calibration profile was not used"
+C=$(last_run_id c.out)
+fwd=$(sql cal.db "SELECT sum(fwd_s) FROM profiles WHERE batch=32")
+got=$(sql cal.db "SELECT avg(fwd_s) FROM steps WHERE run_id=$C")
+awk -v a="$fwd" -v b="$got" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-12 + 1e-9*a)}' ||
+  fail "simulated forward $got is not the calibrated $fwd"
+
+# Bad input: exit code 2 and a message naming the problem.
+expect_error() {
+  local pattern="$1"
+  shift
+  set +e
+  "$BIN" run "$@" > err.out 2>&1
+  local rc=$?
+  set -e
+  [[ $rc == 2 ]] || { cat err.out; fail "expected exit code 2, got $rc for: $*"; }
+  grep -q -- "$pattern" err.out || { cat err.out; fail "message lacks '$pattern' for: $*"; }
+}
+expect_error "--workers: must be at least 1" --backend sim --workers 0 "${common[@]}"
+expect_error "cannot be reached in a --timing-only run" --backend sim --workers 4 --timing-only true --target acc=0.5 \
+  "${common[@]}"
+expect_error "a profile of another workload" --workers 2 "${common[@]}" --backend sim --profile-from "$PROF" \
+  --dataset "synthetic:n=2000,d=50,classes=3,test=100"
+expect_error "no compute profile of workload" --workers 2 "${common[@]}" --backend sim --db empty.db
+expect_error "more than the" --backend sim --workers 1024 --profile-from "$PROF" --db t.db --steps 5 \
+  --dataset "synthetic:n=5000,d=2000000,density=0.000005,classes=10,test=100"
+expect_error "models ssgd and localsgd only" --backend sim --workers 2 --timing-only true --algo ssgd --overlap true \
+  "${common[@]}" --profile-from "$PROF"
+echo PASS

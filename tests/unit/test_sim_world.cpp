@@ -1,0 +1,258 @@
+// The simulated cluster's virtual time and numerics (cluster/sim_world.hpp): collectives
+// complete at max(arrivals) + the α-β model exactly, a straggler's delay is exactly the
+// others' wait, non-blocking requests, untimed synchronisation, deadlock detection, and
+// the timing-only loop agreeing with the threaded one.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numeric>
+
+#include "cluster/sim_timing.hpp"
+#include "cluster/sim_world.hpp"
+#include "core/errors.hpp"
+#include "engine/step_recorder.hpp"
+
+namespace dsgd {
+namespace {
+
+SimWorldOptions ring_options(int n, double alpha, double bytes_per_s) {
+  SimWorldOptions o;
+  o.workers = n;
+  o.network = NetworkModel{LinkModel{alpha, bytes_per_s}, std::nullopt, 1};
+  o.algo = CollAlgo::algo_ring;
+  return o;
+}
+
+TEST(SimWorld, RingAllreduceTakesExactlyTheModelledTime) {
+  const int n = 4;
+  const double alpha = 1e-3, bw = 1e8;
+  const size_t count = 1000;
+  SimWorld world(ring_options(n, alpha, bw));
+  std::vector<CollEventLog> logs(n);
+  std::vector<std::vector<float>> buf(n, std::vector<float>(count));
+  world.run([&](int r) {
+    SimCommunicator& c = world.comm(r);
+    logs[r].reserve(4);
+    c.attach_log(&logs[r]);
+    for (size_t i = 0; i < count; ++i) buf[r][i] = static_cast<float>(r + 1) * static_cast<float>(i);
+    c.hold_until(0.01 * r);  // worker r arrives at 10·r ms
+    c.allreduce_sum(buf[r].data(), count);
+  });
+  // Ring: 2(n−1)·(α + S/(nB)), S = 4000 bytes.
+  const double S = count * 4.0;
+  const double model = 2.0 * (n - 1) * (alpha + S / (n * bw));
+  const double last = 0.01 * (n - 1);
+  for (int r = 0; r < n; ++r) {
+    ASSERT_EQ(logs[r].size(), 1u);
+    const CollEvent& e = logs[r].data()[0];
+    EXPECT_DOUBLE_EQ(e.arrive, 0.01 * r);
+    EXPECT_NEAR(e.depart, last + model, 1e-15);
+    EXPECT_NEAR(world.time(r), last + model, 1e-15);
+    for (size_t i = 0; i < count; i += 97) EXPECT_EQ(buf[r][i], 10.0f * static_cast<float>(i));
+  }
+  // The recorder's split: wait = last arrival − own arrival, comm = the model.
+  std::vector<CollSpan> spans(n);
+  std::vector<WaitComm> split(n);
+  for (int r = 0; r < n; ++r) spans[r] = CollSpan{logs[r].data()[0].arrive, logs[r].data()[0].depart};
+  wait_comm_split(spans.data(), n, split.data());
+  for (int r = 0; r < n; ++r) {
+    EXPECT_NEAR(split[r].wait, last - 0.01 * r, 1e-15);
+    EXPECT_NEAR(split[r].comm, model, 1e-15);
+  }
+}
+
+TEST(SimWorld, FixedStragglerDelayIsExactlyTheOthersWait) {
+  const int n = 3;
+  SimWorldOptions o = ring_options(n, 20e-6, 1.25e9);
+  o.cost.fwd_s = 0.004;
+  o.cost.bwd_layer_s = {0.003, 0.001};
+  SimWorld world(std::move(o));
+  const double delay = 0.020;
+  std::vector<CollEventLog> logs(n);
+  world.run([&](int r) {
+    SimCommunicator& c = world.comm(r);
+    logs[r].reserve(8);
+    c.attach_log(&logs[r]);
+    std::vector<float> g(256, 1.0f);
+    for (int step = 0; step < 3; ++step) {
+      c.compute_done(ComputePhase::phase_forward);
+      c.compute_done(ComputePhase::phase_backward_layer, 1);
+      c.compute_done(ComputePhase::phase_backward_layer, 0);
+      if (r == 2) c.hold_until(c.now() + delay);  // the straggler
+      c.allreduce_average(g.data(), g.size());
+    }
+  });
+  const double model = network_collective_time(*world.options().network, CollKind::coll_allreduce,
+                                               CollAlgo::algo_ring, 1024.0, n);
+  for (int step = 0; step < 3; ++step) {
+    std::vector<CollSpan> spans(n);
+    std::vector<WaitComm> split(n);
+    for (int r = 0; r < n; ++r) spans[r] = CollSpan{logs[r].data()[step].arrive, logs[r].data()[step].depart};
+    wait_comm_split(spans.data(), n, split.data());
+    EXPECT_NEAR(split[0].wait, delay, 1e-12);
+    EXPECT_NEAR(split[1].wait, delay, 1e-12);
+    EXPECT_NEAR(split[2].wait, 0.0, 1e-12);
+    for (int r = 0; r < n; ++r) EXPECT_NEAR(split[r].comm, model, 1e-12);
+  }
+  EXPECT_NEAR(world.time(0), 3 * (0.008 + delay + model), 1e-12);
+}
+
+TEST(SimWorld, NonBlockingAllreduceCompletesAtLastLaunchPlusModel) {
+  const int n = 2;
+  SimWorld world(ring_options(n, 1e-3, 1e9));
+  std::vector<double> waited(n), tested_early(n);
+  std::vector<float> out(n);
+  world.run([&](int r) {
+    SimCommunicator& c = world.comm(r);
+    float x = static_cast<float>(r + 1);
+    CollRequest req;
+    c.hold_until(r == 0 ? 0.0 : 0.5);  // worker 1 launches at 0.5 s
+    c.iallreduce_average(&x, 1, req);
+    c.hold_until(0.2);
+    c.progress(req);  // worker 0 at 0.2 s: worker 1 has not launched yet
+    tested_early[r] = req.completed;
+    c.hold_until(r == 0 ? 0.3 : 0.5);
+    c.wait(req);
+    waited[r] = c.now();
+    out[r] = x;
+  });
+  const double model = 2.0 * (1e-3 + 4.0 / (2 * 1e9));
+  EXPECT_EQ(tested_early[0], 0.0);
+  EXPECT_NEAR(waited[0], 0.5 + model, 1e-15);
+  EXPECT_NEAR(waited[1], 0.5 + model, 1e-15);
+  EXPECT_EQ(out[0], 1.5f);
+  EXPECT_EQ(out[1], 1.5f);
+}
+
+TEST(SimWorld, UntimedCollectivesTakeNoTimeButSynchronise) {
+  const int n = 3;
+  SimWorld world(ring_options(n, 1.0, 1.0));  // a very slow network: untimed ops must not use it
+  std::vector<double> after(n);
+  std::vector<double> sums(n);
+  world.run([&](int r) {
+    SimCommunicator& c = world.comm(r);
+    c.hold_until(0.1 * r);
+    double v = r;
+    c.untimed_allreduce_sum(&v, 1);
+    sums[r] = v;
+    after[r] = c.now();
+    double msg = 0;
+    if (r == 0) {
+      msg = 42;
+      c.untimed_send(&msg, 1, 2);
+    } else if (r == 2) {
+      c.untimed_recv(&msg, 1, 0);
+      EXPECT_EQ(msg, 42.0);
+    }
+  });
+  for (int r = 0; r < n; ++r) {
+    EXPECT_EQ(sums[r], 3.0);
+    EXPECT_DOUBLE_EQ(after[r], 0.2);
+  }
+}
+
+TEST(SimWorld, TwoWorkerSumIsTheSameFloatAsAPairwiseAdd) {
+  SimWorld world(ring_options(2, 0, 1e9));
+  std::vector<std::vector<float>> buf(2, std::vector<float>(64));
+  for (int i = 0; i < 64; ++i) {
+    buf[0][i] = 0.1f * static_cast<float>(i) + 1e-7f;
+    buf[1][i] = 1.0f / static_cast<float>(i + 3);
+  }
+  std::vector<float> expected(64);
+  for (int i = 0; i < 64; ++i) expected[i] = (buf[0][i] + buf[1][i]) * (1.0f / 2.0f);
+  world.run([&](int r) { world.comm(r).allreduce_average(buf[r].data(), 64); });
+  for (int i = 0; i < 64; ++i) {
+    EXPECT_EQ(buf[0][i], expected[i]);
+    EXPECT_EQ(buf[1][i], expected[i]);
+  }
+}
+
+TEST(SimWorld, DeadlockIsReportedNotHung) {
+  SimWorld world(ring_options(2, 0, 1e9));
+  try {
+    world.run([&](int r) {
+      double x = 0;
+      world.comm(r).untimed_recv(&x, 1, 1 - r);  // both wait for the other
+    });
+    FAIL() << "expected a deadlock error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("deadlock"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("worker 0 in recv"), std::string::npos) << e.what();
+  }
+}
+
+TEST(SimWorld, MismatchedCollectivesFailCleanly) {
+  SimWorld world(ring_options(2, 0, 1e9));
+  EXPECT_THROW(world.run([&](int r) {
+    std::vector<float> x(8 + r);
+    world.comm(r).allreduce_sum(x.data(), x.size());
+  }),
+               Error);
+}
+
+TEST(SimWorld, AWorkerErrorStopsTheOthers) {
+  SimWorld world(ring_options(3, 0, 1e9));
+  try {
+    world.run([&](int r) {
+      if (r == 1) DSGD_THROW(InputError, "", "worker one failed");
+      world.comm(r).barrier();
+    });
+    FAIL() << "expected the worker's error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "worker one failed");
+  }
+}
+
+// The timing-only loop and the threaded simulator agree (same costs, stragglers, network).
+TEST(SimTiming, MatchesTheThreadedSimulator) {
+  const int n = 4;
+  const int64_t steps = 12, period = 3;
+  SimTimingPlan plan;
+  plan.workers = n;
+  plan.steps = steps;
+  plan.eval_every = 1000;
+  plan.flush_every = 1000;
+  plan.algo = "localsgd";
+  plan.period = period;
+  plan.param_bytes = 4.0 * 1000;
+  plan.cost.data_s = 1e-4;
+  plan.cost.fwd_s = 2e-3;
+  plan.cost.bwd_layer_s = {3e-3, 1e-3};
+  plan.cost.opt_s = 5e-4;
+  plan.stragglers = Stragglers::parse("lognormal:sigma=0.5;fixed:rank=1,delay=3ms", n, 7);
+  plan.network = NetworkModel{LinkModel{50e-6, 1.25e8}, std::nullopt, 1};
+  plan.net_algo = CollAlgo::algo_auto;
+  std::vector<std::vector<SimStepTiming>> fast(steps);
+  sim_timing_run(plan, [](int64_t) { return true; },
+                 [&](int64_t s, const SimStepTiming* t) { fast[s].assign(t, t + n); });
+
+  SimWorldOptions o;
+  o.workers = n;
+  o.network = plan.network;
+  o.cost = plan.cost;
+  SimWorld world(o);
+  std::vector<std::vector<double>> ends(n, std::vector<double>(steps));
+  world.run([&](int r) {
+    SimCommunicator& c = world.comm(r);
+    std::vector<float> x(1000, 1.0f);
+    for (int64_t s = 0; s < steps; ++s) {
+      c.compute_done(ComputePhase::phase_data);
+      const double t1 = c.now();
+      c.compute_done(ComputePhase::phase_forward);
+      c.compute_done(ComputePhase::phase_backward_layer, 1);
+      c.compute_done(ComputePhase::phase_backward_layer, 0);
+      c.compute_done(ComputePhase::phase_backward);
+      const double t3 = c.now();
+      c.hold_until(t3 + plan.stragglers.delay_s(r, s, t3 - t1));
+      c.compute_done(ComputePhase::phase_optimizer);
+      if ((s + 1) % period == 0) c.allreduce_average(x.data(), x.size());
+      ends[r][s] = c.now();
+    }
+  });
+  for (int r = 0; r < n; ++r)
+    for (int64_t s = 0; s < steps; ++s)
+      EXPECT_NEAR(fast[s][r].start + fast[s][r].step, ends[r][s], 1e-12) << "rank " << r << " step " << s;
+}
+
+}  // namespace
+}  // namespace dsgd
