@@ -75,7 +75,7 @@ double pure_compute_s(const RunConfig& cfg, int workers, const DatasetPair& data
   std::vector<std::unique_ptr<SgdOptimizer>> opts;
   std::vector<std::vector<float>> params, grads;
   for (int r = 0; r < workers; ++r) {
-    w.push_back(workload_create(cfg.workload, data.train));
+    w.push_back(workload_create(cfg, data.train));
     w.back()->reserve(static_cast<size_t>(cfg.batch));
     params.emplace_back(w.back()->param_count());
     grads.emplace_back(w.back()->param_count());

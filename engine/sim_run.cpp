@@ -106,7 +106,7 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
                cfg.overlap ? " with --overlap" : "");
   r.data = dataset_load_shared(cfg.dataset, cfg.seed);
   {
-    const auto workload = workload_create(cfg.workload, r.data->train);
+    const auto workload = workload_create(cfg, r.data->train);
     r.layers = workload->layers();
     r.param_count = workload->param_count();
   }
