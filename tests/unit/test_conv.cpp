@@ -32,13 +32,16 @@ std::vector<float> random_vector(size_t n, unsigned seed) {
 }
 
 // 3x3 pad 1 stride 1 / stride 2, 1x1 stride 1 (direct) / stride 2 (projection shortcut),
-// an odd size, and a 5x5 kernel with pad 2.
+// an odd size, a 5x5 kernel with pad 2, and 5 images of 40x40 = 1600 output pixels, so the
+// im2col chunks (kConvChunkCols = 4096: 2 images) are 2 + 2 + 1 images.
 const Conv2dShape kConvShapes[] = {
     {2, 3, 5, 5, 4, 3, 1, 1}, {2, 3, 6, 6, 4, 3, 2, 1}, {3, 4, 4, 4, 5, 1, 1, 0},
     {2, 4, 6, 6, 3, 1, 2, 0}, {1, 2, 7, 5, 3, 3, 2, 1}, {2, 2, 6, 6, 2, 5, 1, 2},
+    {5, 2, 40, 40, 3, 3, 1, 1},
 };
 
 TEST(Conv2d, FastMatchesNaive) {
+  ASSERT_EQ(kConvShapes[6].chunk_images(), 2u);
   unsigned seed = 100;
   for (const Conv2dShape& s : kConvShapes) {
     const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.cols();

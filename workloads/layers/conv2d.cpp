@@ -29,17 +29,17 @@ OxRange ox_range(const Conv2dShape& s, size_t kx) {
 
 }  // namespace
 
-void conv2d_im2col(const Conv2dShape& s, const float* x, float* col) {
-  const size_t ho = s.h_out(), wo = s.w_out(), ncols = s.cols();
+void conv2d_im2col(const Conv2dShape& s, const float* x, size_t n0, size_t n1, float* col) {
+  const size_t ho = s.h_out(), wo = s.w_out(), ncols = (n1 - n0) * ho * wo;
   for (size_t ci = 0; ci < s.c_in; ++ci)
     for (size_t ky = 0; ky < s.k; ++ky)
       for (size_t kx = 0; kx < s.k; ++kx) {
         float* row = col + ((ci * s.k + ky) * s.k + kx) * ncols;
         const OxRange r = ox_range(s, kx);
-        for (size_t n = 0; n < s.n; ++n) {
+        for (size_t n = n0; n < n1; ++n) {
           const float* xn = x + (ci * s.n + n) * s.h * s.w;
           for (size_t oy = 0; oy < ho; ++oy) {
-            float* out = row + (n * ho + oy) * wo;
+            float* out = row + ((n - n0) * ho + oy) * wo;
             const long iy = static_cast<long>(oy * s.stride + ky) - static_cast<long>(s.pad);
             if (iy < 0 || iy >= static_cast<long>(s.h)) {
               std::memset(out, 0, wo * sizeof(float));
@@ -60,19 +60,19 @@ void conv2d_im2col(const Conv2dShape& s, const float* x, float* col) {
       }
 }
 
-void conv2d_col2im_add(const Conv2dShape& s, const float* dcol, float* dx) {
-  const size_t ho = s.h_out(), wo = s.w_out(), ncols = s.cols();
+void conv2d_col2im_add(const Conv2dShape& s, const float* dcol, size_t n0, size_t n1, float* dx) {
+  const size_t ho = s.h_out(), wo = s.w_out(), ncols = (n1 - n0) * ho * wo;
   for (size_t ci = 0; ci < s.c_in; ++ci)
     for (size_t ky = 0; ky < s.k; ++ky)
       for (size_t kx = 0; kx < s.k; ++kx) {
         const float* row = dcol + ((ci * s.k + ky) * s.k + kx) * ncols;
         const OxRange r = ox_range(s, kx);
-        for (size_t n = 0; n < s.n; ++n) {
+        for (size_t n = n0; n < n1; ++n) {
           float* xn = dx + (ci * s.n + n) * s.h * s.w;
           for (size_t oy = 0; oy < ho; ++oy) {
             const long iy = static_cast<long>(oy * s.stride + ky) - static_cast<long>(s.pad);
             if (iy < 0 || iy >= static_cast<long>(s.h)) continue;
-            const float* in = row + (n * ho + oy) * wo;
+            const float* in = row + ((n - n0) * ho + oy) * wo;
             float* xr = xn + static_cast<size_t>(iy) * s.w;
             const long ix0 = static_cast<long>(r.lo * s.stride + kx) - static_cast<long>(s.pad);
             float* dst = xr + ix0;
@@ -87,25 +87,38 @@ void conv2d_col2im_add(const Conv2dShape& s, const float* dcol, float* dx) {
 }
 
 void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float* y, float* col) {
-  const float* b = x;
-  if (!s.direct()) {
-    conv2d_im2col(s, x, col);
-    b = col;
-  }
   const int m = static_cast<int>(s.c_out), n = static_cast<int>(s.cols()), k = static_cast<int>(s.patch());
-  // y (Cout, cols) = W (Cout, K) · col (K, cols)
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, w, k, b, n, 0.0f, y, n);
+  if (s.direct()) {
+    // y (Cout, cols) = W (Cout, K) · x (K, cols)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, w, k, x, n, 0.0f, y, n);
+    return;
+  }
+  const size_t per = s.h_out() * s.w_out(), step = s.chunk_images();
+  for (size_t n0 = 0; n0 < s.n; n0 += step) {
+    const size_t n1 = std::min(s.n, n0 + step);
+    const int nc = static_cast<int>((n1 - n0) * per);
+    conv2d_im2col(s, x, n0, n1, col);
+    // y[:, chunk] (Cout, nc) = W (Cout, K) · col (K, nc)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, nc, k, 1.0f, w, k, col, nc, 0.0f, y + n0 * per, n);
+  }
 }
 
 void conv2d_backward_weights(const Conv2dShape& s, const float* x, const float* dy, float* dw, float* col) {
-  const float* b = x;
-  if (!s.direct()) {
-    conv2d_im2col(s, x, col);
-    b = col;
-  }
   const int m = static_cast<int>(s.c_out), n = static_cast<int>(s.cols()), k = static_cast<int>(s.patch());
-  // dW (Cout, K) = dy (Cout, cols) · colᵀ (cols, K)
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0f, dy, n, b, n, 0.0f, dw, k);
+  if (s.direct()) {
+    // dW (Cout, K) = dy (Cout, cols) · xᵀ (cols, K)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0f, dy, n, x, n, 0.0f, dw, k);
+    return;
+  }
+  const size_t per = s.h_out() * s.w_out(), step = s.chunk_images();
+  for (size_t n0 = 0; n0 < s.n; n0 += step) {
+    const size_t n1 = std::min(s.n, n0 + step);
+    const int nc = static_cast<int>((n1 - n0) * per);
+    conv2d_im2col(s, x, n0, n1, col);
+    // dW (Cout, K) (+)= dy[:, chunk] (Cout, nc) · colᵀ (nc, K)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, nc, 1.0f, dy + n0 * per, n, col, nc,
+                n0 == 0 ? 0.0f : 1.0f, dw, k);
+  }
 }
 
 void conv2d_backward_input(const Conv2dShape& s, const float* w, const float* dy, float* dx, float* dcol,
@@ -117,10 +130,15 @@ void conv2d_backward_input(const Conv2dShape& s, const float* w, const float* dy
                 n);
     return;
   }
-  // dcol (K, cols) = Wᵀ (K, Cout) · dy (Cout, cols), then scattered back onto dx.
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0f, w, k, dy, n, 0.0f, dcol, n);
   if (!accumulate) std::memset(dx, 0, s.c_in * s.n * s.h * s.w * sizeof(float));
-  conv2d_col2im_add(s, dcol, dx);
+  const size_t per = s.h_out() * s.w_out(), step = s.chunk_images();
+  for (size_t n0 = 0; n0 < s.n; n0 += step) {
+    const size_t n1 = std::min(s.n, n0 + step);
+    const int nc = static_cast<int>((n1 - n0) * per);
+    // dcol (K, nc) = Wᵀ (K, Cout) · dy[:, chunk] (Cout, nc), then scattered back onto dx.
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, nc, m, 1.0f, w, k, dy + n0 * per, n, 0.0f, dcol, nc);
+    conv2d_col2im_add(s, dcol, n0, n1, dx);
+  }
 }
 
 void conv2d_forward_naive(const Conv2dShape& s, const float* x, const float* w, float* y) {
