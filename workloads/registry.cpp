@@ -4,6 +4,7 @@
 
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
+#include "workloads/resnet.hpp"
 #include "workloads/svm.hpp"
 #include "workloads/workload.hpp"
 
@@ -18,6 +19,10 @@ std::unique_ptr<Workload> svm_from_config(const RunConfig& cfg, const Dataset& t
   return svm_create(train);
 }
 
+std::unique_ptr<Workload> resnet_from_config(const RunConfig& cfg, const Dataset& train) {
+  return resnet_create(cfg.model, train, cfg.augment, cfg.seed);
+}
+
 struct WorkloadEntry {
   const char* name;
   const char* description;
@@ -26,6 +31,7 @@ struct WorkloadEntry {
 
 constexpr WorkloadEntry kWorkloads[] = {
     {"svm", "linear one-vs-rest SVM, hinge loss (L2 via weight decay), dense or sparse CSR features", svm_from_config},
+    {"resnet", "CIFAR-style ResNet (--model resnet8|resnet20|resnet32|resnet56|resnet18) on images", resnet_from_config},
 };
 
 }  // namespace

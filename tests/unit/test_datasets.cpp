@@ -521,10 +521,12 @@ TEST(Spec, UnknownPrefixAndList) {
   EXPECT_NO_THROW(dsgd::dataset_validate_spec("synthetic:n=100,d=10,density=0.5,classes=3,noise=0,test=5,sparse=auto"));
 
   const std::vector<dsgd::DatasetInfo> list = dsgd::dataset_list();
-  ASSERT_EQ(list.size(), 3u);
+  ASSERT_EQ(list.size(), 5u);
   EXPECT_EQ(list[0].name, "fashion-mnist");
   EXPECT_EQ(list[1].name, "libsvm");
   EXPECT_EQ(list[2].name, "synthetic");
+  EXPECT_EQ(list[3].name, "synthetic");  // synthetic:shape=... images
+  EXPECT_EQ(list[4].name, "cifar10");
   for (const auto& info : list) {
     EXPECT_EQ(info.usage.rfind(info.name, 0), 0u) << info.usage;
     EXPECT_FALSE(info.description.empty());

@@ -23,6 +23,10 @@ std::vector<std::string> idx_fashion_mnist_files(const std::string& dir);
 DatasetPair libsvm_load_pair(const std::string& train_path, const std::string& test_path, size_t features_override);
 // synthetic.cpp: parses and checks the parameter list, throws InputError naming the parameter.
 void synthetic_validate_params(const std::string& params);
+// synthetic_images.cpp: `synthetic:shape=CxHxW,...` (the spec has a shape= parameter).
+void synthetic_images_validate_params(const std::string& params);
+// cifar10.cpp: throws InputError naming the first missing file.
+void cifar10_check_files(const std::string& dir);
 }  // namespace detail
 
 namespace {
@@ -38,6 +42,19 @@ SpecParts spec_split(const std::string& spec) {
   const size_t colon = spec.find(':');
   if (colon == std::string::npos) return {spec, {}};
   return {spec.substr(0, colon), spec.substr(colon + 1)};
+}
+
+// Synthetic images are asked for with a shape= parameter.
+bool synthetic_is_images(const std::string& params) {
+  return params.rfind("shape=", 0) == 0 || params.find(",shape=") != std::string::npos;
+}
+
+std::string cifar10_dir(const std::string& spec, const std::string& rest) {
+  if (rest.empty()) {
+    DSGD_THROW(InputError, "usage: cifar10:DIR (the folder with data_batch_1.bin .. test_batch.bin)",
+               "dataset spec '{}': cifar10 needs a directory", spec);
+  }
+  return rest;
 }
 
 struct LibsvmSpec {
@@ -107,7 +124,7 @@ void require_readable_file(const std::string& path, const std::string& spec) {
 [[noreturn]] void throw_unknown_prefix(const std::string& spec, const std::string& prefix) {
   DSGD_THROW(InputError,
              "known datasets: fashion-mnist[:DIR], libsvm:TRAIN[,test=TEST][,features=D], "
-             "synthetic[:n=N,d=D,...]",
+             "synthetic[:n=N,d=D,...], synthetic:shape=CxHxW,classes=K, cifar10:DIR",
              "dataset spec '{}': unknown dataset '{}'", spec, prefix);
 }
 
@@ -122,7 +139,10 @@ DatasetPair dataset_load(const std::string& spec, uint64_t seed) {
     const LibsvmSpec ls = libsvm_parse_spec(spec, parts.rest);
     return detail::libsvm_load_pair(ls.train_path, ls.test_path, ls.features);
   }
+  if (parts.prefix == "synthetic" && synthetic_is_images(parts.rest))
+    return dataset_make_synthetic_images(parts.rest, seed);
   if (parts.prefix == "synthetic") return dataset_make_synthetic(parts.rest, seed);
+  if (parts.prefix == "cifar10") return dataset_read_cifar10(cifar10_dir(spec, parts.rest));
   throw_unknown_prefix(spec, parts.prefix);
 }
 
@@ -147,8 +167,16 @@ void dataset_validate_spec(const std::string& spec) {
     if (!ls.test_path.empty()) require_readable_file(ls.test_path, spec);
     return;
   }
+  if (parts.prefix == "synthetic" && synthetic_is_images(parts.rest)) {
+    detail::synthetic_images_validate_params(parts.rest);
+    return;
+  }
   if (parts.prefix == "synthetic") {
     detail::synthetic_validate_params(parts.rest);
+    return;
+  }
+  if (parts.prefix == "cifar10") {
+    detail::cifar10_check_files(cifar10_dir(spec, parts.rest));
     return;
   }
   throw_unknown_prefix(spec, parts.prefix);
@@ -165,6 +193,12 @@ std::vector<DatasetInfo> dataset_list() {
       {"synthetic", "synthetic:n=N,d=D,density=P,classes=C,noise=F,test=M,sparse=auto|true|false",
        "linearly learnable data from the seed: dense gaussian, or sparse rcv1-like rows when "
        "density < 0.5 (defaults n=20000,d=1000,density=1,classes=2,noise=0.05,test=n/5)"},
+      {"synthetic", "synthetic:shape=CxHxW,classes=K,n=N,test=M,noise=F",
+       "class-conditional images from the seed: per-class smooth templates + gaussian noise, shifted up to 2 "
+       "pixels (defaults classes=10,n=2000,test=n/5,noise=1)"},
+      {"cifar10", "cifar10:DIR",
+       "CIFAR-10 binary version: DIR/data_batch_1..5.bin (50000 train) and DIR/test_batch.bin (10000), "
+       "3x32x32 colour images, 10 classes"},
   };
 }
 

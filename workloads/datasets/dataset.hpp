@@ -21,6 +21,11 @@ struct Dataset {
   std::vector<int32_t> col_idx;  // sparse: column of each non-zero, ascending within a row
   std::vector<float> values;     // sparse: value of each non-zero
   std::vector<int32_t> labels;   // rows labels
+  // Image datasets: the shape of one sample, features == channels·height·width, each row
+  // stored channel-planar (C, H, W). All 0 for datasets that are not images.
+  size_t channels = 0;
+  size_t height = 0;
+  size_t width = 0;
 
   size_t nnz() const { return sparse ? values.size() : rows * features; }
   // Bytes of feature data (what one pass over the data streams).
@@ -45,6 +50,8 @@ struct DatasetInfo {
 //   fashion-mnist[:DIR]        IDX gzip files (default DIR /usr/share/datasets/fashion-mnist)
 //   libsvm:TRAIN[,test=TEST][,features=D]   LIBSVM/SVMlight text; without test= the last 10 % of TRAIN
 //   synthetic:n=N,d=D,density=P,classes=C,noise=F,test=M   generated from `seed`
+//   synthetic:shape=CxHxW,classes=K[,n=N,test=M,noise=F]   class-conditional images from `seed`
+//   cifar10:DIR                CIFAR-10 binary (data_batch_1..5.bin, test_batch.bin)
 // Throws InputError naming the file (and line) or the bad parameter.
 DatasetPair dataset_load(const std::string& spec, uint64_t seed);
 
@@ -57,5 +64,7 @@ std::vector<DatasetInfo> dataset_list();
 Dataset dataset_read_idx(const std::string& images_path, const std::string& labels_path);
 Dataset dataset_read_libsvm(const std::string& path, size_t min_features = 0);
 DatasetPair dataset_make_synthetic(const std::string& params, uint64_t seed);
+DatasetPair dataset_make_synthetic_images(const std::string& params, uint64_t seed);
+DatasetPair dataset_read_cifar10(const std::string& dir);
 
 }  // namespace dsgd

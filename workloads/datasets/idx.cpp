@@ -121,6 +121,9 @@ Dataset dataset_read_idx(const std::string& images_path, const std::string& labe
   const size_t pixel_bytes = size_t{count} * features;
   ds.rows = count;
   ds.features = features;
+  ds.channels = 1;  // grey images, (1, rows, cols)
+  ds.height = rows;
+  ds.width = cols;
   ds.dense.resize(pixel_bytes);
 
   // Convert in chunks so the byte copy never exists in full beside the float copy.

@@ -1,0 +1,102 @@
+// Times one training step of the resnet workload — forward, backward, SGD with momentum 0.9
+// (v ← 0.9 v + g; x ← x − η v, PyTorch's update) — on a batch already loaded, as
+// bench/bench_resnet.py does for PyTorch, and prints one JSON line:
+//   {"model", "batch", "shape", "threads", "steps", "median_s", "p10_s", "p90_s",
+//    "flops_per_step", "gflops", "sgemm_gflops"}
+// gflops = flops_per_sample × batch / median_s (convolutions and the head only, see
+// ResNetWorkload::flops_per_sample); sgemm_gflops: a 1024×1024×1024 cblas_sgemm at the same
+// thread count, median of 7, measured in the same process.
+// Usage: bench_resnet --model resnet18 --batch 32 --shape 3x32x32 --threads 1 --steps 10 --warmup 3
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "workloads/datasets/dataset.hpp"
+#include "workloads/resnet.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double quantile(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[static_cast<size_t>(q * double(v.size() - 1) + 0.5)];
+}
+
+double sgemm_gflops() {
+  const int n = 1024;
+  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n);
+  std::vector<double> t;
+  for (int r = 0; r < 8; ++r) {
+    const double t0 = now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    if (r > 0) t.push_back(now_s() - t0);
+  }
+  return 2.0 * n * n * double(n) / quantile(t, 0.5) / 1e9;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model = "resnet20", shape = "1x28x28";
+  int batch = 128, threads = 1, steps = 10, warmup = 3;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--model") model = v;
+    else if (k == "--batch") batch = std::atoi(v.c_str());
+    else if (k == "--shape") shape = v;
+    else if (k == "--threads") threads = std::atoi(v.c_str());
+    else if (k == "--steps") steps = std::atoi(v.c_str());
+    else if (k == "--warmup") warmup = std::atoi(v.c_str());
+    else {
+      std::fprintf(stderr, "bench_resnet: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (batch < 1 || steps < 1 || threads < 1) {
+    std::fprintf(stderr, "bench_resnet: --batch, --steps and --threads must be positive\n");
+    return 2;
+  }
+  openblas_set_num_threads(threads);
+  const dsgd::DatasetPair data =
+      dsgd::dataset_load("synthetic:shape=" + shape + ",classes=10,n=" + std::to_string(batch) + ",test=0", 1);
+  auto wl = dsgd::resnet_create(model, data.train, false, 1);
+  wl->reserve(size_t(batch));
+  std::vector<float> params(wl->param_count()), grads(wl->param_count()), velocity(wl->param_count(), 0.0f);
+  wl->init_params(params.data(), 1);
+  std::vector<uint32_t> idx(static_cast<size_t>(batch));
+  for (size_t i = 0; i < idx.size(); ++i) idx[i] = uint32_t(i);
+  wl->load_batch(data.train, idx.data(), idx.size());
+  const float lr = 0.01f, mu = 0.9f;
+  std::vector<double> times;
+  double loss = 0;
+  for (int s = 0; s < warmup + steps; ++s) {
+    const double t0 = now_s();
+    loss = wl->forward(params.data());
+    wl->backward(params.data(), grads.data(), dsgd::LayerHook{});
+    for (size_t k = 0; k < params.size(); ++k) {
+      velocity[k] = mu * velocity[k] + grads[k];
+      params[k] -= lr * velocity[k];
+    }
+    if (s >= warmup) times.push_back(now_s() - t0);
+  }
+  const double med = quantile(times, 0.5);
+  const double flops = wl->flops_per_sample() * batch;
+  std::printf(
+      "{\"impl\": \"dsgd\", \"model\": \"%s\", \"batch\": %d, \"shape\": \"%s\", \"threads\": %d, \"steps\": %d, "
+      "\"median_s\": %.6f, \"p10_s\": %.6f, \"p90_s\": %.6f, \"flops_per_step\": %.6g, \"gflops\": %.3f, "
+      "\"sgemm_gflops\": %.3f, \"final_loss\": %.4f}\n",
+      model.c_str(), batch, shape.c_str(), threads, steps, med, quantile(times, 0.1), quantile(times, 0.9), flops,
+      flops / med / 1e9, sgemm_gflops(), loss);
+  return 0;
+}

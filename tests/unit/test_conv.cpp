@@ -1,0 +1,181 @@
+// Image layers (workloads/layers/conv2d, batchnorm, relu, pooling): each fast kernel against
+// its naive reference, each backward against central finite differences (grad_check.hpp).
+// Tolerances: fast vs naive 1e-4 absolute on O(1) values (float SGEMM sums of <= 72 products
+// of magnitude <= 1 against double sums: rounding ~1e-6 relative, so 1e-4 has a wide margin
+// and still catches an index error, which gives O(0.1) differences); finite differences use
+// the defaults of grad_check.hpp (atol 2e-3, rtol 2e-2, h 1e-2), justified there: conv and
+// pooling are linear, so their central difference has no truncation error at all; BatchNorm is
+// smooth with third derivatives O(1/σ³) ~ O(10) here, giving truncation ~h²·10/6 ~ 2e-4.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "grad_check.hpp"
+#include "workloads/layers/batchnorm.hpp"
+#include "workloads/layers/conv2d.hpp"
+#include "workloads/layers/pooling.hpp"
+#include "workloads/layers/relu.hpp"
+
+namespace dsgd {
+namespace {
+
+using testing::dot;
+using testing::expect_gradient_matches;
+using testing::projection_weights;
+
+std::vector<float> random_vector(size_t n, unsigned seed) {
+  auto v = projection_weights(n, seed);
+  for (auto& x : v) x *= 2.0f;  // in [-1, 1)
+  return v;
+}
+
+// 3x3 pad 1 stride 1 / stride 2, 1x1 stride 1 (direct) / stride 2 (projection shortcut),
+// an odd size, a 5x5 kernel with pad 2, and 5 images of 40x40 = 1600 output pixels, so the
+// im2col chunks (kConvChunkCols = 4096: 2 images) are 2 + 2 + 1 images.
+const Conv2dShape kConvShapes[] = {
+    {2, 3, 5, 5, 4, 3, 1, 1}, {2, 3, 6, 6, 4, 3, 2, 1}, {3, 4, 4, 4, 5, 1, 1, 0},
+    {2, 4, 6, 6, 3, 1, 2, 0}, {1, 2, 7, 5, 3, 3, 2, 1}, {2, 2, 6, 6, 2, 5, 1, 2},
+    {5, 2, 40, 40, 3, 3, 1, 1},
+};
+
+TEST(Conv2d, FastMatchesNaive) {
+  ASSERT_EQ(kConvShapes[6].chunk_images(), 2u);
+  unsigned seed = 100;
+  for (const Conv2dShape& s : kConvShapes) {
+    const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.cols();
+    auto x = random_vector(nx, seed++), w = random_vector(s.weight_count(), seed++), dy = random_vector(ny, seed++);
+    std::vector<float> col(std::max<size_t>(1, s.col_size())), y(ny), y_ref(ny);
+    conv2d_forward(s, x.data(), w.data(), y.data(), col.data());
+    conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
+    for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4) << "y[" << i << "] k=" << s.k << " s=" << s.stride;
+    std::vector<float> dx(nx, 0.5f), dw(w.size()), dx_ref(nx), dw_ref(w.size());
+    conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data());
+    conv2d_backward_weights(s, x.data(), dy.data(), dw.data(), col.data());
+    conv2d_backward_input(s, w.data(), dy.data(), dx.data(), col.data(), /*accumulate=*/false);
+    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(dw[i], dw_ref[i], 1e-4) << "dw[" << i << "]";
+    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-4) << "dx[" << i << "]";
+    // accumulate adds onto what is there.
+    std::vector<float> acc(nx, 0.5f);
+    conv2d_backward_input(s, w.data(), dy.data(), acc.data(), col.data(), /*accumulate=*/true);
+    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(acc[i], dx_ref[i] + 0.5f, 1e-4) << "acc dx[" << i << "]";
+  }
+}
+
+TEST(Conv2d, GradientsMatchFiniteDifferences) {
+  unsigned seed = 200;
+  for (const Conv2dShape& s : {kConvShapes[1], kConvShapes[3], kConvShapes[4]}) {
+    const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.cols();
+    auto x = random_vector(nx, seed++), w = random_vector(s.weight_count(), seed++);
+    const auto r = projection_weights(ny, seed++);
+    std::vector<float> col(std::max<size_t>(1, s.col_size())), y(ny);
+    auto f = [&] {
+      conv2d_forward(s, x.data(), w.data(), y.data(), col.data());
+      return dot(y, r);
+    };
+    std::vector<float> dx(nx), dw(w.size());
+    conv2d_backward_weights(s, x.data(), r.data(), dw.data(), col.data());
+    conv2d_backward_input(s, w.data(), r.data(), dx.data(), col.data(), false);
+    expect_gradient_matches(f, x, dx, "conv dx");
+    expect_gradient_matches(f, w, dw, "conv dW");
+  }
+}
+
+TEST(BatchNorm, FastMatchesNaive) {
+  const BatchNormShape s{3, 50};
+  const BatchNormOptions o;
+  auto x = random_vector(s.c * s.m, 1), dy = random_vector(s.c * s.m, 2);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 3.0f * x[i] + 1.5f;  // non-zero mean, non-unit variance
+  const std::vector<float> gamma = {1.0f, 0.5f, -2.0f}, beta = {0.0f, 0.3f, -1.0f};
+  std::vector<float> y(x.size()), y_ref(x.size()), mean(3), invstd(3), mean_ref(3), invstd_ref(3);
+  std::vector<float> rm(3, 0.2f), rv(3, 1.5f), rm_ref = rm, rv_ref = rv;
+  batchnorm_forward_train(s, o, x.data(), gamma.data(), beta.data(), y.data(), mean.data(), invstd.data(), rm.data(),
+                          rv.data());
+  batchnorm_forward_train_naive(s, o, x.data(), gamma.data(), beta.data(), y_ref.data(), mean_ref.data(),
+                                invstd_ref.data(), rm_ref.data(), rv_ref.data());
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-5) << i;
+  for (size_t c = 0; c < 3; ++c) {
+    EXPECT_NEAR(rm[c], rm_ref[c], 1e-6);
+    EXPECT_NEAR(rv[c], rv_ref[c], 1e-5);
+    EXPECT_NE(rm[c], 0.2f);  // the running statistics moved
+  }
+  std::vector<float> dx(x.size()), dg(3), db(3), dx_ref(x.size()), dg_ref(3), db_ref(3);
+  batchnorm_backward(s, x.data(), gamma.data(), mean.data(), invstd.data(), dy.data(), dx.data(), dg.data(), db.data());
+  batchnorm_backward_naive(s, x.data(), gamma.data(), dy.data(), dx_ref.data(), dg_ref.data(), db_ref.data());
+  for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-5) << i;
+  for (size_t c = 0; c < 3; ++c) {
+    EXPECT_NEAR(dg[c], dg_ref[c], 1e-4);
+    EXPECT_NEAR(db[c], db_ref[c], 1e-4);
+  }
+  // Evaluation mode uses the running statistics and leaves them alone.
+  const std::vector<float> rm_before = rm, rv_before = rv;
+  batchnorm_forward_eval(s, o, x.data(), gamma.data(), beta.data(), rm.data(), rv.data(), y.data());
+  EXPECT_EQ(rm, rm_before);
+  EXPECT_EQ(rv, rv_before);
+  for (size_t c = 0; c < 3; ++c)
+    EXPECT_NEAR(y[c * s.m], gamma[c] * (x[c * s.m] - rm[c]) / std::sqrt(rv[c] + o.eps) + beta[c], 1e-5);
+}
+
+TEST(BatchNorm, GradientsMatchFiniteDifferences) {
+  const BatchNormShape s{2, 6};
+  const BatchNormOptions o;
+  auto x = random_vector(s.c * s.m, 31), gamma = std::vector<float>{1.3f, -0.7f}, beta = std::vector<float>{0.1f, 0.4f};
+  const auto r = projection_weights(x.size(), 32);
+  std::vector<float> y(x.size()), mean(2), invstd(2);
+  auto f = [&] {
+    batchnorm_forward_train(s, o, x.data(), gamma.data(), beta.data(), y.data(), mean.data(), invstd.data(), nullptr,
+                            nullptr);
+    return dot(y, r);
+  };
+  f();
+  std::vector<float> dx(x.size()), dg(2), db(2);
+  batchnorm_backward(s, x.data(), gamma.data(), mean.data(), invstd.data(), r.data(), dx.data(), dg.data(), db.data());
+  expect_gradient_matches(f, x, dx, "bn dx");
+  expect_gradient_matches(f, gamma, dg, "bn dgamma");
+  expect_gradient_matches(f, beta, db, "bn dbeta");
+}
+
+TEST(Relu, MatchesNaiveAndFiniteDifferences) {
+  auto x = random_vector(40, 41), dy = random_vector(40, 42);
+  std::vector<float> y(40), y_ref(40), dx(40), dx_ref(40);
+  relu_forward(x.data(), y.data(), 40);
+  relu_forward_naive(x.data(), y_ref.data(), 40);
+  EXPECT_EQ(y, y_ref);
+  relu_backward(y.data(), dy.data(), dx.data(), 40);
+  relu_backward_naive(y_ref.data(), dy.data(), dx_ref.data(), 40);
+  EXPECT_EQ(dx, dx_ref);
+  // Keep inputs away from the kink at 0 so the finite difference (h = 1e-2) is valid.
+  for (auto& v : x)
+    if (std::fabs(v) < 0.05f) v = 0.5f;
+  auto f = [&] {
+    relu_forward(x.data(), y.data(), 40);
+    return dot(y, dy);
+  };
+  f();
+  relu_backward(y.data(), dy.data(), dx.data(), 40);
+  expect_gradient_matches(f, x, dx, "relu dx");
+  std::vector<float> a = random_vector(40, 43), b = random_vector(40, 44), s(40);
+  add_relu_forward(a.data(), b.data(), s.data(), 40);
+  for (size_t i = 0; i < 40; ++i) EXPECT_EQ(s[i], std::max(a[i] + b[i], 0.0f));
+}
+
+TEST(GlobalAvgPool, MatchesNaiveAndFiniteDifferences) {
+  const PoolShape s{3, 2, 5};
+  auto x = random_vector(s.c * s.n * s.hw, 51);
+  std::vector<float> y(s.n * s.c), y_ref(s.n * s.c);
+  global_avg_pool_forward(s, x.data(), y.data());
+  global_avg_pool_forward_naive(s, x.data(), y_ref.data());
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-6);
+  const auto r = projection_weights(y.size(), 52);
+  auto f = [&] {
+    global_avg_pool_forward(s, x.data(), y.data());
+    return dot(y, r);
+  };
+  std::vector<float> dx(x.size());
+  global_avg_pool_backward(s, r.data(), dx.data());
+  expect_gradient_matches(f, x, dx, "pool dx");
+}
+
+}  // namespace
+}  // namespace dsgd

@@ -1,0 +1,39 @@
+// See relu.hpp. Branch-free loops the compiler vectorises.
+#include "workloads/layers/relu.hpp"
+
+namespace dsgd {
+
+void relu_forward(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void relu_backward(const float* y, const float* dy, float* dx, size_t n) {
+  for (size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+void add_relu_forward(const float* a, const float* b, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    const float v = a[i] + b[i];
+    y[i] = v > 0.0f ? v : 0.0f;
+  }
+}
+
+void relu_forward_naive(const float* x, float* y, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (x[i] > 0.0f)
+      y[i] = x[i];
+    else
+      y[i] = 0.0f;
+  }
+}
+
+void relu_backward_naive(const float* y, const float* dy, float* dx, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (y[i] > 0.0f)
+      dx[i] = dy[i];
+    else
+      dx[i] = 0.0f;
+  }
+}
+
+}  // namespace dsgd

@@ -1,0 +1,413 @@
+// The `resnet` workload (see resnet.hpp): graph construction, batch assembly (normalisation
+// and augmentation), and the forward / backward / evaluate passes over workloads/layers/.
+// Limits: the non-GEMM kernels (im2col, BatchNorm, ReLU) are single-threaded; only the
+// SGEMMs use the BLAS threads. forward/backward/load_batch never allocate.
+#include "workloads/resnet.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "core/errors.hpp"
+#include "core/rng.hpp"
+#include "workloads/layers/linear.hpp"
+#include "workloads/layers/pooling.hpp"
+#include "workloads/layers/relu.hpp"
+#include "workloads/layers/softmax_cross_entropy.hpp"
+
+namespace dsgd {
+
+namespace {
+constexpr uint64_t kStreamInit = 0x7e5;
+constexpr uint64_t kStreamAugment = 0x7e6;
+constexpr long kCropPad = 4;
+}  // namespace
+
+std::vector<std::string> resnet_model_names() { return {"resnet8", "resnet20", "resnet32", "resnet56", "resnet18"}; }
+
+ResNetArch resnet_arch(const std::string& model) {
+  ResNetArch a;
+  a.name = model;
+  auto cifar = [&](size_t n) {
+    a.stem_channels = 16;
+    a.stage_channels = {16, 32, 64};
+    a.stage_blocks = {n, n, n};
+  };
+  if (model == "resnet8") {
+    cifar(1);
+  } else if (model == "resnet20") {
+    cifar(3);
+  } else if (model == "resnet32") {
+    cifar(5);
+  } else if (model == "resnet56") {
+    cifar(9);
+  } else if (model == "resnet18") {
+    a.stem_channels = 64;
+    a.stage_channels = {64, 128, 256, 512};
+    a.stage_blocks = {2, 2, 2, 2};
+  } else {
+    DSGD_THROW(InputError, "known models for --workload resnet: resnet8, resnet20, resnet32, resnet56, resnet18",
+               "unknown --model '{}' for --workload resnet", model);
+  }
+  return a;
+}
+
+ResNetWorkload::ResNetWorkload(const ResNetArch& arch, ImageShape input, int classes, std::vector<float> mean,
+                               std::vector<float> stdev, bool augment, uint64_t seed)
+    : arch_(arch),
+      input_(input),
+      classes_(static_cast<size_t>(classes)),
+      mean_(std::move(mean)),
+      augment_(augment),
+      seed_(seed) {
+  for (float s : stdev) inv_std_.push_back(s > 0 ? 1.0f / s : 1.0f);
+  size_t x = add_tensor(input.channels, input.height, input.width, false);
+  x = units_[add_unit(x, arch.stem_channels, 3, 1, 1, true, false, "stem")].out;
+  for (size_t s = 0; s < arch.stage_channels.size(); ++s) {
+    const size_t c = arch.stage_channels[s];
+    for (size_t b = 0; b < arch.stage_blocks[s]; ++b) {
+      const size_t stride = (s > 0 && b == 0) ? 2 : 1;
+      const std::string prefix = fmt::format("stage{}.block{}.", s + 1, b);
+      Block blk;
+      blk.in = x;
+      const bool project = stride != 1 || tensors_[x].c != c;
+      blk.conv1 = add_unit(x, c, 3, stride, 1, true, true, prefix + "conv1");
+      blk.conv2 = add_unit(units_[blk.conv1].out, c, 3, 1, 1, false, true, prefix + "conv2");
+      if (project) blk.shortcut = add_unit(x, c, 1, stride, 0, false, true, prefix + "shortcut");
+      const Tensor& o = tensors_[units_[blk.conv2].out];
+      blk.out = add_tensor(o.c, o.h, o.w, true);
+      blocks_.push_back(blk);
+      ops_.push_back(Op{OpKind::op_join, blocks_.size() - 1});
+      x = blk.out;
+    }
+  }
+  last_tensor_ = x;
+  head_in_ = tensors_[x].c;
+  head_layer_ = layers_.size();
+  head_w_off_ = param_count_;
+  head_b_off_ = param_count_ + classes_ * head_in_;
+  layers_.push_back(LayerView{"head", param_count_, classes_ * head_in_ + classes_});
+  param_count_ += classes_ * head_in_ + classes_;
+  running_.assign(bn_stat_count_, 0.0f);
+  for (const Unit& u : units_)  // running variance starts at 1
+    std::fill(running_.begin() + long(u.stat_off + u.conv.c_out), running_.begin() + long(u.stat_off + 2 * u.conv.c_out),
+              1.0f);
+}
+
+size_t ResNetWorkload::add_tensor(size_t c, size_t h, size_t w, bool grad) {
+  Tensor t;
+  t.c = c;
+  t.h = h;
+  t.w = w;
+  t.offset = per_sample_floats_;
+  per_sample_floats_ += c * h * w;
+  t.grad_offset = kNone;
+  if (grad) {
+    t.grad_offset = per_sample_grad_floats_;
+    per_sample_grad_floats_ += c * h * w;
+  }
+  tensors_.push_back(t);
+  return tensors_.size() - 1;
+}
+
+size_t ResNetWorkload::add_unit(size_t in, size_t c_out, size_t k, size_t stride, size_t pad, bool relu, bool needs_dx,
+                                const std::string& name) {
+  Unit u;
+  const Tensor t = tensors_[in];
+  u.conv = Conv2dShape{0, t.c, t.h, t.w, c_out, k, stride, pad};
+  u.in = in;
+  u.relu = relu;
+  u.needs_dx = needs_dx;
+  u.z = add_tensor(c_out, u.conv.h_out(), u.conv.w_out(), false);
+  u.out = add_tensor(c_out, u.conv.h_out(), u.conv.w_out(), true);
+  u.layer = layers_.size();
+  u.w_off = param_count_;
+  u.gamma_off = u.w_off + u.conv.weight_count();
+  u.beta_off = u.gamma_off + c_out;
+  const size_t count = u.conv.weight_count() + 2 * c_out;
+  layers_.push_back(LayerView{name, param_count_, count});
+  param_count_ += count;
+  u.stat_off = bn_stat_count_;
+  bn_stat_count_ += 2 * c_out;
+  units_.push_back(u);
+  ops_.push_back(Op{OpKind::op_unit, units_.size() - 1});
+  return units_.size() - 1;
+}
+
+void ResNetWorkload::init_params(float* params, uint64_t seed) const {
+  Rng rng(rng_derive_seed(seed, kStreamInit));
+  // He (Kaiming) normal init, fan-in: std = sqrt(2 / (Cin k k)); γ = 1, β = 0.
+  for (const Unit& u : units_) {
+    const double std = std::sqrt(2.0 / static_cast<double>(u.conv.patch()));
+    for (size_t i = 0; i < u.conv.weight_count(); ++i) params[u.w_off + i] = static_cast<float>(std * rng.normal());
+    for (size_t c = 0; c < u.conv.c_out; ++c) {
+      params[u.gamma_off + c] = 1.0f;
+      params[u.beta_off + c] = 0.0f;
+    }
+  }
+  // Head: uniform(−1/sqrt(C), 1/sqrt(C)) for W and b (PyTorch's nn.Linear default).
+  const double bound = 1.0 / std::sqrt(static_cast<double>(head_in_));
+  for (size_t i = 0; i < classes_ * head_in_ + classes_; ++i)
+    params[head_w_off_ + i] = static_cast<float>(bound * (2.0 * rng.uniform() - 1.0));
+}
+
+void ResNetWorkload::reserve(size_t max_batch) {
+  cap_ = max_batch;
+  act_.assign(per_sample_floats_ * cap_, 0.0f);
+  eval_act_.assign(per_sample_floats_ * cap_, 0.0f);
+  act_grad_.assign(per_sample_grad_floats_ * cap_, 0.0f);
+  size_t col = 1;
+  for (const Unit& u : units_) {
+    Conv2dShape s = u.conv;
+    s.n = cap_;
+    col = std::max(col, s.col_size());
+  }
+  col_.assign(col, 0.0f);
+  batch_mean_.assign(bn_stat_count_, 0.0f);
+  batch_invstd_.assign(bn_stat_count_, 0.0f);
+  pooled_.assign(cap_ * head_in_, 0.0f);
+  dpooled_.assign(cap_ * head_in_, 0.0f);
+  eval_pooled_.assign(cap_ * head_in_, 0.0f);
+  logits_.assign(cap_ * classes_, 0.0f);
+  eval_logits_.assign(cap_ * classes_, 0.0f);
+  labels_.assign(cap_, 0);
+  grad_written_.assign(tensors_.size(), 0);
+  have_forward_ = false;
+  batch_n_ = 0;
+}
+
+void ResNetWorkload::check_dataset(const Dataset& ds, const char* what) const {
+  if (ds.channels != input_.channels || ds.height != input_.height || ds.width != input_.width) {
+    DSGD_THROW(Error, "train and evaluate on datasets with the same image shape",
+               "resnet: {} on dataset {} with images {}x{}x{}, but the model takes {}x{}x{}", what, ds.name,
+               ds.channels, ds.height, ds.width, input_.channels, input_.height, input_.width);
+  }
+}
+
+// Copies sample `row` of ds into slot `slot` of the CNHW input (batch n), normalised, and
+// (augment_this) cropped from the 4-pixel zero-padded image and maybe flipped.
+void ResNetWorkload::copy_input(const Dataset& ds, size_t row, size_t slot, size_t n, float* input, bool augment_this,
+                                uint64_t stream) {
+  const size_t H = input_.height, W = input_.width, hw = H * W;
+  const float* src = ds.dense.data() + row * input_.size();
+  long oy = 0, ox = 0;
+  bool flip = false;
+  if (augment_this) {
+    Rng rng(rng_derive_seed(seed_, kStreamAugment, stream, row));
+    oy = static_cast<long>(rng.below(2 * kCropPad + 1)) - kCropPad;
+    ox = static_cast<long>(rng.below(2 * kCropPad + 1)) - kCropPad;
+    flip = rng.below(2) == 1;
+  }
+  for (size_t c = 0; c < input_.channels; ++c) {
+    const float m = mean_[c], is = inv_std_[c];
+    const float* sc = src + c * hw;
+    float* dst = input + (c * n + slot) * hw;
+    if (!augment_this) {
+      for (size_t i = 0; i < hw; ++i) dst[i] = (sc[i] - m) * is;
+      continue;
+    }
+    for (size_t y = 0; y < H; ++y) {
+      const long sy = static_cast<long>(y) + oy;
+      for (size_t x = 0; x < W; ++x) {
+        const size_t xo = flip ? W - 1 - x : x;  // flip the output column
+        const long sx = static_cast<long>(x) + ox;
+        const bool inside = sy >= 0 && sy < long(H) && sx >= 0 && sx < long(W);
+        dst[y * W + xo] = inside ? (sc[size_t(sy) * W + size_t(sx)] - m) * is : 0.0f;
+      }
+    }
+  }
+}
+
+void ResNetWorkload::load_batch(const Dataset& ds, const uint32_t* idx, size_t n) {
+  if (n == 0 || n > cap_) {
+    DSGD_THROW(Error, "call reserve(max_batch) with the largest batch first",
+               "resnet: load_batch of {} samples, but reserve() sized the buffers for {}", n, cap_);
+  }
+  check_dataset(ds, "load_batch");
+  float* input = act_.data() + tensors_[0].offset * cap_;
+  const uint64_t stream = load_calls_++;
+  for (size_t i = 0; i < n; ++i) {
+    copy_input(ds, idx[i], i, n, input, augment_, stream);
+    labels_[i] = ds.labels[idx[i]];
+  }
+  batch_n_ = n;
+  have_forward_ = false;
+}
+
+const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* logits, size_t n, const float* params,
+                                         bool train) {
+  auto val = [&](size_t t) { return arena + tensors_[t].offset * cap_; };
+  for (const Op& op : ops_) {
+    if (op.kind == OpKind::op_unit) {
+      const Unit& u = units_[op.index];
+      Conv2dShape s = u.conv;
+      s.n = n;
+      float* z = val(u.z);
+      float* out = val(u.out);
+      conv2d_forward(s, val(u.in), params + u.w_off, z, col_.data());
+      const BatchNormShape bs{s.c_out, s.cols()};
+      if (train) {
+        batchnorm_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, out,
+                                batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
+                                running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out);
+      } else {
+        batchnorm_forward_eval(bs, bn_, z, params + u.gamma_off, params + u.beta_off, running_.data() + u.stat_off,
+                               running_.data() + u.stat_off + s.c_out, out);
+      }
+      if (u.relu) relu_forward(out, out, bs.c * bs.m);
+    } else {
+      const Block& b = blocks_[op.index];
+      const Tensor& t = tensors_[b.out];
+      const size_t count = t.c * n * t.h * t.w;
+      const size_t s = b.shortcut == kNone ? b.in : units_[b.shortcut].out;
+      add_relu_forward(val(units_[b.conv2].out), val(s), val(b.out), count);
+    }
+  }
+  const Tensor& last = tensors_[last_tensor_];
+  global_avg_pool_forward(PoolShape{last.c, n, last.h * last.w}, val(last_tensor_), pooled);
+  linear_forward(LinearShape{n, head_in_, classes_}, pooled, params + head_w_off_, params + head_b_off_, logits);
+  return logits;
+}
+
+double ResNetWorkload::forward(const float* params) {
+  if (batch_n_ == 0) DSGD_THROW(Error, "call load_batch() before forward()", "resnet: forward() without a loaded batch");
+  run_forward(act_.data(), pooled_.data(), logits_.data(), batch_n_, params, true);
+  have_forward_ = true;
+  return softmax_cross_entropy_forward(logits_.data(), labels_.data(), batch_n_, classes_);
+}
+
+void ResNetWorkload::backward(const float* params, float* grads, const LayerHook& hook) {
+  if (!have_forward_) {
+    DSGD_THROW(Error, "call forward() on the loaded batch before backward()",
+               "resnet: backward() without a forward() of the current batch");
+  }
+  const size_t n = batch_n_;
+  auto val = [&](size_t t) { return act_.data() + tensors_[t].offset * cap_; };
+  auto grad = [&](size_t t) { return act_grad_.data() + tensors_[t].grad_offset * cap_; };
+  std::fill(grad_written_.begin(), grad_written_.end(), 0);
+  // Head: dlogits in place, then dW, db (hook), then dpooled = dlogits · W.
+  softmax_cross_entropy_backward(logits_.data(), labels_.data(), n, classes_, 1.0f / static_cast<float>(n),
+                                 logits_.data());
+  const LinearShape hs{n, head_in_, classes_};
+  linear_backward(hs, pooled_.data(), params + head_w_off_, logits_.data(), nullptr, grads + head_w_off_,
+                  grads + head_b_off_);
+  hook(head_layer_);
+  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), static_cast<int>(head_in_),
+              static_cast<int>(classes_), 1.0f, logits_.data(), static_cast<int>(classes_), params + head_w_off_,
+              static_cast<int>(head_in_), 0.0f, dpooled_.data(), static_cast<int>(head_in_));
+  const Tensor& last = tensors_[last_tensor_];
+  global_avg_pool_backward(PoolShape{last.c, n, last.h * last.w}, dpooled_.data(), grad(last_tensor_));
+  grad_written_[last_tensor_] = 1;
+
+  // Adds (or writes, the first time) count floats of src into the gradient of tensor t.
+  auto give = [&](size_t t, const float* src, size_t count) {
+    float* g = grad(t);
+    if (grad_written_[t]) {
+      for (size_t i = 0; i < count; ++i) g[i] += src[i];
+    } else {
+      std::memcpy(g, src, count * sizeof(float));
+      grad_written_[t] = 1;
+    }
+  };
+
+  for (size_t k = ops_.size(); k-- > 0;) {
+    const Op& op = ops_[k];
+    if (op.kind == OpKind::op_join) {
+      const Block& b = blocks_[op.index];
+      const Tensor& t = tensors_[b.out];
+      const size_t count = t.c * n * t.h * t.w;
+      // d(a + b) = dout · [out > 0], in place, then to both branches.
+      float* d = grad(b.out);
+      relu_backward(val(b.out), d, d, count);
+      give(units_[b.conv2].out, d, count);
+      give(b.shortcut == kNone ? b.in : units_[b.shortcut].out, d, count);
+      continue;
+    }
+    const Unit& u = units_[op.index];
+    Conv2dShape s = u.conv;
+    s.n = n;
+    const BatchNormShape bs{s.c_out, s.cols()};
+    float* d = grad(u.out);
+    if (u.relu) relu_backward(val(u.out), d, d, bs.c * bs.m);
+    // BN backward in place: d becomes dz.
+    batchnorm_backward(bs, val(u.z), params + u.gamma_off, batch_mean_.data() + u.stat_off,
+                       batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off);
+    conv2d_backward_weights(s, val(u.in), d, grads + u.w_off, col_.data());
+    hook(u.layer);
+    if (u.needs_dx) {
+      conv2d_backward_input(s, params + u.w_off, d, grad(u.in), col_.data(), grad_written_[u.in] != 0);
+      grad_written_[u.in] = 1;
+    }
+  }
+  have_forward_ = false;
+}
+
+EvalSums ResNetWorkload::evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) {
+  EvalSums sums;
+  if (begin >= end) return sums;
+  check_dataset(ds, "evaluate");
+  if (end > ds.rows) {
+    DSGD_THROW(Error, "", "resnet: evaluate range [{}, {}) is beyond the {} rows of {}", begin, end, ds.rows, ds.name);
+  }
+  if (cap_ == 0) reserve(64);  // not part of the step: allocate when reserve() was never called
+  float* input = eval_act_.data() + tensors_[0].offset * cap_;
+  for (size_t r0 = begin; r0 < end; r0 += cap_) {
+    const size_t n = std::min(cap_, end - r0);
+    for (size_t i = 0; i < n; ++i) copy_input(ds, r0 + i, i, n, input, false, 0);
+    run_forward(eval_act_.data(), eval_pooled_.data(), eval_logits_.data(), n, params, false);
+    double correct = 0;
+    const double loss = softmax_cross_entropy_forward(eval_logits_.data(), ds.labels.data() + r0, n, classes_, &correct);
+    sums.loss_sum += loss * static_cast<double>(n);
+    sums.correct += correct;
+    sums.count += static_cast<double>(n);
+  }
+  return sums;
+}
+
+double ResNetWorkload::flops_per_sample() const {
+  double f = 0;
+  for (const Unit& u : units_) {
+    Conv2dShape s = u.conv;
+    s.n = 1;
+    f += s.forward_flops();
+  }
+  f += 2.0 * static_cast<double>(head_in_ * classes_);
+  return 3.0 * f;
+}
+
+std::unique_ptr<Workload> resnet_create(const std::string& model, const Dataset& train, bool augment, uint64_t seed) {
+  const ResNetArch arch = resnet_arch(model.empty() ? "resnet20" : model);
+  if (train.sparse || train.channels == 0 || train.height == 0 || train.width == 0) {
+    DSGD_THROW(InputError,
+               "use an image dataset: fashion-mnist, cifar10:DIR or synthetic:shape=CxHxW,classes=K",
+               "--workload resnet needs images, but dataset {} is {} with {} features and no image shape", train.name,
+               train.sparse ? "sparse" : "dense", train.features);
+  }
+  if (train.classes < 2 || train.rows == 0) {
+    DSGD_THROW(InputError, "check the dataset spec", "resnet: dataset {} has {} rows and {} class(es)", train.name,
+               train.rows, train.classes);
+  }
+  const ImageShape shape{train.channels, train.height, train.width};
+  // Per-channel mean and standard deviation of the training images.
+  std::vector<float> mean(shape.channels), stdev(shape.channels);
+  const size_t hw = shape.height * shape.width;
+  for (size_t c = 0; c < shape.channels; ++c) {
+    double s = 0, s2 = 0;
+    for (size_t r = 0; r < train.rows; ++r) {
+      const float* p = train.dense.data() + r * shape.size() + c * hw;
+      for (size_t i = 0; i < hw; ++i) {
+        s += p[i];
+        s2 += double(p[i]) * p[i];
+      }
+    }
+    const double cnt = double(train.rows) * double(hw);
+    const double mu = s / cnt;
+    mean[c] = static_cast<float>(mu);
+    stdev[c] = static_cast<float>(std::sqrt(std::max(0.0, s2 / cnt - mu * mu)));
+  }
+  return std::make_unique<ResNetWorkload>(arch, shape, train.classes, std::move(mean), std::move(stdev), augment, seed);
+}
+
+}  // namespace dsgd

@@ -1,0 +1,152 @@
+// The `resnet` workload: CIFAR-style residual networks (He et al. 2016) on images.
+//   resnet8/20/32/56: 3×3 stem (16 channels), 3 stages of n = 1/3/5/9 basic blocks with
+//     16/32/64 channels (stride 1/2/2), global average pooling, linear head.
+//   resnet18 (CIFAR form): 3×3 stem (64), no max-pool, 4 stages of 2 basic blocks with
+//     64/128/256/512 channels (stride 1/2/2/2), global average pooling, linear head.
+// Basic block: out = relu(bn2(conv2(relu(bn1(conv1(x))))) + shortcut(x)); the shortcut is the
+// identity when the shape is kept, else a projection 1×1 conv (stride 2) + BN ("option B"),
+// in every model. Convolutions have no bias (BN follows each one). Loss: softmax cross-entropy.
+// Input shape (channels × height × width) and classes come from the dataset; inputs are
+// normalised per channel with the training set's mean and standard deviation; --augment adds a
+// random crop (4-pixel zero padding, after normalisation) and a horizontal flip with p = 1/2,
+// drawn from (seed, load_batch call, sample index).
+// Parameters: one flat buffer; a *layer* is one conv+BN pair, laid out [conv weights (Cout,
+// Cin, k, k) | γ (Cout) | β (Cout)], or the head [W (classes, C) | b (classes)]. Layers are
+// numbered in forward order (stem, then per block conv1, conv2, shortcut, ..., head); backward
+// runs the exact reverse and calls hook(layer) right after that layer's weight gradients are
+// written, before its input gradient is computed.
+// BatchNorm running statistics are state, not parameters: each workload instance (each worker)
+// keeps its own, updated by its own training forwards; evaluate() uses them (evaluation mode)
+// and never changes them. So under the trainer each rank evaluates its slice of the test set
+// with the consensus parameters and its own running statistics.
+// Activations are CNHW (see layers/conv2d.hpp); each convolution is one SGEMM over the batch.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "workloads/layers/batchnorm.hpp"
+#include "workloads/layers/conv2d.hpp"
+#include "workloads/workload.hpp"
+
+namespace dsgd {
+
+struct ImageShape {
+  size_t channels = 0, height = 0, width = 0;
+  size_t size() const { return channels * height * width; }
+};
+
+// The architecture of a named model.
+struct ResNetArch {
+  std::string name;
+  size_t stem_channels = 16;
+  std::vector<size_t> stage_channels;  // one per stage
+  std::vector<size_t> stage_blocks;    // basic blocks per stage
+};
+
+// Known names: resnet8, resnet20, resnet32, resnet56, resnet18. Throws InputError otherwise.
+ResNetArch resnet_arch(const std::string& model);
+std::vector<std::string> resnet_model_names();
+
+class ResNetWorkload final : public Workload {
+ public:
+  // mean/stdev: per-channel input normalisation (input.channels entries each).
+  ResNetWorkload(const ResNetArch& arch, ImageShape input, int classes, std::vector<float> mean,
+                 std::vector<float> stdev, bool augment, uint64_t seed);
+
+  std::string name() const override { return "resnet"; }
+  const std::vector<LayerView>& layers() const override { return layers_; }
+  size_t param_count() const override { return param_count_; }
+  void init_params(float* params, uint64_t seed) const override;
+  void reserve(size_t max_batch) override;
+  void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override;
+  double forward(const float* params) override;
+  void backward(const float* params, float* grads, const LayerHook& hook) override;
+  EvalSums evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) override;
+  // Convolutions and the head: 2 FLOPs per multiply-add forward, backward 2× forward (weight
+  // and input gradients; the stem's input gradient is not computed but counted, as usual).
+  // BatchNorm, ReLU, pooling and the loss are left out.
+  double flops_per_sample() const override;
+
+  const ResNetArch& arch() const { return arch_; }
+  ImageShape input_shape() const { return input_; }
+  // BatchNorm running statistics, per conv+BN layer [mean (C) | var (C)], in layer order.
+  const std::vector<float>& bn_running_stats() const { return running_; }
+  size_t conv_layer_count() const { return units_.size(); }
+
+ private:
+  struct Tensor {
+    size_t c = 0, h = 0, w = 0;
+    size_t offset = 0;       // into the activation arenas (capacity samples)
+    size_t grad_offset = 0;  // into the gradient arena (kNoGrad: none)
+  };
+  struct Unit {  // conv + BN (+ ReLU)
+    Conv2dShape conv;  // n is set per call
+    size_t in = 0, z = 0, out = 0;
+    bool relu = true;
+    bool needs_dx = true;
+    size_t layer = 0;
+    size_t w_off = 0, gamma_off = 0, beta_off = 0;  // into params
+    size_t stat_off = 0;                            // into running_/batch_mean_/batch_invstd_
+  };
+  struct Block {
+    size_t conv1 = 0, conv2 = 0, shortcut = kNone;  // units
+    size_t in = 0, out = 0;                         // tensors
+  };
+  enum class OpKind { op_unit, op_join };
+  struct Op {
+    OpKind kind;
+    size_t index;  // unit or block
+  };
+  static constexpr size_t kNone = ~size_t{0};
+
+  size_t add_tensor(size_t c, size_t h, size_t w, bool grad);
+  size_t add_unit(size_t in, size_t c_out, size_t k, size_t stride, size_t pad, bool relu, bool needs_dx,
+                  const std::string& name);
+  void copy_input(const Dataset& ds, size_t row, size_t slot, size_t n, float* input, bool augment_this,
+                  uint64_t stream);
+  void check_dataset(const Dataset& ds, const char* what) const;
+  // Runs the network on the n samples already in arena's input; returns the logits pointer.
+  const float* run_forward(float* arena, float* pooled, float* logits, size_t n, const float* params, bool train);
+
+  ResNetArch arch_;
+  ImageShape input_;
+  size_t classes_;
+  std::vector<float> mean_, inv_std_;
+  bool augment_;
+  uint64_t seed_;
+
+  std::vector<Tensor> tensors_;
+  std::vector<Unit> units_;
+  std::vector<Block> blocks_;
+  std::vector<Op> ops_;
+  std::vector<LayerView> layers_;
+  size_t per_sample_floats_ = 0;       // activation floats per sample
+  size_t per_sample_grad_floats_ = 0;  // gradient floats per sample
+  size_t head_in_ = 0, head_w_off_ = 0, head_b_off_ = 0, head_layer_ = 0;
+  size_t last_tensor_ = 0;
+  size_t param_count_ = 0;
+  size_t bn_stat_count_ = 0;
+  std::vector<float> running_;  // running mean/var per unit
+  BatchNormOptions bn_;
+
+  // Step buffers (reserve).
+  size_t cap_ = 0;
+  size_t batch_n_ = 0;
+  bool have_forward_ = false;
+  uint64_t load_calls_ = 0;
+  std::vector<float> act_, act_grad_, eval_act_, col_;
+  std::vector<float> batch_mean_, batch_invstd_;
+  std::vector<float> pooled_, dpooled_, logits_, eval_pooled_, eval_logits_;
+  std::vector<int32_t> labels_;
+  std::vector<unsigned char> grad_written_;
+};
+
+// Creates the workload for `train` (which must be an image dataset); model "" = resnet20.
+// Throws InputError on an unknown model or a dataset without an image shape.
+std::unique_ptr<Workload> resnet_create(const std::string& model, const Dataset& train, bool augment, uint64_t seed);
+
+}  // namespace dsgd
