@@ -69,6 +69,7 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   workload_check_name(cfg.workload);
   target_parse(cfg.target);
   w.data = dataset_load(cfg.dataset, cfg.seed);
+  workload_prepare_data(cfg, w.data);
   if (w.data.test.rows == 0)
     DSGD_THROW(InputError, "use a dataset with a test split", "dataset '{}' has no test samples", cfg.dataset);
   w.workload = workload_create(cfg, w.data.train);

@@ -23,11 +23,18 @@ std::vector<std::string> idx_fashion_mnist_files(const std::string& dir);
 DatasetPair libsvm_load_pair(const std::string& train_path, const std::string& test_path, size_t features_override);
 // synthetic.cpp: parses and checks the parameter list, throws InputError naming the parameter.
 void synthetic_validate_params(const std::string& params);
+// text.cpp: byte-level text (fortunes, any file, a synthetic Markov language).
+DatasetPair text_load_fortunes(const std::string& dir);
+void text_validate_fortunes(const std::string& dir);
+DatasetPair text_load_file(const std::string& path);
+DatasetPair synthetic_text_make(const std::string& params, uint64_t seed);
+void synthetic_text_validate_params(const std::string& params);
 }  // namespace detail
 
 namespace {
 
 constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fashion-mnist";
+constexpr const char* kFortunesDefaultDir = "/usr/share/games/fortunes";
 
 struct SpecParts {
   std::string prefix;
@@ -107,7 +114,7 @@ void require_readable_file(const std::string& path, const std::string& spec) {
 [[noreturn]] void throw_unknown_prefix(const std::string& spec, const std::string& prefix) {
   DSGD_THROW(InputError,
              "known datasets: fashion-mnist[:DIR], libsvm:TRAIN[,test=TEST][,features=D], "
-             "synthetic[:n=N,d=D,...]",
+             "synthetic[:n=N,d=D,...], fortunes[:DIR], text:PATH, synthetic-text[:n=N,...]",
              "dataset spec '{}': unknown dataset '{}'", spec, prefix);
 }
 
@@ -123,6 +130,9 @@ DatasetPair dataset_load(const std::string& spec, uint64_t seed) {
     return detail::libsvm_load_pair(ls.train_path, ls.test_path, ls.features);
   }
   if (parts.prefix == "synthetic") return dataset_make_synthetic(parts.rest, seed);
+  if (parts.prefix == "fortunes") return detail::text_load_fortunes(parts.rest.empty() ? kFortunesDefaultDir : parts.rest);
+  if (parts.prefix == "text") return detail::text_load_file(parts.rest);
+  if (parts.prefix == "synthetic-text") return detail::synthetic_text_make(parts.rest, seed);
   throw_unknown_prefix(spec, parts.prefix);
 }
 
@@ -151,6 +161,19 @@ void dataset_validate_spec(const std::string& spec) {
     detail::synthetic_validate_params(parts.rest);
     return;
   }
+  if (parts.prefix == "fortunes") {
+    detail::text_validate_fortunes(parts.rest.empty() ? kFortunesDefaultDir : parts.rest);
+    return;
+  }
+  if (parts.prefix == "text") {
+    if (parts.rest.empty()) DSGD_THROW(InputError, "usage: text:PATH", "dataset spec '{}': text needs a file", spec);
+    require_readable_file(parts.rest, spec);
+    return;
+  }
+  if (parts.prefix == "synthetic-text") {
+    detail::synthetic_text_validate_params(parts.rest);
+    return;
+  }
   throw_unknown_prefix(spec, parts.prefix);
 }
 
@@ -165,6 +188,13 @@ std::vector<DatasetInfo> dataset_list() {
       {"synthetic", "synthetic:n=N,d=D,density=P,classes=C,noise=F,test=M,sparse=auto|true|false",
        "linearly learnable data from the seed: dense gaussian, or sparse rcv1-like rows when "
        "density < 0.5 (defaults n=20000,d=1000,density=1,classes=2,noise=0.05,test=n/5)"},
+      {"fortunes", "fortunes[:DIR]",
+       "byte-level English text of the Debian package fortunes (every 10th fortune is validation; "
+       "default DIR /usr/share/games/fortunes), for --workload transformer"},
+      {"text", "text:PATH", "any file as byte-level text, the last 10 % of its bytes validation"},
+      {"synthetic-text", "synthetic-text:n=N,test=M,symbols=K",
+       "a seeded order-2 Markov language over K letters, entropy 1.0627 nats/token "
+       "(defaults n=200000,test=n/10,symbols=8)"},
   };
 }
 

@@ -21,6 +21,10 @@ struct Dataset {
   std::vector<int32_t> col_idx;  // sparse: column of each non-zero, ascending within a row
   std::vector<float> values;     // sparse: value of each non-zero
   std::vector<int32_t> labels;   // rows labels
+  // Text (text.cpp): the token stream; sample i is tokens[i, i + window), so
+  // rows = tokens.size() − window + 1 (dataset_set_window), classes = the vocabulary (256).
+  std::vector<int32_t> tokens;
+  size_t window = 0;
 
   size_t nnz() const { return sparse ? values.size() : rows * features; }
   // Bytes of feature data (what one pass over the data streams).
@@ -45,6 +49,7 @@ struct DatasetInfo {
 //   fashion-mnist[:DIR]        IDX gzip files (default DIR /usr/share/datasets/fashion-mnist)
 //   libsvm:TRAIN[,test=TEST][,features=D]   LIBSVM/SVMlight text; without test= the last 10 % of TRAIN
 //   synthetic:n=N,d=D,density=P,classes=C,noise=F,test=M   generated from `seed`
+//   fortunes[:DIR], text:PATH, synthetic-text[:n=N,test=M,symbols=K]   byte-level text (text.cpp)
 // Throws InputError naming the file (and line) or the bad parameter.
 DatasetPair dataset_load(const std::string& spec, uint64_t seed);
 
@@ -57,5 +62,11 @@ std::vector<DatasetInfo> dataset_list();
 Dataset dataset_read_idx(const std::string& images_path, const std::string& labels_path);
 Dataset dataset_read_libsvm(const std::string& path, size_t min_features = 0);
 DatasetPair dataset_make_synthetic(const std::string& params, uint64_t seed);
+
+// Text: makes each sample a window of `window` tokens (rows = tokens − window + 1); throws
+// InputError when the text is shorter than one window.
+void dataset_set_window(Dataset& ds, size_t window);
+// The entropy rate of synthetic-text, in nats per token (the floor of its validation loss).
+double synthetic_text_entropy_nats();
 
 }  // namespace dsgd
