@@ -10,6 +10,13 @@ layers). Our side is bench_gpt_step (built from bench/bench_gpt_step.cpp); PyTor
 child process so that its threads (OMP_WAIT_POLICY=PASSIVE for 2 threads, so idle OpenMP
 threads sleep instead of spinning against the BLAS threads) are set before torch is imported.
 
+Measured (2-vCPU VM, 2026-11-30, machine heavily loaded by other builds: load average 13-17, so
+SGEMM reached 5-10 GFLOP/s instead of ~100 per core; both sides suffered the same load):
+  threads  ours_s  torch_s  ratio  step GF/s  SGEMM GF/s  MLP/SGEMM  QKV/SGEMM
+        1   4.876    6.321   0.77        4.4         5.4       0.80       0.84
+        2  20.228   22.407   0.90        1.1         9.6       0.70       0.70
+  (/usr/bin/python3 bench/bench_gpt.py --threads 1,2 --steps 10 --warmup 2)
+
 Usage: /usr/bin/python3 bench/bench_gpt.py [--bin build/bench/bench_gpt_step] [--threads 1,2]
          [--layers 4 --d-model 256 --heads 4 --seq 128 --batch 8 --vocab 256 --steps 15 --warmup 3]
 """
@@ -70,7 +77,7 @@ def torch_step_median(a):
             for b in self.blocks:
                 x = b(x)
             logits = self.head(self.lnf(x))
-            return F.cross_entropy(logits.view(-1, V), targets.view(-1))
+            return F.cross_entropy(logits.view(-1, V), targets.reshape(-1))
 
     model = GPT()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
