@@ -15,6 +15,9 @@ SGEMM reached 5-10 GFLOP/s instead of ~100 per core; both sides suffered the sam
   threads  ours_s  torch_s  ratio  step GF/s  SGEMM GF/s  MLP/SGEMM  QKV/SGEMM
         1   4.876    6.321   0.77        4.4         5.4       0.80       0.84
         2  20.228   22.407   0.90        1.1         9.6       0.70       0.70
+  Again at 04:31, load average 4.3 (still busy: 2 threads are slower than 1 on both sides):
+        1   0.500    0.840   0.59       42.7        66.5       0.92       0.90
+        2   0.974    0.961   1.01       21.9        41.4       0.98       0.99
   (/usr/bin/python3 bench/bench_gpt.py --threads 1,2 --steps 10 --warmup 2)
 
 Usage: /usr/bin/python3 bench/bench_gpt.py [--bin build/bench/bench_gpt_step] [--threads 1,2]
