@@ -113,7 +113,7 @@ double sim_numerics_s(const RunConfig& cfg, int workers) {
 void BM_SimNumericsOverhead(benchmark::State& state) {
   const int workers = static_cast<int>(state.range(0));
   const RunConfig cfg = overhead_config(state.range(1));
-  const auto data = dataset_load_shared(cfg.dataset, cfg.seed);  // loaded once, outside the timing
+  const auto data = dataset_load_shared(cfg);  // loaded once, outside the timing
   std::vector<double> sim, pure, overhead;
   for (auto _ : state) {
     const double a = sim_numerics_s(cfg, workers);

@@ -496,15 +496,16 @@ struct ProfileSetup {
 
 ProfileSetup profile_setup(const CalibrateOptions& o) {
   ProfileSetup s;
+  RunConfig model_cfg;
+  model_cfg.workload = o.workload;
+  model_cfg.dataset = o.dataset;
   s.data = dataset_load(o.dataset, kProfileSeed);
+  workload_prepare_data(model_cfg, s.data);
   const int64_t largest = *std::max_element(o.batches.begin(), o.batches.end());
   if (static_cast<size_t>(largest) > s.data.train.rows) {
     DSGD_THROW(InputError, "pass smaller --batches", "--batches: {} is larger than the {} training samples of '{}'",
                largest, s.data.train.rows, o.dataset);
   }
-  RunConfig model_cfg;
-  model_cfg.workload = o.workload;
-  model_cfg.dataset = o.dataset;
   s.workload = workload_create(model_cfg, s.data.train);
   s.workload->reserve(static_cast<size_t>(largest));
   return s;

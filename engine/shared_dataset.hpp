@@ -12,7 +12,11 @@
 
 namespace dsgd {
 
-// dataset_load(spec, seed), loaded at most once at a time per (spec, seed); thread-safe.
-std::shared_ptr<const DatasetPair> dataset_load_shared(const std::string& spec, uint64_t seed);
+struct RunConfig;
+
+// dataset_load(cfg.dataset, cfg.seed) prepared for cfg.workload (workload_prepare_data:
+// text is cut into windows of --seq + 1 tokens), loaded at most once at a time per
+// (dataset, seed, workload, seq); thread-safe.
+std::shared_ptr<const DatasetPair> dataset_load_shared(const RunConfig& cfg);
 
 }  // namespace dsgd

@@ -104,7 +104,7 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
     DSGD_THROW(InputError, "use --algo ssgd (without --overlap) or localsgd, or drop --timing-only to simulate with "
                "numerics", "--timing-only models ssgd and localsgd only (got {}{})", cfg.algo,
                cfg.overlap ? " with --overlap" : "");
-  r.data = dataset_load_shared(cfg.dataset, cfg.seed);
+  r.data = dataset_load_shared(cfg);
   {
     const auto workload = workload_create(cfg, r.data->train);
     r.layers = workload->layers();

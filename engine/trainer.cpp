@@ -72,7 +72,7 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
   workload_check_name(cfg.workload);
   target_parse(cfg.target);
-  w.data = dataset_load_shared(cfg.dataset, cfg.seed);
+  w.data = dataset_load_shared(cfg);
   if (w.data->test.rows == 0)
     DSGD_THROW(InputError, "use a dataset with a test split", "dataset '{}' has no test samples", cfg.dataset);
   w.workload = workload_create(cfg, w.data->train);

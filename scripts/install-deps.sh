@@ -10,7 +10,7 @@ packages=(
   mpich libmpich-dev
   libopenblas-dev libeigen3-dev
   libgtest-dev libbenchmark-dev
-  dataset-fashion-mnist
+  dataset-fashion-mnist fortunes
   jq
 )
 

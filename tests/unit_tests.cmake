@@ -5,6 +5,8 @@ foreach(entry
     "test_layers:dsgd_workloads"
     "test_conv:dsgd_workloads"
     "test_resnet:dsgd_workloads"
+    "test_attention_layers:dsgd_workloads"
+    "test_transformer:dsgd_algorithms"
     "test_store:dsgd_results"
     "test_run_config:dsgd_core"
     "test_clock:dsgd_core"

@@ -6,6 +6,7 @@
 #include "core/run_config.hpp"
 #include "workloads/resnet.hpp"
 #include "workloads/svm.hpp"
+#include "workloads/transformer.hpp"
 #include "workloads/workload.hpp"
 
 namespace dsgd {
@@ -23,6 +24,18 @@ std::unique_ptr<Workload> resnet_from_config(const RunConfig& cfg, const Dataset
   return resnet_create(cfg.model, train, cfg.augment, cfg.seed);
 }
 
+std::unique_ptr<Workload> transformer_from_config(const RunConfig& cfg, const Dataset& train) {
+  if (!cfg.model.empty() && cfg.model != "gpt")
+    DSGD_THROW(InputError, "the transformer models: gpt", "--model {} is not a transformer model", cfg.model);
+  TransformerConfig tc;
+  tc.layers = static_cast<size_t>(cfg.layers);
+  tc.d_model = static_cast<size_t>(cfg.d_model);
+  tc.heads = static_cast<size_t>(cfg.heads);
+  tc.seq = static_cast<size_t>(cfg.seq);
+  tc.vocab = static_cast<size_t>(cfg.vocab);
+  return transformer_create(tc, train);
+}
+
 struct WorkloadEntry {
   const char* name;
   const char* description;
@@ -32,6 +45,8 @@ struct WorkloadEntry {
 constexpr WorkloadEntry kWorkloads[] = {
     {"svm", "linear one-vs-rest SVM, hinge loss (L2 via weight decay), dense or sparse CSR features", svm_from_config},
     {"resnet", "CIFAR-style ResNet (--model resnet8|resnet20|resnet32|resnet56|resnet18) on images", resnet_from_config},
+    {"transformer", "--model gpt: GPT-2-style pre-LN decoder on byte-level text (--layers --d-model --heads --seq --vocab)",
+     transformer_from_config},
 };
 
 }  // namespace
@@ -50,6 +65,17 @@ std::unique_ptr<Workload> workload_create(const RunConfig& cfg, const Dataset& t
   for (const WorkloadEntry& entry : kWorkloads)
     if (cfg.workload == entry.name) return entry.create(cfg, train);
   return nullptr;  // unreachable: workload_check_name threw
+}
+
+void workload_prepare_data(const RunConfig& cfg, DatasetPair& data) {
+  if (data.train.tokens.empty()) return;
+  if (cfg.workload != "transformer") {
+    DSGD_THROW(InputError, "use --workload transformer with a text dataset",
+               "dataset {} is text (a token stream), which --workload {} cannot read", data.train.name, cfg.workload);
+  }
+  const size_t window = static_cast<size_t>(cfg.seq) + 1;
+  dataset_set_window(data.train, window);
+  if (!data.test.tokens.empty()) dataset_set_window(data.test, window);
 }
 
 std::vector<WorkloadInfo> workload_list() {

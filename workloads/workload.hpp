@@ -73,6 +73,10 @@ struct RunConfig;
 // --model, --layers, ...) sized for the training set. Throws InputError on an unknown
 // workload or a model/dataset mismatch.
 std::unique_ptr<Workload> workload_create(const RunConfig& cfg, const Dataset& train);
+// Call after dataset_load, before workload_create: shapes the data for the workload (text:
+// windows of --seq + 1 tokens). Throws InputError when the text is shorter than a window
+// or a text dataset is used with a workload that does not read text.
+void workload_prepare_data(const RunConfig& cfg, DatasetPair& data);
 // Throws InputError (listing the known workloads) when `name` is not one.
 void workload_check_name(const std::string& name);
 std::vector<WorkloadInfo> workload_list();

@@ -27,11 +27,18 @@ void synthetic_validate_params(const std::string& params);
 void synthetic_images_validate_params(const std::string& params);
 // cifar10.cpp: throws InputError naming the first missing file.
 void cifar10_check_files(const std::string& dir);
+// text.cpp: byte-level text (fortunes, any file, a synthetic Markov language).
+DatasetPair text_load_fortunes(const std::string& dir);
+void text_validate_fortunes(const std::string& dir);
+DatasetPair text_load_file(const std::string& path);
+DatasetPair synthetic_text_make(const std::string& params, uint64_t seed);
+void synthetic_text_validate_params(const std::string& params);
 }  // namespace detail
 
 namespace {
 
 constexpr const char* kFashionMnistDefaultDir = "/usr/share/datasets/fashion-mnist";
+constexpr const char* kFortunesDefaultDir = "/usr/share/games/fortunes";
 
 struct SpecParts {
   std::string prefix;
@@ -124,7 +131,8 @@ void require_readable_file(const std::string& path, const std::string& spec) {
 [[noreturn]] void throw_unknown_prefix(const std::string& spec, const std::string& prefix) {
   DSGD_THROW(InputError,
              "known datasets: fashion-mnist[:DIR], libsvm:TRAIN[,test=TEST][,features=D], "
-             "synthetic[:n=N,d=D,...], synthetic:shape=CxHxW,classes=K, cifar10:DIR",
+             "synthetic[:n=N,d=D,...], synthetic:shape=CxHxW,classes=K, cifar10:DIR, "
+             "fortunes[:DIR], text:PATH, synthetic-text[:n=N,...]",
              "dataset spec '{}': unknown dataset '{}'", spec, prefix);
 }
 
@@ -143,6 +151,9 @@ DatasetPair dataset_load(const std::string& spec, uint64_t seed) {
     return dataset_make_synthetic_images(parts.rest, seed);
   if (parts.prefix == "synthetic") return dataset_make_synthetic(parts.rest, seed);
   if (parts.prefix == "cifar10") return dataset_read_cifar10(cifar10_dir(spec, parts.rest));
+  if (parts.prefix == "fortunes") return detail::text_load_fortunes(parts.rest.empty() ? kFortunesDefaultDir : parts.rest);
+  if (parts.prefix == "text") return detail::text_load_file(parts.rest);
+  if (parts.prefix == "synthetic-text") return detail::synthetic_text_make(parts.rest, seed);
   throw_unknown_prefix(spec, parts.prefix);
 }
 
@@ -179,6 +190,19 @@ void dataset_validate_spec(const std::string& spec) {
     detail::cifar10_check_files(cifar10_dir(spec, parts.rest));
     return;
   }
+  if (parts.prefix == "fortunes") {
+    detail::text_validate_fortunes(parts.rest.empty() ? kFortunesDefaultDir : parts.rest);
+    return;
+  }
+  if (parts.prefix == "text") {
+    if (parts.rest.empty()) DSGD_THROW(InputError, "usage: text:PATH", "dataset spec '{}': text needs a file", spec);
+    require_readable_file(parts.rest, spec);
+    return;
+  }
+  if (parts.prefix == "synthetic-text") {
+    detail::synthetic_text_validate_params(parts.rest);
+    return;
+  }
   throw_unknown_prefix(spec, parts.prefix);
 }
 
@@ -199,6 +223,13 @@ std::vector<DatasetInfo> dataset_list() {
       {"cifar10", "cifar10:DIR",
        "CIFAR-10 binary version: DIR/data_batch_1..5.bin (50000 train) and DIR/test_batch.bin (10000), "
        "3x32x32 colour images, 10 classes"},
+      {"fortunes", "fortunes[:DIR]",
+       "byte-level English text of the Debian package fortunes (every 10th fortune is validation; "
+       "default DIR /usr/share/games/fortunes), for --workload transformer"},
+      {"text", "text:PATH", "any file as byte-level text, the last 10 % of its bytes validation"},
+      {"synthetic-text", "synthetic-text:n=N,test=M,symbols=K",
+       "a seeded order-2 Markov language over K letters, entropy 1.0627 nats/token "
+       "(defaults n=200000,test=n/10,symbols=8)"},
   };
 }
 

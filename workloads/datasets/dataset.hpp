@@ -26,6 +26,10 @@ struct Dataset {
   size_t channels = 0;
   size_t height = 0;
   size_t width = 0;
+  // Text (text.cpp): the token stream; sample i is tokens[i, i + window), so
+  // rows = tokens.size() − window + 1 (dataset_set_window), classes = the vocabulary (256).
+  std::vector<int32_t> tokens;
+  size_t window = 0;
 
   size_t nnz() const { return sparse ? values.size() : rows * features; }
   // Bytes of feature data (what one pass over the data streams).
@@ -52,6 +56,7 @@ struct DatasetInfo {
 //   synthetic:n=N,d=D,density=P,classes=C,noise=F,test=M   generated from `seed`
 //   synthetic:shape=CxHxW,classes=K[,n=N,test=M,noise=F]   class-conditional images from `seed`
 //   cifar10:DIR                CIFAR-10 binary (data_batch_1..5.bin, test_batch.bin)
+//   fortunes[:DIR], text:PATH, synthetic-text[:n=N,test=M,symbols=K]   byte-level text (text.cpp)
 // Throws InputError naming the file (and line) or the bad parameter.
 DatasetPair dataset_load(const std::string& spec, uint64_t seed);
 
@@ -66,5 +71,11 @@ Dataset dataset_read_libsvm(const std::string& path, size_t min_features = 0);
 DatasetPair dataset_make_synthetic(const std::string& params, uint64_t seed);
 DatasetPair dataset_make_synthetic_images(const std::string& params, uint64_t seed);
 DatasetPair dataset_read_cifar10(const std::string& dir);
+
+// Text: makes each sample a window of `window` tokens (rows = tokens − window + 1); throws
+// InputError when the text is shorter than one window.
+void dataset_set_window(Dataset& ds, size_t window);
+// The entropy rate of synthetic-text, in nats per token (the floor of its validation loss).
+double synthetic_text_entropy_nats();
 
 }  // namespace dsgd

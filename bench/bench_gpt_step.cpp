@@ -1,0 +1,134 @@
+// One training step of the GPT workload (load_batch + forward + backward + SGD with momentum
+// 0.9), timed step by step, plus an SGEMM reference and the GEMM-bound layers alone, on the
+// same threads in the same process. Prints one JSON object (bench/bench_gpt.py reads it and
+// puts it beside PyTorch's figure for the same architecture):
+//   step_median_s      median over --steps timed steps after --warmup untimed ones
+//   step_gflops        flops_per_sample × batch / step_median_s (the workload's count)
+//   sgemm_gflops       median of cblas_sgemm on 1024×1024×1024 (the machine's GEMM rate now)
+//   mlp_gflops         linear forward + backward of the MLP's fc and proj layers alone
+//                      (n = batch·seq rows, d → 4d → d), the most GEMM-bound part of the step
+//   qkv_gflops         the same for the attention's qkv projection (d → 3d)
+// Usage: bench_gpt_step [--threads T] [--layers L] [--d-model D] [--heads H] [--seq S]
+//                       [--batch B] [--vocab V] [--steps N] [--warmup W]
+#include <cblas.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "algorithms/optimizer.hpp"
+#include "core/rng.hpp"
+#include "workloads/datasets/dataset.hpp"
+#include "workloads/layers/linear.hpp"
+#include "workloads/transformer.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+
+namespace {
+
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+template <typename F>
+double median_time(int warmup, int reps, F&& f) {
+  for (int i = 0; i < warmup; ++i) f();
+  std::vector<double> t;
+  for (int i = 0; i < reps; ++i) {
+    const double t0 = now_s();
+    f();
+    t.push_back(now_s() - t0);
+  }
+  return median(t);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t threads = 1, batch = 8, steps = 15, warmup = 3;
+  dsgd::TransformerConfig c;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i];
+    const size_t v = std::strtoull(argv[i + 1], nullptr, 10);
+    if (k == "--threads") threads = v;
+    else if (k == "--layers") c.layers = v;
+    else if (k == "--d-model") c.d_model = v;
+    else if (k == "--heads") c.heads = v;
+    else if (k == "--seq") c.seq = v;
+    else if (k == "--batch") batch = v;
+    else if (k == "--vocab") c.vocab = v;
+    else if (k == "--steps") steps = v;
+    else if (k == "--warmup") warmup = v;
+    else {
+      std::fprintf(stderr, "bench_gpt_step: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  openblas_set_num_threads(static_cast<int>(threads));
+
+  // Random bytes: the step's cost does not depend on the text.
+  dsgd::Dataset ds;
+  ds.name = "random-bytes";
+  ds.classes = 256;
+  dsgd::Rng rng(1);
+  ds.tokens.resize(std::max<size_t>(100000, 4 * batch * (c.seq + 1)));
+  for (auto& t : ds.tokens) t = static_cast<int32_t>(rng.below(std::min<size_t>(256, c.vocab)));
+  dsgd::dataset_set_window(ds, c.seq + 1);
+
+  dsgd::TransformerWorkload w(c);
+  std::vector<float> params(w.param_count()), grads(w.param_count());
+  w.init_params(params.data(), 1);
+  w.reserve(batch);
+  dsgd::SgdOptimizer opt(dsgd::SgdOptions{0.01, 0.9, 0.0, false}, w.param_count());
+  std::vector<uint32_t> idx(batch);
+  const double step_s = median_time(static_cast<int>(warmup), static_cast<int>(steps), [&] {
+    for (auto& i : idx) i = static_cast<uint32_t>(rng.below(ds.rows));
+    w.load_batch(ds, idx.data(), batch);
+    w.forward(params.data());
+    w.backward(params.data(), grads.data(), dsgd::LayerHook{});
+    opt.step(params.data(), grads.data());
+  });
+  const double step_flops = w.flops_per_sample() * double(batch);
+
+  // SGEMM reference: 1024³.
+  const int m = 1024;
+  std::vector<float> a(size_t(m) * m, 0.5f), b(size_t(m) * m, 0.25f), cc(size_t(m) * m);
+  const double sgemm_s = median_time(2, 7, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, a.data(), m, b.data(), m, 0.0f, cc.data(), m);
+  });
+  const double sgemm_gflops = 2.0 * m * m * m / sgemm_s * 1e-9;
+
+  // GEMM-bound layers alone: forward + backward (dx, dW, db) of a linear, n = batch·seq rows.
+  const size_t n = batch * c.seq, D = c.d_model;
+  auto linear_gflops = [&](size_t in, size_t out) {
+    std::vector<float> x(n * in, 0.1f), wt(out * in, 0.01f), bias(out, 0.0f), y(n * out), dy(n * out, 0.01f),
+        dx(n * in), dw(out * in), db(out);
+    const dsgd::LinearShape s{n, in, out};
+    const double t = median_time(2, 9, [&] {
+      dsgd::linear_forward(s, x.data(), wt.data(), bias.data(), y.data());
+      dsgd::linear_backward(s, x.data(), wt.data(), dy.data(), dx.data(), dw.data(), db.data());
+    });
+    return std::make_pair(t, 6.0 * double(n) * double(in) * double(out));
+  };
+  const auto fc = linear_gflops(D, 4 * D), proj = linear_gflops(4 * D, D), qkv = linear_gflops(D, 3 * D);
+  const double mlp_gflops = (fc.second + proj.second) / (fc.first + proj.first) * 1e-9;
+  const double qkv_gflops = qkv.second / qkv.first * 1e-9;
+
+  std::printf(
+      "{\"threads\": %zu, \"layers\": %zu, \"d_model\": %zu, \"heads\": %zu, \"seq\": %zu, \"batch\": %zu, "
+      "\"vocab\": %zu, \"params\": %zu, \"steps\": %zu, \"step_median_s\": %.6f, \"step_flops\": %.6g, "
+      "\"step_gflops\": %.3f, \"sgemm_gflops\": %.3f, \"mlp_gflops\": %.3f, \"qkv_gflops\": %.3f}\n",
+      threads, c.layers, c.d_model, c.heads, c.seq, batch, c.vocab, w.param_count(), steps, step_s, step_flops,
+      step_flops / step_s * 1e-9, sgemm_gflops, mlp_gflops, qkv_gflops);
+  return 0;
+}

@@ -1,0 +1,215 @@
+// Transformer layers (workloads/layers/{embedding,layernorm,attention,gelu}): each fast kernel
+// against its double-precision naive reference, each backward against central finite
+// differences of the fast float forward (tests/unit/grad_check.hpp; default tolerances
+// atol 2e-3, rtol 2e-2, h 1e-2, justified there: objectives are Σ r·y over ≤ 100 outputs of
+// O(1), so float rounding contributes ≤ 1e-5 / 2h = 5e-4 to the difference quotient).
+// Fast vs naive: 1e-5 absolute on O(1) outputs (float accumulation over ≤ 64 terms, plus
+// fast_exp's ≤ 2e-7 relative error).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <vector>
+
+#include "grad_check.hpp"
+#include "workloads/layers/attention.hpp"
+#include "workloads/layers/embedding.hpp"
+#include "workloads/layers/gelu.hpp"
+#include "workloads/layers/layernorm.hpp"
+#include "workloads/layers/vec_math.hpp"
+
+namespace dsgd {
+namespace {
+
+using testing::dot;
+using testing::expect_gradient_matches;
+using testing::projection_weights;
+
+std::vector<float> random_vector(size_t n, unsigned seed, float amplitude = 1.0f) {
+  auto v = projection_weights(n, seed);
+  for (auto& x : v) x *= 2.0f * amplitude;  // in [-amplitude, amplitude)
+  return v;
+}
+
+void expect_near_all(const std::vector<float>& a, const std::vector<float>& b, double tol, const char* what) {
+  ASSERT_EQ(a.size(), b.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], tol) << what << "[" << i << "]";
+}
+
+TEST(VecMath, FastExpAndTanhAreAccurate) {
+  double worst_exp = 0, worst_tanh = 0;
+  for (float x = -80.0f; x <= 80.0f; x += 0.013f) {
+    worst_exp = std::max(worst_exp, std::fabs(fast_exp(x) / std::exp(double(x)) - 1.0));
+    worst_tanh = std::max(worst_tanh, std::fabs(fast_tanh(x / 8) - std::tanh(double(x) / 8)));
+  }
+  EXPECT_LT(worst_exp, 5e-7);
+  EXPECT_LT(worst_tanh, 5e-7);
+  EXPECT_EQ(fast_exp(-1000.0f), fast_exp(-87.0f));  // clamped: no denormals, no zero
+  EXPECT_TRUE(std::isfinite(fast_exp(1000.0f)));
+  EXPECT_EQ(fast_tanh(50.0f), 1.0f);
+  EXPECT_EQ(fast_tanh(-50.0f), -1.0f);
+}
+
+TEST(Gelu, MatchesNaiveAndFiniteDifferences) {
+  auto x = random_vector(97, 1, 4.0f);  // covers the tails, where tanh saturates
+  const auto r = projection_weights(x.size(), 2);
+  std::vector<float> y(x.size()), y_ref(x.size()), dx(x.size()), dx_ref(x.size());
+  gelu_forward(x.data(), y.data(), x.size());
+  gelu_forward_naive(x.data(), y_ref.data(), x.size());
+  expect_near_all(y, y_ref, 1e-5, "y");
+  gelu_backward(x.data(), r.data(), dx.data(), x.size());
+  gelu_backward_naive(x.data(), r.data(), dx_ref.data(), x.size());
+  expect_near_all(dx, dx_ref, 1e-5, "dx");
+  // Known values of the tanh approximation: gelu(1) = 0.841192, gelu(-1) = -0.158808.
+  const float pts[2] = {1.0f, -1.0f};
+  float out[2];
+  gelu_forward(pts, out, 2);
+  EXPECT_NEAR(out[0], 0.841192, 1e-5);
+  EXPECT_NEAR(out[1], -0.158808, 1e-5);
+  auto f = [&] {
+    gelu_forward(x.data(), y.data(), x.size());
+    return dot(y, r);
+  };
+  expect_gradient_matches(f, x, dx, "dx");
+  // In place (dx aliasing dy).
+  std::vector<float> inplace = r;
+  gelu_backward(x.data(), inplace.data(), inplace.data(), x.size());
+  expect_near_all(inplace, dx, 0.0, "in place");
+}
+
+TEST(LayerNorm, MatchesNaiveAndFiniteDifferences) {
+  const LayerNormShape s{5, 12};
+  auto x = random_vector(s.n * s.d, 3, 2.0f);
+  for (size_t k = 0; k < s.d; ++k) x[k] += 3.0f;  // a row with a large mean
+  auto gamma = random_vector(s.d, 4), beta = random_vector(s.d, 5);
+  for (auto& g : gamma) g += 1.0f;
+  const auto r = projection_weights(s.n * s.d, 6);
+  std::vector<float> y(x.size()), y_ref(x.size()), mean(s.n), rstd(s.n), mean_ref(s.n), rstd_ref(s.n);
+  layernorm_forward(s, x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data());
+  layernorm_forward_naive(s, x.data(), gamma.data(), beta.data(), y_ref.data(), mean_ref.data(), rstd_ref.data());
+  expect_near_all(y, y_ref, 1e-5, "y");
+  expect_near_all(mean, mean_ref, 1e-5, "mean");
+  expect_near_all(rstd, rstd_ref, 1e-5, "rstd");
+  for (bool accumulate : {false, true}) {
+    std::vector<float> dx(x.size(), 0.5f), dg(s.d), db(s.d), dx_ref(x.size(), 0.5f), dg_ref(s.d), db_ref(s.d);
+    layernorm_backward(s, x.data(), gamma.data(), mean.data(), rstd.data(), r.data(), dx.data(), dg.data(), db.data(),
+                       accumulate);
+    layernorm_backward_naive(s, x.data(), gamma.data(), r.data(), dx_ref.data(), dg_ref.data(), db_ref.data(),
+                             accumulate);
+    expect_near_all(dx, dx_ref, 1e-5, "dx");
+    expect_near_all(dg, dg_ref, 1e-5, "dgamma");
+    expect_near_all(db, db_ref, 1e-5, "dbeta");
+  }
+  std::vector<float> dx(x.size()), dg(s.d), db(s.d);
+  layernorm_backward(s, x.data(), gamma.data(), mean.data(), rstd.data(), r.data(), dx.data(), dg.data(), db.data());
+  auto f = [&] {
+    layernorm_forward(s, x.data(), gamma.data(), beta.data(), y.data(), mean.data(), rstd.data());
+    return dot(y, r);
+  };
+  expect_gradient_matches(f, x, dx, "dx");
+  expect_gradient_matches(f, gamma, dg, "dgamma");
+  expect_gradient_matches(f, beta, db, "dbeta");
+}
+
+TEST(Embedding, MatchesNaiveAndFiniteDifferences) {
+  const EmbeddingShape s{2, 5, 7, 4};
+  const std::vector<int32_t> tokens = {0, 3, 3, 6, 1, 2, 3, 0, 0, 5};  // repeats: scatter must add
+  auto wte = random_vector(s.vocab * s.d, 7), wpe = random_vector(s.seq * s.d, 8);
+  const auto r = projection_weights(s.batch * s.seq * s.d, 9);
+  std::vector<float> x(s.batch * s.seq * s.d), x_ref(x.size());
+  embedding_forward(s, tokens.data(), wte.data(), wpe.data(), x.data());
+  embedding_forward_naive(s, tokens.data(), wte.data(), wpe.data(), x_ref.data());
+  expect_near_all(x, x_ref, 1e-6, "x");
+  std::vector<float> dwte(wte.size(), 9.0f), dwpe(wpe.size(), 9.0f), dwte_ref(wte.size()), dwpe_ref(wpe.size());
+  embedding_backward(s, tokens.data(), r.data(), dwte.data(), dwpe.data());
+  embedding_backward_naive(s, tokens.data(), r.data(), dwte_ref.data(), dwpe_ref.data());
+  expect_near_all(dwte, dwte_ref, 1e-6, "dwte");
+  expect_near_all(dwpe, dwpe_ref, 1e-6, "dwpe");
+  for (size_t k = 0; k < s.d; ++k) EXPECT_EQ(dwte[4 * s.d + k], 0.0f);  // token 4 is absent
+  auto f = [&] {
+    embedding_forward(s, tokens.data(), wte.data(), wpe.data(), x.data());
+    return dot(x, r);
+  };
+  expect_gradient_matches(f, wte, dwte, "dwte");
+  expect_gradient_matches(f, wpe, dwpe, "dwpe");
+}
+
+struct AttentionFixture {
+  AttentionShape s{2, 5, 8, 2};
+  size_t N = s.batch * s.seq;
+  std::vector<float> x = random_vector(N * s.d, 11);
+  std::vector<float> w_qkv = random_vector(3 * s.d * s.d, 12, 0.5f), b_qkv = random_vector(3 * s.d, 13, 0.2f);
+  std::vector<float> w_out = random_vector(s.d * s.d, 14, 0.5f), b_out = random_vector(s.d, 15, 0.2f);
+  std::vector<float> qkv = std::vector<float>(N * 3 * s.d), probs = std::vector<float>(s.batch * s.heads * s.seq * s.seq);
+  std::vector<float> ctx = std::vector<float>(N * s.d), dctx = ctx, dqkv = qkv, dprobs = std::vector<float>(s.seq * s.seq);
+  AttentionParams params() const { return {w_qkv.data(), b_qkv.data(), w_out.data(), b_out.data()}; }
+  AttentionCache cache() { return {qkv.data(), probs.data(), ctx.data()}; }
+  AttentionScratch scratch() { return {dctx.data(), dqkv.data(), dprobs.data()}; }
+};
+
+TEST(Attention, MatchesNaive) {
+  AttentionFixture a;
+  std::vector<float> y(a.N * a.s.d), y_ref(y.size());
+  attention_forward(a.s, a.params(), a.x.data(), a.cache(), y.data());
+  attention_forward_naive(a.s, a.params(), a.x.data(), y_ref.data());
+  expect_near_all(y, y_ref, 1e-5, "y");
+  // Causal: every probability row sums to 1 and is zero above the diagonal.
+  for (size_t row = 0; row < a.s.batch * a.s.heads * a.s.seq; ++row) {
+    const size_t t = row % a.s.seq;
+    double sum = 0;
+    for (size_t j = 0; j < a.s.seq; ++j) {
+      sum += a.probs[row * a.s.seq + j];
+      if (j > t) {
+        EXPECT_EQ(a.probs[row * a.s.seq + j], 0.0f);
+      }
+    }
+    EXPECT_NEAR(sum, 1.0, 1e-6);
+  }
+  const auto dy = projection_weights(y.size(), 16);
+  std::vector<float> dx(a.x.size()), gq(a.w_qkv.size()), gbq(a.b_qkv.size()), go(a.w_out.size()), gbo(a.b_out.size());
+  std::vector<float> dx_r(a.x.size()), gq_r(gq.size()), gbq_r(gbq.size()), go_r(go.size()), gbo_r(gbo.size());
+  attention_backward(a.s, a.params(), a.x.data(), a.cache(), dy.data(), a.scratch(), dx.data(),
+                     {gq.data(), gbq.data(), go.data(), gbo.data()});
+  attention_backward_naive(a.s, a.params(), a.x.data(), dy.data(), dx_r.data(),
+                           {gq_r.data(), gbq_r.data(), go_r.data(), gbo_r.data()});
+  expect_near_all(dx, dx_r, 1e-5, "dx");
+  expect_near_all(gq, gq_r, 1e-5, "dW_qkv");
+  expect_near_all(gbq, gbq_r, 1e-5, "db_qkv");
+  expect_near_all(go, go_r, 1e-5, "dW_out");
+  expect_near_all(gbo, gbo_r, 1e-5, "db_out");
+}
+
+TEST(Attention, GradientsMatchFiniteDifferences) {
+  AttentionFixture a;
+  std::vector<float> y(a.N * a.s.d);
+  const auto r = projection_weights(y.size(), 17);
+  auto f = [&] {
+    attention_forward(a.s, a.params(), a.x.data(), a.cache(), y.data());
+    return dot(y, r);
+  };
+  f();
+  std::vector<float> dx(a.x.size()), gq(a.w_qkv.size()), gbq(a.b_qkv.size()), go(a.w_out.size()), gbo(a.b_out.size());
+  attention_backward(a.s, a.params(), a.x.data(), a.cache(), r.data(), a.scratch(), dx.data(),
+                     {gq.data(), gbq.data(), go.data(), gbo.data()});
+  expect_gradient_matches(f, a.x, dx, "dx");
+  expect_gradient_matches(f, a.w_qkv, gq, "dW_qkv");
+  expect_gradient_matches(f, a.b_qkv, gbq, "db_qkv");
+  expect_gradient_matches(f, a.w_out, go, "dW_out");
+  expect_gradient_matches(f, a.b_out, gbo, "db_out");
+}
+
+TEST(Attention, IsCausal) {
+  // Changing the last position's input changes no earlier position's output.
+  AttentionFixture a;
+  std::vector<float> y1(a.N * a.s.d), y2(y1.size());
+  attention_forward(a.s, a.params(), a.x.data(), a.cache(), y1.data());
+  const size_t last = a.s.seq - 1;
+  for (size_t k = 0; k < a.s.d; ++k) a.x[last * a.s.d + k] += 1.0f;  // sample 0, last position
+  attention_forward(a.s, a.params(), a.x.data(), a.cache(), y2.data());
+  for (size_t i = 0; i < last * a.s.d; ++i) EXPECT_EQ(y1[i], y2[i]) << i;
+  double changed = 0;
+  for (size_t k = 0; k < a.s.d; ++k) changed += std::fabs(y1[last * a.s.d + k] - y2[last * a.s.d + k]);
+  EXPECT_GT(changed, 1e-3);
+}
+
+}  // namespace
+}  // namespace dsgd

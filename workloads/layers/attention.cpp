@@ -1,0 +1,207 @@
+// See attention.hpp.
+#include "workloads/layers/attention.hpp"
+
+#include <cblas.h>
+
+#include <cmath>
+#include <vector>
+
+#include "workloads/layers/linear.hpp"
+#include "workloads/layers/vec_math.hpp"
+
+namespace dsgd {
+
+void attention_forward(const AttentionShape& s, const AttentionParams& p, const float* x, const AttentionCache& c,
+                       float* y) {
+  const size_t S = s.seq, D = s.d, H = s.heads, dh = D / H, N = s.batch * S;
+  const int iS = static_cast<int>(S), idh = static_cast<int>(dh), ld3 = static_cast<int>(3 * D),
+            iD = static_cast<int>(D);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  linear_forward(LinearShape{N, D, 3 * D}, x, p.w_qkv, p.b_qkv, c.qkv);
+  for (size_t b = 0; b < s.batch; ++b)
+    for (size_t h = 0; h < H; ++h) {
+      const float* q = c.qkv + b * S * 3 * D + h * dh;
+      const float* k = q + D;
+      const float* v = q + 2 * D;
+      float* P = c.probs + (b * H + h) * S * S;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, iS, iS, idh, scale, q, ld3, k, ld3, 0.0f, P, iS);
+      for (size_t t = 0; t < S; ++t) {
+        float* row = P + t * S;
+        float mx = row[0];
+        for (size_t j = 1; j <= t; ++j) mx = row[j] > mx ? row[j] : mx;
+        float sum = 0;
+        for (size_t j = 0; j <= t; ++j) {
+          row[j] = fast_exp(row[j] - mx);
+          sum += row[j];
+        }
+        const float inv = 1.0f / sum;
+        for (size_t j = 0; j <= t; ++j) row[j] *= inv;
+        for (size_t j = t + 1; j < S; ++j) row[j] = 0.0f;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, iS, idh, iS, 1.0f, P, iS, v, ld3, 0.0f,
+                  c.ctx + b * S * D + h * dh, iD);
+    }
+  linear_forward(LinearShape{N, D, D}, c.ctx, p.w_out, p.b_out, y);
+}
+
+void attention_backward(const AttentionShape& s, const AttentionParams& p, const float* x, const AttentionCache& c,
+                        const float* dy, const AttentionScratch& scratch, float* dx, const AttentionGrads& g) {
+  const size_t S = s.seq, D = s.d, H = s.heads, dh = D / H, N = s.batch * S;
+  const int iS = static_cast<int>(S), idh = static_cast<int>(dh), ld3 = static_cast<int>(3 * D),
+            iD = static_cast<int>(D);
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  linear_backward(LinearShape{N, D, D}, c.ctx, p.w_out, dy, scratch.dctx, g.w_out, g.b_out);
+  for (size_t b = 0; b < s.batch; ++b)
+    for (size_t h = 0; h < H; ++h) {
+      const size_t off = b * S * 3 * D + h * dh;
+      const float* q = c.qkv + off;
+      const float* k = q + D;
+      const float* v = q + 2 * D;
+      float* dq = scratch.dqkv + off;
+      float* dk = dq + D;
+      float* dv = dq + 2 * D;
+      const float* P = c.probs + (b * H + h) * S * S;
+      const float* dctx = scratch.dctx + b * S * D + h * dh;
+      float* dP = scratch.dprobs;
+      // dV = Pᵀ dctx; dP = dctx Vᵀ.
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, iS, idh, iS, 1.0f, P, iS, dctx, iD, 0.0f, dv, ld3);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, iS, iS, idh, 1.0f, dctx, iD, v, ld3, 0.0f, dP, iS);
+      // Softmax backward, with the 1/√dh of the scores folded in: dScores = P ⊙ (dP − Σ P dP) · scale.
+      for (size_t t = 0; t < S; ++t) {
+        const float* pr = P + t * S;
+        float* dr = dP + t * S;
+        float dot = 0;
+        for (size_t j = 0; j <= t; ++j) dot += pr[j] * dr[j];
+        for (size_t j = 0; j <= t; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;
+        for (size_t j = t + 1; j < S; ++j) dr[j] = 0.0f;
+      }
+      // dQ = dScores K; dK = dScoresᵀ Q.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, iS, idh, iS, 1.0f, dP, iS, k, ld3, 0.0f, dq, ld3);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, iS, idh, iS, 1.0f, dP, iS, q, ld3, 0.0f, dk, ld3);
+    }
+  linear_backward(LinearShape{N, D, 3 * D}, x, p.w_qkv, scratch.dqkv, dx, g.w_qkv, g.b_qkv);
+}
+
+namespace {
+
+// Naive forward in double, keeping what the naive backward needs.
+struct NaiveState {
+  std::vector<double> qkv, probs, ctx;
+};
+
+NaiveState naive_forward_state(const AttentionShape& s, const AttentionParams& p, const float* x) {
+  const size_t S = s.seq, D = s.d, H = s.heads, dh = D / H, N = s.batch * S;
+  NaiveState st;
+  st.qkv.assign(N * 3 * D, 0.0);
+  st.probs.assign(s.batch * H * S * S, 0.0);
+  st.ctx.assign(N * D, 0.0);
+  for (size_t r = 0; r < N; ++r)
+    for (size_t o = 0; o < 3 * D; ++o) {
+      double acc = p.b_qkv[o];
+      for (size_t k = 0; k < D; ++k) acc += double(x[r * D + k]) * p.w_qkv[o * D + k];
+      st.qkv[r * 3 * D + o] = acc;
+    }
+  const double scale = 1.0 / std::sqrt(double(dh));
+  for (size_t b = 0; b < s.batch; ++b)
+    for (size_t h = 0; h < H; ++h)
+      for (size_t t = 0; t < S; ++t) {
+        std::vector<double> sc(t + 1);
+        double mx = -1e300;
+        for (size_t j = 0; j <= t; ++j) {
+          double acc = 0;
+          for (size_t e = 0; e < dh; ++e)
+            acc += st.qkv[(b * S + t) * 3 * D + h * dh + e] * st.qkv[(b * S + j) * 3 * D + D + h * dh + e];
+          sc[j] = acc * scale;
+          mx = std::max(mx, sc[j]);
+        }
+        double sum = 0;
+        for (size_t j = 0; j <= t; ++j) sum += std::exp(sc[j] - mx);
+        double* P = st.probs.data() + ((b * H + h) * S + t) * S;
+        for (size_t j = 0; j <= t; ++j) P[j] = std::exp(sc[j] - mx) / sum;
+        for (size_t e = 0; e < dh; ++e) {
+          double acc = 0;
+          for (size_t j = 0; j <= t; ++j) acc += P[j] * st.qkv[(b * S + j) * 3 * D + 2 * D + h * dh + e];
+          st.ctx[(b * S + t) * D + h * dh + e] = acc;
+        }
+      }
+  return st;
+}
+
+}  // namespace
+
+void attention_forward_naive(const AttentionShape& s, const AttentionParams& p, const float* x, float* y) {
+  const size_t D = s.d, N = s.batch * s.seq;
+  const NaiveState st = naive_forward_state(s, p, x);
+  for (size_t r = 0; r < N; ++r)
+    for (size_t o = 0; o < D; ++o) {
+      double acc = p.b_out[o];
+      for (size_t k = 0; k < D; ++k) acc += st.ctx[r * D + k] * p.w_out[o * D + k];
+      y[r * D + o] = static_cast<float>(acc);
+    }
+}
+
+void attention_backward_naive(const AttentionShape& s, const AttentionParams& p, const float* x, const float* dy,
+                              float* dx, const AttentionGrads& g) {
+  const size_t S = s.seq, D = s.d, H = s.heads, dh = D / H, N = s.batch * S;
+  const NaiveState st = naive_forward_state(s, p, x);
+  const double scale = 1.0 / std::sqrt(double(dh));
+  // Output projection.
+  std::vector<double> dctx(N * D, 0.0), dqkv(N * 3 * D, 0.0);
+  for (size_t o = 0; o < D; ++o) {
+    double db = 0;
+    for (size_t r = 0; r < N; ++r) db += dy[r * D + o];
+    g.b_out[o] = static_cast<float>(db);
+    for (size_t k = 0; k < D; ++k) {
+      double acc = 0;
+      for (size_t r = 0; r < N; ++r) acc += double(dy[r * D + o]) * st.ctx[r * D + k];
+      g.w_out[o * D + k] = static_cast<float>(acc);
+    }
+  }
+  for (size_t r = 0; r < N; ++r)
+    for (size_t k = 0; k < D; ++k) {
+      double acc = 0;
+      for (size_t o = 0; o < D; ++o) acc += double(dy[r * D + o]) * p.w_out[o * D + k];
+      dctx[r * D + k] = acc;
+    }
+  // Per head: P, V, Q, K.
+  for (size_t b = 0; b < s.batch; ++b)
+    for (size_t h = 0; h < H; ++h)
+      for (size_t t = 0; t < S; ++t) {
+        const double* P = st.probs.data() + ((b * H + h) * S + t) * S;
+        std::vector<double> dP(t + 1, 0.0);
+        for (size_t j = 0; j <= t; ++j)
+          for (size_t e = 0; e < dh; ++e) {
+            const double dc = dctx[(b * S + t) * D + h * dh + e];
+            dP[j] += dc * st.qkv[(b * S + j) * 3 * D + 2 * D + h * dh + e];
+            dqkv[(b * S + j) * 3 * D + 2 * D + h * dh + e] += P[j] * dc;
+          }
+        double dot = 0;
+        for (size_t j = 0; j <= t; ++j) dot += P[j] * dP[j];
+        for (size_t j = 0; j <= t; ++j) {
+          const double ds = P[j] * (dP[j] - dot) * scale;
+          for (size_t e = 0; e < dh; ++e) {
+            dqkv[(b * S + t) * 3 * D + h * dh + e] += ds * st.qkv[(b * S + j) * 3 * D + D + h * dh + e];
+            dqkv[(b * S + j) * 3 * D + D + h * dh + e] += ds * st.qkv[(b * S + t) * 3 * D + h * dh + e];
+          }
+        }
+      }
+  // QKV projection.
+  for (size_t o = 0; o < 3 * D; ++o) {
+    double db = 0;
+    for (size_t r = 0; r < N; ++r) db += dqkv[r * 3 * D + o];
+    g.b_qkv[o] = static_cast<float>(db);
+    for (size_t k = 0; k < D; ++k) {
+      double acc = 0;
+      for (size_t r = 0; r < N; ++r) acc += dqkv[r * 3 * D + o] * x[r * D + k];
+      g.w_qkv[o * D + k] = static_cast<float>(acc);
+    }
+  }
+  for (size_t r = 0; r < N; ++r)
+    for (size_t k = 0; k < D; ++k) {
+      double acc = 0;
+      for (size_t o = 0; o < 3 * D; ++o) acc += dqkv[r * 3 * D + o] * p.w_qkv[o * D + k];
+      dx[r * D + k] = static_cast<float>(acc);
+    }
+}
+
+}  // namespace dsgd

@@ -1,0 +1,62 @@
+// Causal multi-head self-attention (GPT-2): qkv = x W_qkvᵀ + b_qkv (one linear, 3d outputs:
+// q, k, v, each split into `heads` heads of d/heads columns); per sample and head,
+// P = softmax(q kᵀ / √dh) over the causal positions s ≤ t (the rest of each row is 0),
+// ctx = P v written back into that head's columns; y = ctx W_outᵀ + b_out.
+// x, y: (batch·seq)×d row-major. W_qkv is 3d×d, W_out is d×d (nn.Linear layout).
+// Fast pass: the projections on linear.hpp (SGEMM), the per-(sample, head) products as
+// strided SGEMMs straight on the qkv buffer (no copies), the softmax with fast_exp. The
+// full seq×seq score product is computed and the masked half discarded (simpler and, at
+// seq ≤ 1024, cheaper than per-row GEMVs). A double-precision naive reference is beside.
+#pragma once
+
+#include <cstddef>
+
+namespace dsgd {
+
+struct AttentionShape {
+  size_t batch = 0;
+  size_t seq = 0;
+  size_t d = 0;      // model width; heads divides it
+  size_t heads = 0;
+};
+
+struct AttentionParams {
+  const float* w_qkv;  // 3d×d
+  const float* b_qkv;  // 3d
+  const float* w_out;  // d×d
+  const float* b_out;  // d
+};
+
+struct AttentionGrads {
+  float* w_qkv;
+  float* b_qkv;
+  float* w_out;
+  float* b_out;
+};
+
+// What forward saves for backward (caller-owned).
+struct AttentionCache {
+  float* qkv;    // (batch·seq)×3d
+  float* probs;  // batch×heads×seq×seq (upper triangle zero)
+  float* ctx;    // (batch·seq)×d
+};
+
+// Backward scratch (caller-owned).
+struct AttentionScratch {
+  float* dctx;   // (batch·seq)×d
+  float* dqkv;   // (batch·seq)×3d
+  float* dprobs; // seq×seq
+};
+
+void attention_forward(const AttentionShape& s, const AttentionParams& p, const float* x, const AttentionCache& c,
+                       float* y);
+// Gradients overwritten; dx overwritten.
+void attention_backward(const AttentionShape& s, const AttentionParams& p, const float* x, const AttentionCache& c,
+                        const float* dy, const AttentionScratch& scratch, float* dx, const AttentionGrads& g);
+
+// Naive references: everything recomputed from x in double (no cache).
+void attention_forward_naive(const AttentionShape& s, const AttentionParams& p, const float* x, float* y);
+void attention_backward_naive(const AttentionShape& s, const AttentionParams& p, const float* x, const float* dy,
+                              float* dx, const AttentionGrads& g);
+
+}  // namespace dsgd
