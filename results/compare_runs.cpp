@@ -293,8 +293,6 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
         if (metric.gate) {
           group.regressed = true;
           ++result.regressions;
-        } else {
-          m.note += " (informational metric, does not gate)";
         }
       } else {
         m.verdict = CompareVerdict::compare_improved;
@@ -336,9 +334,8 @@ std::string compare_markdown(const CompareResult& r, const std::string& base_nam
   out += "|---|---|---:|---:|---:|---:|---:|---|\n";
   for (const CompareGroup& g : r.groups) {
     for (const CompareMetricResult& m : g.metrics) {
-      const std::string verdict = m.verdict == CompareVerdict::compare_regressed && m.metric.gate
-                                      ? std::string("❌ ") + compare_verdict_name(m.verdict)
-                                      : compare_verdict_name(m.verdict);
+      std::string verdict = compare_verdict_name(m.verdict);
+      if (m.verdict == CompareVerdict::compare_regressed) verdict = m.metric.gate ? "❌ REGRESSED" : "worse";
       out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {}/{} | {} ({}) |\n", g.label, m.metric.name,
                          m.metric.gate ? "" : " (info)", format_value(m.base_median), format_value(m.cand_median),
                          m.base_n && m.cand_n ? format_change(m) : "-",

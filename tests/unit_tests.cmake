@@ -9,7 +9,11 @@ foreach(entry
     "test_network_model:dsgd_cluster"
     "test_topology:dsgd_cluster"
     "test_trace:dsgd_results"
-    "test_alpha_beta_fit:dsgd_results")
+    "test_alpha_beta_fit:dsgd_results"
+    "test_report_rows:dsgd_results"
+    "test_report_html:dsgd_results"
+    "test_report_suite:dsgd_results"
+    "test_compare:dsgd_results")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)
