@@ -86,7 +86,7 @@ int suite_run(const SuiteOptions& o) {
     for (size_t e = 0; e < suite.entries.size(); ++e) {
       ++index;
       const std::string tag = suite_tag(suite.name, rep);
-      const std::string label = suite_entry_label(suite.entries[e]);
+      const std::string label = suite_entry_label(suite.entries[e], suite.defaults);
       const fs::path config = config_dir / fmt::format("entry-{}.json", e);
       std::vector<std::string> args = {exe, "run", "--config", config.string(), "--db", o.db, "--tag", tag};
       if (o.dry_run) {

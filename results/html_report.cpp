@@ -284,7 +284,7 @@ void breakdown_chart(Buffer& out, const std::vector<HtmlRunData>& runs) {
     const double y = top + row_h * static_cast<double>(i);
     if (bar_h >= 9)
       put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", label_w - 6,
-          y + bar_h * 0.8, html_escape(run_label(run).substr(0, 32)));
+          y + bar_h * 0.8, html_escape(fmt::format("run {} {} {}w", run.id, run.algorithm, run.workers).substr(0, 28)));
     const auto values = parts(s);
     double x_ms = 0;
     for (size_t k = 0; k < values.size(); ++k) {

@@ -74,6 +74,7 @@ Suite suite_load(const std::string& path) {
   }
   nlohmann::json defaults = nlohmann::json::object();
   if (const toml::table* t = root["defaults"].as_table()) defaults = toml_table(*t, path + " [defaults]");
+  suite.defaults = defaults;
   auto merged = [&](const nlohmann::json& entry) {
     nlohmann::json out = defaults;
     for (const auto& [key, value] : entry.items()) {
@@ -133,7 +134,7 @@ Suite suite_load(const std::string& path) {
           rest /= axes[a].second.size();
         }
         entry = merged(entry);
-        entry_check(entry, fmt::format("{} ({})", origin, suite_entry_label(entry)));
+        entry_check(entry, fmt::format("{} ({})", origin, suite_entry_label(entry, defaults)));
         suite.entries.push_back(std::move(entry));
       }
     }
@@ -172,7 +173,7 @@ std::string suite_find(const std::string& name, const std::string& executable_di
 
 std::string suite_tag(const std::string& name, int rep) { return fmt::format("suite={},rep={}", name, rep); }
 
-std::string suite_entry_label(const nlohmann::json& entry) {
+std::string suite_entry_label(const nlohmann::json& entry, const nlohmann::json& defaults) {
   auto get = [&](const char* key, const char* fallback) -> std::string {
     auto it = entry.find(key);
     if (it == entry.end()) return fallback;
@@ -180,7 +181,8 @@ std::string suite_entry_label(const nlohmann::json& entry) {
   };
   std::string label = fmt::format("{} {}", get("workload", "svm"), get("algo", "ssgd"));
   for (const auto& [key, value] : entry.items()) {
-    if (key == "workload" || key == "algo" || key == "dataset") continue;
+    if (key == "workload" || key == "algo") continue;
+    if (defaults.is_object() && defaults.contains(key) && defaults.at(key) == value) continue;
     label += fmt::format(" {}={}", key, value.is_string() ? value.get<std::string>() : value.dump());
   }
   return label;

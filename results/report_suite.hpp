@@ -17,6 +17,7 @@ namespace dsgd {
 struct Suite {
   std::string name, description, path;
   std::vector<nlohmann::json> entries;  // each a complete object of run keys (defaults merged)
+  nlohmann::json defaults = nlohmann::json::object();
 };
 
 // Reads and expands a suite file; InputError naming the file (and entry) on unknown keys,
@@ -31,7 +32,8 @@ std::string suite_find(const std::string& name, const std::string& executable_di
 // The tag of repetition `rep` (1-based) of suite `name`: "suite=NAME,rep=R".
 std::string suite_tag(const std::string& name, int rep);
 
-// A short description of an entry for progress lines: "svm localsgd period=8 workers=2".
-std::string suite_entry_label(const nlohmann::json& entry);
+// A short description of an entry for progress lines: workload, algorithm and the keys
+// whose values differ from `defaults` ("svm localsgd period=8").
+std::string suite_entry_label(const nlohmann::json& entry, const nlohmann::json& defaults = nlohmann::json::object());
 
 }  // namespace dsgd
