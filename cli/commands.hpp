@@ -28,5 +28,8 @@ void setup_topology(CLI::App& app);
 void setup_calibrate(CLI::App& app, int argc, char** argv);
 void setup_trace(CLI::App& app);
 void setup_validate(CLI::App& app);
+void setup_report(CLI::App& app);
+void setup_compare(CLI::App& app);
+void setup_suite(CLI::App& app);
 
 }  // namespace dsgd

@@ -30,6 +30,9 @@ int main(int argc, char** argv) {
   dsgd::setup_calibrate(app, argc, argv);
   dsgd::setup_trace(app);
   dsgd::setup_validate(app);
+  dsgd::setup_report(app);
+  dsgd::setup_compare(app);
+  dsgd::setup_suite(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -12,6 +12,7 @@ packages=(
   libgtest-dev libbenchmark-dev
   dataset-fashion-mnist fortunes
   jq
+  chromium python3
 )
 
 missing=()

@@ -18,7 +18,11 @@ foreach(entry
     "test_optimizer:dsgd_engine"
     "test_algos2:dsgd_algorithms"
     "test_sim_world:dsgd_engine"
-    "test_sim_validation_store:dsgd_results")
+    "test_sim_validation_store:dsgd_results"
+    "test_report_rows:dsgd_results"
+    "test_report_html:dsgd_results"
+    "test_report_suite:dsgd_results"
+    "test_compare:dsgd_results")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)

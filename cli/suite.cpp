@@ -1,0 +1,145 @@
+// `dsgd-bench suite NAME [--repeat R]`: runs every entry of a suite file (suites/NAME.toml;
+// format in results/report_suite.hpp) R times, each as its own `dsgd-bench run` child
+// process (the same binary) with a generated JSON config, tagged suite=NAME,rep=R.
+// Repetitions are interleaved (rep 1 of every entry, then rep 2, ...) so slow drift of the
+// machine spreads over all entries. A failed run is reported and the suite goes on; the
+// exit code is 1 when any run failed, 2 for a bad suite file or flag.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "core/errors.hpp"
+#include "results/report_suite.hpp"
+#include "results/store.hpp"
+
+namespace dsgd {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct SuiteOptions {
+  std::string name;
+  int repeat = 1;
+  std::string db = "./dsgd.db";
+  bool dry_run = false;
+};
+
+std::string executable_path() {
+  std::error_code ec;
+  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : exe.string();
+}
+
+// Runs argv with stdout captured; stderr passes through. Returns (exit status, stdout).
+std::pair<int, std::string> run_child(const std::vector<std::string>& args) {
+  int fds[2];
+  if (::pipe(fds) != 0) DSGD_THROW(Error, "", "suite: pipe() failed");
+  const pid_t pid = ::fork();
+  if (pid < 0) DSGD_THROW(Error, "", "suite: fork() failed");
+  if (pid == 0) {
+    ::dup2(fds[1], STDOUT_FILENO);
+    ::close(fds[0]);
+    ::close(fds[1]);
+    std::vector<char*> argv;
+    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    argv.push_back(nullptr);
+    ::execv(argv[0], argv.data());
+    std::perror("dsgd-bench suite: exec");
+    std::_Exit(127);
+  }
+  ::close(fds[1]);
+  std::string output;
+  char buffer[4096];
+  ssize_t got = 0;
+  while ((got = ::read(fds[0], buffer, sizeof buffer)) > 0) output.append(buffer, static_cast<size_t>(got));
+  ::close(fds[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  return {code, output};
+}
+
+int suite_run(const SuiteOptions& o) {
+  const std::string exe = executable_path();
+  const std::string path = suite_find(o.name, exe.empty() ? "" : fs::path(exe).parent_path().string());
+  const Suite suite = suite_load(path);
+  if (!o.dry_run) Store::open(o.db);  // refuse a bad --db before the first run
+  const size_t total = suite.entries.size() * static_cast<size_t>(o.repeat);
+  fmt::print("suite {} ({}): {} entr{} x {} repetition{} = {} runs into {}\n", suite.name, path,
+             suite.entries.size(), suite.entries.size() == 1 ? "y" : "ies", o.repeat, o.repeat == 1 ? "" : "s", total,
+             o.db);
+  if (!suite.description.empty()) fmt::print("  {}\n", suite.description);
+  const fs::path config_dir = fs::temp_directory_path() / fmt::format("dsgd-suite-{}", ::getpid());
+  if (!o.dry_run) fs::create_directories(config_dir);
+  size_t index = 0, failed = 0;
+  std::vector<std::string> ids;
+  const auto suite_start = std::chrono::steady_clock::now();
+  for (int rep = 1; rep <= o.repeat; ++rep) {
+    for (size_t e = 0; e < suite.entries.size(); ++e) {
+      ++index;
+      const std::string tag = suite_tag(suite.name, rep);
+      const std::string label = suite_entry_label(suite.entries[e], suite.defaults);
+      const fs::path config = config_dir / fmt::format("entry-{}.json", e);
+      std::vector<std::string> args = {exe, "run", "--config", config.string(), "--db", o.db, "--tag", tag};
+      if (o.dry_run) {
+        fmt::print("[{}/{}] {} rep={}: dsgd-bench run {} --db {} --tag {}\n", index, total, label, rep,
+                   suite.entries[e].dump(), o.db, tag);
+        continue;
+      }
+      {
+        std::ofstream out(config);
+        out << suite.entries[e].dump(2) << "\n";
+      }
+      std::fflush(stdout);
+      const auto start = std::chrono::steady_clock::now();
+      auto [code, output] = run_child(args);
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      std::string id;
+      const size_t at = output.rfind("run_id=");
+      if (at != std::string::npos) id = output.substr(at + 7, output.find('\n', at) - at - 7);
+      if (code == 0 && !id.empty()) {
+        ids.push_back(id);
+        fmt::print("[{}/{}] {} rep={}: run_id={} ({:.1f} s)\n", index, total, label, rep, id, seconds);
+      } else {
+        ++failed;
+        fmt::print("[{}/{}] {} rep={}: FAILED (exit {}{}; {:.1f} s); its output:\n{}\n", index, total, label, rep, code,
+                   id.empty() ? "" : ", run_id=" + id, seconds, output);
+      }
+    }
+  }
+  std::error_code ec;
+  fs::remove_all(config_dir, ec);
+  if (o.dry_run) return 0;
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - suite_start).count();
+  fmt::print("suite {}: {} of {} runs completed in {:.0f} s{}\n", suite.name, total - failed, total, seconds,
+             failed ? fmt::format(", {} FAILED", failed) : "");
+  fmt::print("  report:  dsgd-bench report --db {} --tag suite={} --format html -o {}.html\n", o.db, suite.name,
+             suite.name);
+  fmt::print("  compare: dsgd-bench compare --base-db BASE.db --cand-db {} suite={} suite={}\n", o.db, suite.name,
+             suite.name);
+  return failed ? 1 : 0;
+}
+
+}  // namespace
+
+void setup_suite(CLI::App& app) {
+  auto opts = std::make_shared<SuiteOptions>();
+  CLI::App* sub = app.add_subcommand("suite", "Run a standardized benchmark suite (suites/NAME.toml), tagged suite=NAME,rep=R");
+  sub->add_option("name", opts->name, "suite name (smoke, standard) or a suite file path")->required();
+  sub->add_option("--repeat", opts->repeat, "repetitions of every entry (9 or more for a reliable compare)")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 1000));
+  sub->add_option("--db", opts->db, "SQLite results database")->capture_default_str();
+  sub->add_flag("--dry-run", opts->dry_run, "print the expanded runs without running them");
+  sub->callback([opts]() { cli_exit_code() = suite_run(*opts); });
+}
+
+}  // namespace dsgd

@@ -1,0 +1,405 @@
+// Baseline vs candidate comparison (see compare_runs.hpp).
+#include "results/compare_runs.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "results/compare_stats.hpp"
+#include "results/html_report.hpp"
+
+namespace dsgd {
+
+namespace {
+
+// Configuration keys that define a group besides the run columns (network settings).
+constexpr const char* network_keys[] = {"topology", "bandwidth", "latency", "inter-bandwidth", "inter-latency",
+                                        "overlap"};
+
+std::optional<double> metric_value(const Summary& s, const std::string& name) {
+  auto finite = [](double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; };
+  if (name == "throughput_samples_per_s") return s.throughput_samples_per_s > 0 ? finite(s.throughput_samples_per_s) : std::nullopt;
+  if (name == "step_time_s") return finite(s.step_time_s);
+  if (name == "final_test_acc") return s.final_test_acc ? finite(*s.final_test_acc) : std::nullopt;
+  if (name == "final_test_loss") return s.final_test_loss ? finite(*s.final_test_loss) : std::nullopt;
+  if (name == "time_to_target_s") return s.time_to_target_s ? finite(*s.time_to_target_s) : std::nullopt;
+  if (name == "compute_s") return finite(s.compute_s);
+  if (name == "comm_s") return finite(s.comm_s);
+  if (name == "wait_s") return finite(s.wait_s);
+  if (name == "data_s") return finite(s.data_s);
+  if (name == "bytes_sent_per_step") return finite(s.bytes_sent_per_step);
+  return std::nullopt;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+std::string config_text(const nlohmann::json& config, const char* key) {
+  auto it = config.find(key);
+  if (it == config.end() || it->is_null()) return "";
+  if (it->is_string()) return it->get<std::string>();
+  return it->dump();
+}
+
+std::string group_label(const RunRecord& r) {
+  nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
+  if (!config.is_object()) config = nlohmann::json::object();
+  std::string label = fmt::format("{} {} w{} b{}", r.workload, r.algorithm, r.workers, r.batch);
+  if (r.algorithm != "ssgd") label += fmt::format(" H{}", r.period);
+  label += fmt::format(" {}steps", r.steps);
+  for (const char* key : network_keys) {
+    const std::string value = config_text(config, key);
+    if (value.empty() || (std::string(key) == "topology" && value == "complete") ||
+        (std::string(key) == "overlap" && value == "false"))
+      continue;
+    label += fmt::format(" {}={}", key, value);
+  }
+  label += fmt::format(" ({})", r.dataset);
+  return label;
+}
+
+std::string group_name(const RunRecord& r) {
+  std::string name = fmt::format("{}-{}-w{}-b{}", r.workload, r.algorithm, r.workers, r.batch);
+  if (r.algorithm != "ssgd") name += fmt::format("-H{}", r.period);
+  return name;
+}
+
+std::string format_change(const CompareMetricResult& m) {
+  if (m.threshold.points) return fmt::format("{:+.2f}pt", m.absolute_change * 100);
+  if (std::isinf(m.relative_change)) return m.relative_change > 0 ? "+inf%" : "-inf%";
+  return fmt::format("{:+.2f}%", m.relative_change * 100);
+}
+
+std::string format_threshold(const CompareThreshold& t) {
+  return t.points ? fmt::format("{:g}pt", t.value * 100) : fmt::format("{:g}%", t.value * 100);
+}
+
+std::string format_value(double v) { return std::isfinite(v) ? fmt::format("{:.4g}", v) : "-"; }
+
+std::string xml_escape(const std::string& text) { return html_escape(text); }
+
+CompareThreshold parse_threshold_value(const std::string& text, const std::string& whole) {
+  std::string t = text;
+  bool points = false, percent = false;
+  if (t.size() > 2 && t.substr(t.size() - 2) == "pt") {
+    points = true;
+    t.resize(t.size() - 2);
+  } else if (!t.empty() && t.back() == '%') {
+    percent = true;
+    t.pop_back();
+  }
+  size_t used = 0;
+  double value = 0;
+  try {
+    value = std::stod(t, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != t.size() || !(value >= 0) || (!points && !percent)) {
+    DSGD_THROW(InputError, "write thresholds as 5% (relative) or 0.5pt (absolute points), e.g. --threshold 5%,final_test_acc=0.5pt",
+               "--threshold: bad value '{}' in '{}'", text, whole);
+  }
+  return CompareThreshold{value / 100.0, points};
+}
+
+std::string metric_resolve(const std::string& name) {
+  static const std::map<std::string, std::string> aliases = {
+      {"throughput", "throughput_samples_per_s"}, {"step_time", "step_time_s"}, {"step", "step_time_s"},
+      {"acc", "final_test_acc"}, {"accuracy", "final_test_acc"}, {"test_acc", "final_test_acc"},
+      {"loss", "final_test_loss"}, {"test_loss", "final_test_loss"}, {"time_to_target", "time_to_target_s"},
+      {"ttt", "time_to_target_s"}, {"compute", "compute_s"}, {"comm", "comm_s"}, {"wait", "wait_s"},
+      {"data", "data_s"}, {"bytes", "bytes_sent_per_step"}};
+  for (const CompareMetric& m : compare_metrics())
+    if (m.name == name) return name;
+  auto it = aliases.find(name);
+  if (it != aliases.end()) return it->second;
+  std::string known;
+  for (const CompareMetric& m : compare_metrics()) known += (known.empty() ? "" : ", ") + m.name;
+  DSGD_THROW(InputError, fmt::format("metrics: {}", known), "--threshold: unknown metric '{}'", name);
+}
+
+}  // namespace
+
+const std::vector<CompareMetric>& compare_metrics() {
+  static const std::vector<CompareMetric> metrics = {
+      {"throughput_samples_per_s", "samples/s", true, true},
+      {"step_time_s", "s", false, true},
+      {"final_test_acc", "1", true, true},
+      {"final_test_loss", "", false, true},
+      {"time_to_target_s", "s", false, true},
+      {"compute_s", "s", false, false},
+      {"comm_s", "s", false, false},
+      {"wait_s", "s", false, false},
+      {"data_s", "s", false, false},
+      {"bytes_sent_per_step", "bytes", false, false},
+  };
+  return metrics;
+}
+
+const char* compare_verdict_name(CompareVerdict verdict) {
+  switch (verdict) {
+    case CompareVerdict::compare_ok: return "ok";
+    case CompareVerdict::compare_improved: return "improved";
+    case CompareVerdict::compare_noise: return "noise";
+    case CompareVerdict::compare_regressed: return "REGRESSED";
+    case CompareVerdict::compare_missing: return "missing";
+  }
+  return "?";
+}
+
+void compare_parse_thresholds(const std::string& text, CompareOptions& options) {
+  size_t begin = 0;
+  bool any = false;
+  while (begin <= text.size()) {
+    size_t end = text.find(',', begin);
+    if (end == std::string::npos) end = text.size();
+    std::string item = text.substr(begin, end - begin);
+    item.erase(0, item.find_first_not_of(' '));
+    if (const size_t last = item.find_last_not_of(' '); last != std::string::npos) item.resize(last + 1);
+    begin = end + 1;
+    if (item.empty()) continue;
+    any = true;
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) {
+      options.threshold = parse_threshold_value(item, text);
+    } else {
+      options.per_metric[metric_resolve(item.substr(0, eq))] = parse_threshold_value(item.substr(eq + 1), text);
+    }
+  }
+  if (!any) DSGD_THROW(InputError, "e.g. --threshold 5%", "--threshold: empty");
+}
+
+std::string compare_group_key(const RunRecord& r, bool ignore_machine) {
+  nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
+  if (!config.is_object()) config = nlohmann::json::object();
+  nlohmann::json key = nlohmann::json::array({r.workload, r.dataset, r.algorithm, r.backend, r.workers, r.batch,
+                                              r.period, r.steps});
+  for (const char* k : network_keys) key.push_back(config_text(config, k));
+  if (!ignore_machine) {
+    key.push_back(r.host);
+    key.push_back(r.cpu_model);
+  }
+  return key.dump();
+}
+
+CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::vector<RunWithSummary>& cand,
+                           const CompareOptions& options) {
+  CompareResult result;
+  struct Side {
+    std::map<std::string, std::vector<const RunWithSummary*>> groups;
+    size_t skipped = 0;
+  };
+  auto collect = [&](const std::vector<RunWithSummary>& runs) {
+    Side side;
+    for (const RunWithSummary& r : runs) {
+      if (r.run.status != "completed" || !r.summary) {
+        ++side.skipped;
+        continue;
+      }
+      side.groups[compare_group_key(r.run, options.ignore_machine)].push_back(&r);
+    }
+    return side;
+  };
+  const Side b = collect(base), c = collect(cand);
+  if (b.skipped) result.warnings.push_back(fmt::format("baseline: {} run(s) not completed, left out", b.skipped));
+  if (c.skipped) result.warnings.push_back(fmt::format("candidate: {} run(s) not completed, left out", c.skipped));
+  if (b.groups.empty() || c.groups.empty()) {
+    DSGD_THROW(InputError, "compare completed runs (dsgd-bench runs shows their status)",
+               "nothing to compare: the {} has no completed run", b.groups.empty() ? "baseline" : "candidate");
+  }
+
+  std::set<std::string> keys;
+  for (const auto& [k, v] : b.groups) keys.insert(k);
+  for (const auto& [k, v] : c.groups) keys.insert(k);
+  bool few_warned = false;
+  for (const std::string& key : keys) {
+    auto bi = b.groups.find(key);
+    auto ci = c.groups.find(key);
+    if (bi == b.groups.end() || ci == c.groups.end()) {
+      const RunRecord& r = (bi != b.groups.end() ? bi->second : ci->second).front()->run;
+      result.unmatched.push_back(fmt::format("{} only: {}{}", bi != b.groups.end() ? "baseline" : "candidate",
+                                             group_label(r),
+                                             options.ignore_machine ? "" : fmt::format(" on {} ({})", r.host, r.cpu_model)));
+      continue;
+    }
+    CompareGroup group;
+    group.label = group_label(bi->second.front()->run);
+    group.name = group_name(bi->second.front()->run);
+    for (const RunWithSummary* r : bi->second) group.base_ids.push_back(r->run.id);
+    for (const RunWithSummary* r : ci->second) group.cand_ids.push_back(r->run.id);
+    for (const CompareMetric& metric : compare_metrics()) {
+      std::vector<double> x, y;
+      for (const RunWithSummary* r : bi->second)
+        if (auto v = metric_value(*r->summary, metric.name)) x.push_back(*v);
+      for (const RunWithSummary* r : ci->second)
+        if (auto v = metric_value(*r->summary, metric.name)) y.push_back(*v);
+      if (x.empty() && y.empty()) continue;  // not measured on either side (no target, ...)
+      CompareMetricResult m;
+      m.metric = metric;
+      auto it = options.per_metric.find(metric.name);
+      m.threshold = it != options.per_metric.end() ? it->second : options.threshold;
+      m.base_n = x.size();
+      m.cand_n = y.size();
+      m.base_median = median(x);
+      m.cand_median = median(y);
+      if (x.empty() || y.empty()) {
+        // Measured on one side only: a target the candidate no longer reaches is a regression.
+        const bool lost = !x.empty() && metric.name == "time_to_target_s";
+        m.verdict = lost ? CompareVerdict::compare_regressed : CompareVerdict::compare_missing;
+        m.note = x.empty() ? "not measured in the baseline" : "not measured in the candidate";
+        if (lost) m.note = "the candidate no longer reaches the target";
+        if (lost && metric.gate) {
+          group.regressed = true;
+          ++result.regressions;
+        }
+        group.metrics.push_back(m);
+        continue;
+      }
+      m.absolute_change = m.cand_median - m.base_median;
+      if (m.base_median != 0) {
+        m.relative_change = m.absolute_change / std::fabs(m.base_median);
+      } else {
+        m.relative_change = m.absolute_change == 0 ? 0.0
+                                                   : std::copysign(std::numeric_limits<double>::infinity(), m.absolute_change);
+      }
+      const MannWhitneyResult test = mann_whitney_u(x, y);
+      m.p_value = test.p_value;
+      m.exact = test.exact;
+      m.testable = mann_whitney_min_p(x.size(), y.size()) < options.alpha;
+      const double size = m.threshold.points ? std::fabs(m.absolute_change) : std::fabs(m.relative_change);
+      const bool beyond = size > m.threshold.value;
+      const bool worse = metric.bigger_is_better ? m.absolute_change < 0 : m.absolute_change > 0;
+      const bool significant = m.p_value < options.alpha || !m.testable;
+      if (!beyond) {
+        m.verdict = CompareVerdict::compare_ok;
+        m.note = fmt::format("within {}", format_threshold(m.threshold));
+      } else if (!significant) {
+        m.verdict = CompareVerdict::compare_noise;
+        m.note = fmt::format("beyond {} but p = {:.3g} >= {:g}", format_threshold(m.threshold), m.p_value, options.alpha);
+      } else if (worse) {
+        m.verdict = CompareVerdict::compare_regressed;
+        m.note = m.testable ? fmt::format("worse than {}, p = {:.3g}", format_threshold(m.threshold), m.p_value)
+                            : fmt::format("worse than {} (too few repetitions for the U test: threshold alone)",
+                                          format_threshold(m.threshold));
+        if (metric.gate) {
+          group.regressed = true;
+          ++result.regressions;
+        }
+      } else {
+        m.verdict = CompareVerdict::compare_improved;
+        m.note = fmt::format("better than {}", format_threshold(m.threshold));
+      }
+      if (!few_warned && std::min(x.size(), y.size()) < options.recommended_repetitions) {
+        few_warned = true;
+        result.warnings.push_back(fmt::format(
+            "few repetitions ({} baseline, {} candidate in '{}'): the Mann-Whitney U test needs about {} per side to "
+            "be reliable (Google Benchmark's rule){}; run the suite with --repeat {}",
+            x.size(), y.size(), group.label, options.recommended_repetitions,
+            m.testable ? "" : "; below 4 per side no p-value can reach significance, so the threshold alone decides",
+            options.recommended_repetitions));
+      }
+      group.metrics.push_back(m);
+    }
+    result.groups.push_back(std::move(group));
+  }
+  if (result.groups.empty()) {
+    std::string detail;
+    for (const std::string& u : result.unmatched) detail += "\n  " + u;
+    DSGD_THROW(InputError,
+               "runs match on workload, dataset, algorithm, backend, workers, batch, period, steps, network settings "
+               "and machine (host, CPU); pass --ignore-machine to compare across machines",
+               "nothing matched between baseline and candidate:{}", detail);
+  }
+  for (const std::string& u : result.unmatched) result.warnings.push_back("unmatched, not compared: " + u);
+  return result;
+}
+
+std::string compare_markdown(const CompareResult& r, const std::string& base_name, const std::string& cand_name) {
+  std::string out = fmt::format("## dsgd-bench compare: `{}` → `{}`\n\n", base_name, cand_name);
+  if (r.regressions > 0) {
+    out += fmt::format("**{} regression{}** in gating metrics.\n\n", r.regressions, r.regressions == 1 ? "" : "s");
+  } else {
+    out += "**No significant regression.**\n\n";
+  }
+  out += "| group | metric | baseline | candidate | change | p-value | n | verdict |\n";
+  out += "|---|---|---:|---:|---:|---:|---:|---|\n";
+  for (const CompareGroup& g : r.groups) {
+    for (const CompareMetricResult& m : g.metrics) {
+      std::string verdict = compare_verdict_name(m.verdict);
+      if (m.verdict == CompareVerdict::compare_regressed) verdict = m.metric.gate ? "❌ REGRESSED" : "worse";
+      out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {}/{} | {} ({}) |\n", g.label, m.metric.name,
+                         m.metric.gate ? "" : " (info)", format_value(m.base_median), format_value(m.cand_median),
+                         m.base_n && m.cand_n ? format_change(m) : "-",
+                         m.base_n && m.cand_n ? fmt::format("{:.3g}{}", m.p_value, m.exact ? "" : "~") : "-", m.base_n,
+                         m.cand_n, verdict, m.note);
+    }
+  }
+  if (!r.warnings.empty()) {
+    out += "\n";
+    for (const std::string& w : r.warnings) out += fmt::format("> warning: {}\n", w);
+  }
+  out += "\nChange: of the medians over repetitions; p-value: two-sided Mann-Whitney U (`~`: normal "
+         "approximation). Definitions: docs/metrics.md, docs/reports.md.\n";
+  return out;
+}
+
+std::string compare_junit(const CompareResult& r) {
+  size_t tests = 0, failures = 0;
+  for (const CompareGroup& g : r.groups) {
+    tests += g.metrics.size();
+    for (const CompareMetricResult& m : g.metrics)
+      if (m.metric.gate && m.verdict == CompareVerdict::compare_regressed) ++failures;
+  }
+  std::string out = "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n";
+  out += fmt::format("<testsuites name=\"dsgd-bench compare\" tests=\"{}\" failures=\"{}\">\n", tests, failures);
+  for (const CompareGroup& g : r.groups) {
+    size_t group_failures = 0;
+    for (const CompareMetricResult& m : g.metrics)
+      if (m.metric.gate && m.verdict == CompareVerdict::compare_regressed) ++group_failures;
+    out += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\">\n", xml_escape(g.label),
+                       g.metrics.size(), group_failures);
+    for (const CompareMetricResult& m : g.metrics) {
+      out += fmt::format("    <testcase classname=\"{}\" name=\"{}\">", xml_escape(g.name), xml_escape(m.metric.name));
+      const std::string detail = fmt::format(
+          "baseline {} (n={}), candidate {} (n={}), change {}, p={:.3g}: {}", format_value(m.base_median), m.base_n,
+          format_value(m.cand_median), m.cand_n, m.base_n && m.cand_n ? format_change(m) : "-", m.p_value, m.note);
+      if (m.metric.gate && m.verdict == CompareVerdict::compare_regressed) {
+        out += fmt::format("<failure message=\"{} regressed\">{}</failure>", xml_escape(m.metric.name), xml_escape(detail));
+      } else if (m.verdict == CompareVerdict::compare_missing) {
+        out += fmt::format("<skipped message=\"{}\"/>", xml_escape(m.note));
+      } else {
+        out += fmt::format("<system-out>{}</system-out>", xml_escape(detail));
+      }
+      out += "</testcase>\n";
+    }
+    out += "  </testsuite>\n";
+  }
+  out += "</testsuites>\n";
+  return out;
+}
+
+nlohmann::json compare_benchmark_json(const CompareResult& r, bool bigger_is_better) {
+  nlohmann::json entries = nlohmann::json::array();
+  for (const CompareGroup& g : r.groups) {
+    for (const CompareMetricResult& m : g.metrics) {
+      if (m.metric.bigger_is_better != bigger_is_better || m.cand_n == 0) continue;
+      entries.push_back({{"name", fmt::format("{} {}", g.name, m.metric.name)},
+                         {"unit", m.metric.unit.empty() ? "1" : m.metric.unit},
+                         {"value", m.cand_median},
+                         {"extra", fmt::format("{}; n={}; baseline {}; p={:.3g}", g.label, m.cand_n,
+                                               format_value(m.base_median), m.p_value)}});
+    }
+  }
+  return entries;
+}
+
+}  // namespace dsgd

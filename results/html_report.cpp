@@ -1,0 +1,728 @@
+// The self-contained HTML report (see html_report.hpp). Everything is written into one
+// string buffer: CSS (light/dark via prefers-color-scheme), inline SVG charts, a short
+// inline script. Geometry: each line chart is a 640 x 340 viewBox scaled to its grid
+// cell (two per row at 1280 px); coordinates are printed with one decimal.
+#include "results/html_report.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <memory>
+#include <array>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "results/html_downsample.hpp"
+#include "results/sqlite.hpp"
+
+namespace dsgd {
+
+namespace {
+
+using Buffer = fmt::memory_buffer;
+
+constexpr const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                   "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#8cd17d"};
+constexpr size_t palette_size = sizeof palette / sizeof palette[0];
+constexpr size_t legend_max = 24;
+
+const char* color_of(size_t index) { return palette[index % palette_size]; }
+
+template <typename... Args>
+void put(Buffer& out, fmt::format_string<Args...> format, Args&&... args) {
+  fmt::format_to(std::back_inserter(out), format, std::forward<Args>(args)...);
+}
+
+void put_text(Buffer& out, const std::string& text) { out.append(text.data(), text.data() + text.size()); }
+
+std::string number_text(double v) {
+  if (!std::isfinite(v)) return "";
+  if (v == 0) return "0";
+  return fmt::format("{:.4g}", v);
+}
+
+std::string value_html(const ReportValue& value) {
+  if (const double* d = std::get_if<double>(&value)) return number_text(*d);
+  return html_escape(report_value_text(value));
+}
+
+std::string run_label(const RunRecord& r) {
+  std::string label = fmt::format("run {} {} {}w", r.id, r.algorithm, r.workers);
+  if (!r.tag.empty()) label += " [" + r.tag + "]";
+  return label;
+}
+
+// ---- line charts -------------------------------------------------------------------------
+
+struct Series {
+  std::string id;     // data-s attribute: the run id or a group index
+  std::string label;  // legend and hover text
+  const char* color = "#888";
+  std::vector<double> x, y;
+};
+
+struct LineChart {
+  std::string id, title, x_label, y_label;
+  std::vector<Series> series;
+  bool y_from_zero = false;
+  bool markers = false;  // dots at each point (short series)
+  bool diagonal = false; // draw y = x (predicted vs measured)
+  bool x_integer = false;  // x is a count (workers): integer ticks only
+};
+
+constexpr double chart_w = 640, chart_h = 340;
+constexpr double margin_l = 64, margin_r = 14, margin_t = 12, margin_b = 46;
+
+struct Range {
+  double lo = std::numeric_limits<double>::infinity(), hi = -std::numeric_limits<double>::infinity();
+  void add(double v) {
+    if (!std::isfinite(v)) return;
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+  }
+  bool empty() const { return !(lo <= hi); }
+  void widen() {
+    if (empty()) {
+      lo = 0;
+      hi = 1;
+    } else if (lo == hi) {
+      const double pad = lo == 0 ? 1 : std::fabs(lo) * 0.05;
+      lo -= pad;
+      hi += pad;
+    }
+  }
+};
+
+void chart_axes(Buffer& out, const Range& xr, const Range& yr, const std::vector<double>& xt,
+                const std::vector<double>& yt, const std::string& x_label, const std::string& y_label) {
+  const double pw = chart_w - margin_l - margin_r, ph = chart_h - margin_t - margin_b;
+  auto sx = [&](double v) { return margin_l + (v - xr.lo) / (xr.hi - xr.lo) * pw; };
+  auto sy = [&](double v) { return margin_t + ph - (v - yr.lo) / (yr.hi - yr.lo) * ph; };
+  for (double t : yt) {
+    const double y = sy(t);
+    put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", margin_l, y,
+        margin_l + pw, y);
+    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", margin_l - 5, y + 4,
+        html_escape(fmt::format("{:g}", t)));
+  }
+  for (double t : xt) {
+    const double x = sx(t);
+    put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", x, margin_t, x,
+        margin_t + ph);
+    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", x,
+        margin_t + ph + 16, html_escape(fmt::format("{:g}", t)));
+  }
+  put(out, "<rect class=\"frame\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>", margin_l, margin_t,
+      pw, ph);
+  put(out, "<text class=\"axis\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", margin_l + pw / 2,
+      chart_h - 8, html_escape(x_label));
+  put(out,
+      "<text class=\"axis\" transform=\"translate(14,{:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+      margin_t + ph / 2, html_escape(y_label));
+}
+
+// Snaps a range outward to the ticks' step so lines never touch the frame's ends unevenly.
+std::vector<double> snap_ticks(Range& r, int count) {
+  r.widen();
+  std::vector<double> ticks = html_axis_ticks(r.lo, r.hi, count);
+  if (ticks.size() >= 2) {
+    const double step = ticks[1] - ticks[0];
+    r.lo = std::floor(r.lo / step + 1e-9) * step;
+    r.hi = std::ceil(r.hi / step - 1e-9) * step;
+    ticks = html_axis_ticks(r.lo, r.hi, count);
+  }
+  return ticks;
+}
+
+void legend(Buffer& out, const std::string& chart_id, const std::vector<Series>& series) {
+  put(out, "<div class=\"legend\" data-chart=\"{}\">", chart_id);
+  const size_t shown = std::min(series.size(), legend_max);
+  for (size_t i = 0; i < shown; ++i) {
+    put(out, "<span class=\"lg\" data-s=\"{}\" title=\"click to hide or show\"><i style=\"background:{}\"></i>{}</span>",
+        html_escape(series[i].id), series[i].color, html_escape(series[i].label));
+  }
+  if (series.size() > shown)
+    put(out, "<span class=\"more\">+{} more lines (hover a line for its run)</span>", series.size() - shown);
+  put(out, "</div>");
+}
+
+void line_chart(Buffer& out, LineChart chart, const HtmlReportOptions& options) {
+  put(out, "<figure class=\"chart\" id=\"{}\"><figcaption>{}</figcaption>", chart.id, html_escape(chart.title));
+  size_t lines = 0;
+  for (const Series& s : chart.series)
+    if (!s.x.empty()) ++lines;
+  if (lines == 0) {
+    put(out, "<p class=\"note\">No data for this chart in the selected runs.</p></figure>");
+    return;
+  }
+  const size_t per_line =
+      std::max(options.min_points_per_line, options.max_points_per_chart / std::max<size_t>(lines, 1));
+  Range xr, yr;
+  for (Series& s : chart.series) {
+    const std::vector<size_t> keep = lttb_indices(s.x, s.y, per_line);
+    std::vector<double> x, y;
+    x.reserve(keep.size());
+    y.reserve(keep.size());
+    for (size_t i : keep) {
+      x.push_back(s.x[i]);
+      y.push_back(s.y[i]);
+      xr.add(s.x[i]);
+      yr.add(s.y[i]);
+    }
+    s.x = std::move(x);
+    s.y = std::move(y);
+  }
+  if (chart.y_from_zero && !yr.empty()) yr.lo = std::min(yr.lo, 0.0);
+  if (chart.diagonal && !xr.empty() && !yr.empty()) {
+    xr.lo = yr.lo = std::min(xr.lo, yr.lo);
+    xr.hi = yr.hi = std::max(xr.hi, yr.hi);
+  }
+  std::vector<double> xt = snap_ticks(xr, 6);
+  const std::vector<double> yt = snap_ticks(yr, 5);
+  if (chart.x_integer) {
+    xt.erase(std::remove_if(xt.begin(), xt.end(), [](double t) { return t != std::floor(t); }), xt.end());
+    if (xt.size() < 2) {
+      xt.clear();
+      for (double t = std::ceil(xr.lo); t <= xr.hi; t += 1) xt.push_back(t);
+    }
+  }
+  const double pw = chart_w - margin_l - margin_r, ph = chart_h - margin_t - margin_b;
+  auto sx = [&](double v) { return margin_l + (v - xr.lo) / (xr.hi - xr.lo) * pw; };
+  auto sy = [&](double v) { return margin_t + ph - (v - yr.lo) / (yr.hi - yr.lo) * ph; };
+
+  put(out, "<svg viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">", chart_w, chart_h, html_escape(chart.title));
+  chart_axes(out, xr, yr, xt, yt, chart.x_label, chart.y_label);
+  if (chart.diagonal) {
+    put(out, "<line class=\"diag\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"><title>predicted = measured</title></line>",
+        sx(xr.lo), sy(xr.lo), sx(xr.hi), sy(xr.hi));
+  }
+  for (const Series& s : chart.series) {
+    if (s.x.empty()) continue;
+    const std::string id = html_escape(s.id), label = html_escape(s.label);
+    if (!chart.diagonal && s.x.size() > 1) {
+      put(out, "<path class=\"ln\" data-s=\"{}\" stroke=\"{}\" d=\"M", id, s.color);
+      for (size_t i = 0; i < s.x.size(); ++i) put(out, "{}{:.1f},{:.1f}", i ? " " : "", sx(s.x[i]), sy(s.y[i]));
+      put(out, "\"><title>{}</title></path>", label);
+    }
+    if (chart.markers || chart.diagonal || s.x.size() == 1) {
+      put(out, "<g class=\"pt\" data-s=\"{}\" fill=\"{}\">", id, s.color);
+      for (size_t i = 0; i < s.x.size(); ++i)
+        put(out, "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"><title>{}: ({:g}, {:g})</title></circle>", sx(s.x[i]),
+            sy(s.y[i]), label, s.x[i], s.y[i]);
+      put(out, "</g>");
+    }
+  }
+  put(out, "</svg>");
+  legend(out, chart.id, chart.series);
+  put(out, "</figure>");
+}
+
+// ---- breakdown bars ------------------------------------------------------------------------
+
+struct Segment {
+  const char* key;
+  const char* label;
+  const char* color;
+};
+
+constexpr Segment segments[] = {
+    {"data", "data", "#9c755f"},    {"compute", "compute (fwd+bwd+opt)", "#4e79a7"},
+    {"injected", "injected delay", "#b07aa1"}, {"wait", "wait", "#e15759"},
+    {"comm", "comm", "#f28e2b"},
+};
+constexpr const char* overlap_color = "#59a14f";
+
+void breakdown_chart(Buffer& out, const std::vector<HtmlRunData>& runs) {
+  put(out, "<figure class=\"chart wide\" id=\"breakdown\"><figcaption>Time per step, by phase (mean over timed "
+           "rank-steps, ms). The thin bar under each run is overlap: communication hidden inside compute, not added to "
+           "the step.</figcaption>");
+  std::vector<const HtmlRunData*> shown;
+  for (const HtmlRunData& r : runs)
+    if (r.run.summary && r.run.summary->timed_steps > 0) shown.push_back(&r);
+  if (shown.empty()) {
+    put(out, "<p class=\"note\">No run with timed steps.</p></figure>");
+    return;
+  }
+  const double label_w = 190, right = 20, width = 1240;
+  const double bar_h = std::clamp(1800.0 / static_cast<double>(shown.size()), 3.0, 18.0);
+  const double row_h = bar_h + std::max(2.0, bar_h * 0.45);
+  const double top = 8, axis_h = 40;
+  const double height = top + row_h * static_cast<double>(shown.size()) + axis_h;
+  double max_ms = 0;
+  auto parts = [](const Summary& s) {
+    return std::array<double, 5>{s.data_s * 1e3, s.compute_s * 1e3, s.injected_s * 1e3, s.wait_s * 1e3,
+                                 s.comm_s * 1e3};
+  };
+  for (const HtmlRunData* r : shown) {
+    double total = 0;
+    for (double v : parts(*r->run.summary))
+      if (std::isfinite(v)) total += std::max(0.0, v);
+    max_ms = std::max({max_ms, total, r->run.summary->overlap_s * 1e3});
+  }
+  Range xr;
+  xr.add(0);
+  xr.add(max_ms > 0 ? max_ms : 1);
+  const std::vector<double> ticks = snap_ticks(xr, 8);
+  const double pw = width - label_w - right;
+  auto sx = [&](double ms) { return label_w + ms / xr.hi * pw; };
+  put(out, "<svg viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"time breakdown per run\">", width, height);
+  for (double t : ticks) {
+    put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", sx(t), top, sx(t),
+        height - axis_h);
+    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:g}</text>", sx(t),
+        height - axis_h + 16, t);
+  }
+  put(out, "<text class=\"axis\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">time per step (ms)</text>",
+      label_w + pw / 2, height - 6);
+  for (size_t i = 0; i < shown.size(); ++i) {
+    const RunRecord& run = shown[i]->run.run;
+    const Summary& s = *shown[i]->run.summary;
+    const double y = top + row_h * static_cast<double>(i);
+    if (bar_h >= 9)
+      put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", label_w - 6,
+          y + bar_h * 0.8, html_escape(fmt::format("run {} {} {}w", run.id, run.algorithm, run.workers).substr(0, 28)));
+    const auto values = parts(s);
+    double x_ms = 0;
+    for (size_t k = 0; k < values.size(); ++k) {
+      const double v = std::isfinite(values[k]) ? std::max(0.0, values[k]) : 0.0;
+      if (v <= 0) continue;
+      put(out, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {} {:.4g} ms</title></rect>",
+          sx(x_ms), y, sx(x_ms + v) - sx(x_ms), bar_h * 0.75, segments[k].color, html_escape(run_label(run)),
+          segments[k].label, v);
+      x_ms += v;
+    }
+    const double overlap = std::isfinite(s.overlap_s) ? s.overlap_s * 1e3 : 0.0;
+    if (overlap > 0)
+      put(out, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: overlap {:.4g} ms</title></rect>",
+          sx(0), y + bar_h * 0.78, sx(overlap) - sx(0), std::max(1.0, bar_h * 0.22), overlap_color,
+          html_escape(run_label(run)), overlap);
+  }
+  put(out, "</svg><div class=\"legend\">");
+  for (const Segment& seg : segments) put(out, "<span><i style=\"background:{}\"></i>{}</span>", seg.color, seg.label);
+  put(out, "<span><i style=\"background:{}\"></i>overlap (inside compute)</span></div></figure>", overlap_color);
+}
+
+// ---- scaling -----------------------------------------------------------------------------
+
+// Runs that differ only in workers (and tag / seed / db paths) share a key.
+std::string scaling_key(const RunRecord& r) {
+  nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
+  if (!config.is_object()) config = nlohmann::json::object();
+  for (const char* key : {"workers", "tag", "seed", "db", "save-params", "hostfile", "eval-every", "target"})
+    config.erase(key);
+  config["__workload"] = r.workload;
+  config["__algorithm"] = r.algorithm;
+  config["__dataset"] = r.dataset;
+  config["__batch"] = r.batch;
+  config["__period"] = r.period;
+  config["__cpu"] = r.cpu_model;
+  return config.dump();
+}
+
+void scaling_section(Buffer& out, const std::vector<HtmlRunData>& runs, const HtmlReportOptions& options) {
+  std::map<std::string, std::map<int, std::vector<double>>> groups;  // key -> workers -> throughputs
+  std::map<std::string, const RunRecord*> first_run;
+  for (const HtmlRunData& r : runs) {
+    if (!r.run.summary || r.run.run.status != "completed") continue;
+    const double t = r.run.summary->throughput_samples_per_s;
+    if (!(t > 0)) continue;
+    const std::string key = scaling_key(r.run.run);
+    groups[key][r.run.run.workers].push_back(t);
+    if (!first_run.count(key)) first_run[key] = &r.run.run;
+  }
+  LineChart throughput{"scaling-throughput", "Throughput against workers (median over repetitions)", "workers",
+                       "throughput (samples/s)", {}, true, true};
+  LineChart efficiency{"scaling-efficiency",
+                       "Scaling efficiency: T(n) / (n T(1)); without a 1-worker run, relative to the fewest workers",
+                       "workers", "efficiency (1 = linear)", {}, true, true};
+  throughput.x_integer = efficiency.x_integer = true;
+  size_t index = 0;
+  for (auto& [key, by_workers] : groups) {
+    if (by_workers.size() < 2) continue;
+    const RunRecord& r = *first_run[key];
+    Series t_series, e_series;
+    t_series.id = e_series.id = fmt::format("g{}", index);
+    t_series.label = e_series.label = fmt::format("{} {} b{}{}", r.workload, r.algorithm, r.batch,
+                                                  r.period > 0 && r.algorithm != "ssgd" ? fmt::format(" H{}", r.period) : "");
+    t_series.color = e_series.color = color_of(index);
+    const double base_workers = by_workers.begin()->first;
+    double base = 0;
+    for (auto& [workers, values] : by_workers) {
+      std::sort(values.begin(), values.end());
+      const size_t n = values.size();
+      const double median = n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+      if (base == 0) base = median / base_workers;
+      t_series.x.push_back(workers);
+      t_series.y.push_back(median);
+      e_series.x.push_back(workers);
+      e_series.y.push_back(median / (workers * base));
+    }
+    throughput.series.push_back(std::move(t_series));
+    efficiency.series.push_back(std::move(e_series));
+    ++index;
+  }
+  put(out, "<section><h2>Scaling</h2>");
+  if (throughput.series.empty()) {
+    put(out, "<p class=\"note\">No runs that differ only in their number of workers (scaling needs at least two "
+             "worker counts of otherwise identical completed runs).</p></section>");
+    return;
+  }
+  put(out, "<div class=\"grid\">");
+  line_chart(out, std::move(throughput), options);
+  line_chart(out, std::move(efficiency), options);
+  put(out, "</div></section>");
+}
+
+// ---- tables --------------------------------------------------------------------------------
+
+const std::vector<std::string>& run_table_columns() {
+  static const std::vector<std::string> names = {
+      "run_id", "status", "tag", "workload", "dataset", "algorithm", "workers", "batch", "period", "steps",
+      "throughput_samples_per_s", "step_time_s", "compute_s", "comm_s", "wait_s", "overlap_s", "injected_s",
+      "final_test_loss", "final_test_acc", "time_to_target_s", "straggler", "bandwidth", "created_at"};
+  return names;
+}
+
+void run_table(Buffer& out, const std::vector<HtmlRunData>& runs) {
+  std::vector<RunWithSummary> rows;
+  rows.reserve(runs.size());
+  for (const HtmlRunData& r : runs) rows.push_back(r.run);
+  const ReportTable table = report_runs_table(rows);
+  std::vector<size_t> columns;
+  for (const std::string& name : run_table_columns()) {
+    for (size_t i = 0; i < table.columns.size(); ++i)
+      if (table.columns[i].name == name) columns.push_back(i);
+  }
+  put(out, "<section><h2>Runs ({})</h2><div class=\"scroll\"><table class=\"runs\"><thead><tr>", runs.size());
+  for (size_t c : columns) {
+    const ReportColumn& column = table.columns[c];
+    put(out, "<th title=\"{}\">{}</th>", html_escape(column.help), html_escape(column.name));
+  }
+  put(out, "</tr></thead><tbody>");
+  for (size_t r = 0; r < table.rows.size(); ++r) {
+    put(out, "<tr>");
+    for (size_t c : columns) {
+      const bool numeric = table.columns[c].type != ReportType::report_text;
+      if (table.columns[c].name == "run_id") {
+        put(out, "<td class=\"num\"><i class=\"sw\" style=\"background:{}\"></i>{}</td>", color_of(r),
+            value_html(table.rows[r][c]));
+      } else {
+        put(out, "<td{}>{}</td>", numeric ? " class=\"num\"" : "", value_html(table.rows[r][c]));
+      }
+    }
+    put(out, "</tr>");
+  }
+  put(out, "</tbody></table></div><p class=\"note\">Times in seconds, throughput in samples/s, accuracy as a "
+           "fraction (definitions: docs/metrics.md). <code>dsgd-bench report --format csv</code> exports every "
+           "column at full precision.</p></section>");
+}
+
+void context_section(Buffer& out, const HtmlReportInput& input) {
+  const ReportContext& c = input.context;
+  put(out, "<section><h2>Context</h2><table class=\"kv\">");
+  auto kv = [&](const char* key, const std::string& value) {
+    put(out, "<tr><th>{}</th><td>{}</td></tr>", key, html_escape(value));
+  };
+  kv("generated", c.generated_at);
+  kv("by", fmt::format("dsgd-bench {} (commit {}, {} build) on {}", c.tool_version, c.git_commit, c.build_type, c.host));
+  kv("database", fmt::format("{} (schema v{})", c.db_path, c.db_schema_version));
+  kv("selection", c.selection);
+  kv("report schema", fmt::format("v{}", c.schema_version));
+  put(out, "</table>");
+  if (!c.warnings.empty()) {
+    put(out, "<ul class=\"warn\">");
+    for (const std::string& w : c.warnings) put(out, "<li>warning: {}</li>", html_escape(w));
+    put(out, "</ul>");
+  }
+  // Where the runs were measured: one line per distinct machine and build.
+  std::map<std::vector<std::string>, std::vector<int64_t>> machines;
+  for (const HtmlRunData& r : input.runs) {
+    const RunRecord& run = r.run.run;
+    machines[{run.host, run.cpu_model, run.mpi_version, run.tool_version, run.git_commit, run.build_type}].push_back(
+        run.id);
+  }
+  put(out, "<h3>Machines and builds</h3><div class=\"scroll\"><table><thead><tr><th>host</th><th>CPU</th><th>MPI</th>"
+           "<th>version</th><th>commit</th><th>build</th><th>runs</th></tr></thead><tbody>");
+  for (const auto& [key, ids] : machines) {
+    put(out, "<tr>");
+    for (const std::string& v : key) put(out, "<td>{}</td>", html_escape(v));
+    std::string list;
+    for (size_t i = 0; i < ids.size() && i < 20; ++i) list += (i ? ", " : "") + std::to_string(ids[i]);
+    if (ids.size() > 20) list += fmt::format(" (+{} more)", ids.size() - 20);
+    put(out, "<td>{}</td></tr>", list);
+  }
+  put(out, "</tbody></table></div></section>");
+}
+
+bool is_numeric(const ReportValue& v) {
+  return std::holds_alternative<double>(v) || std::holds_alternative<int64_t>(v);
+}
+
+double as_double(const ReportValue& v) {
+  if (const double* d = std::get_if<double>(&v)) return *d;
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
+void validations_section(Buffer& out, const HtmlGenericTable& table, const HtmlReportOptions& options) {
+  if (table.rows.empty()) return;
+  put(out, "<section><h2>Validations: predicted vs measured</h2>");
+  // Scatter of each (predicted_X, measured_X) column pair (or predicted / measured).
+  std::vector<std::pair<size_t, size_t>> pairs;
+  for (size_t p = 0; p < table.columns.size(); ++p) {
+    const std::string& name = table.columns[p];
+    if (name.rfind("predicted", 0) != 0) continue;
+    const std::string measured = "measured" + name.substr(9);
+    for (size_t m = 0; m < table.columns.size(); ++m)
+      if (table.columns[m] == measured) pairs.emplace_back(p, m);
+  }
+  if (!pairs.empty()) put(out, "<div class=\"grid\">");
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    const auto [p, m] = pairs[k];
+    LineChart chart{fmt::format("validation-{}", k), fmt::format("{} vs {}", table.columns[m], table.columns[p]),
+                    table.columns[p], table.columns[m], {}, false, true, true};
+    Series s;
+    s.id = "v";
+    s.label = "validation rows";
+    s.color = color_of(k);
+    for (const auto& row : table.rows) {
+      if (!is_numeric(row[p]) || !is_numeric(row[m])) continue;
+      s.x.push_back(as_double(row[p]));
+      s.y.push_back(as_double(row[m]));
+    }
+    // Sorted by x for the downsampler; the scatter draws no line.
+    std::vector<size_t> order(s.x.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return s.x[a] < s.x[b]; });
+    Series sorted = s;
+    for (size_t i = 0; i < order.size(); ++i) {
+      sorted.x[i] = s.x[order[i]];
+      sorted.y[i] = s.y[order[i]];
+    }
+    chart.series.push_back(std::move(sorted));
+    line_chart(out, std::move(chart), options);
+  }
+  if (!pairs.empty()) put(out, "</div>");
+  put(out, "<div class=\"scroll\"><table><thead><tr>");
+  for (const std::string& c : table.columns) put(out, "<th>{}</th>", html_escape(c));
+  put(out, "</tr></thead><tbody>");
+  for (const auto& row : table.rows) {
+    put(out, "<tr>");
+    for (const ReportValue& v : row) put(out, "<td{}>{}</td>", is_numeric(v) ? " class=\"num\"" : "", value_html(v));
+    put(out, "</tr>");
+  }
+  put(out, "</tbody></table></div></section>");
+}
+
+constexpr const char* style = R"css(
+:root{--bg:#ffffff;--fg:#1d2330;--muted:#5b6475;--grid:#e3e6ec;--frame:#9aa3b2;--head:#f3f5f8;--warn:#9a4d00;color-scheme:light dark}
+@media (prefers-color-scheme: dark){:root{--bg:#14171c;--fg:#e6e9ef;--muted:#a3acbb;--grid:#2b313b;--frame:#5b6475;--head:#1d2229;--warn:#ffb366}}
+*{box-sizing:border-box}
+body{margin:0 auto;max-width:1280px;padding:16px 20px;background:var(--bg);color:var(--fg);font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif}
+h1{font-size:22px;margin:4px 0 2px}h2{font-size:18px;margin:26px 0 8px;border-bottom:1px solid var(--grid);padding-bottom:4px}h3{font-size:15px}
+.note{color:var(--muted);font-size:13px}.warn{color:var(--warn)}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(560px,1fr));gap:14px}
+figure{margin:0}figure.chart:not(.wide){max-width:720px}figcaption{font-weight:600;margin:4px 0}
+svg{width:100%;height:auto;display:block}
+svg text{fill:var(--fg);font-size:12px}svg .tick{fill:var(--muted);font-size:11px}
+svg .grid{stroke:var(--grid);stroke-width:1}svg .frame{fill:none;stroke:var(--frame)}
+svg .ln{fill:none;stroke-width:1.6;stroke-linejoin:round}svg .ln:hover{stroke-width:3.5}
+svg .diag{stroke:var(--frame);stroke-dasharray:4 4}
+svg .off,.legend .off{opacity:.15}
+.legend{display:flex;flex-wrap:wrap;gap:4px 12px;font-size:12px;color:var(--muted);margin-top:4px}
+.legend span{cursor:pointer;user-select:none}.legend span.more{cursor:default}
+.legend i,.sw{display:inline-block;width:11px;height:11px;border-radius:2px;margin-right:4px;vertical-align:-1px}
+.scroll{overflow-x:auto;max-height:640px;overflow-y:auto}
+table{border-collapse:collapse;font-size:12.5px}
+th,td{padding:3px 8px;border-bottom:1px solid var(--grid);text-align:left;white-space:nowrap}
+thead th{position:sticky;top:0;background:var(--head)}
+td.num{text-align:right;font-variant-numeric:tabular-nums}
+table.kv th{background:none;color:var(--muted);font-weight:500}
+code{font-size:12px}
+)css";
+
+constexpr const char* error_trap =
+    "<script>window.addEventListener('error',function(e){var b=document.body||document.documentElement;"
+    "b.setAttribute('data-errors',(b.getAttribute('data-errors')||'')+String(e.message)+';');});</script>";
+
+constexpr const char* script = R"js(<script>
+(function(){
+  document.querySelectorAll('.legend[data-chart] .lg').forEach(function(item){
+    item.addEventListener('click',function(){
+      var chart=document.getElementById(item.parentNode.getAttribute('data-chart'));
+      var off=item.classList.toggle('off');
+      chart.querySelectorAll('svg [data-s]').forEach(function(el){
+        if(el.getAttribute('data-s')===item.getAttribute('data-s'))el.classList.toggle('off',off);
+      });
+    });
+  });
+  document.body.setAttribute('data-ready','1');
+})();
+</script>)js";
+
+}  // namespace
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+std::vector<double> html_axis_ticks(double lo, double hi, int count) {
+  std::vector<double> ticks;
+  if (!(hi > lo) || !std::isfinite(lo) || !std::isfinite(hi) || count < 1) return ticks;
+  const double raw = (hi - lo) / count;
+  const double magnitude = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = magnitude;
+  for (double m : {1.0, 2.0, 5.0, 10.0}) {
+    step = m * magnitude;
+    if (step >= raw) break;
+  }
+  const double first = std::ceil(lo / step - 1e-9) * step;
+  for (double t = first; t <= hi + step * 1e-9; t += step) {
+    ticks.push_back(std::fabs(t) < step * 1e-9 ? 0.0 : t);
+    if (ticks.size() > 100) break;
+  }
+  return ticks;
+}
+
+HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSummary>& runs,
+                                 const ReportContext& context) {
+  HtmlReportInput input;
+  input.context = context;
+  sqlite3* db = store.handle();
+  const bool have_steps = store.user_version() >= 1;
+  for (const RunWithSummary& r : runs) {
+    HtmlRunData data;
+    data.run = r;
+    data.evals = store.evals_get(r.run.id);
+    if (have_steps) {
+      SqlStatement stmt(db, "SELECT step, avg(train_loss) FROM steps WHERE run_id = ? GROUP BY step ORDER BY step");
+      stmt.bind(1, r.run.id);
+      while (stmt.step()) {
+        data.loss_steps.push_back(static_cast<double>(stmt.column_int64(0)));
+        data.loss_values.push_back(stmt.column_real(1));
+      }
+    }
+    input.runs.push_back(std::move(data));
+  }
+  // The validations table (written by `dsgd-bench validate`) when it exists and has rows.
+  SqlStatement exists(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'validations'");
+  if (exists.step() && exists.column_int64(0) > 0) {
+    // Generic read: the validations schema belongs to `dsgd-bench validate`.
+    const char* sql = "SELECT * FROM validations LIMIT 5000";
+    sqlite3_stmt* raw = nullptr;
+    int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
+    std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);
+    if (rc != SQLITE_OK) sql_throw(db, rc, sql);
+    const int columns = sqlite3_column_count(raw);
+    for (int c = 0; c < columns; ++c) input.validations.columns.emplace_back(sqlite3_column_name(raw, c));
+    while ((rc = sqlite3_step(raw)) == SQLITE_ROW) {
+      std::vector<ReportValue> row;
+      for (int c = 0; c < columns; ++c) {
+        switch (sqlite3_column_type(raw, c)) {
+          case SQLITE_INTEGER: row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c))); break;
+          case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(raw, c)); break;
+          case SQLITE_NULL: row.emplace_back(); break;
+          default: {
+            const auto* text = sqlite3_column_text(raw, c);
+            row.emplace_back(text ? std::string(reinterpret_cast<const char*>(text)) : std::string());
+          }
+        }
+      }
+      input.validations.rows.push_back(std::move(row));
+    }
+    if (rc != SQLITE_DONE) sql_throw(db, rc, sql);
+  }
+  return input;
+}
+
+void html_report_write(std::ostream& os, const HtmlReportInput& input, const HtmlReportOptions& options) {
+  Buffer out;
+  put(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+           "<meta name=\"color-scheme\" content=\"light dark\"><title>dsgd-bench report</title><style>");
+  put_text(out, style);
+  put(out, "</style>");
+  put_text(out, error_trap);
+  put(out, "</head><body><h1>dsgd-bench report</h1><p class=\"note\">{} run{} &middot; generated {} &middot; {}</p>",
+      input.runs.size(), input.runs.size() == 1 ? "" : "s", html_escape(input.context.generated_at),
+      html_escape(input.context.selection));
+
+  run_table(out, input.runs);
+
+  put(out, "<section><h2>Where the time goes</h2>");
+  breakdown_chart(out, input.runs);
+  put(out, "</section>");
+
+  // Convergence: one line per run, the run's color everywhere.
+  LineChart loss_steps{"loss-steps", "Training loss per step (mean over ranks)", "step", "training loss", {}, false};
+  LineChart test_loss_time{"test-loss-time", "Test loss against training time", "training time (s)", "test loss", {}, false};
+  LineChart test_acc_time{"test-acc-time", "Test accuracy against training time", "training time (s)",
+                          "test accuracy (fraction)", {}, false};
+  LineChart test_loss_steps{"test-loss-steps", "Test loss against steps", "step", "test loss", {}, false};
+  LineChart test_acc_steps{"test-acc-steps", "Test accuracy against steps", "step", "test accuracy (fraction)", {}, false};
+  bool few_evals = true;
+  for (size_t i = 0; i < input.runs.size(); ++i) {
+    const HtmlRunData& r = input.runs[i];
+    Series base;
+    base.id = std::to_string(r.run.run.id);
+    base.label = run_label(r.run.run);
+    base.color = color_of(i);
+    Series s = base;
+    s.x = r.loss_steps;
+    s.y = r.loss_values;
+    loss_steps.series.push_back(std::move(s));
+    Series lt = base, at = base, ls = base, as = base;
+    for (const EvalRow& e : r.evals) {
+      lt.x.push_back(e.time_s);
+      lt.y.push_back(e.test_loss);
+      at.x.push_back(e.time_s);
+      at.y.push_back(e.test_acc);
+      ls.x.push_back(static_cast<double>(e.step));
+      ls.y.push_back(e.test_loss);
+      as.x.push_back(static_cast<double>(e.step));
+      as.y.push_back(e.test_acc);
+    }
+    if (r.evals.size() > 30) few_evals = false;
+    test_loss_time.series.push_back(std::move(lt));
+    test_acc_time.series.push_back(std::move(at));
+    test_loss_steps.series.push_back(std::move(ls));
+    test_acc_steps.series.push_back(std::move(as));
+  }
+  const bool markers = few_evals && input.runs.size() <= 12;
+  for (LineChart* c : {&test_loss_time, &test_acc_time, &test_loss_steps, &test_acc_steps}) c->markers = markers;
+  put(out, "<section><h2>Convergence</h2><div class=\"grid\">");
+  line_chart(out, std::move(test_acc_time), options);
+  line_chart(out, std::move(test_loss_time), options);
+  line_chart(out, std::move(test_acc_steps), options);
+  line_chart(out, std::move(test_loss_steps), options);
+  line_chart(out, std::move(loss_steps), options);
+  put(out, "</div><p class=\"note\">Long curves are reduced to at most {} points per chart, shared among its lines, "
+           "by Largest-Triangle-Three-Buckets (first and last points kept; peaks survive). Training time excludes "
+           "evaluations. Click a legend entry to hide or show its line.</p></section>",
+      options.max_points_per_chart);
+
+  scaling_section(out, input.runs, options);
+  validations_section(out, input.validations, options);
+  context_section(out, input);
+  put_text(out, script);
+  put(out, "</body></html>\n");
+  os.write(out.data(), static_cast<std::streamsize>(out.size()));
+}
+
+}  // namespace dsgd

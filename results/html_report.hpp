@@ -1,0 +1,60 @@
+// The self-contained HTML report: one file, no network (no CDN, no external script,
+// font or image), charts as inline SVG drawn here, and a few lines of inline JavaScript
+// (legend toggles; an error trap the headless-Chromium test reads). Sections: context,
+// run table (the `runs` report rows), time breakdown per run (stacked bars), convergence
+// (training loss per step; test loss and accuracy against training time and steps),
+// scaling (throughput and efficiency against workers, for runs that differ only in
+// workers), validations (predicted vs measured, when the database has a non-empty
+// `validations` table). Light and dark mode follow prefers-color-scheme.
+// Size: every chart draws at most max_points_per_chart points, shared among its lines,
+// each line reduced by LTTB (results/html_downsample.hpp).
+#pragma once
+
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "results/report_rows.hpp"
+#include "results/store.hpp"
+
+namespace dsgd {
+
+struct HtmlRunData {
+  RunWithSummary run;
+  std::vector<EvalRow> evals;
+  // Training loss per step: the mean over ranks of steps.train_loss, in step order.
+  std::vector<double> loss_steps, loss_values;
+};
+
+// A table of the database shown as it is (the validations written by `dsgd-bench validate`).
+struct HtmlGenericTable {
+  std::vector<std::string> columns;
+  std::vector<std::vector<ReportValue>> rows;
+};
+
+struct HtmlReportInput {
+  ReportContext context;
+  std::vector<HtmlRunData> runs;
+  HtmlGenericTable validations;  // empty: the section is left out
+};
+
+struct HtmlReportOptions {
+  size_t max_points_per_chart = 60000;
+  size_t min_points_per_line = 16;
+};
+
+// Reads what the report needs for `runs` from the store: evaluations, the per-step mean
+// training loss, and the validations table when it exists (sqlite_master) and has rows.
+HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSummary>& runs,
+                                 const ReportContext& context);
+
+void html_report_write(std::ostream& out, const HtmlReportInput& input, const HtmlReportOptions& options = {});
+
+// HTML-escapes &, <, >, " and '.
+std::string html_escape(const std::string& text);
+
+// Tick positions for an axis over [lo, hi]: multiples of 1, 2 or 5 x 10^k, about `count`.
+std::vector<double> html_axis_ticks(double lo, double hi, int count);
+
+}  // namespace dsgd

@@ -1,0 +1,343 @@
+// The report row schema (see report_rows.hpp): column tables and row builders.
+#include "results/report_rows.hpp"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "core/run_config.hpp"
+#include "core/system_info.hpp"
+
+namespace dsgd {
+
+namespace {
+
+using T = ReportType;
+
+ReportColumn col(const char* name, const char* unit, ReportType type, const char* help) {
+  return ReportColumn{name, unit, type, help};
+}
+
+const std::vector<ReportColumn>& run_identity_columns() {
+  static const std::vector<ReportColumn> columns = {
+      col("run_id", "", T::report_integer, "run id (dsgd-bench runs)"),
+      col("status", "", T::report_text, "completed | failed | interrupted | running"),
+      col("created_at", "", T::report_text, "start, ISO 8601 UTC"),
+      col("finished_at", "", T::report_text, "end, ISO 8601 UTC; null while running"),
+      col("workload", "", T::report_text, "workload (svm, ...)"),
+      col("dataset", "", T::report_text, "dataset spec"),
+      col("algorithm", "", T::report_text, "SGD variant"),
+      col("backend", "", T::report_text, "execution backend"),
+      col("workers", "", T::report_integer, "number of workers"),
+      col("batch", "samples", T::report_integer, "batch size per worker"),
+      col("period", "steps", T::report_integer, "H, local steps between averages"),
+      col("steps", "steps", T::report_integer, "total steps including warm-up"),
+      col("warmup", "steps", T::report_integer, "untimed warm-up steps"),
+      col("seed", "", T::report_integer, "random seed"),
+      col("tag", "", T::report_text, "free-text tag (suites: suite=NAME,rep=R)"),
+      col("target", "", T::report_text, "time-to-target target, e.g. acc=0.8; null when none"),
+  };
+  return columns;
+}
+
+const std::vector<ReportColumn>& run_context_columns() {
+  static const std::vector<ReportColumn> columns = {
+      col("tool_version", "", T::report_text, "dsgd-bench version that ran it"),
+      col("git_commit", "", T::report_text, "git commit of that build"),
+      col("build_type", "", T::report_text, "CMake build type"),
+      col("host", "", T::report_text, "host name of rank 0"),
+      col("cpu_model", "", T::report_text, "CPU model of rank 0"),
+      col("mpi_version", "", T::report_text, "MPI library version"),
+      col("error", "", T::report_text, "error message of a failed run; null otherwise"),
+  };
+  return columns;
+}
+
+// Configuration keys already covered by identity columns (or meaningless in a report).
+const std::set<std::string>& config_keys_skipped() {
+  static const std::set<std::string> keys = {"workload", "dataset", "algo",   "period", "batch",
+                                             "steps",    "workers", "backend", "seed",  "target",
+                                             "tag",      "warmup",  "db",     "hostfile",
+                                             "save-params"};
+  return keys;
+}
+
+std::string key_to_column(std::string key) {
+  for (char& c : key)
+    if (c == '-') c = '_';
+  return key;
+}
+
+ReportValue text_or_null(const std::string& text) {
+  return text.empty() ? ReportValue{} : ReportValue{text};
+}
+
+ReportValue real(double value) {
+  return std::isfinite(value) ? ReportValue{value} : ReportValue{};
+}
+
+template <typename V>
+ReportValue optional_value(const std::optional<V>& value) {
+  if (!value) return {};
+  if constexpr (std::is_same_v<V, double>) {
+    return real(*value);
+  } else {
+    return ReportValue{static_cast<int64_t>(*value)};
+  }
+}
+
+ReportValue json_to_value(const nlohmann::json* value) {
+  if (!value || value->is_null()) return {};
+  if (value->is_boolean()) return ReportValue{std::string(value->get<bool>() ? "true" : "false")};
+  if (value->is_number_integer() || value->is_number_unsigned()) {
+    if (value->is_number_unsigned() && value->get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))
+      return ReportValue{std::to_string(value->get<uint64_t>())};
+    return ReportValue{value->get<int64_t>()};
+  }
+  if (value->is_number_float()) return real(value->get<double>());
+  if (value->is_string()) return text_or_null(value->get<std::string>());
+  return ReportValue{value->dump()};
+}
+
+}  // namespace
+
+size_t ReportTable::column_index(const std::string& name) const {
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (columns[i].name == name) return i;
+  DSGD_THROW(Error, "", "report table '{}' has no column '{}'", this->name, name);
+}
+
+int report_schema_version() { return 1; }
+
+ReportContext report_context_make(const std::string& db_path, int db_schema_version,
+                                  const std::string& selection) {
+  const SystemInfo sys = system_info_read();
+  ReportContext context;
+  context.schema_version = report_schema_version();
+  context.db_schema_version = db_schema_version;
+  context.tool_version = sys.tool_version;
+  context.git_commit = sys.git_commit;
+  context.build_type = sys.build_type;
+  context.host = sys.host;
+  context.generated_at = system_time_iso8601();
+  context.db_path = db_path;
+  context.selection = selection;
+  return context;
+}
+
+const std::vector<ReportColumn>& report_summary_columns() {
+  static const std::vector<ReportColumn> columns = {
+      col("throughput_samples_per_s", "samples/s", T::report_real,
+          "workers x batch x timed_steps / sum over steps of the slowest rank's step_s"),
+      col("step_time_s", "s", T::report_real, "mean step_s over timed (rank, step) rows"),
+      col("compute_s", "s", T::report_real, "fwd_s + bwd_s + opt_s"),
+      col("fwd_s", "s", T::report_real, "mean forward time per step"),
+      col("bwd_s", "s", T::report_real, "mean backward time per step"),
+      col("opt_s", "s", T::report_real, "mean optimizer time per step"),
+      col("data_s", "s", T::report_real, "mean batch-loading time per step"),
+      col("comm_s", "s", T::report_real, "mean time blocked while data moves, per step"),
+      col("wait_s", "s", T::report_real, "mean time waiting for the last rank, per step"),
+      col("overlap_s", "s", T::report_real, "mean communication in flight during compute, per step"),
+      col("overlap_pct", "%", T::report_real, "100 x overlap_s / (overlap_s + comm_s); null when both are 0"),
+      col("injected_s", "s", T::report_real, "mean injected straggler delay per step"),
+      col("bytes_sent_per_step", "bytes", T::report_real, "mean bytes sent per worker per step"),
+      col("timed_steps", "steps", T::report_integer, "distinct timed steps"),
+      col("final_train_loss", "", T::report_real, "last evaluation's training loss"),
+      col("final_test_loss", "", T::report_real, "last evaluation's test loss"),
+      col("final_test_acc", "1", T::report_real, "last evaluation's test accuracy (fraction)"),
+      col("time_to_target_s", "s", T::report_real, "training time of the first evaluation at the target"),
+      col("steps_to_target", "steps", T::report_integer, "step of that evaluation"),
+  };
+  return columns;
+}
+
+std::vector<std::string> report_config_keys() {
+  std::vector<std::string> keys;
+  for (const RunConfigField& field : run_config_fields())
+    if (!config_keys_skipped().count(field.key)) keys.emplace_back(field.key);
+  return keys;
+}
+
+ReportTable report_runs_table(const std::vector<RunWithSummary>& runs) {
+  ReportTable table;
+  table.name = "runs";
+  table.columns = run_identity_columns();
+  for (const ReportColumn& c : report_summary_columns()) table.columns.push_back(c);
+  const std::vector<std::string> config_keys = report_config_keys();
+  for (const std::string& key : config_keys) {
+    ReportType type = T::report_text;
+    for (const RunConfigField& field : run_config_fields()) {
+      if (key != field.key) continue;
+      std::visit(
+          [&](auto member) {
+            using V = std::decay_t<decltype(RunConfig{}.*member)>;
+            if constexpr (std::is_same_v<V, double>) type = T::report_real;
+            if constexpr (std::is_same_v<V, int64_t> || std::is_same_v<V, uint64_t>) type = T::report_integer;
+          },
+          field.member);
+    }
+    table.columns.push_back(ReportColumn{key_to_column(key), "", type, fmt::format("configuration key '{}'", key)});
+  }
+  for (const ReportColumn& c : run_context_columns()) table.columns.push_back(c);
+
+  for (const RunWithSummary& rs : runs) {
+    const RunRecord& r = rs.run;
+    std::vector<ReportValue> row;
+    row.reserve(table.columns.size());
+    row.emplace_back(r.id);
+    row.emplace_back(r.status);
+    row.push_back(text_or_null(r.created_at));
+    row.push_back(text_or_null(r.finished_at));
+    row.emplace_back(r.workload);
+    row.emplace_back(r.dataset);
+    row.emplace_back(r.algorithm);
+    row.emplace_back(r.backend);
+    row.emplace_back(int64_t{r.workers});
+    row.emplace_back(r.batch);
+    row.emplace_back(r.period);
+    row.emplace_back(r.steps);
+    row.emplace_back(r.warmup);
+    if (r.seed > uint64_t(std::numeric_limits<int64_t>::max())) {
+      row.emplace_back(std::to_string(r.seed));
+    } else {
+      row.emplace_back(static_cast<int64_t>(r.seed));
+    }
+    row.emplace_back(r.tag);
+    row.push_back(text_or_null(r.target));
+    if (rs.summary) {
+      const Summary& s = *rs.summary;
+      row.push_back(real(s.throughput_samples_per_s));
+      row.push_back(real(s.step_time_s));
+      row.push_back(real(s.compute_s));
+      row.push_back(real(s.fwd_s));
+      row.push_back(real(s.bwd_s));
+      row.push_back(real(s.opt_s));
+      row.push_back(real(s.data_s));
+      row.push_back(real(s.comm_s));
+      row.push_back(real(s.wait_s));
+      row.push_back(real(s.overlap_s));
+      const double hidden = s.overlap_s + s.comm_s;
+      row.push_back(hidden > 0 ? real(100.0 * s.overlap_s / hidden) : ReportValue{});
+      row.push_back(real(s.injected_s));
+      row.push_back(real(s.bytes_sent_per_step));
+      row.emplace_back(s.timed_steps);
+      row.push_back(optional_value(s.final_train_loss));
+      row.push_back(optional_value(s.final_test_loss));
+      row.push_back(optional_value(s.final_test_acc));
+      row.push_back(optional_value(s.time_to_target_s));
+      row.push_back(optional_value(s.steps_to_target));
+    } else {
+      row.resize(row.size() + report_summary_columns().size());
+    }
+    const nlohmann::json config =
+        r.config_json.empty() ? nlohmann::json() : nlohmann::json::parse(r.config_json, nullptr, false);
+    for (const std::string& key : config_keys) {
+      const nlohmann::json* value = nullptr;
+      if (config.is_object()) {
+        auto it = config.find(key);
+        if (it != config.end()) value = &*it;
+      }
+      row.push_back(json_to_value(value));
+    }
+    row.emplace_back(r.tool_version);
+    row.emplace_back(r.git_commit);
+    row.emplace_back(r.build_type);
+    row.emplace_back(r.host);
+    row.emplace_back(r.cpu_model);
+    row.emplace_back(r.mpi_version);
+    row.push_back(text_or_null(r.error));
+    table.rows.push_back(std::move(row));
+  }
+  return table;
+}
+
+ReportTable report_steps_table(const std::vector<std::pair<int64_t, std::vector<StepRow>>>& steps) {
+  ReportTable table;
+  table.name = "steps";
+  table.columns = {
+      col("run_id", "", T::report_integer, "run id"),
+      col("rank", "", T::report_integer, "worker rank"),
+      col("step", "steps", T::report_integer, "step index (0-based)"),
+      col("timed", "", T::report_integer, "1 for timed steps, 0 for warm-up"),
+      col("start_s", "s", T::report_real, "step start since the run's time origin (rank 0's clock)"),
+      col("step_s", "s", T::report_real, "wall time of the step on this rank"),
+      col("data_s", "s", T::report_real, "batch loading"),
+      col("fwd_s", "s", T::report_real, "forward pass"),
+      col("bwd_s", "s", T::report_real, "backward pass"),
+      col("opt_s", "s", T::report_real, "optimizer update"),
+      col("comm_s", "s", T::report_real, "blocked while data moves"),
+      col("wait_s", "s", T::report_real, "blocked waiting for the last rank"),
+      col("overlap_s", "s", T::report_real, "communication in flight during compute"),
+      col("injected_s", "s", T::report_real, "injected straggler delay"),
+      col("bytes_sent", "bytes", T::report_real, "bytes this rank sent in the step"),
+      col("train_loss", "", T::report_real, "this rank's minibatch loss"),
+  };
+  size_t total = 0;
+  for (const auto& [id, rows] : steps) total += rows.size();
+  table.rows.reserve(total);
+  for (const auto& [id, rows] : steps) {
+    for (const StepRow& s : rows) {
+      table.rows.push_back({ReportValue{id}, ReportValue{int64_t{s.rank}}, ReportValue{s.step},
+                            ReportValue{int64_t{s.timed ? 1 : 0}}, real(s.start_s), real(s.step_s),
+                            real(s.data_s), real(s.fwd_s), real(s.bwd_s), real(s.opt_s), real(s.comm_s),
+                            real(s.wait_s), real(s.overlap_s), real(s.injected_s), real(s.bytes_sent),
+                            real(s.train_loss)});
+    }
+  }
+  return table;
+}
+
+ReportTable report_evals_table(const std::vector<std::pair<int64_t, std::vector<EvalRow>>>& evals) {
+  ReportTable table;
+  table.name = "evals";
+  table.columns = {
+      col("run_id", "", T::report_integer, "run id"),
+      col("step", "steps", T::report_integer, "steps completed at the evaluation"),
+      col("time_s", "s", T::report_real, "training wall-clock (evaluations excluded)"),
+      col("train_loss", "", T::report_real, "mean minibatch loss since the previous evaluation"),
+      col("test_loss", "", T::report_real, "test loss of the consensus model"),
+      col("test_acc", "1", T::report_real, "test accuracy of the consensus model (fraction)"),
+  };
+  for (const auto& [id, rows] : evals)
+    for (const EvalRow& e : rows)
+      table.rows.push_back({ReportValue{id}, ReportValue{e.step}, real(e.time_s), real(e.train_loss),
+                            real(e.test_loss), real(e.test_acc)});
+  return table;
+}
+
+nlohmann::json report_value_json(const ReportValue& value) {
+  return std::visit(
+      [](const auto& v) -> nlohmann::json {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::monostate>) {
+          return nullptr;
+        } else if constexpr (std::is_same_v<V, double>) {
+          return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+        } else {
+          return v;
+        }
+      },
+      value);
+}
+
+std::string report_value_text(const ReportValue& value) {
+  return std::visit(
+      [](const auto& v) -> std::string {
+        using V = std::decay_t<decltype(v)>;
+        if constexpr (std::is_same_v<V, std::monostate>) {
+          return {};
+        } else if constexpr (std::is_same_v<V, double>) {
+          return std::isfinite(v) ? fmt::format("{}", v) : std::string();
+        } else if constexpr (std::is_same_v<V, int64_t>) {
+          return fmt::format("{}", v);
+        } else {
+          return v;
+        }
+      },
+      value);
+}
+
+}  // namespace dsgd

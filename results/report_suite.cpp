@@ -1,0 +1,191 @@
+// Suite files (see report_suite.hpp).
+#include "results/report_suite.hpp"
+
+#include <cstdlib>
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
+#include "core/errors.hpp"
+#include "core/run_config.hpp"
+
+namespace dsgd {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+nlohmann::json toml_value(const toml::node& node, const std::string& origin, const std::string& key) {
+  if (auto v = node.as_string()) return v->get();
+  // Non-negative integers as unsigned, so they also fit unsigned keys (seed).
+  if (auto v = node.as_integer()) {
+    if (v->get() >= 0) return static_cast<uint64_t>(v->get());
+    return v->get();
+  }
+  if (auto v = node.as_floating_point()) return v->get();
+  if (auto v = node.as_boolean()) return v->get();
+  DSGD_THROW(InputError, "use a string, a number or a boolean", "{}: key '{}' has an unsupported type", origin, key);
+}
+
+nlohmann::json toml_table(const toml::table& table, const std::string& origin) {
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& [k, v] : table) out[std::string(k.str())] = toml_value(v, origin, std::string(k.str()));
+  return out;
+}
+
+std::string normalize(std::string key) {
+  for (char& c : key)
+    if (c == '_') c = '-';
+  return key;
+}
+
+void entry_check(const nlohmann::json& entry, const std::string& origin) {
+  for (const auto& [key, value] : entry.items()) {
+    const std::string k = normalize(key);
+    if (k == "db" || k == "tag")
+      DSGD_THROW(InputError, "remove it: the suite command sets db (--db) and tag (suite=NAME,rep=R)",
+                 "{}: key '{}' may not be set in a suite", origin, key);
+  }
+  RunConfig cfg;
+  run_config_apply_json(cfg, entry, origin);
+  run_config_validate(cfg);
+}
+
+}  // namespace
+
+Suite suite_load(const std::string& path) {
+  Suite suite;
+  suite.path = path;
+  toml::table root;
+  try {
+    root = toml::parse_file(path);
+  } catch (const toml::parse_error& e) {
+    DSGD_THROW(InputError, "fix the TOML syntax", "suite '{}': {} (line {})", path, std::string(e.description()),
+               e.source().begin.line);
+  }
+  suite.name = root["name"].value_or(fs::path(path).stem().string());
+  suite.description = root["description"].value_or(std::string());
+  for (const auto& [k, v] : root) {
+    const std::string key(k.str());
+    if (key != "name" && key != "description" && key != "defaults" && key != "runs" && key != "matrix")
+      DSGD_THROW(InputError, "top-level keys: name, description, [defaults], [[runs]], [[matrix]]",
+                 "suite '{}': unknown top-level key '{}'", path, key);
+  }
+  nlohmann::json defaults = nlohmann::json::object();
+  if (const toml::table* t = root["defaults"].as_table()) defaults = toml_table(*t, path + " [defaults]");
+  suite.defaults = defaults;
+  auto merged = [&](const nlohmann::json& entry) {
+    nlohmann::json out = defaults;
+    for (const auto& [key, value] : entry.items()) {
+      // An entry's key replaces the default however it is spelled (weight_decay / weight-decay).
+      for (auto it = out.begin(); it != out.end();) {
+        if (normalize(it.key()) == normalize(key)) {
+          it = out.erase(it);
+        } else {
+          ++it;
+        }
+      }
+      out[key] = value;
+    }
+    return out;
+  };
+  if (const toml::array* runs = root["runs"].as_array()) {
+    size_t index = 0;
+    for (const toml::node& node : *runs) {
+      ++index;
+      const std::string origin = fmt::format("{} [[runs]] #{}", path, index);
+      const toml::table* t = node.as_table();
+      if (!t) DSGD_THROW(InputError, "write [[runs]] entries as tables", "{}: not a table", origin);
+      nlohmann::json entry = merged(toml_table(*t, origin));
+      entry_check(entry, origin);
+      suite.entries.push_back(std::move(entry));
+    }
+  }
+  if (const toml::array* matrices = root["matrix"].as_array()) {
+    size_t index = 0;
+    for (const toml::node& node : *matrices) {
+      ++index;
+      const std::string origin = fmt::format("{} [[matrix]] #{}", path, index);
+      const toml::table* t = node.as_table();
+      if (!t) DSGD_THROW(InputError, "write [[matrix]] entries as tables", "{}: not a table", origin);
+      // Each key: a list of values (a single value counts as a list of one).
+      std::vector<std::pair<std::string, std::vector<nlohmann::json>>> axes;
+      for (const auto& [k, v] : *t) {
+        const std::string key(k.str());
+        std::vector<nlohmann::json> values;
+        if (const toml::array* list = v.as_array()) {
+          for (const toml::node& item : *list) values.push_back(toml_value(item, origin, key));
+        } else {
+          values.push_back(toml_value(v, origin, key));
+        }
+        if (values.empty()) DSGD_THROW(InputError, "give at least one value", "{}: key '{}' has an empty list", origin, key);
+        axes.emplace_back(key, std::move(values));
+      }
+      // Cartesian product, the last key varying fastest.
+      size_t total = 1;
+      for (const auto& axis : axes) total *= axis.second.size();
+      if (axes.empty()) total = 0;
+      for (size_t combination = 0; combination < total; ++combination) {
+        nlohmann::json entry = nlohmann::json::object();
+        size_t rest = combination;
+        for (size_t a = axes.size(); a-- > 0;) {
+          entry[axes[a].first] = axes[a].second[rest % axes[a].second.size()];
+          rest /= axes[a].second.size();
+        }
+        entry = merged(entry);
+        entry_check(entry, fmt::format("{} ({})", origin, suite_entry_label(entry, defaults)));
+        suite.entries.push_back(std::move(entry));
+      }
+    }
+  }
+  if (suite.entries.empty())
+    DSGD_THROW(InputError, "add [[runs]] or [[matrix]] entries", "suite '{}' has no runs", path);
+  return suite;
+}
+
+std::string suite_find(const std::string& name, const std::string& executable_dir) {
+  if (name.empty()) DSGD_THROW(InputError, "e.g. dsgd-bench suite smoke", "no suite name given");
+  std::error_code ec;
+  const bool is_path = name.find('/') != std::string::npos ||
+                       (name.size() > 5 && name.compare(name.size() - 5, 5, ".toml") == 0);
+  if (is_path) {
+    if (fs::is_regular_file(name, ec)) return name;
+    DSGD_THROW(InputError, "pass an existing suite file", "no suite file '{}'", name);
+  }
+  std::vector<fs::path> dirs;
+  if (const char* env = std::getenv("DSGD_SUITES_DIR"); env && *env) dirs.emplace_back(env);
+  dirs.emplace_back("suites");
+  if (!executable_dir.empty()) {
+    dirs.push_back(fs::path(executable_dir) / "suites");
+    dirs.push_back(fs::path(executable_dir).parent_path() / "suites");
+    dirs.push_back(fs::path(executable_dir).parent_path().parent_path() / "suites");
+  }
+  std::string tried;
+  for (const fs::path& dir : dirs) {
+    const fs::path file = dir / (name + ".toml");
+    if (fs::is_regular_file(file, ec)) return file.string();
+    tried += (tried.empty() ? "" : ", ") + file.string();
+  }
+  DSGD_THROW(InputError, "suites shipped: smoke, standard (suites/*.toml); or pass a file path, or set DSGD_SUITES_DIR",
+             "unknown suite '{}' (looked for {})", name, tried);
+}
+
+std::string suite_tag(const std::string& name, int rep) { return fmt::format("suite={},rep={}", name, rep); }
+
+std::string suite_entry_label(const nlohmann::json& entry, const nlohmann::json& defaults) {
+  auto get = [&](const char* key, const char* fallback) -> std::string {
+    auto it = entry.find(key);
+    if (it == entry.end()) return fallback;
+    return it->is_string() ? it->get<std::string>() : it->dump();
+  };
+  std::string label = fmt::format("{} {}", get("workload", "svm"), get("algo", "ssgd"));
+  for (const auto& [key, value] : entry.items()) {
+    if (key == "workload" || key == "algo") continue;
+    if (defaults.is_object() && defaults.contains(key) && defaults.at(key) == value) continue;
+    label += fmt::format(" {}={}", key, value.is_string() ? value.get<std::string>() : value.dump());
+  }
+  return label;
+}
+
+}  // namespace dsgd
