@@ -53,7 +53,7 @@ const HtmlReportInput& synthetic_input() {
         d.loss_values[k] = 2.0 / (1.0 + 1e-3 * k) + 0.05 * std::sin(0.37 * k + i);
       }
       for (int e = 0; e <= 10; ++e)
-        d.evals.push_back({e * 1000, e * 10.0, 1.0 / (1 + e), 1.1 / (1 + e), 0.5 + 0.03 * e});
+        d.evals.push_back({e * 1000, e * 10.0, 1.0 / (1 + e), 1.1 / (1 + e), 0.5 + 0.03 * e, std::nullopt});
       in.runs.push_back(std::move(d));
     }
     return in;

@@ -620,11 +620,31 @@ HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSu
     }
     input.runs.push_back(std::move(data));
   }
-  // The validations table (written by `dsgd-bench validate`) when it exists and has rows.
-  SqlStatement exists(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'validations'");
-  if (exists.step() && exists.column_int64(0) > 0) {
-    // Generic read: the validations schema belongs to `dsgd-bench validate`.
-    const char* sql = "SELECT * FROM validations LIMIT 5000";
+  // The validations (written by `dsgd-bench validate`, schema v5: validations +
+  // validation_metrics) when the tables exist and have rows: one row per validation with a
+  // predicted_X / measured_X column pair per metric X, which the section draws as scatters.
+  SqlStatement exists(db,
+                      "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name IN ('validations', "
+                      "'validation_metrics')");
+  if (exists.step() && exists.column_int64(0) == 2) {
+    const char* sql =
+        "SELECT v.id AS validation, v.created_at, v.measured_run_id, v.simulated_run_id, "
+        "max(CASE WHEN m.metric = 'step_time_s' THEN m.predicted END) AS predicted_step_time_s, "
+        "max(CASE WHEN m.metric = 'step_time_s' THEN m.measured END) AS measured_step_time_s, "
+        "max(CASE WHEN m.metric = 'step_time_s' THEN m.rel_error END) AS rel_error_step_time_s, "
+        "max(CASE WHEN m.metric = 'compute_s' THEN m.predicted END) AS predicted_compute_s, "
+        "max(CASE WHEN m.metric = 'compute_s' THEN m.measured END) AS measured_compute_s, "
+        "max(CASE WHEN m.metric = 'comm_s' THEN m.predicted END) AS predicted_comm_s, "
+        "max(CASE WHEN m.metric = 'comm_s' THEN m.measured END) AS measured_comm_s, "
+        "max(CASE WHEN m.metric = 'wait_s' THEN m.predicted END) AS predicted_wait_s, "
+        "max(CASE WHEN m.metric = 'wait_s' THEN m.measured END) AS measured_wait_s, "
+        "max(CASE WHEN m.metric = 'throughput_samples_per_s' THEN m.predicted END) AS "
+        "predicted_throughput_samples_per_s, "
+        "max(CASE WHEN m.metric = 'throughput_samples_per_s' THEN m.measured END) AS "
+        "measured_throughput_samples_per_s, "
+        "max(CASE WHEN m.metric = 'throughput_samples_per_s' THEN m.rel_error END) AS rel_error_throughput "
+        "FROM validations v JOIN validation_metrics m ON m.validation_id = v.id GROUP BY v.id ORDER BY v.id "
+        "LIMIT 5000";
     sqlite3_stmt* raw = nullptr;
     int rc = sqlite3_prepare_v2(db, sql, -1, &raw, nullptr);
     std::unique_ptr<sqlite3_stmt, int (*)(sqlite3_stmt*)> stmt(raw, sqlite3_finalize);

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs every Debian package dsgd-bench needs to build, run and test (idempotent).
 # Run as root on Debian 12. Skips apt when everything is already installed.
+#   --bench-extras   also what the side-by-side benchmarks compare against: PyTorch 1.13
+#                    (bench/bench_resnet.py, bench/bench_gpt.py), oneDNN and BLIS
+#                    (bench/bench_resnet_backends.sh). Not needed to build or test.
 set -euo pipefail
 
 packages=(
@@ -14,6 +17,9 @@ packages=(
   jq
   chromium python3
 )
+if [ "${1:-}" = "--bench-extras" ]; then
+  packages+=(python3-torch python3-torchvision libdnnl-dev libblis-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do

@@ -3,7 +3,7 @@
 # error is trapped (data-errors) and nothing is written to the console; a 1280 px wide
 # screenshot is taken (light and dark color schemes) and must be a non-trivial PNG. The
 # runs differ only in workers (scaling section) and the database gets a validations
-# table (validations section), as `dsgd-bench validate` writes one.
+# and validation_metrics rows (validations section), as `dsgd-bench validate` writes them.
 source "$(dirname "$0")/common.bash"
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
@@ -15,10 +15,10 @@ for w in 1 2; do
 done
 "$BIN" report --db t.db --format html -o plain.html || fail "html report failed"
 grep -q 'id="scaling-throughput"' plain.html || fail "no scaling chart for runs differing only in workers"
-grep -q 'Validations' plain.html && fail "validations section without a validations table"
+grep -q "Validations" plain.html && fail "validations section without stored validations"
 
-sqlite3 t.db "create table validations (run_id integer, metric text, predicted_s real, measured_s real);
-              insert into validations values (1, 'step_time', 0.0010, 0.0012), (2, 'step_time', 0.0020, 0.0019);"
+sqlite3 t.db "insert into validations (id, created_at, config_json) values (1, '2026-11-30T00:00:00Z', '{}'), (2, '2026-11-30T00:00:01Z', '{}');
+              insert into validation_metrics values (1, 'step_time_s', 0.0012, 0.0010, 0.1667), (2, 'step_time_s', 0.0019, 0.0020, 0.0526);"
 "$BIN" report --db t.db --format html -o report.html || fail "html report failed"
 grep -q 'Validations: predicted vs measured' report.html || fail "validations section missing"
 size=$(stat -c %s report.html)

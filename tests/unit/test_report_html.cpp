@@ -15,6 +15,8 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "results/html_downsample.hpp"
 #include "results/html_report.hpp"
 #include "results/store.hpp"
@@ -92,7 +94,7 @@ HtmlRunData make_run(int64_t id, int workers, double throughput, size_t steps) {
   }
   for (size_t e = 0; e <= 10; ++e) {
     const double step = static_cast<double>(steps) * static_cast<double>(e) / 10.0;
-    d.evals.push_back({static_cast<int64_t>(step), step * 0.01, 1.0 / (1 + e), 1.1 / (1 + e), 0.5 + 0.03 * static_cast<double>(e)});
+    d.evals.push_back({static_cast<int64_t>(step), step * 0.01, 1.0 / (1 + e), 1.1 / (1 + e), 0.5 + 0.03 * static_cast<double>(e), std::nullopt});
   }
   return d;
 }
@@ -182,22 +184,34 @@ TEST(HtmlReport, LoadsValidationsOnlyWhenTheTableHasRows) {
   }
   sqlite3* raw = nullptr;
   ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(raw, "CREATE TABLE validations (run_id INTEGER, predicted_s REAL, measured_s REAL)", nullptr,
-                         nullptr, nullptr),
-            SQLITE_OK);
+  // Validations as `dsgd-bench validate` stores them (results/validation_store.hpp):
+  // the tables exist from schema v5 on, so an empty pair leaves the section out.
+  sqlite3_close(raw);
   {
     Store store = Store::open_readonly(db);
     EXPECT_TRUE(html_report_load(store, store.runs_list(0), ReportContext{}).validations.rows.empty());
   }
-  ASSERT_EQ(sqlite3_exec(raw, "INSERT INTO validations VALUES (1, 0.5, 0.55)", nullptr, nullptr, nullptr), SQLITE_OK);
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(raw,
+                         "INSERT INTO validations (id, created_at, config_json) VALUES (1, '2026-11-30T00:00:00Z', '{}');"
+                         "INSERT INTO validation_metrics VALUES (1, 'step_time_s', 0.55, 0.5, 0.0909);"
+                         "INSERT INTO validation_metrics VALUES (1, 'comm_s', 0.2, 0.25, 0.25);",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
   sqlite3_close(raw);
   {
     Store store = Store::open_readonly(db);
     const HtmlReportInput input = html_report_load(store, store.runs_list(0), ReportContext{});
     ASSERT_EQ(input.validations.rows.size(), 1u);
-    EXPECT_EQ(input.validations.columns, (std::vector<std::string>{"run_id", "predicted_s", "measured_s"}));
+    const auto& cols = input.validations.columns;
+    const auto at = [&](const char* name) {
+      return static_cast<size_t>(std::find(cols.begin(), cols.end(), name) - cols.begin());
+    };
+    ASSERT_LT(at("predicted_step_time_s"), cols.size());
+    EXPECT_DOUBLE_EQ(std::get<double>(input.validations.rows[0][at("predicted_step_time_s")]), 0.5);
+    EXPECT_DOUBLE_EQ(std::get<double>(input.validations.rows[0][at("measured_step_time_s")]), 0.55);
     const std::string html = render(input);
-    EXPECT_NE(html.find("measured_s vs predicted_s"), std::string::npos);
+    EXPECT_NE(html.find("measured_step_time_s vs predicted_step_time_s"), std::string::npos);
   }
   fs::remove_all(dir);
 }

@@ -168,7 +168,7 @@ TEST(ReportRows, JsonGolden) {
   context.generated_at = "2026-11-30T02:00:00Z";
   context.db_path = "t.db";
   context.selection = "--tag x";
-  std::vector<std::pair<int64_t, std::vector<EvalRow>>> evals = {{7, {{0, 0.0, 1.5, 1.25, 0.1}, {50, 0.75, 0.5, 0.25, 0.8125}}}};
+  std::vector<std::pair<int64_t, std::vector<EvalRow>>> evals = {{7, {{0, 0.0, 1.5, 1.25, 0.1, std::nullopt}, {50, 0.75, 0.5, 0.25, 0.8125, std::nullopt}}}};
   std::ostringstream out;
   report_write_json(out, context, report_evals_table(evals));
   EXPECT_EQ(out.str(),
