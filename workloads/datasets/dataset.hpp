@@ -69,6 +69,9 @@ std::vector<DatasetInfo> dataset_list();
 Dataset dataset_read_idx(const std::string& images_path, const std::string& labels_path);
 Dataset dataset_read_libsvm(const std::string& path, size_t min_features = 0);
 DatasetPair dataset_make_synthetic(const std::string& params, uint64_t seed);
+// A spec parameter's unsigned integer value in [lo, hi] (digits only); otherwise InputError
+// naming the key and the range, with `hint` (synthetic.cpp; shared by the synthetic loaders).
+size_t dataset_parse_count(const std::string& key, const std::string& value, size_t lo, size_t hi, const char* hint);
 DatasetPair dataset_make_synthetic_images(const std::string& params, uint64_t seed);
 DatasetPair dataset_read_cifar10(const std::string& dir);
 

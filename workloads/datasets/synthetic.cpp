@@ -62,21 +62,7 @@ constexpr uint64_t kStreamTrueWeights = 0x5717;
 constexpr uint64_t kStreamRows = 0x5718;
 
 size_t parse_count(const std::string& key, const std::string& value, size_t min_value, size_t max_value) {
-  size_t used = 0;
-  unsigned long long v = 0;
-  bool ok = !value.empty() && value[0] != '-' && value[0] != '+';
-  if (ok) {
-    try {
-      v = std::stoull(value, &used);
-    } catch (const std::exception&) {
-      ok = false;
-    }
-  }
-  if (!ok || used != value.size() || v < min_value || v > max_value) {
-    DSGD_THROW(InputError, kParamsHint, "synthetic: bad value '{}' for parameter {} (expected an integer in [{}, {}])",
-               value, key, min_value, max_value);
-  }
-  return static_cast<size_t>(v);
+  return dataset_parse_count(key, value, min_value, max_value, kParamsHint);
 }
 
 double parse_real(const std::string& key, const std::string& value, double lo, double hi, bool lo_open) {
@@ -395,5 +381,23 @@ void synthetic_validate_params(const std::string& params) {
   (void)synthetic_parse(params);
 }
 }  // namespace detail
+
+size_t dataset_parse_count(const std::string& key, const std::string& value, size_t lo, size_t hi, const char* hint) {
+  size_t used = 0;
+  unsigned long long v = 0;
+  bool ok = !value.empty() && value[0] >= '0' && value[0] <= '9';
+  if (ok) {
+    try {
+      v = std::stoull(value, &used);
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  if (!ok || used != value.size() || v < lo || v > hi) {
+    DSGD_THROW(InputError, hint, "synthetic: bad value '{}' for parameter {} (expected an integer in [{}, {}])", value,
+               key, lo, hi);
+  }
+  return static_cast<size_t>(v);
+}
 
 }  // namespace dsgd

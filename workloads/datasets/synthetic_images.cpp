@@ -39,21 +39,7 @@ struct ImageParams {
 };
 
 size_t parse_positive(const std::string& key, const std::string& value, size_t lo, size_t hi) {
-  size_t used = 0;
-  unsigned long long v = 0;
-  bool ok = !value.empty() && value[0] >= '0' && value[0] <= '9';
-  if (ok) {
-    try {
-      v = std::stoull(value, &used);
-    } catch (const std::exception&) {
-      ok = false;
-    }
-  }
-  if (!ok || used != value.size() || v < lo || v > hi) {
-    DSGD_THROW(InputError, kImagesHint, "synthetic: bad value '{}' for parameter {} (expected an integer in [{}, {}])",
-               value, key, lo, hi);
-  }
-  return static_cast<size_t>(v);
+  return dataset_parse_count(key, value, lo, hi, kImagesHint);
 }
 
 ImageParams images_parse(const std::string& text) {
