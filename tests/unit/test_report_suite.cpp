@@ -56,7 +56,7 @@ TEST(Suite, ShippedSuitesLoad) {
   EXPECT_EQ(workloads, (std::set<std::string>{"svm", "resnet", "transformer"}));
   const Suite standard = suite_load((repo / "suites" / "standard.toml").string());
   EXPECT_EQ(standard.name, "standard");
-  EXPECT_EQ(standard.entries.size(), 2u * 2 * 3 + 2u * 2 * 3 + 2u);
+  EXPECT_EQ(standard.entries.size(), 2u * 2 * 3 + 2u * 2 * 3 + 2u + 6u * 2 + 2u * 2 + 2u * 2);
 }
 
 TEST(Suite, MatrixDefaultsAndOverrides) {
