@@ -21,6 +21,7 @@
 #include "core/system_info.hpp"
 #include "engine/batch_sampler.hpp"
 #include "engine/collective_check.hpp"
+#include "engine/run_record.hpp"
 #include "engine/shared_dataset.hpp"
 #include "engine/shared_topology.hpp"
 
@@ -165,25 +166,9 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
   plan.network = r.network.model;
   plan.net_algo = r.network.algo;
 
-  const SystemInfo sys = system_info_read();
-  RunRecord record;
-  record.status = "running";
-  record.workload = cfg.workload;
-  record.dataset = cfg.dataset;
-  record.algorithm = cfg.algo;
-  record.backend = cfg.backend;
-  record.workers = plan.workers;
-  record.batch = cfg.batch;
-  record.period = cfg.period;
-  record.steps = plan.steps;
-  record.warmup = warmup;
-  record.seed = cfg.seed;
-  record.tag = cfg.tag;
-  record.target = cfg.target;
-  nlohmann::json config = run_config_to_json(cfg);
-  config["steps"] = plan.steps;
-  config["warmup"] = warmup;
-  config["eval-every"] = plan.eval_every;
+  nlohmann::json config;
+  RunRecord record = run_record_from_config(cfg, plan.workers, plan.steps, warmup, plan.eval_every,
+                                            "dsgd-bench sim (virtual clock)", config);
   config["backend-details"] = nlohmann::json::parse(r.details_json);
   const size_t n = static_cast<size_t>(plan.workers);
   const int64_t keep_every =
@@ -191,12 +176,6 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
   config["backend-details"]["stored-steps"] =
       keep_every == 1 ? std::string("all") : fmt::format("one step per block of {} (seeded)", keep_every);
   record.config_json = config.dump();
-  record.tool_version = sys.tool_version;
-  record.git_commit = sys.git_commit;
-  record.host = sys.host;
-  record.cpu_model = sys.cpu_model;
-  record.mpi_version = "dsgd-bench sim (virtual clock)";
-  record.build_type = sys.build_type;
 
   TrainResult result;
   result.steps = plan.steps;

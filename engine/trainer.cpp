@@ -20,6 +20,7 @@
 #include "engine/batch_sampler.hpp"
 #include "engine/clock_sync.hpp"
 #include "engine/collective_check.hpp"
+#include "engine/run_record.hpp"
 #include "engine/shared_dataset.hpp"
 #include "engine/shared_topology.hpp"
 #include "engine/step_recorder.hpp"
@@ -106,25 +107,8 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
 }
 
 RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const Worker& w) {
-  const SystemInfo sys = system_info_read();
-  RunRecord r;
-  r.status = "running";
-  r.workload = cfg.workload;
-  r.dataset = cfg.dataset;
-  r.algorithm = cfg.algo;
-  r.backend = cfg.backend;
-  r.workers = comm.size();
-  r.batch = cfg.batch;
-  r.period = cfg.period;
-  r.steps = w.steps;
-  r.warmup = w.warmup;
-  r.seed = cfg.seed;
-  r.tag = cfg.tag;
-  r.target = cfg.target;
-  nlohmann::json config = run_config_to_json(cfg);
-  config["steps"] = w.steps;
-  config["warmup"] = w.warmup;
-  config["eval-every"] = w.eval_every;
+  nlohmann::json config;
+  RunRecord r = run_record_from_config(cfg, comm.size(), w.steps, w.warmup, w.eval_every, comm.library_version(), config);
   config["model-state-bytes"] = w.algorithm->model_state_bytes(w.params.size(), comm.size());
   if (w.emulation) {
     config["emulated-network"] = network_model_describe(*w.emulated);
@@ -134,12 +118,6 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
   if (const std::string details = comm.backend_details(); !details.empty())
     config["backend-details"] = nlohmann::json::parse(details);
   r.config_json = config.dump();
-  r.tool_version = sys.tool_version;
-  r.git_commit = sys.git_commit;
-  r.host = sys.host;
-  r.cpu_model = sys.cpu_model;
-  r.mpi_version = comm.library_version();
-  r.build_type = sys.build_type;
   return r;
 }
 
