@@ -141,8 +141,10 @@ void set_from_json(RunConfig& cfg, const RunConfigField& field, const nlohmann::
           if (!v.is_number()) wrong("a number");
           cfg.*member = v.get<double>();
         } else if constexpr (std::is_same_v<T, uint64_t>) {
-          if (!v.is_number_unsigned()) wrong("a non-negative integer");
-          cfg.*member = v.get<uint64_t>();
+          // TOML has only signed integers (toml_to_json gives int64): accept those ≥ 0 too.
+          const bool non_negative = v.is_number_unsigned() || (v.is_number_integer() && v.get<int64_t>() >= 0);
+          if (!non_negative) wrong("a non-negative integer");
+          cfg.*member = v.is_number_unsigned() ? v.get<uint64_t>() : static_cast<uint64_t>(v.get<int64_t>());
         } else {
           if (!v.is_number_integer()) wrong("an integer");
           cfg.*member = v.get<int64_t>();

@@ -58,6 +58,11 @@ TEST(RunConfig, LoadsToml) {
   EXPECT_EQ(cfg.period, 16);
   EXPECT_DOUBLE_EQ(cfg.lr, 0.2);
   EXPECT_DOUBLE_EQ(cfg.weight_decay, 0.0);
+  // TOML integers are signed: an unsigned key (seed) takes a non-negative one, refuses a negative one.
+  run_config_load_file(cfg, write_file("seed.toml", "seed = 42\n"));
+  EXPECT_EQ(cfg.seed, 42u);
+  EXPECT_NE(error_of([&] { run_config_load_file(cfg, write_file("neg.toml", "seed = -1\n")); }).find("'seed'"),
+            std::string::npos);
 }
 
 TEST(RunConfig, UnknownKeyNamesFileAndKey) {
