@@ -11,29 +11,8 @@
 
 namespace dsgd {
 
-namespace {
-
-class Cocod final : public Algorithm {
- public:
-  explicit Cocod(int64_t period) : avg_(period, period) {}
-  std::string name() const override { return "cocod"; }
-  void setup(TrainState& s) override { avg_.setup(s); }
-  void on_layer_grad_ready(TrainState& s, size_t) override { avg_.progress(s); }
-  void after_update(TrainState& s) override { avg_.after_update(s); }
-  bool replicas_identical() const override { return false; }
-  double bytes_sent_per_step(double param_bytes, int n) const override {
-    return avg_.bytes_sent_per_step(param_bytes, n);
-  }
-  int max_collectives_per_step() const override { return 2; }
-
- private:
-  DelayedAverage avg_;
-};
-
-}  // namespace
-
 std::unique_ptr<Algorithm> algorithm_create_cocod(const RunConfig& cfg) {
-  return std::make_unique<Cocod>(cfg.period);
+  return std::make_unique<DelayedAveraging>("cocod", cfg.period, cfg.period);
 }
 
 }  // namespace dsgd

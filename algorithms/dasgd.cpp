@@ -10,29 +10,8 @@
 
 namespace dsgd {
 
-namespace {
-
-class Dasgd final : public Algorithm {
- public:
-  Dasgd(int64_t period, int64_t delay) : avg_(period, delay) {}
-  std::string name() const override { return "dasgd"; }
-  void setup(TrainState& s) override { avg_.setup(s); }
-  void on_layer_grad_ready(TrainState& s, size_t) override { avg_.progress(s); }
-  void after_update(TrainState& s) override { avg_.after_update(s); }
-  bool replicas_identical() const override { return false; }
-  double bytes_sent_per_step(double param_bytes, int n) const override {
-    return avg_.bytes_sent_per_step(param_bytes, n);
-  }
-  int max_collectives_per_step() const override { return 2; }
-
- private:
-  DelayedAverage avg_;
-};
-
-}  // namespace
-
 std::unique_ptr<Algorithm> algorithm_create_dasgd(const RunConfig& cfg) {
-  return std::make_unique<Dasgd>(cfg.period, cfg.delay);
+  return std::make_unique<DelayedAveraging>("dasgd", cfg.period, cfg.delay);
 }
 
 }  // namespace dsgd

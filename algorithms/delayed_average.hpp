@@ -13,6 +13,8 @@
 #pragma once
 
 #include <algorithm>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
@@ -58,6 +60,26 @@ class DelayedAverage {
   int64_t apply_step_ = -1;
   std::vector<float> snapshot_, reduced_;
   CollRequest request_;
+};
+
+// The algorithm that is nothing but a DelayedAverage (cocod: delay = period; dasgd: delay
+// given); name is the registry name it reports.
+class DelayedAveraging final : public Algorithm {
+ public:
+  DelayedAveraging(std::string name, int64_t period, int64_t delay) : name_(std::move(name)), avg_(period, delay) {}
+  std::string name() const override { return name_; }
+  void setup(TrainState& s) override { avg_.setup(s); }
+  void on_layer_grad_ready(TrainState& s, size_t) override { avg_.progress(s); }
+  void after_update(TrainState& s) override { avg_.after_update(s); }
+  bool replicas_identical() const override { return false; }
+  double bytes_sent_per_step(double param_bytes, int n) const override {
+    return avg_.bytes_sent_per_step(param_bytes, n);
+  }
+  int max_collectives_per_step() const override { return 2; }
+
+ private:
+  std::string name_;
+  DelayedAverage avg_;
 };
 
 }  // namespace dsgd
