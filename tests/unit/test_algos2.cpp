@@ -8,6 +8,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "null_communicator.hpp"
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
 #include "algorithms/dpsgd.hpp"
@@ -28,35 +29,7 @@ std::vector<float> random_vector(size_t n, uint64_t seed) {
 
 // A backend that implements only the original operations (as a backend written before the
 // sharded and point-to-point operations existed), with a configurable size.
-class MinimalComm final : public Communicator {
- public:
-  explicit MinimalComm(int size = 1) : size_(size) {}
-  int rank() const override { return 0; }
-  int size() const override { return size_; }
-  std::string backend_name() const override { return "minimal"; }
-  std::string library_version() const override { return "test"; }
-  int ranks_on_this_host() const override { return 1; }
-  void untimed_allreduce_sum(double*, size_t) override {}
-  void untimed_allreduce_sum(float*, size_t) override {}
-  void untimed_allreduce_max(double*, size_t) override {}
-  void untimed_gather(const double*, size_t, double*, int) override {}
-  void untimed_broadcast(double*, size_t, int) override {}
-  void untimed_send(const double*, size_t, int) override {}
-  void untimed_recv(double*, size_t, int) override {}
-  void untimed_barrier() override {}
-  [[noreturn]] void abort(int code) override { std::exit(code); }
-
- protected:
-  void do_allreduce_sum(float*, size_t) override {}
-  void do_broadcast(float*, size_t, int) override {}
-  void do_barrier() override {}
-  int do_iallreduce_sum_start(float*, size_t) override { return 0; }
-  bool do_test(int) override { return true; }
-  void do_wait(int) override {}
-
- private:
-  int size_;
-};
+using MinimalComm = dsgd::testing::NullCommunicator;
 
 }  // namespace
 
@@ -131,7 +104,7 @@ TEST(Communicator, BackendsWithoutTheNewOperationsThrowNamingThem) {
     comm.reduce_scatter_sum(x.data(), y.data(), 4);
     FAIL() << "no throw";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("backend minimal does not implement reduce_scatter"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("backend null does not implement reduce_scatter"), std::string::npos)
         << e.what();
   }
   EXPECT_THROW(comm.allgather(x.data(), 4), Error);

@@ -11,6 +11,7 @@
 #include <functional>
 #include <vector>
 
+#include "null_communicator.hpp"
 #include "cluster/communicator.hpp"
 #include "cluster/network_model.hpp"
 #include "core/clock.hpp"
@@ -410,31 +411,7 @@ TEST(NetworkEmulation, HookCallsThroughTheFunctionPointer) {
 namespace {
 
 // A two-rank communicator whose collectives do nothing, to see the hold of the hook.
-class NullPairCommunicator final : public Communicator {
- public:
-  int rank() const override { return 0; }
-  int size() const override { return 2; }
-  std::string backend_name() const override { return "null-pair"; }
-  std::string library_version() const override { return "none"; }
-  int ranks_on_this_host() const override { return 2; }
-  void untimed_allreduce_sum(double*, size_t) override {}
-  void untimed_allreduce_sum(float*, size_t) override {}
-  void untimed_allreduce_max(double*, size_t) override {}
-  void untimed_gather(const double*, size_t, double*, int) override {}
-  void untimed_broadcast(double*, size_t, int) override {}
-  void untimed_send(const double*, size_t, int) override {}
-  void untimed_recv(double*, size_t, int) override {}
-  void untimed_barrier() override {}
-  [[noreturn]] void abort(int code) override { std::exit(code); }
-
- protected:
-  void do_allreduce_sum(float*, size_t) override {}
-  void do_broadcast(float*, size_t, int) override {}
-  void do_barrier() override {}
-  int do_iallreduce_sum_start(float*, size_t) override { return 0; }
-  bool do_test(int) override { return true; }
-  void do_wait(int) override {}
-};
+using NullPairCommunicator = dsgd::testing::NullCommunicator;
 
 }  // namespace
 
@@ -443,7 +420,7 @@ TEST(NetworkEmulation, CommunicatorHoldsCollectives) {
   // takes 2·(5e-3 + 4000/(2·125000)) = 0.042 s; a barrier 5 ms.
   const NetworkModel emulated{LinkModel{5e-3, 125e3}, std::nullopt, 1};
   const NetworkEmulation emu(emulated, std::nullopt, 2, CollAlgo::algo_ring);
-  NullPairCommunicator comm;
+  NullPairCommunicator comm(2, "null-pair");
   comm.set_emulation(emu.hook());
   std::vector<float> data(1000, 1.0f);
   // The least of 3 holds: a busy machine only adds to a hold. The upper bounds catch a
