@@ -11,9 +11,14 @@
 // With η_out = 1 and μ = 0, x_g ← x_g − (x_g − a) = a up to one float32 rounding per round:
 // localsgd with the same inner optimizer (docs/algorithms.md: tolerance).
 // Bytes per step per worker (ring): 2(n−1)/n · |x|·4 / H. Memory: x_g and v (2·|x|).
+// --compress KIND: each worker's pseudo-gradient d_i = x_g − x_i goes through the
+// compressor's aggregation (with its error feedback), Δ = C_avg(d_i), in place of
+// x_g − avg_j x_j; bytes per step are the compressor's per call / H. At identity settings
+// this equals uncompressed DiLoCo to float rounding.
 #include <algorithm>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compress/compressor.hpp"
 
 namespace dsgd {
 
@@ -21,40 +26,53 @@ namespace {
 
 class Diloco final : public Algorithm {
  public:
-  Diloco(int64_t period, double outer_lr, double outer_momentum)
-      : period_(period), outer_lr_(outer_lr), outer_momentum_(outer_momentum) {}
+  Diloco(int64_t period, double outer_lr, double outer_momentum, const std::string& compress, uint64_t seed)
+      : period_(period), outer_lr_(outer_lr), outer_momentum_(outer_momentum), seed_(seed) {
+    if (!compress.empty()) compressor_ = compressor_create(compress);
+  }
   std::string name() const override { return "diloco"; }
   void setup(TrainState& s) override {
     global_.assign(s.params, s.params + s.count);
     outer_ = std::make_unique<SgdOptimizer>(SgdOptions{outer_lr_, outer_momentum_, 0.0, true}, s.count);
     delta_.assign(s.count, 0.0f);
+    if (compressor_) compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
   }
   void after_update(TrainState& s) override {
     if ((s.step + 1) % period_ != 0) return;
-    s.comm.allreduce_average(s.params, s.count);  // a = avg_j x_j
     float* g = global_.data();
     float* d = delta_.data();
-    for (size_t i = 0; i < s.count; ++i) d[i] = g[i] - s.params[i];
+    if (compressor_) {
+      for (size_t i = 0; i < s.count; ++i) d[i] = g[i] - s.params[i];  // d_i = x_g − x_i
+      compressor_->allreduce_average(s.comm, d, s.count, s.step);      // Δ = C_avg(d_i)
+    } else {
+      s.comm.allreduce_average(s.params, s.count);  // a = avg_j x_j
+      for (size_t i = 0; i < s.count; ++i) d[i] = g[i] - s.params[i];
+    }
     outer_->step(g, d);
     std::copy(global_.begin(), global_.end(), s.params);
   }
   bool replicas_identical() const override { return false; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
-    return ring_allreduce_bytes_sent(param_bytes, n) / static_cast<double>(period_);
+    const double per_call =
+        compressor_ ? compressor_->bytes_sent_per_call(static_cast<size_t>(param_bytes / sizeof(float)), n)
+                    : ring_allreduce_bytes_sent(param_bytes, n);
+    return per_call / static_cast<double>(period_);
   }
-  int max_collectives_per_step() const override { return 1; }
+  int max_collectives_per_step() const override { return compressor_ ? compressor_->collectives_per_call() : 1; }
 
  private:
   int64_t period_;
   double outer_lr_, outer_momentum_;
+  uint64_t seed_;
   std::vector<float> global_, delta_;
   std::unique_ptr<SgdOptimizer> outer_;
+  std::unique_ptr<GradientCompressor> compressor_;
 };
 
 }  // namespace
 
 std::unique_ptr<Algorithm> algorithm_create_diloco(const RunConfig& cfg) {
-  return std::make_unique<Diloco>(cfg.period, cfg.outer_lr, cfg.outer_momentum);
+  return std::make_unique<Diloco>(cfg.period, cfg.outer_lr, cfg.outer_momentum, cfg.compress, cfg.seed);
 }
 
 }  // namespace dsgd

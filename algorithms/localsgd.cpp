@@ -6,9 +6,17 @@
 // ssgd. Momentum buffers stay local (not averaged). Bytes per step per worker (ring,
 // R = 2(n−1)/n·|x|·4): R for t < K, R/H after; averaged over the run of T steps:
 //   R·(min(K,T) + ⌊(T − min(K,T))/H⌋) / T.
+// --compress KIND (Qsparse-local-SGD, Basu et al. 2019): the average becomes
+//   d_i = x_i − x̂;  x_i ← x̂ + C_avg(d_i);  x̂ ← x_i
+// with x̂ the last synchronised model (identical on every worker) and C_avg the
+// compressor's aggregation with its error feedback (compress/compressor.hpp), so R is the
+// compressor's bytes per call; t < K compresses the gradient as ssgd does (a second
+// compressor instance, so the two error-feedback memories stay apart). At identity
+// settings this equals plain Local SGD to float rounding (x̂ + avg(x_i − x̂) vs avg(x_i)).
 #include <algorithm>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compress/compressor.hpp"
 
 namespace dsgd {
 
@@ -16,36 +24,77 @@ namespace {
 
 class LocalSgd final : public Algorithm {
  public:
-  LocalSgd(int64_t period, int64_t post_local) : period_(period), post_local_(post_local) {}
+  LocalSgd(int64_t period, int64_t post_local, const std::string& compress, uint64_t seed)
+      : period_(period), post_local_(post_local), seed_(seed) {
+    if (!compress.empty()) {
+      model_compressor_ = compressor_create(compress);
+      if (post_local_ > 0) grad_compressor_ = compressor_create(compress);
+    }
+  }
   std::string name() const override { return "localsgd"; }
-  void setup(TrainState& s) override { total_steps_ = s.total_steps; }
+  void setup(TrainState& s) override {
+    total_steps_ = s.total_steps;
+    if (!model_compressor_) return;
+    model_compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
+    if (grad_compressor_) grad_compressor_->setup(s.comm, s.workload.layers(), s.count, seed_ + 1);
+    anchor_.assign(s.params, s.params + s.count);
+    delta_.assign(s.count, 0.0f);
+  }
   void reduce_gradients(TrainState& s) override {
-    if (s.step < post_local_) s.comm.allreduce_average(s.grads, s.count);
+    if (s.step >= post_local_) return;
+    if (grad_compressor_) {
+      grad_compressor_->allreduce_average(s.comm, s.grads, s.count, s.step);
+    } else {
+      s.comm.allreduce_average(s.grads, s.count);
+    }
   }
   void after_update(TrainState& s) override {
-    if (s.step >= post_local_ && (s.step + 1 - post_local_) % period_ == 0)
+    if (s.step < post_local_) {
+      if (model_compressor_) std::copy(s.params, s.params + s.count, anchor_.begin());  // replicas identical
+      return;
+    }
+    if ((s.step + 1 - post_local_) % period_ != 0) return;
+    if (!model_compressor_) {
       s.comm.allreduce_average(s.params, s.count);
+      return;
+    }
+    float* d = delta_.data();
+    float* a = anchor_.data();
+    for (size_t i = 0; i < s.count; ++i) d[i] = s.params[i] - a[i];
+    model_compressor_->allreduce_average(s.comm, d, s.count, s.step);
+    for (size_t i = 0; i < s.count; ++i) s.params[i] = a[i] + d[i];
+    std::copy(s.params, s.params + s.count, a);
   }
   bool replicas_identical() const override { return period_ == 1; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
-    const double r = ring_allreduce_bytes_sent(param_bytes, n);
+    const double r = model_compressor_
+                         ? model_compressor_->bytes_sent_per_call(static_cast<size_t>(param_bytes / sizeof(float)), n)
+                         : ring_allreduce_bytes_sent(param_bytes, n);
     if (post_local_ == 0 || total_steps_ <= 0) return r / static_cast<double>(period_);
     const int64_t k = std::min(post_local_, total_steps_);
     const int64_t syncs = k + (total_steps_ - k) / period_;
     return r * static_cast<double>(syncs) / static_cast<double>(total_steps_);
   }
-  int max_collectives_per_step() const override { return 1; }
+  int max_collectives_per_step() const override {
+    return model_compressor_ ? model_compressor_->collectives_per_call() : 1;
+  }
+  double model_state_bytes(size_t count, int n) const override {
+    return (model_compressor_ ? 5.0 : 3.0) * sizeof(float) * double(count);  // + anchor and delta
+  }
 
  private:
   int64_t period_;
   int64_t post_local_;
+  uint64_t seed_;
   int64_t total_steps_ = 0;
+  std::unique_ptr<GradientCompressor> model_compressor_, grad_compressor_;
+  std::vector<float> anchor_, delta_;
 };
 
 }  // namespace
 
 std::unique_ptr<Algorithm> algorithm_create_localsgd(const RunConfig& cfg) {
-  return std::make_unique<LocalSgd>(cfg.period, cfg.post_local);
+  return std::make_unique<LocalSgd>(cfg.period, cfg.post_local, cfg.compress, cfg.seed);
 }
 
 }  // namespace dsgd

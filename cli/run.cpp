@@ -43,6 +43,7 @@ RunConfig resolve_config(const RunOptions& o) {
   for (const auto& [field, option] : o.bound) {
     if (option->count() == 0) continue;
     run_config_copy_field(cfg, o.flags, *field);
+    run_config_mark_given(cfg, field->key);
     const std::string key = field->key;
     if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)))
       DSGD_THROW(InputError, fmt::format("pass a positive --{}", key), "--{} must be positive (got {})", key,

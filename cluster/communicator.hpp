@@ -179,6 +179,17 @@ class Communicator {
   void window_put(const float* src, size_t count, int rank, uint64_t version);
   void window_unlock(int rank);
 
+  // Two-level all-reduce on a hier:GxW topology (groups = G > 1, ranks g·W .. g·W+W−1 form
+  // group g): every all-reduce, blocking or not, becomes a reduce-scatter inside the group,
+  // an all-reduce of each shard among the G ranks holding it, and an all-gather inside the
+  // group — the algorithm the network model assumes for groups > 1 (network_model.hpp),
+  // so the fast intra-group links carry most of the bytes. Bytes sent per rank are the
+  // ring's 2(n−1)/n·S. Collective (every rank calls it with the same G); 1: flat (default).
+  // A backend that models its collectives (sim) already costs them so; one that cannot
+  // split (self: one rank) stays flat. hierarchy_groups(): the G in effect (1: flat).
+  void set_hierarchy(int groups) { hier_groups_ = do_set_hierarchy(groups) ? groups : 1; }
+  int hierarchy_groups() const { return hier_groups_; }
+
   // Events are recorded only while a log is attached.
   void attach_log(CollEventLog* log) { log_ = log; }
   // Recorded collectives are held by hook.extra_s(...) seconds; default: nothing added.
@@ -202,6 +213,8 @@ class Communicator {
 
  protected:
   virtual bool models_network() const { return false; }
+  // Returns whether all-reduces now run in `groups` groups.
+  virtual bool do_set_hierarchy(int groups) { return groups <= 1 || models_network(); }
   virtual void do_allreduce_sum(float* data, size_t count) = 0;
   virtual void do_broadcast(float* data, size_t count, int root) = 0;
   virtual void do_barrier() = 0;
@@ -239,6 +252,7 @@ class Communicator {
   CollEventLog* log_ = nullptr;
   EmulationHook emulation_;
   double epoch_arrive_ = 0, epoch_remote_bytes_ = 0, epoch_put_bytes_ = 0;
+  int hier_groups_ = 1;
 };
 
 // The communicator of this process: MPI's world when built with MPI (initialising MPI),

@@ -4,6 +4,7 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -62,7 +63,10 @@ class MpiCommunicator final : public Communicator {
   ~MpiCommunicator() override {
     int finalized = 0;
     MPI_Finalized(&finalized);
-    if (!finalized) MPI_Finalize();
+    if (!finalized) {
+      hier_free();
+      MPI_Finalize();
+    }
   }
 
   int rank() const override { return rank_; }
@@ -102,6 +106,11 @@ class MpiCommunicator final : public Communicator {
 
  protected:
   void do_allreduce_sum(float* data, size_t count) override {
+    if (hier_.groups > 1) {
+      const int slot = hier_start(data, count);
+      do_wait(slot);
+      return;
+    }
     // Large buffers are reduced in chunks below INT_MAX elements.
     while (count > 0) {
       const size_t chunk = count < kMaxChunk ? count : kMaxChunk;
@@ -120,9 +129,11 @@ class MpiCommunicator final : public Communicator {
   }
   void do_barrier() override { DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
   int do_iallreduce_sum_start(float* data, size_t count) override {
+    if (hier_.groups > 1) return hier_start(data, count);
     const int slot = free_slot();
     Slot& sl = slots_[static_cast<size_t>(slot)];
     sl.requests.assign(1, MPI_REQUEST_NULL);
+    sl.hier_phase = 0;
     DSGD_MPI_CHECK(
         MPI_Iallreduce(MPI_IN_PLACE, data, checked_count(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD, &sl.requests[0]));
     sl.used = true;
@@ -130,6 +141,7 @@ class MpiCommunicator final : public Communicator {
   }
   bool do_test(int slot) override {
     Slot& sl = slots_[static_cast<size_t>(slot)];
+    if (sl.hier_phase > 0) return hier_test(slot);
     int done = 0;
     DSGD_MPI_CHECK(MPI_Testall(static_cast<int>(sl.requests.size()), sl.requests.data(), &done, MPI_STATUSES_IGNORE));
     if (done) sl.used = false;
@@ -137,8 +149,33 @@ class MpiCommunicator final : public Communicator {
   }
   void do_wait(int slot) override {
     Slot& sl = slots_[static_cast<size_t>(slot)];
+    if (sl.hier_phase > 0) {
+      // Polls: its next phase may have to wait for an earlier operation's (hier_advance).
+      while (!hier_test(slot)) {
+      }
+      return;
+    }
     DSGD_MPI_CHECK(MPI_Waitall(static_cast<int>(sl.requests.size()), sl.requests.data(), MPI_STATUSES_IGNORE));
     sl.used = false;
+  }
+  bool do_set_hierarchy(int groups) override {
+    if (groups == hier_.groups) return true;
+    hier_free();
+    if (groups <= 1) return true;
+    if (size_ % groups != 0)
+      DSGD_THROW(Error, "use a hier:GxW topology with G·W equal to the number of ranks",
+                 "{} groups do not divide {} ranks", groups, size_);
+    const int width = size_ / groups;
+    // intra: the W ranks of this rank's group; inter: the G ranks at the same index in their groups.
+    DSGD_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank_ / width, rank_, &hier_.intra));
+    DSGD_MPI_CHECK(MPI_Comm_split(MPI_COMM_WORLD, rank_ % width, rank_, &hier_.inter));
+    MPI_Comm_set_errhandler(hier_.intra, MPI_ERRORS_RETURN);
+    MPI_Comm_set_errhandler(hier_.inter, MPI_ERRORS_RETURN);
+    DSGD_MPI_CHECK(MPI_Comm_dup(hier_.intra, &hier_.intra_gather));
+    hier_.groups = groups;
+    hier_.width = width;
+    hier_.index = rank_ % width;
+    return true;
   }
   // Blocks of uneven size (Communicator::shard_begin), so the v-variants with counts
   // computed once per buffer size.
@@ -156,6 +193,7 @@ class MpiCommunicator final : public Communicator {
     const int slot = free_slot();
     Slot& sl = slots_[static_cast<size_t>(slot)];
     sl.requests.assign(n_dests + n_sources, MPI_REQUEST_NULL);
+    sl.hier_phase = 0;
     // Receives first, so that matching sends find them posted.
     for (size_t k = 0; k < n_sources; ++k)
       DSGD_MPI_CHECK(MPI_Irecv(recv + k * recv_count, checked_count(recv_count), MPI_FLOAT, sources[k], kExchangeTag,
@@ -206,10 +244,99 @@ class MpiCommunicator final : public Communicator {
   static constexpr int kHarnessTag = 7001;
   static constexpr int kExchangeTag = 7002;
   // A non-blocking operation in flight: one request (all-reduce) or one per message.
+  // A two-level all-reduce (hier_start) runs three phases on the same slot: hier_phase
+  // 1 = intra-group reduce-scatter into `shard`, 2 = all-reduce of the shard among the
+  // groups, 3 = intra-group all-gather back into data; 0 = not a two-level operation.
   struct Slot {
     std::vector<MPI_Request> requests;
     bool used = false;
+    int hier_phase = 0;
+    bool hier_finished = false;         // phase 3 completed
+    float* data = nullptr;
+    std::vector<float> shard;           // this rank's block of the buffer (grown, never shrunk)
+    std::vector<int> counts, displs;    // the group's blocks of the buffer
   };
+  // The sub-communicators of set_hierarchy. MPI requires the non-blocking collectives on a
+  // communicator to start in the same order on every rank. Phase 1 starts at launch (program
+  // order, the same everywhere); phases 2 and 3 start when the previous phase completes,
+  // which differs between ranks, so (a) op k starts phase p only after op k−1 started it
+  // (hier_advance, launch order kept in hier_queue_) and (b) phase 3 has its own duplicate
+  // of the group communicator, so it never interleaves with later launches' phase 1.
+  struct Hierarchy {
+    int groups = 1, width = 1, index = 0;
+    MPI_Comm intra = MPI_COMM_NULL, intra_gather = MPI_COMM_NULL, inter = MPI_COMM_NULL;
+  };
+  void hier_free() {
+    if (hier_.intra != MPI_COMM_NULL) MPI_Comm_free(&hier_.intra);
+    if (hier_.intra_gather != MPI_COMM_NULL) MPI_Comm_free(&hier_.intra_gather);
+    if (hier_.inter != MPI_COMM_NULL) MPI_Comm_free(&hier_.inter);
+    hier_ = Hierarchy{};
+    hier_queue_.clear();
+  }
+  // Starts phase 1 of a two-level all-reduce of data[0..count) (sum, in place).
+  int hier_start(float* data, size_t count) {
+    checked_count(count);
+    const int slot = free_slot();
+    Slot& sl = slots_[static_cast<size_t>(slot)];
+    const int w = hier_.width;
+    sl.counts.assign(static_cast<size_t>(w), 0);
+    sl.displs.assign(static_cast<size_t>(w), 0);
+    for (int r = 0; r < w; ++r) {
+      const size_t b = shard_begin(count, w, r), e = shard_begin(count, w, r + 1);
+      sl.displs[static_cast<size_t>(r)] = static_cast<int>(b);
+      sl.counts[static_cast<size_t>(r)] = static_cast<int>(e - b);
+    }
+    const size_t mine = static_cast<size_t>(sl.counts[static_cast<size_t>(hier_.index)]);
+    if (sl.shard.size() < mine) sl.shard.resize(mine);
+    sl.data = data;
+    sl.hier_phase = 1;
+    sl.hier_finished = false;
+    sl.requests.assign(1, MPI_REQUEST_NULL);
+    DSGD_MPI_CHECK(MPI_Ireduce_scatter(data, sl.shard.data(), sl.counts.data(), MPI_FLOAT, MPI_SUM, hier_.intra,
+                                       &sl.requests[0]));
+    sl.used = true;
+    hier_queue_.push_back(slot);
+    return slot;
+  }
+  // Drives every two-level operation in launch order: a completed phase starts the next one
+  // once the operation launched before it has started that phase (or finished).
+  void hier_advance() {
+    int before = 4;  // the phase started by the previous operation in the queue (4: none)
+    for (int slot : hier_queue_) {
+      Slot& sl = slots_[static_cast<size_t>(slot)];
+      while (!sl.hier_finished) {
+        int done = 0;
+        DSGD_MPI_CHECK(MPI_Testall(static_cast<int>(sl.requests.size()), sl.requests.data(), &done,
+                                   MPI_STATUSES_IGNORE));
+        if (!done) break;
+        if (sl.hier_phase == 3) {
+          sl.hier_finished = true;
+          break;
+        }
+        if (before <= sl.hier_phase) break;  // the earlier operation has not started the next phase yet
+        const int mine = sl.counts[static_cast<size_t>(hier_.index)];
+        sl.requests.assign(1, MPI_REQUEST_NULL);
+        if (sl.hier_phase == 1) {
+          DSGD_MPI_CHECK(
+              MPI_Iallreduce(MPI_IN_PLACE, sl.shard.data(), mine, MPI_FLOAT, MPI_SUM, hier_.inter, &sl.requests[0]));
+        } else {
+          DSGD_MPI_CHECK(MPI_Iallgatherv(sl.shard.data(), mine, MPI_FLOAT, sl.data, sl.counts.data(),
+                                         sl.displs.data(), MPI_FLOAT, hier_.intra_gather, &sl.requests[0]));
+        }
+        ++sl.hier_phase;
+      }
+      before = sl.hier_finished ? 4 : sl.hier_phase;
+    }
+  }
+  bool hier_test(int slot) {
+    hier_advance();
+    Slot& sl = slots_[static_cast<size_t>(slot)];
+    if (!sl.hier_finished) return false;
+    hier_queue_.erase(std::find(hier_queue_.begin(), hier_queue_.end(), slot));
+    sl.hier_phase = 0;
+    sl.used = false;
+    return true;
+  }
   int free_slot() {
     for (size_t i = 0; i < slots_.size(); ++i)
       if (!slots_[i].used) return static_cast<int>(i);
@@ -234,6 +361,8 @@ class MpiCommunicator final : public Communicator {
     return static_cast<int>(count);
   }
   std::vector<Slot> slots_ = std::vector<Slot>(256);
+  Hierarchy hier_;
+  std::vector<int> hier_queue_;  // slots of the two-level operations in flight, in launch order
   std::vector<int> counts_, displs_;  // per-rank blocks of the last sharded buffer size
   size_t counts_for_ = SIZE_MAX;
   int rank_ = 0;

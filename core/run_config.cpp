@@ -2,6 +2,7 @@
 // checks, and value validation. See run_config.hpp.
 #include "core/run_config.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
@@ -221,6 +222,16 @@ nlohmann::json run_config_to_json(const RunConfig& cfg) {
   return out;
 }
 
+bool RunConfig::given(const char* key) const {
+  return std::find(given_keys.begin(), given_keys.end(), key) != given_keys.end();
+}
+
+void run_config_mark_given(RunConfig& cfg, const std::string& key) {
+  std::string k = key;
+  std::replace(k.begin(), k.end(), '_', '-');
+  if (!cfg.given(k.c_str())) cfg.given_keys.push_back(std::move(k));
+}
+
 void run_config_copy_field(RunConfig& dst, const RunConfig& src, const RunConfigField& field) {
   std::visit([&](auto member) { dst.*member = src.*member; }, field.member);
 }
@@ -228,14 +239,15 @@ void run_config_copy_field(RunConfig& dst, const RunConfig& src, const RunConfig
 namespace {
 
 // Optimizer, schedule and SGD-variant knobs (algorithms/): ranges, and a knob of another
-// algorithm or optimizer (set to other than its default) is an error naming the flag.
+// algorithm or optimizer (given explicitly, or set to other than its default) is an error
+// naming the flag: it would be silently ignored.
 void run_config_validate_variants(const RunConfig& cfg) {
   auto fail = [](const char* flag, const std::string& what, const std::string& hint) {
     DSGD_THROW(InputError, hint, "--{}: {}", flag, what);
   };
   const RunConfig def;
   auto owned = [&](const char* flag, bool changed, bool applies, const char* owner) {
-    if (changed && !applies)
+    if ((changed || cfg.given(flag)) && !applies)
       fail(flag, fmt::format("applies to {} only (got --algo {}, --optimizer {})", owner, cfg.algo, cfg.optimizer),
            fmt::format("drop --{} or use {}", flag, owner));
   };
@@ -268,6 +280,13 @@ void run_config_validate_variants(const RunConfig& cfg) {
   owned("lr-base-batch", cfg.lr_base_batch != def.lr_base_batch, cfg.lr_scaling != "none", "--lr-scaling linear|sqrt");
   if (cfg.lr_base_batch < 1)
     fail("lr-base-batch", fmt::format("must be at least 1 (got {})", cfg.lr_base_batch), "pass e.g. 256");
+  {
+    static const char* const periodic[] = {"localsgd", "diloco", "cocod", "dasgd", "overlap-local", "dreamddp"};
+    const bool uses_period = std::find_if(std::begin(periodic), std::end(periodic),
+                                          [&](const char* a) { return cfg.algo == a; }) != std::end(periodic);
+    owned("period", cfg.period != def.period, uses_period,
+          "--algo localsgd|diloco|cocod|dasgd|overlap-local|dreamddp");
+  }
   owned("post-local", cfg.post_local != def.post_local, cfg.algo == "localsgd", "--algo localsgd");
   if (cfg.post_local < 0) fail("post-local", fmt::format("must be >= 0 (got {})", cfg.post_local), "pass 0 for none");
   owned("outer-lr", cfg.outer_lr != def.outer_lr, cfg.algo == "diloco", "--algo diloco");
@@ -316,7 +335,7 @@ void run_config_validate(const RunConfig& cfg) {
     fail("backend", fmt::format("unknown backend '{}'", cfg.backend), "available: mpi, sim (nccl is planned)");
   if (cfg.steps > 0 && cfg.epochs > 0)
     fail("steps", "and --epochs are both set", "pass only one of --steps and --epochs");
-  if (cfg.overlap && cfg.algo != "ssgd")
+  if ((cfg.overlap || cfg.given("overlap")) && cfg.algo != "ssgd")
     fail("overlap", fmt::format("applies to --algo ssgd only (got {})", cfg.algo), "drop --overlap or use --algo ssgd");
   run_config_validate_variants(cfg);
   if (cfg.db.empty()) fail("db", "is empty", "pass a path such as ./dsgd.db");
@@ -330,31 +349,37 @@ void run_config_validate(const RunConfig& cfg) {
   if (cfg.vocab < 2) fail("vocab", fmt::format("must be at least 2 (got {})", cfg.vocab), "pass e.g. --vocab 256");
   // Knobs of one algorithm given to another are refused (they would be silently ignored).
   const RunConfig defaults;
-  if (cfg.dpsgd_delay != defaults.dpsgd_delay && cfg.algo != "dpsgd")
+  if ((cfg.dpsgd_delay != defaults.dpsgd_delay || cfg.given("dpsgd-delay")) && cfg.algo != "dpsgd")
     fail("dpsgd-delay", fmt::format("applies to --algo dpsgd only (got {})", cfg.algo), "drop --dpsgd-delay");
   if (cfg.dpsgd_delay != 0 && cfg.dpsgd_delay != 1)
     fail("dpsgd-delay", fmt::format("must be 0 or 1 (got {})", cfg.dpsgd_delay), "pass --dpsgd-delay 0 or 1");
-  if (!cfg.compress.empty() && cfg.algo != "ssgd")
-    fail("compress", fmt::format("applies to --algo ssgd only (got {})", cfg.algo),
-         "drop --compress or use --algo ssgd");
+  if ((!cfg.compress.empty() || cfg.given("compress")) && cfg.algo != "ssgd" && cfg.algo != "localsgd" &&
+      cfg.algo != "diloco")
+    fail("compress",
+         fmt::format("applies to --algo ssgd, localsgd and diloco (got {}): the background averages of "
+                     "cocod/dasgd/overlap-local and the gossip/sharded variants are not compressed yet",
+                     cfg.algo),
+         "drop --compress or use --algo ssgd, localsgd or diloco");
   if (!cfg.compress.empty() && cfg.overlap)
     fail("compress", "cannot be combined with --overlap", "drop one of --compress and --overlap");
-  if ((cfg.zero_bits != defaults.zero_bits || cfg.zero_group != defaults.zero_group) && cfg.algo != "zero")
-    fail(cfg.zero_bits != defaults.zero_bits ? "zero-bits" : "zero-group",
+  const bool zero_bits_set = cfg.zero_bits != defaults.zero_bits || cfg.given("zero-bits");
+  if ((zero_bits_set || cfg.zero_group != defaults.zero_group || cfg.given("zero-group")) && cfg.algo != "zero")
+    fail(zero_bits_set ? "zero-bits" : "zero-group",
          fmt::format("applies to --algo zero only (got {})", cfg.algo), "drop the --zero-* flags or use --algo zero");
   if (cfg.zero_bits != 32 && cfg.zero_bits != 4)
     fail("zero-bits", fmt::format("must be 32 or 4 (got {})", cfg.zero_bits), "pass --zero-bits 4 or 32");
   if (cfg.zero_group < 1 || cfg.zero_group > (int64_t(1) << 20))
     fail("zero-group", fmt::format("must be in 1..1048576 (got {})", cfg.zero_group), "pass e.g. --zero-group 128");
-  if (cfg.timing_only && cfg.backend != "sim")
+  if ((cfg.timing_only || cfg.given("timing-only")) && cfg.backend != "sim")
     fail("timing-only", fmt::format("needs --backend sim (got {})", cfg.backend), "add --backend sim");
   if (cfg.timing_only && !cfg.target.empty())
     fail("target", "cannot be reached in a --timing-only run: it computes no accuracy or loss",
          "drop --target, or run with numerics (without --timing-only)");
   if (!(cfg.compute_scale > 0) || !std::isfinite(cfg.compute_scale))
     fail("compute-scale", fmt::format("must be > 0 (got {})", cfg.compute_scale), "pass e.g. --compute-scale 0.1");
-  if (cfg.backend != "sim" && (cfg.compute_scale != 1.0 || cfg.profile_from != 0))
-    fail(cfg.profile_from != 0 ? "profile-from" : "compute-scale", "applies to --backend sim only",
+  const bool profile_set = cfg.profile_from != 0 || cfg.given("profile-from");
+  if (cfg.backend != "sim" && (profile_set || cfg.compute_scale != 1.0 || cfg.given("compute-scale")))
+    fail(profile_set ? "profile-from" : "compute-scale", "applies to --backend sim only",
          "add --backend sim, or drop the flag");
   if (cfg.profile_from < 0)
     fail("profile-from", fmt::format("must be a run id (got {})", cfg.profile_from), "pass an id from dsgd-bench runs");

@@ -80,6 +80,14 @@ struct RunConfig {
   bool timing_only = false;     // sim: advance the clocks only, no numerics
   double compute_scale = 1.0;   // sim: multiplies the compute profile (0.1 = a 10x faster device)
   int64_t profile_from = 0;     // sim: compute profile from this stored run (0: the host's calibration)
+
+  // Not a field of the table: the keys the user typed for this run (command-line flags, a
+  // suite entry), normalised ("weight-decay"). Validation refuses a knob of another algorithm
+  // when it was given, even at its default value. Config files are not marked (a file
+  // exported from a stored run lists every key), so there and in configs built in code a
+  // knob of another algorithm is refused only when it differs from its default.
+  std::vector<std::string> given_keys;
+  bool given(const char* key) const;
 };
 
 // One entry of the field table.
@@ -104,6 +112,9 @@ nlohmann::json run_config_to_json(const RunConfig& cfg);
 // Checks values that do not need files or the network: positive counts, known
 // backend, lr > 0, ... Throws InputError naming the flag.
 void run_config_validate(const RunConfig& cfg);
+
+// Records that `key` was given explicitly (normalised: underscores become dashes).
+void run_config_mark_given(RunConfig& cfg, const std::string& key);
 
 // Copies field `key` from src to dst.
 void run_config_copy_field(RunConfig& dst, const RunConfig& src, const RunConfigField& field);

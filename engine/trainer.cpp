@@ -96,6 +96,8 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.flush_every = std::min<int64_t>(w.eval_every, 1000);
   w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
   w.topology = topology_make_shared(cfg.topology, comm.size(), cfg.seed);
+  // hier:GxW: every recorded all-reduce runs in two levels (Communicator::set_hierarchy).
+  comm.set_hierarchy(w.topology->groups);
   w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
                                         w.topology->groups);
   w.algorithm = algorithm_create(cfg.algo, cfg);
@@ -115,6 +117,9 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
     config["native-calibration-id"] = w.native_calibration_id > 0 ? nlohmann::json(w.native_calibration_id)
                                                                    : nlohmann::json(nullptr);
   }
+  if (comm.hierarchy_groups() > 1)
+    config["allreduce"] = fmt::format("two-level: {} groups of {}", comm.hierarchy_groups(),
+                                      comm.size() / comm.hierarchy_groups());
   if (const std::string details = comm.backend_details(); !details.empty())
     config["backend-details"] = nlohmann::json::parse(details);
   r.config_json = config.dump();
@@ -357,6 +362,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   }
   comm.attach_log(nullptr);
   comm.set_emulation({});
+  comm.set_hierarchy(1);
   if (recorder.events().dropped() > 0)
     DSGD_THROW(Error, "this is a bug: max_collectives_per_step is too small for the algorithm",
                "{} collective events were dropped", recorder.events().dropped());

@@ -49,6 +49,7 @@ void entry_check(const nlohmann::json& entry, const std::string& origin) {
   }
   RunConfig cfg;
   run_config_apply_json(cfg, entry, origin);
+  for (const auto& [key, value] : entry.items()) run_config_mark_given(cfg, key);
   run_config_validate(cfg);
 }
 

@@ -20,6 +20,11 @@ expect_error "--post-local: applies to --algo localsgd" --algo cocod --post-loca
 expect_error "--delay: applies to --algo dasgd" --algo cocod --delay 2
 expect_error "--pull-alpha: applies to --algo overlap-local" --algo dasgd --pull-alpha 0.2
 expect_error "--bucket-mb: applies to --algo ssgd --overlap true" --algo ssgd --bucket-mb 25
+# A knob of another algorithm given at its default value is refused too (it would be ignored).
+expect_error "--period: applies to --algo localsgd" --algo ssgd --period 4
+expect_error "--delay: applies to --algo dasgd" --algo localsgd --delay 0
+expect_error "--dpsgd-delay: applies to --algo dpsgd" --algo ssgd --dpsgd-delay 0
+expect_error "--zero-bits: applies to --algo zero" --algo dpsgd --zero-bits 32
 expect_error "--period: must be at least 1" --algo diloco --period 0
 expect_error "--period: must be at least 1" --algo cocod --period 0
 expect_error "--delay: must be in 0..H" --algo dasgd --period 4 --delay 5
