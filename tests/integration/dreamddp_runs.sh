@@ -6,7 +6,7 @@
 #  - H=4 differs from ssgd and from localsgd H=4 (the partial averaging does something);
 #  - the schedule: --schedule prints it, the run's config JSON stores it, every layer is in
 #    exactly one slot; the SVM (2 layers: weights, bias) with H=4 leaves slots without a
-#    layer of their own (local steps) and bytes per step are the model's all-reduce over H;
+#    layer of their own (local steps);
 #  - a ResNet and a transformer smoke run complete on 2 ranks under an emulated slow link,
 #    with communication in flight during backward (overlap_s > 0);
 #  - bad input: --period 0, --schedule with another algorithm.
