@@ -9,15 +9,28 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "algorithms/optimizer.hpp"
 #include "cluster/communicator.hpp"
+#include "cluster/network_model.hpp"
 #include "core/run_config.hpp"
 #include "workloads/workload.hpp"
 
 namespace dsgd {
+
+// Per-layer costs for an algorithm that plans its communication from them (dreamddp), resolved
+// by the trainer before setup (engine/layer_costs.hpp) and identical on every rank.
+struct LayerCosts {
+  std::vector<double> bwd_s;          // per layer: backward compute seconds of one step
+  double fwd_s = 0;                   // forward seconds of one step (for printing predictions)
+  std::string compute_source;         // where bwd_s came from (calibration, run, estimate)
+  std::optional<NetworkModel> network;  // the link all-reduces run on; empty: free (0 s)
+  CollAlgo algo = CollAlgo::algo_auto;  // the all-reduce algorithm to cost them with
+  std::string network_source;
+};
 
 // What an algorithm acts on; owned by the trainer.
 struct TrainState {
@@ -31,6 +44,7 @@ struct TrainState {
   int64_t total_steps = 0;  // steps of the run (an algorithm must not leave requests in flight after the last)
   double step_start = 0;    // comm.now() at the current step's start (0 when timers are off)
   double lr = 0;            // this step's learning rate (schedule applied), for algorithms that own the optimizer
+  const LayerCosts* layer_costs = nullptr;  // set for algorithms with wants_layer_costs()
 };
 
 class Algorithm {
@@ -62,6 +76,11 @@ class Algorithm {
   virtual double bytes_sent_per_step(double param_bytes, int n) const = 0;
   // Upper bound on recorded collectives in one step (sizes the event log).
   virtual int max_collectives_per_step() const = 0;
+  // True when setup needs TrainState::layer_costs (the trainer resolves them only then).
+  virtual bool wants_layer_costs() const { return false; }
+  // What the algorithm decided in setup (a JSON object's text; empty: nothing), stored as
+  // "algorithm-details" in the run's config JSON.
+  virtual std::string details_json() const { return {}; }
 };
 
 struct AlgorithmInfo {

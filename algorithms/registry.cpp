@@ -16,6 +16,7 @@ std::unique_ptr<Algorithm> algorithm_create_overlap_local(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_dpsgd(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_zero(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_adpsgd(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_dreamddp(const RunConfig& cfg);
 
 namespace {
 
@@ -51,6 +52,10 @@ const std::vector<AlgorithmEntry>& registry() {
       {{"adpsgd", "AD-PSGD: asynchronous; active (even) ranks average atomically with a random passive neighbour",
         "--topology"},
        algorithm_create_adpsgd},
+      {{"dreamddp", "DreamDDP: partial local SGD, each layer averaged once per H steps at its scheduled slot, "
+                    "overlapped with backward",
+        "--period H, --schedule"},
+       algorithm_create_dreamddp},
   };
   return entries;
 }

@@ -95,6 +95,8 @@ const std::vector<RunConfigField>& run_config_fields() {
        &C::compute_scale},
       {"profile-from", "sim: take the compute profile from this stored run id (0: this host's latest calibration)",
        &C::profile_from},
+      {"schedule", "dreamddp: print the layer->slot schedule (slot, layers, predicted comm/hidden/exposed time)",
+       &C::schedule},
   };
   return fields;
 }
@@ -383,6 +385,9 @@ void run_config_validate(const RunConfig& cfg) {
          "add --backend sim, or drop the flag");
   if (cfg.profile_from < 0)
     fail("profile-from", fmt::format("must be a run id (got {})", cfg.profile_from), "pass an id from dsgd-bench runs");
+  if ((cfg.schedule || cfg.given("schedule")) && cfg.algo != "dreamddp")
+    fail("schedule", fmt::format("applies to --algo dreamddp only (got {})", cfg.algo),
+         "drop --schedule or use --algo dreamddp");
 }
 
 }  // namespace dsgd

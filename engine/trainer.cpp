@@ -20,6 +20,7 @@
 #include "engine/batch_sampler.hpp"
 #include "engine/clock_sync.hpp"
 #include "engine/collective_check.hpp"
+#include "engine/layer_costs.hpp"
 #include "engine/run_record.hpp"
 #include "engine/shared_dataset.hpp"
 #include "engine/shared_topology.hpp"
@@ -122,6 +123,8 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
                                       comm.size() / comm.hierarchy_groups());
   if (const std::string details = comm.backend_details(); !details.empty())
     config["backend-details"] = nlohmann::json::parse(details);
+  if (const std::string details = w.algorithm->details_json(); !details.empty())
+    config["algorithm-details"] = nlohmann::json::parse(details);
   r.config_json = config.dump();
   return r;
 }
@@ -182,6 +185,11 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   g_past_setup = true;
 
   TrainState state{comm, *w.workload, *w.optimizer, w.params.data(), w.grads.data(), w.params.size(), 0, w.steps};
+  LayerCosts layer_costs;  // per-layer compute and network costs, for algorithms that plan from them
+  if (w.algorithm->wants_layer_costs()) {
+    layer_costs = layer_costs_resolve(cfg, comm, store, *w.workload, w.emulated, w.topology->groups);
+    state.layer_costs = &layer_costs;
+  }
   w.algorithm->setup(state);
   HookContext hook_ctx{w.algorithm.get(), &state};
   const LayerHook hook{hook_trampoline, &hook_ctx};

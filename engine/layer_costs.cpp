@@ -1,0 +1,149 @@
+// See layer_costs.hpp.
+#include "engine/layer_costs.hpp"
+
+#include <cblas.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "core/clock.hpp"
+#include "core/errors.hpp"
+#include "core/system_info.hpp"
+#include "engine/sim_run.hpp"
+
+namespace dsgd {
+
+namespace {
+
+enum NetKind : int { net_free = 0, net_emulated = 1, net_calibrated = 2, net_probe = 3 };
+
+// Single-precision GEMM rate of this host in FLOP/s (a 256³ product, best of 5 after one warm-up).
+double sgemm_rate() {
+  const int n = 256;
+  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n, 0.0f);
+  double best = 0;
+  for (int rep = 0; rep < 6; ++rep) {
+    const double t0 = clock_now_s();
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
+    const double dt = clock_now_s() - t0;
+    if (rep > 0 && dt > 0) best = std::max(best, 2.0 * n * n * n / dt);
+  }
+  return best > 0 ? best : 1e9;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds of an untimed all-reduce of `count` floats: median of 5 after a warm-up, slowest rank.
+double probe_allreduce(Communicator& comm, size_t count) {
+  std::vector<float> buf(count, 1.0f);
+  std::vector<double> t;
+  for (int rep = 0; rep < 6; ++rep) {
+    comm.untimed_barrier();
+    const double t0 = clock_now_s();
+    comm.untimed_allreduce_sum(buf.data(), count);
+    if (rep > 0) t.push_back(clock_now_s() - t0);
+  }
+  double m = median(t);
+  comm.untimed_allreduce_max(&m, 1);
+  return m;
+}
+
+}  // namespace
+
+LayerCosts layer_costs_resolve(const RunConfig& cfg, Communicator& comm, const Store* store, const Workload& workload,
+                               const std::optional<NetworkModel>& emulated, int groups) {
+  const auto& layers = workload.layers();
+  const size_t nl = layers.size();
+  const int n = comm.size();
+  LayerCosts costs;
+  // Broadcast layout: [net kind, calibration id, alpha, bus bandwidth, fwd, bwd_0 .. bwd_{L−1}].
+  std::vector<double> msg(5 + nl, 0.0);
+  if (comm.rank() == 0) {
+    try {
+      const SimProfile p = sim_profile_resolve(cfg, store, system_info_read().host, layers);
+      msg[4] = p.cost.fwd_s * cfg.compute_scale;
+      for (size_t l = 0; l < nl; ++l) msg[5 + l] = p.cost.bwd_layer_s[l] * cfg.compute_scale;
+      costs.compute_source = fmt::format("profile from {}{}", p.source,
+                                         cfg.compute_scale != 1.0 ? fmt::format(" x {}", cfg.compute_scale) : "");
+    } catch (const InputError& e) {
+      const double rate = sgemm_rate();
+      const double flops = workload.flops_per_sample() * static_cast<double>(cfg.batch);
+      double total = 0;
+      for (const LayerView& v : layers) total += static_cast<double>(v.count);
+      msg[4] = flops / 3.0 / rate;
+      for (size_t l = 0; l < nl; ++l)
+        msg[5 + l] = total > 0 ? 2.0 * flops / 3.0 / rate * static_cast<double>(layers[l].count) / total : 0.0;
+      costs.compute_source = fmt::format(
+          "ESTIMATE (no compute profile: {}): {:.3g} FLOP/sample x batch {} at {:.1f} GFLOP/s (sgemm measured now), "
+          "2/3 backward, split over layers by parameter count; run `dsgd-bench calibrate` for measured times",
+          e.what(), workload.flops_per_sample(), cfg.batch, rate / 1e9);
+    }
+    if (n <= 1) {
+      msg[0] = net_free;
+    } else if (emulated) {
+      msg[0] = net_emulated;
+    } else {
+      msg[0] = cfg.backend == "sim" ? net_free : net_probe;
+      if (store) {
+        if (auto id = store->calibration_latest(system_info_read().host)) {
+          for (const FitRow& fit : store->fits_get(*id)) {
+            if (fit.op == "allreduce" && fit.bandwidth_bytes_per_s > 0) {
+              msg[0] = net_calibrated;
+              msg[1] = static_cast<double>(*id);
+              msg[2] = fit.alpha_s;
+              msg[3] = fit.bandwidth_bytes_per_s;
+            }
+          }
+        }
+      }
+    }
+  }
+  comm.untimed_broadcast(msg.data(), msg.size(), 0);
+  costs.fwd_s = msg[4];
+  costs.bwd_s.assign(msg.begin() + 5, msg.end());
+  switch (static_cast<int>(msg[0])) {
+    case net_emulated:
+      costs.network = *emulated;
+      costs.algo = groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
+      costs.network_source = fmt::format("emulated: {} ({} all-reduce)", network_model_describe(*emulated),
+                                         network_algo_name(costs.algo));
+      break;
+    case net_calibrated:
+      costs.network = NetworkModel{network_link_from_allreduce_fit(msg[2], msg[3], n), std::nullopt, 1};
+      costs.algo = CollAlgo::algo_ring;
+      costs.network_source =
+          fmt::format("native fabric: calibration {} all-reduce fit (alpha {:.3g} s, bus {:.3g} GB/s; ring)",
+                      static_cast<int64_t>(msg[1]), msg[2], msg[3] / 1e9);
+      break;
+    case net_probe: {
+      size_t largest = 1;
+      for (const LayerView& v : layers) largest = std::max(largest, v.count);
+      const double t0 = probe_allreduce(comm, 1);
+      const double t1 = probe_allreduce(comm, largest);
+      const double s0 = sizeof(float), s1 = double(largest) * sizeof(float);
+      const double factor = 2.0 * (n - 1) / n;
+      const double bus = t1 > t0 && s1 > s0 ? factor * (s1 - s0) / (t1 - t0) : INFINITY;
+      const double alpha = std::max(0.0, t0 - (std::isfinite(bus) ? factor * s0 / bus : 0.0));
+      costs.network = NetworkModel{network_link_from_allreduce_fit(alpha, bus, n), std::nullopt, 1};
+      costs.algo = CollAlgo::algo_ring;
+      costs.network_source = fmt::format(
+          "native fabric, no calibration: all-reduce probed now (1 and {} floats: alpha {:.3g} s, bus {:.3g} GB/s; "
+          "ring); run `dsgd-bench calibrate` for a measured fit",
+          largest, alpha, bus / 1e9);
+      break;
+    }
+    default:
+      costs.network_source = n <= 1 ? "one worker: no communication"
+                                    : "free: sim backend without calibration or emulation (ideal network)";
+      break;
+  }
+  return costs;
+}
+
+}  // namespace dsgd
