@@ -1,7 +1,7 @@
 // The `resnet` workload (see resnet.hpp): graph construction, batch assembly (normalisation
 // and augmentation), and the forward / backward / evaluate passes over workloads/layers/.
-// Limits: the non-GEMM kernels (im2col, BatchNorm, ReLU) are single-threaded; only the
-// SGEMMs and oneDNN's convolutions use the --threads threads. forward/backward/load_batch
+// BatchNorm, ReLU and the residual join run on the --threads threads too (layers/
+// layer_threads.hpp); im2col/col2im and the loss are single-threaded. forward/backward/load_batch
 // never allocate at the reserved batch size (another batch size makes its oneDNN primitives
 // once, on first use).
 #include "workloads/resnet.hpp"
@@ -290,12 +290,11 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       if (train) {
         batchnorm_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, out,
                                 batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
-                                running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out);
+                                running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out, u.relu);
       } else {
         batchnorm_forward_eval(bs, bn_, z, params + u.gamma_off, params + u.beta_off, running_.data() + u.stat_off,
-                               running_.data() + u.stat_off + s.c_out, out);
+                               running_.data() + u.stat_off + s.c_out, out, u.relu);
       }
-      if (u.relu) relu_forward(out, out, bs.c * bs.m);
     } else {
       const Block& b = blocks_[op.index];
       const Tensor& t = tensors_[b.out];
@@ -369,10 +368,10 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
     s.n = n;
     const BatchNormShape bs{s.c_out, s.cols()};
     float* d = grad(u.out);
-    if (u.relu) relu_backward(val(u.out), d, d, bs.c * bs.m);
-    // BN backward in place: d becomes dz.
+    // (ReLU and) BN backward in place: d becomes dz.
     batchnorm_backward(bs, val(u.z), params + u.gamma_off, batch_mean_.data() + u.stat_off,
-                       batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off);
+                       batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off,
+                       u.relu ? val(u.out) : nullptr);
     if (u.backend == ConvBackend::onednn) {
       DnnlConv2d& conv = dnnl_conv(op.index, n);
       conv.backward_weights(val(u.in), d, grads + u.w_off);

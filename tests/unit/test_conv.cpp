@@ -197,6 +197,46 @@ TEST(BatchNorm, FastMatchesNaive) {
     EXPECT_NEAR(y[c * s.m], gamma[c] * (x[c * s.m] - rm[c]) / std::sqrt(rv[c] + o.eps) + beta[c], 1e-5);
 }
 
+// The fused BN + ReLU (forward with relu, backward with relu_y) against the naive BN composed
+// with the naive ReLU; M = 2500 values per channel (not a multiple of the 8 lanes, more than
+// one 1024-value flush) with a large mean (shifted one-pass moments must not cancel).
+TEST(BatchNorm, FusedReluAndLongChannelsMatchNaive) {
+  const BatchNormShape s{4, 2500};
+  const BatchNormOptions o;
+  auto x = random_vector(s.c * s.m, 61), dy = random_vector(s.c * s.m, 62);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * x[i] + (i < s.m ? 40.0f : 0.3f);
+  const std::vector<float> gamma = {1.0f, 0.5f, -2.0f, 1.5f}, beta = {0.1f, 0.3f, -0.2f, 0.0f};
+  std::vector<float> y(x.size()), y_ref(x.size()), mean(4), invstd(4), mean_ref(4), invstd_ref(4);
+  std::vector<float> rm(4, 0.0f), rv(4, 1.0f), rm_ref = rm, rv_ref = rv;
+  batchnorm_forward_train(s, o, x.data(), gamma.data(), beta.data(), y.data(), mean.data(), invstd.data(), rm.data(),
+                          rv.data(), /*relu=*/true);
+  batchnorm_forward_train_naive(s, o, x.data(), gamma.data(), beta.data(), y_ref.data(), mean_ref.data(),
+                                invstd_ref.data(), rm_ref.data(), rv_ref.data());
+  relu_forward_naive(y_ref.data(), y_ref.data(), y_ref.size());
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 2e-5) << i;
+  for (size_t c = 0; c < 4; ++c) {
+    EXPECT_NEAR(mean[c], mean_ref[c], 1e-5 * (1 + std::fabs(mean_ref[c])));
+    EXPECT_NEAR(invstd[c], invstd_ref[c], 1e-4 * invstd_ref[c]);
+    EXPECT_NEAR(rv[c], rv_ref[c], 1e-5);
+  }
+  // Backward: fused mask vs relu_backward_naive then the naive BN backward.
+  std::vector<float> dx(x.size()), dg(4), db(4), g(x.size()), dx_ref(x.size()), dg_ref(4), db_ref(4);
+  batchnorm_backward(s, x.data(), gamma.data(), mean.data(), invstd.data(), dy.data(), dx.data(), dg.data(), db.data(),
+                     y.data());
+  relu_backward_naive(y_ref.data(), dy.data(), g.data(), g.size());
+  batchnorm_backward_naive(s, x.data(), gamma.data(), g.data(), dx_ref.data(), dg_ref.data(), db_ref.data());
+  for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx[i], dx_ref[i], 2e-4) << i;
+  for (size_t c = 0; c < 4; ++c) {
+    EXPECT_NEAR(dg[c], dg_ref[c], 1e-3);
+    EXPECT_NEAR(db[c], db_ref[c], 1e-3);
+  }
+  // Evaluation with relu is the affine map then ReLU.
+  std::vector<float> ye(x.size()), ye_plain(x.size());
+  batchnorm_forward_eval(s, o, x.data(), gamma.data(), beta.data(), rm.data(), rv.data(), ye.data(), true);
+  batchnorm_forward_eval(s, o, x.data(), gamma.data(), beta.data(), rm.data(), rv.data(), ye_plain.data());
+  for (size_t i = 0; i < ye.size(); ++i) ASSERT_EQ(ye[i], std::max(ye_plain[i], 0.0f)) << i;
+}
+
 TEST(BatchNorm, GradientsMatchFiniteDifferences) {
   const BatchNormShape s{2, 6};
   const BatchNormOptions o;
