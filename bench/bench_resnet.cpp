@@ -6,6 +6,8 @@
 // gflops = flops_per_sample × batch / median_s (convolutions and the head only, see
 // ResNetWorkload::flops_per_sample); sgemm_gflops: a 1024×1024×1024 cblas_sgemm at the same
 // thread count, median of 7, measured in the same process.
+// conv_backends: each convolution's backend in forward order (i = im2col + SGEMM, o = oneDNN);
+// --conv-backend auto|im2col|onednn (default auto: the per-shape table, layers/conv2d_dnnl.cpp).
 // Usage: bench_resnet --model resnet18 --batch 32 --shape 3x32x32 --threads 1 --steps 10 --warmup 3
 #include <cblas.h>
 
@@ -48,7 +50,7 @@ double sgemm_gflops() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model = "resnet20", shape = "1x28x28";
+  std::string model = "resnet20", shape = "1x28x28", backend = "auto";
   int batch = 128, threads = 1, steps = 10, warmup = 3;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -58,6 +60,7 @@ int main(int argc, char** argv) {
     else if (k == "--threads") threads = std::atoi(v.c_str());
     else if (k == "--steps") steps = std::atoi(v.c_str());
     else if (k == "--warmup") warmup = std::atoi(v.c_str());
+    else if (k == "--conv-backend") backend = v;
     else {
       std::fprintf(stderr, "bench_resnet: unknown option %s\n", k.c_str());
       return 2;
@@ -71,6 +74,11 @@ int main(int argc, char** argv) {
   const dsgd::DatasetPair data =
       dsgd::dataset_load("synthetic:shape=" + shape + ",classes=10,n=" + std::to_string(batch) + ",test=0", 1);
   auto wl = dsgd::resnet_create(model, data.train, false, 1);
+  auto* resnet = dynamic_cast<dsgd::ResNetWorkload*>(wl.get());
+  resnet->set_conv_backend(backend);
+  std::string backends;
+  for (size_t u = 0; u < resnet->conv_layer_count(); ++u)
+    backends += resnet->conv_backend(u) == dsgd::ConvBackend::onednn ? 'o' : 'i';
   wl->reserve(size_t(batch));
   std::vector<float> params(wl->param_count()), grads(wl->param_count()), velocity(wl->param_count(), 0.0f);
   wl->init_params(params.data(), 1);
@@ -95,8 +103,8 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"impl\": \"dsgd\", \"model\": \"%s\", \"batch\": %d, \"shape\": \"%s\", \"threads\": %d, \"steps\": %d, "
       "\"median_s\": %.6f, \"p10_s\": %.6f, \"p90_s\": %.6f, \"flops_per_step\": %.6g, \"gflops\": %.3f, "
-      "\"sgemm_gflops\": %.3f, \"final_loss\": %.4f}\n",
+      "\"sgemm_gflops\": %.3f, \"final_loss\": %.4f, \"conv_backends\": \"%s\"}\n",
       model.c_str(), batch, shape.c_str(), threads, steps, med, quantile(times, 0.1), quantile(times, 0.9), flops,
-      flops / med / 1e9, sgemm_gflops(), loss);
+      flops / med / 1e9, sgemm_gflops(), loss, backends.c_str());
   return 0;
 }

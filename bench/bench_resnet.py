@@ -7,8 +7,11 @@ our time / PyTorch time per case with the goal, plus achieved GFLOP/s (convoluti
 multiply-add = 2, backward = 2x forward) against an SGEMM (1024^3) measured in the same run.
 The PyTorch model is written here to match workloads/resnet.cpp exactly: bias-free 3x3 convs,
 BatchNorm after each, projection (1x1 conv + BN) shortcuts where the shape changes, global
-average pooling, linear head. Each measurement runs in its own process; PyTorch's 2-thread
-case runs with OMP_WAIT_POLICY=PASSIVE so its OpenMP threads do not spin against OpenBLAS's.
+average pooling, linear head. Each measurement runs in its own process. Multi-threaded cases
+run both sides in the same environment: OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4,
+so that neither OpenMP's threads (PyTorch's, and oneDNN's and the layer loops' in ours) nor
+OpenBLAS's spin on a core after their work while the other pool needs it (on this loaded
+2-core machine, spinning made our 2-thread ResNet-20 step 10x slower).
 
 Usage: bench/bench_resnet.py --bench build/bench/bench_resnet [--quick] [--threads 1,2]
 """
@@ -92,18 +95,24 @@ def torch_step_times(model, batch, shape, threads, steps, warmup):
             "params": sum(p.numel() for p in net.parameters())}
 
 
-def run_torch(model, batch, shape, threads, steps, warmup):
+def thread_env(threads):
     env = dict(os.environ, OMP_NUM_THREADS=str(threads), MKL_NUM_THREADS=str(threads),
                OPENBLAS_NUM_THREADS=str(threads))
     if threads > 1:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
+        env["OPENBLAS_THREAD_TIMEOUT"] = "4"
+    return env
+
+
+def run_torch(model, batch, shape, threads, steps, warmup):
+    env = thread_env(threads)
     out = subprocess.run([sys.executable, __file__, "--torch-case", model, str(batch), shape, str(threads),
                           str(steps), str(warmup)], env=env, check=True, capture_output=True, text=True).stdout
     return json.loads(out.strip().splitlines()[-1])
 
 
 def run_ours(bench, model, batch, shape, threads, steps, warmup):
-    env = dict(os.environ, OPENBLAS_NUM_THREADS=str(threads))
+    env = thread_env(threads)
     out = subprocess.run([bench, "--model", model, "--batch", str(batch), "--shape", shape, "--threads",
                           str(threads), "--steps", str(steps), "--warmup", str(warmup)],
                          env=env, check=True, capture_output=True, text=True).stdout
@@ -136,7 +145,8 @@ def main():
             ratio = ours["median_s"] / ref["median_s"]
             print(f"{label:<38} {t:>3} {ours['median_s'] * 1e3:>9.1f} {ref['median_s'] * 1e3:>9.1f} {ratio:>6.2f} "
                   f"{goal if goal else '-':>5} {ours['gflops']:>8.1f} {ours['sgemm_gflops']:>7.1f} "
-                  f"{100 * ours['gflops'] / ours['sgemm_gflops']:>5.0f}%", flush=True)
+                  f"{100 * ours['gflops'] / ours['sgemm_gflops']:>5.0f}%  convs {ours.get('conv_backends', '?')}",
+                  flush=True)
             if not (ours["median_s"] > 0 and ref["median_s"] > 0):
                 ok = False
     print("(ratio = our median step time / PyTorch's; medians of "

@@ -2,8 +2,11 @@
 # Installs every Debian package dsgd-bench needs to build, run and test (idempotent).
 # Run as root on Debian 12. Skips apt when everything is already installed.
 #   --bench-extras   also what the side-by-side benchmarks compare against: PyTorch 1.13
-#                    (bench/bench_resnet.py, bench/bench_gpt.py), oneDNN and BLIS
+#                    (bench/bench_resnet.py, bench/bench_gpt.py) and BLIS
 #                    (bench/bench_resnet_backends.sh). Not needed to build or test.
+# libdnnl-dev (oneDNN) is optional for the build (cmake -DDSGD_WITH_DNNL=OFF, or absent: every
+# convolution on im2col + SGEMM) but installed by default: it is the faster convolution backend
+# for most ResNet layers (workloads/layers/conv2d_dnnl.cpp).
 set -euo pipefail
 
 packages=(
@@ -11,14 +14,14 @@ packages=(
   libcli11-dev libfmt-dev nlohmann-json3-dev libtomlplusplus-dev
   libsqlite3-dev sqlite3 zlib1g-dev
   mpich libmpich-dev
-  libopenblas-dev libeigen3-dev
+  libopenblas-dev libeigen3-dev libdnnl-dev
   libgtest-dev libbenchmark-dev
   dataset-fashion-mnist fortunes
   jq
   chromium python3
 )
 if [ "${1:-}" = "--bench-extras" ]; then
-  packages+=(python3-torch python3-torchvision libdnnl-dev libblis-dev)
+  packages+=(python3-torch python3-torchvision libblis-dev)
 fi
 
 missing=()

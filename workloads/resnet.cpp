@@ -1,7 +1,9 @@
 // The `resnet` workload (see resnet.hpp): graph construction, batch assembly (normalisation
 // and augmentation), and the forward / backward / evaluate passes over workloads/layers/.
-// Limits: the non-GEMM kernels (im2col, BatchNorm, ReLU) are single-threaded; only the
-// SGEMMs use the BLAS threads. forward/backward/load_batch never allocate.
+// BatchNorm, ReLU and the residual join run on the --threads threads too (layers/
+// layer_threads.hpp); im2col/col2im and the loss are single-threaded. forward/backward/load_batch
+// never allocate at the reserved batch size (another batch size makes its oneDNN primitives
+// once, on first use).
 #include "workloads/resnet.hpp"
 
 #include <cblas.h>
@@ -120,6 +122,7 @@ size_t ResNetWorkload::add_unit(size_t in, size_t c_out, size_t k, size_t stride
   u.in = in;
   u.relu = relu;
   u.needs_dx = needs_dx;
+  u.backend = conv2d_pick_backend(u.conv);
   u.z = add_tensor(c_out, u.conv.h_out(), u.conv.w_out(), false);
   u.out = add_tensor(c_out, u.conv.h_out(), u.conv.w_out(), true);
   u.layer = layers_.size();
@@ -134,6 +137,34 @@ size_t ResNetWorkload::add_unit(size_t in, size_t c_out, size_t k, size_t stride
   units_.push_back(u);
   ops_.push_back(Op{OpKind::op_unit, units_.size() - 1});
   return units_.size() - 1;
+}
+
+void ResNetWorkload::set_conv_backend(const std::string& which) {
+  if (which != "auto" && which != "im2col" && which != "onednn") {
+    DSGD_THROW(InputError, "use auto, im2col or onednn", "unknown convolution backend '{}'", which);
+  }
+  if (which == "onednn" && !conv2d_dnnl_available()) {
+    DSGD_THROW(InputError, "install libdnnl-dev and rebuild (cmake -DDSGD_WITH_DNNL=ON), or use im2col",
+               "convolution backend onednn requested, but this build has no oneDNN");
+  }
+  for (Unit& u : units_) {
+    if (which == "auto")
+      u.backend = conv2d_pick_backend(u.conv);
+    else
+      u.backend = which == "onednn" ? ConvBackend::onednn : ConvBackend::im2col;
+  }
+  if (cap_ > 0) reserve(cap_);
+}
+
+DnnlConv2d& ResNetWorkload::dnnl_conv(size_t u, size_t n) {
+  auto& cache = dnnl_[u];
+  const int threads = DnnlConv2d::current_threads();
+  for (auto& c : cache)
+    if (c->shape().n == n && c->threads() == threads) return *c;
+  Conv2dShape s = units_[u].conv;
+  s.n = n;
+  cache.push_back(std::make_unique<DnnlConv2d>(s));
+  return *cache.back();
 }
 
 void ResNetWorkload::init_params(float* params, uint64_t seed) const {
@@ -159,10 +190,15 @@ void ResNetWorkload::reserve(size_t max_batch) {
   eval_act_.assign(per_sample_floats_ * cap_, 0.0f);
   act_grad_.assign(per_sample_grad_floats_ * cap_, 0.0f);
   size_t col = 1;
-  for (const Unit& u : units_) {
-    Conv2dShape s = u.conv;
+  dnnl_.clear();
+  dnnl_.resize(units_.size());
+  for (size_t i = 0; i < units_.size(); ++i) {
+    Conv2dShape s = units_[i].conv;
     s.n = cap_;
-    col = std::max(col, s.col_size());
+    if (units_[i].backend == ConvBackend::onednn)
+      dnnl_conv(i, cap_);  // the step's primitives and buffers, made here, not during a step
+    else
+      col = std::max(col, s.col_size());
   }
   col_.assign(col, 0.0f);
   batch_mean_.assign(bn_stat_count_, 0.0f);
@@ -246,17 +282,19 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       s.n = n;
       float* z = val(u.z);
       float* out = val(u.out);
-      conv2d_forward(s, val(u.in), params + u.w_off, z, col_.data());
+      if (u.backend == ConvBackend::onednn)
+        dnnl_conv(op.index, n).forward(val(u.in), params + u.w_off, z);
+      else
+        conv2d_forward(s, val(u.in), params + u.w_off, z, col_.data());
       const BatchNormShape bs{s.c_out, s.cols()};
       if (train) {
         batchnorm_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, out,
                                 batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
-                                running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out);
+                                running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out, u.relu);
       } else {
         batchnorm_forward_eval(bs, bn_, z, params + u.gamma_off, params + u.beta_off, running_.data() + u.stat_off,
-                               running_.data() + u.stat_off + s.c_out, out);
+                               running_.data() + u.stat_off + s.c_out, out, u.relu);
       }
-      if (u.relu) relu_forward(out, out, bs.c * bs.m);
     } else {
       const Block& b = blocks_[op.index];
       const Tensor& t = tensors_[b.out];
@@ -330,16 +368,21 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
     s.n = n;
     const BatchNormShape bs{s.c_out, s.cols()};
     float* d = grad(u.out);
-    if (u.relu) relu_backward(val(u.out), d, d, bs.c * bs.m);
-    // BN backward in place: d becomes dz.
+    // (ReLU and) BN backward in place: d becomes dz.
     batchnorm_backward(bs, val(u.z), params + u.gamma_off, batch_mean_.data() + u.stat_off,
-                       batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off);
-    conv2d_backward_weights(s, val(u.in), d, grads + u.w_off, col_.data());
-    hook(u.layer);
-    if (u.needs_dx) {
-      conv2d_backward_input(s, params + u.w_off, d, grad(u.in), col_.data(), grad_written_[u.in] != 0);
-      grad_written_[u.in] = 1;
+                       batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off,
+                       u.relu ? val(u.out) : nullptr);
+    if (u.backend == ConvBackend::onednn) {
+      DnnlConv2d& conv = dnnl_conv(op.index, n);
+      conv.backward_weights(val(u.in), d, grads + u.w_off);
+      hook(u.layer);
+      if (u.needs_dx) conv.backward_input(params + u.w_off, d, grad(u.in), grad_written_[u.in] != 0);
+    } else {
+      conv2d_backward_weights(s, val(u.in), d, grads + u.w_off, col_.data());
+      hook(u.layer);
+      if (u.needs_dx) conv2d_backward_input(s, params + u.w_off, d, grad(u.in), col_.data(), grad_written_[u.in] != 0);
     }
+    if (u.needs_dx) grad_written_[u.in] = 1;
   }
   have_forward_ = false;
 }

@@ -19,7 +19,10 @@
 // keeps its own, updated by its own training forwards; evaluate() uses them (evaluation mode)
 // and never changes them. So under the trainer each rank evaluates its slice of the test set
 // with the consensus parameters and its own running statistics.
-// Activations are CNHW (see layers/conv2d.hpp); each convolution is one SGEMM over the batch.
+// Activations are CNHW (see layers/conv2d.hpp). Each convolution runs on one of two backends,
+// chosen per layer shape by the measured table of layers/conv2d_dnnl.cpp (conv2d_pick_backend):
+// im2col + SGEMM over the whole batch, or oneDNN (when the build has it). set_conv_backend
+// forces one for every layer (benchmarks, tests). Same seed → same result on a given backend.
 #pragma once
 
 #include <array>
@@ -30,6 +33,7 @@
 
 #include "workloads/layers/batchnorm.hpp"
 #include "workloads/layers/conv2d.hpp"
+#include "workloads/layers/conv2d_dnnl.hpp"
 #include "workloads/workload.hpp"
 
 namespace dsgd {
@@ -76,6 +80,11 @@ class ResNetWorkload final : public Workload {
   // BatchNorm running statistics, per conv+BN layer [mean (C) | var (C)], in layer order.
   const std::vector<float>& bn_running_stats() const { return running_; }
   size_t conv_layer_count() const { return units_.size(); }
+  // "auto" (the per-shape table), "im2col" or "onednn" for every convolution. Throws
+  // InputError on another name, or "onednn" in a build without oneDNN.
+  void set_conv_backend(const std::string& which);
+  // The backend of conv+BN layer `unit` (0 = stem, in forward order).
+  ConvBackend conv_backend(size_t unit) const { return units_.at(unit).backend; }
 
  private:
   struct Tensor {
@@ -88,6 +97,7 @@ class ResNetWorkload final : public Workload {
     size_t in = 0, z = 0, out = 0;
     bool relu = true;
     bool needs_dx = true;
+    ConvBackend backend = ConvBackend::im2col;
     size_t layer = 0;
     size_t w_off = 0, gamma_off = 0, beta_off = 0;  // into params
     size_t stat_off = 0;                            // into running_/batch_mean_/batch_invstd_
@@ -111,6 +121,9 @@ class ResNetWorkload final : public Workload {
   void check_dataset(const Dataset& ds, const char* what) const;
   // Runs the network on the n samples already in arena's input; returns the logits pointer.
   const float* run_forward(float* arena, float* pooled, float* logits, size_t n, const float* params, bool train);
+  // The oneDNN convolution of unit u for batch n at the current thread count (created on
+  // first use, then kept).
+  DnnlConv2d& dnnl_conv(size_t u, size_t n);
 
   ResNetArch arch_;
   ImageShape input_;
@@ -143,6 +156,7 @@ class ResNetWorkload final : public Workload {
   std::vector<float> pooled_, dpooled_, logits_, eval_pooled_, eval_logits_;
   std::vector<int32_t> labels_;
   std::vector<unsigned char> grad_written_;
+  std::vector<std::vector<std::unique_ptr<DnnlConv2d>>> dnnl_;  // per unit, one per batch size
 };
 
 // Creates the workload for `train` (which must be an image dataset); model "" = resnet20.

@@ -12,9 +12,11 @@
 #include <cmath>
 #include <vector>
 
+#include "core/errors.hpp"
 #include "grad_check.hpp"
 #include "workloads/layers/batchnorm.hpp"
 #include "workloads/layers/conv2d.hpp"
+#include "workloads/layers/conv2d_dnnl.hpp"
 #include "workloads/layers/pooling.hpp"
 #include "workloads/layers/relu.hpp"
 
@@ -82,6 +84,84 @@ TEST(Conv2d, GradientsMatchFiniteDifferences) {
   }
 }
 
+// The oneDNN backend: the same contract as the im2col functions (layouts, overwrite and
+// accumulate), against the naive reference on every shape above, with the same tolerance.
+// Channel counts of 8 and more: where oneDNN picks its blocked (nChw8c/16c) kernels.
+const Conv2dShape kWideConvShapes[] = {
+    {3, 16, 8, 8, 16, 3, 1, 1}, {2, 16, 8, 8, 32, 3, 2, 1}, {2, 16, 8, 8, 32, 1, 2, 0},
+    {2, 32, 4, 4, 64, 3, 1, 1}, {2, 3, 8, 8, 16, 3, 1, 1},
+};
+
+TEST(Conv2dDnnl, MatchesNaive) {
+  if (!conv2d_dnnl_available()) GTEST_SKIP() << "built without oneDNN";
+  unsigned seed = 300;
+  std::vector<Conv2dShape> shapes(std::begin(kConvShapes), std::end(kConvShapes));
+  shapes.insert(shapes.end(), std::begin(kWideConvShapes), std::end(kWideConvShapes));
+  for (const Conv2dShape& s : shapes) {
+    const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.cols();
+    auto x = random_vector(nx, seed++), w = random_vector(s.weight_count(), seed++), dy = random_vector(ny, seed++);
+    DnnlConv2d conv(s);
+    std::vector<float> y(ny), y_ref(ny);
+    conv.forward(x.data(), w.data(), y.data());
+    conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
+    for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4) << "y[" << i << "] k=" << s.k << " s=" << s.stride;
+    std::vector<float> dx(nx, 0.5f), dw(w.size(), 0.5f), dx_ref(nx), dw_ref(w.size());
+    conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data());
+    conv.backward_weights(x.data(), dy.data(), dw.data());
+    conv.backward_input(w.data(), dy.data(), dx.data(), /*accumulate=*/false);
+    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(dw[i], dw_ref[i], 1e-4) << "dw[" << i << "]";
+    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-4) << "dx[" << i << "]";
+    std::vector<float> acc(nx, 0.5f);
+    conv.backward_input(w.data(), dy.data(), acc.data(), /*accumulate=*/true);
+    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(acc[i], dx_ref[i] + 0.5f, 1e-4) << "acc dx[" << i << "]";
+    // A weight gradient from another x pointer (not the forward's) converts it anew.
+    std::vector<float> x2(x.rbegin(), x.rend()), dw2(w.size()), dx2_ref(nx), dw2_ref(w.size());
+    conv.backward_weights(x2.data(), dy.data(), dw2.data());
+    conv2d_backward_naive(s, x2.data(), w.data(), dy.data(), dx2_ref.data(), dw2_ref.data());
+    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(dw2[i], dw2_ref[i], 1e-4) << "dw2[" << i << "]";
+  }
+}
+
+TEST(Conv2dDnnl, GradientsMatchFiniteDifferences) {
+  if (!conv2d_dnnl_available()) GTEST_SKIP() << "built without oneDNN";
+  unsigned seed = 400;
+  for (const Conv2dShape& s : {kConvShapes[0], kConvShapes[1], kConvShapes[3]}) {
+    const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.cols();
+    auto x = random_vector(nx, seed++), w = random_vector(s.weight_count(), seed++);
+    const auto r = projection_weights(ny, seed++);
+    DnnlConv2d conv(s);
+    std::vector<float> y(ny);
+    auto f = [&] {
+      conv.forward(x.data(), w.data(), y.data());
+      return dot(y, r);
+    };
+    f();
+    std::vector<float> dx(nx), dw(w.size());
+    conv.backward_weights(x.data(), r.data(), dw.data());
+    conv.backward_input(w.data(), r.data(), dx.data(), false);
+    expect_gradient_matches(f, x, dx, "dnnl conv dx");
+    expect_gradient_matches(f, w, dw, "dnnl conv dW");
+  }
+}
+
+// The measured table (conv2d_dnnl.cpp): oneDNN for 1x1 and for k x k with Cin >= 3 and
+// Cout <= 128; im2col for single-channel stems and the wide layers.
+TEST(Conv2dDnnl, BackendTable) {
+  const bool have = conv2d_dnnl_available();
+  const auto o = have ? ConvBackend::onednn : ConvBackend::im2col;
+  EXPECT_EQ(conv2d_pick_backend({128, 1, 28, 28, 16, 3, 1, 1}), ConvBackend::im2col);
+  EXPECT_EQ(conv2d_pick_backend({128, 16, 28, 28, 16, 3, 1, 1}), o);
+  EXPECT_EQ(conv2d_pick_backend({32, 3, 32, 32, 64, 3, 1, 1}), o);
+  EXPECT_EQ(conv2d_pick_backend({32, 128, 16, 16, 128, 3, 1, 1}), o);
+  EXPECT_EQ(conv2d_pick_backend({32, 256, 8, 8, 512, 1, 2, 0}), o);
+  EXPECT_EQ(conv2d_pick_backend({32, 128, 16, 16, 256, 3, 2, 1}), ConvBackend::im2col);
+  EXPECT_EQ(conv2d_pick_backend({32, 512, 4, 4, 512, 3, 1, 1}), ConvBackend::im2col);
+  EXPECT_STREQ(conv_backend_name(ConvBackend::onednn), "onednn");
+  if (!have) {
+    EXPECT_THROW(DnnlConv2d conv(kConvShapes[0]), InputError);
+  }
+}
+
 TEST(BatchNorm, FastMatchesNaive) {
   const BatchNormShape s{3, 50};
   const BatchNormOptions o;
@@ -115,6 +195,46 @@ TEST(BatchNorm, FastMatchesNaive) {
   EXPECT_EQ(rv, rv_before);
   for (size_t c = 0; c < 3; ++c)
     EXPECT_NEAR(y[c * s.m], gamma[c] * (x[c * s.m] - rm[c]) / std::sqrt(rv[c] + o.eps) + beta[c], 1e-5);
+}
+
+// The fused BN + ReLU (forward with relu, backward with relu_y) against the naive BN composed
+// with the naive ReLU; M = 2500 values per channel (not a multiple of the 8 lanes, more than
+// one 1024-value flush) with a large mean (shifted one-pass moments must not cancel).
+TEST(BatchNorm, FusedReluAndLongChannelsMatchNaive) {
+  const BatchNormShape s{4, 2500};
+  const BatchNormOptions o;
+  auto x = random_vector(s.c * s.m, 61), dy = random_vector(s.c * s.m, 62);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = 0.5f * x[i] + (i < s.m ? 40.0f : 0.3f);
+  const std::vector<float> gamma = {1.0f, 0.5f, -2.0f, 1.5f}, beta = {0.1f, 0.3f, -0.2f, 0.0f};
+  std::vector<float> y(x.size()), y_ref(x.size()), mean(4), invstd(4), mean_ref(4), invstd_ref(4);
+  std::vector<float> rm(4, 0.0f), rv(4, 1.0f), rm_ref = rm, rv_ref = rv;
+  batchnorm_forward_train(s, o, x.data(), gamma.data(), beta.data(), y.data(), mean.data(), invstd.data(), rm.data(),
+                          rv.data(), /*relu=*/true);
+  batchnorm_forward_train_naive(s, o, x.data(), gamma.data(), beta.data(), y_ref.data(), mean_ref.data(),
+                                invstd_ref.data(), rm_ref.data(), rv_ref.data());
+  relu_forward_naive(y_ref.data(), y_ref.data(), y_ref.size());
+  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 2e-5) << i;
+  for (size_t c = 0; c < 4; ++c) {
+    EXPECT_NEAR(mean[c], mean_ref[c], 1e-5 * (1 + std::fabs(mean_ref[c])));
+    EXPECT_NEAR(invstd[c], invstd_ref[c], 1e-4 * invstd_ref[c]);
+    EXPECT_NEAR(rv[c], rv_ref[c], 1e-5);
+  }
+  // Backward: fused mask vs relu_backward_naive then the naive BN backward.
+  std::vector<float> dx(x.size()), dg(4), db(4), g(x.size()), dx_ref(x.size()), dg_ref(4), db_ref(4);
+  batchnorm_backward(s, x.data(), gamma.data(), mean.data(), invstd.data(), dy.data(), dx.data(), dg.data(), db.data(),
+                     y.data());
+  relu_backward_naive(y_ref.data(), dy.data(), g.data(), g.size());
+  batchnorm_backward_naive(s, x.data(), gamma.data(), g.data(), dx_ref.data(), dg_ref.data(), db_ref.data());
+  for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx[i], dx_ref[i], 2e-4) << i;
+  for (size_t c = 0; c < 4; ++c) {
+    EXPECT_NEAR(dg[c], dg_ref[c], 1e-3);
+    EXPECT_NEAR(db[c], db_ref[c], 1e-3);
+  }
+  // Evaluation with relu is the affine map then ReLU.
+  std::vector<float> ye(x.size()), ye_plain(x.size());
+  batchnorm_forward_eval(s, o, x.data(), gamma.data(), beta.data(), rm.data(), rv.data(), ye.data(), true);
+  batchnorm_forward_eval(s, o, x.data(), gamma.data(), beta.data(), rm.data(), rv.data(), ye_plain.data());
+  for (size_t i = 0; i < ye.size(); ++i) ASSERT_EQ(ye[i], std::max(ye_plain[i], 0.0f)) << i;
 }
 
 TEST(BatchNorm, GradientsMatchFiniteDifferences) {

@@ -1,50 +1,116 @@
-// See batchnorm.hpp. Statistics in double per channel (two passes: mean, then centred
-// squares), the elementwise passes in float.
+// See batchnorm.hpp. Per channel, one pass for both moments (8 float lanes, shifted by the
+// channel's first value, partial sums flushed to double every 1024 values) and one pass for
+// the affine map (+ ReLU); the backward likewise: one pass for Σg, Σg·(x−μ), one for dx.
+// Channels are split over layer_threads() threads.
 #include "workloads/layers/batchnorm.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
+#include "workloads/layers/layer_threads.hpp"
+
 namespace dsgd {
+
+namespace {
+
+constexpr size_t kLanes = 8;       // independent float accumulators (one AVX register)
+constexpr size_t kFlush = 1024;    // values per float partial sum before it goes to double
+
+// Σ (x − k) and Σ (x − k)² over m values, float lanes flushed to double every kFlush.
+void shifted_sums(const float* x, size_t m, float k, double& s1, double& s2) {
+  s1 = s2 = 0;
+  for (size_t i0 = 0; i0 < m; i0 += kFlush) {
+    const size_t i1 = std::min(m, i0 + kFlush);
+    float a[kLanes] = {}, b[kLanes] = {};
+    size_t i = i0;
+    for (; i + kLanes <= i1; i += kLanes)
+      for (size_t j = 0; j < kLanes; ++j) {
+        const float d = x[i + j] - k;
+        a[j] += d;
+        b[j] += d * d;
+      }
+    for (; i < i1; ++i) {
+      const float d = x[i] - k;
+      a[0] += d;
+      b[0] += d * d;
+    }
+    for (size_t j = 0; j < kLanes; ++j) {
+      s1 += a[j];
+      s2 += b[j];
+    }
+  }
+}
+
+// g = dy · [mask > 0] (mask null: g = dy); Σ g and Σ g·(x − μ).
+void masked_sums(const float* dy, const float* mask, const float* x, size_t m, float mu, double& sg, double& sgx) {
+  sg = sgx = 0;
+  for (size_t i0 = 0; i0 < m; i0 += kFlush) {
+    const size_t i1 = std::min(m, i0 + kFlush);
+    float a[kLanes] = {}, b[kLanes] = {};
+    size_t i = i0;
+    if (mask) {
+      for (; i + kLanes <= i1; i += kLanes)
+        for (size_t j = 0; j < kLanes; ++j) {
+          const float g = mask[i + j] > 0.0f ? dy[i + j] : 0.0f;
+          a[j] += g;
+          b[j] += g * (x[i + j] - mu);
+        }
+    } else {
+      for (; i + kLanes <= i1; i += kLanes)
+        for (size_t j = 0; j < kLanes; ++j) {
+          a[j] += dy[i + j];
+          b[j] += dy[i + j] * (x[i + j] - mu);
+        }
+    }
+    for (; i < i1; ++i) {
+      const float g = (!mask || mask[i] > 0.0f) ? dy[i] : 0.0f;
+      a[0] += g;
+      b[0] += g * (x[i] - mu);
+    }
+    for (size_t j = 0; j < kLanes; ++j) {
+      sg += a[j];
+      sgx += b[j];
+    }
+  }
+}
+
+// y = x·scale + shift, then max(·, 0) when relu.
+void affine(const float* x, float* y, size_t m, float scale, float shift, bool relu) {
+  if (relu) {
+    for (size_t i = 0; i < m; ++i) {
+      const float v = x[i] * scale + shift;
+      y[i] = v > 0.0f ? v : 0.0f;
+    }
+  } else {
+    for (size_t i = 0; i < m; ++i) y[i] = x[i] * scale + shift;
+  }
+}
+
+}  // namespace
 
 void batchnorm_forward_train(const BatchNormShape& s, const BatchNormOptions& o, const float* x, const float* gamma,
                              const float* beta, float* y, float* mean, float* invstd, float* running_mean,
-                             float* running_var) {
+                             float* running_var, bool relu) {
   const size_t m = s.m;
+  const int t = layer_threads();
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && s.c * m >= kParallelMinFloats)
   for (size_t c = 0; c < s.c; ++c) {
     const float* xc = x + c * m;
-    float* yc = y + c * m;
-    float sum = 0.0f, sum_b = 0.0f;  // two float accumulators, summed in double below
-    double total = 0;
-    for (size_t i = 0; i < m; i += 2) {
-      sum += xc[i];
-      if (i + 1 < m) sum_b += xc[i + 1];
-      if ((i & 1023) == 1022) {
-        total += double(sum) + sum_b;
-        sum = sum_b = 0.0f;
-      }
-    }
-    total += double(sum) + sum_b;
-    const double mu = total / double(m);
-    const float muf = static_cast<float>(mu);
-    double sq = 0;
-    float part = 0.0f;
-    for (size_t i = 0; i < m; ++i) {
-      const float d = xc[i] - muf;
-      part += d * d;
-      if ((i & 1023) == 1023) {
-        sq += part;
-        part = 0.0f;
-      }
-    }
-    sq += part;
-    const double var = sq / double(m);
+    // One pass for both moments, shifted by the channel's first value so that Σ(x−k)² − M·(mean
+    // of x−k)² does not cancel catastrophically (the shift is within the data's range).
+    const float k = m > 0 ? xc[0] : 0.0f;
+    double s1 = 0, s2 = 0;
+    shifted_sums(xc, m, k, s1, s2);
+    const double md = double(m);
+    const double dmu = s1 / md;
+    const double mu = double(k) + dmu;
+    const double sq = std::max(0.0, s2 - md * dmu * dmu);  // Σ (x − μ)²
+    const double var = sq / md;
     const double is = 1.0 / std::sqrt(var + o.eps);
-    mean[c] = muf;
+    mean[c] = static_cast<float>(mu);
     invstd[c] = static_cast<float>(is);
-    const float scale = static_cast<float>(gamma[c] * is);
-    const float shift = static_cast<float>(beta[c] - gamma[c] * is * mu);
-    for (size_t i = 0; i < m; ++i) yc[i] = xc[i] * scale + shift;
+    affine(xc, y + c * m, m, static_cast<float>(gamma[c] * is), static_cast<float>(beta[c] - gamma[c] * is * mu), relu);
     if (running_mean && running_var) {
       const double unbiased = m > 1 ? sq / double(m - 1) : var;
       running_mean[c] = static_cast<float>((1.0 - o.momentum) * running_mean[c] + o.momentum * mu);
@@ -54,47 +120,44 @@ void batchnorm_forward_train(const BatchNormShape& s, const BatchNormOptions& o,
 }
 
 void batchnorm_forward_eval(const BatchNormShape& s, const BatchNormOptions& o, const float* x, const float* gamma,
-                            const float* beta, const float* running_mean, const float* running_var, float* y) {
+                            const float* beta, const float* running_mean, const float* running_var, float* y,
+                            bool relu) {
+  const int t = layer_threads();
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && s.c * s.m >= kParallelMinFloats)
   for (size_t c = 0; c < s.c; ++c) {
     const double is = 1.0 / std::sqrt(double(running_var[c]) + o.eps);
-    const float scale = static_cast<float>(gamma[c] * is);
-    const float shift = static_cast<float>(beta[c] - gamma[c] * is * running_mean[c]);
-    const float* xc = x + c * s.m;
-    float* yc = y + c * s.m;
-    for (size_t i = 0; i < s.m; ++i) yc[i] = xc[i] * scale + shift;
+    affine(x + c * s.m, y + c * s.m, s.m, static_cast<float>(gamma[c] * is),
+           static_cast<float>(beta[c] - gamma[c] * is * running_mean[c]), relu);
   }
 }
 
 void batchnorm_backward(const BatchNormShape& s, const float* x, const float* gamma, const float* mean,
-                        const float* invstd, const float* dy, float* dx, float* dgamma, float* dbeta) {
+                        const float* invstd, const float* dy, float* dx, float* dgamma, float* dbeta,
+                        const float* relu_y) {
   const size_t m = s.m;
+  const int t = layer_threads();
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && s.c * m >= kParallelMinFloats)
   for (size_t c = 0; c < s.c; ++c) {
     const float* xc = x + c * m;
     const float* dyc = dy + c * m;
+    const float* mc = relu_y ? relu_y + c * m : nullptr;
     float* dxc = dx + c * m;
     const float mu = mean[c], is = invstd[c];
     double sum_dy = 0, sum_dyx = 0;
-    float a = 0.0f, b = 0.0f;
-    for (size_t i = 0; i < m; ++i) {
-      a += dyc[i];
-      b += dyc[i] * (xc[i] - mu);
-      if ((i & 1023) == 1023) {
-        sum_dy += a;
-        sum_dyx += b;
-        a = b = 0.0f;
-      }
-    }
-    sum_dy += a;
-    sum_dyx += b;
-    const double dg = sum_dyx * is;  // Σ dy·x̂
+    masked_sums(dyc, mc, xc, m, mu, sum_dy, sum_dyx);
+    const double dg = sum_dyx * is;  // Σ g·x̂
     dgamma[c] = static_cast<float>(dg);
     dbeta[c] = static_cast<float>(sum_dy);
-    // dx = γ·is/M · (M dy − Σdy − x̂ Σdy·x̂) = k1 dy − k2 (x − μ) − k3
+    // dx = γ·is/M · (M g − Σg − x̂ Σg·x̂) = k1 g − k2 (x − μ) − k3
     const double md = double(m);
     const float k1 = static_cast<float>(gamma[c] * is);
     const float k2 = static_cast<float>(gamma[c] * is * is * dg / md);
     const float k3 = static_cast<float>(gamma[c] * is * sum_dy / md);
-    for (size_t i = 0; i < m; ++i) dxc[i] = k1 * dyc[i] - k2 * (xc[i] - mu) - k3;
+    if (mc) {
+      for (size_t i = 0; i < m; ++i) dxc[i] = k1 * (mc[i] > 0.0f ? dyc[i] : 0.0f) - k2 * (xc[i] - mu) - k3;
+    } else {
+      for (size_t i = 0; i < m; ++i) dxc[i] = k1 * dyc[i] - k2 * (xc[i] - mu) - k3;
+    }
   }
 }
 

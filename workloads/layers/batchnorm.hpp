@@ -5,7 +5,11 @@
 //               the running variance with the unbiased batch variance (PyTorch's convention).
 //   evaluation: the same affine map with the running mean and variance; changes nothing.
 // Backward (training mode): dβ = Σ dy, dγ = Σ dy·x̂, dx = γ/(M·sqrt(σ²+ε)) (M dy − dβ − x̂ dγ).
-// Naive double-precision references beside each. Limits: M ≥ 2 for the unbiased variance.
+// Fused ReLU (the ResNet's conv → BN → ReLU): the forwards take relu (y = max(BN(x), 0)) and
+// the backward takes relu_y, the ReLU's output, and uses dy·[relu_y > 0] in place of dy.
+// Naive double-precision references beside each (without the fusion: the tests compose them
+// with relu_*_naive). Channels run on layer_threads() threads (layer_threads.hpp).
+// Limits: M ≥ 2 for the unbiased variance.
 #pragma once
 
 #include <cstddef>
@@ -26,13 +30,16 @@ struct BatchNormOptions {
 // needs; running_mean/running_var (c floats) are updated in place (skipped when null).
 void batchnorm_forward_train(const BatchNormShape& s, const BatchNormOptions& o, const float* x, const float* gamma,
                              const float* beta, float* y, float* mean, float* invstd, float* running_mean,
-                             float* running_var);
+                             float* running_var, bool relu = false);
 // Evaluation forward with the running statistics.
 void batchnorm_forward_eval(const BatchNormShape& s, const BatchNormOptions& o, const float* x, const float* gamma,
-                            const float* beta, const float* running_mean, const float* running_var, float* y);
-// Training backward: dx (overwritten; may alias dy), dgamma and dbeta (overwritten).
+                            const float* beta, const float* running_mean, const float* running_var, float* y,
+                            bool relu = false);
+// Training backward: dx (overwritten; may alias dy), dgamma and dbeta (overwritten). relu_y
+// (optional): the output of a ReLU that followed this BN; dy is then the ReLU's output gradient.
 void batchnorm_backward(const BatchNormShape& s, const float* x, const float* gamma, const float* mean,
-                        const float* invstd, const float* dy, float* dx, float* dgamma, float* dbeta);
+                        const float* invstd, const float* dy, float* dx, float* dgamma, float* dbeta,
+                        const float* relu_y = nullptr);
 
 void batchnorm_forward_train_naive(const BatchNormShape& s, const BatchNormOptions& o, const float* x,
                                    const float* gamma, const float* beta, float* y, float* mean, float* invstd,
