@@ -101,10 +101,10 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
   const std::string host = system_info_read().host;
   const int n = static_cast<int>(cfg.workers);
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
-  if (cfg.timing_only && !sim_timing_supports(cfg.algo, cfg.overlap))
-    DSGD_THROW(InputError, "use --algo ssgd (without --overlap) or localsgd, or drop --timing-only to simulate with "
-               "numerics", "--timing-only models ssgd and localsgd only (got {}{})", cfg.algo,
-               cfg.overlap ? " with --overlap" : "");
+  if (cfg.timing_only && !sim_timing_supports(cfg.algo, cfg.overlap, cfg.dpsgd_delay))
+    DSGD_THROW(InputError, "use one of those, or drop --timing-only to simulate with numerics",
+               "--timing-only models {} only (got {}{})", sim_timing_supported_text, cfg.algo,
+               cfg.overlap ? " with --overlap" : cfg.algo == "dpsgd" ? " with --dpsgd-delay 1" : "");
   r.data = dataset_load_shared(cfg);
   {
     const auto workload = workload_create(cfg, r.data->train);
@@ -129,6 +129,9 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
   for (double& b : c.bwd_layer_s) b *= k;
   r.topology = topology_make_shared(cfg.topology, n, cfg.seed);
   r.network = sim_network_resolve(cfg, store, host, r.topology->groups);
+  if (cfg.timing_only && cfg.algo == "dpsgd" && r.topology->time_varying)
+    DSGD_THROW(InputError, "use a static topology (ring, torus:RxC, exp, complete, hier:GxW), or drop --timing-only",
+               "--timing-only models dpsgd on a static topology only (got --topology {})", cfg.topology);
   nlohmann::json details = {
       {"clock", "virtual"},
       {"profile", r.profile.source},
@@ -165,6 +168,10 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
   plan.stragglers = Stragglers::parse(cfg.straggler, plan.workers, cfg.seed);
   plan.network = r.network.model;
   plan.net_algo = r.network.algo;
+  if (cfg.algo == "dpsgd") {
+    plan.neighbors = r.topology->neighbors;
+    plan.group_of = r.topology->group_of;
+  }
 
   nlohmann::json config;
   RunRecord record = run_record_from_config(cfg, plan.workers, plan.steps, warmup, plan.eval_every,
@@ -238,6 +245,7 @@ TrainResult sim_run_numerics(const RunConfig& cfg, const Resolved& r, Store* sto
   options.algo = r.network.algo;
   options.cost = r.profile.cost;
   options.details_json = r.details_json;
+  options.group_of = r.topology->group_of;
   SimWorld world(std::move(options));
   TrainResult result;
   world.run([&](int rank) {
