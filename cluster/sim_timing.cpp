@@ -34,8 +34,8 @@ void dpsgd_step(const SimTimingPlan& plan, int64_t step, double compute_before, 
     const int src = static_cast<int>(i);
     double busy = 0;
     for (int j : plan.neighbors[i]) {
-      const double msg = sim_message_time(plan.network, plan.group_of, src, j, plan.param_bytes);
-      const double alpha = sim_message_time(plan.network, plan.group_of, src, j, 0.0);
+      const double msg = sim_message_time(plan.network, plan.native, plan.group_of, src, j, plan.param_bytes);
+      const double alpha = sim_message_time(plan.network, plan.native, plan.group_of, src, j, 0.0);
       busy += msg - alpha;
       double& dj = depart[static_cast<size_t>(j)];
       dj = std::max(dj, arrive[i] + alpha + busy);
@@ -62,9 +62,8 @@ SimTimingResult sim_timing_run(const SimTimingPlan& plan, const std::function<bo
   for (double b : c.bwd_layer_s) bwd += b;
   const double compute_before = c.data_s + c.fwd_s + bwd;  // before the straggler delay
   const double fwd_bwd = c.fwd_s + bwd;
-  const double model = plan.network ? network_collective_time(*plan.network, CollKind::coll_allreduce, plan.net_algo,
-                                                              plan.param_bytes, plan.workers)
-                                    : 0.0;
+  const double model = sim_collective_time(plan.network, plan.native, CollKind::coll_allreduce, plan.net_algo,
+                                           plan.param_bytes, plan.workers);
   const double bytes_sent = ring_allreduce_bytes_sent(plan.param_bytes, plan.workers);
   const bool stragglers = !plan.stragglers.empty();
 

@@ -57,6 +57,7 @@ struct SimTimingPlan {
   SimComputeCost cost;
   Stragglers stragglers;
   std::optional<NetworkModel> network;  // empty: ideal
+  std::optional<NetworkModel> native;   // --native-floor (SimWorldOptions::native)
   CollAlgo net_algo = CollAlgo::algo_auto;
   // dpsgd: each rank's neighbours (ascending) and the ranks' groups (link classes).
   std::vector<std::vector<int>> neighbors;

@@ -241,9 +241,9 @@ void SimWorld::complete(Collective& c) {
     }
   }
   double model = 0;
-  if (c.timed && opt_.network) {
+  if (c.timed) {
     const double bytes = c.op == Op::op_barrier ? 0.0 : static_cast<double>(c.count) * sizeof(float);
-    model = network_collective_time(*opt_.network, c.kind, opt_.algo, bytes, n_);
+    model = sim_collective_time(opt_.network, opt_.native, c.kind, opt_.algo, bytes, n_);
   }
   c.completion = c.max_arrival + model;
   c.complete = true;
@@ -347,15 +347,27 @@ void SimWorld::recv(int rank, int peer, double* data, size_t count) {
   hold_until(rank, m.arrival);
 }
 
-double sim_message_time(const std::optional<NetworkModel>& network, const std::vector<int>& group_of, int i, int j,
-                        double bytes) {
-  if (i == j || !network) return 0.0;
-  const bool same_group = group_of.empty() || group_of[static_cast<size_t>(i)] == group_of[static_cast<size_t>(j)];
-  return network_p2p_time(same_group ? network->intra : network_inter_link(*network), bytes);
+double sim_message_time(const std::optional<NetworkModel>& network, const std::optional<NetworkModel>& native,
+                        const std::vector<int>& group_of, int i, int j, double bytes) {
+  if (i == j) return 0.0;
+  double t = 0.0;
+  if (network) {
+    const bool same_group = group_of.empty() || group_of[static_cast<size_t>(i)] == group_of[static_cast<size_t>(j)];
+    t = network_p2p_time(same_group ? network->intra : network_inter_link(*network), bytes);
+  }
+  if (native) t = std::max(t, network_p2p_time(native->intra, bytes));
+  return t;
+}
+
+double sim_collective_time(const std::optional<NetworkModel>& network, const std::optional<NetworkModel>& native,
+                           CollKind kind, CollAlgo algo, double bytes, int n) {
+  double t = network ? network_collective_time(*network, kind, algo, bytes, n) : 0.0;
+  if (native) t = std::max(t, network_collective_time(*native, kind, CollAlgo::algo_ring, bytes, n));
+  return t;
 }
 
 double SimWorld::message_time(int i, int j, double bytes) const {
-  return sim_message_time(opt_.network, opt_.group_of, i, j, bytes);
+  return sim_message_time(opt_.network, opt_.native, opt_.group_of, i, j, bytes);
 }
 
 // Called with mutex_ held: delivers a message into a posted receive of worker dst.

@@ -93,13 +93,21 @@ struct SimWorldOptions {
   // Group of each rank (Topology::group_of) for the link class of a point-to-point message
   // or a window access: same group → intra, else inter. Empty: one group.
   std::vector<int> group_of;
+  // --native-floor: this host's native fabric (calibrated all-reduce fit); every
+  // communication lasts at least its time there, as a real run under emulation does.
+  std::optional<NetworkModel> native;
 };
 
 // Modelled time of one point-to-point message of `bytes` from rank i to rank j: α + S/B of
 // the pair's link (intra when group_of is empty or both ranks are in one group, else inter);
 // 0 within a rank or on an ideal network (no model).
-double sim_message_time(const std::optional<NetworkModel>& network, const std::vector<int>& group_of, int i, int j,
-                        double bytes);
+// With `native` (--native-floor): at least native's α + S/B (the host's own fabric).
+double sim_message_time(const std::optional<NetworkModel>& network, const std::optional<NetworkModel>& native,
+                        const std::vector<int>& group_of, int i, int j, double bytes);
+// Modelled time of a collective: network_collective_time on `network` (0 without one), and
+// with `native` at least its ring time (what a real collective under emulation lasts).
+double sim_collective_time(const std::optional<NetworkModel>& network, const std::optional<NetworkModel>& native,
+                           CollKind kind, CollAlgo algo, double bytes, int n);
 
 // Thrown in a worker blocked on the simulator when another worker failed.
 class SimPeerFailed : public std::runtime_error {

@@ -94,6 +94,10 @@ const std::vector<RunConfigField>& run_config_fields() {
        &C::compute_scale},
       {"profile-from", "sim: take the compute profile from this stored run id (0: this host's latest calibration)",
        &C::profile_from},
+      {"native-floor",
+       "sim: every communication lasts at least this host's calibrated native time, as under network emulation "
+       "on this host (dsgd-bench validate sets it)",
+       &C::native_floor},
   };
   return fields;
 }
@@ -356,6 +360,8 @@ void run_config_validate(const RunConfig& cfg) {
   if (cfg.backend != "sim" && (cfg.compute_scale != 1.0 || cfg.profile_from != 0))
     fail(cfg.profile_from != 0 ? "profile-from" : "compute-scale", "applies to --backend sim only",
          "add --backend sim, or drop the flag");
+  if (cfg.native_floor && cfg.backend != "sim")
+    fail("native-floor", "applies to --backend sim only", "add --backend sim, or drop the flag");
   if (cfg.profile_from < 0)
     fail("profile-from", fmt::format("must be a run id (got {})", cfg.profile_from), "pass an id from dsgd-bench runs");
 }

@@ -80,6 +80,7 @@ struct RunConfig {
   bool timing_only = false;     // sim: advance the clocks only, no numerics
   double compute_scale = 1.0;   // sim: multiplies the compute profile (0.1 = a 10x faster device)
   int64_t profile_from = 0;     // sim: compute profile from this stored run (0: the host's calibration)
+  bool native_floor = false;    // sim: communication lasts at least this host's calibrated native time
 };
 
 // One entry of the field table.

@@ -300,5 +300,35 @@ TEST(SimP2p, AnExchangeDeadlockNamesTheMissingSender) {
   }
 }
 
+TEST(SimP2p, NativeFloorMakesCommunicationLastAtLeastTheNativeTime) {
+  // Emulated: a fast link; native (this host's fabric): 5 ms latency. Every collective and
+  // message takes max(emulated, native), as a real one under emulation does.
+  SimWorldOptions o = link_options(2, 1e-6, 1e10);
+  o.native = NetworkModel{LinkModel{5e-3, 1e9}, std::nullopt, 1};
+  SimWorld world(std::move(o));
+  const size_t count = 1000;
+  const double S = count * 4.0;
+  std::vector<double> after_allreduce(2), after_sendrecv(2);
+  world.run([&](int r) {
+    SimCommunicator& c = world.comm(r);
+    std::vector<float> x(count, 1.0f), y(count);
+    c.allreduce_sum(x.data(), count);
+    after_allreduce[r] = c.now();
+    c.sendrecv(x.data(), count, 1 - r, y.data(), count, 1 - r);
+    after_sendrecv[r] = c.now() - after_allreduce[r];
+  });
+  const double native_ring = 2.0 * (5e-3 + S / (2 * 1e9));  // ring all-reduce of 2 on the native link
+  EXPECT_GT(native_ring, network_collective_time(NetworkModel{LinkModel{1e-6, 1e10}, std::nullopt, 1},
+                                                 CollKind::coll_allreduce, CollAlgo::algo_ring, S, 2));
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_NEAR(after_allreduce[r], native_ring, 1e-15);
+    EXPECT_NEAR(after_sendrecv[r], 5e-3 + S / 1e9, 1e-15);
+  }
+  // Where the emulated link is the slower one, it wins.
+  EXPECT_NEAR(sim_message_time(NetworkModel{LinkModel{1.0, 1e3}, std::nullopt, 1},
+                               NetworkModel{LinkModel{5e-3, 1e9}, std::nullopt, 1}, {}, 0, 1, S),
+              1.0 + S / 1e3, 1e-12);
+}
+
 }  // namespace
 }  // namespace dsgd
