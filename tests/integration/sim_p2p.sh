@@ -86,4 +86,11 @@ acc_dpsgd=$(sql t.db "SELECT final_test_acc FROM summaries ORDER BY run_id DESC 
 echo "8 workers: ssgd accuracy $acc_ssgd, dpsgd (ring) $acc_dpsgd"
 awk -v a="$acc_ssgd" -v b="$acc_dpsgd" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 0.02 && a > 0.5)}' ||
   fail "dpsgd accuracy $acc_dpsgd is not within 2 points of ssgd's $acc_ssgd"
+
+# --native-floor is a simulator flag.
+set +e
+"$BIN" run --workers 1 "${common[@]}" --native-floor true > nf.out 2>&1
+rc=$?
+set -e
+[[ $rc == 2 ]] && grep -q "native-floor.*applies to --backend sim only" nf.out || { cat nf.out; fail "--native-floor accepted without sim"; }
 echo PASS
