@@ -1,6 +1,7 @@
 // The simulated cluster's speed (docs/sim.md):
 //  - BM_SimTimingOnly: the --timing-only loop, simulated worker-steps per second
 //    (goal: 1024 workers x 10,000 steps of localsgd in under 10 s, >= 1e6 worker-steps/s);
+//    also dpsgd on exp (10 neighbour messages per worker-step at 1024 workers);
 //  - BM_SimNumericsOverhead: a simulated run with numerics (threads, baton, collectives'
 //    reductions, the trainer's instrumentation and its two evaluations) against the pure
 //    compute of the same worker-steps (load_batch, forward, backward, optimizer step run
@@ -14,6 +15,7 @@
 #include "algorithms/optimizer.hpp"
 #include "cluster/sim_timing.hpp"
 #include "cluster/sim_world.hpp"
+#include "cluster/topology.hpp"
 #include "core/clock.hpp"
 #include "engine/batch_sampler.hpp"
 #include "engine/shared_dataset.hpp"
@@ -29,14 +31,19 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
-void BM_SimTimingOnly(benchmark::State& state) {
+void BM_SimTimingOnly(benchmark::State& state, const char* algo) {
   SimTimingPlan plan;
   plan.workers = static_cast<int>(state.range(0));
   plan.steps = state.range(1);
   plan.eval_every = std::max<int64_t>(1, plan.steps / 10);
   plan.flush_every = std::min<int64_t>(plan.eval_every, 1000);
-  plan.algo = "localsgd";
+  plan.algo = algo;
   plan.period = 8;
+  if (plan.algo == "dpsgd") {  // neighbour exchanges on the exp topology (log2 n peers)
+    const Topology t = topology_make("exp", plan.workers, 1);
+    plan.neighbors = t.neighbors;
+    plan.group_of = t.group_of;
+  }
   plan.param_bytes = 7850 * 4.0;
   plan.cost.data_s = 2e-6;
   plan.cost.fwd_s = 30e-6;
@@ -130,7 +137,8 @@ void BM_SimNumericsOverhead(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_SimTimingOnly)->Args({1024, 10000})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimTimingOnly, localsgd, "localsgd")->Args({1024, 10000})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimTimingOnly, dpsgd_exp, "dpsgd")->Args({1024, 1000})->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimNumericsOverhead)->Args({8, 300})->Unit(benchmark::kMillisecond)->MinTime(3.0);
 
 BENCHMARK_MAIN();

@@ -3,7 +3,9 @@
 //   1. profile:   1 worker on the real backend, no stragglers, no emulated network: the
 //                 compute profile of this machine (its measured data/fwd/bwd/opt per step);
 //   2. measured:  2 MPI ranks with the configuration's emulated network and stragglers;
-//   3. predicted: 2 simulated workers (--backend sim --profile-from <profile run>).
+//   3. predicted: 2 simulated workers (--backend sim --profile-from <profile run>
+//                 --native-floor: emulation only adds time to a real collective, so each
+//                 simulated communication lasts at least this host's calibrated native time).
 // Then prints, per metric (step time, compute, comm, wait, injected delay, throughput), the
 // measured value, the prediction and the relative error |predicted − measured| / measured,
 // and stores them (tables validations / validation_metrics, results/validation_store.hpp).
@@ -45,6 +47,14 @@ std::string shell_quote(const std::string& s) {
       out += c;
   }
   return out + "'";
+}
+
+// "0.52 0.61 0.70" from /proc/loadavg ("unknown" when unreadable).
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  if (!(in >> a >> b >> c)) return "unknown";
+  return a + " " + b + " " + c;
 }
 
 // Runs `self run --config path` and returns the run id of its last line; its output is
@@ -150,6 +160,7 @@ int run_validate(const ValidateOptions& o) {
     files.push_back((dir / fmt::format("{}-{}.json", stem, role)).string());
     return files.back();
   };
+  const std::string load_before = load_average();
   ValidationRecord v;
   try {
     v.profile_run_id = run_child("profile (1 worker, no stragglers or emulation)", write_config(profile, path("profile")));
@@ -157,6 +168,7 @@ int run_validate(const ValidateOptions& o) {
     RunConfig simulated = cfg;
     simulated.backend = "sim";
     simulated.profile_from = v.profile_run_id;
+    simulated.native_floor = true;  // the measured collectives last at least the native fabric's time
     simulated.tag = "validate:simulated";
     v.simulated_run_id = run_child("predicted (sim, 2 workers)", write_config(simulated, path("simulated")));
   } catch (...) {
@@ -188,6 +200,7 @@ int run_validate(const ValidateOptions& o) {
   v.created_at = validations_list(store, 1).front().created_at;
   fmt::print("\n");
   print_validation(v);
+  fmt::print("# machine load (1, 5, 15 min) before: {}; after: {}\n", load_before, load_average());
   fmt::print("validation_id={}\n", v.id);
   return 0;
 }

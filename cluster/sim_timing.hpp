@@ -9,6 +9,12 @@
 //              wait_i = A − arrive_i;  comm_i = T − A;  end_i = T + opt
 //   localsgd:  local_i = arrive_i + opt; on steps with (t+1) mod H = 0 the same collective
 //              from A = max_j local_j (wait_i = A − local_i); otherwise end_i = local_i
+//   diloco:    as localsgd (the outer step has no modelled compute phase)
+//   dpsgd (--dpsgd-delay 0, static topology): a_i = arrive_i + opt, then the neighbour
+//              exchange of sim_world.hpp: the message to the k-th neighbour j arrives at
+//              a_i + α_ij + Σ_{m≤k} S/B_m; end_i = max(a_i + Σ_k S/B_k, arrivals at i);
+//              wait/comm split as the recorder does (docs/metrics.md): wait_i =
+//              min(end_i, max_j a_j) − a_i, comm_i = end_i − a_i − wait_i
 // and start_i(t+1) = end_i(t). Like the trainer, every worker leaves an evaluation or
 // flush point at the latest worker's time (untimed collectives synchronise); those points
 // are the trainer's: before step 0, after steps that are multiples of eval_every, the last
@@ -17,8 +23,9 @@
 // rounding of sums in a different order); tests/integration/sim_backend.sh checks that.
 //
 // Limits: only the synchronous algorithms whose communication pattern is fixed (ssgd
-// without --overlap, localsgd); others need the numerics (their pattern may depend on
-// data or on the interleaving).
+// without --overlap, localsgd, diloco, dpsgd with --dpsgd-delay 0 on a static topology);
+// others need the numerics (their pattern depends on the interleaving, or non-blocking
+// requests whose overlap accounting is not modelled here).
 #pragma once
 
 #include <cstdint>
@@ -33,8 +40,11 @@
 
 namespace dsgd {
 
-// Whether the timing-only path models this algorithm (ssgd without overlap, localsgd).
-bool sim_timing_supports(const std::string& algo, bool overlap);
+// Whether the timing-only path models this algorithm (ssgd without overlap, localsgd,
+// diloco, dpsgd with delay 0; dpsgd also needs a static topology, checked by the caller).
+bool sim_timing_supports(const std::string& algo, bool overlap, int64_t dpsgd_delay = 0);
+// What the timing-only path supports, for messages.
+extern const char* const sim_timing_supported_text;
 
 struct SimTimingPlan {
   int workers = 1;
@@ -47,7 +57,11 @@ struct SimTimingPlan {
   SimComputeCost cost;
   Stragglers stragglers;
   std::optional<NetworkModel> network;  // empty: ideal
+  std::optional<NetworkModel> native;   // --native-floor (SimWorldOptions::native)
   CollAlgo net_algo = CollAlgo::algo_auto;
+  // dpsgd: each rank's neighbours (ascending) and the ranks' groups (link classes).
+  std::vector<std::vector<int>> neighbors;
+  std::vector<int> group_of;
 };
 
 // One worker's timings in one step (seconds on the virtual clock; start relative to 0).

@@ -23,13 +23,30 @@
 // buffers in rank order (for 2 workers: a + b, the same float as MPI's), then every buffer
 // receives the result. Workers share nothing mutable.
 //
-// Point-to-point and asynchronous algorithms (fit of the design, see docs/sim.md): a
-// message is a mailbox entry (src, dst, tag) stamped with its virtual arrival time
-// send_time + α + S/B; a receive blocks until a matching entry exists and leaves at
-// max(call time, arrival). Because a worker only acts when it has the smallest virtual
-// time, an asynchronous peer (AD-PSGD's pairwise averaging, an async parameter server)
-// sees exactly the messages that have virtually arrived by then: the true interleaving
-// and staleness. The harness's untimed send/recv already use these mailboxes.
+// Sharded collectives: reduce-scatter (rank order sum of each block, so a sharded step
+// is bit-identical to the all-reduce one) and all-gather, timed like the other
+// collectives by the α-β model (kind reduce_scatter / allgather, S = 4·count).
+//
+// Point-to-point (exchange: sendrecv, neighbour exchange, blocking or not). At the start
+// each message to dests[k] is stamped with its virtual arrival
+//     t_start + α(link) + Σ_{m≤k} S/B(link_m)
+// (the sends leave one after the other on the sender's link; link class of the pair from
+// the topology: intra or inter group, self = 0 s), and matched to the receives posted by
+// the destination in MPI's order (per (source, destination) pair, first posted first
+// matched). The exchange completes at max(its last send's departure, its messages'
+// arrivals); wait() leaves at max(call time, completion); test() yields first, then sees
+// it complete once the worker's clock has passed the completion. So a non-blocking
+// exchange overlaps compute, and an asynchronous peer sees exactly the messages that have
+// virtually arrived by then.
+//
+// One-sided windows: each worker's window is `count` floats and a version counter. A lock
+// yields first (every worker at a smaller virtual time acts before), so locks are granted
+// in virtual-time order: exclusive per target, granted at max(request, previous holder's
+// unlock); a worker that finds the window held blocks until the holder unlocks (FIFO).
+// get/put copy at once and cost α + S/B of the link to the target (0 on the own window);
+// the version is stored by put and returned by get, as with MPI. Because epochs on one
+// window are serialised in virtual time, AD-PSGD and an asynchronous parameter server get
+// the true interleaving and the staleness their timing implies.
 //
 // Limits: links are contention-free (the network model's assumptions); the compute cost of
 // a phase is a profile, not the measured time of this execution; a deadlock (every
@@ -47,6 +64,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cluster/communicator.hpp"
@@ -72,7 +90,24 @@ struct SimWorldOptions {
   CollAlgo algo = CollAlgo::algo_auto;
   SimComputeCost cost;
   std::string details_json = "{}";  // stored as the run's backend-details
+  // Group of each rank (Topology::group_of) for the link class of a point-to-point message
+  // or a window access: same group → intra, else inter. Empty: one group.
+  std::vector<int> group_of;
+  // --native-floor: this host's native fabric (calibrated all-reduce fit); every
+  // communication lasts at least its time there, as a real run under emulation does.
+  std::optional<NetworkModel> native;
 };
+
+// Modelled time of one point-to-point message of `bytes` from rank i to rank j: α + S/B of
+// the pair's link (intra when group_of is empty or both ranks are in one group, else inter);
+// 0 within a rank or on an ideal network (no model).
+// With `native` (--native-floor): at least native's α + S/B (the host's own fabric).
+double sim_message_time(const std::optional<NetworkModel>& network, const std::optional<NetworkModel>& native,
+                        const std::vector<int>& group_of, int i, int j, double bytes);
+// Modelled time of a collective: network_collective_time on `network` (0 without one), and
+// with `native` at least its ring time (what a real collective under emulation lasts).
+double sim_collective_time(const std::optional<NetworkModel>& network, const std::optional<NetworkModel>& native,
+                           CollKind kind, CollAlgo algo, double bytes, int n);
 
 // Thrown in a worker blocked on the simulator when another worker failed.
 class SimPeerFailed : public std::runtime_error {
@@ -115,11 +150,27 @@ class SimCommunicator final : public Communicator {
   int do_iallreduce_sum_start(float* data, size_t count) override;
   bool do_test(int slot) override;
   void do_wait(int slot) override;
+  void do_reduce_scatter_sum(const float* send, float* shard, size_t count) override;
+  void do_allgather(float* data, size_t count) override;
+  int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
+                        size_t recv_count, const int* sources, size_t n_sources) override;
+  void do_window_create(size_t count) override;
+  void do_window_free() override;
+  void do_window_lock(int rank) override;
+  void do_window_unlock(int rank) override;
+  void do_window_get(float* dst, size_t count, int rank, uint64_t* version) override;
+  void do_window_put(const float* src, size_t count, int rank, uint64_t version) override;
 
  private:
+  // An in-flight request: a collective's sequence number or an exchange's id (−1: free).
+  struct Slot {
+    int64_t id = -1;
+    bool exchange = false;
+  };
+  int slot_for(int64_t id, bool exchange);
   SimWorld& world_;
   int rank_;
-  std::vector<int64_t> slots_;  // in-flight request slot → collective sequence number (−1 free)
+  std::vector<Slot> slots_;
 };
 
 class SimWorld {
@@ -139,7 +190,17 @@ class SimWorld {
   void run(const std::function<void(int rank)>& body);
 
   // ---- used by SimCommunicator -----------------------------------------------------------
-  enum class Op { op_sum_f32, op_sum_f64, op_max_f64, op_bcast_f32, op_bcast_f64, op_gather_f64, op_barrier };
+  enum class Op {
+    op_sum_f32,
+    op_sum_f64,
+    op_max_f64,
+    op_bcast_f32,
+    op_bcast_f64,
+    op_gather_f64,
+    op_barrier,
+    op_reduce_scatter_f32,  // data: the rank's shard, send: its full buffer
+    op_allgather_f32,       // data: the full buffer, in place
+  };
   // Joins the next collective of this worker's sequence. Timed: completes at
   // max(arrivals) + model(kind, bytes); untimed: at max(arrivals). Returns its sequence
   // number; blocking variants wait for completion before returning.
@@ -149,6 +210,21 @@ class SimWorld {
   bool collective_test(int rank, int64_t seq);
   void send(int rank, int peer, const double* data, size_t count);
   void recv(int rank, int peer, double* data, size_t count);
+  // Point-to-point exchange (see the header comment); returns an id for exchange_wait/test.
+  int64_t exchange_start(int rank, const float* send, size_t send_count, const int* dests, size_t n_dests,
+                         float* recv, size_t recv_count, const int* sources, size_t n_sources);
+  void exchange_wait(int rank, int64_t id);
+  bool exchange_test(int rank, int64_t id);
+  // One-sided windows (see the header comment). create/free synchronise like a barrier.
+  void window_create(int rank, size_t count);
+  void window_free(int rank);
+  void window_lock(int rank, int target);
+  void window_unlock(int rank, int target);
+  void window_get(int rank, int target, float* dst, size_t count, uint64_t* version);
+  void window_put(int rank, int target, const float* src, size_t count, uint64_t version);
+  // Modelled time of one message of `bytes` from rank i to rank j (0 within a rank or on
+  // an ideal network).
+  double message_time(int i, int j, double bytes) const;
   void advance(int rank, double seconds) { clock_[static_cast<size_t>(rank)] += seconds; }
   void hold_until(int rank, double deadline);
   [[noreturn]] void fail_and_throw(int rank, const std::string& why);
@@ -172,6 +248,31 @@ class SimWorld {
     std::vector<double> payload;
     double arrival = 0;
   };
+  // A point-to-point exchange of one worker in flight.
+  struct Exchange {
+    bool used = false;
+    int pending = 0;         // receives not yet matched
+    double completion = 0;   // max(last send's departure, matched arrivals)
+  };
+  // A posted receive not yet matched: the destination's exchange and buffer.
+  struct PostedRecv {
+    int64_t exchange = 0;
+    float* recv = nullptr;
+    size_t count = 0;
+  };
+  // A message sent before its receive was posted.
+  struct P2pMessage {
+    std::vector<float> payload;
+    double arrival = 0;
+  };
+  struct Window {
+    std::vector<float> data;
+    uint64_t version = 0;
+    int holder = -1;             // rank holding the lock (−1: free)
+    double free_at = 0;          // virtual time of the last unlock
+    std::deque<int> waiters;     // ranks blocked in window_lock, in request order
+    bool created = false;
+  };
   enum class State { state_ready, state_blocked, state_done };
 
   // All below: called with mutex_ held.
@@ -182,6 +283,8 @@ class SimWorld {
   void wait_for_baton(std::unique_lock<std::mutex>& lock, int rank);
   void complete(Collective& c);
   void release(int rank, int64_t seq, Collective& c);
+  void match(int src, int dst, const P2pMessage& m, const PostedRecv& p);
+  Window& window_of(int rank, int target, const char* what);
   std::string blocked_list() const;
 
   SimWorldOptions opt_;
@@ -193,6 +296,13 @@ class SimWorld {
   std::vector<int64_t> seq_;  // next collective sequence number, per worker
   std::vector<int64_t> waiting_seq_;  // collective a blocked worker waits for (−1: none)
   std::vector<int> waiting_peer_;     // sender a blocked worker's recv waits for (−1: none)
+  std::vector<int64_t> waiting_exchange_;  // exchange a blocked worker waits for (−1: none)
+  std::vector<int> blocked_detail_;        // peer or window named in the deadlock message (−1: none)
+  std::vector<std::vector<Exchange>> exchanges_;  // per worker, indexed by exchange id
+  // Per (source, destination) pair, key source·n + destination.
+  std::unordered_map<int64_t, std::deque<P2pMessage>> p2p_unmatched_;
+  std::unordered_map<int64_t, std::deque<PostedRecv>> p2p_posted_;
+  std::vector<Window> windows_;  // per worker (its exposed window)
   std::map<int64_t, Collective> collectives_;
   std::map<std::pair<int, int>, std::deque<Message>> mailbox_;  // (src, dst)
   std::set<std::pair<double, int>> ready_;                      // (time, rank) of ready workers

@@ -97,6 +97,10 @@ const std::vector<RunConfigField>& run_config_fields() {
        &C::profile_from},
       {"schedule", "dreamddp: print the layer->slot schedule (slot, layers, predicted comm/hidden/exposed time)",
        &C::schedule},
+      {"native-floor",
+       "sim: every communication lasts at least this host's calibrated native time, as under network emulation "
+       "on this host (dsgd-bench validate sets it)",
+       &C::native_floor},
   };
   return fields;
 }
@@ -383,6 +387,8 @@ void run_config_validate(const RunConfig& cfg) {
   if (cfg.backend != "sim" && (profile_set || cfg.compute_scale != 1.0 || cfg.given("compute-scale")))
     fail(profile_set ? "profile-from" : "compute-scale", "applies to --backend sim only",
          "add --backend sim, or drop the flag");
+  if (cfg.native_floor && cfg.backend != "sim")
+    fail("native-floor", "applies to --backend sim only", "add --backend sim, or drop the flag");
   if (cfg.profile_from < 0)
     fail("profile-from", fmt::format("must be a run id (got {})", cfg.profile_from), "pass an id from dsgd-bench runs");
   if ((cfg.schedule || cfg.given("schedule")) && cfg.algo != "dreamddp")

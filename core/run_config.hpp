@@ -81,6 +81,7 @@ struct RunConfig {
   double compute_scale = 1.0;   // sim: multiplies the compute profile (0.1 = a 10x faster device)
   int64_t profile_from = 0;     // sim: compute profile from this stored run (0: the host's calibration)
   bool schedule = false;        // dreamddp: print the layer→slot schedule at start
+  bool native_floor = false;    // sim: communication lasts at least this host's calibrated native time
 
   // Not a field of the table: the keys the user typed for this run (command-line flags, a
   // suite entry), normalised ("weight-decay"). Validation refuses a knob of another algorithm

@@ -54,11 +54,12 @@ double mem_available_bytes() {
 
 struct SimNetwork {
   std::optional<NetworkModel> model;
+  std::optional<NetworkModel> native;  // --native-floor
   CollAlgo algo = CollAlgo::algo_auto;
   std::string description;
 };
 
-SimNetwork sim_network_resolve(const RunConfig& cfg, const Store* store, const std::string& host, int groups) {
+SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std::string& host, int groups) {
   SimNetwork net;
   net.algo = groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
   net.model = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, groups);
@@ -85,6 +86,29 @@ SimNetwork sim_network_resolve(const RunConfig& cfg, const Store* store, const s
   return net;
 }
 
+// The links, and with --native-floor this host's native fabric from its latest calibrated
+// all-reduce fit (the one network emulation subtracts on this host).
+SimNetwork sim_network_resolve(const RunConfig& cfg, const Store* store, const std::string& host, int groups) {
+  SimNetwork net = sim_network_links(cfg, store, host, groups);
+  if (!cfg.native_floor) return net;
+  if (store) {
+    if (auto id = store->calibration_latest(host)) {
+      for (const FitRow& fit : store->fits_get(*id)) {
+        if (fit.op == "allreduce" && fit.bandwidth_bytes_per_s > 0) {
+          net.native = NetworkModel{
+              network_link_from_allreduce_fit(fit.alpha_s, fit.bandwidth_bytes_per_s, static_cast<int>(cfg.workers)),
+              std::nullopt, 1};
+          net.description += fmt::format("; at least the native fabric of calibration {} ({})", *id,
+                                         network_model_describe(*net.native));
+          return net;
+        }
+      }
+    }
+  }
+  net.description += "; --native-floor without a calibrated all-reduce of this host: no floor";
+  return net;
+}
+
 struct Resolved {
   std::shared_ptr<const DatasetPair> data;
   std::shared_ptr<const Topology> topology;  // kept alive: the workers share it
@@ -101,17 +125,20 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
   const std::string host = system_info_read().host;
   const int n = static_cast<int>(cfg.workers);
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
-  if (cfg.timing_only && !sim_timing_supports(cfg.algo, cfg.overlap))
-    DSGD_THROW(InputError, "use --algo ssgd (without --overlap) or localsgd, or drop --timing-only to simulate with "
-               "numerics", "--timing-only models ssgd and localsgd only (got {}{})", cfg.algo,
-               cfg.overlap ? " with --overlap" : "");
+  if (cfg.timing_only && !sim_timing_supports(cfg.algo, cfg.overlap, cfg.dpsgd_delay))
+    DSGD_THROW(InputError, "use one of those, or drop --timing-only to simulate with numerics",
+               "--timing-only models {} only (got {}{})", sim_timing_supported_text, cfg.algo,
+               cfg.overlap ? " with --overlap" : cfg.algo == "dpsgd" ? " with --dpsgd-delay 1" : "");
   r.data = dataset_load_shared(cfg);
   {
     const auto workload = workload_create(cfg, r.data->train);
     r.layers = workload->layers();
     r.param_count = workload->param_count();
   }
-  r.memory = sim_memory_estimate(cfg, r.data->train, r.data->test, r.param_count);
+  {
+    const auto algorithm = algorithm_create(cfg.algo, cfg);
+    r.memory = sim_memory_estimate(cfg, r.data->train, r.data->test, r.param_count, algorithm.get());
+  }
   if (r.memory.available_bytes > 0 && r.memory.total_bytes > r.memory.available_bytes)
     DSGD_THROW(InputError,
                cfg.timing_only ? "use fewer workers" : "use fewer workers, a smaller model, or --timing-only",
@@ -129,6 +156,9 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
   for (double& b : c.bwd_layer_s) b *= k;
   r.topology = topology_make_shared(cfg.topology, n, cfg.seed);
   r.network = sim_network_resolve(cfg, store, host, r.topology->groups);
+  if (cfg.timing_only && cfg.algo == "dpsgd" && r.topology->time_varying)
+    DSGD_THROW(InputError, "use a static topology (ring, torus:RxC, exp, complete, hier:GxW), or drop --timing-only",
+               "--timing-only models dpsgd on a static topology only (got --topology {})", cfg.topology);
   nlohmann::json details = {
       {"clock", "virtual"},
       {"profile", r.profile.source},
@@ -165,6 +195,11 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
   plan.stragglers = Stragglers::parse(cfg.straggler, plan.workers, cfg.seed);
   plan.network = r.network.model;
   plan.net_algo = r.network.algo;
+  plan.native = r.network.native;
+  if (cfg.algo == "dpsgd") {
+    plan.neighbors = r.topology->neighbors;
+    plan.group_of = r.topology->group_of;
+  }
 
   nlohmann::json config;
   RunRecord record = run_record_from_config(cfg, plan.workers, plan.steps, warmup, plan.eval_every,
@@ -236,8 +271,10 @@ TrainResult sim_run_numerics(const RunConfig& cfg, const Resolved& r, Store* sto
   options.workers = static_cast<int>(cfg.workers);
   options.network = r.network.model;
   options.algo = r.network.algo;
+  options.native = r.network.native;
   options.cost = r.profile.cost;
   options.details_json = r.details_json;
+  options.group_of = r.topology->group_of;
   SimWorld world(std::move(options));
   TrainResult result;
   world.run([&](int rank) {
@@ -326,7 +363,8 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
                                    : fmt::format(" (calibrated batches: {})", fmt::join(other_batches, ", ")));
 }
 
-SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count) {
+SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,
+                              const Algorithm* algorithm) {
   SimMemory m;
   auto dataset_bytes = [](const Dataset& d) {
     return static_cast<double>(d.feature_bytes()) + static_cast<double>(d.labels.size()) * sizeof(int32_t);
@@ -339,9 +377,18 @@ SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const 
     m.per_worker_bytes = 4 * sizeof(double) + sizeof(SimStepTiming);
   } else {
     // params, grads, evaluation copy, optimizer momentum, two algorithm buffers (a
-    // snapshot, a receive buffer); the batch buffer; the shard's indices; thread stack
-    // touched and the step recorder (~256 KiB).
-    const double replicas = 6.0 * model;
+    // snapshot, a receive buffer) — or the algorithm's own model state (dpsgd: one receive
+    // buffer per neighbour) plus the evaluation copy and a snapshot, when larger — and one
+    // step's sent bytes: the copies of point-to-point messages not yet received, a window
+    // (an over-estimate for collectives, which copy nothing);
+    // the batch buffer; the shard's indices; thread stack touched and the step recorder
+    // (~256 KiB).
+    double replicas = 6.0 * model;
+    if (algorithm) {
+      const int workers = static_cast<int>(cfg.workers);
+      replicas = std::max(replicas, algorithm->model_state_bytes(param_count, workers) + 2.0 * model);
+      replicas += algorithm->bytes_sent_per_step(model, workers);
+    }
     const double batch = static_cast<double>(cfg.batch) * static_cast<double>(train.features) * sizeof(float);
     const double shard = static_cast<double>(train.rows) / n * sizeof(uint32_t);
     m.per_worker_bytes = replicas + batch + shard + 256.0 * 1024;

@@ -45,7 +45,11 @@ struct SimMemory {
   double total_bytes = 0;
   double available_bytes = 0;  // MemAvailable of /proc/meminfo (0: unknown)
 };
-SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count);
+// With the algorithm: its own model state (Algorithm::model_state_bytes) when larger than the
+// default 6 model copies, plus the point-to-point messages in flight.
+class Algorithm;
+SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,
+                              const Algorithm* algorithm = nullptr);
 
 // Runs cfg (backend sim) and stores it in `store` when not null. callbacks as for the trainer.
 TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& callbacks);

@@ -23,7 +23,8 @@ foreach(entry
     "test_report_html:dsgd_results"
     "test_report_suite:dsgd_results"
     "test_compare:dsgd_results"
-    "test_dreamddp_schedule:dsgd_algorithms")
+    "test_dreamddp_schedule:dsgd_algorithms"
+    "test_sim_p2p:dsgd_cluster")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)

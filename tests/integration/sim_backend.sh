@@ -114,6 +114,6 @@ expect_error "a profile of another workload" --workers 2 "${common[@]}" --backen
 expect_error "no compute profile of workload" --workers 2 "${common[@]}" --backend sim --db empty.db
 expect_error "more than the" --backend sim --workers 1024 --profile-from "$PROF" --db t.db --steps 5 \
   --dataset "synthetic:n=5000,d=2000000,density=0.000005,classes=10,test=100"
-expect_error "models ssgd and localsgd only" --backend sim --workers 2 --timing-only true --algo ssgd --overlap true \
+expect_error "models ssgd (without --overlap), localsgd, diloco and dpsgd" --backend sim --workers 2 --timing-only true --algo ssgd --overlap true \
   "${common[@]}" --profile-from "$PROF"
 echo PASS
