@@ -16,6 +16,7 @@ std::unique_ptr<Algorithm> algorithm_create_overlap_local(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_dpsgd(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_zero(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_adpsgd(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_ps(const RunConfig& cfg);
 
 namespace {
 
@@ -51,6 +52,9 @@ const std::vector<AlgorithmEntry>& registry() {
       {{"adpsgd", "AD-PSGD: asynchronous; active (even) ranks average atomically with a random passive neighbour",
         "--topology"},
        algorithm_create_adpsgd},
+      {{"ps", "parameter server: sharded server state in one-sided windows; sync, async or stale-synchronous (SSP)",
+        "--ps-mode, --ps-staleness s, --ps-shards K, --ps-placement, --ps-one-step-delay"},
+       algorithm_create_ps},
   };
   return entries;
 }

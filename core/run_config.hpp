@@ -80,6 +80,12 @@ struct RunConfig {
   bool timing_only = false;     // sim: advance the clocks only, no numerics
   double compute_scale = 1.0;   // sim: multiplies the compute profile (0.1 = a 10x faster device)
   int64_t profile_from = 0;     // sim: compute profile from this stored run (0: the host's calibration)
+  // Parameter server (algorithms/ps.cpp).
+  std::string ps_mode = "sync";          // sync | async | ssp
+  int64_t ps_staleness = -1;             // ssp: staleness bound s in clocks (−1: not set)
+  int64_t ps_shards = 0;                 // K server shards (0: n colocated, 1 dedicated)
+  std::string ps_placement = "colocated";  // colocated | dedicated
+  bool ps_one_step_delay = false;        // OD-SGD: the next gradient on parameters pulled before the push
 };
 
 // One entry of the field table.

@@ -22,7 +22,8 @@ foreach(entry
     "test_report_rows:dsgd_results"
     "test_report_html:dsgd_results"
     "test_report_suite:dsgd_results"
-    "test_compare:dsgd_results")
+    "test_compare:dsgd_results"
+    "test_ps:dsgd_algorithms")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)
