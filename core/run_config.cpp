@@ -316,6 +316,14 @@ void run_config_validate_variants(const RunConfig& cfg) {
   if (cfg.ps_shards < 0) fail("ps-shards", fmt::format("must be >= 0 (got {})", cfg.ps_shards), "pass 0 for the default");
   if (cfg.ps_placement != "colocated" && cfg.ps_placement != "dedicated")
     fail("ps-placement", fmt::format("unknown placement '{}'", cfg.ps_placement), "available: colocated, dedicated");
+  if (ps && cfg.ps_placement == "dedicated" && cfg.ps_shards >= cfg.workers)
+    fail("ps-shards", fmt::format("--ps-placement dedicated with {} shard(s) on {} rank(s) leaves no worker: the last K ranks only serve",
+                                  cfg.ps_shards, cfg.workers),
+         "use fewer shards or more --workers, or --ps-placement colocated");
+  if (ps && cfg.ps_placement == "colocated" && cfg.ps_shards > cfg.workers)
+    fail("ps-shards", fmt::format("{} shards, but colocated placement serves one shard per rank and there are {} ranks",
+                                  cfg.ps_shards, cfg.workers),
+         "pass --ps-shards at most --workers, or --ps-placement dedicated");
   if (ps && adamw)
     fail("optimizer", "adamw does not apply to --algo ps: its servers apply SGD (momentum, Nesterov, weight decay)",
          "pass --optimizer sgd (or auto) with --algo ps");
