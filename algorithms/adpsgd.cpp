@@ -14,6 +14,10 @@
 // i.e. the optimizer's update δ = −η·opt(g) computed by the trainer on x̂ is applied to the
 // current shared model. Staleness seen by a passive step = the averages applied to its
 // model while it computed (version difference); printed at the end (mean, max per rank).
+// Staleness recorded per step (TrainState::staleness, steps.staleness; docs/metrics.md):
+// passive: that version difference; active: the version lag of the neighbour model it read,
+// i.e. the averages other actives wrote into p since this active last wrote p (0 when it
+// never did: versions before its first visit count from 0).
 // No barrier inside the loop: ranks drift apart by up to one evaluation interval (the
 // harness synchronises at evaluations). After the last step all ranks meet at a barrier and
 // passives reload their final shared model.
@@ -57,6 +61,7 @@ class Adpsgd final : public Algorithm {
     if (active()) {
       for (int j : topo.neighbors[static_cast<size_t>(rank_)])
         if (j % 2 == 1) passive_peers_.push_back(j);
+      seen_version_.assign(static_cast<size_t>(n_), 0);
     }
     before_.assign(s.params, s.params + s.count);
     peer_.assign(s.count, 0.0f);
@@ -76,6 +81,9 @@ class Adpsgd final : public Algorithm {
       uint64_t version = 0;
       s.comm.window_lock(p);
       s.comm.window_get(peer_.data(), s.count, p, &version);
+      uint64_t& seen = seen_version_[static_cast<size_t>(p)];
+      s.staleness = double(version - seen);
+      seen = version + 1;
       for (size_t i = 0; i < s.count; ++i) peer_[i] = 0.5f * (before_[i] + peer_[i]);  // avg
       s.comm.window_put(peer_.data(), s.count, p, version + 1);
       s.comm.window_unlock(p);
@@ -90,6 +98,7 @@ class Adpsgd final : public Algorithm {
       s.comm.window_unlock(rank_);
       const uint64_t stale = version - last_version_;
       last_version_ = version;
+      s.staleness = double(stale);
       stale_sum_ += double(stale);
       stale_max_ = std::max(stale_max_, stale);
       ++stale_steps_;
@@ -139,6 +148,7 @@ class Adpsgd final : public Algorithm {
   uint64_t seed_;
   int n_ = 1, rank_ = 0;
   std::vector<int> passive_peers_;
+  std::vector<uint64_t> seen_version_;  // active: version of each passive after this rank's last put
   std::vector<float> before_, peer_;
   uint64_t last_version_ = 0, stale_max_ = 0, stale_steps_ = 0, averages_ = 0;
   double stale_sum_ = 0;

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <string>
@@ -45,6 +46,9 @@ struct TrainState {
   double step_start = 0;    // comm.now() at the current step's start (0 when timers are off)
   double lr = 0;            // this step's learning rate (schedule applied), for algorithms that own the optimizer
   const LayerCosts* layer_costs = nullptr;  // set for algorithms with wants_layer_costs()
+  // Mean staleness of the updates this rank applied or read in this step (ps, adpsgd;
+  // docs/metrics.md). The trainer sets NaN (none) before each step and records it.
+  double staleness = std::numeric_limits<double>::quiet_NaN();
 };
 
 class Algorithm {
@@ -63,6 +67,15 @@ class Algorithm {
   // trainer then calls optimizer_step in place of its own optimizer, which holds no state.
   virtual bool owns_optimizer() const { return false; }
   virtual void optimizer_step(TrainState& state) {}
+  // Ranks that compute gradients, of n, and this rank's index among them (it draws that
+  // share of the data); −1: this rank only serves (ps --ps-placement dedicated): the
+  // trainer skips its data, forward, backward and optimizer and calls after_update only.
+  virtual int worker_count(int n) const { return n; }
+  virtual int worker_index(int rank, int n) const { return rank; }
+  // The model to evaluate when it lives outside the replicas (ps: in the servers' shards),
+  // on every rank; nullptr: the trainer's consensus model. Called by every rank at each
+  // evaluation and at the end, untimed (the trainer detaches the event log).
+  virtual const float* global_model(TrainState& state) { return nullptr; }
   // Bytes of model state one worker holds (the largest over workers; docs/metrics.md):
   // parameters, gradient and optimizer state (SgdOptimizer keeps one velocity buffer), plus
   // the algorithm's own buffers where it reports them. Stored as "model-state-bytes" in the

@@ -12,17 +12,17 @@ namespace dsgd {
 SgdOptimizer::SgdOptimizer(SgdOptions options, size_t count)
     : options_(options), count_(count), velocity_(options.momentum != 0.0 ? count : 0, 0.0f) {}
 
-void SgdOptimizer::step(float* params, const float* grads, double lr_d) {
+void sgd_update(const SgdOptions& options, float* params, float* velocity, const float* grads, size_t n,
+                double lr_d) {
   const float lr = static_cast<float>(lr_d);
-  const float mu = static_cast<float>(options_.momentum);
-  const float wd = static_cast<float>(options_.weight_decay);
-  const size_t n = count_;
+  const float mu = static_cast<float>(options.momentum);
+  const float wd = static_cast<float>(options.weight_decay);
   if (mu == 0.0f) {
     for (size_t i = 0; i < n; ++i) params[i] -= lr * (grads[i] + wd * params[i]);
     return;
   }
-  float* v = velocity_.data();
-  if (options_.nesterov) {
+  float* v = velocity;
+  if (options.nesterov) {
     for (size_t i = 0; i < n; ++i) {
       const float d = grads[i] + wd * params[i];
       v[i] = mu * v[i] + d;
@@ -34,6 +34,10 @@ void SgdOptimizer::step(float* params, const float* grads, double lr_d) {
       params[i] -= lr * v[i];
     }
   }
+}
+
+void SgdOptimizer::step(float* params, const float* grads, double lr_d) {
+  sgd_update(options_, params, velocity_.data(), grads, count_, lr_d);
 }
 
 AdamWOptimizer::AdamWOptimizer(AdamWOptions options, size_t count)

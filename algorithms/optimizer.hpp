@@ -46,6 +46,11 @@ class Optimizer {
   virtual size_t count() const = 0;
 };
 
+// The sgd rule above on caller-owned state (velocity: n floats, unused when μ = 0), for
+// algorithms that keep the optimizer state elsewhere (ps: in the server's window).
+// SgdOptimizer::step is this function on its own velocity, so both round identically.
+void sgd_update(const SgdOptions& options, float* params, float* velocity, const float* grads, size_t n, double lr);
+
 class SgdOptimizer final : public Optimizer {
  public:
   SgdOptimizer(SgdOptions options, size_t count);

@@ -17,6 +17,7 @@ std::unique_ptr<Algorithm> algorithm_create_dpsgd(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_zero(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_adpsgd(const RunConfig& cfg);
 std::unique_ptr<Algorithm> algorithm_create_dreamddp(const RunConfig& cfg);
+std::unique_ptr<Algorithm> algorithm_create_ps(const RunConfig& cfg);
 
 namespace {
 
@@ -56,6 +57,9 @@ const std::vector<AlgorithmEntry>& registry() {
                     "overlapped with backward",
         "--period H, --schedule"},
        algorithm_create_dreamddp},
+      {{"ps", "parameter server: sharded server state in one-sided windows; sync, async or stale-synchronous (SSP)",
+        "--ps-mode, --ps-staleness s, --ps-shards K, --ps-placement, --ps-one-step-delay"},
+       algorithm_create_ps},
   };
   return entries;
 }

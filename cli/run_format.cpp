@@ -66,6 +66,9 @@ std::string format_run_summary(const RunWithSummary& rs) {
   out += fmt::format("  {:<26} {:>12.1f} samples/s over {} timed steps\n", "throughput", s.throughput_samples_per_s,
                      s.timed_steps);
   out += fmt::format("  {:<26} {:>12.3f} MB per step per worker\n", "bytes sent", s.bytes_sent_per_step / 1e6);
+  if (s.staleness_mean)
+    out += fmt::format("  {:<26} mean {}  max {} updates per applied/read update\n", "staleness",
+                       opt_num(s.staleness_mean, "{:.3f}"), opt_num(s.staleness_max, "{:.3f}"));
   out += fmt::format("  {:<26} train_loss {}  test_loss {}  test_acc {}\n", "final", opt_num(s.final_train_loss),
                      opt_num(s.final_test_loss), opt_num(s.final_test_acc));
   if (!r.target.empty()) {

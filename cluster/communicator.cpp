@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 #include "core/clock.hpp"
 #include "core/errors.hpp"
@@ -205,6 +206,23 @@ void Communicator::window_unlock(int rank) {
   if (emulation_.extra_s && epoch_remote_bytes_ > 0)
     hold_until(epoch_arrive_ + emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, epoch_remote_bytes_, size()));
   record(CollKind::coll_onesided, epoch_arrive_, epoch_put_bytes_);
+}
+
+uint64_t Communicator::window_poll(float* dst, size_t count, int rank, WindowReady ready, const void* ctx) {
+  const double arrive = now();
+  uint64_t version = 0;
+  for (;;) {
+    do_window_lock(rank);
+    do_window_get(dst, count, rank, &version);
+    do_window_unlock(rank);
+    if (ready(dst, version, ctx)) break;
+    do_window_progress();
+    std::this_thread::yield();  // let the writers we wait for take the lock
+  }
+  if (emulation_.extra_s && rank != this->rank())
+    hold_until(now() + emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, double(count) * sizeof(float), size()));
+  record(CollKind::coll_onesided, arrive, 0.0);
+  return version;
 }
 
 [[noreturn]] void Communicator::unsupported(const char* what) const {

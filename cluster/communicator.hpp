@@ -178,6 +178,13 @@ class Communicator {
   void window_get(float* dst, size_t count, int rank, uint64_t* version);
   void window_put(const float* src, size_t count, int rank, uint64_t version);
   void window_unlock(int rank);
+  // Waits on `rank`'s window: repeats lock, window_get(dst, count) with its version, unlock,
+  // until ready(dst, version, ctx) is true; returns that version (dst holds that read).
+  // The whole wait is ONE recorded coll_onesided event (no bytes sent), however many reads
+  // it took, so a step's event count stays bounded; held by the emulation for one message
+  // of the bytes got. Built on the do_window_* operations (every backend with windows).
+  using WindowReady = bool (*)(const float* data, uint64_t version, const void* ctx);
+  uint64_t window_poll(float* dst, size_t count, int rank, WindowReady ready, const void* ctx);
 
   // Two-level all-reduce on a hier:GxW topology (groups = G > 1, ranks g·W .. g·W+W−1 form
   // group g): every all-reduce, blocking or not, becomes a reduce-scatter inside the group,
@@ -240,6 +247,11 @@ class Communicator {
   virtual void do_window_unlock(int rank);
   virtual void do_window_get(float* dst, size_t count, int rank, uint64_t* version);
   virtual void do_window_put(const float* src, size_t count, int rank, uint64_t version);
+  // Drives the backend's progress between two reads of a window_poll, so that other ranks'
+  // epochs on this rank's window complete while it waits (MPI: passive-target requests are
+  // served only inside MPI calls, and an epoch on the own window may not enter progress).
+  // Default: nothing (backends whose windows need no progress).
+  virtual void do_window_progress() {}
 
  private:
   [[noreturn]] void unsupported(const char* what) const;

@@ -236,6 +236,11 @@ class MpiCommunicator final : public Communicator {
                            MPI_UINT64_T, win_));
     DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
   }
+  // Any MPI call that enters the progress engine serves the pending lock requests of others.
+  void do_window_progress() override {
+    int flag = 0;
+    DSGD_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+  }
 
  private:
   MPI_Win win_ = MPI_WIN_NULL;

@@ -101,6 +101,15 @@ const std::vector<RunConfigField>& run_config_fields() {
        "sim: every communication lasts at least this host's calibrated native time, as under network emulation "
        "on this host (dsgd-bench validate sets it)",
        &C::native_floor},
+      {"ps-mode", "ps: sync (bulk synchronous) | async (each push applied at once) | ssp (stale synchronous)",
+       &C::ps_mode},
+      {"ps-staleness", "ps --ps-mode ssp: staleness bound s (a worker at clock c waits while the slowest is below c-s)",
+       &C::ps_staleness},
+      {"ps-shards", "ps: server shards K (0: one per rank colocated, 1 dedicated)", &C::ps_shards},
+      {"ps-placement", "ps: colocated (every rank trains, ranks 0..K-1 also serve) | dedicated (the last K ranks only serve)",
+       &C::ps_placement},
+      {"ps-one-step-delay", "ps: OD-SGD, the next gradient is computed on the parameters read before this push completed",
+       &C::ps_one_step_delay},
   };
   return fields;
 }
@@ -314,6 +323,35 @@ void run_config_validate_variants(const RunConfig& cfg) {
   owned("bucket-mb", cfg.bucket_mb != def.bucket_mb, cfg.algo == "ssgd" && cfg.overlap, "--algo ssgd --overlap true");
   if (!(cfg.bucket_mb >= 0) || !std::isfinite(cfg.bucket_mb))
     fail("bucket-mb", fmt::format("must be >= 0 (got {})", cfg.bucket_mb), "pass e.g. 25");
+  const bool ps = cfg.algo == "ps";
+  owned("ps-mode", cfg.ps_mode != def.ps_mode, ps, "--algo ps");
+  owned("ps-staleness", cfg.ps_staleness != def.ps_staleness, ps, "--algo ps --ps-mode ssp");
+  owned("ps-shards", cfg.ps_shards != def.ps_shards, ps, "--algo ps");
+  owned("ps-placement", cfg.ps_placement != def.ps_placement, ps, "--algo ps");
+  owned("ps-one-step-delay", cfg.ps_one_step_delay, ps, "--algo ps");
+  if (cfg.ps_mode != "sync" && cfg.ps_mode != "async" && cfg.ps_mode != "ssp")
+    fail("ps-mode", fmt::format("unknown mode '{}'", cfg.ps_mode), "available: sync, async, ssp");
+  if (cfg.ps_staleness != def.ps_staleness && cfg.ps_mode != "ssp")
+    fail("ps-staleness", fmt::format("applies to --ps-mode ssp only (got --ps-mode {})", cfg.ps_mode),
+         "drop --ps-staleness, or pass --ps-mode ssp");
+  if (ps && cfg.ps_mode == "ssp" && cfg.ps_staleness < 0)
+    fail("ps-staleness", cfg.ps_staleness == def.ps_staleness ? "is required with --ps-mode ssp"
+                                                               : fmt::format("must be >= 0 (got {})", cfg.ps_staleness),
+         "pass the bound in clocks, e.g. --ps-staleness 2 (0: every worker within one step of the slowest)");
+  if (cfg.ps_shards < 0) fail("ps-shards", fmt::format("must be >= 0 (got {})", cfg.ps_shards), "pass 0 for the default");
+  if (cfg.ps_placement != "colocated" && cfg.ps_placement != "dedicated")
+    fail("ps-placement", fmt::format("unknown placement '{}'", cfg.ps_placement), "available: colocated, dedicated");
+  if (ps && cfg.ps_placement == "dedicated" && cfg.ps_shards >= cfg.workers)
+    fail("ps-shards", fmt::format("--ps-placement dedicated with {} shard(s) on {} rank(s) leaves no worker: the last K ranks only serve",
+                                  cfg.ps_shards, cfg.workers),
+         "use fewer shards or more --workers, or --ps-placement colocated");
+  if (ps && cfg.ps_placement == "colocated" && cfg.ps_shards > cfg.workers)
+    fail("ps-shards", fmt::format("{} shards, but colocated placement serves one shard per rank and there are {} ranks",
+                                  cfg.ps_shards, cfg.workers),
+         "pass --ps-shards at most --workers, or --ps-placement dedicated");
+  if (ps && adamw)
+    fail("optimizer", "adamw does not apply to --algo ps: its servers apply SGD (momentum, Nesterov, weight decay)",
+         "pass --optimizer sgd (or auto) with --algo ps");
 }
 
 }  // namespace

@@ -83,6 +83,13 @@ struct RunConfig {
   bool schedule = false;        // dreamddp: print the layer→slot schedule at start
   bool native_floor = false;    // sim: communication lasts at least this host's calibrated native time
 
+  // Parameter server (algorithms/ps.cpp).
+  std::string ps_mode = "sync";          // sync | async | ssp
+  int64_t ps_staleness = -1;             // ssp: staleness bound s in clocks (−1: not set)
+  int64_t ps_shards = 0;                 // K server shards (0: n colocated, 1 dedicated)
+  std::string ps_placement = "colocated";  // colocated | dedicated
+  bool ps_one_step_delay = false;        // OD-SGD: the next gradient on parameters pulled before the push
+
   // Not a field of the table: the keys the user typed for this run (command-line flags, a
   // suite entry), normalised ("weight-decay"). Validation refuses a knob of another algorithm
   // when it was given, even at its default value. Config files are not marked (a file

@@ -7,13 +7,14 @@
 #include "engine/step_recorder.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include "core/errors.hpp"
 
 namespace dsgd {
 
 namespace {
-constexpr size_t kStepFields = 10;
+constexpr size_t kStepFields = 11;
 constexpr size_t kEventFields = 6;
 }  // namespace
 
@@ -69,7 +70,7 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
   for (size_t i = 0; i < used_; ++i) {
     const StepTiming& t = steps_[i];
     pack_.insert(pack_.end(), {static_cast<double>(t.step), t.start, t.step_s, t.fwd_s, t.bwd_s, t.opt_s, t.data_s,
-                               t.loss, static_cast<double>(t.events), t.injected_s});
+                               t.loss, static_cast<double>(t.events), t.injected_s, t.staleness});
   }
   const CollEvent* ev = events_.data();
   for (size_t i = 0; i < n_events; ++i)
@@ -104,10 +105,9 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
     views[static_cast<size_t>(r)] = v;
   }
   for (int r = 1; r < n; ++r) {
-    if (views[r].n_steps != views[0].n_steps || views[r].n_events != views[0].n_events)
-      DSGD_THROW(Error, "this is a bug in the algorithm: every rank must run the same collectives",
-                 "rank {} recorded {} steps / {} collectives, rank 0 {} / {}", r, views[r].n_steps, views[r].n_events,
-                 views[0].n_steps, views[0].n_events);
+    if (views[r].n_steps != views[0].n_steps)
+      DSGD_THROW(Error, "this is a bug in the algorithm: every rank must run the same steps",
+                 "rank {} recorded {} steps, rank 0 {}", r, views[r].n_steps, views[0].n_steps);
   }
 
   const size_t n_steps = views[0].n_steps;
@@ -116,6 +116,7 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
   std::vector<WaitComm> split(static_cast<size_t>(n));
   std::vector<size_t> event_cursor(static_cast<size_t>(n), 0);
   std::vector<Interval> in_flight;
+  std::vector<std::vector<const double*>> collectives(static_cast<size_t>(n));
   for (size_t s = 0; s < n_steps; ++s) {
     for (int r = 0; r < n; ++r) {
       const double* f = views[r].steps + s * kStepFields;
@@ -132,44 +133,45 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
       row.data_s = f[6];
       row.train_loss = f[7];
       row.injected_s = f[9];
+      if (!std::isnan(f[10])) row.staleness = f[10];
     }
-    const size_t events_this_step = static_cast<size_t>(views[0].steps[s * kStepFields + 8]);
-    for (size_t e = 0; e < events_this_step; ++e) {
-      for (int r = 0; r < n; ++r) {
+    // A rank's events of this step: its collectives (every rank runs the same ones, in the
+    // same order: matched by index for the wait/comm split) and its one-sided epochs (one
+    // origin and one target, not every rank, and ranks of an asynchronous algorithm are not
+    // in step: any number per rank, no cross-rank wait, all of it is comm).
+    for (int r = 0; r < n; ++r) {
+      const size_t mine = static_cast<size_t>(views[r].steps[s * kStepFields + 8]);
+      collectives[r].clear();
+      StepRow& row = rows[s * static_cast<size_t>(n) + static_cast<size_t>(r)];
+      in_flight.clear();
+      for (size_t e = 0; e < mine; ++e) {
         const double* ef = views[r].events + (event_cursor[r] + e) * kEventFields;
+        if (ef[5] > ef[4]) in_flight.push_back(Interval{ef[4], ef[5]});
+        row.bytes_sent += ef[2];
+        if (static_cast<int32_t>(ef[3]) == static_cast<int32_t>(CollKind::coll_onesided))
+          row.comm_s += std::max(0.0, ef[1] - ef[0]);
+        else
+          collectives[r].push_back(ef);
+      }
+      row.overlap_s = union_length(in_flight);
+      if (collectives[r].size() != collectives[0].size())
+        DSGD_THROW(Error, "this is a bug in the algorithm: every rank must run the same collectives",
+                   "step {}: rank {} recorded {} collectives, rank 0 {}", row.step, r, collectives[r].size(),
+                   collectives[0].size());
+      event_cursor[r] += mine;
+    }
+    for (size_t e = 0; e < collectives[0].size(); ++e) {
+      for (int r = 0; r < n; ++r) {
+        const double* ef = collectives[r][e];
         const double off = clock_sync_offset_at(prev, now, r, ef[0]);
         spans[r] = CollSpan{ef[0] - off, ef[1] - off};
       }
       wait_comm_split(spans.data(), spans.size(), split.data());
-      // A one-sided epoch involves one origin and one target, not every rank, and ranks of
-      // an asynchronous algorithm are not in step: no cross-rank wait, all of it is comm.
       for (int r = 0; r < n; ++r) {
-        const double* ef = views[r].events + (event_cursor[r] + e) * kEventFields;
-        if (static_cast<int32_t>(ef[3]) == static_cast<int32_t>(CollKind::coll_onesided))
-          split[r] = WaitComm{0.0, std::max(0.0, spans[r].depart - spans[r].arrive)};
-      }
-      for (int r = 0; r < n; ++r) {
-        const double* ef = views[r].events + (event_cursor[r] + e) * kEventFields;
         StepRow& row = rows[s * static_cast<size_t>(n) + static_cast<size_t>(r)];
         row.wait_s += split[r].wait;
         row.comm_s += split[r].comm;
-        row.bytes_sent += ef[2];
       }
-    }
-    for (int r = 0; r < n; ++r) {
-      in_flight.clear();
-      for (size_t e = 0; e < events_this_step; ++e) {
-        const double* ef = views[r].events + (event_cursor[r] + e) * kEventFields;
-        if (ef[5] > ef[4]) in_flight.push_back(Interval{ef[4], ef[5]});
-      }
-      rows[s * static_cast<size_t>(n) + static_cast<size_t>(r)].overlap_s = union_length(in_flight);
-    }
-    for (int r = 0; r < n; ++r) {
-      const size_t mine = static_cast<size_t>(views[r].steps[s * kStepFields + 8]);
-      if (mine != events_this_step)
-        DSGD_THROW(Error, "this is a bug in the algorithm: every rank must run the same collectives",
-                   "step {}: rank {} recorded {} collectives, rank 0 {}", rows[s * n].step, r, mine, events_this_step);
-      event_cursor[r] += mine;
     }
   }
   return rows;

@@ -20,6 +20,7 @@ struct StepTiming {
   double start = 0;  // clock_now_s() at step start (this rank's clock)
   double step_s = 0, fwd_s = 0, bwd_s = 0, opt_s = 0, data_s = 0;
   double injected_s = 0;  // straggler delay held after backward
+  double staleness = 0;   // mean staleness of the step's updates (TrainState::staleness; NaN: none)
   double loss = 0;
   int64_t events = 0;  // collectives recorded during this step
 };

@@ -4,6 +4,7 @@
 // outside the step and excluded from the training clock.
 #include "engine/trainer.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstdio>
@@ -84,8 +85,12 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.grads.assign(count, 0.0f);
   w.eval_params.assign(count, 0.0f);
   w.workload->init_params(w.params.data(), cfg.seed);
-  w.sampler = std::make_unique<BatchSampler>(w.data->train.rows, comm.rank(), comm.size(),
-                                             static_cast<size_t>(cfg.batch), cfg.seed);
+  w.algorithm = algorithm_create(cfg.algo, cfg);
+  // The data is shared by the ranks that compute gradients (all, except ps's dedicated servers).
+  const int data_ranks = w.algorithm->worker_count(comm.size());
+  w.sampler = std::make_unique<BatchSampler>(w.data->train.rows,
+                                             std::max(0, w.algorithm->worker_index(comm.rank(), comm.size())),
+                                             data_ranks, static_cast<size_t>(cfg.batch), cfg.seed);
   if (cfg.steps > 0) {
     w.steps = cfg.steps;
   } else {
@@ -101,10 +106,9 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   comm.set_hierarchy(w.topology->groups);
   w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
                                         w.topology->groups);
-  w.algorithm = algorithm_create(cfg.algo, cfg);
   // An algorithm that owns the optimizer (zero: state for its shard only) leaves the
   // trainer's optimizer without state; the schedule still comes from it.
-  w.optimizer = optimizer_create(cfg, w.algorithm->owns_optimizer() ? 0 : count, comm.size());
+  w.optimizer = optimizer_create(cfg, w.algorithm->owns_optimizer() ? 0 : count, data_ranks);
   w.schedule = lr_schedule_from_config(cfg, w.optimizer->base_lr(), w.steps);
   return w;
 }
@@ -113,6 +117,8 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
   nlohmann::json config;
   RunRecord r = run_record_from_config(cfg, comm.size(), w.steps, w.warmup, w.eval_every, comm.library_version(), config);
   config["model-state-bytes"] = w.algorithm->model_state_bytes(w.params.size(), comm.size());
+  if (const int computing = w.algorithm->worker_count(comm.size()); computing != comm.size())
+    config["compute-workers"] = computing;  // throughput counts these ranks' samples (docs/metrics.md)
   if (w.emulation) {
     config["emulated-network"] = network_model_describe(*w.emulated);
     config["native-calibration-id"] = w.native_calibration_id > 0 ? nlohmann::json(w.native_calibration_id)
@@ -152,6 +158,15 @@ std::optional<double> consensus_distance(Worker& w, Communicator& comm, const fl
   }
   comm.untimed_allreduce_sum(&sq, 1);
   return sq / static_cast<double>(comm.size());
+}
+
+// The algorithm's global model (ps: the servers'), read with the event log detached, or the
+// consensus model.
+const float* evaluation_model(Worker& w, Communicator& comm, TrainState& state, CollEventLog* log) {
+  comm.attach_log(nullptr);
+  const float* global = w.algorithm->global_model(state);
+  comm.attach_log(log);
+  return global ? global : consensus_model(w, comm);
 }
 
 // Each rank evaluates its slice of the test set; sums are all-reduced.
@@ -261,7 +276,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
     double loss[2] = {loss_sum, loss_count};
     comm.untimed_allreduce_sum(loss, 2);
     loss_sum = loss_count = 0;
-    const float* model = consensus_model(w, comm);
+    const float* model = evaluation_model(w, comm, state, timers ? &recorder.events() : nullptr);
     const EvalSums sums = evaluate_test(w, comm, model);
     EvalRow row;
     row.consensus_distance = consensus_distance(w, comm, model);
@@ -282,13 +297,29 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   loop_start = comm.now();
 
   // ---- the step loop -------------------------------------------------------------------
+  const bool computes = w.algorithm->worker_index(comm.rank(), comm.size()) >= 0;
   for (int64_t step = 0; step < w.steps; ++step) {
     if (step == w.warmup) {
       timed_start = comm.now();
       timed_excluded_at_start = excluded_s;
     }
     state.step = step;
-    if (timers) {
+    state.staleness = std::nan("");
+    if (!computes) {  // a rank that only serves (ps dedicated): no data, gradient or optimizer
+      StepTiming* t = timers ? &recorder.begin_step(step) : nullptr;
+      const double t0 = comm.now();
+      if (t) {
+        t->start = t0;
+        t->loss = std::nan("");  // it trains nothing
+      }
+      state.step_start = t0;
+      w.algorithm->after_update(state);
+      if (t) {
+        t->step_s = comm.now() - t0;
+        t->staleness = state.staleness;
+        recorder.end_step(*t);
+      }
+    } else if (timers) {
       StepTiming& t = recorder.begin_step(step);
       const double t0 = comm.now();
       t.start = t0;
@@ -329,6 +360,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       t.bwd_s = t3 - t2 - t.injected_s;
       t.opt_s = t5 - t4;
       t.step_s = t6 - t0;
+      t.staleness = state.staleness;
       recorder.end_step(t);
       loss_sum += t.loss;
     } else {
@@ -355,7 +387,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
       comm.compute_done(ComputePhase::phase_optimizer);
       w.algorithm->after_update(state);
     }
-    loss_count += 1;
+    if (computes) loss_count += 1;
 
     const int64_t done = step + 1;
     const bool last = done == w.steps;
@@ -375,7 +407,7 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
     DSGD_THROW(Error, "this is a bug: max_collectives_per_step is too small for the algorithm",
                "{} collective events were dropped", recorder.events().dropped());
 
-  const float* model = consensus_model(w, comm);
+  const float* model = evaluation_model(w, comm, state, nullptr);
   if (comm.rank() == 0) result.final_params.assign(model, model + w.params.size());
   if (comm.rank() == 0 && !cfg.save_params.empty()) {
     std::ofstream out(cfg.save_params, std::ios::binary);

@@ -9,6 +9,8 @@
 //   the store reads that NULL as 0 (no straggler delay was injected then).
 // - evals.consensus_distance (v4) is NULL when it does not apply (replicas identical) and
 //   on rows written before v4; the store reads NULL as an empty optional.
+// - steps.staleness, summaries.staleness_mean / staleness_max (v6) are NULL for algorithms
+//   without staleness and on rows written before v6; the store reads NULL as empty.
 // - calibrations.id is AUTOINCREMENT for the same reason as runs.id; the tuner and the
 //   sim backend refer to a calibration by id (or take the host's latest).
 #include "results/migrations.hpp"
@@ -186,6 +188,15 @@ CREATE TABLE validation_metrics (
 ) WITHOUT ROWID;
 )sql";
 
+// v5 -> v6: staleness (docs/metrics.md): per step and rank, the mean staleness of the
+// updates the rank applied (ps) or read (adpsgd) in that step; NULL for algorithms without
+// staleness and on rows written before v6. Per run, its mean and max over the timed steps.
+constexpr const char* migration_v6 = R"sql(
+ALTER TABLE steps ADD COLUMN staleness REAL;
+ALTER TABLE summaries ADD COLUMN staleness_mean REAL;
+ALTER TABLE summaries ADD COLUMN staleness_max REAL;
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -200,6 +211,7 @@ const std::vector<const char*>& migrations_all() {
       migration_v3,
       migration_v4,
       migration_v5,
+      migration_v6,
   };
   return table;
 }

@@ -150,6 +150,9 @@ const std::vector<ReportColumn>& report_summary_columns() {
       col("final_test_acc", "1", T::report_real, "last evaluation's test accuracy (fraction)"),
       col("time_to_target_s", "s", T::report_real, "training time of the first evaluation at the target"),
       col("steps_to_target", "steps", T::report_integer, "step of that evaluation"),
+      col("staleness_mean", "updates", T::report_real,
+          "mean staleness of the applied (ps) or read (adpsgd) updates over timed steps; null: none"),
+      col("staleness_max", "updates", T::report_real, "largest per-step staleness over timed steps"),
   };
   return columns;
 }
@@ -229,6 +232,8 @@ ReportTable report_runs_table(const std::vector<RunWithSummary>& runs) {
       row.push_back(optional_value(s.final_test_acc));
       row.push_back(optional_value(s.time_to_target_s));
       row.push_back(optional_value(s.steps_to_target));
+      row.push_back(optional_value(s.staleness_mean));
+      row.push_back(optional_value(s.staleness_max));
     } else {
       row.resize(row.size() + report_summary_columns().size());
     }
@@ -274,6 +279,7 @@ ReportTable report_steps_table(const std::vector<std::pair<int64_t, std::vector<
       col("injected_s", "s", T::report_real, "injected straggler delay"),
       col("bytes_sent", "bytes", T::report_real, "bytes this rank sent in the step"),
       col("train_loss", "", T::report_real, "this rank's minibatch loss"),
+      col("staleness", "updates", T::report_real, "mean staleness of this rank's updates in the step; null: none"),
   };
   size_t total = 0;
   for (const auto& [id, rows] : steps) total += rows.size();
@@ -284,7 +290,7 @@ ReportTable report_steps_table(const std::vector<std::pair<int64_t, std::vector<
                             ReportValue{int64_t{s.timed ? 1 : 0}}, real(s.start_s), real(s.step_s),
                             real(s.data_s), real(s.fwd_s), real(s.bwd_s), real(s.opt_s), real(s.comm_s),
                             real(s.wait_s), real(s.overlap_s), real(s.injected_s), real(s.bytes_sent),
-                            real(s.train_loss)});
+                            real(s.train_loss), optional_value(s.staleness)});
     }
   }
   return table;

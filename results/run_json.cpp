@@ -51,6 +51,8 @@ nlohmann::json run_to_json(const RunWithSummary& rs) {
   j["final_test_acc"] = s ? opt(s->final_test_acc) : nlohmann::json(nullptr);
   j["time_to_target_s"] = s ? opt(s->time_to_target_s) : nlohmann::json(nullptr);
   j["steps_to_target"] = s ? opt(s->steps_to_target) : nlohmann::json(nullptr);
+  j["staleness_mean"] = s ? opt(s->staleness_mean) : nlohmann::json(nullptr);
+  j["staleness_max"] = s ? opt(s->staleness_max) : nlohmann::json(nullptr);
   j["error"] = r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error);
   nlohmann::json context;
   context["tool_version"] = r.tool_version;

@@ -165,14 +165,15 @@ constexpr const char* run_columns =
     "runs.cpu_model, runs.mpi_version, runs.build_type, runs.error, runs.finished_at";
 constexpr int run_column_count = 24;
 
-// {injected} is replaced by summaries.injected_s, or NULL before v3.
+// {injected} is replaced by summaries.injected_s, or NULL before v3; {staleness} by the two
+// staleness columns, or NULL, NULL before v6.
 constexpr const char* summary_columns =
     "summaries.run_id, summaries.throughput_samples_per_s, summaries.step_time_s, "
     "summaries.compute_s, summaries.fwd_s, summaries.bwd_s, summaries.opt_s, "
     "summaries.comm_s, summaries.wait_s, summaries.overlap_s, summaries.data_s, "
     "summaries.bytes_sent_per_step, summaries.timed_steps, summaries.final_train_loss, "
     "summaries.final_test_loss, summaries.final_test_acc, summaries.time_to_target_s, "
-    "summaries.steps_to_target, {injected}";
+    "summaries.steps_to_target, {injected}, {staleness}";
 
 uint64_t seed_read(const SqlStatement& stmt, int col, int64_t run_id) {
   if (stmt.column_is_integer(col)) return static_cast<uint64_t>(stmt.column_int64(col));
@@ -215,7 +216,7 @@ RunRecord run_read(const SqlStatement& stmt) {
   return run;
 }
 
-// The summary in columns [first, first + 19), absent when the LEFT JOIN found none.
+// The summary in columns [first, first + 21), absent when the LEFT JOIN found none.
 std::optional<Summary> summary_read(const SqlStatement& stmt, int first) {
   int c = first;
   if (stmt.column_is_null(c++)) return std::nullopt;
@@ -238,6 +239,8 @@ std::optional<Summary> summary_read(const SqlStatement& stmt, int first) {
   s.time_to_target_s = stmt.column_optional_real(c++);
   s.steps_to_target = stmt.column_optional_int64(c++);
   s.injected_s = stmt.column_optional_real(c++).value_or(0.0);  // NULL: before v3
+  s.staleness_mean = stmt.column_optional_real(c++);
+  s.staleness_max = stmt.column_optional_real(c++);
   return s;
 }
 
@@ -248,7 +251,9 @@ std::string run_select_sql(int version, const char* rest) {
     return fmt::format("SELECT {}, {} FROM runs LEFT JOIN summaries ON summaries.run_id = runs.id {}",
                        fmt::format(fmt::runtime(run_columns), "runs.target"),
                        fmt::format(fmt::runtime(summary_columns),
-                                   fmt::arg("injected", version >= 3 ? "summaries.injected_s" : "NULL")),
+                                   fmt::arg("injected", version >= 3 ? "summaries.injected_s" : "NULL"),
+                                   fmt::arg("staleness", version >= 6 ? "summaries.staleness_mean, summaries.staleness_max"
+                                                                      : "NULL, NULL")),
                        rest);
   }
   return fmt::format("SELECT {} FROM runs {}", fmt::format(fmt::runtime(run_columns), "NULL"),
@@ -266,8 +271,8 @@ RunWithSummary run_with_summary_read(const SqlStatement& stmt, int version) {
 std::vector<StepRow> steps_read(sqlite3* db, int version, int64_t run_id) {
   SqlStatement stmt(db, fmt::format("SELECT rank, step, timed, start_s, step_s, fwd_s, bwd_s, "
                                     "opt_s, data_s, comm_s, wait_s, overlap_s, bytes_sent, "
-                                    "train_loss, {} FROM steps WHERE run_id = ? ORDER BY step, rank",
-                                    version >= 3 ? "injected_s" : "NULL"));
+                                    "train_loss, {}, {} FROM steps WHERE run_id = ? ORDER BY step, rank",
+                                    version >= 3 ? "injected_s" : "NULL", version >= 6 ? "staleness" : "NULL"));
   stmt.bind(1, run_id);
   std::vector<StepRow> rows;
   while (stmt.step()) {
@@ -288,6 +293,7 @@ std::vector<StepRow> steps_read(sqlite3* db, int version, int64_t run_id) {
     row.bytes_sent = stmt.column_real(c++);
     row.train_loss = stmt.column_real(c++);
     row.injected_s = stmt.column_optional_real(c++).value_or(0.0);  // NULL: before v3
+    row.staleness = stmt.column_optional_real(c++);                  // NULL: none, or before v6
   }
   return rows;
 }
@@ -329,11 +335,13 @@ void summary_write(sqlite3* db, int64_t run_id, const Summary& s) {
                     "step_time_s, compute_s, fwd_s, bwd_s, opt_s, comm_s, wait_s, overlap_s, "
                     "data_s, bytes_sent_per_step, timed_steps, final_train_loss, "
                     "final_test_loss, final_test_acc, time_to_target_s, steps_to_target, "
-                    "injected_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    "injected_s, staleness_mean, staleness_max) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   stmt.bind_all(run_id, s.throughput_samples_per_s, s.step_time_s, s.compute_s, s.fwd_s,
                 s.bwd_s, s.opt_s, s.comm_s, s.wait_s, s.overlap_s, s.data_s,
                 s.bytes_sent_per_step, s.timed_steps, s.final_train_loss, s.final_test_loss,
-                s.final_test_acc, s.time_to_target_s, s.steps_to_target, s.injected_s);
+                s.final_test_acc, s.time_to_target_s, s.steps_to_target, s.injected_s, s.staleness_mean,
+                s.staleness_max);
   stmt.run();
 }
 
@@ -443,11 +451,11 @@ void Store::steps_append(int64_t run_id, const std::vector<StepRow>& rows) {
   SqlStatement stmt(db_,
                     "INSERT INTO steps (run_id, rank, step, timed, start_s, step_s, fwd_s, "
                     "bwd_s, opt_s, data_s, comm_s, wait_s, overlap_s, bytes_sent, train_loss, "
-                    "injected_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    "injected_s, staleness) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const StepRow& r : rows) {
     stmt.bind_all(run_id, r.rank, r.step, r.timed, r.start_s, r.step_s, r.fwd_s, r.bwd_s,
                   r.opt_s, r.data_s, r.comm_s, r.wait_s, r.overlap_s, r.bytes_sent,
-                  r.train_loss, r.injected_s);
+                  r.train_loss, r.injected_s, r.staleness);
     stmt.run();
   }
   transaction.commit();

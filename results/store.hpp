@@ -49,6 +49,9 @@ struct StepRow {
   double injected_s = 0;  // straggler delay injected into this rank's compute (--straggler)
   double bytes_sent = 0;
   double train_loss = 0;  // minibatch loss of this rank at this step
+  // Mean staleness of the updates this rank applied (ps) or read (adpsgd) in this step
+  // (docs/metrics.md); empty for algorithms without staleness (and before schema v6).
+  std::optional<double> staleness;
 };
 
 struct EvalRow {
@@ -74,6 +77,8 @@ struct Summary {
   std::optional<double> final_train_loss, final_test_loss, final_test_acc;
   std::optional<double> time_to_target_s;
   std::optional<int64_t> steps_to_target;
+  // Mean and max of the step rows' staleness over timed steps; empty when no row has one.
+  std::optional<double> staleness_mean, staleness_max;
 };
 
 struct RunWithSummary {

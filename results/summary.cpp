@@ -7,7 +7,11 @@
 // - timed_steps = number of distinct timed steps;
 // - throughput_samples_per_s = workers x batch x timed_steps / sum over timed steps of
 //   (max over ranks of step_s): each step costs what its slowest rank took; 0 when there
-//   are no timed steps (or their total time is not positive, or NaN);
+//   are no timed steps (or their total time is not positive, or NaN); workers = the ranks
+//   that compute gradients: the config's "compute-workers" when present (ps with dedicated
+//   servers), otherwise all;
+// - staleness_mean / staleness_max = mean / max of the step rows' staleness over timed
+//   (rank, step) rows that have one; null when none has;
 // - final_* = the last evaluation's (by step), null without evaluations;
 // - time_to_target_s / steps_to_target = time_s / step of the first evaluation (by step)
 //   that reaches the run's target, null when there is no target or it is not reached.
@@ -15,6 +19,8 @@
 #include <cmath>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "results/store.hpp"
 #include "results/target.hpp"
@@ -28,6 +34,8 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
   // Means over timed (rank, step) rows, and each timed step's slowest rank.
   double sum_step = 0, sum_fwd = 0, sum_bwd = 0, sum_opt = 0, sum_data = 0;
   double sum_comm = 0, sum_wait = 0, sum_overlap = 0, sum_injected = 0, sum_bytes = 0;
+  double sum_stale = 0, max_stale = 0;
+  int64_t stale_rows = 0;
   std::vector<std::pair<int64_t, double>> step_times;  // (step, step_s) of timed rows
   step_times.reserve(steps.size());
   for (const StepRow& row : steps) {
@@ -42,6 +50,11 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
     sum_overlap += row.overlap_s;
     sum_injected += row.injected_s;
     sum_bytes += row.bytes_sent;
+    if (row.staleness && !std::isnan(*row.staleness)) {
+      sum_stale += *row.staleness;
+      max_stale = stale_rows == 0 ? *row.staleness : std::max(max_stale, *row.staleness);
+      ++stale_rows;
+    }
     step_times.emplace_back(row.step, row.step_s);
   }
   if (!step_times.empty()) {
@@ -58,6 +71,10 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
     summary.bytes_sent_per_step = sum_bytes / rows;
   }
   summary.compute_s = summary.fwd_s + summary.bwd_s + summary.opt_s;
+  if (stale_rows > 0) {
+    summary.staleness_mean = sum_stale / static_cast<double>(stale_rows);
+    summary.staleness_max = max_stale;
+  }
 
   // Sorted by step only: step_s may be NaN, which has no order.
   std::sort(step_times.begin(), step_times.end(),
@@ -76,7 +93,11 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
     begin = end;
   }
   if (summary.timed_steps > 0 && slowest_total > 0) {
-    summary.throughput_samples_per_s = static_cast<double>(run.workers) *
+    double workers = static_cast<double>(run.workers);
+    const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
+    if (config.is_object() && config.contains("compute-workers") && config["compute-workers"].is_number())
+      workers = config["compute-workers"].get<double>();
+    summary.throughput_samples_per_s = workers *
                                        static_cast<double>(run.batch) *
                                        static_cast<double>(summary.timed_steps) / slowest_total;
   }

@@ -116,6 +116,7 @@ StepRow step_make(int rank, int64_t step, bool timed, double step_s) {
   row.injected_s = 0.0125 * rank;
   row.bytes_sent = 1000.0 * (rank + 1);
   row.train_loss = 1.0 / (1.0 + static_cast<double>(step)) + 0.1 * rank;
+  if (rank == 1) row.staleness = 0.5 * static_cast<double>(step);  // rank 0: none (NULL)
   return row;
 }
 
@@ -143,6 +144,7 @@ void expect_same_step(const StepRow& a, const StepRow& b) {
     EXPECT_TRUE(same_double(a.*field, b.*field))
         << "rank " << a.rank << " step " << a.step << ": " << a.*field << " vs " << b.*field;
   }
+  EXPECT_EQ(a.staleness, b.staleness) << "rank " << a.rank << " step " << a.step;
 }
 
 void expect_same_eval(const EvalRow& a, const EvalRow& b) {
@@ -174,6 +176,8 @@ void expect_same_summary(const Summary& a, const Summary& b) {
   expect_same_optional(a.final_test_acc, b.final_test_acc);
   expect_same_optional(a.time_to_target_s, b.time_to_target_s);
   EXPECT_EQ(a.steps_to_target, b.steps_to_target);
+  expect_same_optional(a.staleness_mean, b.staleness_mean);
+  expect_same_optional(a.staleness_max, b.staleness_max);
 }
 
 class StoreTest : public ::testing::Test {
@@ -389,6 +393,26 @@ TEST(SummaryCompute, TwoRankExampleFollowsTheDefinitions) {
   ASSERT_TRUE(s.time_to_target_s && s.steps_to_target);
   EXPECT_DOUBLE_EQ(*s.time_to_target_s, 2.0);
   EXPECT_EQ(*s.steps_to_target, 2);
+}
+
+// Staleness (schema v6): mean and max over the timed rows that have one; rows without (NULL)
+// and warm-up rows do not count; none at all: null. compute-workers scales throughput.
+TEST(SummaryCompute, StalenessAndComputeWorkers) {
+  TwoRankExample ex;
+  Summary none = summary_compute(ex.run, ex.steps, ex.evals);
+  EXPECT_FALSE(none.staleness_mean.has_value());
+  EXPECT_FALSE(none.staleness_max.has_value());
+  ex.steps[0].staleness = 100.0;  // warm-up: not counted
+  ex.steps[2].staleness = 1.0;    // rank 0 step 1
+  ex.steps[3].staleness = 4.0;    // rank 1 step 1
+  ex.steps[4].staleness = 2.5;    // rank 1 step 2; rank 0 step 2 (steps[5]) has none
+  Summary s = summary_compute(ex.run, ex.steps, ex.evals);
+  ASSERT_TRUE(s.staleness_mean && s.staleness_max);
+  EXPECT_DOUBLE_EQ(*s.staleness_mean, (1.0 + 4.0 + 2.5) / 3);
+  EXPECT_DOUBLE_EQ(*s.staleness_max, 4.0);
+  ex.run.config_json = R"({"compute-workers": 1})";  // ps dedicated: 1 of the 2 ranks trains
+  Summary one = summary_compute(ex.run, ex.steps, ex.evals);
+  EXPECT_DOUBLE_EQ(one.throughput_samples_per_s, 1.0 * 8.0 * 2.0 / (1.5 + 2.0));
 }
 
 TEST(SummaryCompute, LossTargetAndUnreachedTargets) {
