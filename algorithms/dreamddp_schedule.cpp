@@ -46,12 +46,32 @@ struct Search {
     return s;
   }
 
+  // Lower bound on the final cost of the branch: the partial cost, plus for the unplaced
+  // layer that is worst off the least increase it causes in any slot h (a slot's `free` only
+  // grows, so that slot's exposed time will be at least max(free_h, ready_l) + comm_l − B).
+  double lower_bound(size_t p) const {
+    double cur_sum = 0;
+    for (double f : free) cur_sum += exposed_of(f, backward);
+    double worst = 0;
+    for (size_t q = p; q < order.size(); ++q) {
+      const size_t l = order[q];
+      double least = INFINITY;
+      for (size_t h = 0; h < slots && least > 0; ++h) {
+        const double cur = exposed_of(free[h], backward);
+        least = std::min(least, std::max(0.0, exposed_of(std::max(free[h], ready[l]) + comm[l], backward) - cur));
+      }
+      worst = std::max(worst, least);
+    }
+    return cur_sum + worst;
+  }
+
   void dfs(size_t p) {
     if (cut) return;
     if (++nodes > max_nodes) {
       cut = true;
       return;
     }
+    if (p < order.size() && lower_bound(p) >= best) return;
     if (p == order.size()) {
       const double s = partial();
       if (s < best) {

@@ -16,7 +16,8 @@
 // Search: depth-first over the layers in backward order, each tried in every slot, with
 // (1) branch and bound: a slot's `free` only grows as layers are added, so the partial sum
 //     of exposed times is a lower bound; a branch at or above the best complete schedule is
-//     cut (the best starts as the greedy earliest-finish schedule);
+//     cut (the best starts as the greedy earliest-finish schedule), and so is a branch whose
+//     partial sum plus the least increase the worst-placed remaining layer must cause is;
 // (2) symmetry: slots are interchangeable (the cost of a slot depends only on its layers),
 //     so of several slots with the same link state only the first is tried;
 // (3) a node budget: past it the best schedule found so far is returned with optimal=false.
