@@ -106,7 +106,8 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"ps-staleness", "ps --ps-mode ssp: staleness bound s (a worker at clock c waits while the slowest is below c-s)",
        &C::ps_staleness},
       {"ps-shards", "ps: server shards K (0: one per rank colocated, 1 dedicated)", &C::ps_shards},
-      {"ps-placement", "ps: colocated (every rank trains, ranks 0..K-1 also serve) | dedicated (the last K ranks only serve)",
+      {"ps-placement", "ps: auto (dedicated on > 1 worker) | colocated (every rank trains, ranks 0..K-1 also serve) | "
+                       "dedicated (the last K ranks only serve)",
        &C::ps_placement},
       {"ps-one-step-delay", "ps: OD-SGD, the next gradient is computed on the parameters read before this push completed",
        &C::ps_one_step_delay},
@@ -339,16 +340,24 @@ void run_config_validate_variants(const RunConfig& cfg) {
                                                                : fmt::format("must be >= 0 (got {})", cfg.ps_staleness),
          "pass the bound in clocks, e.g. --ps-staleness 2 (0: every worker within one step of the slowest)");
   if (cfg.ps_shards < 0) fail("ps-shards", fmt::format("must be >= 0 (got {})", cfg.ps_shards), "pass 0 for the default");
-  if (cfg.ps_placement != "colocated" && cfg.ps_placement != "dedicated")
-    fail("ps-placement", fmt::format("unknown placement '{}'", cfg.ps_placement), "available: colocated, dedicated");
-  if (ps && cfg.ps_placement == "dedicated" && cfg.ps_shards >= cfg.workers)
+  if (cfg.ps_placement != "auto" && cfg.ps_placement != "colocated" && cfg.ps_placement != "dedicated")
+    fail("ps-placement", fmt::format("unknown placement '{}'", cfg.ps_placement),
+         "available: auto (dedicated on more than one worker), colocated, dedicated");
+  const bool ps_dedicated = cfg.ps_placement == "dedicated" || (cfg.ps_placement == "auto" && cfg.workers > 1);
+  const int64_t ps_k = cfg.ps_shards > 0 ? cfg.ps_shards : (ps_dedicated ? 1 : cfg.workers);
+  if (ps && ps_dedicated && ps_k >= cfg.workers)
     fail("ps-shards", fmt::format("--ps-placement dedicated with {} shard(s) on {} rank(s) leaves no worker: the last K ranks only serve",
-                                  cfg.ps_shards, cfg.workers),
+                                  ps_k, cfg.workers),
          "use fewer shards or more --workers, or --ps-placement colocated");
-  if (ps && cfg.ps_placement == "colocated" && cfg.ps_shards > cfg.workers)
+  if (ps && !ps_dedicated && ps_k > cfg.workers)
     fail("ps-shards", fmt::format("{} shards, but colocated placement serves one shard per rank and there are {} ranks",
-                                  cfg.ps_shards, cfg.workers),
+                                  ps_k, cfg.workers),
          "pass --ps-shards at most --workers, or --ps-placement dedicated");
+  if (ps && !ps_dedicated && cfg.workers > 1 && cfg.backend == "mpi")
+    fail("ps-placement",
+         "colocated on more than one MPI rank is refused: with this MPI (MPICH 4.0 ch4) a rank's lock on its own "
+         "window does not exclude the other ranks' locks, so pushes to a colocated shard are lost (docs/algorithms.md)",
+         "use --ps-placement dedicated (the default with more than one worker), or --backend sim");
   if (ps && adamw)
     fail("optimizer", "adamw does not apply to --algo ps: its servers apply SGD (momentum, Nesterov, weight decay)",
          "pass --optimizer sgd (or auto) with --algo ps");

@@ -87,7 +87,7 @@ struct RunConfig {
   std::string ps_mode = "sync";          // sync | async | ssp
   int64_t ps_staleness = -1;             // ssp: staleness bound s in clocks (−1: not set)
   int64_t ps_shards = 0;                 // K server shards (0: n colocated, 1 dedicated)
-  std::string ps_placement = "colocated";  // colocated | dedicated
+  std::string ps_placement = "auto";     // auto (dedicated on > 1 worker) | colocated | dedicated
   bool ps_one_step_delay = false;        // OD-SGD: the next gradient on parameters pulled before the push
 
   // Not a field of the table: the keys the user typed for this run (command-line flags, a

@@ -99,7 +99,9 @@ refuse() {
 refuse "--ps-staleness: applies to --ps-mode ssp only" --workers 2 --algo ps --ps-mode sync --ps-staleness 2
 refuse "--ps-staleness: applies to --algo ps" --workers 2 --algo ssgd --ps-staleness 2
 refuse "--ps-staleness: is required with --ps-mode ssp" --workers 2 --algo ps --ps-mode ssp
-refuse "colocated placement serves one shard per rank" --workers 2 --algo ps --ps-shards 3
+refuse "colocated placement serves one shard per rank" --workers 2 --algo ps --ps-placement colocated --ps-shards 3
+refuse "colocated on more than one MPI rank is refused" --workers 2 --algo ps --ps-placement colocated
+refuse "leaves no worker" --workers 2 --algo ps --ps-shards 2
 refuse "leaves no worker" --workers 2 --algo ps --ps-placement dedicated --ps-shards 2
 refuse "--ps-mode: unknown mode" --workers 2 --algo ps --ps-mode bsp
 refuse "adamw does not apply to --algo ps" --workers 2 --algo ps --optimizer adamw
