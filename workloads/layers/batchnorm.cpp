@@ -93,8 +93,10 @@ void batchnorm_forward_train(const BatchNormShape& s, const BatchNormOptions& o,
                              const float* beta, float* y, float* mean, float* invstd, float* running_mean,
                              float* running_var, bool relu) {
   const size_t m = s.m;
-  const int t = layer_threads();
+  [[maybe_unused]] const int t = layer_threads();
+#ifdef _OPENMP
 #pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && s.c * m >= kParallelMinFloats)
+#endif
   for (size_t c = 0; c < s.c; ++c) {
     const float* xc = x + c * m;
     // One pass for both moments, shifted by the channel's first value so that Σ(x−k)² − M·(mean
@@ -122,8 +124,10 @@ void batchnorm_forward_train(const BatchNormShape& s, const BatchNormOptions& o,
 void batchnorm_forward_eval(const BatchNormShape& s, const BatchNormOptions& o, const float* x, const float* gamma,
                             const float* beta, const float* running_mean, const float* running_var, float* y,
                             bool relu) {
-  const int t = layer_threads();
+  [[maybe_unused]] const int t = layer_threads();
+#ifdef _OPENMP
 #pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && s.c * s.m >= kParallelMinFloats)
+#endif
   for (size_t c = 0; c < s.c; ++c) {
     const double is = 1.0 / std::sqrt(double(running_var[c]) + o.eps);
     affine(x + c * s.m, y + c * s.m, s.m, static_cast<float>(gamma[c] * is),
@@ -135,8 +139,10 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* ga
                         const float* invstd, const float* dy, float* dx, float* dgamma, float* dbeta,
                         const float* relu_y) {
   const size_t m = s.m;
-  const int t = layer_threads();
+  [[maybe_unused]] const int t = layer_threads();
+#ifdef _OPENMP
 #pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && s.c * m >= kParallelMinFloats)
+#endif
   for (size_t c = 0; c < s.c; ++c) {
     const float* xc = x + c * m;
     const float* dyc = dy + c * m;

@@ -2,7 +2,7 @@
 // (which --threads sets), so these loops never add threads beyond --threads. They run with
 // OpenMP (`#pragma omp parallel for num_threads(layer_threads())`), between BLAS and oneDNN
 // calls, never during one. In a build without OpenMP (no oneDNN found) the pragmas are
-// ignored and the loops run on the calling thread. Each loop splits work by channel or by
+// compiled out (#ifdef _OPENMP) and the loops run on the calling thread. Each loop splits work by channel or by
 // fixed element ranges and each output is computed by one thread, so results do not depend
 // on the thread count.
 #pragma once

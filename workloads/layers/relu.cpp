@@ -6,20 +6,26 @@
 namespace dsgd {
 
 void relu_forward(const float* x, float* y, size_t n) {
-  const int t = layer_threads();
+  [[maybe_unused]] const int t = layer_threads();
+#ifdef _OPENMP
 #pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && n >= kParallelMinFloats)
+#endif
   for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
 void relu_backward(const float* y, const float* dy, float* dx, size_t n) {
-  const int t = layer_threads();
+  [[maybe_unused]] const int t = layer_threads();
+#ifdef _OPENMP
 #pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && n >= kParallelMinFloats)
+#endif
   for (size_t i = 0; i < n; ++i) dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
 }
 
 void add_relu_forward(const float* a, const float* b, float* y, size_t n) {
-  const int t = layer_threads();
+  [[maybe_unused]] const int t = layer_threads();
+#ifdef _OPENMP
 #pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && n >= kParallelMinFloats)
+#endif
   for (size_t i = 0; i < n; ++i) {
     const float v = a[i] + b[i];
     y[i] = v > 0.0f ? v : 0.0f;
