@@ -93,10 +93,14 @@ void Communicator::wait(CollRequest& r, double compute_end) {
   const double arrive = now();
   if (r.completed == 0) do_wait(r.slot);
   r.slot = -1;
-  // Emulated link: the operation cannot finish before launch + its modelled extra time.
+  // Emulated link: the operation cannot finish before it had the link for its modelled extra
+  // time. Requests in flight together share the rank's one link: each occupies it from
+  // max(its launch, the end of the request waited for before it) (docs/cluster.md).
   if (emulation_.extra_s) {
     const double extra = emulation_.extra_s(emulation_.ctx, r.kind, r.model_bytes, size());
-    hold_until(r.launch + extra);
+    const double start = r.launch > emulated_link_free_ ? r.launch : emulated_link_free_;
+    emulated_link_free_ = start + extra;
+    hold_until(emulated_link_free_);
   }
   if (r.average) divide_by_size(r.data, r.count);
   if (log_) {

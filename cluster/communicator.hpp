@@ -265,6 +265,7 @@ class Communicator {
   EmulationHook emulation_;
   double epoch_arrive_ = 0, epoch_remote_bytes_ = 0, epoch_put_bytes_ = 0;
   int hier_groups_ = 1;
+  double emulated_link_free_ = 0;  // end of the last non-blocking request's emulated link time
 };
 
 // The communicator of this process: MPI's world when built with MPI (initialising MPI),

@@ -81,6 +81,12 @@ int launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, cha
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGINT);
     setenv("DSGD_LAUNCHED", "1", 1);
+    // Idle BLAS/OpenMP threads sleep instead of spinning (read when the libraries load, so
+    // only settable here): with --threads > 1 a spinning OpenMP pool (oneDNN, layer loops)
+    // and OpenBLAS's own pool steal each other's cores (docs/workloads.md). A value the user
+    // set is kept.
+    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
     close(ready[0]);
     execvp(mpiexec.c_str(), cargs.data());
     const int err = errno;

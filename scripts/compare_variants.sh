@@ -35,6 +35,12 @@ case "$WORKLOAD" in
   *) echo "--workload: unknown '$WORKLOAD' (available: resnet20, svm)" >&2; exit 2 ;;
 esac
 common=(--workers 2 --steps "$STEPS" --seed 1 --db "$DB" --eval-every "$STEPS" "${work[@]}")
+# dreamddp's schedule uses this host's measured per-layer backward times (engine/layer_costs):
+# calibrate once into the db (ResNet-20 is the model calibrate profiles for --workload resnet).
+if [ "$WORKLOAD" = resnet20 ] && [ -z "$(sqlite3 "$DB" "select 1 from profiles limit 1" 2>/dev/null)" ]; then
+  echo "== calibrate (per-layer profile at batch 64, for dreamddp's schedule)" >&2
+  "$BIN" calibrate --workers 2 --workload resnet --dataset fashion-mnist --batches 64 --quick --db "$DB" > /dev/null
+fi
 # name|flags (the optimizer flags are appended: SGD with momentum, AdamW for diloco's inner steps)
 variants=(
   "ssgd|--algo ssgd"

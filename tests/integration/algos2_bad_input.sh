@@ -17,7 +17,7 @@ expect_error() {
 R=("$BIN" run --db t.db --steps 5 --batch 16 --dataset "$SMALL")
 expect_error "--dpsgd-delay: applies to --algo dpsgd only" "${R[@]}" --algo ssgd --dpsgd-delay 1
 expect_error "--dpsgd-delay: must be 0 or 1" "${R[@]}" --algo dpsgd --dpsgd-delay 2
-expect_error "--compress: applies to --algo ssgd only" "${R[@]}" --algo localsgd --compress topk:0.1
+expect_error "--compress: applies to --algo ssgd, localsgd and diloco" "${R[@]}" --algo cocod --compress topk:0.1
 expect_error "--compress.*cannot be combined with --overlap" "${R[@]}" --algo ssgd --overlap true --compress topk:0.1
 expect_error "--compress zip:3: unknown compressor" "${R[@]}" --compress zip:3
 expect_error "--compress topk:2: ratio" "${R[@]}" --compress topk:2

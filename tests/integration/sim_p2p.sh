@@ -9,7 +9,7 @@
 #  - dpsgd on 8 simulated workers on a ring converges: accuracy within 2 points of ssgd.
 source "$(dirname "$0")/common.bash"
 
-common=(--dataset "$SMALL" --steps 40 --batch 32 --lr 0.05 --momentum 0 --seed 11 --db t.db --eval-every 20)
+common=(--dataset "$SMALL" --steps 40 --batch 32 --lr 0.05 --seed 11 --db t.db --eval-every 20)
 
 "$BIN" run --workers 1 --algo ssgd "${common[@]}" > prof.out || fail "profile run failed"
 PROF=$(last_run_id prof.out)
