@@ -24,13 +24,14 @@ for bad in "torus:3x3" "moebius" "hier:3x2"; do
 done
 [ ! -e t.db ] || [ "$(sqlite3 t.db 'select count(*) from runs')" = 0 ] || fail "a refused run was stored"
 
-# hier:1x2 is complete with extra steps: the same emulated comm (each within 10% of the other).
-common=(--workers 2 --dataset "synthetic:n=2000,d=100000,density=0.001,classes=2,test=200" --steps 12 --batch 16
+# hier:1x2 is complete with extra steps: the same emulated comm (each within 15% of the other:
+# the mean of 25 timed steps of two busy-polling MPI ranks on a shared 2-core machine).
+common=(--workers 2 --dataset "synthetic:n=2000,d=100000,density=0.001,classes=2,test=200" --steps 30 --batch 16
   --bandwidth 100Mbps --latency 1ms --db t.db)
 "$BIN" run "${common[@]}" --topology complete > a.txt || fail "complete run failed"
 "$BIN" run "${common[@]}" --topology hier:1x2 > b.txt || fail "hier:1x2 run failed"
 ca=$("$BIN" show "$(last_run_id a.txt)" --db t.db --format json | jq .comm_s)
 cb=$("$BIN" show "$(last_run_id b.txt)" --db t.db --format json | jq .comm_s)
 echo "comm per step: complete $ca s, hier:1x2 $cb s"
-awk -v a="$ca" -v b="$cb" 'BEGIN{r=a/b; exit !(r > 0.9 && r < 1.1)}' || fail "hier:1x2 and complete differ"
+awk -v a="$ca" -v b="$cb" 'BEGIN{r=a/b; exit !(r > 0.85 && r < 1.0 / 0.85)}' || fail "hier:1x2 and complete differ"
 echo PASS
