@@ -5,7 +5,8 @@
 # (docs/metrics.md), bytes per step, final test accuracy; read from the summaries table.
 #
 # Usage: scripts/compare_variants.sh [--bin B] [--db F] [--steps N] [--workload svm|resnet20]
-#                                    [--networks "native 1Gbps/1ms"] [--only "ssgd localsgd"]
+#                                    [--networks "native 1Gbps/1ms"] [--only "ssgd localsgd-H4"]
+# (--only: variant names as in the table below, exactly)
 # Default: ResNet-20 on Fashion-MNIST, batch 64 per worker, 60 steps (7,680 samples),
 # native and 1 Gbit/s with 1 ms latency. Runs are tagged "compare|NETWORK|VARIANT" in the db,
 # so `dsgd-bench report --tag ...` and `compare` work on them too.
@@ -67,7 +68,7 @@ for net in $NETWORKS; do
   for v in "${variants[@]}"; do
     name="${v%%|*}"
     flags="${v#*|}"
-    if [ -n "$ONLY" ] && ! [[ " $ONLY " == *" ${name%%-*} "* || " $ONLY " == *" $name "* ]]; then continue; fi
+    if [ -n "$ONLY" ] && ! [[ " $ONLY " == *" $name "* ]]; then continue; fi
     opt=("${sgd[@]}")
     [[ "$flags" == *diloco* ]] && opt=("${adam[@]}")
     echo "== $net $name" >&2
