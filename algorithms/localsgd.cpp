@@ -50,7 +50,8 @@ class LocalSgd final : public Algorithm {
   }
   void after_update(TrainState& s) override {
     if (s.step < post_local_) {
-      if (model_compressor_) std::copy(s.params, s.params + s.count, anchor_.begin());  // replicas identical
+      // Replicas are identical until the last synchronous step; the anchor is that model.
+      if (model_compressor_ && s.step + 1 == post_local_) std::copy(s.params, s.params + s.count, anchor_.begin());
       return;
     }
     if ((s.step + 1 - post_local_) % period_ != 0) return;

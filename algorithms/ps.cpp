@@ -61,17 +61,8 @@ bool version_at_least(const float*, uint64_t version, const void* ctx) {
 }
 bool clock_at_least(const float* data, uint64_t, const void* ctx) { return data[0] >= *static_cast<const float*>(ctx); }
 
-// --ps-placement auto: dedicated on more than one worker (colocated is exact only where a
-// rank's epoch on its own window excludes the others': one rank, or the sim backend).
-bool ps_dedicated(const RunConfig& cfg) {
-  return cfg.ps_placement == "dedicated" || (cfg.ps_placement == "auto" && cfg.workers > 1);
-}
-
-// K for n ranks (0: one per rank colocated, 1 dedicated).
-int ps_shards(const RunConfig& cfg, int n) {
-  if (cfg.ps_shards > 0) return static_cast<int>(std::min<int64_t>(cfg.ps_shards, 1 << 20));
-  return ps_dedicated(cfg) ? 1 : n;
-}
+// K for n ranks (core/run_config.hpp: one rule with the configuration check).
+int ps_shards(const RunConfig& cfg, int n) { return static_cast<int>(run_config_ps_shards(cfg, n)); }
 
 class Ps final : public Algorithm {
  public:
@@ -79,7 +70,7 @@ class Ps final : public Algorithm {
       : cfg_(cfg),
         mode_(cfg.ps_mode == "async" ? PsMode::ps_async : cfg.ps_mode == "ssp" ? PsMode::ps_ssp : PsMode::ps_sync),
         bound_(cfg.ps_staleness),
-        dedicated_(ps_dedicated(cfg)),
+        dedicated_(run_config_ps_dedicated(cfg)),
         delay_(cfg.ps_one_step_delay),
         sgd_{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.nesterov} {}
   std::string name() const override { return "ps"; }

@@ -284,13 +284,7 @@ class MpiCommunicator final : public Communicator {
     const int slot = free_slot();
     Slot& sl = slots_[static_cast<size_t>(slot)];
     const int w = hier_.width;
-    sl.counts.assign(static_cast<size_t>(w), 0);
-    sl.displs.assign(static_cast<size_t>(w), 0);
-    for (int r = 0; r < w; ++r) {
-      const size_t b = shard_begin(count, w, r), e = shard_begin(count, w, r + 1);
-      sl.displs[static_cast<size_t>(r)] = static_cast<int>(b);
-      sl.counts[static_cast<size_t>(r)] = static_cast<int>(e - b);
-    }
+    block_counts(count, w, sl.counts, sl.displs);
     const size_t mine = static_cast<size_t>(sl.counts[static_cast<size_t>(hier_.index)]);
     if (sl.shard.size() < mine) sl.shard.resize(mine);
     sl.data = data;
@@ -348,15 +342,19 @@ class MpiCommunicator final : public Communicator {
     DSGD_THROW(Error, "this is a bug: wait() every request an algorithm launches",
                "more than {} non-blocking operations in flight", slots_.size());
   }
+  // MPI's v-collective counts and displacements of the n blocks of a `count`-float buffer.
+  static void block_counts(size_t count, int n, std::vector<int>& counts, std::vector<int>& displs) {
+    counts.assign(static_cast<size_t>(n), 0);
+    displs.assign(static_cast<size_t>(n), 0);
+    for (int r = 0; r < n; ++r) {
+      const size_t b = shard_begin(count, n, r), e = shard_begin(count, n, r + 1);
+      displs[static_cast<size_t>(r)] = checked_count(b);
+      counts[static_cast<size_t>(r)] = checked_count(e - b);
+    }
+  }
   void shard_counts(size_t count) {
     if (count == counts_for_) return;
-    counts_.assign(static_cast<size_t>(size_), 0);
-    displs_.assign(static_cast<size_t>(size_), 0);
-    for (int r = 0; r < size_; ++r) {
-      const size_t b = shard_begin(count, size_, r), e = shard_begin(count, size_, r + 1);
-      displs_[static_cast<size_t>(r)] = checked_count(b);
-      counts_[static_cast<size_t>(r)] = checked_count(e - b);
-    }
+    block_counts(count, size_, counts_, displs_);
     counts_for_ = count;
   }
   static constexpr size_t kMaxChunk = size_t(1) << 30;

@@ -242,6 +242,15 @@ bool RunConfig::given(const char* key) const {
   return std::find(given_keys.begin(), given_keys.end(), key) != given_keys.end();
 }
 
+bool run_config_ps_dedicated(const RunConfig& cfg) {
+  return cfg.ps_placement == "dedicated" || (cfg.ps_placement == "auto" && cfg.workers > 1);
+}
+
+int64_t run_config_ps_shards(const RunConfig& cfg, int64_t n) {
+  if (cfg.ps_shards > 0) return std::min<int64_t>(cfg.ps_shards, int64_t(1) << 20);
+  return run_config_ps_dedicated(cfg) ? 1 : n;
+}
+
 void run_config_mark_given(RunConfig& cfg, const std::string& key) {
   std::string k = key;
   std::replace(k.begin(), k.end(), '_', '-');
@@ -343,8 +352,8 @@ void run_config_validate_variants(const RunConfig& cfg) {
   if (cfg.ps_placement != "auto" && cfg.ps_placement != "colocated" && cfg.ps_placement != "dedicated")
     fail("ps-placement", fmt::format("unknown placement '{}'", cfg.ps_placement),
          "available: auto (dedicated on more than one worker), colocated, dedicated");
-  const bool ps_dedicated = cfg.ps_placement == "dedicated" || (cfg.ps_placement == "auto" && cfg.workers > 1);
-  const int64_t ps_k = cfg.ps_shards > 0 ? cfg.ps_shards : (ps_dedicated ? 1 : cfg.workers);
+  const bool ps_dedicated = run_config_ps_dedicated(cfg);
+  const int64_t ps_k = run_config_ps_shards(cfg, cfg.workers);
   if (ps && ps_dedicated && ps_k >= cfg.workers)
     fail("ps-shards", fmt::format("--ps-placement dedicated with {} shard(s) on {} rank(s) leaves no worker: the last K ranks only serve",
                                   ps_k, cfg.workers),

@@ -125,6 +125,12 @@ void run_config_validate(const RunConfig& cfg);
 // Records that `key` was given explicitly (normalised: underscores become dashes).
 void run_config_mark_given(RunConfig& cfg, const std::string& key);
 
+// ps: whether the servers are dedicated ranks (--ps-placement dedicated, or auto on more
+// than one worker) and the shard count K for n ranks (--ps-shards, else 1 dedicated / n
+// colocated). One rule for the configuration check and algorithms/ps.cpp.
+bool run_config_ps_dedicated(const RunConfig& cfg);
+int64_t run_config_ps_shards(const RunConfig& cfg, int64_t n);
+
 // Copies field `key` from src to dst.
 void run_config_copy_field(RunConfig& dst, const RunConfig& src, const RunConfigField& field);
 

@@ -8,24 +8,17 @@
 #include <numeric>
 
 #include "cluster/sim_world.hpp"
+#include "sim_ring_options.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
 namespace {
 
-SimWorldOptions link_options(int n, double alpha, double bytes_per_s) {
-  SimWorldOptions o;
-  o.workers = n;
-  o.network = NetworkModel{LinkModel{alpha, bytes_per_s}, std::nullopt, 1};
-  o.algo = CollAlgo::algo_ring;
-  return o;
-}
-
 TEST(SimP2p, ReduceScatterAndAllgatherTakeExactlyTheModelledTime) {
   const int n = 4;
   const double alpha = 1e-3, bw = 1e8;
   const size_t count = 1001;  // blocks of uneven size
-  SimWorld world(link_options(n, alpha, bw));
+  SimWorld world(sim_ring_options(n, alpha, bw));
   std::vector<CollEventLog> logs(n);
   std::vector<std::vector<float>> send(n, std::vector<float>(count)), shard(n), full(n, std::vector<float>(count, -1));
   for (int r = 0; r < n; ++r)
@@ -64,7 +57,7 @@ TEST(SimP2p, ReduceScatterAndAllgatherTakeExactlyTheModelledTime) {
 TEST(SimP2p, SendrecvArrivesAtSendTimePlusAlphaPlusSOverB) {
   const double alpha = 2e-4, bw = 1e9;
   const size_t count = 25000;  // 100 kB: S/B = 100 us
-  SimWorld world(link_options(2, alpha, bw));
+  SimWorld world(sim_ring_options(2, alpha, bw));
   std::vector<std::vector<float>> out(2, std::vector<float>(count)), in(2, std::vector<float>(count));
   std::vector<CollEventLog> logs(2);
   world.run([&](int r) {
@@ -92,7 +85,7 @@ TEST(SimP2p, NeighbourExchangeSerialisesTheSendsOnTheSendersLink) {
   const int n = 4;
   const double alpha = 1e-4, bw = 1e8;
   const size_t count = 25000;  // S/B = 1 ms
-  SimWorld world(link_options(n, alpha, bw));
+  SimWorld world(sim_ring_options(n, alpha, bw));
   std::vector<std::vector<float>> recv(n, std::vector<float>(3 * count));
   world.run([&](int r) {
     std::vector<int> peers;
@@ -121,7 +114,7 @@ TEST(SimP2p, NeighbourExchangeSerialisesTheSendsOnTheSendersLink) {
 }
 
 TEST(SimP2p, MessagesBetweenGroupsUseTheInterGroupLink) {
-  SimWorldOptions o = link_options(4, 1e-5, 1e9);
+  SimWorldOptions o = sim_ring_options(4, 1e-5, 1e9);
   o.network->inter = LinkModel{1e-3, 1e7};
   o.network->groups = 2;
   o.group_of = {0, 0, 1, 1};
@@ -143,7 +136,7 @@ TEST(SimP2p, MessagesBetweenGroupsUseTheInterGroupLink) {
 
 TEST(SimP2p, NonBlockingExchangeOverlapsCompute) {
   const double alpha = 1e-3, bw = 1e9;
-  SimWorldOptions o = link_options(2, alpha, bw);
+  SimWorldOptions o = sim_ring_options(2, alpha, bw);
   o.cost.fwd_s = 0.0004;  // less than α: the exchange is still in flight after one phase
   SimWorld world(std::move(o));
   std::vector<double> seen_done(2, -1), after_wait(2), after_second(2);
@@ -177,7 +170,7 @@ TEST(SimP2p, NonBlockingExchangeOverlapsCompute) {
 TEST(SimP2p, WindowLocksAreExclusiveInVirtualTime) {
   const double alpha = 1e-4, bw = 1e8;
   const size_t count = 2500;  // S/B = 100 us: a get or put costs 200 us
-  SimWorld world(link_options(3, alpha, bw));
+  SimWorld world(sim_ring_options(3, alpha, bw));
   const double op = alpha + count * 4.0 / bw;
   std::vector<double> granted(3), unlocked(3);
   std::vector<uint64_t> version_seen(3);
@@ -224,7 +217,7 @@ TEST(SimP2p, AFreeLockIsGrantedAtThePreviousUnlock) {
   // virtual time): granted at worker 0's unlock, not at its request.
   const double alpha = 1e-4, bw = 1e8;
   const size_t count = 2500;
-  SimWorld world(link_options(3, alpha, bw));
+  SimWorld world(sim_ring_options(3, alpha, bw));
   const double op = alpha + count * 4.0 / bw;
   std::vector<double> granted(3);
   world.run([&](int r) {
@@ -247,7 +240,7 @@ TEST(SimP2p, AFreeLockIsGrantedAtThePreviousUnlock) {
 }
 
 TEST(SimP2p, OwnWindowAccessCostsNothing) {
-  SimWorld world(link_options(2, 1e-3, 1e6));
+  SimWorld world(sim_ring_options(2, 1e-3, 1e6));
   world.run([&](int r) {
     SimCommunicator& c = world.comm(r);
     c.window_create(100);
@@ -264,7 +257,7 @@ TEST(SimP2p, OwnWindowAccessCostsNothing) {
 }
 
 TEST(SimP2p, ADeadlockOnAWindowNamesTheBlockedWorkers) {
-  SimWorld world(link_options(2, 0, 1e9));
+  SimWorld world(sim_ring_options(2, 0, 1e9));
   try {
     world.run([&](int r) {
       SimCommunicator& c = world.comm(r);
@@ -284,7 +277,7 @@ TEST(SimP2p, ADeadlockOnAWindowNamesTheBlockedWorkers) {
 }
 
 TEST(SimP2p, AnExchangeDeadlockNamesTheMissingSender) {
-  SimWorld world(link_options(3, 0, 1e9));
+  SimWorld world(sim_ring_options(3, 0, 1e9));
   try {
     world.run([&](int r) {
       float x = 0, y = 0;
@@ -303,7 +296,7 @@ TEST(SimP2p, AnExchangeDeadlockNamesTheMissingSender) {
 TEST(SimP2p, NativeFloorMakesCommunicationLastAtLeastTheNativeTime) {
   // Emulated: a fast link; native (this host's fabric): 5 ms latency. Every collective and
   // message takes max(emulated, native), as a real one under emulation does.
-  SimWorldOptions o = link_options(2, 1e-6, 1e10);
+  SimWorldOptions o = sim_ring_options(2, 1e-6, 1e10);
   o.native = NetworkModel{LinkModel{5e-3, 1e9}, std::nullopt, 1};
   SimWorld world(std::move(o));
   const size_t count = 1000;

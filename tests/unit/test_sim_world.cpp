@@ -9,25 +9,18 @@
 
 #include "cluster/sim_timing.hpp"
 #include "cluster/sim_world.hpp"
+#include "sim_ring_options.hpp"
 #include "core/errors.hpp"
 #include "engine/step_recorder.hpp"
 
 namespace dsgd {
 namespace {
 
-SimWorldOptions ring_options(int n, double alpha, double bytes_per_s) {
-  SimWorldOptions o;
-  o.workers = n;
-  o.network = NetworkModel{LinkModel{alpha, bytes_per_s}, std::nullopt, 1};
-  o.algo = CollAlgo::algo_ring;
-  return o;
-}
-
 TEST(SimWorld, RingAllreduceTakesExactlyTheModelledTime) {
   const int n = 4;
   const double alpha = 1e-3, bw = 1e8;
   const size_t count = 1000;
-  SimWorld world(ring_options(n, alpha, bw));
+  SimWorld world(sim_ring_options(n, alpha, bw));
   std::vector<CollEventLog> logs(n);
   std::vector<std::vector<float>> buf(n, std::vector<float>(count));
   world.run([&](int r) {
@@ -63,7 +56,7 @@ TEST(SimWorld, RingAllreduceTakesExactlyTheModelledTime) {
 
 TEST(SimWorld, FixedStragglerDelayIsExactlyTheOthersWait) {
   const int n = 3;
-  SimWorldOptions o = ring_options(n, 20e-6, 1.25e9);
+  SimWorldOptions o = sim_ring_options(n, 20e-6, 1.25e9);
   o.cost.fwd_s = 0.004;
   o.cost.bwd_layer_s = {0.003, 0.001};
   SimWorld world(std::move(o));
@@ -99,7 +92,7 @@ TEST(SimWorld, FixedStragglerDelayIsExactlyTheOthersWait) {
 
 TEST(SimWorld, NonBlockingAllreduceCompletesAtLastLaunchPlusModel) {
   const int n = 2;
-  SimWorld world(ring_options(n, 1e-3, 1e9));
+  SimWorld world(sim_ring_options(n, 1e-3, 1e9));
   std::vector<double> waited(n), tested_early(n);
   std::vector<float> out(n);
   world.run([&](int r) {
@@ -126,7 +119,7 @@ TEST(SimWorld, NonBlockingAllreduceCompletesAtLastLaunchPlusModel) {
 
 TEST(SimWorld, UntimedCollectivesTakeNoTimeButSynchronise) {
   const int n = 3;
-  SimWorld world(ring_options(n, 1.0, 1.0));  // a very slow network: untimed ops must not use it
+  SimWorld world(sim_ring_options(n, 1.0, 1.0));  // a very slow network: untimed ops must not use it
   std::vector<double> after(n);
   std::vector<double> sums(n);
   world.run([&](int r) {
@@ -152,7 +145,7 @@ TEST(SimWorld, UntimedCollectivesTakeNoTimeButSynchronise) {
 }
 
 TEST(SimWorld, TwoWorkerSumIsTheSameFloatAsAPairwiseAdd) {
-  SimWorld world(ring_options(2, 0, 1e9));
+  SimWorld world(sim_ring_options(2, 0, 1e9));
   std::vector<std::vector<float>> buf(2, std::vector<float>(64));
   for (int i = 0; i < 64; ++i) {
     buf[0][i] = 0.1f * static_cast<float>(i) + 1e-7f;
@@ -168,7 +161,7 @@ TEST(SimWorld, TwoWorkerSumIsTheSameFloatAsAPairwiseAdd) {
 }
 
 TEST(SimWorld, DeadlockIsReportedNotHung) {
-  SimWorld world(ring_options(2, 0, 1e9));
+  SimWorld world(sim_ring_options(2, 0, 1e9));
   try {
     world.run([&](int r) {
       double x = 0;
@@ -182,7 +175,7 @@ TEST(SimWorld, DeadlockIsReportedNotHung) {
 }
 
 TEST(SimWorld, MismatchedCollectivesFailCleanly) {
-  SimWorld world(ring_options(2, 0, 1e9));
+  SimWorld world(sim_ring_options(2, 0, 1e9));
   EXPECT_THROW(world.run([&](int r) {
     std::vector<float> x(8 + r);
     world.comm(r).allreduce_sum(x.data(), x.size());
@@ -191,7 +184,7 @@ TEST(SimWorld, MismatchedCollectivesFailCleanly) {
 }
 
 TEST(SimWorld, AWorkerErrorStopsTheOthers) {
-  SimWorld world(ring_options(3, 0, 1e9));
+  SimWorld world(sim_ring_options(3, 0, 1e9));
   try {
     world.run([&](int r) {
       if (r == 1) DSGD_THROW(InputError, "", "worker one failed");
