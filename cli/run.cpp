@@ -4,6 +4,7 @@
 // printed is `run_id=<id>`.
 #include <filesystem>
 #include <thread>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -220,6 +221,9 @@ void setup_run(CLI::App& app, int argc, char** argv) {
         [&](auto member) {
           option = sub->add_option(fmt::format("--{}", field.key), opts->flags.*member, field.help)
                        ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+          // A boolean may be given bare (--overlap means --overlap true) or with a value.
+          if constexpr (std::is_same_v<std::remove_reference_t<decltype(opts->flags.*member)>, bool>)
+            option->expected(0)->expected(0, 1);  // flag-like: bare means true
         },
         field.member);
     RunConfig defaults;

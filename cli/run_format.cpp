@@ -66,6 +66,9 @@ std::string format_run_summary(const RunWithSummary& rs) {
   out += fmt::format("  {:<26} {:>12.1f} samples/s over {} timed steps\n", "throughput", s.throughput_samples_per_s,
                      s.timed_steps);
   out += fmt::format("  {:<26} {:>12.3f} MB per step per worker\n", "bytes sent", s.bytes_sent_per_step / 1e6);
+  if (s.mfu)
+    out += fmt::format("  {:<26} {:>12.1f} % ({:.2f} model GFLOP/s per worker of a {:.1f} GFLOP/s SGEMM peak)\n", "MFU",
+                       100.0 * *s.mfu, s.model_gflops.value_or(0), s.peak_gflops.value_or(0));
   if (s.staleness_mean)
     out += fmt::format("  {:<26} mean {}  max {} updates per applied/read update\n", "staleness",
                        opt_num(s.staleness_mean, "{:.3f}"), opt_num(s.staleness_max, "{:.3f}"));

@@ -1,8 +1,6 @@
 // See layer_costs.hpp.
 #include "engine/layer_costs.hpp"
 
-#include <cblas.h>
-
 #include <algorithm>
 #include <cmath>
 #include <vector>
@@ -12,6 +10,7 @@
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
+#include "engine/peak_flops.hpp"
 #include "engine/sim_run.hpp"
 
 namespace dsgd {
@@ -19,20 +18,6 @@ namespace dsgd {
 namespace {
 
 enum NetKind : int { net_free = 0, net_emulated = 1, net_calibrated = 2, net_probe = 3 };
-
-// Single-precision GEMM rate of this host in FLOP/s (a 256³ product, best of 5 after one warm-up).
-double sgemm_rate() {
-  const int n = 256;
-  std::vector<float> a(size_t(n) * n, 0.5f), b(size_t(n) * n, 0.25f), c(size_t(n) * n, 0.0f);
-  double best = 0;
-  for (int rep = 0; rep < 6; ++rep) {
-    const double t0 = clock_now_s();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
-    const double dt = clock_now_s() - t0;
-    if (rep > 0 && dt > 0) best = std::max(best, 2.0 * n * n * n / dt);
-  }
-  return best > 0 ? best : 1e9;
-}
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -72,7 +57,7 @@ LayerCosts layer_costs_resolve(const RunConfig& cfg, Communicator& comm, const S
       costs.compute_source = fmt::format("profile from {}{}", p.source,
                                          cfg.compute_scale != 1.0 ? fmt::format(" x {}", cfg.compute_scale) : "");
     } catch (const InputError& e) {
-      const double rate = sgemm_rate();
+      const double rate = sgemm_flops_measure(256, 5);  // a quick estimate, not the MFU peak
       const double flops = workload.flops_per_sample() * static_cast<double>(cfg.batch);
       double total = 0;
       for (const LayerView& v : layers) total += static_cast<double>(v.count);

@@ -22,6 +22,7 @@
 #include "engine/clock_sync.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/layer_costs.hpp"
+#include "engine/peak_flops.hpp"
 #include "engine/run_record.hpp"
 #include "engine/shared_dataset.hpp"
 #include "engine/shared_topology.hpp"
@@ -52,6 +53,7 @@ struct Worker {
   std::optional<NetworkModel> emulated;          // from --bandwidth etc.; empty: no emulation
   std::unique_ptr<NetworkEmulation> emulation;  // null: nothing added to collectives
   int64_t native_calibration_id = 0;            // calibration whose fit was subtracted (0: none)
+  double peak_flops = 0;                         // MFU's peak per worker (peak_flops.hpp), FLOP/s
   std::vector<float> params, grads, eval_params;
   int64_t steps = 0, warmup = 0, eval_every = 0, flush_every = 0;
 };
@@ -117,6 +119,9 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
   nlohmann::json config;
   RunRecord r = run_record_from_config(cfg, comm.size(), w.steps, w.warmup, w.eval_every, comm.library_version(), config);
   config["model-state-bytes"] = w.algorithm->model_state_bytes(w.params.size(), comm.size());
+  // MFU's inputs (docs/metrics.md): the summary derives achieved model GFLOP/s and MFU from them.
+  config["flops-per-sample"] = w.workload->flops_per_sample();
+  config["peak-gflops-per-worker"] = w.peak_flops * 1e-9;
   if (const int computing = w.algorithm->worker_count(comm.size()); computing != comm.size())
     config["compute-workers"] = computing;  // throughput counts these ranks' samples (docs/metrics.md)
   if (w.emulation) {
@@ -240,6 +245,20 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   }
   const bool timers = cfg.timers;
   if (timers) comm.attach_log(&recorder.events());
+  // MFU's peak (docs/metrics.md): every rank measures SGEMM at --threads at the same time
+  // (sharing the host as in training); rank 0 records the best rank's rate and takes the
+  // highest its database has seen for this host and thread count, so a busy moment does not
+  // lower the peak. The sim backend's workers share one process: rank 0 measures, and a
+  // --compute-scale k device is modelled as 1/k times this host's peak.
+  {
+    double peak = (cfg.backend == "sim" && comm.rank() != 0) ? 0.0 : peak_flops_measure(static_cast<int>(cfg.threads));
+    comm.untimed_allreduce_max(&peak, 1);
+    if (store && comm.rank() == 0)
+      peak = store->host_peak_record(system_info_read().host, static_cast<int>(cfg.threads), peak * 1e-9) * 1e9;
+    comm.untimed_broadcast(&peak, 1, 0);
+    if (cfg.backend == "sim" && cfg.compute_scale > 0) peak /= cfg.compute_scale;
+    w.peak_flops = peak;
+  }
 
   TrainResult result;
   result.steps = w.steps;

@@ -33,6 +33,7 @@ std::optional<double> metric_value(const Summary& s, const std::string& name) {
   if (name == "wait_s") return finite(s.wait_s);
   if (name == "data_s") return finite(s.data_s);
   if (name == "bytes_sent_per_step") return finite(s.bytes_sent_per_step);
+  if (name == "mfu") return s.mfu ? finite(*s.mfu) : std::nullopt;
   return std::nullopt;
 }
 
@@ -141,6 +142,7 @@ const std::vector<CompareMetric>& compare_metrics() {
       {"wait_s", "s", false, false},
       {"data_s", "s", false, false},
       {"bytes_sent_per_step", "bytes", false, false},
+      {"mfu", "1", true, false},
   };
   return metrics;
 }

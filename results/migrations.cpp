@@ -11,6 +11,8 @@
 //   on rows written before v4; the store reads NULL as an empty optional.
 // - steps.staleness, summaries.staleness_mean / staleness_max (v6) are NULL for algorithms
 //   without staleness and on rows written before v6; the store reads NULL as empty.
+// - summaries.model_gflops / peak_gflops / mfu (v7) are NULL when the run's config has no
+//   "flops-per-sample" and "peak-gflops-per-worker" (before v7; timing-only sim runs).
 // - calibrations.id is AUTOINCREMENT for the same reason as runs.id; the tuner and the
 //   sim backend refer to a calibration by id (or take the host's latest).
 #include "results/migrations.hpp"
@@ -197,6 +199,24 @@ ALTER TABLE summaries ADD COLUMN staleness_mean REAL;
 ALTER TABLE summaries ADD COLUMN staleness_max REAL;
 )sql";
 
+// v6 -> v7: MFU (docs/metrics.md). Per run, the model GFLOP/s achieved per worker, the peak
+// it is measured against and their ratio (NULL for runs without the inputs: written before
+// v7, or timing-only sim runs). host_peaks keeps, per host and BLAS thread count, the
+// highest SGEMM rate any run has measured there: a shared machine measures low when busy,
+// and MFU against a low peak would flatter the run.
+constexpr const char* migration_v7 = R"sql(
+ALTER TABLE summaries ADD COLUMN model_gflops REAL;
+ALTER TABLE summaries ADD COLUMN peak_gflops REAL;
+ALTER TABLE summaries ADD COLUMN mfu REAL;
+CREATE TABLE host_peaks (
+  host         TEXT NOT NULL,
+  threads      INTEGER NOT NULL,
+  gflops       REAL NOT NULL,
+  measured_at  TEXT NOT NULL,
+  PRIMARY KEY (host, threads)
+) WITHOUT ROWID;
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -212,6 +232,7 @@ const std::vector<const char*>& migrations_all() {
       migration_v4,
       migration_v5,
       migration_v6,
+      migration_v7,
   };
   return table;
 }

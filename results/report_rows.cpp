@@ -153,6 +153,11 @@ const std::vector<ReportColumn>& report_summary_columns() {
       col("staleness_mean", "updates", T::report_real,
           "mean staleness of the applied (ps) or read (adpsgd) updates over timed steps; null: none"),
       col("staleness_max", "updates", T::report_real, "largest per-step staleness over timed steps"),
+      col("model_gflops", "GFLOP/s", T::report_real,
+          "flops_per_sample x throughput / workers: model FLOP/s achieved per worker over the whole step"),
+      col("peak_gflops", "GFLOP/s", T::report_real,
+          "SGEMM peak per worker: the best this database has measured on the host at the run's --threads"),
+      col("mfu", "1", T::report_real, "model_gflops / peak_gflops (fraction); null without a FLOP count or peak"),
   };
   return columns;
 }
@@ -234,6 +239,9 @@ ReportTable report_runs_table(const std::vector<RunWithSummary>& runs) {
       row.push_back(optional_value(s.steps_to_target));
       row.push_back(optional_value(s.staleness_mean));
       row.push_back(optional_value(s.staleness_max));
+      row.push_back(optional_value(s.model_gflops));
+      row.push_back(optional_value(s.peak_gflops));
+      row.push_back(optional_value(s.mfu));
     } else {
       row.resize(row.size() + report_summary_columns().size());
     }

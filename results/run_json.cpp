@@ -53,6 +53,9 @@ nlohmann::json run_to_json(const RunWithSummary& rs) {
   j["steps_to_target"] = s ? opt(s->steps_to_target) : nlohmann::json(nullptr);
   j["staleness_mean"] = s ? opt(s->staleness_mean) : nlohmann::json(nullptr);
   j["staleness_max"] = s ? opt(s->staleness_max) : nlohmann::json(nullptr);
+  j["model_gflops"] = s ? opt(s->model_gflops) : nlohmann::json(nullptr);
+  j["peak_gflops"] = s ? opt(s->peak_gflops) : nlohmann::json(nullptr);
+  j["mfu"] = s ? opt(s->mfu) : nlohmann::json(nullptr);
   j["error"] = r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error);
   nlohmann::json context;
   context["tool_version"] = r.tool_version;

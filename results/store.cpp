@@ -173,7 +173,7 @@ constexpr const char* summary_columns =
     "summaries.comm_s, summaries.wait_s, summaries.overlap_s, summaries.data_s, "
     "summaries.bytes_sent_per_step, summaries.timed_steps, summaries.final_train_loss, "
     "summaries.final_test_loss, summaries.final_test_acc, summaries.time_to_target_s, "
-    "summaries.steps_to_target, {injected}, {staleness}";
+    "summaries.steps_to_target, {injected}, {staleness}, {mfu}";
 
 uint64_t seed_read(const SqlStatement& stmt, int col, int64_t run_id) {
   if (stmt.column_is_integer(col)) return static_cast<uint64_t>(stmt.column_int64(col));
@@ -241,6 +241,9 @@ std::optional<Summary> summary_read(const SqlStatement& stmt, int first) {
   s.injected_s = stmt.column_optional_real(c++).value_or(0.0);  // NULL: before v3
   s.staleness_mean = stmt.column_optional_real(c++);
   s.staleness_max = stmt.column_optional_real(c++);
+  s.model_gflops = stmt.column_optional_real(c++);
+  s.peak_gflops = stmt.column_optional_real(c++);
+  s.mfu = stmt.column_optional_real(c++);
   return s;
 }
 
@@ -253,7 +256,9 @@ std::string run_select_sql(int version, const char* rest) {
                        fmt::format(fmt::runtime(summary_columns),
                                    fmt::arg("injected", version >= 3 ? "summaries.injected_s" : "NULL"),
                                    fmt::arg("staleness", version >= 6 ? "summaries.staleness_mean, summaries.staleness_max"
-                                                                      : "NULL, NULL")),
+                                                                      : "NULL, NULL"),
+                                   fmt::arg("mfu", version >= 7 ? "summaries.model_gflops, summaries.peak_gflops, summaries.mfu"
+                                                                : "NULL, NULL, NULL")),
                        rest);
   }
   return fmt::format("SELECT {} FROM runs {}", fmt::format(fmt::runtime(run_columns), "NULL"),
@@ -335,13 +340,13 @@ void summary_write(sqlite3* db, int64_t run_id, const Summary& s) {
                     "step_time_s, compute_s, fwd_s, bwd_s, opt_s, comm_s, wait_s, overlap_s, "
                     "data_s, bytes_sent_per_step, timed_steps, final_train_loss, "
                     "final_test_loss, final_test_acc, time_to_target_s, steps_to_target, "
-                    "injected_s, staleness_mean, staleness_max) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    "injected_s, staleness_mean, staleness_max, model_gflops, peak_gflops, mfu) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   stmt.bind_all(run_id, s.throughput_samples_per_s, s.step_time_s, s.compute_s, s.fwd_s,
                 s.bwd_s, s.opt_s, s.comm_s, s.wait_s, s.overlap_s, s.data_s,
                 s.bytes_sent_per_step, s.timed_steps, s.final_train_loss, s.final_test_loss,
                 s.final_test_acc, s.time_to_target_s, s.steps_to_target, s.injected_s, s.staleness_mean,
-                s.staleness_max);
+                s.staleness_max, s.model_gflops, s.peak_gflops, s.mfu);
   stmt.run();
 }
 
@@ -472,6 +477,21 @@ void Store::evals_append(int64_t run_id, const std::vector<EvalRow>& rows) {
     stmt.run();
   }
   transaction.commit();
+}
+
+double Store::host_peak_record(const std::string& host, int threads, double gflops) {
+  SqlTransaction transaction(db_);
+  SqlStatement upsert(db_,
+                      "INSERT INTO host_peaks (host, threads, gflops, measured_at) VALUES (?, ?, ?, ?) "
+                      "ON CONFLICT (host, threads) DO UPDATE SET gflops = excluded.gflops, "
+                      "measured_at = excluded.measured_at WHERE excluded.gflops > host_peaks.gflops");
+  upsert.bind_all(host, int64_t{threads}, gflops, system_time_iso8601());
+  upsert.run();
+  SqlStatement best(db_, "SELECT gflops FROM host_peaks WHERE host = ? AND threads = ?");
+  best.bind_all(host, int64_t{threads});
+  const double result = best.step() ? best.column_real(0) : gflops;
+  transaction.commit();
+  return result;
 }
 
 void Store::run_finish(int64_t run_id, const std::string& status, const std::string& error) {

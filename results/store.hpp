@@ -79,6 +79,9 @@ struct Summary {
   std::optional<int64_t> steps_to_target;
   // Mean and max of the step rows' staleness over timed steps; empty when no row has one.
   std::optional<double> staleness_mean, staleness_max;
+  // Model FLOP/s achieved per worker (GFLOP/s), the peak per worker it is measured against
+  // and MFU = model_gflops / peak_gflops; empty when the run has no FLOP count or peak.
+  std::optional<double> model_gflops, peak_gflops, mfu;
 };
 
 struct RunWithSummary {
@@ -176,6 +179,10 @@ class Store {
   std::vector<CollectiveRow> collectives_get(int64_t calibration_id) const;
   std::vector<FitRow> fits_get(int64_t calibration_id) const;
   std::vector<ProfileRow> profiles_get(int64_t calibration_id) const;
+
+  // MFU's peak (docs/metrics.md): records a SGEMM rate measured on `host` with `threads`
+  // BLAS threads and returns the highest this database has seen there (this one included).
+  double host_peak_record(const std::string& host, int threads, double gflops);
 
   sqlite3* handle() const { return db_; }
 

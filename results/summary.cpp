@@ -14,7 +14,10 @@
 //   (rank, step) rows that have one; null when none has;
 // - final_* = the last evaluation's (by step), null without evaluations;
 // - time_to_target_s / steps_to_target = time_s / step of the first evaluation (by step)
-//   that reaches the run's target, null when there is no target or it is not reached.
+//   that reaches the run's target, null when there is no target or it is not reached;
+// - model_gflops = flops_per_sample x throughput_samples_per_s / workers / 1e9 (per worker,
+//   over the whole step, communication and waiting included); peak_gflops = the config's
+//   "peak-gflops-per-worker"; mfu = model_gflops / peak_gflops; null without both inputs.
 #include <algorithm>
 #include <cmath>
 #include <utility>
@@ -92,14 +95,23 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
     ++summary.timed_steps;
     begin = end;
   }
+  const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
+  auto config_number = [&](const char* key) -> std::optional<double> {
+    if (config.is_object() && config.contains(key) && config[key].is_number()) return config[key].get<double>();
+    return std::nullopt;
+  };
+  const double workers = config_number("compute-workers").value_or(static_cast<double>(run.workers));
   if (summary.timed_steps > 0 && slowest_total > 0) {
-    double workers = static_cast<double>(run.workers);
-    const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
-    if (config.is_object() && config.contains("compute-workers") && config["compute-workers"].is_number())
-      workers = config["compute-workers"].get<double>();
     summary.throughput_samples_per_s = workers *
                                        static_cast<double>(run.batch) *
                                        static_cast<double>(summary.timed_steps) / slowest_total;
+  }
+  const std::optional<double> flops = config_number("flops-per-sample");
+  const std::optional<double> peak = config_number("peak-gflops-per-worker");
+  if (flops && peak && *peak > 0 && workers > 0 && summary.throughput_samples_per_s > 0) {
+    summary.model_gflops = *flops * summary.throughput_samples_per_s / workers * 1e-9;
+    summary.peak_gflops = *peak;
+    summary.mfu = *summary.model_gflops / *peak;
   }
 
   // Evaluations in step order (stable: for equal steps the later-appended one is last).

@@ -6,9 +6,13 @@
 #
 # Usage: scripts/compare_variants.sh [--bin B] [--db F] [--steps N] [--workload svm|resnet20]
 #                                    [--networks "native 1Gbps/1ms"] [--only "ssgd localsgd-H4"]
-# (--only: variant names as in the table below, exactly)
+#                                    [--backend mpi|sim]
+# (--only: variant names as in the table below, exactly; --backend sim: the same runs on the
+# simulated cluster, with the compute times of the db's latest calibration of this host and
+# the network on a virtual clock: throughput is then independent of the host's load, and
+# accuracy is the real numerics. "native" is not a network in sim: give bandwidth/latency.)
 # Default: ResNet-20 on Fashion-MNIST, batch 64 per worker, 60 steps (7,680 samples),
-# native and 1 Gbit/s with 1 ms latency. Runs are tagged "compare|NETWORK|VARIANT" in the db,
+# native and 1 Gbit/s with 1 ms latency. Runs are tagged "compare|BACKEND|NETWORK|VARIANT" in the db,
 # so `dsgd-bench report --tag ...` and `compare` work on them too.
 set -euo pipefail
 BIN=./build/dsgd-bench
@@ -17,6 +21,7 @@ STEPS=60
 WORKLOAD=resnet20
 NETWORKS="native 1Gbps/1ms"
 ONLY=""
+BACKEND=mpi
 while [ $# -gt 0 ]; do
   case "$1" in
     --bin) BIN="$2"; shift 2 ;;
@@ -25,6 +30,7 @@ while [ $# -gt 0 ]; do
     --workload) WORKLOAD="$2"; shift 2 ;;
     --networks) NETWORKS="$2"; shift 2 ;;
     --only) ONLY="$2"; shift 2 ;;
+    --backend) BACKEND="$2"; shift 2 ;;
     *) echo "unknown option '$1' (see the usage at the top of $0)" >&2; exit 2 ;;
   esac
 done
@@ -35,7 +41,15 @@ case "$WORKLOAD" in
        sgd=(--lr 0.01 --momentum 0.9) adam=(--optimizer adamw --lr 0.001) ;;
   *) echo "--workload: unknown '$WORKLOAD' (available: resnet20, svm)" >&2; exit 2 ;;
 esac
-common=(--workers 2 --steps "$STEPS" --seed 1 --db "$DB" --eval-every "$STEPS" "${work[@]}")
+case "$BACKEND" in
+  mpi|sim) ;;
+  *) echo "--backend: unknown '$BACKEND' (available: mpi, sim)" >&2; exit 2 ;;
+esac
+if [ "$BACKEND" = sim ] && [[ " $NETWORKS " == *" native "* ]]; then
+  echo "--backend sim: 'native' is not a simulated network; give --networks as BANDWIDTH/LATENCY, e.g. 1Gbps/1ms" >&2
+  exit 2
+fi
+common=(--workers 2 --steps "$STEPS" --seed 1 --db "$DB" --eval-every "$STEPS" --backend "$BACKEND" "${work[@]}")
 # dreamddp's schedule uses this host's measured per-layer backward times (engine/layer_costs):
 # calibrate once into the db (ResNet-20 is the model calibrate profiles for --workload resnet).
 if [ "$WORKLOAD" = resnet20 ] && [ -z "$(sqlite3 "$DB" "select 1 from profiles limit 1" 2>/dev/null)" ]; then
@@ -73,13 +87,13 @@ for net in $NETWORKS; do
     [[ "$flags" == *diloco* ]] && opt=("${adam[@]}")
     echo "== $net $name" >&2
     # shellcheck disable=SC2086
-    if ! "$BIN" run $flags "${opt[@]}" "${common[@]}" "${emu[@]}" --tag "compare|$net|$name" > /dev/null; then
+    if ! "$BIN" run $flags "${opt[@]}" "${common[@]}" "${emu[@]}" --tag "compare|$BACKEND|$net|$name" > /dev/null; then
       echo "   (failed: $name on $net; see the message above)" >&2
     fi
   done
 done
 sqlite3 -header -column "$DB" "
-  select r.tag as 'compare|network|variant',
+  select r.tag as 'compare|backend|network|variant',
          printf('%.1f', s.throughput_samples_per_s) as 'samples/s',
          printf('%.1f', 1000*s.step_time_s) as step_ms,
          printf('%.1f', 1000*s.compute_s) as compute_ms,
@@ -87,5 +101,6 @@ sqlite3 -header -column "$DB" "
          printf('%.1f', 1000*s.wait_s) as wait_ms,
          printf('%.1f', 1000*s.overlap_s) as overlap_ms,
          printf('%.0f', s.bytes_sent_per_step) as bytes_per_step,
-         printf('%.4f', s.final_test_acc) as acc
+         printf('%.4f', s.final_test_acc) as acc,
+         printf('%.3f', s.mfu) as mfu
   from runs r join summaries s on s.run_id = r.id where r.tag like 'compare|%' order by r.id"

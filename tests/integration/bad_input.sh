@@ -31,6 +31,10 @@ expect_error "--steps" "${R[@]}" --steps 0
 expect_error "--steps" "${R[@]}" --steps -5
 expect_error "--lr" "${R[@]}" --lr -1
 expect_error "--overlap: applies to --algo ssgd only" "${R[@]}" --algo localsgd --overlap true
+# A boolean given bare means true (the same refusal proves it was read as true); a value
+# that is not a boolean is refused.
+expect_error "--overlap: applies to --algo ssgd only" "${R[@]}" --algo localsgd --overlap
+expect_error "overlap.*maybe|maybe.*overlap" "${R[@]}" --overlap maybe
 expect_error "missing.svm" "${R[@]}" --dataset libsvm:/nonexistent/missing.svm
 expect_error "no-such-dir" "$BIN" run --dataset "$SMALL" --steps 10 --db /tmp/no-such-dir-dsgd/x.db
 [ ! -e /tmp/no-such-dir-dsgd ] || fail "directory created"

@@ -178,6 +178,9 @@ void expect_same_summary(const Summary& a, const Summary& b) {
   EXPECT_EQ(a.steps_to_target, b.steps_to_target);
   expect_same_optional(a.staleness_mean, b.staleness_mean);
   expect_same_optional(a.staleness_max, b.staleness_max);
+  expect_same_optional(a.model_gflops, b.model_gflops);
+  expect_same_optional(a.peak_gflops, b.peak_gflops);
+  expect_same_optional(a.mfu, b.mfu);
 }
 
 class StoreTest : public ::testing::Test {
@@ -415,6 +418,29 @@ TEST(SummaryCompute, StalenessAndComputeWorkers) {
   EXPECT_DOUBLE_EQ(one.throughput_samples_per_s, 1.0 * 8.0 * 2.0 / (1.5 + 2.0));
 }
 
+// MFU (schema v7): model FLOP/s per worker over the whole step against the config's peak;
+// null without either input; compute-workers divides the same throughput.
+TEST(SummaryCompute, ModelFlopsAndMfu) {
+  TwoRankExample ex;
+  Summary none = summary_compute(ex.run, ex.steps, ex.evals);
+  EXPECT_FALSE(none.mfu.has_value());
+  EXPECT_FALSE(none.model_gflops.has_value());
+  ex.run.config_json = R"({"flops-per-sample": 2e9})";  // no peak: no MFU
+  EXPECT_FALSE(summary_compute(ex.run, ex.steps, ex.evals).mfu.has_value());
+  ex.run.config_json = R"({"flops-per-sample": 2e9, "peak-gflops-per-worker": 50})";
+  Summary s = summary_compute(ex.run, ex.steps, ex.evals);
+  const double throughput = 2.0 * 8.0 * 2.0 / (1.5 + 2.0);  // as in the test above
+  ASSERT_DOUBLE_EQ(s.throughput_samples_per_s, throughput);
+  ASSERT_TRUE(s.model_gflops && s.peak_gflops && s.mfu);
+  EXPECT_DOUBLE_EQ(*s.model_gflops, 2e9 * throughput / 2.0 * 1e-9);
+  EXPECT_DOUBLE_EQ(*s.peak_gflops, 50.0);
+  EXPECT_DOUBLE_EQ(*s.mfu, *s.model_gflops / 50.0);
+  ex.run.config_json = R"({"flops-per-sample": 2e9, "peak-gflops-per-worker": 50, "compute-workers": 1})";
+  Summary one = summary_compute(ex.run, ex.steps, ex.evals);
+  ASSERT_TRUE(one.model_gflops);
+  EXPECT_DOUBLE_EQ(*one.model_gflops, 2e9 * (throughput / 2.0) * 1e-9);  // 1 worker's samples, per worker
+}
+
 TEST(SummaryCompute, LossTargetAndUnreachedTargets) {
   TwoRankExample ex;
   ex.run.target = "loss=0.25";  // <= 0.25 first at step 3
@@ -508,6 +534,19 @@ TEST(TargetReached, AccuracyAtOrAboveLossAtOrBelow) {
   EXPECT_TRUE(target_reached(loss, eval_make(1, 0, 0.35, 0.0)));
   EXPECT_FALSE(target_reached(loss, eval_make(1, 0, 0.36, 1.0)));
   EXPECT_FALSE(target_reached(loss, eval_make(1, 0, std::nan(""), 1.0)));
+}
+
+// MFU's peak: the highest rate measured per (host, threads); a lower later one does not
+// replace it; hosts and thread counts are kept apart.
+TEST_F(StoreTest, HostPeakKeepsTheHighestPerHostAndThreads) {
+  Store store = Store::open(db_path());
+  EXPECT_DOUBLE_EQ(store.host_peak_record("a", 1, 50.0), 50.0);
+  EXPECT_DOUBLE_EQ(store.host_peak_record("a", 1, 20.0), 50.0);  // busy moment: peak kept
+  EXPECT_DOUBLE_EQ(store.host_peak_record("a", 1, 70.0), 70.0);
+  EXPECT_DOUBLE_EQ(store.host_peak_record("a", 2, 90.0), 90.0);
+  EXPECT_DOUBLE_EQ(store.host_peak_record("b", 1, 10.0), 10.0);
+  Store again = Store::open(db_path());
+  EXPECT_DOUBLE_EQ(again.host_peak_record("a", 1, 0.0), 70.0);
 }
 
 TEST_F(StoreTest, RunBeginRefusesAMalformedTarget) {
