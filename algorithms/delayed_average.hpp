@@ -94,8 +94,6 @@ class DelayedAverage {
   // Recorded collectives of one average (a step can apply one average and, at the last
   // step, the one it just started).
   int collectives_per_average() const { return compressor_ ? compressor_->collectives_per_call() : 1; }
-  // s, r (and x̂ when compressed).
-  double buffer_bytes(size_t count) const { return (compressor_ ? 3.0 : 2.0) * sizeof(float) * double(count); }
 
  private:
   bool in_flight() const { return compressor_ ? compressor_->in_flight() : request_.active(); }
@@ -142,9 +140,6 @@ class DelayedAveraging final : public Algorithm {
     return avg_.bytes_sent_per_step(param_bytes, n);
   }
   int max_collectives_per_step() const override { return 2 * avg_.collectives_per_average(); }
-  double model_state_bytes(size_t count, int n) const override {
-    return Algorithm::model_state_bytes(count, n) + avg_.buffer_bytes(count);
-  }
 
  private:
   std::string name_;
