@@ -440,8 +440,6 @@ void run_config_validate(const RunConfig& cfg) {
                               : "drop --compress, or use one of those variants");
     }
   }
-  if (!cfg.compress.empty() && cfg.overlap)
-    fail("compress", "cannot be combined with --overlap", "drop one of --compress and --overlap");
   const bool zero_bits_set = cfg.zero_bits != defaults.zero_bits || cfg.given("zero-bits");
   if ((zero_bits_set || cfg.zero_group != defaults.zero_group || cfg.given("zero-group")) && cfg.algo != "zero")
     fail(zero_bits_set ? "zero-bits" : "zero-group",

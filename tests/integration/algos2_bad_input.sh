@@ -22,7 +22,6 @@ expect_error "--compress: .*not adpsgd: it exchanges models point-to-point with 
 expect_error "--compress: .*not ps: it pushes to and pulls from server shards" "${R[@]}" --algo ps --compress qsgd:bits=4
 expect_error "--compress: .*not zero: it shards its collectives .*--zero-bits 4" "${R[@]}" --algo zero --compress qsgd:bits=4
 expect_error "--compress: .*not dreamddp" "${R[@]}" --algo dreamddp --compress powersgd:rank=2
-expect_error "--compress.*cannot be combined with --overlap" "${R[@]}" --algo ssgd --overlap true --compress topk:0.1
 expect_error "--compress zip:3: unknown compressor" "${R[@]}" --compress zip:3
 expect_error "--compress topk:2: ratio" "${R[@]}" --compress topk:2
 expect_error "--compress qsgd:bits=1" "${R[@]}" --compress qsgd:bits=1
