@@ -128,8 +128,7 @@ class DelayedAverage {
 // given); name is the registry name it reports.
 class DelayedAveraging final : public Algorithm {
  public:
-  DelayedAveraging(std::string name, int64_t period, int64_t delay, const std::string& compress = "",
-                   uint64_t seed = 0)
+  DelayedAveraging(std::string name, int64_t period, int64_t delay, const std::string& compress = "", uint64_t seed = 0)
       : name_(std::move(name)), avg_(period, delay, compress, seed) {}
   std::string name() const override { return name_; }
   void setup(TrainState& s) override { avg_.setup(s); }

@@ -138,7 +138,7 @@ class Ssgd final : public Algorithm {
   bool overlap_;
   double bucket_bytes_;
   std::string compress_;
-  std::unique_ptr<GradientCompressor> compressor_;                   // blocking --compress
+  std::unique_ptr<GradientCompressor> compressor_;                       // blocking --compress
   std::vector<std::unique_ptr<GradientCompressor>> bucket_compressors_;  // --overlap --compress
   uint64_t seed_;
   std::vector<Bucket> buckets_;
