@@ -219,5 +219,34 @@ TEST(Communicator, NonBlockingAllgatherOnSimIsRecordedAndTimedLikeTheBlockingOne
   EXPECT_GT(model, 0.0);
 }
 
+TEST(Communicator, NonBlockingAllgatherIsHeldByTheEmulatedLink) {
+  // The emulation hook sees kind allgather and S = 4·count; wait() returns no earlier than
+  // launch + the hook's extra time, as for the non-blocking all-reduce.
+  struct Seen {
+    CollKind kind = CollKind::coll_barrier;
+    double bytes = 0;
+  } seen;
+  auto comm = communicator_create_self();
+  comm->set_emulation(EmulationHook{[](const void* ctx, CollKind kind, double bytes, int) {
+                                      auto* s = static_cast<Seen*>(const_cast<void*>(ctx));
+                                      s->kind = kind;
+                                      s->bytes = bytes;
+                                      return 0.02;
+                                    },
+                                    &seen});
+  CollEventLog log;
+  log.reserve(2);
+  comm->attach_log(&log);
+  std::vector<float> x(25, 1.0f);
+  CollRequest req;
+  comm->iallgather(x.data(), x.size(), req);
+  comm->wait(req);
+  EXPECT_EQ(seen.kind, CollKind::coll_allgather);
+  EXPECT_EQ(seen.bytes, 100.0);
+  ASSERT_EQ(log.size(), 1u);
+  EXPECT_GE(log.data()[0].depart, log.data()[0].launch + 0.02);
+  EXPECT_EQ(log.data()[0].bytes_sent, 0.0);  // one rank sends nothing
+}
+
 }  // namespace
 }  // namespace dsgd
