@@ -7,12 +7,15 @@
 // This is delayed averaging with delay d = k (algorithms/delayed_average.hpp); dasgd exposes
 // d separately, and with d = 0 it is localsgd. Bytes per step per worker (ring):
 // 2(n−1)/n·|x|·4 / k.
+// --compress KIND: the snapshot's difference to the last applied average is compressed
+// with error feedback and aggregated in the background (delayed_average.hpp); bytes per
+// step are the compressor's bytes per call / k.
 #include "algorithms/delayed_average.hpp"
 
 namespace dsgd {
 
 std::unique_ptr<Algorithm> algorithm_create_cocod(const RunConfig& cfg) {
-  return std::make_unique<DelayedAveraging>("cocod", cfg.period, cfg.period);
+  return std::make_unique<DelayedAveraging>("cocod", cfg.period, cfg.period, cfg.compress, cfg.seed);
 }
 
 }  // namespace dsgd

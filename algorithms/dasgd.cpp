@@ -6,12 +6,15 @@
 // so the average of the models at the sync point replaces them while the local progress
 // of the d overlapped steps is kept (algorithms/delayed_average.hpp). d = 0 is localsgd
 // (bit-identical); d = H is cocod. Bytes per step per worker (ring): 2(n−1)/n·|x|·4 / H.
+// --compress KIND: the snapshot's difference to the last applied average is compressed
+// with error feedback and aggregated in the background (delayed_average.hpp); d = 0 is
+// localsgd --compress KIND (bit-identical).
 #include "algorithms/delayed_average.hpp"
 
 namespace dsgd {
 
 std::unique_ptr<Algorithm> algorithm_create_dasgd(const RunConfig& cfg) {
-  return std::make_unique<DelayedAveraging>("dasgd", cfg.period, cfg.delay);
+  return std::make_unique<DelayedAveraging>("dasgd", cfg.period, cfg.delay, cfg.compress, cfg.seed);
 }
 
 }  // namespace dsgd

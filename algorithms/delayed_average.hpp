@@ -10,46 +10,104 @@
 // avoids a float32 rounding), so d = 0 gives x_i ← r bit-identically to localsgd (x = s) and
 // one worker gives its serial optimizer bit-identically (r = s).
 // Memory: two model copies (s and r). Bytes per step per worker (ring): 2(n−1)/n·|x|·4 / H.
+//
+// --compress KIND (Qsparse-local-SGD, Basu et al. 2019, on the delayed average): what is
+// averaged is the difference of the snapshot to the last applied average x̂ (identical on
+// every worker; x̂ = x_0 before the first), compressed with the compressor's error feedback
+// (per worker) and aggregated in the background by its non-blocking form:
+//   at the snapshot:   s_i ← x_i;  start D ← C_avg(s_i − x̂)
+//   d steps later:     finish;  r = x̂ + D;  x_i ← r + (x_i − s_i);  x̂ ← r
+// A multi-phase compressor (PowerSGD: P, then Q all-reduce) launches its next phase at the
+// first layer hook of step t + 1 + ⌊(d−1)/2⌋ (or that step's after_update when the
+// workload has no layer hooks): a point of the program that is the same on every rank, as
+// MPI and the sim require for the order of collectives. At identity settings r = x̂ +
+// avg(s_i − x̂) equals avg(s_i) to float rounding; d = 0 is localsgd --compress
+// bit-identically. Bytes per step: the compressor's bytes per call / H. Memory: + x̂ and
+// the compressor's buffers.
 #pragma once
 
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compress/compressor.hpp"
 
 namespace dsgd {
 
 class DelayedAverage {
  public:
-  DelayedAverage(int64_t period, int64_t delay) : period_(period), delay_(delay) {}
+  DelayedAverage(int64_t period, int64_t delay, const std::string& compress = "", uint64_t seed = 0)
+      : period_(period), delay_(delay), seed_(seed) {
+    if (!compress.empty()) compressor_ = compressor_create(compress);
+  }
   void setup(TrainState& s) {
     snapshot_.assign(s.count, 0.0f);
     reduced_.assign(s.count, 0.0f);
+    if (compressor_) {
+      compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
+      base_.assign(s.params, s.params + s.count);
+    }
   }
-  void progress(TrainState& s) { s.comm.progress(request_); }
+  // From the layer hooks: polls, and launches a compressor's next phase when it is due.
+  void progress(TrainState& s) {
+    if (!compressor_) {
+      s.comm.progress(request_);
+      return;
+    }
+    if (s.step == advance_step_) {
+      compressor_->advance(s.comm);
+      advance_step_ = -1;
+    }
+    compressor_->progress(s.comm);
+  }
   void after_update(TrainState& s) {
-    if (request_.active() && s.step == apply_step_) apply(s);
+    if (in_flight() && s.step == advance_step_) progress(s);  // no layer hook this step
+    if (in_flight() && s.step == apply_step_) apply(s);
     if ((s.step + 1) % period_ == 0) {
       std::copy(s.params, s.params + s.count, snapshot_.begin());
-      std::copy(s.params, s.params + s.count, reduced_.begin());
-      s.comm.iallreduce_average(reduced_.data(), s.count, request_);
+      if (compressor_) {
+        const float* b = base_.data();
+        for (size_t i = 0; i < s.count; ++i) reduced_[i] = s.params[i] - b[i];
+        compressor_->start(s.comm, reduced_.data(), s.count, s.step);
+        advance_step_ = s.step + 1 + std::max<int64_t>(0, (delay_ - 1) / 2);
+      } else {
+        std::copy(s.params, s.params + s.count, reduced_.begin());
+        s.comm.iallreduce_average(reduced_.data(), s.count, request_);
+      }
       apply_step_ = s.step + delay_;
       if (delay_ == 0) apply(s);
+    } else if (compressor_) {
+      compressor_->progress(s.comm);
     } else {
       s.comm.progress(request_);
     }
-    if (request_.active() && s.step + 1 == s.total_steps) apply(s);
+    if (in_flight() && s.step + 1 == s.total_steps) apply(s);
   }
   double bytes_sent_per_step(double param_bytes, int n) const {
-    return ring_allreduce_bytes_sent(param_bytes, n) / static_cast<double>(period_);
+    const double per_call = compressor_ ? compressor_->bytes_sent_per_call(static_cast<size_t>(param_bytes / 4.0), n)
+                                        : ring_allreduce_bytes_sent(param_bytes, n);
+    return per_call / static_cast<double>(period_);
   }
+  // Recorded collectives of one average (a step can apply one average and, at the last
+  // step, the one it just started).
+  int collectives_per_average() const { return compressor_ ? compressor_->collectives_per_call() : 1; }
 
  private:
+  bool in_flight() const { return compressor_ ? compressor_->in_flight() : request_.active(); }
   void apply(TrainState& s) {
-    s.comm.wait(request_);
-    const float* r = reduced_.data();
+    float* r = reduced_.data();
+    if (compressor_) {
+      compressor_->finish(s.comm);  // r = D = C_avg(s_i − x̂)
+      advance_step_ = -1;
+      float* b = base_.data();
+      for (size_t i = 0; i < s.count; ++i) r[i] += b[i];  // r = x̂ + D
+      std::copy(r, r + s.count, b);                       // x̂ ← r
+    } else {
+      s.comm.wait(request_);
+    }
     const float* snap = snapshot_.data();
     float* x = s.params;
     for (size_t i = 0; i < s.count; ++i)
@@ -57,16 +115,21 @@ class DelayedAverage {
   }
 
   int64_t period_, delay_;
+  uint64_t seed_;
   int64_t apply_step_ = -1;
+  int64_t advance_step_ = -1;  // step whose first layer hook launches the compressor's next phase
   std::vector<float> snapshot_, reduced_;
   CollRequest request_;
+  std::unique_ptr<GradientCompressor> compressor_;
+  std::vector<float> base_;  // x̂: the last applied average (compressed only)
 };
 
 // The algorithm that is nothing but a DelayedAverage (cocod: delay = period; dasgd: delay
 // given); name is the registry name it reports.
 class DelayedAveraging final : public Algorithm {
  public:
-  DelayedAveraging(std::string name, int64_t period, int64_t delay) : name_(std::move(name)), avg_(period, delay) {}
+  DelayedAveraging(std::string name, int64_t period, int64_t delay, const std::string& compress = "", uint64_t seed = 0)
+      : name_(std::move(name)), avg_(period, delay, compress, seed) {}
   std::string name() const override { return name_; }
   void setup(TrainState& s) override { avg_.setup(s); }
   void on_layer_grad_ready(TrainState& s, size_t) override { avg_.progress(s); }
@@ -75,7 +138,7 @@ class DelayedAveraging final : public Algorithm {
   double bytes_sent_per_step(double param_bytes, int n) const override {
     return avg_.bytes_sent_per_step(param_bytes, n);
   }
-  int max_collectives_per_step() const override { return 2; }
+  int max_collectives_per_step() const override { return 2 * avg_.collectives_per_average(); }
 
  private:
   std::string name_;

@@ -9,9 +9,19 @@
 // The first round pulls towards x_0. At the last step of the run the all-reduce in flight is
 // completed (no pull). α = 0 leaves every x_i untouched: each worker runs its serial optimizer.
 // Bytes per step per worker (ring): 2(n−1)/n·|x|·4 / τ. Memory: z, the all-reduce buffer, u.
+// --compress KIND (Qsparse-local-SGD, Basu et al. 2019, on the background average): the
+// pulled model's difference to the last average received, x̂ (identical on every worker;
+// x_0 before the first), is compressed with the compressor's error feedback (per worker)
+// and aggregated by its non-blocking form:  launch D ← C_avg(x_i − x̂);  at the next round
+// a = x̂ + D;  x̂ ← a;  then the anchor update above. A multi-phase compressor (PowerSGD)
+// launches its next phase at the first layer hook of step t + 1 + ⌊(τ−1)/2⌋ (that step's
+// after_update without layer hooks), the same program point on every rank. At identity
+// settings a equals avg_j x_j to float rounding. Bytes per step: the compressor's per call / τ.
 #include <algorithm>
+#include <memory>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compress/compressor.hpp"
 
 namespace dsgd {
 
@@ -19,18 +29,25 @@ namespace {
 
 class OverlapLocal final : public Algorithm {
  public:
-  OverlapLocal(int64_t period, double alpha, double beta) : period_(period), alpha_(alpha), beta_(beta) {}
+  OverlapLocal(int64_t period, double alpha, double beta, const std::string& compress, uint64_t seed)
+      : period_(period), alpha_(alpha), beta_(beta), seed_(seed) {
+    if (!compress.empty()) compressor_ = compressor_create(compress);
+  }
   std::string name() const override { return "overlap-local"; }
   void setup(TrainState& s) override {
     anchor_.assign(s.params, s.params + s.count);
     reduced_.assign(s.count, 0.0f);
     if (beta_ > 0) slow_.assign(s.count, 0.0f);
+    if (compressor_) {
+      compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
+      base_.assign(s.params, s.params + s.count);
+    }
   }
-  void on_layer_grad_ready(TrainState& s, size_t) override { s.comm.progress(request_); }
+  void on_layer_grad_ready(TrainState& s, size_t) override { poll(s); }
   void after_update(TrainState& s) override {
     const bool last = s.step + 1 == s.total_steps;
     if ((s.step + 1) % period_ != 0) {
-      s.comm.progress(request_);
+      poll(s);
       if (last) complete(s);
       return;
     }
@@ -42,22 +59,53 @@ class OverlapLocal final : public Algorithm {
     if (a != 0.0f)
       for (size_t i = 0; i < s.count; ++i) x[i] = keep * x[i] + a * z[i];
     if (last) return;
+    if (compressor_) {
+      const float* b = base_.data();
+      for (size_t i = 0; i < s.count; ++i) reduced_[i] = x[i] - b[i];
+      compressor_->start(s.comm, reduced_.data(), s.count, s.step);
+      advance_step_ = s.step + 1 + (period_ - 1) / 2;
+      return;
+    }
     std::copy(x, x + s.count, reduced_.begin());
     s.comm.iallreduce_average(reduced_.data(), s.count, request_);
   }
   bool replicas_identical() const override { return false; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
-    return ring_allreduce_bytes_sent(param_bytes, n) / static_cast<double>(period_);
+    const double per_call = compressor_ ? compressor_->bytes_sent_per_call(static_cast<size_t>(param_bytes / 4.0), n)
+                                        : ring_allreduce_bytes_sent(param_bytes, n);
+    return per_call / static_cast<double>(period_);
   }
-  int max_collectives_per_step() const override { return 1; }
+  int max_collectives_per_step() const override { return compressor_ ? compressor_->collectives_per_call() : 1; }
 
  private:
+  // Polls the average in flight; a compressor's next phase is launched at advance_step_
+  // (the first call in that step: a layer hook, or after_update without hooks).
+  void poll(TrainState& s) {
+    if (!compressor_) {
+      s.comm.progress(request_);
+      return;
+    }
+    if (s.step == advance_step_) {
+      compressor_->advance(s.comm);
+      advance_step_ = -1;
+    }
+    compressor_->progress(s.comm);
+  }
   // Waits for the all-reduce in flight (if any) and refreshes the anchor from it.
   void complete(TrainState& s) {
-    if (!request_.active()) return;
-    s.comm.wait(request_);
+    float* avg = reduced_.data();
+    if (compressor_) {
+      if (!compressor_->in_flight()) return;
+      compressor_->finish(s.comm);  // D = C_avg(x_i − x̂)
+      advance_step_ = -1;
+      float* b = base_.data();
+      for (size_t i = 0; i < s.count; ++i) avg[i] += b[i];  // a = x̂ + D
+      std::copy(avg, avg + s.count, b);                     // x̂ ← a
+    } else {
+      if (!request_.active()) return;
+      s.comm.wait(request_);
+    }
     float* z = anchor_.data();
-    const float* avg = reduced_.data();
     if (beta_ == 0) {
       std::copy(avg, avg + s.count, z);
       return;
@@ -72,14 +120,18 @@ class OverlapLocal final : public Algorithm {
 
   int64_t period_;
   double alpha_, beta_;
+  uint64_t seed_;
   std::vector<float> anchor_, reduced_, slow_;
   CollRequest request_;
+  std::unique_ptr<GradientCompressor> compressor_;
+  std::vector<float> base_;    // x̂: the last average received (compressed only)
+  int64_t advance_step_ = -1;  // step whose first poll launches the compressor's next phase
 };
 
 }  // namespace
 
 std::unique_ptr<Algorithm> algorithm_create_overlap_local(const RunConfig& cfg) {
-  return std::make_unique<OverlapLocal>(cfg.period, cfg.pull_alpha, cfg.slow_momentum);
+  return std::make_unique<OverlapLocal>(cfg.period, cfg.pull_alpha, cfg.slow_momentum, cfg.compress, cfg.seed);
 }
 
 }  // namespace dsgd

@@ -11,8 +11,14 @@
 // bit-identical to the blocking all-reduce (on 2 ranks; with more, MPI may pick a reduction
 // order by message size).
 // Bytes sent per step per worker (ring): 2(n−1)/n · |x|·4.
-// --compress KIND (blocking only): the all-reduce is replaced by the compressor's
-// aggregation (algorithms/compress/compressor.hpp), bytes per step by its formula.
+// --compress KIND: the all-reduce is replaced by the compressor's aggregation
+// (algorithms/compress/compressor.hpp), bytes per step by its formula. With --overlap true
+// each bucket has its own compressor (its own error feedback; top-k and QSGD's buckets are
+// taken within the bucket; seed + bucket index), started from the hook in place of the
+// bucket's all-reduce (non-blocking form); before the optimizer, every bucket's next phase
+// is launched (advance, PowerSGD's Q all-reduce) and then each is finished, both in launch
+// order, the same on every rank. One bucket = blocking --compress bit-identically; bytes per
+// step = Σ over buckets of the compressor's bytes per call on the bucket.
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
 #include "core/clock.hpp"
@@ -30,8 +36,10 @@ struct Bucket {
 
 class Ssgd final : public Algorithm {
  public:
-  Ssgd(bool overlap, double bucket_mb, std::unique_ptr<GradientCompressor> compressor, uint64_t seed)
-      : overlap_(overlap), bucket_bytes_(bucket_mb * 1e6), compressor_(std::move(compressor)), seed_(seed) {}
+  Ssgd(bool overlap, double bucket_mb, const std::string& compress, uint64_t seed)
+      : overlap_(overlap), bucket_bytes_(bucket_mb * 1e6), compress_(compress), seed_(seed) {
+    if (!compress.empty() && !overlap) compressor_ = compressor_create(compress);
+  }
   std::string name() const override { return "ssgd"; }
   void setup(TrainState& s) override {
     if (compressor_) compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
@@ -52,11 +60,29 @@ class Ssgd final : public Algorithm {
     }
     requests_.assign(buckets_.size(), CollRequest{});
     launch_order_.assign(buckets_.size(), 0);
+    if (compress_.empty()) return;
+    for (size_t k = 0; k < buckets_.size(); ++k) {
+      const Bucket& b = buckets_[k];
+      std::vector<LayerView> in_bucket;  // offsets relative to the bucket
+      for (const LayerView& v : layers)
+        if (v.offset >= b.offset && v.offset + v.count <= b.offset + b.count)
+          in_bucket.push_back(LayerView{v.name, v.offset - b.offset, v.count});
+      bucket_compressors_.push_back(compressor_create(compress_));
+      bucket_compressors_.back()->setup(s.comm, in_bucket, b.count, seed_ + k);
+    }
   }
   void on_layer_grad_ready(TrainState& s, size_t layer) override {
     if (!overlap_) return;
     const size_t k = layer_bucket_[layer];
     Bucket& b = buckets_[k];
+    if (!bucket_compressors_.empty()) {
+      if (++b.ready == b.layers) {
+        bucket_compressors_[k]->start(s.comm, s.grads + b.offset, b.count, s.step);
+        launch_order_[launched_++] = k;
+      }
+      for (auto& c : bucket_compressors_) c->progress(s.comm);
+      return;
+    }
     if (++b.ready == b.layers) {
       s.comm.iallreduce_average(s.grads + b.offset, b.count, requests_[k]);
       launch_order_[launched_++] = k;
@@ -64,6 +90,14 @@ class Ssgd final : public Algorithm {
     for (CollRequest& r : requests_) s.comm.progress(r);
   }
   void reduce_gradients(TrainState& s) override {
+    if (!bucket_compressors_.empty()) {
+      const double compute_end = s.comm.now();
+      for (size_t i = 0; i < launched_; ++i) bucket_compressors_[launch_order_[i]]->advance(s.comm);
+      for (size_t i = 0; i < launched_; ++i) bucket_compressors_[launch_order_[i]]->finish(s.comm, compute_end);
+      launched_ = 0;
+      for (Bucket& b : buckets_) b.ready = 0;
+      return;
+    }
     if (compressor_) {
       compressor_->allreduce_average(s.comm, s.grads, s.count, s.step);
       return;
@@ -82,17 +116,30 @@ class Ssgd final : public Algorithm {
   bool replicas_identical() const override { return true; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
     if (compressor_) return compressor_->bytes_sent_per_call(static_cast<size_t>(param_bytes / sizeof(float)), n);
+    if (!compress_.empty()) {  // --overlap: per bucket (0 before setup)
+      double bytes = 0;
+      for (size_t k = 0; k < bucket_compressors_.size(); ++k)
+        bytes += bucket_compressors_[k]->bytes_sent_per_call(buckets_[k].count, n);
+      return bytes;
+    }
     return ring_allreduce_bytes_sent(param_bytes, n);
   }
   int max_collectives_per_step() const override {
     if (compressor_) return compressor_->collectives_per_call();
+    if (!bucket_compressors_.empty()) {
+      int total = 0;
+      for (const auto& c : bucket_compressors_) total += c->collectives_per_call();
+      return total;
+    }
     return overlap_ ? static_cast<int>(requests_.size()) : 1;
   }
 
  private:
   bool overlap_;
   double bucket_bytes_;
-  std::unique_ptr<GradientCompressor> compressor_;
+  std::string compress_;
+  std::unique_ptr<GradientCompressor> compressor_;                       // blocking --compress
+  std::vector<std::unique_ptr<GradientCompressor>> bucket_compressors_;  // --overlap --compress
   uint64_t seed_;
   std::vector<Bucket> buckets_;
   std::vector<size_t> layer_bucket_;   // layer → bucket
@@ -104,8 +151,7 @@ class Ssgd final : public Algorithm {
 }  // namespace
 
 std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg) {
-  return std::make_unique<Ssgd>(cfg.overlap, cfg.bucket_mb,
-                                cfg.compress.empty() ? nullptr : compressor_create(cfg.compress), cfg.seed);
+  return std::make_unique<Ssgd>(cfg.overlap, cfg.bucket_mb, cfg.compress, cfg.seed);
 }
 
 }  // namespace dsgd

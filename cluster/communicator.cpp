@@ -136,6 +136,18 @@ void Communicator::allgather(float* data, size_t count) {
   record(CollKind::coll_allgather, arrive, ring_scatter_gather_bytes_sent(bytes, size()));
 }
 
+void Communicator::iallgather(float* data, size_t count, CollRequest& r) {
+  r.data = data;
+  r.count = count;
+  r.average = false;
+  r.completed = 0;
+  r.launch = now();
+  r.kind = CollKind::coll_allgather;
+  r.model_bytes = double(count) * sizeof(float);
+  r.bytes_sent = ring_scatter_gather_bytes_sent(r.model_bytes, size());
+  r.slot = do_iallgather_start(data, count);
+}
+
 int Communicator::exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
                                  size_t recv_count, const int* sources, size_t n_sources, CollRequest& r) {
   r.data = recv;
@@ -236,6 +248,7 @@ uint64_t Communicator::window_poll(float* dst, size_t count, int rank, WindowRea
 
 void Communicator::do_reduce_scatter_sum(const float*, float*, size_t) { unsupported("reduce_scatter"); }
 void Communicator::do_allgather(float*, size_t) { unsupported("allgather"); }
+int Communicator::do_iallgather_start(float*, size_t) { unsupported("iallgather"); }
 void Communicator::do_window_create(size_t) { unsupported("one-sided windows"); }
 void Communicator::do_window_free() { unsupported("one-sided windows"); }
 void Communicator::do_window_lock(int) { unsupported("one-sided windows"); }
@@ -286,6 +299,7 @@ class SelfCommunicator final : public Communicator {
     std::copy(send, send + count, shard);
   }
   void do_allgather(float*, size_t) override {}
+  int do_iallgather_start(float*, size_t) override { return 0; }
   void do_window_create(size_t count) override {
     window_.assign(count, 0.0f);
     version_ = 0;

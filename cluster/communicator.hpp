@@ -149,6 +149,10 @@ class Communicator {
   void reduce_scatter_average(const float* send, float* shard, size_t count);  // then scale by 1/size
   // In place: every rank's block of data (count floats) is sent to every rank.
   void allgather(float* data, size_t count);
+  // Non-blocking all-gather (same blocks, in place), completed by progress()/wait() like
+  // iallreduce: recorded as CollKind::coll_allgather with the ring's (n−1)/n·4·count bytes,
+  // held by the emulated link like the non-blocking all-reduce.
+  void iallgather(float* data, size_t count, CollRequest& request);
 
   // Point-to-point (CollKind::coll_sendrecv). sendrecv: send `send_count` floats to `dest`
   // and receive `recv_count` floats from `source` (either may be this rank). Recorded bytes:
@@ -235,6 +239,8 @@ class Communicator {
   virtual void do_reduce_scatter_sum(const float* send, float* shard, size_t count);
   // In place: rank r's block of data goes to every rank.
   virtual void do_allgather(float* data, size_t count);
+  // Non-blocking do_allgather; returns a slot completed by do_test / do_wait.
+  virtual int do_iallgather_start(float* data, size_t count);
   // Non-blocking: sends send[0..send_count) to each of dests[0..n_dests) and receives
   // recv_count floats from each of sources[0..n_sources) into recv + k·recv_count; returns
   // a slot completed by do_test / do_wait like do_iallreduce_sum_start's.

@@ -188,6 +188,20 @@ class MpiCommunicator final : public Communicator {
     DSGD_MPI_CHECK(
         MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts_.data(), displs_.data(), MPI_FLOAT, MPI_COMM_WORLD));
   }
+  // Flat (also on hier topologies, like do_allgather); the slot keeps the block counts
+  // until the operation completes.
+  int do_iallgather_start(float* data, size_t count) override {
+    checked_count(count);
+    const int slot = free_slot();
+    Slot& sl = slots_[static_cast<size_t>(slot)];
+    block_counts(count, size_, sl.counts, sl.displs);
+    sl.requests.assign(1, MPI_REQUEST_NULL);
+    sl.hier_phase = 0;
+    DSGD_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, sl.counts.data(), sl.displs.data(),
+                                   MPI_FLOAT, MPI_COMM_WORLD, &sl.requests[0]));
+    sl.used = true;
+    return slot;
+  }
   int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
                         size_t recv_count, const int* sources, size_t n_sources) override {
     const int slot = free_slot();

@@ -685,6 +685,11 @@ void SimCommunicator::do_allgather(float* data, size_t count) {
   world_.collective_wait(rank_, world_.collective_start(rank_, Op::op_allgather_f32, CollKind::coll_allgather, true,
                                                         data, nullptr, count, 0));
 }
+int SimCommunicator::do_iallgather_start(float* data, size_t count) {
+  return slot_for(world_.collective_start(rank_, Op::op_allgather_f32, CollKind::coll_allgather, true, data, nullptr,
+                                          count, 0),
+                  false);
+}
 int SimCommunicator::do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests,
                                        float* recv, size_t recv_count, const int* sources, size_t n_sources) {
   return slot_for(world_.exchange_start(rank_, send, send_count, dests, n_dests, recv, recv_count, sources, n_sources),

@@ -24,7 +24,7 @@
 // receives the result. Workers share nothing mutable.
 //
 // Sharded collectives: reduce-scatter (rank order sum of each block, so a sharded step
-// is bit-identical to the all-reduce one) and all-gather, timed like the other
+// is bit-identical to the all-reduce one) and all-gather (blocking or not), timed like the other
 // collectives by the α-β model (kind reduce_scatter / allgather, S = 4·count).
 //
 // Point-to-point (exchange: sendrecv, neighbour exchange, blocking or not). At the start
@@ -152,6 +152,7 @@ class SimCommunicator final : public Communicator {
   void do_wait(int slot) override;
   void do_reduce_scatter_sum(const float* send, float* shard, size_t count) override;
   void do_allgather(float* data, size_t count) override;
+  int do_iallgather_start(float* data, size_t count) override;
   int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
                         size_t recv_count, const int* sources, size_t n_sources) override;
   void do_window_create(size_t count) override;

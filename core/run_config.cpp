@@ -84,7 +84,9 @@ const std::vector<RunConfigField>& run_config_fields() {
        &C::bucket_mb},
       {"dpsgd-delay", "dpsgd: 0 = mix after the local step; 1 = exchange x_t while computing g(x_t) (overlapped)",
        &C::dpsgd_delay},
-      {"compress", "gradient compression (ssgd): topk:RATIO | qsgd:bits=B | powersgd:rank=R (empty: none)",
+      {"compress",
+       "compression of the all-reduce (ssgd: gradient; localsgd, cocod, dasgd, overlap-local: model difference to the "
+       "last average; diloco: pseudo-gradient): topk:RATIO | qsgd:bits=B | powersgd:rank=R (empty: none)",
        &C::compress},
       {"zero-bits", "zero: bits of communicated weight differences and gradients: 32 (exact) or 4 (SDP4Bit)",
        &C::zero_bits},
@@ -415,15 +417,29 @@ void run_config_validate(const RunConfig& cfg) {
     fail("dpsgd-delay", fmt::format("applies to --algo dpsgd only (got {})", cfg.algo), "drop --dpsgd-delay");
   if (cfg.dpsgd_delay != 0 && cfg.dpsgd_delay != 1)
     fail("dpsgd-delay", fmt::format("must be 0 or 1 (got {})", cfg.dpsgd_delay), "pass --dpsgd-delay 0 or 1");
-  if ((!cfg.compress.empty() || cfg.given("compress")) && cfg.algo != "ssgd" && cfg.algo != "localsgd" &&
-      cfg.algo != "diloco")
-    fail("compress",
-         fmt::format("applies to --algo ssgd, localsgd and diloco (got {}): the background averages of "
-                     "cocod/dasgd/overlap-local and the gossip/sharded variants are not compressed yet",
-                     cfg.algo),
-         "drop --compress or use --algo ssgd, localsgd or diloco");
-  if (!cfg.compress.empty() && cfg.overlap)
-    fail("compress", "cannot be combined with --overlap", "drop one of --compress and --overlap");
+  if (!cfg.compress.empty() || cfg.given("compress")) {
+    // The all-reduce variants take --compress; the others communicate otherwise (why, per variant).
+    static const char* const compressed[] = {"ssgd", "localsgd", "diloco", "cocod", "dasgd", "overlap-local"};
+    const bool ok = std::find_if(std::begin(compressed), std::end(compressed),
+                                 [&](const char* a) { return cfg.algo == a; }) != std::end(compressed);
+    if (!ok) {
+      std::string why = "it does not average by all-reduce";
+      if (cfg.algo == "dpsgd" || cfg.algo == "adpsgd")
+        why = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";
+      else if (cfg.algo == "ps")
+        why = "it pushes to and pulls from server shards in one-sided windows, not by all-reduce";
+      else if (cfg.algo == "zero")
+        why = "it shards its collectives (reduce-scatter, all-gather) and has its own quantisation, --zero-bits 4";
+      else if (cfg.algo == "dreamddp")
+        why = "its per-layer all-reduces at scheduled slots are not compressed";
+      fail("compress",
+           fmt::format("applies to the all-reduce variants ssgd, localsgd, diloco, cocod, dasgd and overlap-local, "
+                       "not {}: {}",
+                       cfg.algo, why),
+           cfg.algo == "zero" ? "drop --compress (use --zero-bits 4 to quantise zero's communication)"
+                              : "drop --compress, or use one of those variants");
+    }
+  }
   const bool zero_bits_set = cfg.zero_bits != defaults.zero_bits || cfg.given("zero-bits");
   if ((zero_bits_set || cfg.zero_group != defaults.zero_group || cfg.given("zero-group")) && cfg.algo != "zero")
     fail(zero_bits_set ? "zero-bits" : "zero-group",

@@ -1,4 +1,5 @@
-// --compress parsing (see compressor.hpp for the kinds).
+// --compress parsing (see compressor.hpp for the kinds) and the phase driver shared by the
+// blocking and non-blocking forms of every compressor.
 #include "algorithms/compress/compressor.hpp"
 
 #include <cmath>
@@ -7,6 +8,57 @@
 #include "core/errors.hpp"
 
 namespace dsgd {
+
+void GradientCompressor::allreduce_average(Communicator& comm, float* data, size_t count, int64_t step) {
+  if (in_flight())
+    DSGD_THROW(Error, "this is a bug: finish() the non-blocking aggregation first", "{}: aggregation in flight",
+               name());
+  for (int k = 0; k < phases(); ++k) {
+    const PhaseCollective c = phase(k, data, count, step);
+    if (c.allgather) {
+      comm.allgather(c.buffer, c.count);
+    } else {
+      comm.allreduce_average(c.buffer, c.count);
+    }
+  }
+  decode(data, count);
+}
+
+void GradientCompressor::launch(Communicator& comm, const PhaseCollective& c) {
+  if (c.allgather) {
+    comm.iallgather(c.buffer, c.count, request_);
+  } else {
+    comm.iallreduce_average(c.buffer, c.count, request_);
+  }
+}
+
+void GradientCompressor::start(Communicator& comm, float* data, size_t count, int64_t step) {
+  if (in_flight())
+    DSGD_THROW(Error, "this is a bug: finish() the non-blocking aggregation first", "{}: aggregation in flight",
+               name());
+  data_ = data;
+  count_ = count;
+  step_ = step;
+  phase_ = 0;
+  launch(comm, phase(0, data, count, step));
+}
+
+bool GradientCompressor::advance(Communicator& comm) {
+  if (!in_flight() || phase_ + 1 >= phases()) return false;
+  comm.wait(request_);
+  ++phase_;
+  launch(comm, phase(phase_, data_, count_, step_));
+  return true;
+}
+
+void GradientCompressor::finish(Communicator& comm, double compute_end) {
+  if (!in_flight()) return;
+  while (advance(comm)) {
+  }
+  comm.wait(request_, compute_end);
+  decode(data_, count_);
+  data_ = nullptr;
+}
 
 float compress_word_to_float(uint32_t w) {
   float f;

@@ -1,15 +1,32 @@
-// Gradient compressors for the gradient all-reduce (--compress; ssgd): one interface,
-// one file per compressor, created from the flag's text by compressor_create.
+// Gradient compressors for the all-reduce variants (--compress: ssgd, localsgd, diloco,
+// cocod, dasgd, overlap-local): one interface, one file per compressor, created from the
+// flag's text by compressor_create.
 //
 //   topk:RATIO      top-k sparsification with error feedback (compress/topk.cpp)
 //   qsgd:bits=B     QSGD stochastic quantisation, seeded (compress/qsgd.cpp)
 //   powersgd:rank=R PowerSGD rank-R with warm start and error feedback (compress/powersgd.cpp)
 //
-// A compressor replaces "all-reduce the gradient, divide by n": after allreduce_average
-// every worker holds the same aggregated (decompressed) gradient. Each states its bytes
-// sent per worker per call, which equals what the Communicator records for its collectives.
+// A compressor replaces "all-reduce the vector, divide by n": afterwards every worker holds
+// the same aggregated (decompressed) vector. Each states its bytes sent per worker per call,
+// which equals what the Communicator records for its collectives.
 // Identity settings (ratio 1, 32 bits, full rank) go through the same code path and give the
 // uncompressed result (bit-for-bit for topk and qsgd on 2 workers; PowerSGD to rounding).
+//
+// An aggregation is a fixed sequence of phases, each "compute, then one collective"
+// (topk, qsgd: encode → all-gather; PowerSGD: P = MQ → all-reduce, orthonormalise and
+// Q = MᵀP̂ → all-reduce), then a decode. It runs in two forms over the same phase code:
+//   blocking:      allreduce_average(comm, data, count, step)
+//   non-blocking:  start(comm, data, count, step)   encodes, launches phase 0's collective
+//                  progress(comm)                   polls it (never blocks, never launches)
+//                  advance(comm)                    waits for the current phase's collective,
+//                                                   computes and launches the next one
+//                  finish(comm)                     advances through the rest, waits, decodes
+// The two forms compute the same floats (the non-blocking collectives reduce like the
+// blocking ones: rank order on sim, a + b on 2 MPI ranks). Phases are launched only from
+// start/advance, which a caller must reach at the same point of its program on every rank
+// (MPI and the sim order collectives by program order, not by completion time), so
+// progress() polls without ever starting the next phase. data must stay untouched between
+// start and finish; one aggregation in flight per compressor.
 #pragma once
 
 #include <cstddef>
@@ -31,12 +48,44 @@ class GradientCompressor {
   // workers (called once, before the first step). seed: the run's seed (random state is
   // derived from it, the rank and the step, so runs are reproducible).
   virtual void setup(Communicator& comm, const std::vector<LayerView>& layers, size_t count, uint64_t seed) = 0;
-  // grads ← the average over workers of the compressed gradients (same on every worker).
-  virtual void allreduce_average(Communicator& comm, float* grads, size_t count, int64_t step) = 0;
   // Bytes one worker sends per call, as recorded (ring accounting, docs/metrics.md).
   virtual double bytes_sent_per_call(size_t count, int n) const = 0;
-  // Recorded collectives per call.
-  virtual int collectives_per_call() const = 0;
+  // Recorded collectives per call (= phases).
+  int collectives_per_call() const { return phases(); }
+
+  // Blocking: data ← the average over workers of the compressed data (same on every worker).
+  void allreduce_average(Communicator& comm, float* data, size_t count, int64_t step);
+  // Non-blocking form (see the top of this file).
+  void start(Communicator& comm, float* data, size_t count, int64_t step);
+  void progress(Communicator& comm) { comm.progress(request_); }
+  // Returns false (and does nothing) when no phase is left to launch: only finish remains.
+  bool advance(Communicator& comm);
+  // compute_end: as Communicator::wait's.
+  void finish(Communicator& comm, double compute_end = 0);
+  bool in_flight() const { return data_ != nullptr; }
+
+ protected:
+  // One phase's collective on a compressor-owned buffer: an all-gather (in place, the
+  // rank's block = its payload) or an all-reduce average.
+  struct PhaseCollective {
+    float* buffer = nullptr;
+    size_t count = 0;
+    bool allgather = false;
+  };
+  virtual int phases() const = 0;
+  // The computation before phase k's collective (k = 0: encode data, of `count` floats);
+  // returns the collective. Phase k > 0 sees the result of phase k−1's collective.
+  virtual PhaseCollective phase(int k, const float* data, size_t count, int64_t step) = 0;
+  // After the last collective: data ← the aggregated vector.
+  virtual void decode(float* data, size_t count) = 0;
+
+ private:
+  void launch(Communicator& comm, const PhaseCollective& c);
+  float* data_ = nullptr;  // the vector in flight (nullptr: none)
+  size_t count_ = 0;
+  int64_t step_ = 0;
+  int phase_ = 0;
+  CollRequest request_;
 };
 
 // Parses --compress. Throws InputError naming --compress on an unknown kind or a bad value.

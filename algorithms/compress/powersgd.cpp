@@ -89,16 +89,30 @@ class PowerSgd final : public GradientCompressor {
     (void)comm;
   }
 
-  void allreduce_average(Communicator& comm, float* g, size_t count, int64_t) override {
-    // M = g + e (kept in error_ during the call).
-    float* M = error_.data();
-    for (size_t i = 0; i < count; ++i) M[i] += g[i];
-    for (const Plain& pl : plain_) std::copy(M + pl.offset, M + pl.offset + pl.count, p_.data() + pl.p_offset);
-    for (const LowRankLayer& l : low_) matmul_MQ(M + l.offset, l, p_.data() + l.p_offset);
-    comm.allreduce_average(p_.data(), p_.size());
+  double bytes_sent_per_call(size_t, int n) const override {
+    const auto [p, q] = buffer_sizes(layers_view_);
+    return ring_allreduce_bytes_sent(4.0 * double(p), n) + (q > 0 ? ring_allreduce_bytes_sent(4.0 * double(q), n) : 0.0);
+  }
+
+ protected:
+  // Phase 0: M = g + e, P = MQ (and the plain layers) → all-reduce 1.
+  // Phase 1: P̂ = orth(P), Q = MᵀP̂ → all-reduce 2 (absent when every layer is plain: the
+  // Q buffer is empty, so there is one phase).
+  int phases() const override { return q_.empty() ? 1 : 2; }
+  PhaseCollective phase(int k, const float* g, size_t count, int64_t) override {
+    float* M = error_.data();  // M = g + e (kept in error_ during the call)
+    if (k == 0) {
+      for (size_t i = 0; i < count; ++i) M[i] += g[i];
+      for (const Plain& pl : plain_) std::copy(M + pl.offset, M + pl.offset + pl.count, p_.data() + pl.p_offset);
+      for (const LowRankLayer& l : low_) matmul_MQ(M + l.offset, l, p_.data() + l.p_offset);
+      return {p_.data(), p_.size(), false};
+    }
     for (const LowRankLayer& l : low_) orthonormalise(p_.data() + l.p_offset, l.m, l.r);
     for (const LowRankLayer& l : low_) matmul_MtP(M + l.offset, l, p_.data() + l.p_offset, q_.data() + l.q_offset);
-    if (!q_.empty()) comm.allreduce_average(q_.data(), q_.size());
+    return {q_.data(), q_.size(), false};
+  }
+  void decode(float* g, size_t) override {
+    float* M = error_.data();
     for (const Plain& pl : plain_) {
       std::copy(p_.data() + pl.p_offset, p_.data() + pl.p_offset + pl.count, g + pl.offset);
       std::fill(M + pl.offset, M + pl.offset + pl.count, 0.0f);  // sent exactly: no error
@@ -119,18 +133,11 @@ class PowerSgd final : public GradientCompressor {
     }
   }
 
-  double bytes_sent_per_call(size_t, int n) const override {
-    const auto [p, q] = buffer_sizes(layers_view_);
-    return ring_allreduce_bytes_sent(4.0 * double(p), n) + (q > 0 ? ring_allreduce_bytes_sent(4.0 * double(q), n) : 0.0);
-  }
-  int collectives_per_call() const override { return 2; }
-
  private:
   struct Plain {
     size_t offset, count, p_offset;
   };
 
-  // P (m×r) = M (m×k) · Q (k×r), double accumulation.
   // P (m×r) = M (m×k) · Q (k×r), double accumulation.
   void matmul_MQ(const float* M, const LowRankLayer& l, float* P) const {
     const float* Q = q_.data() + l.q_offset;

@@ -35,14 +35,22 @@ class Qsgd final : public GradientCompressor {
     words_ = payload_words(count);
     gathered_.assign(static_cast<size_t>(n_) * words_, 0.0f);
   }
-  void allreduce_average(Communicator& comm, float* g, size_t count, int64_t step) override {
+  double bytes_sent_per_call(size_t count, int n) const override {
+    return ring_scatter_gather_bytes_sent(double(n) * 4.0 * double(payload_words(count)), n);
+  }
+
+ protected:
+  int phases() const override { return 1; }
+  PhaseCollective phase(int, const float* g, size_t count, int64_t step) override {
     float* mine = gathered_.data() + static_cast<size_t>(rank_) * words_;
     if (bits_ == 32) {
       std::copy(g, g + count, mine);
     } else {
       encode(g, count, mine, step);
     }
-    comm.allgather(gathered_.data(), gathered_.size());
+    return {gathered_.data(), gathered_.size(), true};
+  }
+  void decode(float* g, size_t count) override {
     std::fill(g, g + count, 0.0f);
     for (int r = 0; r < n_; ++r) {
       const float* block = gathered_.data() + static_cast<size_t>(r) * words_;
@@ -57,10 +65,6 @@ class Qsgd final : public GradientCompressor {
       for (size_t i = 0; i < count; ++i) g[i] *= scale;
     }
   }
-  double bytes_sent_per_call(size_t count, int n) const override {
-    return ring_scatter_gather_bytes_sent(double(n) * 4.0 * double(payload_words(count)), n);
-  }
-  int collectives_per_call() const override { return 1; }
 
  private:
   int levels() const { return (1 << (bits_ - 1)) - 1; }

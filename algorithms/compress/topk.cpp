@@ -34,7 +34,14 @@ class TopK final : public GradientCompressor {
     order_.resize(count);
     gathered_.assign(static_cast<size_t>(n_) * 2 * k_, 0.0f);
   }
-  void allreduce_average(Communicator& comm, float* g, size_t count, int64_t) override {
+  double bytes_sent_per_call(size_t count, int n) const override {
+    return ring_scatter_gather_bytes_sent(double(n) * 8.0 * double(k_for(ratio_, count)), n);
+  }
+
+ protected:
+  int phases() const override { return 1; }
+  // Encode: a = g + e, keep the k largest, e ← the rest; this worker's all-gather block.
+  PhaseCollective phase(int, const float* g, size_t count, int64_t) override {
     float* a = error_.data();  // a = g + e, in place of e
     for (size_t i = 0; i < count; ++i) a[i] += g[i];
     for (size_t i = 0; i < count; ++i) order_[i] = static_cast<uint32_t>(i);
@@ -52,7 +59,9 @@ class TopK final : public GradientCompressor {
       mine[k_ + j] = a[i];
       a[i] = 0.0f;  // sent: the error keeps only what was not
     }
-    comm.allgather(gathered_.data(), gathered_.size());
+    return {gathered_.data(), gathered_.size(), true};
+  }
+  void decode(float* g, size_t count) override {
     std::fill(g, g + count, 0.0f);
     for (int r = 0; r < n_; ++r) {
       const float* block = gathered_.data() + static_cast<size_t>(r) * 2 * k_;
@@ -63,10 +72,6 @@ class TopK final : public GradientCompressor {
       for (size_t i = 0; i < count; ++i) g[i] *= scale;
     }
   }
-  double bytes_sent_per_call(size_t count, int n) const override {
-    return ring_scatter_gather_bytes_sent(double(n) * 8.0 * double(k_for(ratio_, count)), n);
-  }
-  int collectives_per_call() const override { return 1; }
 
  private:
   double ratio_;
