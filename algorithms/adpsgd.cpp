@@ -126,19 +126,26 @@ class Adpsgd final : public Algorithm {
     s.comm.window_get(peer_.data(), s.count, rank_, &version);
     s.comm.window_unlock(rank_);
     if (!active()) std::copy(peer_.begin(), peer_.end(), s.params);
-    double mine[3] = {stale_steps_ > 0 ? stale_sum_ / double(stale_steps_) : 0.0, double(stale_max_),
-                      double(averages_)};
-    std::vector<double> all(static_cast<size_t>(3 * n_));
-    s.comm.untimed_gather(mine, 3, all.data(), 0);
+    double mine[4] = {stale_steps_ > 0 ? stale_sum_ / double(stale_steps_) : 0.0, double(stale_max_),
+                      double(averages_), double(version)};
+    std::vector<double> all(static_cast<size_t>(4 * n_));
+    s.comm.untimed_gather(mine, 4, all.data(), 0);
     if (rank_ == 0) {
+      double done = 0, applied = 0;
       for (int r = 0; r < n_; ++r) {
-        const double* v = all.data() + 3 * r;
-        if (r % 2 == 1)
+        const double* v = all.data() + 4 * r;
+        if (r % 2 == 1) {
           std::printf("adpsgd staleness rank %d (passive): mean %.3f, max %.0f averages applied during one step\n", r,
                       v[0], v[1]);
-        else
+          applied += v[3];
+        } else {
           std::printf("adpsgd rank %d (active): %.0f averagings\n", r, v[2]);
+          done += v[2];
+        }
       }
+      // Every averaging increments its passive's version exactly once under the window lock,
+      // and a passive's step writes back the version it read: equal unless an update was lost.
+      std::printf("adpsgd averagings: %.0f done by actives, %.0f applied in passive windows\n", done, applied);
       std::fflush(stdout);
     }
     s.comm.window_free();
