@@ -139,7 +139,8 @@ class Adpsgd final : public Algorithm {
                       v[0], v[1]);
           applied += v[3];
         } else {
-          std::printf("adpsgd rank %d (active): %.0f averagings\n", r, v[2]);
+          // Nobody writes an active's window after setup: its version stays 0.
+          std::printf("adpsgd rank %d (active): %.0f averagings, own window version %.0f\n", r, v[2], v[3]);
           done += v[2];
         }
       }

@@ -2,7 +2,8 @@
 # passive's window version once under the window lock, and a passive step writes back the
 # version it read, so the versions in the passives' windows at the end must add up to the
 # averagings the actives report (a lost update leaves fewer; a torn read of the version word
-# leaves garbage). Five runs with different seeds, a straggler on the passive in two of them
+# leaves garbage), and the active's own window, which nobody writes after setup, must still
+# hold version 0 (a mis-addressed window shows another window's data there). Five runs with different seeds, a straggler on the passive in two of them
 # so that averagings land while it computes (staleness > 0).
 source "$(dirname "$0")/common.bash"
 
@@ -18,6 +19,8 @@ for seed in 1 2 3 4 5; do
   applied=$(sed -nE 's/^adpsgd averagings: ([0-9]+) done by actives, ([0-9]+) applied in passive windows$/\2/p' <<<"$line")
   [ "$done_n" = "$steps" ] || fail "seed $seed: the active reports $done_n averagings, expected one per step ($steps)"
   [ "$applied" = "$done_n" ] || fail "seed $seed: $applied averagings applied in the passive's window, $done_n done: updates lost"
+  grep -qE "^adpsgd rank 0 \(active\): $steps averagings, own window version 0$" out.txt ||
+    { grep "^adpsgd rank 0" out.txt; fail "seed $seed: the active's own window changed (nobody writes it after setup)"; }
   if [ $seed -le 2 ]; then
     id=$(sql t.db "select max(id) from runs")
     stale=$(sql t.db "select max(staleness) from steps where run_id=$id and rank=1")
