@@ -23,6 +23,9 @@
 // passives reload their final shared model.
 // Bytes sent per step: an active sends 4|x| (the put); a passive 0; mean over ranks
 // ⌊(n+1)/2⌋/n · 4|x| (n ≥ 2). n = 1: plain SGD, no window.
+// Counts printed at the end: averagings done by the actives and applied in the passives'
+// windows (the sum of their final versions; equal unless an update was lost), and each
+// active's own window version (0: nobody writes it after setup).
 // Limits: the recorded event of a step is its locked epoch (kind one-sided: all comm, no
 // cross-rank wait split); the consensus at an evaluation uses each passive's last read model.
 #include <algorithm>
