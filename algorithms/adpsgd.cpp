@@ -23,6 +23,9 @@
 // passives reload their final shared model.
 // Bytes sent per step: an active sends 4|x| (the put); a passive 0; mean over ranks
 // ⌊(n+1)/2⌋/n · 4|x| (n ≥ 2). n = 1: plain SGD, no window.
+// Counts printed at the end: averagings done by the actives and applied in the passives'
+// windows (the sum of their final versions; equal unless an update was lost), and each
+// active's own window version (0: nobody writes it after setup).
 // Limits: the recorded event of a step is its locked epoch (kind one-sided: all comm, no
 // cross-rank wait split); the consensus at an evaluation uses each passive's last read model.
 #include <algorithm>
@@ -126,19 +129,27 @@ class Adpsgd final : public Algorithm {
     s.comm.window_get(peer_.data(), s.count, rank_, &version);
     s.comm.window_unlock(rank_);
     if (!active()) std::copy(peer_.begin(), peer_.end(), s.params);
-    double mine[3] = {stale_steps_ > 0 ? stale_sum_ / double(stale_steps_) : 0.0, double(stale_max_),
-                      double(averages_)};
-    std::vector<double> all(static_cast<size_t>(3 * n_));
-    s.comm.untimed_gather(mine, 3, all.data(), 0);
+    double mine[4] = {stale_steps_ > 0 ? stale_sum_ / double(stale_steps_) : 0.0, double(stale_max_),
+                      double(averages_), double(version)};
+    std::vector<double> all(static_cast<size_t>(4 * n_));
+    s.comm.untimed_gather(mine, 4, all.data(), 0);
     if (rank_ == 0) {
+      double done = 0, applied = 0;
       for (int r = 0; r < n_; ++r) {
-        const double* v = all.data() + 3 * r;
-        if (r % 2 == 1)
+        const double* v = all.data() + 4 * r;
+        if (r % 2 == 1) {
           std::printf("adpsgd staleness rank %d (passive): mean %.3f, max %.0f averages applied during one step\n", r,
                       v[0], v[1]);
-        else
-          std::printf("adpsgd rank %d (active): %.0f averagings\n", r, v[2]);
+          applied += v[3];
+        } else {
+          // Nobody writes an active's window after setup: its version stays 0.
+          std::printf("adpsgd rank %d (active): %.0f averagings, own window version %.0f\n", r, v[2], v[3]);
+          done += v[2];
+        }
       }
+      // Every averaging increments its passive's version exactly once under the window lock,
+      // and a passive's step writes back the version it read: equal unless an update was lost.
+      std::printf("adpsgd averagings: %.0f done by actives, %.0f applied in passive windows\n", done, applied);
       std::fflush(stdout);
     }
     s.comm.window_free();

@@ -39,9 +39,9 @@
 // colocated K(n−1), dedicated W·K. The paper's PS sends 4|x| (gradient) and receives 4|x|
 // per step; on RMA the pusher carries the server state because it applies the update.
 // Limits: SGD only (the state must live in the window); clocks are floats (< 2^24 steps);
-// dedicated servers idle through the steps (passive target) and join evaluations. On MPICH
-// 4.0.2 (ch4:ucx) an epoch on the own window does not serialise with remote epochs, so
-// colocated placement on > 1 rank loses pushes (docs/algorithms.md); dedicated is exact.
+// dedicated servers idle through the steps (passive target) and join evaluations. Colocated
+// placement opens epochs on the own window and remote ones; the window lock serialises both
+// (docs/cluster.md, one-sided windows).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -219,21 +219,34 @@ class MpiCommunicator final : public Communicator {
     return slot;
   }
 
-  // One window of count floats followed (8-byte aligned) by a uint64 version per rank.
+  // One window of count floats followed (8-byte aligned) by a uint64 version per rank, in
+  // page-aligned memory this backend allocates (MPI_Win_create), never MPI_Win_allocate's:
+  // MPICH 4.0.2's ch4:ucx netmod with UCX >= 1.13 replaces a window's base by the start of
+  // its page (fixed upstream in MPICH PR 6140, after 4.0.2), so on memory that does not start
+  // a page, remote puts land before the window, over other heap data, while local accesses
+  // use the real base: lost updates and torn reads that look like a lock that does not
+  // exclude (docs/cluster.md, tests/mpi/test_window_lock.cpp). window_check_addressing
+  // verifies at creation that every rank's puts land in the target's memory.
   void do_window_create(size_t count) override {
     if (win_ != MPI_WIN_NULL) DSGD_THROW(Error, "this is a bug: free the window first", "window already created");
     checked_count(count);
     win_version_offset_ = (count * sizeof(float) + 7) / 8 * 8;
-    void* base = nullptr;
-    DSGD_MPI_CHECK(MPI_Win_allocate(static_cast<MPI_Aint>(win_version_offset_ + sizeof(uint64_t)), 1, MPI_INFO_NULL,
-                                    MPI_COMM_WORLD, &base, &win_));
-    DSGD_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank_, 0, win_));
-    std::memset(base, 0, win_version_offset_ + sizeof(uint64_t));
-    DSGD_MPI_CHECK(MPI_Win_unlock(rank_, win_));
-    DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const size_t bytes = win_version_offset_ + sizeof(uint64_t);
+    const long page_size = sysconf(_SC_PAGESIZE);
+    const size_t page = page_size > 0 ? static_cast<size_t>(page_size) : 4096;
+    win_mem_bytes_ = (bytes + page - 1) / page * page;
+    void* base = std::aligned_alloc(page, win_mem_bytes_);
+    if (base == nullptr)
+      DSGD_THROW(Error, "use a smaller model or fewer shards", "cannot allocate a {}-byte window", win_mem_bytes_);
+    std::memset(base, 0, win_mem_bytes_);
+    win_mem_ = static_cast<char*>(base);
+    DSGD_MPI_CHECK(MPI_Win_create(base, static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win_));
+    window_check_addressing();
   }
   void do_window_free() override {
     if (win_ != MPI_WIN_NULL) DSGD_MPI_CHECK(MPI_Win_free(&win_));
+    std::free(win_mem_);
+    win_mem_ = nullptr;
   }
   void do_window_lock(int rank) override { DSGD_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win_)); }
   void do_window_unlock(int rank) override { DSGD_MPI_CHECK(MPI_Win_unlock(rank, win_)); }
@@ -257,7 +270,39 @@ class MpiCommunicator final : public Communicator {
   }
 
  private:
+  // Each rank puts a marker into the next rank's version word; each then checks, under a
+  // lock on its own window, that the marker is in its memory and reads back through MPI;
+  // the version words are zero again afterwards. Collective, untimed.
+  void window_check_addressing() {
+    const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+    const auto version_disp = static_cast<MPI_Aint>(win_version_offset_);
+    uint64_t marker = 0x5eed000000000000ULL + static_cast<uint64_t>(rank_);
+    DSGD_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, win_));
+    DSGD_MPI_CHECK(MPI_Put(&marker, 1, MPI_UINT64_T, next, version_disp, 1, MPI_UINT64_T, win_));
+    DSGD_MPI_CHECK(MPI_Win_unlock(next, win_));
+    DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
+    const uint64_t want = 0x5eed000000000000ULL + static_cast<uint64_t>(prev);
+    uint64_t local = 0, read = 0;
+    DSGD_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank_, 0, win_));
+    std::memcpy(&local, win_mem_ + win_version_offset_, sizeof(local));
+    DSGD_MPI_CHECK(MPI_Get(&read, 1, MPI_UINT64_T, rank_, version_disp, 1, MPI_UINT64_T, win_));
+    DSGD_MPI_CHECK(MPI_Win_flush(rank_, win_));
+    std::memset(win_mem_ + win_version_offset_, 0, sizeof(uint64_t));
+    DSGD_MPI_CHECK(MPI_Win_unlock(rank_, win_));
+    int ok = local == want && read == want ? 1 : 0;
+    DSGD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
+    if (!ok)
+      DSGD_THROW(Error,
+                 "use an MPI whose one-sided operations address the window correctly (MPICH >= 4.1, or another "
+                 "netmod), or an algorithm without windows",
+                 "MPI one-sided puts do not land in the target's window memory (rank {}: memory {:#x}, MPI_Get "
+                 "{:#x}, expected {:#x})",
+                 rank_, local, read, want);
+  }
+
   MPI_Win win_ = MPI_WIN_NULL;
+  char* win_mem_ = nullptr;  // page-aligned window memory (do_window_create)
+  size_t win_mem_bytes_ = 0;
   size_t win_version_offset_ = 0;
   uint64_t put_version_ = 0;
   static constexpr int kHarnessTag = 7001;

@@ -364,11 +364,6 @@ void run_config_validate_variants(const RunConfig& cfg) {
     fail("ps-shards", fmt::format("{} shards, but colocated placement serves one shard per rank and there are {} ranks",
                                   ps_k, cfg.workers),
          "pass --ps-shards at most --workers, or --ps-placement dedicated");
-  if (ps && !ps_dedicated && cfg.workers > 1 && cfg.backend == "mpi")
-    fail("ps-placement",
-         "colocated on more than one MPI rank is refused: with this MPI (MPICH 4.0 ch4) a rank's lock on its own "
-         "window does not exclude the other ranks' locks, so pushes to a colocated shard are lost (docs/algorithms.md)",
-         "use --ps-placement dedicated (the default with more than one worker), or --backend sim");
   if (ps && adamw)
     fail("optimizer", "adamw does not apply to --algo ps: its servers apply SGD (momentum, Nesterov, weight decay)",
          "pass --optimizer sgd (or auto) with --algo ps");

@@ -34,3 +34,16 @@ foreach(entry
     dsgd_unit_test(${name} ${lib})
   endif()
 endforeach()
+
+# MPI tests: plain programs (exit 0 = pass) under mpiexec -n 2, linked to the module they test.
+if(DSGD_HAVE_MPI AND DSGD_MPIEXEC)
+  foreach(entry "test_window_lock:dsgd_cluster")
+    string(REPLACE ":" ";" parts ${entry})
+    list(GET parts 0 name)
+    list(GET parts 1 lib)
+    add_executable(${name} mpi/${name}.cpp)
+    target_link_libraries(${name} PRIVATE ${lib})
+    add_test(NAME mpi.${name} COMMAND ${DSGD_MPIEXEC} -n 2 $<TARGET_FILE:${name}>)
+    set_tests_properties(mpi.${name} PROPERTIES TIMEOUT 300 RUN_SERIAL ON)
+  endforeach()
+endif()

@@ -10,9 +10,9 @@ last() { sql t.db "select $1 from summaries order by run_id desc limit 1"; }
 last_id() { sql t.db "select max(id) from runs"; }
 
 # Server placement: dedicated (3 ranks: workers 0 and 1, server 2; the data is sharded among
-# the workers only). Colocated placement is only run on 1 rank here: with MPICH 4.0.2 (ch4:ucx)
-# an epoch on the own window does not serialise with other ranks' epochs on it (lost updates,
-# sync hangs); see docs/algorithms.md.
+# the workers only) and colocated (2 ranks, each trains and serves one shard: every rank opens
+# epochs on its own window and on the other's; lost pushes would break the equality with ssgd
+# or hang sync mode; docs/cluster.md, one-sided windows).
 ded=(--workers 3 --algo ps --ps-placement dedicated)
 near() { awk -v a="$1" -v b="$2" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-6 * (1 + (b<0?-b:b)))}'; }
 
@@ -33,6 +33,18 @@ bytes=$(last bytes_sent_per_step)
 # velocity + accumulator to the server; mean over the 3 ranks.
 near "$bytes" "$(awk 'BEGIN{printf "%.10f", 2 * 4 * (2 + 3 * 804) / 3}')" || fail "ps sync recorded $bytes bytes per step, formula 2·4·(2+3·804)/3"
 echo "ok: ps sync (dedicated) = ssgd (bit-identical), $bytes bytes per step"
+
+# Colocated on 2 MPI ranks (K = 2 shards, one per rank): sync = ssgd bit for bit, three runs.
+for i in 1 2 3; do
+  timeout 300 "$BIN" run --workers 2 --algo ps --ps-placement colocated --ps-mode sync "${common[@]}" --momentum 0.9 \
+    --save-params ps_col.bin > out.txt 2>&1 || { cat out.txt; fail "ps sync colocated on 2 ranks failed or hung (run $i)"; }
+  cmp ssgd.bin ps_col.bin || fail "ps sync colocated (2 ranks, 2 shards) differs from ssgd on 2 workers (run $i)"
+done
+[ "$(last staleness_max)" = "0.0" ] || fail "ps sync colocated recorded staleness $(last staleness_max), expected 0"
+bytes=$(last bytes_sent_per_step)
+# 804 parameters, K = 2 shards of m = 402; each rank pushes to the other's shard: K(n−1) = 2 pairs.
+near "$bytes" "$(awk 'BEGIN{printf "%.10f", 2 * 4 * (2 + 3 * 402) / 2}')" || fail "ps sync colocated recorded $bytes bytes per step, formula 2·4·(2+3·402)/2"
+echo "ok: ps sync (colocated, 2 ranks) = ssgd (bit-identical, 3 runs), $bytes bytes per step"
 
 "$BIN" run --workers 1 --algo ssgd "${common[@]}" --momentum 0.9 --save-params one.bin > /dev/null || fail "serial failed"
 for mode in "sync" "async" "ssp --ps-staleness 0"; do
@@ -60,6 +72,16 @@ awk -v a="$acc" 'BEGIN{exit !(a >= 0.6)}' || fail "ps async accuracy $acc below 
 bytes=$(last bytes_sent_per_step)
 near "$bytes" "$(awk 'BEGIN{printf "%.10f", 2 * 4 * (2 + 804) / 3}')" || fail "ps async recorded $bytes bytes per step, formula 2·4·(2+804)/3"
 echo "ok: async with straggler: slow rank staleness max $slow, accuracy $acc, $bytes bytes per step"
+
+# Colocated async on 2 ranks under the same straggler: finishes, the slow rank sees staleness.
+timeout 300 "$BIN" run --workers 2 --algo ps --ps-placement colocated --ps-mode async "${common[@]}" \
+  --straggler "fixed:rank=1,delay=5ms" > out.txt 2>&1 || { cat out.txt; fail "ps async colocated with a straggler failed or hung"; }
+id=$(last_id)
+slow=$(sql t.db "select max(staleness) from steps where run_id=$id and rank=1")
+awk -v s="$slow" 'BEGIN{exit !(s > 0)}' || fail "async colocated: the slow rank recorded staleness $slow, expected > 0"
+acc=$(last final_test_acc)
+awk -v a="$acc" 'BEGIN{exit !(a >= 0.6)}' || fail "ps async colocated accuracy $acc below 0.6"
+echo "ok: async colocated with straggler: slow rank staleness max $slow, accuracy $acc"
 
 s=1
 timeout 300 "$BIN" run "${ded[@]}" --ps-mode ssp --ps-staleness $s "${common[@]}" --straggler "fixed:rank=1,delay=5ms" > out.txt 2>&1 ||
@@ -100,7 +122,6 @@ refuse "--ps-staleness: applies to --ps-mode ssp only" --workers 2 --algo ps --p
 refuse "--ps-staleness: applies to --algo ps" --workers 2 --algo ssgd --ps-staleness 2
 refuse "--ps-staleness: is required with --ps-mode ssp" --workers 2 --algo ps --ps-mode ssp
 refuse "colocated placement serves one shard per rank" --workers 2 --algo ps --ps-placement colocated --ps-shards 3
-refuse "colocated on more than one MPI rank is refused" --workers 2 --algo ps --ps-placement colocated
 refuse "leaves no worker" --workers 2 --algo ps --ps-shards 2
 refuse "leaves no worker" --workers 2 --algo ps --ps-placement dedicated --ps-shards 2
 refuse "--ps-mode: unknown mode" --workers 2 --algo ps --ps-mode bsp
