@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "core/errors.hpp"
 #include "core/rng.hpp"
+#include "workloads/layers/kernel_profile.hpp"
 #include "workloads/layers/linear.hpp"
 #include "workloads/layers/pooling.hpp"
 #include "workloads/layers/relu.hpp"
@@ -210,6 +212,7 @@ void ResNetWorkload::reserve(size_t max_batch) {
   eval_logits_.assign(cap_ * classes_, 0.0f);
   labels_.assign(cap_, 0);
   grad_written_.assign(tensors_.size(), 0);
+  unit_seconds_.assign(2 * units_.size(), 0.0);
   have_forward_ = false;
   batch_n_ = 0;
 }
@@ -282,11 +285,15 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       s.n = n;
       float* z = val(u.z);
       float* out = val(u.out);
-      if (u.backend == ConvBackend::onednn)
+      SlotTimer ut(unit_seconds_, 2 * op.index);
+      if (u.backend == ConvBackend::onednn) {
+        KernelTimer kt(Kernel::onednn_fwd);
         dnnl_conv(op.index, n).forward(val(u.in), params + u.w_off, z);
-      else
+      } else {
         conv2d_forward(s, val(u.in), params + u.w_off, z, col_.data());
+      }
       const BatchNormShape bs{s.c_out, s.cols()};
+      KernelTimer kt(Kernel::bn_fwd);
       if (train) {
         batchnorm_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, out,
                                 batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
@@ -300,9 +307,11 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       const Tensor& t = tensors_[b.out];
       const size_t count = t.c * n * t.h * t.w;
       const size_t s = b.shortcut == kNone ? b.in : units_[b.shortcut].out;
+      KernelTimer kt(Kernel::join_fwd);
       add_relu_forward(val(units_[b.conv2].out), val(s), val(b.out), count);
     }
   }
+  KernelTimer kt(Kernel::pool_head);
   const Tensor& last = tensors_[last_tensor_];
   global_avg_pool_forward(PoolShape{last.c, n, last.h * last.w}, val(last_tensor_), pooled);
   linear_forward(LinearShape{n, head_in_, classes_}, pooled, params + head_w_off_, params + head_b_off_, logits);
@@ -313,6 +322,7 @@ double ResNetWorkload::forward(const float* params) {
   if (batch_n_ == 0) DSGD_THROW(Error, "call load_batch() before forward()", "resnet: forward() without a loaded batch");
   run_forward(act_.data(), pooled_.data(), logits_.data(), batch_n_, params, true);
   have_forward_ = true;
+  KernelTimer kt(Kernel::loss);
   return softmax_cross_entropy_forward(logits_.data(), labels_.data(), batch_n_, classes_);
 }
 
@@ -326,18 +336,25 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
   auto grad = [&](size_t t) { return act_grad_.data() + tensors_[t].grad_offset * cap_; };
   std::fill(grad_written_.begin(), grad_written_.end(), 0);
   // Head: dlogits in place, then dW, db (hook), then dpooled = dlogits · W.
-  softmax_cross_entropy_backward(logits_.data(), labels_.data(), n, classes_, 1.0f / static_cast<float>(n),
-                                 logits_.data());
+  {
+    KernelTimer kt(Kernel::loss);
+    softmax_cross_entropy_backward(logits_.data(), labels_.data(), n, classes_, 1.0f / static_cast<float>(n),
+                                   logits_.data());
+  }
+  std::optional<KernelTimer> head_timer(std::in_place, Kernel::pool_head);
   const LinearShape hs{n, head_in_, classes_};
   linear_backward(hs, pooled_.data(), params + head_w_off_, logits_.data(), nullptr, grads + head_w_off_,
                   grads + head_b_off_);
+  head_timer.reset();
   hook(head_layer_);
+  head_timer.emplace(Kernel::pool_head);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), static_cast<int>(head_in_),
               static_cast<int>(classes_), 1.0f, logits_.data(), static_cast<int>(classes_), params + head_w_off_,
               static_cast<int>(head_in_), 0.0f, dpooled_.data(), static_cast<int>(head_in_));
   const Tensor& last = tensors_[last_tensor_];
   global_avg_pool_backward(PoolShape{last.c, n, last.h * last.w}, dpooled_.data(), grad(last_tensor_));
   grad_written_[last_tensor_] = 1;
+  head_timer.reset();
 
   // Adds (or writes, the first time) count floats of src into the gradient of tensor t.
   auto give = [&](size_t t, const float* src, size_t count) {
@@ -357,6 +374,7 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
       const Tensor& t = tensors_[b.out];
       const size_t count = t.c * n * t.h * t.w;
       // d(a + b) = dout · [out > 0], in place, then to both branches.
+      KernelTimer kt(Kernel::join_bwd);
       float* d = grad(b.out);
       relu_backward(val(b.out), d, d, count);
       give(units_[b.conv2].out, d, count);
@@ -368,18 +386,30 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
     s.n = n;
     const BatchNormShape bs{s.c_out, s.cols()};
     float* d = grad(u.out);
-    // (ReLU and) BN backward in place: d becomes dz.
-    batchnorm_backward(bs, val(u.z), params + u.gamma_off, batch_mean_.data() + u.stat_off,
-                       batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off,
-                       u.relu ? val(u.out) : nullptr);
+    std::optional<SlotTimer> ut(std::in_place, unit_seconds_, 2 * op.index + 1);
+    {
+      // (ReLU and) BN backward in place: d becomes dz.
+      KernelTimer kt(Kernel::bn_bwd);
+      batchnorm_backward(bs, val(u.z), params + u.gamma_off, batch_mean_.data() + u.stat_off,
+                         batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off,
+                         u.relu ? val(u.out) : nullptr);
+    }
     if (u.backend == ConvBackend::onednn) {
       DnnlConv2d& conv = dnnl_conv(op.index, n);
-      conv.backward_weights(val(u.in), d, grads + u.w_off);
+      {
+        KernelTimer kt(Kernel::onednn_bwd_w);
+        conv.backward_weights(val(u.in), d, grads + u.w_off);
+      }
+      ut.reset();
       hook(u.layer);
+      ut.emplace(unit_seconds_, 2 * op.index + 1);
+      KernelTimer kt(Kernel::onednn_bwd_in);
       if (u.needs_dx) conv.backward_input(params + u.w_off, d, grad(u.in), grad_written_[u.in] != 0);
     } else {
       conv2d_backward_weights(s, val(u.in), d, grads + u.w_off, col_.data());
+      ut.reset();
       hook(u.layer);
+      ut.emplace(unit_seconds_, 2 * op.index + 1);
       if (u.needs_dx) conv2d_backward_input(s, params + u.w_off, d, grad(u.in), col_.data(), grad_written_[u.in] != 0);
     }
     if (u.needs_dx) grad_written_[u.in] = 1;

@@ -9,6 +9,8 @@
 #include <cstring>
 #include <vector>
 
+#include "workloads/layers/kernel_profile.hpp"
+
 namespace dsgd {
 
 namespace {
@@ -90,6 +92,7 @@ void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float*
   const int m = static_cast<int>(s.c_out), n = static_cast<int>(s.cols()), k = static_cast<int>(s.patch());
   if (s.direct()) {
     // y (Cout, cols) = W (Cout, K) · x (K, cols)
+    KernelTimer kt(Kernel::gemm_fwd);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, w, k, x, n, 0.0f, y, n);
     return;
   }
@@ -97,7 +100,11 @@ void conv2d_forward(const Conv2dShape& s, const float* x, const float* w, float*
   for (size_t n0 = 0; n0 < s.n; n0 += step) {
     const size_t n1 = std::min(s.n, n0 + step);
     const int nc = static_cast<int>((n1 - n0) * per);
-    conv2d_im2col(s, x, n0, n1, col);
+    {
+      KernelTimer kt(Kernel::im2col);
+      conv2d_im2col(s, x, n0, n1, col);
+    }
+    KernelTimer kt(Kernel::gemm_fwd);
     // y[:, chunk] (Cout, nc) = W (Cout, K) · col (K, nc)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, nc, k, 1.0f, w, k, col, nc, 0.0f, y + n0 * per, n);
   }
@@ -107,6 +114,7 @@ void conv2d_backward_weights(const Conv2dShape& s, const float* x, const float* 
   const int m = static_cast<int>(s.c_out), n = static_cast<int>(s.cols()), k = static_cast<int>(s.patch());
   if (s.direct()) {
     // dW (Cout, K) = dy (Cout, cols) · xᵀ (cols, K)
+    KernelTimer kt(Kernel::gemm_bwd_w);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, n, 1.0f, dy, n, x, n, 0.0f, dw, k);
     return;
   }
@@ -114,7 +122,11 @@ void conv2d_backward_weights(const Conv2dShape& s, const float* x, const float* 
   for (size_t n0 = 0; n0 < s.n; n0 += step) {
     const size_t n1 = std::min(s.n, n0 + step);
     const int nc = static_cast<int>((n1 - n0) * per);
-    conv2d_im2col(s, x, n0, n1, col);
+    {
+      KernelTimer kt(Kernel::im2col);
+      conv2d_im2col(s, x, n0, n1, col);
+    }
+    KernelTimer kt(Kernel::gemm_bwd_w);
     // dW (Cout, K) (+)= dy[:, chunk] (Cout, nc) · colᵀ (nc, K)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, m, k, nc, 1.0f, dy + n0 * per, n, col, nc,
                 n0 == 0 ? 0.0f : 1.0f, dw, k);
@@ -126,17 +138,25 @@ void conv2d_backward_input(const Conv2dShape& s, const float* w, const float* dy
   const int m = static_cast<int>(s.c_out), n = static_cast<int>(s.cols()), k = static_cast<int>(s.patch());
   if (s.direct()) {
     // dx (Cin, cols) (+)= Wᵀ (Cin, Cout) · dy (Cout, cols)
+    KernelTimer kt(Kernel::gemm_bwd_in);
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, n, m, 1.0f, w, k, dy, n, accumulate ? 1.0f : 0.0f, dx,
                 n);
     return;
   }
-  if (!accumulate) std::memset(dx, 0, s.c_in * s.n * s.h * s.w * sizeof(float));
+  if (!accumulate) {
+    KernelTimer kt(Kernel::zero_dx);
+    std::memset(dx, 0, s.c_in * s.n * s.h * s.w * sizeof(float));
+  }
   const size_t per = s.h_out() * s.w_out(), step = s.chunk_images();
   for (size_t n0 = 0; n0 < s.n; n0 += step) {
     const size_t n1 = std::min(s.n, n0 + step);
     const int nc = static_cast<int>((n1 - n0) * per);
     // dcol (K, nc) = Wᵀ (K, Cout) · dy[:, chunk] (Cout, nc), then scattered back onto dx.
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, nc, m, 1.0f, w, k, dy + n0 * per, n, 0.0f, dcol, nc);
+    {
+      KernelTimer kt(Kernel::gemm_bwd_in);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, k, nc, m, 1.0f, w, k, dy + n0 * per, n, 0.0f, dcol, nc);
+    }
+    KernelTimer kt(Kernel::col2im);
     conv2d_col2im_add(s, dcol, n0, n1, dx);
   }
 }
