@@ -14,6 +14,7 @@
 
 #include "core/errors.hpp"
 #include "grad_check.hpp"
+#include "workloads/layers/layer_threads.hpp"
 #include "workloads/layers/batchnorm.hpp"
 #include "workloads/layers/conv2d.hpp"
 #include "workloads/layers/conv2d_dnnl.hpp"
@@ -91,6 +92,51 @@ const Conv2dShape kWideConvShapes[] = {
     {3, 16, 8, 8, 16, 3, 1, 1}, {2, 16, 8, 8, 32, 3, 2, 1}, {2, 16, 8, 8, 32, 1, 2, 0},
     {2, 32, 4, 4, 64, 3, 1, 1}, {2, 3, 8, 8, 16, 3, 1, 1},
 };
+
+// im2col/col2im and the im2col convolution's gradients split their loops over the --threads
+// threads (layer_threads(), OpenBLAS's count); each output value is computed by one thread in a
+// fixed order, so 1, 2 and 3 threads give bitwise the same result. Shapes large enough to take
+// the threaded path (> kParallelMinFloats), including a 1-channel 1x1 stride-2 convolution
+// (a single col row: split over the images) and the ResNet stem.
+TEST(Conv2d, Im2colAndCol2imDoNotDependOnThreadCount) {
+  const Conv2dShape shapes[] = {{4, 8, 28, 28, 16, 3, 1, 1}, {6, 8, 28, 28, 8, 3, 2, 1}, {4, 1, 200, 200, 2, 1, 2, 0},
+                                {16, 1, 28, 28, 16, 3, 1, 1}};
+  const int before = openblas_get_num_threads();
+  unsigned seed = 700;
+  for (const Conv2dShape& s : shapes) {
+    const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.cols(), n1 = s.n;  // all images at once
+    ASSERT_GE(s.patch() * s.cols(), kParallelMinFloats);
+    const auto x = random_vector(nx, seed++), dy = random_vector(ny, seed++);
+    const auto dcol = random_vector(s.patch() * n1 * s.h_out() * s.w_out(), seed++);
+    std::vector<float> col_ref, dx_ref;
+    for (int t : {1, 2, 3}) {
+      openblas_set_num_threads(t);
+      ASSERT_EQ(layer_threads(), t);
+      std::vector<float> col(s.patch() * n1 * s.h_out() * s.w_out(), -1.0f), dx(nx, 0.25f);
+      conv2d_im2col(s, x.data(), 0, n1, col.data());
+      conv2d_col2im_add(s, dcol.data(), 0, n1, dx.data());
+      if (t == 1) {
+        col_ref = col;
+        dx_ref = dx;
+        continue;
+      }
+      EXPECT_EQ(col, col_ref) << "im2col, " << t << " threads, c_in " << s.c_in << " k " << s.k;
+      EXPECT_EQ(dx, dx_ref) << "col2im, " << t << " threads, c_in " << s.c_in << " k " << s.k;
+    }
+    // The threaded kernels still match the naive convolution.
+    std::vector<float> col(s.col_size() ? s.col_size() : 1), y(ny), y_ref(ny), w = random_vector(s.weight_count(), seed++);
+    conv2d_forward(s, x.data(), w.data(), y.data(), col.data());
+    conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
+    for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4) << i;
+    std::vector<float> dx(nx), dw(w.size()), dx_naive(nx), dw_naive(w.size());
+    conv2d_backward_input(s, w.data(), dy.data(), dx.data(), col.data(), false);
+    conv2d_backward_weights(s, x.data(), dy.data(), dw.data(), col.data());
+    conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_naive.data(), dw_naive.data());
+    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx_naive[i], 1e-4) << i;
+    for (size_t i = 0; i < dw.size(); ++i) ASSERT_NEAR(dw[i], dw_naive[i], 2e-3 * (1 + std::fabs(dw_naive[i]))) << i;
+  }
+  openblas_set_num_threads(before);
+}
 
 TEST(Conv2dDnnl, MatchesNaive) {
   if (!conv2d_dnnl_available()) GTEST_SKIP() << "built without oneDNN";
