@@ -58,14 +58,22 @@ int main(int argc, char** argv) {
   int batch = 128, threads = 1, steps = 10, warmup = 3, profile = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model") model = v;
-    else if (k == "--batch") batch = std::atoi(v.c_str());
-    else if (k == "--shape") shape = v;
-    else if (k == "--threads") threads = std::atoi(v.c_str());
-    else if (k == "--steps") steps = std::atoi(v.c_str());
-    else if (k == "--warmup") warmup = std::atoi(v.c_str());
-    else if (k == "--conv-backend") backend = v;
-    else if (k == "--profile") profile = std::atoi(v.c_str());
+    if (k == "--model")
+      model = v;
+    else if (k == "--batch")
+      batch = std::atoi(v.c_str());
+    else if (k == "--shape")
+      shape = v;
+    else if (k == "--threads")
+      threads = std::atoi(v.c_str());
+    else if (k == "--steps")
+      steps = std::atoi(v.c_str());
+    else if (k == "--warmup")
+      warmup = std::atoi(v.c_str());
+    else if (k == "--conv-backend")
+      backend = v;
+    else if (k == "--profile")
+      profile = std::atoi(v.c_str());
     else {
       std::fprintf(stderr, "bench_resnet: unknown option %s\n", k.c_str());
       return 2;
@@ -122,8 +130,8 @@ int main(int argc, char** argv) {
     const double total = (now_s() - t0) / steps;
     kp.enabled = false;
     double covered = opt_s / steps;
-    std::fprintf(stderr, "profile: %s batch %d, %d thread(s), mean of %d steps: %.1f ms/step\n", model.c_str(),
-                 batch, threads, steps, total * 1e3);
+    std::fprintf(stderr, "profile: %s batch %d, %d thread(s), mean of %d steps: %.1f ms/step\n", model.c_str(), batch,
+                 threads, steps, total * 1e3);
     std::fprintf(stderr, "  %-16s %9s %6s\n", "kernel", "ms/step", "share");
     prof_json = ", \"profile\": {\"step_s\": " + std::to_string(total);
     for (size_t k = 0; k < kp.seconds.size(); ++k) {

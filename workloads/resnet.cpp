@@ -29,7 +29,9 @@ constexpr uint64_t kStreamAugment = 0x7e6;
 constexpr long kCropPad = 4;
 }  // namespace
 
-std::vector<std::string> resnet_model_names() { return {"resnet8", "resnet20", "resnet32", "resnet56", "resnet18"}; }
+std::vector<std::string> resnet_model_names() {
+  return {"resnet8", "resnet20", "resnet32", "resnet56", "resnet18"};
+}
 
 ResNetArch resnet_arch(const std::string& model) {
   ResNetArch a;
@@ -96,8 +98,8 @@ ResNetWorkload::ResNetWorkload(const ResNetArch& arch, ImageShape input, int cla
   param_count_ += classes_ * head_in_ + classes_;
   running_.assign(bn_stat_count_, 0.0f);
   for (const Unit& u : units_)  // running variance starts at 1
-    std::fill(running_.begin() + long(u.stat_off + u.conv.c_out), running_.begin() + long(u.stat_off + 2 * u.conv.c_out),
-              1.0f);
+    std::fill(running_.begin() + long(u.stat_off + u.conv.c_out),
+              running_.begin() + long(u.stat_off + 2 * u.conv.c_out), 1.0f);
 }
 
 size_t ResNetWorkload::add_tensor(size_t c, size_t h, size_t w, bool grad) {
@@ -205,6 +207,7 @@ void ResNetWorkload::reserve(size_t max_batch) {
   col_.assign(col, 0.0f);
   batch_mean_.assign(bn_stat_count_, 0.0f);
   batch_invstd_.assign(bn_stat_count_, 0.0f);
+  batch_affine_.assign(bn_stat_count_, 0.0f);
   pooled_.assign(cap_ * head_in_, 0.0f);
   dpooled_.assign(cap_ * head_in_, 0.0f);
   eval_pooled_.assign(cap_ * head_in_, 0.0f);
@@ -297,7 +300,8 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       if (train) {
         batchnorm_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, out,
                                 batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
-                                running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out, u.relu);
+                                running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out, u.relu,
+                                batch_affine_.data() + u.stat_off);
       } else {
         batchnorm_forward_eval(bs, bn_, z, params + u.gamma_off, params + u.beta_off, running_.data() + u.stat_off,
                                running_.data() + u.stat_off + s.c_out, out, u.relu);
@@ -319,7 +323,8 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
 }
 
 double ResNetWorkload::forward(const float* params) {
-  if (batch_n_ == 0) DSGD_THROW(Error, "call load_batch() before forward()", "resnet: forward() without a loaded batch");
+  if (batch_n_ == 0)
+    DSGD_THROW(Error, "call load_batch() before forward()", "resnet: forward() without a loaded batch");
   run_forward(act_.data(), pooled_.data(), logits_.data(), batch_n_, params, true);
   have_forward_ = true;
   KernelTimer kt(Kernel::loss);
@@ -356,29 +361,18 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
   grad_written_[last_tensor_] = 1;
   head_timer.reset();
 
-  // Adds (or writes, the first time) count floats of src into the gradient of tensor t.
-  auto give = [&](size_t t, const float* src, size_t count) {
-    float* g = grad(t);
-    if (grad_written_[t]) {
-      for (size_t i = 0; i < count; ++i) g[i] += src[i];
-    } else {
-      std::memcpy(g, src, count * sizeof(float));
-      grad_written_[t] = 1;
-    }
-  };
-
   for (size_t k = ops_.size(); k-- > 0;) {
     const Op& op = ops_[k];
     if (op.kind == OpKind::op_join) {
       const Block& b = blocks_[op.index];
       const Tensor& t = tensors_[b.out];
       const size_t count = t.c * n * t.h * t.w;
-      // d(a + b) = dout · [out > 0], in place, then to both branches.
+      // d(a + b) = dout · [out > 0] to both branches (written, or added where already written).
       KernelTimer kt(Kernel::join_bwd);
-      float* d = grad(b.out);
-      relu_backward(val(b.out), d, d, count);
-      give(units_[b.conv2].out, d, count);
-      give(b.shortcut == kNone ? b.in : units_[b.shortcut].out, d, count);
+      const size_t ta = units_[b.conv2].out, tb = b.shortcut == kNone ? b.in : units_[b.shortcut].out;
+      add_relu_backward(val(b.out), grad(b.out), grad(ta), grad_written_[ta] != 0, grad(tb), grad_written_[tb] != 0,
+                        count);
+      grad_written_[ta] = grad_written_[tb] = 1;
       continue;
     }
     const Unit& u = units_[op.index];
@@ -391,8 +385,8 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
       // (ReLU and) BN backward in place: d becomes dz.
       KernelTimer kt(Kernel::bn_bwd);
       batchnorm_backward(bs, val(u.z), params + u.gamma_off, batch_mean_.data() + u.stat_off,
-                         batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off,
-                         u.relu ? val(u.out) : nullptr);
+                         batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off, nullptr,
+                         u.relu ? batch_affine_.data() + u.stat_off : nullptr);
     }
     if (u.backend == ConvBackend::onednn) {
       DnnlConv2d& conv = dnnl_conv(op.index, n);
@@ -431,7 +425,8 @@ EvalSums ResNetWorkload::evaluate(const float* params, const Dataset& ds, size_t
     for (size_t i = 0; i < n; ++i) copy_input(ds, r0 + i, i, n, input, false, 0);
     run_forward(eval_act_.data(), eval_pooled_.data(), eval_logits_.data(), n, params, false);
     double correct = 0;
-    const double loss = softmax_cross_entropy_forward(eval_logits_.data(), ds.labels.data() + r0, n, classes_, &correct);
+    const double loss =
+        softmax_cross_entropy_forward(eval_logits_.data(), ds.labels.data() + r0, n, classes_, &correct);
     sums.loss_sum += loss * static_cast<double>(n);
     sums.correct += correct;
     sums.count += static_cast<double>(n);
@@ -453,8 +448,7 @@ double ResNetWorkload::flops_per_sample() const {
 std::unique_ptr<Workload> resnet_create(const std::string& model, const Dataset& train, bool augment, uint64_t seed) {
   const ResNetArch arch = resnet_arch(model.empty() ? "resnet20" : model);
   if (train.sparse || train.channels == 0 || train.height == 0 || train.width == 0) {
-    DSGD_THROW(InputError,
-               "use an image dataset: fashion-mnist, cifar10:DIR or synthetic:shape=CxHxW,classes=K",
+    DSGD_THROW(InputError, "use an image dataset: fashion-mnist, cifar10:DIR or synthetic:shape=CxHxW,classes=K",
                "--workload resnet needs images, but dataset {} is {} with {} features and no image shape", train.name,
                train.sparse ? "sparse" : "dense", train.features);
   }

@@ -162,6 +162,7 @@ class ResNetWorkload final : public Workload {
   uint64_t load_calls_ = 0;
   std::vector<float> act_, act_grad_, eval_act_, col_;
   std::vector<float> batch_mean_, batch_invstd_;
+  std::vector<float> batch_affine_;  // per unit [scale (C) | shift (C)] of the training forward's BN
   std::vector<float> pooled_, dpooled_, logits_, eval_pooled_, eval_logits_;
   std::vector<int32_t> labels_;
   std::vector<unsigned char> grad_written_;
