@@ -14,7 +14,7 @@ OpenBLAS's spin on a core after their work while the other pool needs it (on thi
 2-core machine, spinning made our 2-thread ResNet-20 step 10x slower).
 
 Usage: bench/bench_resnet.py --bench build/bench/bench_resnet [--quick] [--threads 1,2] [--only resnet20]
-       [--profile]
+       [--profile] [--rounds R]
 """
 import argparse
 import json
@@ -149,6 +149,10 @@ def main():
     ap.add_argument("--profile", action="store_true",
                     help="also print both sides' per-kernel profiles (ours: bench_resnet --profile; PyTorch: "
                          "torch.autograd.profiler), measured after and apart from the timed steps")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="alternate ours and PyTorch this many times per case (fresh processes each) and report "
+                         "the median of the per-round ratios: on a machine whose load swings, a ratio of two "
+                         "runs a minute apart is noisier than that")
     ap.add_argument("--quick", action="store_true", help="resnet8 batch 16 only, 3 steps (a smoke test)")
     args = ap.parse_args()
     cases = [c for c in CASES if not args.only or c[1] in args.only.split(",")]
@@ -160,13 +164,18 @@ def main():
     ok = True
     for label, model, batch, shape, goal in cases:
         for t in (int(v) for v in args.threads.split(",")):
-            ours = run_ours(args.bench, model, batch, shape, t, args.steps, args.warmup, args.profile)
-            ref = run_torch(model, batch, shape, t, args.steps, args.warmup, args.profile)
-            ratio = ours["median_s"] / ref["median_s"]
+            rounds = []
+            for r in range(max(1, args.rounds)):
+                o = run_ours(args.bench, model, batch, shape, t, args.steps, args.warmup, args.profile and r == 0)
+                p = run_torch(model, batch, shape, t, args.steps, args.warmup, args.profile and r == 0)
+                rounds.append((o["median_s"] / p["median_s"], o, p))
+            rounds.sort(key=lambda x: x[0])
+            ratio, ours, ref = rounds[len(rounds) // 2]  # the median round (the upper one of an even count)
+            extra = "" if len(rounds) == 1 else "  rounds " + " ".join(f"{x[0]:.2f}" for x in rounds)
             print(f"{label:<38} {t:>3} {ours['median_s'] * 1e3:>9.1f} {ref['median_s'] * 1e3:>9.1f} {ratio:>6.2f} "
                   f"{goal if goal else '-':>5} {ours['gflops']:>8.1f} {ours['sgemm_gflops']:>7.1f} "
-                  f"{100 * ours['gflops'] / ours['sgemm_gflops']:>5.0f}%  convs {ours.get('conv_backends', '?')}",
-                  flush=True)
+                  f"{100 * ours['gflops'] / ours['sgemm_gflops']:>5.0f}%  convs {ours.get('conv_backends', '?')}"
+                  f"{extra}", flush=True)
             if not (ours["median_s"] > 0 and ref["median_s"] > 0):
                 ok = False
     print("(ratio = our median step time / PyTorch's; medians of "
