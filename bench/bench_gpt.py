@@ -7,8 +7,9 @@ MLP, final LayerNorm, untied bias-free head, next-token cross-entropy) with 1 an
 medians of --steps timed steps after --warmup, and prints the ratio ours / PyTorch (goal <= 0.9)
 and achieved GFLOP/s against an SGEMM measured in the same run (goal >= 80 % for the GEMM-bound
 layers). Our side is bench_gpt_step (built from bench/bench_gpt_step.cpp); PyTorch runs in a
-child process so that its threads (OMP_WAIT_POLICY=PASSIVE for 2 threads, so idle OpenMP
-threads sleep instead of spinning against the BLAS threads) are set before torch is imported.
+child process so that its threads are set before torch is imported. Multi-threaded cases run
+both sides with OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4, so idle OpenMP threads
+sleep instead of spinning against the BLAS threads (ours too: its non-GEMM loops run on OpenMP).
 
 Measured (2-vCPU VM, 2026-11-30, machine heavily loaded by other builds: load average 13-17, so
 SGEMM reached 5-10 GFLOP/s instead of ~100 per core; both sides suffered the same load):
@@ -132,11 +133,15 @@ def main():
     ok = True
     for t in [int(x) for x in a.threads.split(",")]:
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(t), OMP_NUM_THREADS=str(t))
+        if t > 1:
+            # Both sides: idle OpenMP threads sleep, and OpenBLAS's sleep after 2^4 cycles, so
+            # neither pool spins on a core the other needs (ours runs its non-GEMM loops on
+            # OpenMP between OpenBLAS calls; without this our 2-thread step was 2-3x slower).
+            env["OMP_WAIT_POLICY"] = "PASSIVE"
+            env["OPENBLAS_THREAD_TIMEOUT"] = "4"
         ours = json.loads(subprocess.run([a.bin, "--threads", str(t)] + shape, env=env, check=True,
                                          capture_output=True, text=True).stdout)
         tenv = dict(env)
-        if t > 1:
-            tenv["OMP_WAIT_POLICY"] = "PASSIVE"
         theirs = json.loads(subprocess.run([sys.executable, __file__, "--torch-child", str(t)] + shape, env=tenv,
                                            check=True, capture_output=True, text=True).stdout)
         if theirs["params"] != ours["params"]:

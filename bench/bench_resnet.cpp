@@ -8,6 +8,9 @@
 // thread count, median of 7, measured in the same process.
 // conv_backends: each convolution's backend in forward order (i = im2col + SGEMM, o = oneDNN);
 // --conv-backend auto|im2col|onednn (default auto: the per-shape table, layers/conv2d_dnnl.cpp).
+// --profile 1: after the timed steps, runs --steps more with per-kernel and per-layer
+// accounting (layers/kernel_profile.hpp) and prints the mean seconds per step of each to
+// stderr (a table) and as "profile" in the JSON line; the timed steps are not profiled.
 // Usage: bench_resnet --model resnet18 --batch 32 --shape 3x32x32 --threads 1 --steps 10 --warmup 3
 #include <cblas.h>
 
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "workloads/datasets/dataset.hpp"
+#include "workloads/layers/kernel_profile.hpp"
 #include "workloads/resnet.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -51,16 +55,25 @@ double sgemm_gflops() {
 
 int main(int argc, char** argv) {
   std::string model = "resnet20", shape = "1x28x28", backend = "auto";
-  int batch = 128, threads = 1, steps = 10, warmup = 3;
+  int batch = 128, threads = 1, steps = 10, warmup = 3, profile = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--model") model = v;
-    else if (k == "--batch") batch = std::atoi(v.c_str());
-    else if (k == "--shape") shape = v;
-    else if (k == "--threads") threads = std::atoi(v.c_str());
-    else if (k == "--steps") steps = std::atoi(v.c_str());
-    else if (k == "--warmup") warmup = std::atoi(v.c_str());
-    else if (k == "--conv-backend") backend = v;
+    if (k == "--model")
+      model = v;
+    else if (k == "--batch")
+      batch = std::atoi(v.c_str());
+    else if (k == "--shape")
+      shape = v;
+    else if (k == "--threads")
+      threads = std::atoi(v.c_str());
+    else if (k == "--steps")
+      steps = std::atoi(v.c_str());
+    else if (k == "--warmup")
+      warmup = std::atoi(v.c_str());
+    else if (k == "--conv-backend")
+      backend = v;
+    else if (k == "--profile")
+      profile = std::atoi(v.c_str());
     else {
       std::fprintf(stderr, "bench_resnet: unknown option %s\n", k.c_str());
       return 2;
@@ -88,23 +101,72 @@ int main(int argc, char** argv) {
   const float lr = 0.01f, mu = 0.9f;
   std::vector<double> times;
   double loss = 0;
-  for (int s = 0; s < warmup + steps; ++s) {
-    const double t0 = now_s();
+  double opt_s = 0;
+  auto step = [&]() {
     loss = wl->forward(params.data());
     wl->backward(params.data(), grads.data(), dsgd::LayerHook{});
+    const double t1 = now_s();
     for (size_t k = 0; k < params.size(); ++k) {
       velocity[k] = mu * velocity[k] + grads[k];
       params[k] -= lr * velocity[k];
     }
+    opt_s += now_s() - t1;
+  };
+  for (int s = 0; s < warmup + steps; ++s) {
+    const double t0 = now_s();
+    step();
     if (s >= warmup) times.push_back(now_s() - t0);
   }
   const double med = quantile(times, 0.5);
+  std::string prof_json;
+  if (profile) {
+    auto& kp = dsgd::kernel_profile();
+    kp.clear();
+    resnet->clear_unit_seconds();
+    kp.enabled = true;
+    opt_s = 0;
+    const double t0 = now_s();
+    for (int s = 0; s < steps; ++s) step();
+    const double total = (now_s() - t0) / steps;
+    kp.enabled = false;
+    double covered = opt_s / steps;
+    std::fprintf(stderr, "profile: %s batch %d, %d thread(s), mean of %d steps: %.1f ms/step\n", model.c_str(), batch,
+                 threads, steps, total * 1e3);
+    std::fprintf(stderr, "  %-16s %9s %6s\n", "kernel", "ms/step", "share");
+    prof_json = ", \"profile\": {\"step_s\": " + std::to_string(total);
+    for (size_t k = 0; k < kp.seconds.size(); ++k) {
+      const double v = kp.seconds[k] / steps;
+      covered += v;
+      if (v == 0) continue;
+      std::fprintf(stderr, "  %-16s %9.2f %5.1f%%\n", dsgd::kernel_name(dsgd::Kernel(k)), v * 1e3, 100 * v / total);
+      prof_json += ", \"" + std::string(dsgd::kernel_name(dsgd::Kernel(k))) + "\": " + std::to_string(v);
+    }
+    std::fprintf(stderr, "  %-16s %9.2f %5.1f%%\n", "optimizer", opt_s / steps * 1e3, 100 * opt_s / steps / total);
+    std::fprintf(stderr, "  %-16s %9.2f %5.1f%%\n", "other", (total - covered) * 1e3, 100 * (total - covered) / total);
+    prof_json += ", \"optimizer\": " + std::to_string(opt_s / steps) + ", \"layers\": {";
+    std::fprintf(stderr, "  %-26s %-6s %-6s %9s %9s %7s\n", "layer", "shape", "conv", "fwd ms", "bwd ms", "GFLOP/s");
+    const auto& us = resnet->unit_seconds();
+    for (size_t u = 0; u < resnet->conv_layer_count(); ++u) {
+      const double f = us[2 * u] / steps, b = us[2 * u + 1] / steps;
+      const dsgd::Conv2dShape cs = resnet->conv_shape(u);
+      dsgd::Conv2dShape sb = cs;
+      sb.n = size_t(batch);
+      const double fl = 3.0 * sb.forward_flops();
+      char shape_s[64];
+      std::snprintf(shape_s, sizeof shape_s, "%zu>%zu k%zu s%zu @%zu", cs.c_in, cs.c_out, cs.k, cs.stride, cs.h);
+      std::fprintf(stderr, "  %-26s %-16s %-6s %9.2f %9.2f %7.1f\n", resnet->conv_layer_name(u).c_str(), shape_s,
+                   dsgd::conv_backend_name(resnet->conv_backend(u)), f * 1e3, b * 1e3, fl / (f + b) / 1e9);
+      prof_json += (u ? ", \"" : "\"") + resnet->conv_layer_name(u) + "\": [" + std::to_string(f) + ", " +
+                   std::to_string(b) + "]";
+    }
+    prof_json += "}}";
+  }
   const double flops = wl->flops_per_sample() * batch;
   std::printf(
       "{\"impl\": \"dsgd\", \"model\": \"%s\", \"batch\": %d, \"shape\": \"%s\", \"threads\": %d, \"steps\": %d, "
       "\"median_s\": %.6f, \"p10_s\": %.6f, \"p90_s\": %.6f, \"flops_per_step\": %.6g, \"gflops\": %.3f, "
-      "\"sgemm_gflops\": %.3f, \"final_loss\": %.4f, \"conv_backends\": \"%s\"}\n",
+      "\"sgemm_gflops\": %.3f, \"final_loss\": %.4f, \"conv_backends\": \"%s\"%s}\n",
       model.c_str(), batch, shape.c_str(), threads, steps, med, quantile(times, 0.1), quantile(times, 0.9), flops,
-      flops / med / 1e9, sgemm_gflops(), loss, backends.c_str());
+      flops / med / 1e9, sgemm_gflops(), loss, backends.c_str(), prof_json.c_str());
   return 0;
 }

@@ -13,7 +13,8 @@ so that neither OpenMP's threads (PyTorch's, and oneDNN's and the layer loops' i
 OpenBLAS's spin on a core after their work while the other pool needs it (on this loaded
 2-core machine, spinning made our 2-thread ResNet-20 step 10x slower).
 
-Usage: bench/bench_resnet.py --bench build/bench/bench_resnet [--quick] [--threads 1,2]
+Usage: bench/bench_resnet.py --bench build/bench/bench_resnet [--quick] [--threads 1,2] [--only resnet20]
+       [--profile] [--rounds R]
 """
 import argparse
 import json
@@ -27,7 +28,7 @@ CASES = [  # (label, model, batch, shape, goal)
 ]
 
 
-def torch_step_times(model, batch, shape, threads, steps, warmup):
+def torch_step_times(model, batch, shape, threads, steps, warmup, profile=False):
     import time
     import torch
     import torch.nn as nn
@@ -91,6 +92,15 @@ def torch_step_times(model, batch, shape, threads, steps, warmup):
         if s >= warmup:
             times.append(time.perf_counter() - t0)
     times.sort()
+    if profile:  # the same steps again under PyTorch's profiler: self time per operator, to stderr
+        with torch.autograd.profiler.profile() as prof:
+            for s in range(steps):
+                opt.zero_grad(set_to_none=False)
+                F.cross_entropy(net(x), y).backward()
+                opt.step()
+        print(f"torch profile: {model} batch {batch}, {threads} thread(s), {steps} steps (totals, not per step)",
+              file=sys.stderr)
+        print(prof.key_averages().table(sort_by="self_cpu_time_total", row_limit=18), file=sys.stderr)
     return {"impl": "torch", "median_s": times[len(times) // 2], "torch": torch.__version__,
             "params": sum(p.numel() for p in net.parameters())}
 
@@ -104,34 +114,48 @@ def thread_env(threads):
     return env
 
 
-def run_torch(model, batch, shape, threads, steps, warmup):
+def run_torch(model, batch, shape, threads, steps, warmup, profile=False):
     env = thread_env(threads)
-    out = subprocess.run([sys.executable, __file__, "--torch-case", model, str(batch), shape, str(threads),
-                          str(steps), str(warmup)], env=env, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    r = subprocess.run([sys.executable, __file__, "--torch-case", model, str(batch), shape, str(threads),
+                        str(steps), str(warmup), str(int(profile))], env=env, check=True, capture_output=True,
+                       text=True)
+    if profile:
+        sys.stderr.write(r.stderr)
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
-def run_ours(bench, model, batch, shape, threads, steps, warmup):
+def run_ours(bench, model, batch, shape, threads, steps, warmup, profile=False):
     env = thread_env(threads)
-    out = subprocess.run([bench, "--model", model, "--batch", str(batch), "--shape", shape, "--threads",
-                          str(threads), "--steps", str(steps), "--warmup", str(warmup)],
-                         env=env, check=True, capture_output=True, text=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    r = subprocess.run([bench, "--model", model, "--batch", str(batch), "--shape", shape, "--threads",
+                        str(threads), "--steps", str(steps), "--warmup", str(warmup), "--profile", str(int(profile))],
+                       env=env, check=True, capture_output=True, text=True)
+    if profile:
+        sys.stderr.write(r.stderr)
+    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def main():
     if len(sys.argv) > 1 and sys.argv[1] == "--torch-case":
         m, b, sh, t, st, wu = sys.argv[2:8]
-        print(json.dumps(torch_step_times(m, int(b), sh, int(t), int(st), int(wu))))
+        prof = len(sys.argv) > 8 and sys.argv[8] == "1"
+        print(json.dumps(torch_step_times(m, int(b), sh, int(t), int(st), int(wu), prof)))
         return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--bench", required=True, help="path to the bench_resnet program")
     ap.add_argument("--threads", default="1,2")
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--only", default="", help="run only the cases whose model is in this list (resnet18,resnet20)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print both sides' per-kernel profiles (ours: bench_resnet --profile; PyTorch: "
+                         "torch.autograd.profiler), measured after and apart from the timed steps")
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="alternate ours and PyTorch this many times per case (fresh processes each) and report "
+                         "the median of the per-round ratios: on a machine whose load swings, a ratio of two "
+                         "runs a minute apart is noisier than that")
     ap.add_argument("--quick", action="store_true", help="resnet8 batch 16 only, 3 steps (a smoke test)")
     args = ap.parse_args()
-    cases = CASES
+    cases = [c for c in CASES if not args.only or c[1] in args.only.split(",")]
     if args.quick:
         cases = [("ResNet-8, batch 16, 3x32x32 (quick)", "resnet8", 16, "3x32x32", None)]
         args.steps, args.warmup, args.threads = 3, 1, "1"
@@ -140,13 +164,18 @@ def main():
     ok = True
     for label, model, batch, shape, goal in cases:
         for t in (int(v) for v in args.threads.split(",")):
-            ours = run_ours(args.bench, model, batch, shape, t, args.steps, args.warmup)
-            ref = run_torch(model, batch, shape, t, args.steps, args.warmup)
-            ratio = ours["median_s"] / ref["median_s"]
+            rounds = []
+            for r in range(max(1, args.rounds)):
+                o = run_ours(args.bench, model, batch, shape, t, args.steps, args.warmup, args.profile and r == 0)
+                p = run_torch(model, batch, shape, t, args.steps, args.warmup, args.profile and r == 0)
+                rounds.append((o["median_s"] / p["median_s"], o, p))
+            rounds.sort(key=lambda x: x[0])
+            ratio, ours, ref = rounds[len(rounds) // 2]  # the median round (the upper one of an even count)
+            extra = "" if len(rounds) == 1 else "  rounds " + " ".join(f"{x[0]:.2f}" for x in rounds)
             print(f"{label:<38} {t:>3} {ours['median_s'] * 1e3:>9.1f} {ref['median_s'] * 1e3:>9.1f} {ratio:>6.2f} "
                   f"{goal if goal else '-':>5} {ours['gflops']:>8.1f} {ours['sgemm_gflops']:>7.1f} "
-                  f"{100 * ours['gflops'] / ours['sgemm_gflops']:>5.0f}%  convs {ours.get('conv_backends', '?')}",
-                  flush=True)
+                  f"{100 * ours['gflops'] / ours['sgemm_gflops']:>5.0f}%  convs {ours.get('conv_backends', '?')}"
+                  f"{extra}", flush=True)
             if not (ours["median_s"] > 0 and ref["median_s"] > 0):
                 ok = False
     print("(ratio = our median step time / PyTorch's; medians of "

@@ -11,9 +11,11 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "core/errors.hpp"
 #include "core/rng.hpp"
+#include "workloads/layers/kernel_profile.hpp"
 #include "workloads/layers/linear.hpp"
 #include "workloads/layers/pooling.hpp"
 #include "workloads/layers/relu.hpp"
@@ -27,7 +29,9 @@ constexpr uint64_t kStreamAugment = 0x7e6;
 constexpr long kCropPad = 4;
 }  // namespace
 
-std::vector<std::string> resnet_model_names() { return {"resnet8", "resnet20", "resnet32", "resnet56", "resnet18"}; }
+std::vector<std::string> resnet_model_names() {
+  return {"resnet8", "resnet20", "resnet32", "resnet56", "resnet18"};
+}
 
 ResNetArch resnet_arch(const std::string& model) {
   ResNetArch a;
@@ -94,8 +98,8 @@ ResNetWorkload::ResNetWorkload(const ResNetArch& arch, ImageShape input, int cla
   param_count_ += classes_ * head_in_ + classes_;
   running_.assign(bn_stat_count_, 0.0f);
   for (const Unit& u : units_)  // running variance starts at 1
-    std::fill(running_.begin() + long(u.stat_off + u.conv.c_out), running_.begin() + long(u.stat_off + 2 * u.conv.c_out),
-              1.0f);
+    std::fill(running_.begin() + long(u.stat_off + u.conv.c_out),
+              running_.begin() + long(u.stat_off + 2 * u.conv.c_out), 1.0f);
 }
 
 size_t ResNetWorkload::add_tensor(size_t c, size_t h, size_t w, bool grad) {
@@ -203,6 +207,7 @@ void ResNetWorkload::reserve(size_t max_batch) {
   col_.assign(col, 0.0f);
   batch_mean_.assign(bn_stat_count_, 0.0f);
   batch_invstd_.assign(bn_stat_count_, 0.0f);
+  batch_affine_.assign(bn_stat_count_, 0.0f);
   pooled_.assign(cap_ * head_in_, 0.0f);
   dpooled_.assign(cap_ * head_in_, 0.0f);
   eval_pooled_.assign(cap_ * head_in_, 0.0f);
@@ -210,6 +215,7 @@ void ResNetWorkload::reserve(size_t max_batch) {
   eval_logits_.assign(cap_ * classes_, 0.0f);
   labels_.assign(cap_, 0);
   grad_written_.assign(tensors_.size(), 0);
+  unit_seconds_.assign(2 * units_.size(), 0.0);
   have_forward_ = false;
   batch_n_ = 0;
 }
@@ -282,15 +288,20 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       s.n = n;
       float* z = val(u.z);
       float* out = val(u.out);
-      if (u.backend == ConvBackend::onednn)
+      SlotTimer ut(unit_seconds_, 2 * op.index);
+      if (u.backend == ConvBackend::onednn) {
+        KernelTimer kt(Kernel::onednn_fwd);
         dnnl_conv(op.index, n).forward(val(u.in), params + u.w_off, z);
-      else
+      } else {
         conv2d_forward(s, val(u.in), params + u.w_off, z, col_.data());
+      }
       const BatchNormShape bs{s.c_out, s.cols()};
+      KernelTimer kt(Kernel::bn_fwd);
       if (train) {
         batchnorm_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, out,
                                 batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
-                                running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out, u.relu);
+                                running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out, u.relu,
+                                batch_affine_.data() + u.stat_off);
       } else {
         batchnorm_forward_eval(bs, bn_, z, params + u.gamma_off, params + u.beta_off, running_.data() + u.stat_off,
                                running_.data() + u.stat_off + s.c_out, out, u.relu);
@@ -300,9 +311,11 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       const Tensor& t = tensors_[b.out];
       const size_t count = t.c * n * t.h * t.w;
       const size_t s = b.shortcut == kNone ? b.in : units_[b.shortcut].out;
+      KernelTimer kt(Kernel::join_fwd);
       add_relu_forward(val(units_[b.conv2].out), val(s), val(b.out), count);
     }
   }
+  KernelTimer kt(Kernel::pool_head);
   const Tensor& last = tensors_[last_tensor_];
   global_avg_pool_forward(PoolShape{last.c, n, last.h * last.w}, val(last_tensor_), pooled);
   linear_forward(LinearShape{n, head_in_, classes_}, pooled, params + head_w_off_, params + head_b_off_, logits);
@@ -310,9 +323,11 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
 }
 
 double ResNetWorkload::forward(const float* params) {
-  if (batch_n_ == 0) DSGD_THROW(Error, "call load_batch() before forward()", "resnet: forward() without a loaded batch");
+  if (batch_n_ == 0)
+    DSGD_THROW(Error, "call load_batch() before forward()", "resnet: forward() without a loaded batch");
   run_forward(act_.data(), pooled_.data(), logits_.data(), batch_n_, params, true);
   have_forward_ = true;
+  KernelTimer kt(Kernel::loss);
   return softmax_cross_entropy_forward(logits_.data(), labels_.data(), batch_n_, classes_);
 }
 
@@ -326,29 +341,25 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
   auto grad = [&](size_t t) { return act_grad_.data() + tensors_[t].grad_offset * cap_; };
   std::fill(grad_written_.begin(), grad_written_.end(), 0);
   // Head: dlogits in place, then dW, db (hook), then dpooled = dlogits · W.
-  softmax_cross_entropy_backward(logits_.data(), labels_.data(), n, classes_, 1.0f / static_cast<float>(n),
-                                 logits_.data());
+  {
+    KernelTimer kt(Kernel::loss);
+    softmax_cross_entropy_backward(logits_.data(), labels_.data(), n, classes_, 1.0f / static_cast<float>(n),
+                                   logits_.data());
+  }
+  std::optional<KernelTimer> head_timer(std::in_place, Kernel::pool_head);
   const LinearShape hs{n, head_in_, classes_};
   linear_backward(hs, pooled_.data(), params + head_w_off_, logits_.data(), nullptr, grads + head_w_off_,
                   grads + head_b_off_);
+  head_timer.reset();
   hook(head_layer_);
+  head_timer.emplace(Kernel::pool_head);
   cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, static_cast<int>(n), static_cast<int>(head_in_),
               static_cast<int>(classes_), 1.0f, logits_.data(), static_cast<int>(classes_), params + head_w_off_,
               static_cast<int>(head_in_), 0.0f, dpooled_.data(), static_cast<int>(head_in_));
   const Tensor& last = tensors_[last_tensor_];
   global_avg_pool_backward(PoolShape{last.c, n, last.h * last.w}, dpooled_.data(), grad(last_tensor_));
   grad_written_[last_tensor_] = 1;
-
-  // Adds (or writes, the first time) count floats of src into the gradient of tensor t.
-  auto give = [&](size_t t, const float* src, size_t count) {
-    float* g = grad(t);
-    if (grad_written_[t]) {
-      for (size_t i = 0; i < count; ++i) g[i] += src[i];
-    } else {
-      std::memcpy(g, src, count * sizeof(float));
-      grad_written_[t] = 1;
-    }
-  };
+  head_timer.reset();
 
   for (size_t k = ops_.size(); k-- > 0;) {
     const Op& op = ops_[k];
@@ -356,11 +367,12 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
       const Block& b = blocks_[op.index];
       const Tensor& t = tensors_[b.out];
       const size_t count = t.c * n * t.h * t.w;
-      // d(a + b) = dout · [out > 0], in place, then to both branches.
-      float* d = grad(b.out);
-      relu_backward(val(b.out), d, d, count);
-      give(units_[b.conv2].out, d, count);
-      give(b.shortcut == kNone ? b.in : units_[b.shortcut].out, d, count);
+      // d(a + b) = dout · [out > 0] to both branches (written, or added where already written).
+      KernelTimer kt(Kernel::join_bwd);
+      const size_t ta = units_[b.conv2].out, tb = b.shortcut == kNone ? b.in : units_[b.shortcut].out;
+      add_relu_backward(val(b.out), grad(b.out), grad(ta), grad_written_[ta] != 0, grad(tb), grad_written_[tb] != 0,
+                        count);
+      grad_written_[ta] = grad_written_[tb] = 1;
       continue;
     }
     const Unit& u = units_[op.index];
@@ -368,18 +380,30 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
     s.n = n;
     const BatchNormShape bs{s.c_out, s.cols()};
     float* d = grad(u.out);
-    // (ReLU and) BN backward in place: d becomes dz.
-    batchnorm_backward(bs, val(u.z), params + u.gamma_off, batch_mean_.data() + u.stat_off,
-                       batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off,
-                       u.relu ? val(u.out) : nullptr);
+    std::optional<SlotTimer> ut(std::in_place, unit_seconds_, 2 * op.index + 1);
+    {
+      // (ReLU and) BN backward in place: d becomes dz.
+      KernelTimer kt(Kernel::bn_bwd);
+      batchnorm_backward(bs, val(u.z), params + u.gamma_off, batch_mean_.data() + u.stat_off,
+                         batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off, nullptr,
+                         u.relu ? batch_affine_.data() + u.stat_off : nullptr);
+    }
     if (u.backend == ConvBackend::onednn) {
       DnnlConv2d& conv = dnnl_conv(op.index, n);
-      conv.backward_weights(val(u.in), d, grads + u.w_off);
+      {
+        KernelTimer kt(Kernel::onednn_bwd_w);
+        conv.backward_weights(val(u.in), d, grads + u.w_off);
+      }
+      ut.reset();
       hook(u.layer);
+      ut.emplace(unit_seconds_, 2 * op.index + 1);
+      KernelTimer kt(Kernel::onednn_bwd_in);
       if (u.needs_dx) conv.backward_input(params + u.w_off, d, grad(u.in), grad_written_[u.in] != 0);
     } else {
       conv2d_backward_weights(s, val(u.in), d, grads + u.w_off, col_.data());
+      ut.reset();
       hook(u.layer);
+      ut.emplace(unit_seconds_, 2 * op.index + 1);
       if (u.needs_dx) conv2d_backward_input(s, params + u.w_off, d, grad(u.in), col_.data(), grad_written_[u.in] != 0);
     }
     if (u.needs_dx) grad_written_[u.in] = 1;
@@ -401,7 +425,8 @@ EvalSums ResNetWorkload::evaluate(const float* params, const Dataset& ds, size_t
     for (size_t i = 0; i < n; ++i) copy_input(ds, r0 + i, i, n, input, false, 0);
     run_forward(eval_act_.data(), eval_pooled_.data(), eval_logits_.data(), n, params, false);
     double correct = 0;
-    const double loss = softmax_cross_entropy_forward(eval_logits_.data(), ds.labels.data() + r0, n, classes_, &correct);
+    const double loss =
+        softmax_cross_entropy_forward(eval_logits_.data(), ds.labels.data() + r0, n, classes_, &correct);
     sums.loss_sum += loss * static_cast<double>(n);
     sums.correct += correct;
     sums.count += static_cast<double>(n);
@@ -423,8 +448,7 @@ double ResNetWorkload::flops_per_sample() const {
 std::unique_ptr<Workload> resnet_create(const std::string& model, const Dataset& train, bool augment, uint64_t seed) {
   const ResNetArch arch = resnet_arch(model.empty() ? "resnet20" : model);
   if (train.sparse || train.channels == 0 || train.height == 0 || train.width == 0) {
-    DSGD_THROW(InputError,
-               "use an image dataset: fashion-mnist, cifar10:DIR or synthetic:shape=CxHxW,classes=K",
+    DSGD_THROW(InputError, "use an image dataset: fashion-mnist, cifar10:DIR or synthetic:shape=CxHxW,classes=K",
                "--workload resnet needs images, but dataset {} is {} with {} features and no image shape", train.name,
                train.sparse ? "sparse" : "dense", train.features);
   }

@@ -25,6 +25,7 @@
 // forces one for every layer (benchmarks, tests). Same seed → same result on a given backend.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <memory>
@@ -85,6 +86,14 @@ class ResNetWorkload final : public Workload {
   void set_conv_backend(const std::string& which);
   // The backend of conv+BN layer `unit` (0 = stem, in forward order).
   ConvBackend conv_backend(size_t unit) const { return units_.at(unit).backend; }
+  // The layer name of conv+BN unit `unit` (e.g. "stage1.block0.conv1").
+  const std::string& conv_layer_name(size_t unit) const { return layers_.at(units_.at(unit).layer).name; }
+  // The shape of conv+BN unit `unit` (n = 0: set per call).
+  const Conv2dShape& conv_shape(size_t unit) const { return units_.at(unit).conv; }
+  // Profiling (layers/kernel_profile.hpp enabled): seconds spent per unit since reserve() or
+  // clear_unit_seconds(), [2u] forward (conv + BN/ReLU), [2u+1] backward (BN + conv gradients).
+  const std::vector<double>& unit_seconds() const { return unit_seconds_; }
+  void clear_unit_seconds() { std::fill(unit_seconds_.begin(), unit_seconds_.end(), 0.0); }
 
  private:
   struct Tensor {
@@ -153,9 +162,11 @@ class ResNetWorkload final : public Workload {
   uint64_t load_calls_ = 0;
   std::vector<float> act_, act_grad_, eval_act_, col_;
   std::vector<float> batch_mean_, batch_invstd_;
+  std::vector<float> batch_affine_;  // per unit [scale (C) | shift (C)] of the training forward's BN
   std::vector<float> pooled_, dpooled_, logits_, eval_pooled_, eval_logits_;
   std::vector<int32_t> labels_;
   std::vector<unsigned char> grad_written_;
+  std::vector<double> unit_seconds_;  // profiling only
   std::vector<std::vector<std::unique_ptr<DnnlConv2d>>> dnnl_;  // per unit, one per batch size
 };
 

@@ -12,6 +12,7 @@
 #include "workloads/layers/attention.hpp"
 #include "workloads/layers/embedding.hpp"
 #include "workloads/layers/gelu.hpp"
+#include "workloads/layers/layer_threads.hpp"
 #include "workloads/layers/layernorm.hpp"
 #include "workloads/layers/linear.hpp"
 #include "workloads/layers/softmax_cross_entropy.hpp"
@@ -56,20 +57,29 @@ void fill_value(float* p, size_t n, float v) {
   for (size_t i = 0; i < n; ++i) p[i] = v;
 }
 
+// y[i] += x[i] (the residual adds), on the --threads threads.
+void add_into(float* y, const float* x, size_t n) {
+  [[maybe_unused]] const int nt = layer_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n >= kParallelMinFloats)
+#endif
+  for (size_t i = 0; i < n; ++i) y[i] += x[i];
+}
+
 }  // namespace
 
 // Everything a forward over up to `cap` windows saves, plus the backward's scratch.
 struct TransformerWorkload::Activations {
   size_t cap = 0;
-  std::vector<int32_t> in, target;                  // cap·S
-  std::vector<float> x;                              // (L+1)·N·d: block inputs; x[L] the last residual
-  std::vector<float> xmid, ln1, ln2, ctx;            // L·N·d
-  std::vector<float> m1, r1, m2, r2;                 // L·N
-  std::vector<float> qkv;                            // L·N·3d
-  std::vector<float> probs;                          // L·cap·H·S·S
-  std::vector<float> hfc, hgelu;                     // L·N·4d
-  std::vector<float> lnf, mf, rf, logits;            // N·d, N, N, N·V
-  std::vector<float> dx, dln, dh, dctx, dqkv, dprobs;  // backward scratch (training buffers only)
+  std::vector<int32_t> in, target;                     // cap·S
+  std::vector<float> x;                                // (L+1)·N·d: block inputs; x[L] the last residual
+  std::vector<float> xmid, ln1, ln2, ctx;              // L·N·d
+  std::vector<float> m1, r1, m2, r2;                   // L·N
+  std::vector<float> qkv;                              // L·N·3d
+  std::vector<float> probs;                            // L·cap·H·S·S
+  std::vector<float> hfc, hgelu;                       // L·N·4d
+  std::vector<float> lnf, mf, rf, logits;              // N·d, N, N, N·V
+  std::vector<float> dx, dln, dh, dctx, dqkv, dprobs;  // backward scratch (training buffers only; dprobs cap·H·S·S)
 
   Activations(const TransformerConfig& c, size_t cap_, bool with_backward) : cap(cap_) {
     const size_t L = c.layers, D = c.d_model, S = c.seq, N = cap * S;
@@ -98,7 +108,7 @@ struct TransformerWorkload::Activations {
       dh.assign(N * 4 * D, 0.0f);
       dctx.assign(N * D, 0.0f);
       dqkv.assign(N * 3 * D, 0.0f);
-      dprobs.assign(S * S, 0.0f);
+      dprobs.assign(cap * c.heads * S * S, 0.0f);
     }
   }
 };
@@ -181,7 +191,8 @@ void TransformerWorkload::load_batch(const Dataset& ds, const uint32_t* idx, siz
   }
   check_dataset(ds);
   for (size_t i = 0; i < n; ++i) {
-    if (idx[i] >= ds.rows) DSGD_THROW(Error, "", "transformer: sample {} beyond the {} windows of {}", idx[i], ds.rows, ds.name);
+    if (idx[i] >= ds.rows)
+      DSGD_THROW(Error, "", "transformer: sample {} beyond the {} windows of {}", idx[i], ds.rows, ds.name);
     gather(ds, idx[i], i, *train_);
   }
   batch_n_ = n;
@@ -214,12 +225,12 @@ double TransformerWorkload::forward_pass(const float* params, Activations& a, si
     const AttentionCache cache{a.qkv.data() + l * NC * 3 * D, a.probs.data() + l * a.cap * cfg_.heads * S * S,
                                a.ctx.data() + l * NC * D};
     attention_forward(as, AttentionParams{p + bl.w_qkv, p + bl.b_qkv, p + bl.w_o, p + bl.b_o}, ln1, cache, xmid);
-    for (size_t k = 0; k < N * D; ++k) xmid[k] += x[k];
+    add_into(xmid, x, N * D);
     layernorm_forward(ln, xmid, p + bl.ln2_g, p + bl.ln2_b, ln2, a.m2.data() + l * NC, a.r2.data() + l * NC);
     linear_forward(LinearShape{N, D, 4 * D}, ln2, p + bl.w_fc, p + bl.b_fc, hfc);
     gelu_forward(hfc, hg, N * 4 * D);
     linear_forward(LinearShape{N, 4 * D, D}, hg, p + bl.w_proj, p + bl.b_proj, xout);
-    for (size_t k = 0; k < N * D; ++k) xout[k] += xmid[k];
+    add_into(xout, xmid, N * D);
   }
   const float* h = params + layers_[L + 1].offset;
   layernorm_forward(ln, a.x.data() + L * NC * D, h, h + D, a.lnf.data(), a.mf.data(), a.rf.data());
@@ -244,8 +255,7 @@ void TransformerWorkload::backward(const float* params, float* grads, const Laye
   const size_t N = n * S, NC = a.cap * S;
   const LayerNormShape ln{N, D};
   // Head: dlogits in place over the logits (the forward's logits are not needed again).
-  softmax_cross_entropy_backward(a.logits.data(), a.target.data(), N, V, 1.0f / static_cast<float>(N),
-                                 a.logits.data());
+  softmax_cross_entropy_backward(a.logits.data(), a.target.data(), N, V, 1.0f / static_cast<float>(N), a.logits.data());
   const float* h = params + layers_[L + 1].offset;
   float* gh = grads + layers_[L + 1].offset;
   linear_backward(LinearShape{N, D, V}, a.lnf.data(), h + 2 * D, a.logits.data(), a.dln.data(), gh + 2 * D, nullptr);
@@ -273,8 +283,8 @@ void TransformerWorkload::backward(const float* params, float* grads, const Laye
     // Attention.
     const AttentionCache cache{a.qkv.data() + l * NC * 3 * D, a.probs.data() + l * a.cap * cfg_.heads * S * S,
                                a.ctx.data() + l * NC * D};
-    attention_backward(as, AttentionParams{p + bl.w_qkv, p + bl.b_qkv, p + bl.w_o, p + bl.b_o}, ln1, cache,
-                       a.dx.data(), AttentionScratch{a.dctx.data(), a.dqkv.data(), a.dprobs.data()}, a.dln.data(),
+    attention_backward(as, AttentionParams{p + bl.w_qkv, p + bl.b_qkv, p + bl.w_o, p + bl.b_o}, ln1, cache, a.dx.data(),
+                       AttentionScratch{a.dctx.data(), a.dqkv.data(), a.dprobs.data()}, a.dln.data(),
                        AttentionGrads{g + bl.w_qkv, g + bl.b_qkv, g + bl.w_o, g + bl.b_o});
     layernorm_backward(ln, x, p + bl.ln1_g, a.m1.data() + l * NC, a.r1.data() + l * NC, a.dln.data(), a.dx.data(),
                        g + bl.ln1_g, g + bl.ln1_b, true);

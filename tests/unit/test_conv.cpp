@@ -17,6 +17,7 @@
 #include "workloads/layers/batchnorm.hpp"
 #include "workloads/layers/conv2d.hpp"
 #include "workloads/layers/conv2d_dnnl.hpp"
+#include "workloads/layers/layer_threads.hpp"
 #include "workloads/layers/pooling.hpp"
 #include "workloads/layers/relu.hpp"
 
@@ -37,9 +38,8 @@ std::vector<float> random_vector(size_t n, unsigned seed) {
 // an odd size, a 5x5 kernel with pad 2, and 5 images of 40x40 = 1600 output pixels, so the
 // im2col chunks (kConvChunkCols = 4096: 2 images) are 2 + 2 + 1 images.
 const Conv2dShape kConvShapes[] = {
-    {2, 3, 5, 5, 4, 3, 1, 1}, {2, 3, 6, 6, 4, 3, 2, 1}, {3, 4, 4, 4, 5, 1, 1, 0},
-    {2, 4, 6, 6, 3, 1, 2, 0}, {1, 2, 7, 5, 3, 3, 2, 1}, {2, 2, 6, 6, 2, 5, 1, 2},
-    {5, 2, 40, 40, 3, 3, 1, 1},
+    {2, 3, 5, 5, 4, 3, 1, 1}, {2, 3, 6, 6, 4, 3, 2, 1}, {3, 4, 4, 4, 5, 1, 1, 0},   {2, 4, 6, 6, 3, 1, 2, 0},
+    {1, 2, 7, 5, 3, 3, 2, 1}, {2, 2, 6, 6, 2, 5, 1, 2}, {5, 2, 40, 40, 3, 3, 1, 1},
 };
 
 TEST(Conv2d, FastMatchesNaive) {
@@ -51,7 +51,8 @@ TEST(Conv2d, FastMatchesNaive) {
     std::vector<float> col(std::max<size_t>(1, s.col_size())), y(ny), y_ref(ny);
     conv2d_forward(s, x.data(), w.data(), y.data(), col.data());
     conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
-    for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4) << "y[" << i << "] k=" << s.k << " s=" << s.stride;
+    for (size_t i = 0; i < ny; ++i)
+      ASSERT_NEAR(y[i], y_ref[i], 1e-4) << "y[" << i << "] k=" << s.k << " s=" << s.stride;
     std::vector<float> dx(nx, 0.5f), dw(w.size()), dx_ref(nx), dw_ref(w.size());
     conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data());
     conv2d_backward_weights(s, x.data(), dy.data(), dw.data(), col.data());
@@ -92,6 +93,54 @@ const Conv2dShape kWideConvShapes[] = {
     {2, 32, 4, 4, 64, 3, 1, 1}, {2, 3, 8, 8, 16, 3, 1, 1},
 };
 
+// im2col/col2im and the im2col convolution's gradients split their loops over the --threads
+// threads (layer_threads(), OpenBLAS's count); each output value is computed by one thread in a
+// fixed order, so 1, 2 and 3 threads give bitwise the same result. Shapes large enough to take
+// the threaded path (> kParallelMinFloats), including a 1-channel 1x1 stride-2 convolution
+// (a single col row: split over the images) and the ResNet stem.
+TEST(Conv2d, Im2colAndCol2imDoNotDependOnThreadCount) {
+  const Conv2dShape shapes[] = {{4, 8, 28, 28, 16, 3, 1, 1},
+                                {6, 8, 28, 28, 8, 3, 2, 1},
+                                {4, 1, 200, 200, 2, 1, 2, 0},
+                                {16, 1, 28, 28, 16, 3, 1, 1}};
+  const int before = openblas_get_num_threads();
+  unsigned seed = 700;
+  for (const Conv2dShape& s : shapes) {
+    const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.cols(), n1 = s.n;  // all images at once
+    ASSERT_GE(s.patch() * s.cols(), kParallelMinFloats);
+    const auto x = random_vector(nx, seed++), dy = random_vector(ny, seed++);
+    const auto dcol = random_vector(s.patch() * n1 * s.h_out() * s.w_out(), seed++);
+    std::vector<float> col_ref, dx_ref;
+    for (int t : {1, 2, 3}) {
+      openblas_set_num_threads(t);
+      ASSERT_EQ(layer_threads(), t);
+      std::vector<float> col(s.patch() * n1 * s.h_out() * s.w_out(), -1.0f), dx(nx, 0.25f);
+      conv2d_im2col(s, x.data(), 0, n1, col.data());
+      conv2d_col2im_add(s, dcol.data(), 0, n1, dx.data());
+      if (t == 1) {
+        col_ref = col;
+        dx_ref = dx;
+        continue;
+      }
+      EXPECT_EQ(col, col_ref) << "im2col, " << t << " threads, c_in " << s.c_in << " k " << s.k;
+      EXPECT_EQ(dx, dx_ref) << "col2im, " << t << " threads, c_in " << s.c_in << " k " << s.k;
+    }
+    // The threaded kernels still match the naive convolution.
+    std::vector<float> col(s.col_size() ? s.col_size() : 1), y(ny), y_ref(ny),
+        w = random_vector(s.weight_count(), seed++);
+    conv2d_forward(s, x.data(), w.data(), y.data(), col.data());
+    conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
+    for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4) << i;
+    std::vector<float> dx(nx), dw(w.size()), dx_naive(nx), dw_naive(w.size());
+    conv2d_backward_input(s, w.data(), dy.data(), dx.data(), col.data(), false);
+    conv2d_backward_weights(s, x.data(), dy.data(), dw.data(), col.data());
+    conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_naive.data(), dw_naive.data());
+    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx_naive[i], 1e-4) << i;
+    for (size_t i = 0; i < dw.size(); ++i) ASSERT_NEAR(dw[i], dw_naive[i], 2e-3 * (1 + std::fabs(dw_naive[i]))) << i;
+  }
+  openblas_set_num_threads(before);
+}
+
 TEST(Conv2dDnnl, MatchesNaive) {
   if (!conv2d_dnnl_available()) GTEST_SKIP() << "built without oneDNN";
   unsigned seed = 300;
@@ -104,7 +153,8 @@ TEST(Conv2dDnnl, MatchesNaive) {
     std::vector<float> y(ny), y_ref(ny);
     conv.forward(x.data(), w.data(), y.data());
     conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
-    for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4) << "y[" << i << "] k=" << s.k << " s=" << s.stride;
+    for (size_t i = 0; i < ny; ++i)
+      ASSERT_NEAR(y[i], y_ref[i], 1e-4) << "y[" << i << "] k=" << s.k << " s=" << s.stride;
     std::vector<float> dx(nx, 0.5f), dw(w.size(), 0.5f), dx_ref(nx), dw_ref(w.size());
     conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data());
     conv.backward_weights(x.data(), dy.data(), dw.data());
@@ -230,6 +280,19 @@ TEST(BatchNorm, FusedReluAndLongChannelsMatchNaive) {
     EXPECT_NEAR(dg[c], dg_ref[c], 1e-3);
     EXPECT_NEAR(db[c], db_ref[c], 1e-3);
   }
+  // The mask recomputed from x and the forward's affine map (relu_affine) is the same mask:
+  // bitwise the same gradients as with relu_y.
+  std::vector<float> y2(x.size()), mean2(4), invstd2(4), affine(8), rm2(4, 0.0f), rv2(4, 1.0f);
+  batchnorm_forward_train(s, o, x.data(), gamma.data(), beta.data(), y2.data(), mean2.data(), invstd2.data(),
+                          rm2.data(), rv2.data(), /*relu=*/true, affine.data());
+  EXPECT_EQ(y2, y);
+  for (size_t c = 0; c < 4; ++c) EXPECT_NEAR(affine[c], gamma[c] * invstd[c], 1e-5 * std::fabs(affine[c]));
+  std::vector<float> dx2(x.size()), dg2(4), db2(4);
+  batchnorm_backward(s, x.data(), gamma.data(), mean.data(), invstd.data(), dy.data(), dx2.data(), dg2.data(),
+                     db2.data(), nullptr, affine.data());
+  EXPECT_EQ(dx2, dx);
+  EXPECT_EQ(dg2, dg);
+  EXPECT_EQ(db2, db);
   // Evaluation with relu is the affine map then ReLU.
   std::vector<float> ye(x.size()), ye_plain(x.size());
   batchnorm_forward_eval(s, o, x.data(), gamma.data(), beta.data(), rm.data(), rv.data(), ye.data(), true);
@@ -278,6 +341,53 @@ TEST(Relu, MatchesNaiveAndFiniteDifferences) {
   std::vector<float> a = random_vector(40, 43), b = random_vector(40, 44), s(40);
   add_relu_forward(a.data(), b.data(), s.data(), 40);
   for (size_t i = 0; i < 40; ++i) EXPECT_EQ(s[i], std::max(a[i] + b[i], 0.0f));
+}
+
+// The residual join's fused backward against relu_backward_naive then plain writes / adds, for
+// every combination of "branch gradient already written".
+TEST(Relu, AddReluBackwardMatchesNaive) {
+  const size_t n = 1003;
+  const auto y = random_vector(n, 51), dy = random_vector(n, 52), a0 = random_vector(n, 53), b0 = random_vector(n, 54);
+  std::vector<float> g(n);
+  relu_backward_naive(y.data(), dy.data(), g.data(), n);
+  for (bool add_a : {false, true})
+    for (bool add_b : {false, true}) {
+      std::vector<float> a = a0, b = b0;
+      add_relu_backward(y.data(), dy.data(), a.data(), add_a, b.data(), add_b, n);
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(a[i], add_a ? a0[i] + g[i] : g[i]) << i;
+        ASSERT_EQ(b[i], add_b ? b0[i] + g[i] : g[i]) << i;
+      }
+    }
+}
+
+// BatchNorm (split by channel) and the join (split by element ranges) give bitwise the same
+// results on 1, 2 and 3 threads.
+TEST(BatchNorm, DoesNotDependOnThreadCount) {
+  const BatchNormShape s{6, 9000};
+  const BatchNormOptions o;
+  ASSERT_GE(s.c * s.m, kParallelMinFloats);
+  const auto x = random_vector(s.c * s.m, 81), dy = random_vector(s.c * s.m, 82);
+  const std::vector<float> gamma = {1.0f, 0.5f, -2.0f, 1.5f, 0.7f, 1.1f}, beta = {0.1f, 0.3f, -0.2f, 0.0f, 0.2f, -0.1f};
+  std::vector<float> ref;
+  const int before = openblas_get_num_threads();
+  for (int t : {1, 2, 3}) {
+    openblas_set_num_threads(t);
+    std::vector<float> y(x.size()), mean(6), invstd(6), affine(12), rm(6, 0.0f), rv(6, 1.0f), dx(x.size()), dg(6),
+        db(6), a(x.size(), 1.0f), b(x.size());
+    batchnorm_forward_train(s, o, x.data(), gamma.data(), beta.data(), y.data(), mean.data(), invstd.data(), rm.data(),
+                            rv.data(), true, affine.data());
+    batchnorm_backward(s, x.data(), gamma.data(), mean.data(), invstd.data(), dy.data(), dx.data(), dg.data(),
+                       db.data(), nullptr, affine.data());
+    add_relu_backward(y.data(), dy.data(), a.data(), true, b.data(), false, y.size());
+    std::vector<float> all = y;
+    for (const auto* v : {&mean, &invstd, &rm, &rv, &dx, &dg, &db, &a, &b}) all.insert(all.end(), v->begin(), v->end());
+    if (t == 1)
+      ref = all;
+    else
+      EXPECT_EQ(all, ref) << t << " threads";
+  }
+  openblas_set_num_threads(before);
 }
 
 TEST(GlobalAvgPool, MatchesNaiveAndFiniteDifferences) {

@@ -6,10 +6,34 @@
 #include <cmath>
 #include <vector>
 
+#include "workloads/layers/layer_threads.hpp"
 #include "workloads/layers/linear.hpp"
 #include "workloads/layers/vec_math.hpp"
 
 namespace dsgd {
+
+namespace {
+
+// Runs body(i) for i in [0, count) on layer_threads() threads, each (sample, head) pair on one
+// thread with single-threaded BLAS inside (OpenBLAS set to 1 thread for the loop, then set
+// back), so exactly --threads cores compute and every output is written by one thread:
+// results do not depend on the thread count.
+template <class Body>
+void for_each_head(size_t count, Body body) {
+  const int t = layer_threads();
+#ifdef _OPENMP
+  if (t > 1 && count > 1) {
+    openblas_set_num_threads(1);
+#pragma omp parallel for num_threads(t) schedule(static)
+    for (long i = 0; i < static_cast<long>(count); ++i) body(static_cast<size_t>(i));
+    openblas_set_num_threads(t);
+    return;
+  }
+#endif
+  for (size_t i = 0; i < count; ++i) body(i);
+}
+
+}  // namespace
 
 void attention_forward(const AttentionShape& s, const AttentionParams& p, const float* x, const AttentionCache& c,
                        float* y) {
@@ -18,29 +42,29 @@ void attention_forward(const AttentionShape& s, const AttentionParams& p, const 
             iD = static_cast<int>(D);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   linear_forward(LinearShape{N, D, 3 * D}, x, p.w_qkv, p.b_qkv, c.qkv);
-  for (size_t b = 0; b < s.batch; ++b)
-    for (size_t h = 0; h < H; ++h) {
-      const float* q = c.qkv + b * S * 3 * D + h * dh;
-      const float* k = q + D;
-      const float* v = q + 2 * D;
-      float* P = c.probs + (b * H + h) * S * S;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, iS, iS, idh, scale, q, ld3, k, ld3, 0.0f, P, iS);
-      for (size_t t = 0; t < S; ++t) {
-        float* row = P + t * S;
-        float mx = row[0];
-        for (size_t j = 1; j <= t; ++j) mx = row[j] > mx ? row[j] : mx;
-        float sum = 0;
-        for (size_t j = 0; j <= t; ++j) {
-          row[j] = fast_exp(row[j] - mx);
-          sum += row[j];
-        }
-        const float inv = 1.0f / sum;
-        for (size_t j = 0; j <= t; ++j) row[j] *= inv;
-        for (size_t j = t + 1; j < S; ++j) row[j] = 0.0f;
+  for_each_head(s.batch * H, [&](size_t bh) {
+    const size_t b = bh / H, h = bh % H;
+    const float* q = c.qkv + b * S * 3 * D + h * dh;
+    const float* k = q + D;
+    const float* v = q + 2 * D;
+    float* P = c.probs + (b * H + h) * S * S;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, iS, iS, idh, scale, q, ld3, k, ld3, 0.0f, P, iS);
+    for (size_t t = 0; t < S; ++t) {
+      float* row = P + t * S;
+      float mx = row[0];
+      for (size_t j = 1; j <= t; ++j) mx = row[j] > mx ? row[j] : mx;
+      float sum = 0;
+      for (size_t j = 0; j <= t; ++j) {
+        row[j] = fast_exp(row[j] - mx);
+        sum += row[j];
       }
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, iS, idh, iS, 1.0f, P, iS, v, ld3, 0.0f,
-                  c.ctx + b * S * D + h * dh, iD);
+      const float inv = 1.0f / sum;
+      for (size_t j = 0; j <= t; ++j) row[j] *= inv;
+      for (size_t j = t + 1; j < S; ++j) row[j] = 0.0f;
     }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, iS, idh, iS, 1.0f, P, iS, v, ld3, 0.0f,
+                c.ctx + b * S * D + h * dh, iD);
+  });
   linear_forward(LinearShape{N, D, D}, c.ctx, p.w_out, p.b_out, y);
 }
 
@@ -51,34 +75,34 @@ void attention_backward(const AttentionShape& s, const AttentionParams& p, const
             iD = static_cast<int>(D);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
   linear_backward(LinearShape{N, D, D}, c.ctx, p.w_out, dy, scratch.dctx, g.w_out, g.b_out);
-  for (size_t b = 0; b < s.batch; ++b)
-    for (size_t h = 0; h < H; ++h) {
-      const size_t off = b * S * 3 * D + h * dh;
-      const float* q = c.qkv + off;
-      const float* k = q + D;
-      const float* v = q + 2 * D;
-      float* dq = scratch.dqkv + off;
-      float* dk = dq + D;
-      float* dv = dq + 2 * D;
-      const float* P = c.probs + (b * H + h) * S * S;
-      const float* dctx = scratch.dctx + b * S * D + h * dh;
-      float* dP = scratch.dprobs;
-      // dV = Pᵀ dctx; dP = dctx Vᵀ.
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, iS, idh, iS, 1.0f, P, iS, dctx, iD, 0.0f, dv, ld3);
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, iS, iS, idh, 1.0f, dctx, iD, v, ld3, 0.0f, dP, iS);
-      // Softmax backward, with the 1/√dh of the scores folded in: dScores = P ⊙ (dP − Σ P dP) · scale.
-      for (size_t t = 0; t < S; ++t) {
-        const float* pr = P + t * S;
-        float* dr = dP + t * S;
-        float dot = 0;
-        for (size_t j = 0; j <= t; ++j) dot += pr[j] * dr[j];
-        for (size_t j = 0; j <= t; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;
-        for (size_t j = t + 1; j < S; ++j) dr[j] = 0.0f;
-      }
-      // dQ = dScores K; dK = dScoresᵀ Q.
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, iS, idh, iS, 1.0f, dP, iS, k, ld3, 0.0f, dq, ld3);
-      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, iS, idh, iS, 1.0f, dP, iS, q, ld3, 0.0f, dk, ld3);
+  for_each_head(s.batch * H, [&](size_t bh) {
+    const size_t b = bh / H, h = bh % H;
+    const size_t off = b * S * 3 * D + h * dh;
+    const float* q = c.qkv + off;
+    const float* k = q + D;
+    const float* v = q + 2 * D;
+    float* dq = scratch.dqkv + off;
+    float* dk = dq + D;
+    float* dv = dq + 2 * D;
+    const float* P = c.probs + (b * H + h) * S * S;
+    const float* dctx = scratch.dctx + b * S * D + h * dh;
+    float* dP = scratch.dprobs + bh * S * S;
+    // dV = Pᵀ dctx; dP = dctx Vᵀ.
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, iS, idh, iS, 1.0f, P, iS, dctx, iD, 0.0f, dv, ld3);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, iS, iS, idh, 1.0f, dctx, iD, v, ld3, 0.0f, dP, iS);
+    // Softmax backward, with the 1/√dh of the scores folded in: dScores = P ⊙ (dP − Σ P dP) · scale.
+    for (size_t t = 0; t < S; ++t) {
+      const float* pr = P + t * S;
+      float* dr = dP + t * S;
+      float dot = 0;
+      for (size_t j = 0; j <= t; ++j) dot += pr[j] * dr[j];
+      for (size_t j = 0; j <= t; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;
+      for (size_t j = t + 1; j < S; ++j) dr[j] = 0.0f;
     }
+    // dQ = dScores K; dK = dScoresᵀ Q.
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, iS, idh, iS, 1.0f, dP, iS, k, ld3, 0.0f, dq, ld3);
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, iS, idh, iS, 1.0f, dP, iS, q, ld3, 0.0f, dk, ld3);
+  });
   linear_backward(LinearShape{N, D, 3 * D}, x, p.w_qkv, scratch.dqkv, dx, g.w_qkv, g.b_qkv);
 }
 

@@ -6,7 +6,9 @@
 // Fast pass: the projections on linear.hpp (SGEMM), the per-(sample, head) products as
 // strided SGEMMs straight on the qkv buffer (no copies), the softmax with fast_exp. The
 // full seq×seq score product is computed and the masked half discarded (simpler and, at
-// seq ≤ 1024, cheaper than per-row GEMVs). A double-precision naive reference is beside.
+// seq ≤ 1024, cheaper than per-row GEMVs). The (sample, head) pairs run on layer_threads()
+// threads with single-threaded BLAS each (the projections use the BLAS threads); results do not
+// depend on the thread count. A double-precision naive reference is beside.
 #pragma once
 
 #include <cstddef>
@@ -45,7 +47,7 @@ struct AttentionCache {
 struct AttentionScratch {
   float* dctx;   // (batch·seq)×d
   float* dqkv;   // (batch·seq)×3d
-  float* dprobs; // seq×seq
+  float* dprobs; // batch×heads×seq×seq (one seq×seq block per (sample, head): they run in parallel)
 };
 
 void attention_forward(const AttentionShape& s, const AttentionParams& p, const float* x, const AttentionCache& c,

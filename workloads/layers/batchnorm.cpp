@@ -14,8 +14,8 @@ namespace dsgd {
 
 namespace {
 
-constexpr size_t kLanes = 8;       // independent float accumulators (one AVX register)
-constexpr size_t kFlush = 1024;    // values per float partial sum before it goes to double
+constexpr size_t kLanes = 8;     // independent float accumulators (one AVX register)
+constexpr size_t kFlush = 1024;  // values per float partial sum before it goes to double
 
 // Σ (x − k) and Σ (x − k)² over m values, float lanes flushed to double every kFlush.
 void shifted_sums(const float* x, size_t m, float k, double& s1, double& s2) {
@@ -42,29 +42,31 @@ void shifted_sums(const float* x, size_t m, float k, double& s1, double& s2) {
   }
 }
 
-// g = dy · [mask > 0] (mask null: g = dy); Σ g and Σ g·(x − μ).
-void masked_sums(const float* dy, const float* mask, const float* x, size_t m, float mu, double& sg, double& sgx) {
+// The pre-ReLU value of the affine map, for the forward and for the backward's recomputed ReLU
+// mask. An explicit fused multiply-add: correctly rounded by definition, so both see bitwise the
+// same value wherever they are compiled (a plain x·scale + shift may be contracted to an FMA in
+// one loop and not in another, and flip the sign of values near 0). One instruction with FMA
+// hardware (-march=native on x86-64 since Haswell/Zen).
+inline float affine_value(float x, float scale, float shift) {
+  return std::fma(x, scale, shift);
+}
+
+// g = dy · keep(i) ? 1 : 0; Σ g and Σ g·(x − μ).
+template <class Keep>
+void kept_sums(const float* dy, const float* x, size_t m, float mu, Keep keep, double& sg, double& sgx) {
   sg = sgx = 0;
   for (size_t i0 = 0; i0 < m; i0 += kFlush) {
     const size_t i1 = std::min(m, i0 + kFlush);
     float a[kLanes] = {}, b[kLanes] = {};
     size_t i = i0;
-    if (mask) {
-      for (; i + kLanes <= i1; i += kLanes)
-        for (size_t j = 0; j < kLanes; ++j) {
-          const float g = mask[i + j] > 0.0f ? dy[i + j] : 0.0f;
-          a[j] += g;
-          b[j] += g * (x[i + j] - mu);
-        }
-    } else {
-      for (; i + kLanes <= i1; i += kLanes)
-        for (size_t j = 0; j < kLanes; ++j) {
-          a[j] += dy[i + j];
-          b[j] += dy[i + j] * (x[i + j] - mu);
-        }
-    }
+    for (; i + kLanes <= i1; i += kLanes)
+      for (size_t j = 0; j < kLanes; ++j) {
+        const float g = keep(i + j) ? dy[i + j] : 0.0f;
+        a[j] += g;
+        b[j] += g * (x[i + j] - mu);
+      }
     for (; i < i1; ++i) {
-      const float g = (!mask || mask[i] > 0.0f) ? dy[i] : 0.0f;
+      const float g = keep(i) ? dy[i] : 0.0f;
       a[0] += g;
       b[0] += g * (x[i] - mu);
     }
@@ -75,15 +77,21 @@ void masked_sums(const float* dy, const float* mask, const float* x, size_t m, f
   }
 }
 
+// dx = k1·g − k2·(x − μ) − k3 with g = dy · keep(i) ? 1 : 0.
+template <class Keep>
+void kept_dx(const float* dy, const float* x, float* dx, size_t m, float mu, float k1, float k2, float k3, Keep keep) {
+  for (size_t i = 0; i < m; ++i) dx[i] = k1 * (keep(i) ? dy[i] : 0.0f) - k2 * (x[i] - mu) - k3;
+}
+
 // y = x·scale + shift, then max(·, 0) when relu.
 void affine(const float* x, float* y, size_t m, float scale, float shift, bool relu) {
   if (relu) {
     for (size_t i = 0; i < m; ++i) {
-      const float v = x[i] * scale + shift;
+      const float v = affine_value(x[i], scale, shift);
       y[i] = v > 0.0f ? v : 0.0f;
     }
   } else {
-    for (size_t i = 0; i < m; ++i) y[i] = x[i] * scale + shift;
+    for (size_t i = 0; i < m; ++i) y[i] = affine_value(x[i], scale, shift);
   }
 }
 
@@ -91,7 +99,7 @@ void affine(const float* x, float* y, size_t m, float scale, float shift, bool r
 
 void batchnorm_forward_train(const BatchNormShape& s, const BatchNormOptions& o, const float* x, const float* gamma,
                              const float* beta, float* y, float* mean, float* invstd, float* running_mean,
-                             float* running_var, bool relu) {
+                             float* running_var, bool relu, float* affine_out) {
   const size_t m = s.m;
   [[maybe_unused]] const int t = layer_threads();
 #ifdef _OPENMP
@@ -112,7 +120,12 @@ void batchnorm_forward_train(const BatchNormShape& s, const BatchNormOptions& o,
     const double is = 1.0 / std::sqrt(var + o.eps);
     mean[c] = static_cast<float>(mu);
     invstd[c] = static_cast<float>(is);
-    affine(xc, y + c * m, m, static_cast<float>(gamma[c] * is), static_cast<float>(beta[c] - gamma[c] * is * mu), relu);
+    const float scale = static_cast<float>(gamma[c] * is), shift = static_cast<float>(beta[c] - gamma[c] * is * mu);
+    affine(xc, y + c * m, m, scale, shift, relu);
+    if (affine_out) {
+      affine_out[c] = scale;
+      affine_out[s.c + c] = shift;
+    }
     if (running_mean && running_var) {
       const double unbiased = m > 1 ? sq / double(m - 1) : var;
       running_mean[c] = static_cast<float>((1.0 - o.momentum) * running_mean[c] + o.momentum * mu);
@@ -137,7 +150,7 @@ void batchnorm_forward_eval(const BatchNormShape& s, const BatchNormOptions& o, 
 
 void batchnorm_backward(const BatchNormShape& s, const float* x, const float* gamma, const float* mean,
                         const float* invstd, const float* dy, float* dx, float* dgamma, float* dbeta,
-                        const float* relu_y) {
+                        const float* relu_y, const float* relu_affine) {
   const size_t m = s.m;
   [[maybe_unused]] const int t = layer_threads();
 #ifdef _OPENMP
@@ -150,7 +163,16 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* ga
     float* dxc = dx + c * m;
     const float mu = mean[c], is = invstd[c];
     double sum_dy = 0, sum_dyx = 0;
-    masked_sums(dyc, mc, xc, m, mu, sum_dy, sum_dyx);
+    const float sc = relu_affine ? relu_affine[c] : 0.0f, sh = relu_affine ? relu_affine[s.c + c] : 0.0f;
+    auto by_output = [mc](size_t i) { return mc[i] > 0.0f; };
+    auto by_affine = [xc, sc, sh](size_t i) { return affine_value(xc[i], sc, sh) > 0.0f; };
+    auto all = [](size_t) { return true; };
+    if (mc)
+      kept_sums(dyc, xc, m, mu, by_output, sum_dy, sum_dyx);
+    else if (relu_affine)
+      kept_sums(dyc, xc, m, mu, by_affine, sum_dy, sum_dyx);
+    else
+      kept_sums(dyc, xc, m, mu, all, sum_dy, sum_dyx);
     const double dg = sum_dyx * is;  // Σ g·x̂
     dgamma[c] = static_cast<float>(dg);
     dbeta[c] = static_cast<float>(sum_dy);
@@ -159,11 +181,12 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* ga
     const float k1 = static_cast<float>(gamma[c] * is);
     const float k2 = static_cast<float>(gamma[c] * is * is * dg / md);
     const float k3 = static_cast<float>(gamma[c] * is * sum_dy / md);
-    if (mc) {
-      for (size_t i = 0; i < m; ++i) dxc[i] = k1 * (mc[i] > 0.0f ? dyc[i] : 0.0f) - k2 * (xc[i] - mu) - k3;
-    } else {
-      for (size_t i = 0; i < m; ++i) dxc[i] = k1 * dyc[i] - k2 * (xc[i] - mu) - k3;
-    }
+    if (mc)
+      kept_dx(dyc, xc, dxc, m, mu, k1, k2, k3, by_output);
+    else if (relu_affine)
+      kept_dx(dyc, xc, dxc, m, mu, k1, k2, k3, by_affine);
+    else
+      kept_dx(dyc, xc, dxc, m, mu, k1, k2, k3, all);
   }
 }
 

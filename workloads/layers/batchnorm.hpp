@@ -28,18 +28,22 @@ struct BatchNormOptions {
 
 // Training forward. mean/invstd (c floats each) receive the batch statistics the backward
 // needs; running_mean/running_var (c floats) are updated in place (skipped when null).
+// affine_out (optional, 2c floats): the per-channel [scale (c) | shift (c)] of y = x·scale +
+// shift (before the ReLU), for the backward's relu_affine.
 void batchnorm_forward_train(const BatchNormShape& s, const BatchNormOptions& o, const float* x, const float* gamma,
                              const float* beta, float* y, float* mean, float* invstd, float* running_mean,
-                             float* running_var, bool relu = false);
+                             float* running_var, bool relu = false, float* affine_out = nullptr);
 // Evaluation forward with the running statistics.
 void batchnorm_forward_eval(const BatchNormShape& s, const BatchNormOptions& o, const float* x, const float* gamma,
                             const float* beta, const float* running_mean, const float* running_var, float* y,
                             bool relu = false);
 // Training backward: dx (overwritten; may alias dy), dgamma and dbeta (overwritten). relu_y
 // (optional): the output of a ReLU that followed this BN; dy is then the ReLU's output gradient.
+// relu_affine (optional, instead of relu_y): the forward's affine_out; the ReLU mask is then
+// recomputed from x (the same float expression as the forward's), which saves reading relu_y.
 void batchnorm_backward(const BatchNormShape& s, const float* x, const float* gamma, const float* mean,
                         const float* invstd, const float* dy, float* dx, float* dgamma, float* dbeta,
-                        const float* relu_y = nullptr);
+                        const float* relu_y = nullptr, const float* relu_affine = nullptr);
 
 void batchnorm_forward_train_naive(const BatchNormShape& s, const BatchNormOptions& o, const float* x,
                                    const float* gamma, const float* beta, float* y, float* mean, float* invstd,

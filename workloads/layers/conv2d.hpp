@@ -8,7 +8,9 @@
 // convolutions go through im2col in chunks of whole images of about kConvChunkCols columns
 // (one SGEMM per chunk, writing its column range of y), so the col buffer stays in cache
 // instead of streaming N·Ho·Wo·Cin·k² floats through memory.
-// Limits: single-threaded im2col/col2im; the GEMMs use the BLAS threads.
+// Threads: the GEMMs use the BLAS threads; im2col (by col row) and col2im (by input channel and
+// image) split over the same count (layer_threads()) with OpenMP, each output written by one
+// thread in a fixed order, so results do not depend on the thread count.
 #pragma once
 
 #include <cstddef>

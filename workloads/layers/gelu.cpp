@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "workloads/layers/layer_threads.hpp"
 #include "workloads/layers/vec_math.hpp"
 
 namespace dsgd {
@@ -15,6 +16,10 @@ constexpr double kAd = 0.044715;
 }  // namespace
 
 void gelu_forward(const float* x, float* y, size_t n) {
+  [[maybe_unused]] const int nt = layer_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n >= kParallelMinFloats)
+#endif
   for (size_t i = 0; i < n; ++i) {
     const float v = x[i];
     const float t = fast_tanh(kC * (v + kA * v * v * v));
@@ -23,6 +28,10 @@ void gelu_forward(const float* x, float* y, size_t n) {
 }
 
 void gelu_backward(const float* x, const float* dy, float* dx, size_t n) {
+  [[maybe_unused]] const int nt = layer_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n >= kParallelMinFloats)
+#endif
   for (size_t i = 0; i < n; ++i) {
     const float v = x[i];
     const float t = fast_tanh(kC * (v + kA * v * v * v));

@@ -3,8 +3,11 @@
 // the naive reference recomputes everything in double.
 #include "workloads/layers/layernorm.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
+
+#include "workloads/layers/layer_threads.hpp"
 
 namespace dsgd {
 
@@ -12,6 +15,10 @@ void layernorm_forward(const LayerNormShape& s, const float* x, const float* gam
                        float* mean, float* rstd) {
   const size_t d = s.d;
   const float inv_d = 1.0f / static_cast<float>(d);
+  [[maybe_unused]] const int nt = layer_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * d >= kParallelMinFloats)
+#endif
   for (size_t i = 0; i < s.n; ++i) {
     const float* xr = x + i * d;
     float* yr = y + i * d;
@@ -35,7 +42,12 @@ void layernorm_backward(const LayerNormShape& s, const float* x, const float* ga
                         bool accumulate_dx) {
   const size_t d = s.d;
   const float inv_d = 1.0f / static_cast<float>(d);
-  for (size_t k = 0; k < d; ++k) dgamma[k] = dbeta[k] = 0.0f;
+  // Rows in parallel for dx; then dγ, dβ by column ranges, each summed over the rows in order
+  // (the same order at any thread count).
+  [[maybe_unused]] const int nt = layer_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * d >= kParallelMinFloats)
+#endif
   for (size_t i = 0; i < s.n; ++i) {
     const float* xr = x + i * d;
     const float* dyr = dy + i * d;
@@ -48,14 +60,30 @@ void layernorm_backward(const LayerNormShape& s, const float* x, const float* ga
       const float g = dyr[k] * gamma[k];
       sum_g += g;
       sum_gx += g * xh;
-      dgamma[k] += dyr[k] * xh;
-      dbeta[k] += dyr[k];
     }
     const float mg = sum_g * inv_d, mgx = sum_gx * inv_d;
     if (accumulate_dx) {
       for (size_t k = 0; k < d; ++k) dxr[k] += r * (dyr[k] * gamma[k] - mg - (xr[k] - m) * r * mgx);
     } else {
       for (size_t k = 0; k < d; ++k) dxr[k] = r * (dyr[k] * gamma[k] - mg - (xr[k] - m) * r * mgx);
+    }
+  }
+  constexpr size_t kCols = 64;  // columns per work item
+  const long col_blocks = static_cast<long>((d + kCols - 1) / kCols);
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && col_blocks > 1 && s.n * d >= kParallelMinFloats)
+#endif
+  for (long cb = 0; cb < col_blocks; ++cb) {
+    const size_t k0 = static_cast<size_t>(cb) * kCols, k1 = std::min(d, k0 + kCols);
+    for (size_t k = k0; k < k1; ++k) dgamma[k] = dbeta[k] = 0.0f;
+    for (size_t i = 0; i < s.n; ++i) {
+      const float* xr = x + i * d;
+      const float* dyr = dy + i * d;
+      const float m = mean[i], r = rstd[i];
+      for (size_t k = k0; k < k1; ++k) {
+        dgamma[k] += dyr[k] * ((xr[k] - m) * r);
+        dbeta[k] += dyr[k];
+      }
     }
   }
 }

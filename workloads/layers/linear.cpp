@@ -3,7 +3,10 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <vector>
+
+#include "workloads/layers/layer_threads.hpp"
 
 namespace dsgd {
 
@@ -11,6 +14,10 @@ void linear_forward(const LinearShape& s, const float* x, const float* w, const 
   const int n = static_cast<int>(s.n), in = static_cast<int>(s.in), out = static_cast<int>(s.out);
   float beta = 0.0f;
   if (b) {
+    [[maybe_unused]] const int nt = layer_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * s.out >= kParallelMinFloats)
+#endif
     for (size_t i = 0; i < s.n; ++i) {
       float* row = y + i * s.out;
       for (size_t o = 0; o < s.out; ++o) row[o] = b[o];
@@ -28,11 +35,21 @@ void linear_backward(const LinearShape& s, const float* x, const float* w, const
   cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in, beta, dw, in);
   if (dx) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
   if (db) {
-    if (!accumulate)
-      for (size_t o = 0; o < s.out; ++o) db[o] = 0.0f;
-    for (size_t i = 0; i < s.n; ++i) {
-      const float* row = dy + i * s.out;
-      for (size_t o = 0; o < s.out; ++o) db[o] += row[o];
+    // By column ranges, each summed over the rows in order (the same at any thread count).
+    constexpr size_t kCols = 64;
+    const long blocks = static_cast<long>((s.out + kCols - 1) / kCols);
+    [[maybe_unused]] const int nt = layer_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && blocks > 1 && s.n * s.out >= kParallelMinFloats)
+#endif
+    for (long cb = 0; cb < blocks; ++cb) {
+      const size_t o0 = static_cast<size_t>(cb) * kCols, o1 = std::min(s.out, o0 + kCols);
+      if (!accumulate)
+        for (size_t o = o0; o < o1; ++o) db[o] = 0.0f;
+      for (size_t i = 0; i < s.n; ++i) {
+        const float* row = dy + i * s.out;
+        for (size_t o = o0; o < o1; ++o) db[o] += row[o];
+      }
     }
   }
 }

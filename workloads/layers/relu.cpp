@@ -32,6 +32,28 @@ void add_relu_forward(const float* a, const float* b, float* y, size_t n) {
   }
 }
 
+namespace {
+template <bool AddA, bool AddB>
+void add_relu_backward_t(const float* y, const float* dy, float* da, float* db, size_t n) {
+  [[maybe_unused]] const int t = layer_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && n >= kParallelMinFloats)
+#endif
+  for (size_t i = 0; i < n; ++i) {
+    const float g = y[i] > 0.0f ? dy[i] : 0.0f;
+    da[i] = AddA ? da[i] + g : g;
+    db[i] = AddB ? db[i] + g : g;
+  }
+}
+}  // namespace
+
+void add_relu_backward(const float* y, const float* dy, float* da, bool add_a, float* db, bool add_b, size_t n) {
+  if (add_a)
+    add_b ? add_relu_backward_t<true, true>(y, dy, da, db, n) : add_relu_backward_t<true, false>(y, dy, da, db, n);
+  else
+    add_b ? add_relu_backward_t<false, true>(y, dy, da, db, n) : add_relu_backward_t<false, false>(y, dy, da, db, n);
+}
+
 void relu_forward_naive(const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) {
     if (x[i] > 0.0f)

@@ -13,6 +13,9 @@ void relu_forward(const float* x, float* y, size_t n);  // y may alias x
 void relu_backward(const float* y, const float* dy, float* dx, size_t n);
 // y = max(a + b, 0); y may alias a or b.
 void add_relu_forward(const float* a, const float* b, float* y, size_t n);
+// The residual join's backward in one pass: g = dy · [y > 0] goes to both branches,
+// da = g (or da += g when add_a), db likewise. da and db must not alias each other or dy.
+void add_relu_backward(const float* y, const float* dy, float* da, bool add_a, float* db, bool add_b, size_t n);
 
 void relu_forward_naive(const float* x, float* y, size_t n);
 void relu_backward_naive(const float* y, const float* dy, float* dx, size_t n);

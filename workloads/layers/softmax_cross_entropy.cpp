@@ -3,10 +3,11 @@
 
 #include <cmath>
 
+#include "workloads/layers/layer_threads.hpp"
+
 namespace dsgd {
 
-double softmax_cross_entropy_forward(const float* logits, const int32_t* targets, size_t n, size_t c,
-                                     double* correct) {
+double softmax_cross_entropy_forward(const float* logits, const int32_t* targets, size_t n, size_t c, double* correct) {
   double loss = 0;
   double hits = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -29,6 +30,10 @@ double softmax_cross_entropy_forward(const float* logits, const int32_t* targets
 
 void softmax_cross_entropy_backward(const float* logits, const int32_t* targets, size_t n, size_t c, float scale,
                                     float* dlogits) {
+  [[maybe_unused]] const int nt = layer_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n * c >= kParallelMinFloats)
+#endif
   for (size_t i = 0; i < n; ++i) {
     const float* row = logits + i * c;
     float* out = dlogits + i * c;
@@ -55,8 +60,8 @@ double softmax_cross_entropy_forward_naive(const float* logits, const int32_t* t
   return n ? loss / double(n) : 0.0;
 }
 
-void softmax_cross_entropy_backward_naive(const float* logits, const int32_t* targets, size_t n, size_t c,
-                                          float scale, float* dlogits) {
+void softmax_cross_entropy_backward_naive(const float* logits, const int32_t* targets, size_t n, size_t c, float scale,
+                                          float* dlogits) {
   for (size_t i = 0; i < n; ++i) {
     double sum = 0;
     for (size_t k = 0; k < c; ++k) sum += std::exp(double(logits[i * c + k]));

@@ -1,0 +1,93 @@
+// Optional wall-clock accounting of a training step by kernel kind (im2col, GEMM, oneDNN,
+// BatchNorm, ...), for profiling (bench_resnet --profile). Off by default: a disabled
+// KernelTimer costs one load and branch. The accounting is process-global and meant for one
+// thread driving the step (the kernels' own threads are inside the timed calls); it never
+// changes a result.
+#pragma once
+
+#include <array>
+#include <chrono>
+#include <cstddef>
+#include <vector>
+
+namespace dsgd {
+
+enum class Kernel : size_t {
+  im2col,
+  col2im,
+  gemm_fwd,
+  gemm_bwd_w,
+  gemm_bwd_in,
+  zero_dx,
+  onednn_fwd,
+  onednn_bwd_w,
+  onednn_bwd_in,
+  bn_fwd,
+  bn_bwd,
+  join_fwd,
+  join_bwd,
+  pool_head,
+  loss,
+  count
+};
+
+inline const char* kernel_name(Kernel k) {
+  static const char* names[] = {"im2col",      "col2im",     "gemm_fwd",     "gemm_bwd_w",    "gemm_bwd_in",
+                                "zero_dx",     "onednn_fwd", "onednn_bwd_w", "onednn_bwd_in", "bn_relu_fwd",
+                                "bn_relu_bwd", "join_fwd",   "join_bwd",     "pool_head",     "loss"};
+  return names[static_cast<size_t>(k)];
+}
+
+struct KernelProfile {
+  bool enabled = false;
+  std::array<double, static_cast<size_t>(Kernel::count)> seconds{};
+  void clear() { seconds.fill(0.0); }
+};
+
+inline KernelProfile& kernel_profile() {
+  static KernelProfile p;
+  return p;
+}
+
+// Adds the time from construction to destruction to kernel k (when profiling is enabled).
+class KernelTimer {
+ public:
+  explicit KernelTimer(Kernel k) : k_(k), on_(kernel_profile().enabled) {
+    if (on_) t0_ = std::chrono::steady_clock::now();
+  }
+  ~KernelTimer() {
+    if (on_)
+      kernel_profile().seconds[static_cast<size_t>(k_)] +=
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  KernelTimer(const KernelTimer&) = delete;
+  KernelTimer& operator=(const KernelTimer&) = delete;
+
+ private:
+  Kernel k_;
+  bool on_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+// Adds the time from construction to destruction to slots[i] (when profiling is enabled):
+// per-layer accounting by the workloads.
+class SlotTimer {
+ public:
+  SlotTimer(std::vector<double>& slots, size_t i) : slots_(slots), i_(i), on_(kernel_profile().enabled) {
+    if (on_) t0_ = std::chrono::steady_clock::now();
+  }
+  ~SlotTimer() {
+    if (on_ && i_ < slots_.size())
+      slots_[i_] += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+  }
+  SlotTimer(const SlotTimer&) = delete;
+  SlotTimer& operator=(const SlotTimer&) = delete;
+
+ private:
+  std::vector<double>& slots_;
+  size_t i_;
+  bool on_;
+  std::chrono::steady_clock::time_point t0_;
+};
+
+}  // namespace dsgd
