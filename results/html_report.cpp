@@ -312,7 +312,9 @@ void breakdown_chart(Buffer& out, const std::vector<HtmlRunData>& runs) {
 std::string scaling_key(const RunRecord& r) {
   nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
   if (!config.is_object()) config = nlohmann::json::object();
-  for (const char* key : {"workers", "tag", "seed", "db", "save-params", "hostfile", "eval-every", "target"})
+  // peak-gflops-per-worker is measured at the run's start (MFU), not a setting.
+  for (const char* key : {"workers", "tag", "seed", "db", "save-params", "hostfile", "eval-every", "target",
+                          "peak-gflops-per-worker"})
     config.erase(key);
   config["__workload"] = r.workload;
   config["__algorithm"] = r.algorithm;
