@@ -245,7 +245,12 @@ void SimWorld::complete(Collective& c) {
     const double bytes = c.op == Op::op_barrier ? 0.0 : static_cast<double>(c.count) * sizeof(float);
     model = sim_collective_time(opt_.network, opt_.native, c.kind, opt_.algo, bytes, n_);
   }
-  c.completion = c.max_arrival + model;
+  // Collectives in flight at once (non-blocking ones launched from backward hooks, background
+  // averages) share the network: each occupies it from max(its last arrival, the previous
+  // collective's end). Blocking ones cannot overlap, so for them this is max_arrival + model.
+  const double start = model > 0 ? std::max(c.max_arrival, collective_link_free_) : c.max_arrival;
+  c.completion = start + model;
+  if (model > 0) collective_link_free_ = c.completion;
   c.complete = true;
 }
 

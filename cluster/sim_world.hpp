@@ -292,6 +292,9 @@ class SimWorld {
   int n_;
   std::vector<std::unique_ptr<SimCommunicator>> comms_;
   std::vector<double> clock_;
+  // Virtual time at which the collectives' network is free: collectives in flight share it,
+  // one after another in sequence order (as the MPI backend's emulated link does).
+  double collective_link_free_ = 0;
   std::vector<State> state_;
   std::vector<const char*> blocked_in_;
   std::vector<int64_t> seq_;  // next collective sequence number, per worker

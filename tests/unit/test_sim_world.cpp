@@ -117,6 +117,30 @@ TEST(SimWorld, NonBlockingAllreduceCompletesAtLastLaunchPlusModel) {
   EXPECT_EQ(out[1], 1.5f);
 }
 
+// Collectives in flight at once share the network: three non-blocking all-reduces launched
+// together complete one model time apart (not all at launch + model, which would let
+// per-layer overlap hide more traffic than the link can carry).
+TEST(SimWorld, NonBlockingAllreducesInFlightShareTheNetwork) {
+  const int n = 2;
+  const double alpha = 1e-3, bw = 1e6;
+  const size_t count = 1000;
+  SimWorld world(sim_ring_options(n, alpha, bw));
+  std::vector<std::vector<double>> done(n, std::vector<double>(3));
+  world.run([&](int r) {
+    SimCommunicator& c = world.comm(r);
+    std::vector<std::vector<float>> bufs(3, std::vector<float>(count, 1.0f));
+    CollRequest req[3];
+    for (int k = 0; k < 3; ++k) c.iallreduce_average(bufs[k].data(), count, req[k]);
+    for (int k = 0; k < 3; ++k) {
+      c.wait(req[k]);
+      done[r][k] = c.now();
+    }
+  });
+  const double model = 2.0 * (alpha + count * 4.0 / (n * bw));
+  for (int r = 0; r < n; ++r)
+    for (int k = 0; k < 3; ++k) EXPECT_NEAR(done[r][k], (k + 1) * model, 1e-12) << "worker " << r << " request " << k;
+}
+
 TEST(SimWorld, UntimedCollectivesTakeNoTimeButSynchronise) {
   const int n = 3;
   SimWorld world(sim_ring_options(n, 1.0, 1.0));  // a very slow network: untimed ops must not use it
