@@ -33,6 +33,7 @@
 #include <vector>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/background_poll.hpp"
 #include "algorithms/compress/compressor.hpp"
 
 namespace dsgd {
@@ -52,17 +53,8 @@ class DelayedAverage {
     }
   }
   // From the layer hooks: polls, and launches a compressor's next phase when it is due.
-  void progress(TrainState& s) {
-    if (!compressor_) {
-      s.comm.progress(request_);
-      return;
-    }
-    if (s.step == advance_step_) {
-      compressor_->advance(s.comm);
-      advance_step_ = -1;
-    }
-    compressor_->progress(s.comm);
-  }
+  void progress(TrainState& s) { background_average_poll(s, compressor_.get(), request_, advance_step_); }
+
   void after_update(TrainState& s) {
     if (in_flight() && s.step == advance_step_) progress(s);  // no layer hook this step
     if (in_flight() && s.step == apply_step_) apply(s);

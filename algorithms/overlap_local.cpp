@@ -21,6 +21,7 @@
 #include <memory>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/background_poll.hpp"
 #include "algorithms/compress/compressor.hpp"
 
 namespace dsgd {
@@ -80,17 +81,8 @@ class OverlapLocal final : public Algorithm {
  private:
   // Polls the average in flight; a compressor's next phase is launched at advance_step_
   // (the first call in that step: a layer hook, or after_update without hooks).
-  void poll(TrainState& s) {
-    if (!compressor_) {
-      s.comm.progress(request_);
-      return;
-    }
-    if (s.step == advance_step_) {
-      compressor_->advance(s.comm);
-      advance_step_ = -1;
-    }
-    compressor_->progress(s.comm);
-  }
+  void poll(TrainState& s) { background_average_poll(s, compressor_.get(), request_, advance_step_); }
+
   // Waits for the all-reduce in flight (if any) and refreshes the anchor from it.
   void complete(TrainState& s) {
     float* avg = reduced_.data();
