@@ -34,3 +34,20 @@ compare_params() {
   echo "max relative difference: $max (tolerance $3)"
   awk -v m="$max" -v tol="$3" 'BEGIN{exit !(m<=tol)}'
 }
+
+# Compression tests: `run OUT FLAGS...` trains with the caller's `common` flags and saves the
+# final parameters to OUT; `last COLUMN` reads the newest summary of t.db; `expect_bytes NAME W`
+# checks that run's recorded bytes per step equal W.
+run() {
+  local out="$1"
+  shift
+  "$BIN" run "${common[@]}" "$@" --save-params "$out" > "$out.txt" 2>&1 || { cat "$out.txt"; fail "run failed: $*"; }
+}
+last() { sql t.db "select $1 from summaries order by run_id desc limit 1"; }
+expect_bytes() {
+  local got
+  got=$(last bytes_sent_per_step)
+  awk -v g="$got" -v w="$2" 'BEGIN{d=g-w; if(d<0)d=-d; exit !(d < 1e-6)}' ||
+    fail "$1: recorded $got bytes per step, expected $2"
+  echo "ok: $1 sends $got bytes per step"
+}

@@ -9,19 +9,7 @@ source "$(dirname "$0")/common.bash"
 
 # d=200, 4 classes: 804 parameters (an 800-float weight, viewed 25×32 by PowerSGD, and 4 biases).
 common=(--workers 2 --dataset "$SMALL" --steps 48 --batch 32 --seed 11 --db t.db --warmup 0 --lr 0.05)
-run() {
-  local out="$1"
-  shift
-  "$BIN" run "${common[@]}" "$@" --save-params "$out" > "$out.txt" 2>&1 || { cat "$out.txt"; fail "run failed: $*"; }
-}
-last() { sql t.db "select $1 from summaries order by run_id desc limit 1"; }
-expect_bytes() {
-  local got
-  got=$(last bytes_sent_per_step)
-  awk -v g="$got" -v w="$2" 'BEGIN{d=g-w; if(d<0)d=-d; exit !(d < 1e-6)}' ||
-    fail "$1: recorded $got bytes per step, expected $2"
-  echo "ok: $1 sends $got bytes per step"
-}
+# run / last / expect_bytes: tests/integration/common.bash (they use this file's `common`).
 
 variants=("cocod --period 4" "dasgd --period 4 --delay 2" "overlap-local --period 4 --pull-alpha 0.5 --slow-momentum 0.3")
 for v in "${variants[@]}"; do
