@@ -15,6 +15,17 @@
 // to one optimizer over the whole model).
 // Bytes sent per step per worker (ring): (1/H)·Σ_h Σ_{l ∈ S_h ∪ E_h} 2(n−1)/n·4·|x_l|
 // (4·|x|·2(n−1)/n / H without extra syncs).
+// --compress KIND (Qsparse-local-SGD's rule, Basu et al. 2019, per layer): each layer has its
+// own compressor (own error feedback; seed + layer index) and its last average x̂_l (identical
+// on every worker, x_0 before the first). A synchronised layer's hook computes the local
+// update x'_l into the scratch copy, then starts D_l ← C_avg(x'_l − x̂_l) (the compressor's
+// non-blocking form) in place of the all-reduce; after the optimizer step every launched
+// compressor's next phase is launched (advance: PowerSGD's Q), then each is finished, both
+// in launch order (the same on every rank), and x_l ← x̂_l + D_l, x̂_l ← x_l. At identity
+// settings (topk:1, qsgd:bits=32) this is uncompressed dreamddp to float rounding
+// (x̂ + avg(x' − x̂) vs avg(x')). The schedule is searched with the compressed per-layer
+// costs (GradientCompressor::modelled_time); bytes per step: as above with each layer's
+// all-reduce replaced by its compressor's bytes per call.
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
@@ -23,6 +34,7 @@
 #include <nlohmann/json.hpp>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compress/compressor.hpp"
 #include "algorithms/dreamddp_schedule.hpp"
 #include "core/errors.hpp"
 
@@ -65,25 +77,44 @@ class DreamDdp final : public Algorithm {
       costs = &fallback;
     }
     costs_ = *costs;
+    if (!cfg_.compress.empty()) {
+      for (size_t l = 0; l < nl; ++l) {
+        compressors_.push_back(compressor_create(cfg_.compress));
+        compressors_.back()->setup(s.comm, {LayerView{layers[l].name, 0, layers[l].count}}, layers[l].count,
+                                   cfg_.seed + l);
+      }
+      anchor_.assign(s.params, s.params + s.count);
+    }
     comm_s_.assign(nl, 0.0);
     for (size_t l = 0; l < nl; ++l) {
-      if (costs_.network && n > 1)
-        comm_s_[l] = network_collective_time(*costs_.network, CollKind::coll_allreduce, costs_.algo,
-                                             static_cast<double>(layers[l].count) * sizeof(float), n);
+      if (!costs_.network || n <= 1) continue;
+      comm_s_[l] = compressors_.empty()
+                       ? network_collective_time(*costs_.network, CollKind::coll_allreduce, costs_.algo,
+                                                 static_cast<double>(layers[l].count) * sizeof(float), n)
+                       : compressors_[l]->modelled_time(*costs_.network, costs_.algo, layers[l].count, n);
     }
     schedule_ = dreamddp_schedule_search(costs_.bwd_s, comm_s_, period_);
     synced_.assign(static_cast<size_t>(period_) * nl, 0);
-    size_t most = 1;
     for (int64_t h = 0; h < period_; ++h) {
       for (size_t l : schedule_.slots[h]) synced_[h * nl + l] = 1;
       for (size_t l : schedule_.extra[h]) synced_[h * nl + l] = 1;
-      most = std::max(most, schedule_.slots[h].size() + schedule_.extra[h].size());
     }
-    max_collectives_ = static_cast<int>(most);
+    max_collectives_ = 1;
     double bytes = 0;
-    for (int64_t h = 0; h < period_; ++h)
-      for (size_t l = 0; l < nl; ++l)
-        if (synced_[h * nl + l]) bytes += ring_allreduce_bytes_sent(double(layers[l].count) * sizeof(float), n);
+    for (int64_t h = 0; h < period_; ++h) {
+      int collectives = 0;
+      for (size_t l = 0; l < nl; ++l) {
+        if (!synced_[h * nl + l]) continue;
+        if (compressors_.empty()) {
+          bytes += ring_allreduce_bytes_sent(double(layers[l].count) * sizeof(float), n);
+          collectives += 1;
+        } else {
+          bytes += compressors_[l]->bytes_sent_per_call(layers[l].count, n);
+          collectives += compressors_[l]->collectives_per_call();
+        }
+      }
+      max_collectives_ = std::max(max_collectives_, collectives);
+    }
     bytes_per_step_ = bytes / static_cast<double>(period_);
     full_model_comm_s_ = costs_.network && n > 1
                              ? network_collective_time(*costs_.network, CollKind::coll_allreduce, costs_.algo,
@@ -106,8 +137,15 @@ class DreamDdp final : public Algorithm {
     if (layer < nl && synced_[h * nl + layer]) {
       const LayerView& v = layers_[layer];
       std::memcpy(scratch_.data() + v.offset, s.params + v.offset, v.count * sizeof(float));
-      optimizers_[layer]->step(scratch_.data() + v.offset, s.grads + v.offset, lr_schedule_.lr_at(s.step));
-      s.comm.iallreduce_average(scratch_.data() + v.offset, v.count, requests_[layer]);
+      float* x = scratch_.data() + v.offset;
+      optimizers_[layer]->step(x, s.grads + v.offset, lr_schedule_.lr_at(s.step));
+      if (compressors_.empty()) {
+        s.comm.iallreduce_average(x, v.count, requests_[layer]);
+      } else {
+        const float* a = anchor_.data() + v.offset;
+        for (size_t i = 0; i < v.count; ++i) x[i] -= a[i];
+        compressors_[layer]->start(s.comm, x, v.count, s.step);
+      }
       updated_[layer] = 1;
       launched_[layer] = 1;
       launch_order_[n_launched_++] = layer;
@@ -128,11 +166,22 @@ class DreamDdp final : public Algorithm {
   void after_update(TrainState& s) override {
     // In launch order, so that a request's overlap ends where computing stopped.
     const double compute_end = s.comm.now();
+    if (!compressors_.empty())
+      for (size_t i = 0; i < n_launched_; ++i) compressors_[launch_order_[i]]->advance(s.comm);
     for (size_t i = 0; i < n_launched_; ++i) {
       const size_t l = launch_order_[i];
-      s.comm.wait(requests_[l], compute_end);
       const LayerView& v = layers_[l];
-      std::memcpy(s.params + v.offset, scratch_.data() + v.offset, v.count * sizeof(float));
+      if (compressors_.empty()) {
+        s.comm.wait(requests_[l], compute_end);
+        std::memcpy(s.params + v.offset, scratch_.data() + v.offset, v.count * sizeof(float));
+      } else {
+        compressors_[l]->finish(s.comm, compute_end);
+        const float* d = scratch_.data() + v.offset;
+        float* a = anchor_.data() + v.offset;
+        float* x = s.params + v.offset;
+        for (size_t i = 0; i < v.count; ++i) x[i] = a[i] + d[i];
+        std::memcpy(a, x, v.count * sizeof(float));
+      }
       launched_[l] = 0;
     }
     n_launched_ = 0;
@@ -141,8 +190,9 @@ class DreamDdp final : public Algorithm {
 
   bool replicas_identical() const override { return period_ == 1; }
   double model_state_bytes(size_t count, int n) const override {
-    // params, grads, optimizer state (SGD: velocity; AdamW: m and v), the scratch copy.
-    const double per_param = optimizer_resolve_name(cfg_) == "adamw" ? 5.0 : 4.0;
+    // params, grads, optimizer state (SGD: velocity; AdamW: m and v), the scratch copy
+    // (--compress: + the last averages x̂; the compressors' buffers are not counted).
+    const double per_param = (optimizer_resolve_name(cfg_) == "adamw" ? 5.0 : 4.0) + (cfg_.compress.empty() ? 0.0 : 1.0);
     return per_param * sizeof(float) * double(count);
   }
   double bytes_sent_per_step(double param_bytes, int n) const override {
@@ -154,7 +204,13 @@ class DreamDdp final : public Algorithm {
 
  private:
   void progress(TrainState& s) {
-    for (size_t i = 0; i < n_launched_; ++i) s.comm.progress(requests_[launch_order_[i]]);
+    for (size_t i = 0; i < n_launched_; ++i) {
+      if (compressors_.empty()) {
+        s.comm.progress(requests_[launch_order_[i]]);
+      } else {
+        compressors_[launch_order_[i]]->progress(s.comm);
+      }
+    }
   }
 
   std::vector<std::string> names(const std::vector<size_t>& ls, const std::vector<LayerView>& layers) const {
@@ -177,6 +233,7 @@ class DreamDdp final : public Algorithm {
     }
     return {{"schedule", slots},
             {"period", period_},
+            {"compress", cfg_.compress},
             {"search", schedule_.optimal ? "optimal" : "node budget reached: best found"},
             {"search-nodes", schedule_.nodes},
             {"compute-source", costs_.compute_source},
@@ -211,8 +268,10 @@ class DreamDdp final : public Algorithm {
                                             : fmt::format("{}", fmt::join(names(schedule_.slots[h], layers), " ")),
                  extra);
     }
+    if (!cfg_.compress.empty())
+      fmt::print("#   per-layer communication: --compress {} (each layer's compressed collectives)\n", cfg_.compress);
     fmt::print("# per period: {:.3f} ms of all-reduce, {:.3f} ms hidden behind backward, {:.3f} ms exposed "
-               "(localsgd at this H: one {:.3f} ms model all-reduce, none hidden)\n",
+               "(localsgd at this H: one {:.3f} ms uncompressed model all-reduce, none hidden)\n",
                comm * 1e3, (comm - exposed) * 1e3, exposed * 1e3, full_model_comm_s_ * 1e3);
     std::fflush(stdout);
   }
@@ -226,7 +285,9 @@ class DreamDdp final : public Algorithm {
   DreamDdpSchedule schedule_;
   std::vector<uint8_t> synced_;  // [slot · layers + layer]: averaged at that slot
   std::vector<LayerView> layers_;
-  std::vector<float> scratch_;   // locally updated copies of the layers being averaged
+  std::vector<float> scratch_;   // locally updated copies of the layers being averaged (--compress: x' − x̂)
+  std::vector<std::unique_ptr<GradientCompressor>> compressors_;  // --compress: one per layer
+  std::vector<float> anchor_;    // --compress: x̂, each layer's last average
   std::vector<CollRequest> requests_;
   std::vector<uint8_t> launched_, updated_;
   std::vector<size_t> launch_order_;

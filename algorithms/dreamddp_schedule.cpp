@@ -37,6 +37,7 @@ struct Search {
   std::vector<size_t> assign;     // per layer: slot
   std::vector<size_t> best_assign;
   double best = 0;
+  double tie = 0;  // improvements of at most this many seconds are ties (float rounding)
   int64_t nodes = 0;
   bool cut = false;
 
@@ -71,10 +72,10 @@ struct Search {
       cut = true;
       return;
     }
-    if (p < order.size() && lower_bound(p) >= best) return;
+    if (p < order.size() && lower_bound(p) >= best - tie) return;
     if (p == order.size()) {
       const double s = partial();
-      if (s < best) {
+      if (s < best - tie) {
         best = s;
         best_assign = assign;
       }
@@ -103,7 +104,7 @@ struct Search {
       free[h] = key + comm[l];
       const Child c{partial(), h};
       free[h] = old_free;
-      if (c.cost >= best) continue;  // bound: adding layers never lowers a slot's exposed time
+      if (c.cost >= best - tie) continue;  // bound: adding layers never lowers a slot's exposed time
       if (small)
         children[nc++] = c;
       else
@@ -113,7 +114,7 @@ struct Search {
     Child* end = small ? children + nc : many.data() + many.size();
     std::stable_sort(begin, end, [](const Child& a, const Child& b) { return a.cost < b.cost; });
     for (Child* c = begin; c != end; ++c) {
-      if (c->cost >= best) break;  // best may have improved in an earlier child
+      if (c->cost >= best - tie) break;  // best may have improved in an earlier child
       const double old_free = free[c->slot];
       free[c->slot] = std::max(old_free, ready[l]) + comm[l];
       assign[l] = c->slot;
@@ -163,6 +164,11 @@ DreamDdpSchedule dreamddp_schedule_search(const std::vector<double>& bwd_s, cons
   s.free.assign(slots, 0.0);
   s.assign.assign(nl, 0);
   for (size_t l = nl; l-- > 0;) s.order.push_back(l);
+  // Ties: assignments whose costs are equal in real numbers (the SVM's two layers together
+  // in one slot or apart, on a link where nothing hides) differ by float rounding of times
+  // that are measured anew each run; counting differences up to 1e-12 of the step's scale as
+  // ties keeps the first schedule (greedy, then depth-first order), the same in every run.
+  s.tie = 1e-12 * (s.backward + std::accumulate(comm_s.begin(), comm_s.end(), 0.0));
 
   // Incumbent: greedy, each layer (backward order) to the slot where the partial cost is
   // lowest; ties to the slot with the least communication so far, then the fewest layers
@@ -177,8 +183,8 @@ DreamDdpSchedule dreamddp_schedule_search(const std::vector<double>& bwd_s, cons
       for (size_t h = 0; h < slots; ++h) {
         const double nf = std::max(free[h], ready[l]) + comm_s[l];
         const double cost = exposed_of(nf, s.backward) - exposed_of(free[h], s.backward);
-        const bool better = h == 0 || cost < pick_cost ||
-                            (cost == pick_cost && (comm_sum[h] < comm_sum[pick] ||
+        const bool better = h == 0 || cost < pick_cost - s.tie ||
+                            (cost <= pick_cost + s.tie && (comm_sum[h] < comm_sum[pick] ||
                                                    (comm_sum[h] == comm_sum[pick] && layers[h] < layers[pick])));
         if (better) {
           pick = h;

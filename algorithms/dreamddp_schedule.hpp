@@ -21,6 +21,9 @@
 // (2) symmetry: slots are interchangeable (the cost of a slot depends only on its layers),
 //     so of several slots with the same link state only the first is tried;
 // (3) a node budget: past it the best schedule found so far is returned with optimal=false.
+// Costs within 1e-12 of (backward + Σ comm) count as equal (float rounding of real ties), so
+// the first schedule found among equals is kept and the result does not flip between runs
+// whose measured times differ by noise.
 // Then idle link time is filled (the paper's extra synchronisation): in each slot, every
 // layer not yet averaged in that slot, in backward order, is added as an extra all-reduce
 // when that does not increase the slot's exposed time.

@@ -86,7 +86,8 @@ const std::vector<RunConfigField>& run_config_fields() {
        &C::dpsgd_delay},
       {"compress",
        "compression of the all-reduce (ssgd: gradient; localsgd, cocod, dasgd, overlap-local: model difference to the "
-       "last average; diloco: pseudo-gradient): topk:RATIO | qsgd:bits=B | powersgd:rank=R (empty: none)",
+       "last average; dreamddp: each layer's difference to its last average; diloco: pseudo-gradient): topk:RATIO | "
+       "qsgd:bits=B | powersgd:rank=R (empty: none)",
        &C::compress},
       {"zero-bits", "zero: bits of communicated weight differences and gradients: 32 (exact) or 4 (SDP4Bit)",
        &C::zero_bits},
@@ -414,7 +415,8 @@ void run_config_validate(const RunConfig& cfg) {
     fail("dpsgd-delay", fmt::format("must be 0 or 1 (got {})", cfg.dpsgd_delay), "pass --dpsgd-delay 0 or 1");
   if (!cfg.compress.empty() || cfg.given("compress")) {
     // The all-reduce variants take --compress; the others communicate otherwise (why, per variant).
-    static const char* const compressed[] = {"ssgd", "localsgd", "diloco", "cocod", "dasgd", "overlap-local"};
+    static const char* const compressed[] = {"ssgd",  "localsgd",      "diloco",
+                                              "cocod", "dasgd", "overlap-local", "dreamddp"};
     const bool ok = std::find_if(std::begin(compressed), std::end(compressed),
                                  [&](const char* a) { return cfg.algo == a; }) != std::end(compressed);
     if (!ok) {
@@ -425,10 +427,8 @@ void run_config_validate(const RunConfig& cfg) {
         why = "it pushes to and pulls from server shards in one-sided windows, not by all-reduce";
       else if (cfg.algo == "zero")
         why = "it shards its collectives (reduce-scatter, all-gather) and has its own quantisation, --zero-bits 4";
-      else if (cfg.algo == "dreamddp")
-        why = "its per-layer all-reduces at scheduled slots are not compressed";
       fail("compress",
-           fmt::format("applies to the all-reduce variants ssgd, localsgd, diloco, cocod, dasgd and overlap-local, "
+           fmt::format("applies to the all-reduce variants ssgd, localsgd, diloco, cocod, dasgd, overlap-local and dreamddp, "
                        "not {}: {}",
                        cfg.algo, why),
            cfg.algo == "zero" ? "drop --compress (use --zero-bits 4 to quantise zero's communication)"

@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "cluster/communicator.hpp"
+#include "cluster/network_model.hpp"
 #include "workloads/workload.hpp"
 
 namespace dsgd {
@@ -50,6 +51,11 @@ class GradientCompressor {
   virtual void setup(Communicator& comm, const std::vector<LayerView>& layers, size_t count, uint64_t seed) = 0;
   // Bytes one worker sends per call, as recorded (ring accounting, docs/metrics.md).
   virtual double bytes_sent_per_call(size_t count, int n) const = 0;
+  // Modelled seconds of one call on `model` (network_model.hpp): the sum of its phases'
+  // collectives (top-k, QSGD: one all-gather of n payloads; PowerSGD: the P and Q
+  // all-reduces). After setup. Used by dreamddp to plan its schedule with the compressed
+  // per-layer costs.
+  virtual double modelled_time(const NetworkModel& model, CollAlgo algo, size_t count, int n) const = 0;
   // Recorded collectives per call (= phases).
   int collectives_per_call() const { return phases(); }
 

@@ -93,6 +93,11 @@ class PowerSgd final : public GradientCompressor {
     const auto [p, q] = buffer_sizes(layers_view_);
     return ring_allreduce_bytes_sent(4.0 * double(p), n) + (q > 0 ? ring_allreduce_bytes_sent(4.0 * double(q), n) : 0.0);
   }
+  double modelled_time(const NetworkModel& model, CollAlgo algo, size_t, int n) const override {
+    const auto [p, q] = buffer_sizes(layers_view_);
+    return network_collective_time(model, CollKind::coll_allreduce, algo, 4.0 * double(p), n) +
+           (q > 0 ? network_collective_time(model, CollKind::coll_allreduce, algo, 4.0 * double(q), n) : 0.0);
+  }
 
  protected:
   // Phase 0: M = g + e, P = MQ (and the plain layers) → all-reduce 1.

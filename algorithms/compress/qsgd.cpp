@@ -38,6 +38,10 @@ class Qsgd final : public GradientCompressor {
   double bytes_sent_per_call(size_t count, int n) const override {
     return ring_scatter_gather_bytes_sent(double(n) * 4.0 * double(payload_words(count)), n);
   }
+  double modelled_time(const NetworkModel& model, CollAlgo algo, size_t count, int n) const override {
+    return network_collective_time(model, CollKind::coll_allgather, algo, double(n) * 4.0 * double(payload_words(count)),
+                                   n);
+  }
 
  protected:
   int phases() const override { return 1; }

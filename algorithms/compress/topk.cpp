@@ -37,6 +37,10 @@ class TopK final : public GradientCompressor {
   double bytes_sent_per_call(size_t count, int n) const override {
     return ring_scatter_gather_bytes_sent(double(n) * 8.0 * double(k_for(ratio_, count)), n);
   }
+  double modelled_time(const NetworkModel& model, CollAlgo algo, size_t count, int n) const override {
+    return network_collective_time(model, CollKind::coll_allgather, algo, double(n) * 8.0 * double(k_for(ratio_, count)),
+                                   n);
+  }
 
  protected:
   int phases() const override { return 1; }

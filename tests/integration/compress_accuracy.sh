@@ -1,4 +1,4 @@
-# Each background-averaging variant with a compressor (cocod, dasgd, overlap-local ×
+# Each background-averaging variant and dreamddp with a compressor (cocod, dasgd, overlap-local, dreamddp ×
 # topk:0.1, qsgd:bits=4, powersgd:rank=8) reaches within 3 points of the same variant
 # uncompressed on the Fashion-MNIST SVM (2 workers, half an epoch each, same seed, cosine
 # decay; the settings of algos1_accuracy.sh). PowerSGD's rank 2 loses more here (8 to 21
@@ -22,7 +22,7 @@ acc() {
   id=$(echo "$out" | tail -n 1 | sed 's/run_id=//')
   sql t.db "select test_acc from evals where run_id=$id order by step desc limit 1"
 }
-for v in "cocod --period 8" "dasgd --period 8 --delay 4" "overlap-local --period 8 --pull-alpha 0.6 --slow-momentum 0.5"; do
+for v in "cocod --period 8" "dasgd --period 8 --delay 4" "overlap-local --period 8 --pull-alpha 0.6 --slow-momentum 0.5" "dreamddp --period 8"; do
   read -r -a args <<< "--algo $v"
   base=$(acc "${args[@]}")
   echo "$v: $base"

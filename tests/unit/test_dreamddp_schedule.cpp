@@ -146,6 +146,21 @@ TEST(DreamDdpSchedule, SpreadsLayersWhenOneSlotCannotHideThem) {
   EXPECT_NEAR(dreamddp_slot_exposed(bwd, comm, {0, 1, 2}), 1.5e-3, 1e-12);  // what H = 1 would cost
 }
 
+TEST(DreamDdpSchedule, RealTiesGiveTheSameScheduleWhateverTheRounding) {
+  // The SVM on a slow link: weights (layer 0) and bias (layer 1) with microseconds of
+  // backward and milliseconds of all-reduce. Together in one slot or apart costs the same in
+  // real numbers (c_b + c_w − bwd_w); float rounding of the measured times used to pick
+  // either. Now every perturbation gives the greedy schedule: apart, bias first.
+  Rng rng(7);
+  for (int i = 0; i < 300; ++i) {
+    const double bwd_w = 1e-4 * (1 + rng.uniform()), bwd_b = 1e-7 * (1 + rng.uniform());
+    const double c_w = 2.6e-2 * (1 + rng.uniform()), c_b = 1e-3 * (1 + rng.uniform());
+    const DreamDdpSchedule s = dreamddp_schedule_search({bwd_w, bwd_b}, {c_w, c_b}, 2);
+    ASSERT_EQ(s.slots[0], (std::vector<size_t>{1})) << "case " << i;
+    ASSERT_EQ(s.slots[1], (std::vector<size_t>{0})) << "case " << i;
+  }
+}
+
 TEST(DreamDdpSchedule, FreeNetworkStillSpreadsLayersOverThePeriod) {
   const std::vector<double> bwd(8, 1e-3), comm(8, 0.0);
   const DreamDdpSchedule s = dreamddp_schedule_search(bwd, comm, 4);
