@@ -91,6 +91,9 @@ TEST(Conv2d, GradientsMatchFiniteDifferences) {
 const Conv2dShape kWideConvShapes[] = {
     {3, 16, 8, 8, 16, 3, 1, 1}, {2, 16, 8, 8, 32, 3, 2, 1}, {2, 16, 8, 8, 32, 1, 2, 0},
     {2, 32, 4, 4, 64, 3, 1, 1}, {2, 3, 8, 8, 16, 3, 1, 1},
+    // Pixel counts that are not a multiple of 8 (7×7 = 49, 5×5 = 25, 14×14 → 7×7 at stride
+    // 2): the blocked-layout transposes' (conv2d_dnnl.cpp) scalar tails.
+    {2, 16, 7, 7, 16, 3, 1, 1}, {3, 8, 5, 5, 8, 3, 1, 1}, {2, 16, 14, 14, 32, 3, 2, 1},
 };
 
 // im2col/col2im and the im2col convolution's gradients split their loops over the --threads

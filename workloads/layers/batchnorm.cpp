@@ -1,6 +1,7 @@
 // See batchnorm.hpp. Per channel, one pass for both moments (8 float lanes, shifted by the
 // channel's first value, partial sums flushed to double every 1024 values) and one pass for
-// the affine map (+ ReLU); the backward likewise: one pass for Σg, Σg·(x−μ), one for dx.
+// the affine map (+ ReLU); the backward: one pass for the ReLU mask (g into dx), one for Σg,
+// Σg·(x−μ), one for dx.
 // Channels are split over layer_threads() threads.
 #include "workloads/layers/batchnorm.hpp"
 
@@ -51,9 +52,19 @@ inline float affine_value(float x, float scale, float shift) {
   return std::fma(x, scale, shift);
 }
 
-// g = dy · keep(i) ? 1 : 0; Σ g and Σ g·(x − μ).
+// g = keep(i) ? dy : 0, written to g (may alias dy). A loop of its own: the loop vectoriser
+// turns the select into a blend, while the 8-lane sums below stay scalar when the select is
+// inside them (GCC 12 does not vectorise a select within an unrolled lane block).
 template <class Keep>
-void kept_sums(const float* dy, const float* x, size_t m, float mu, Keep keep, double& sg, double& sgx) {
+void mask_into(const float* dy, float* g, size_t m, Keep keep) {
+  for (size_t i = 0; i < m; ++i) {
+    const float d = dy[i];
+    g[i] = keep(i) ? d : 0.0f;
+  }
+}
+
+// Σ g and Σ g·(x − μ), float lanes flushed to double every kFlush (as shifted_sums).
+void grad_sums(const float* g, const float* x, size_t m, float mu, double& sg, double& sgx) {
   sg = sgx = 0;
   for (size_t i0 = 0; i0 < m; i0 += kFlush) {
     const size_t i1 = std::min(m, i0 + kFlush);
@@ -61,14 +72,12 @@ void kept_sums(const float* dy, const float* x, size_t m, float mu, Keep keep, d
     size_t i = i0;
     for (; i + kLanes <= i1; i += kLanes)
       for (size_t j = 0; j < kLanes; ++j) {
-        const float g = keep(i + j) ? dy[i + j] : 0.0f;
-        a[j] += g;
-        b[j] += g * (x[i + j] - mu);
+        a[j] += g[i + j];
+        b[j] += g[i + j] * (x[i + j] - mu);
       }
     for (; i < i1; ++i) {
-      const float g = keep(i) ? dy[i] : 0.0f;
-      a[0] += g;
-      b[0] += g * (x[i] - mu);
+      a[0] += g[i];
+      b[0] += g[i] * (x[i] - mu);
     }
     for (size_t j = 0; j < kLanes; ++j) {
       sg += a[j];
@@ -77,10 +86,9 @@ void kept_sums(const float* dy, const float* x, size_t m, float mu, Keep keep, d
   }
 }
 
-// dx = k1·g − k2·(x − μ) − k3 with g = dy · keep(i) ? 1 : 0.
-template <class Keep>
-void kept_dx(const float* dy, const float* x, float* dx, size_t m, float mu, float k1, float k2, float k3, Keep keep) {
-  for (size_t i = 0; i < m; ++i) dx[i] = k1 * (keep(i) ? dy[i] : 0.0f) - k2 * (x[i] - mu) - k3;
+// dx = k1·g − k2·(x − μ) − k3 (g may alias dx).
+void grad_dx(const float* g, const float* x, float* dx, size_t m, float mu, float k1, float k2, float k3) {
+  for (size_t i = 0; i < m; ++i) dx[i] = k1 * g[i] - k2 * (x[i] - mu) - k3;
 }
 
 // y = x·scale + shift, then max(·, 0) when relu.
@@ -164,15 +172,16 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* ga
     const float mu = mean[c], is = invstd[c];
     double sum_dy = 0, sum_dyx = 0;
     const float sc = relu_affine ? relu_affine[c] : 0.0f, sh = relu_affine ? relu_affine[s.c + c] : 0.0f;
-    auto by_output = [mc](size_t i) { return mc[i] > 0.0f; };
-    auto by_affine = [xc, sc, sh](size_t i) { return affine_value(xc[i], sc, sh) > 0.0f; };
-    auto all = [](size_t) { return true; };
-    if (mc)
-      kept_sums(dyc, xc, m, mu, by_output, sum_dy, sum_dyx);
-    else if (relu_affine)
-      kept_sums(dyc, xc, m, mu, by_affine, sum_dy, sum_dyx);
-    else
-      kept_sums(dyc, xc, m, mu, all, sum_dy, sum_dyx);
+    // g: dy through the ReLU mask, kept in dx (dx may alias dy; dy is not read after this).
+    const float* g = dyc;
+    if (mc) {
+      mask_into(dyc, dxc, m, [mc](size_t i) { return mc[i] > 0.0f; });
+      g = dxc;
+    } else if (relu_affine) {
+      mask_into(dyc, dxc, m, [xc, sc, sh](size_t i) { return affine_value(xc[i], sc, sh) > 0.0f; });
+      g = dxc;
+    }
+    grad_sums(g, xc, m, mu, sum_dy, sum_dyx);
     const double dg = sum_dyx * is;  // Σ g·x̂
     dgamma[c] = static_cast<float>(dg);
     dbeta[c] = static_cast<float>(sum_dy);
@@ -181,12 +190,7 @@ void batchnorm_backward(const BatchNormShape& s, const float* x, const float* ga
     const float k1 = static_cast<float>(gamma[c] * is);
     const float k2 = static_cast<float>(gamma[c] * is * is * dg / md);
     const float k3 = static_cast<float>(gamma[c] * is * sum_dy / md);
-    if (mc)
-      kept_dx(dyc, xc, dxc, m, mu, k1, k2, k3, by_output);
-    else if (relu_affine)
-      kept_dx(dyc, xc, dxc, m, mu, k1, k2, k3, by_affine);
-    else
-      kept_dx(dyc, xc, dxc, m, mu, k1, k2, k3, all);
+    grad_dx(g, xc, dxc, m, mu, k1, k2, k3);
   }
 }
 

@@ -3,6 +3,10 @@
 // per conversion between the user layouts (CNHW activations, OIHW weights) and the formats
 // the primitives chose. The input gradient with accumulate uses a reorder with a sum post-op
 // (dx += converted result) where oneDNN offers one, else a scratch copy and an add loop.
+// Activations to and from oneDNN's nChw8c (the jit:avx2 kernels' format for 8 | C) are
+// converted by our own 8×8 transposes (cnhw_to_nchw8c / nchw8c_to_cnhw below) instead of
+// oneDNN's generic reorder, which moved about 2 GB/s on this machine (ResNet-20 b128 spent
+// ~20 % of its step in it).
 //
 // The backend table (conv2d_pick_backend), from bench/bench_resnet_backends.sh: forward +
 // weight gradient + input gradient per shape, 1 thread, OpenBLAS 0.3.21 vs oneDNN 2.6, ms
@@ -24,6 +28,8 @@
 #if DSGD_HAVE_DNNL
 #include <cblas.h>
 #include <omp.h>
+
+#include <immintrin.h>
 
 #include <algorithm>
 #include <oneapi/dnnl/dnnl.hpp>
@@ -57,6 +63,89 @@ memory::desc cnhw_desc(size_t n, size_t c, size_t h, size_t w) {
 
 int blas_threads() { return std::max(1, openblas_get_num_threads()); }
 void use_blas_thread_count() { omp_set_num_threads(blas_threads()); }
+
+// nChw8c: (N, C/8, H, W, 8), the channel's position in its block of 8 innermost.
+bool is_nchw8c(const memory::desc& d, size_t n, size_t c, size_t h, size_t w) {
+  if (c % 8 != 0) return false;
+  return d == memory::desc({memory::dim(n), memory::dim(c), memory::dim(h), memory::dim(w)}, dt::f32, tag::nChw8c);
+}
+
+// 8 rows of 8 floats (row r at src[r], columns p..p+7) → 8 vectors of the 8 rows at each
+// column (out[k] = {src[0][p+k], …, src[7][p+k]}).
+#ifdef __AVX__
+inline void transpose8(__m256 r[8]) {
+  const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+  const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+  const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+  const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xEE);
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xEE);
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xEE);
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xEE);
+  r[0] = _mm256_permute2f128_ps(u0, u4, 0x20);
+  r[1] = _mm256_permute2f128_ps(u1, u5, 0x20);
+  r[2] = _mm256_permute2f128_ps(u2, u6, 0x20);
+  r[3] = _mm256_permute2f128_ps(u3, u7, 0x20);
+  r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+  r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+  r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+  r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+#endif
+
+// CNHW (C, N, HW) → nChw8c (N, C/8, HW, 8). One (n, block) per iteration; each output is
+// written by one thread, so the result does not depend on the thread count.
+void cnhw_to_nchw8c(const float* in, float* out, size_t n, size_t c, size_t hw) {
+  const size_t blocks = c / 8;
+  const long work = static_cast<long>(n * blocks);
+  [[maybe_unused]] const int nt = blas_threads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (long it = 0; it < work; ++it) {
+    const size_t i = static_cast<size_t>(it) / blocks, b = static_cast<size_t>(it) % blocks;
+    const float* src[8];
+    for (size_t l = 0; l < 8; ++l) src[l] = in + ((b * 8 + l) * n + i) * hw;
+    float* dst = out + (i * blocks + b) * hw * 8;
+    size_t p = 0;
+#ifdef __AVX__
+    for (; p + 8 <= hw; p += 8) {
+      __m256 r[8];
+      for (size_t l = 0; l < 8; ++l) r[l] = _mm256_loadu_ps(src[l] + p);
+      transpose8(r);
+      for (size_t k = 0; k < 8; ++k) _mm256_storeu_ps(dst + (p + k) * 8, r[k]);
+    }
+#endif
+    for (; p < hw; ++p)
+      for (size_t l = 0; l < 8; ++l) dst[p * 8 + l] = src[l][p];
+  }
+}
+
+// nChw8c → CNHW; with accumulate, out += the converted values (one rounding, as dx + g).
+void nchw8c_to_cnhw(const float* in, float* out, size_t n, size_t c, size_t hw, bool accumulate) {
+  const size_t blocks = c / 8;
+  const long work = static_cast<long>(n * blocks);
+  [[maybe_unused]] const int nt = blas_threads();
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
+  for (long it = 0; it < work; ++it) {
+    const size_t i = static_cast<size_t>(it) / blocks, b = static_cast<size_t>(it) % blocks;
+    float* dst[8];
+    for (size_t l = 0; l < 8; ++l) dst[l] = out + ((b * 8 + l) * n + i) * hw;
+    const float* src = in + (i * blocks + b) * hw * 8;
+    size_t p = 0;
+#ifdef __AVX__
+    for (; p + 8 <= hw; p += 8) {
+      __m256 r[8];
+      for (size_t k = 0; k < 8; ++k) r[k] = _mm256_loadu_ps(src + (p + k) * 8);
+      transpose8(r);  // r[l] = channel l at columns p..p+7
+      for (size_t l = 0; l < 8; ++l) {
+        if (accumulate) r[l] = _mm256_add_ps(_mm256_loadu_ps(dst[l] + p), r[l]);
+        _mm256_storeu_ps(dst[l] + p, r[l]);
+      }
+    }
+#endif
+    for (; p < hw; ++p)
+      for (size_t l = 0; l < 8; ++l) dst[l][p] = accumulate ? dst[l][p] + src[p * 8 + l] : src[p * 8 + l];
+  }
+}
 }  // namespace
 
 struct DnnlConv2d::Impl {
@@ -76,10 +165,22 @@ struct DnnlConv2d::Impl {
   bool x_w_is_x_f = false, dy_d_is_dy_w = false, have_sum = false;
   const float* x_f_from = nullptr;  // the user pointer x_f was converted from
   const float* dy_w_from = nullptr; // the user pointer dy_w was converted from (this step)
+  // Which activation buffers are nChw8c (converted by our transposes, not oneDNN's reorder).
+  bool x_f_blk = false, y_f_blk = false, x_w_blk = false, dy_w_blk = false, dy_d_blk = false, dx_d_blk = false;
   std::vector<float> dx_scratch;    // accumulate without a sum post-op
 
   static dnnl::reorder make_reorder(const memory& from, const memory& to) {
     return dnnl::reorder(dnnl::reorder::primitive_desc(from, to));
+  }
+  // user CNHW → primitive buffer: our transpose when blk, else the oneDNN reorder.
+  void to_primitive(dnnl::reorder& r, memory& user, memory& prim, bool blk, size_t n, size_t c, size_t hw) {
+    if (blk) {
+      str.wait();  // earlier primitives on the stream may still be reading prim
+      cnhw_to_nchw8c(static_cast<const float*>(user.get_data_handle()), static_cast<float*>(prim.get_data_handle()),
+                     n, c, hw);
+    } else {
+      r.execute(str, user, prim);
+    }
   }
 };
 
@@ -122,6 +223,13 @@ DnnlConv2d::DnnlConv2d(const Conv2dShape& s) : s_(s), threads_(blas_threads()) {
   m.dy_d = m.dy_d_is_dy_w ? m.dy_w : memory(bwd_d_pd.diff_dst_desc(), m.eng);
   m.w_d = memory(bwd_d_pd.weights_desc(), m.eng);
   m.dx_d = memory(bwd_d_pd.diff_src_desc(), m.eng);
+  const size_t ho = s.h_out(), wo = s.w_out();
+  m.x_f_blk = is_nchw8c(m.x_f.get_desc(), s.n, s.c_in, s.h, s.w);
+  m.y_f_blk = is_nchw8c(m.y_f.get_desc(), s.n, s.c_out, ho, wo);
+  m.x_w_blk = is_nchw8c(m.x_w.get_desc(), s.n, s.c_in, s.h, s.w);
+  m.dy_w_blk = is_nchw8c(m.dy_w.get_desc(), s.n, s.c_out, ho, wo);
+  m.dy_d_blk = is_nchw8c(m.dy_d.get_desc(), s.n, s.c_out, ho, wo);
+  m.dx_d_blk = is_nchw8c(m.dx_d.get_desc(), s.n, s.c_in, s.h, s.w);
 
   m.x_u = memory(m.x_md, m.eng, nullptr);
   m.y_u = memory(m.y_md, m.eng, nullptr);
@@ -161,10 +269,16 @@ void DnnlConv2d::forward(const float* x, const float* w, float* y) {
   m.x_u.set_data_handle(const_cast<float*>(x));
   m.w_u.set_data_handle(const_cast<float*>(w));
   m.y_u.set_data_handle(y);
-  m.r_x_f.execute(m.str, m.x_u, m.x_f);
+  m.to_primitive(m.r_x_f, m.x_u, m.x_f, m.x_f_blk, s_.n, s_.c_in, s_.h * s_.w);
   m.r_w_f.execute(m.str, m.w_u, m.w_f);
   m.fwd.execute(m.str, {{DNNL_ARG_SRC, m.x_f}, {DNNL_ARG_WEIGHTS, m.w_f}, {DNNL_ARG_DST, m.y_f}});
-  m.r_y.execute(m.str, m.y_f, m.y_u);
+  if (m.y_f_blk) {
+    m.str.wait();
+    nchw8c_to_cnhw(static_cast<const float*>(m.y_f.get_data_handle()), y, s_.n, s_.c_out, s_.h_out() * s_.w_out(),
+                   false);
+  } else {
+    m.r_y.execute(m.str, m.y_f, m.y_u);
+  }
   m.str.wait();
   m.x_f_from = x;
 }
@@ -177,13 +291,13 @@ void DnnlConv2d::backward_weights(const float* x, const float* dy, float* dw) {
   if (!m.x_w_is_x_f || m.x_f_from != x) {
     m.x_u.set_data_handle(const_cast<float*>(x));
     if (m.x_w_is_x_f) {
-      m.r_x_f.execute(m.str, m.x_u, m.x_f);
+      m.to_primitive(m.r_x_f, m.x_u, m.x_f, m.x_f_blk, s_.n, s_.c_in, s_.h * s_.w);
       m.x_f_from = x;
     } else {
-      m.r_x_w.execute(m.str, m.x_u, m.x_w);
+      m.to_primitive(m.r_x_w, m.x_u, m.x_w, m.x_w_blk, s_.n, s_.c_in, s_.h * s_.w);
     }
   }
-  m.r_dy_w.execute(m.str, m.dy_u, m.dy_w);
+  m.to_primitive(m.r_dy_w, m.dy_u, m.dy_w, m.dy_w_blk, s_.n, s_.c_out, s_.h_out() * s_.w_out());
   m.bwd_w.execute(m.str, {{DNNL_ARG_SRC, m.x_w}, {DNNL_ARG_DIFF_DST, m.dy_w}, {DNNL_ARG_DIFF_WEIGHTS, m.dw_w}});
   m.r_dw.execute(m.str, m.dw_w, m.dw_u);
   m.str.wait();
@@ -197,15 +311,19 @@ void DnnlConv2d::backward_input(const float* w, const float* dy, float* dx, bool
   m.w_u.set_data_handle(const_cast<float*>(w));
   // backward_weights(…, dy, …) right before, with the same (unchanged) dy and the same
   // format, already converted it.
+  const size_t hwo = s_.h_out() * s_.w_out();
   if (!m.dy_d_is_dy_w)
-    m.r_dy_d.execute(m.str, m.dy_u, m.dy_d);
+    m.to_primitive(m.r_dy_d, m.dy_u, m.dy_d, m.dy_d_blk, s_.n, s_.c_out, hwo);
   else if (m.dy_w_from != dy)
-    m.r_dy_w.execute(m.str, m.dy_u, m.dy_w);
+    m.to_primitive(m.r_dy_w, m.dy_u, m.dy_w, m.dy_w_blk, s_.n, s_.c_out, hwo);
   m.dy_w_from = nullptr;
   m.r_w_d.execute(m.str, m.w_u, m.w_d);
   m.bwd_d.execute(m.str, {{DNNL_ARG_DIFF_DST, m.dy_d}, {DNNL_ARG_WEIGHTS, m.w_d}, {DNNL_ARG_DIFF_SRC, m.dx_d}});
   const size_t count = s_.c_in * s_.n * s_.h * s_.w;
-  if (!accumulate) {
+  if (m.dx_d_blk) {
+    m.str.wait();
+    nchw8c_to_cnhw(static_cast<const float*>(m.dx_d.get_data_handle()), dx, s_.n, s_.c_in, s_.h * s_.w, accumulate);
+  } else if (!accumulate) {
     m.dx_u.set_data_handle(dx);
     m.r_dx.execute(m.str, m.dx_d, m.dx_u);
   } else if (m.have_sum) {
