@@ -41,6 +41,10 @@ case "$WORKLOAD" in
        sgd=(--lr 0.01 --momentum 0.9) adam=(--optimizer adamw --lr 0.001) ;;
   *) echo "--workload: unknown '$WORKLOAD' (available: resnet20, svm)" >&2; exit 2 ;;
 esac
+if [ ! -x "$BIN" ]; then
+  echo "no dsgd-bench program at $BIN: run from the repository root after building, or pass --bin PATH" >&2
+  exit 2
+fi
 case "$BACKEND" in
   mpi|sim) ;;
   *) echo "--backend: unknown '$BACKEND' (available: mpi, sim)" >&2; exit 2 ;;
@@ -75,6 +79,9 @@ variants=(
   "ssgd-qsgd4|--algo ssgd --compress qsgd:bits=4"
   "ssgd-powersgd2|--algo ssgd --compress powersgd:rank=2"
   "localsgd-H4-qsgd4|--algo localsgd --period 4 --compress qsgd:bits=4"
+  "dreamddp-H4-topk0.01|--algo dreamddp --period 4 --compress topk:0.01"
+  "dreamddp-H4-qsgd4|--algo dreamddp --period 4 --compress qsgd:bits=4"
+  "dreamddp-H4-powersgd4|--algo dreamddp --period 4 --compress powersgd:rank=4"
 )
 for net in $NETWORKS; do
   emu=()

@@ -2,17 +2,6 @@
 # dpsgd cannot use, a model too small for zero. Each fails with one message naming the flag.
 source "$(dirname "$0")/common.bash"
 
-expect_error() {
-  local pattern="$1"
-  shift
-  set +e
-  "$@" > out.txt 2> err.txt
-  local rc=$?
-  set -e
-  [ $rc -ne 0 ] || fail "expected failure, got exit 0: $*"
-  grep -Eq -e "$pattern" err.txt || { cat out.txt err.txt; fail "stderr does not match '$pattern': $*"; }
-  echo "ok (exit $rc): $* -> $(head -n 1 err.txt)"
-}
 
 R=("$BIN" run --db t.db --steps 5 --batch 16 --dataset "$SMALL")
 expect_error "--dpsgd-delay: applies to --algo dpsgd only" "${R[@]}" --algo ssgd --dpsgd-delay 1

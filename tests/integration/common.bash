@@ -23,6 +23,23 @@ last_run_id() {
   echo "${BASH_REMATCH[1]}"
 }
 
+# expect_error PATTERN CMD...: CMD is refused as bad input: exit code 2 (EXPECT_RC=1 for an
+# environment failure, e.g. an unopenable database: EXPECT_RC=1 expect_error ...), stderr matching
+# PATTERN (grep -E) with one error message (at most 2 lines saying "error": the message and
+# its hint). A test may define expect_error_also (called with the same arguments) for a check
+# of its own, e.g. that the database is unchanged. CMD's output is left in out.txt / err.txt.
+expect_error() {
+  local pattern="$1"
+  shift
+  local rc=0
+  "$@" > out.txt 2> err.txt || rc=$?
+  [ "$rc" -eq "${EXPECT_RC:-2}" ] || { cat out.txt err.txt; fail "expected exit ${EXPECT_RC:-2}, got $rc: $*"; }
+  grep -Eq -e "$pattern" err.txt || { cat out.txt err.txt; fail "stderr does not match '$pattern': $*"; }
+  [ "$(grep -c 'error' err.txt)" -le 2 ] || { cat err.txt; fail "more than one error message: $*"; }
+  if declare -F expect_error_also > /dev/null; then expect_error_also "$pattern" "$@"; fi
+  echo "ok: $* -> $(head -n 1 err.txt)"
+}
+
 # sql DB QUERY: one value.
 sql() { sqlite3 "$1" "$2"; }
 

@@ -29,18 +29,6 @@ done
 "$BIN" run "${GPT[@]}" --dataset fortunes --steps 3 --eval-every 3 --batch 2 --db t.db > out.txt 2> err.txt ||
   { cat out.txt err.txt; fail "fortunes run failed"; }
 
-expect_error() {
-  local pattern="$1"
-  shift
-  set +e
-  "$@" > out.txt 2> err.txt
-  local rc=$?
-  set -e
-  [ $rc -eq 2 ] || { cat out.txt err.txt; fail "expected exit 2, got $rc: $*"; }
-  grep -Eq -e "$pattern" err.txt || { cat out.txt err.txt; fail "stderr does not match '$pattern': $*"; }
-  [ "$(grep -ci 'error' err.txt)" -le 2 ] || { cat err.txt; fail "more than one error message: $*"; }
-  echo "ok (exit $rc): $(head -n 1 err.txt)"
-}
 R=("$BIN" run --db bad.db --steps 2 --batch 2 --workload transformer --model gpt --layers 1 --d-model 32 --seq 16)
 expect_error "--heads.*does not divide --d-model" "${R[@]}" --heads 3 --dataset "$TEXT"
 printf 'a short text of under one hundred bytes, far shorter than a window\n' > short.txt

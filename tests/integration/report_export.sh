@@ -41,17 +41,6 @@ PY
 "$BIN" report --db t.db --since 2000-01-01 --runs "$id1,$id2" > stdout.csv || fail "stdout report failed"
 [ "$(wc -l < stdout.csv)" = 3 ] || fail "stdout report rows"
 
-expect_error() {
-  local pattern="$1"
-  shift
-  set +e
-  "$@" > out.txt 2> err.txt
-  local rc=$?
-  set -e
-  [ $rc -eq 2 ] || { cat err.txt; fail "expected exit 2, got $rc: $*"; }
-  grep -Eq -e "$pattern" err.txt || { cat err.txt; fail "stderr does not match '$pattern': $*"; }
-  echo "ok (exit 2): $* -> $(head -n 1 err.txt)"
-}
 expect_error "run 999 not found" "$BIN" report --db t.db --runs 999 -o x.csv
 expect_error "no run .* matches --tag nosuchtag" "$BIN" report --db t.db --tag nosuchtag -o x.csv
 expect_error "no database" "$BIN" report --db missing.db -o x.csv

@@ -96,24 +96,14 @@ awk -v a="$fwd" -v b="$got" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-12 + 1e-9*
   fail "simulated forward $got is not the calibrated $fwd"
 
 # Bad input: exit code 2 and a message naming the problem.
-expect_error() {
-  local pattern="$1"
-  shift
-  set +e
-  "$BIN" run "$@" > err.out 2>&1
-  local rc=$?
-  set -e
-  [[ $rc == 2 ]] || { cat err.out; fail "expected exit code 2, got $rc for: $*"; }
-  grep -q -- "$pattern" err.out || { cat err.out; fail "message lacks '$pattern' for: $*"; }
-}
-expect_error "--workers: must be at least 1" --backend sim --workers 0 "${common[@]}"
-expect_error "cannot be reached in a --timing-only run" --backend sim --workers 4 --timing-only true --target acc=0.5 \
+expect_error "--workers: must be at least 1" "$BIN" run --backend sim --workers 0 "${common[@]}"
+expect_error "cannot be reached in a --timing-only run" "$BIN" run --backend sim --workers 4 --timing-only true --target acc=0.5 \
   "${common[@]}"
-expect_error "a profile of another workload" --workers 2 "${common[@]}" --backend sim --profile-from "$PROF" \
+expect_error "a profile of another workload" "$BIN" run --workers 2 "${common[@]}" --backend sim --profile-from "$PROF" \
   --dataset "synthetic:n=2000,d=50,classes=3,test=100"
-expect_error "no compute profile of workload" --workers 2 "${common[@]}" --backend sim --db empty.db
-expect_error "more than the" --backend sim --workers 1024 --profile-from "$PROF" --db t.db --steps 5 \
+expect_error "no compute profile of workload" "$BIN" run --workers 2 "${common[@]}" --backend sim --db empty.db
+expect_error "more than the" "$BIN" run --backend sim --workers 1024 --profile-from "$PROF" --db t.db --steps 5 \
   --dataset "synthetic:n=5000,d=2000000,density=0.000005,classes=10,test=100"
-expect_error "models ssgd (without --overlap), localsgd, diloco and dpsgd" --backend sim --workers 2 --timing-only true --algo ssgd --overlap true \
+expect_error "models ssgd \(without --overlap\), localsgd, diloco and dpsgd" "$BIN" run --backend sim --workers 2 --timing-only true --algo ssgd --overlap true \
   "${common[@]}" --profile-from "$PROF"
 echo PASS

@@ -2,8 +2,9 @@
 // im2col + SGEMM, used per layer where it measures faster (conv2d_pick_backend). Same layouts
 // and semantics as conv2d.hpp: activations CNHW (described to oneDNN as a strided N, C, H, W
 // tensor), weights (Cout, Cin, k, k), no bias. The primitives choose their own (blocked)
-// memory formats; reorders convert inputs in and results out inside every call, so a call
-// costs what the step pays.
+// memory formats; inputs are converted in and results out inside every call (activations in
+// nChw8c by our own AVX transposes, anything else by oneDNN reorders), so a call costs what
+// the step pays.
 // Threads: oneDNN runs on OpenMP. Each call first sets OpenMP's thread count to OpenBLAS's
 // (openblas_get_num_threads, which --threads sets), so one setting governs both, and the two
 // pools never run at the same time (every call returns after its work is done). oneDNN fixes
