@@ -66,15 +66,21 @@ void Communicator::broadcast(float* data, size_t count, int root) {
   record(CollKind::coll_broadcast, arrive, rank() == root ? double(count) * sizeof(float) : 0.0);
 }
 
-void Communicator::iallreduce_sum(float* data, size_t count, CollRequest& r) {
+void Communicator::begin_request(CollRequest& r, float* data, size_t count, CollKind kind, double model_bytes,
+                                 double bytes_sent) {
   r.data = data;
   r.count = count;
   r.average = false;
   r.completed = 0;
   r.launch = now();
-  r.kind = CollKind::coll_allreduce;
-  r.model_bytes = double(count) * sizeof(float);
-  r.bytes_sent = ring_allreduce_bytes_sent(r.model_bytes, size());
+  r.kind = kind;
+  r.model_bytes = model_bytes;
+  r.bytes_sent = bytes_sent;
+}
+
+void Communicator::iallreduce_sum(float* data, size_t count, CollRequest& r) {
+  const double bytes = double(count) * sizeof(float);
+  begin_request(r, data, count, CollKind::coll_allreduce, bytes, ring_allreduce_bytes_sent(bytes, size()));
   r.slot = do_iallreduce_sum_start(data, count);
 }
 
@@ -137,27 +143,15 @@ void Communicator::allgather(float* data, size_t count) {
 }
 
 void Communicator::iallgather(float* data, size_t count, CollRequest& r) {
-  r.data = data;
-  r.count = count;
-  r.average = false;
-  r.completed = 0;
-  r.launch = now();
-  r.kind = CollKind::coll_allgather;
-  r.model_bytes = double(count) * sizeof(float);
-  r.bytes_sent = ring_scatter_gather_bytes_sent(r.model_bytes, size());
+  const double bytes = double(count) * sizeof(float);
+  begin_request(r, data, count, CollKind::coll_allgather, bytes, ring_scatter_gather_bytes_sent(bytes, size()));
   r.slot = do_iallgather_start(data, count);
 }
 
 int Communicator::exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
                                  size_t recv_count, const int* sources, size_t n_sources, CollRequest& r) {
-  r.data = recv;
-  r.count = recv_count * n_sources;
-  r.average = false;
-  r.completed = 0;
-  r.kind = CollKind::coll_sendrecv;
-  r.model_bytes = double(send_count) * sizeof(float) * double(n_dests);
-  r.bytes_sent = r.model_bytes;
-  r.launch = now();
+  const double bytes = double(send_count) * sizeof(float) * double(n_dests);
+  begin_request(r, recv, recv_count * n_sources, CollKind::coll_sendrecv, bytes, bytes);
   r.slot = do_exchange_start(send, send_count, dests, n_dests, recv, recv_count, sources, n_sources);
   return r.slot;
 }

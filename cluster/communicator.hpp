@@ -265,6 +265,8 @@ class Communicator {
   int exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
                      size_t recv_count, const int* sources, size_t n_sources, CollRequest& r);
   void record(CollKind kind, double arrive, double bytes_sent);
+  // Fills r for a non-blocking operation launched now on `data` (its slot is set by the caller).
+  void begin_request(CollRequest& r, float* data, size_t count, CollKind kind, double model_bytes, double bytes_sent);
   void divide_by_size(float* data, size_t count) const;
   void emulate(CollKind kind, double bytes);
   CollEventLog* log_ = nullptr;
