@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "core/run_config.hpp"
+
 namespace dsgd {
 
 std::string format_config(const RunConfig& cfg, const RunRecord& r) {
@@ -41,8 +43,10 @@ std::string opt_num(const std::optional<double>& v, const char* spec = "{:.4f}")
 std::string format_run_summary(const RunWithSummary& rs) {
   const RunRecord& r = rs.run;
   std::string out;
-  out += fmt::format("run {}  {}  {} on {}, {} x {} workers (batch {} per worker, H={}), {} steps, seed {}\n", r.id,
-                     r.status, r.algorithm, r.workload, r.backend, r.workers, r.batch, r.period, r.steps, r.seed);
+  // H only for the variants that take --period (ssgd's stored default 4 means nothing).
+  const std::string period = run_config_uses_period(r.algorithm) ? fmt::format(", H={}", r.period) : "";
+  out += fmt::format("run {}  {}  {} on {}, {} x {} workers (batch {} per worker{}), {} steps, seed {}\n", r.id,
+                     r.status, r.algorithm, r.workload, r.backend, r.workers, r.batch, period, r.steps, r.seed);
   out += fmt::format("  dataset {}  tag '{}'  created {}  commit {}\n", r.dataset, r.tag, r.created_at, r.git_commit);
   if (!r.error.empty()) out += fmt::format("  error: {}\n", r.error);
   if (!rs.summary) return out;

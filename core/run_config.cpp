@@ -245,6 +245,12 @@ bool RunConfig::given(const char* key) const {
   return std::find(given_keys.begin(), given_keys.end(), key) != given_keys.end();
 }
 
+bool run_config_uses_period(const std::string& algo) {
+  static const char* const periodic[] = {"localsgd", "diloco", "cocod", "dasgd", "overlap-local", "dreamddp"};
+  return std::find_if(std::begin(periodic), std::end(periodic), [&](const char* a) { return algo == a; }) !=
+         std::end(periodic);
+}
+
 bool run_config_ps_dedicated(const RunConfig& cfg) {
   return cfg.ps_placement == "dedicated" || (cfg.ps_placement == "auto" && cfg.workers > 1);
 }
@@ -308,13 +314,8 @@ void run_config_validate_variants(const RunConfig& cfg) {
   owned("lr-base-batch", cfg.lr_base_batch != def.lr_base_batch, cfg.lr_scaling != "none", "--lr-scaling linear|sqrt");
   if (cfg.lr_base_batch < 1)
     fail("lr-base-batch", fmt::format("must be at least 1 (got {})", cfg.lr_base_batch), "pass e.g. 256");
-  {
-    static const char* const periodic[] = {"localsgd", "diloco", "cocod", "dasgd", "overlap-local", "dreamddp"};
-    const bool uses_period = std::find_if(std::begin(periodic), std::end(periodic),
-                                          [&](const char* a) { return cfg.algo == a; }) != std::end(periodic);
-    owned("period", cfg.period != def.period, uses_period,
-          "--algo localsgd|diloco|cocod|dasgd|overlap-local|dreamddp");
-  }
+  owned("period", cfg.period != def.period, run_config_uses_period(cfg.algo),
+        "--algo localsgd|diloco|cocod|dasgd|overlap-local|dreamddp");
   owned("post-local", cfg.post_local != def.post_local, cfg.algo == "localsgd", "--algo localsgd");
   if (cfg.post_local < 0) fail("post-local", fmt::format("must be >= 0 (got {})", cfg.post_local), "pass 0 for none");
   owned("outer-lr", cfg.outer_lr != def.outer_lr, cfg.algo == "diloco", "--algo diloco");
