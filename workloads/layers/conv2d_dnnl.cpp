@@ -93,15 +93,20 @@ inline void transpose8(__m256 r[8]) {
 }
 #endif
 
-// CNHW (C, N, HW) → nChw8c (N, C/8, HW, 8). One (n, block) per iteration; each output is
-// written by one thread, so the result does not depend on the thread count.
-void cnhw_to_nchw8c(const float* in, float* out, size_t n, size_t c, size_t hw) {
-  const size_t blocks = c / 8;
+// f(image i, channel block b) for every pair, split over the BLAS thread count; each pair's
+// output is written by one thread, so results do not depend on the thread count.
+template <class F>
+void for_each_image_block(size_t n, size_t blocks, F f) {
   const long work = static_cast<long>(n * blocks);
   [[maybe_unused]] const int nt = blas_threads();
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (long it = 0; it < work; ++it) {
-    const size_t i = static_cast<size_t>(it) / blocks, b = static_cast<size_t>(it) % blocks;
+  for (long it = 0; it < work; ++it) f(static_cast<size_t>(it) / blocks, static_cast<size_t>(it) % blocks);
+}
+
+// CNHW (C, N, HW) → nChw8c (N, C/8, HW, 8).
+void cnhw_to_nchw8c(const float* in, float* out, size_t n, size_t c, size_t hw) {
+  const size_t blocks = c / 8;
+  for_each_image_block(n, blocks, [&](size_t i, size_t b) {
     const float* src[8];
     for (size_t l = 0; l < 8; ++l) src[l] = in + ((b * 8 + l) * n + i) * hw;
     float* dst = out + (i * blocks + b) * hw * 8;
@@ -116,17 +121,13 @@ void cnhw_to_nchw8c(const float* in, float* out, size_t n, size_t c, size_t hw) 
 #endif
     for (; p < hw; ++p)
       for (size_t l = 0; l < 8; ++l) dst[p * 8 + l] = src[l][p];
-  }
+  });
 }
 
 // nChw8c → CNHW; with accumulate, out += the converted values (one rounding, as dx + g).
 void nchw8c_to_cnhw(const float* in, float* out, size_t n, size_t c, size_t hw, bool accumulate) {
   const size_t blocks = c / 8;
-  const long work = static_cast<long>(n * blocks);
-  [[maybe_unused]] const int nt = blas_threads();
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-  for (long it = 0; it < work; ++it) {
-    const size_t i = static_cast<size_t>(it) / blocks, b = static_cast<size_t>(it) % blocks;
+  for_each_image_block(n, blocks, [&](size_t i, size_t b) {
     float* dst[8];
     for (size_t l = 0; l < 8; ++l) dst[l] = out + ((b * 8 + l) * n + i) * hw;
     const float* src = in + (i * blocks + b) * hw * 8;
@@ -144,7 +145,7 @@ void nchw8c_to_cnhw(const float* in, float* out, size_t n, size_t c, size_t hw, 
 #endif
     for (; p < hw; ++p)
       for (size_t l = 0; l < 8; ++l) dst[l][p] = accumulate ? dst[l][p] + src[p * 8 + l] : src[p * 8 + l];
-  }
+  });
 }
 }  // namespace
 
