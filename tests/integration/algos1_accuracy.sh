@@ -4,19 +4,9 @@
 # Skipped (exit 0 with a note) when the Fashion-MNIST files are not installed.
 source "$(dirname "$0")/common.bash"
 
-if ! "$BIN" run --dataset fashion-mnist --steps 1 --batch 8 --db probe.db > /dev/null 2>&1; then
-  echo "SKIP: fashion-mnist is not installed (scripts/install-deps.sh)"
-  exit 0
-fi
+skip_without_fashion_mnist
 
 common=(--workers 2 --dataset fashion-mnist --epochs 0.5 --batch 64 --seed 3 --db t.db --eval-every 1000000 --lr-schedule cosine)
-acc() {
-  local out
-  out=$("$BIN" run "${common[@]}" "$@") || fail "run failed: $*"
-  local id
-  id=$(echo "$out" | tail -n 1 | sed 's/run_id=//')
-  sql t.db "select test_acc from evals where run_id=$id order by step desc limit 1"
-}
 base=$(acc --algo ssgd --lr 0.4)
 echo "ssgd: $base"
 check() {

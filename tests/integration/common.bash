@@ -40,6 +40,20 @@ expect_error() {
   echo "ok: $* -> $(head -n 1 err.txt)"
 }
 
+# Accuracy tests on the real Fashion-MNIST: skip_without_fashion_mnist exits 0 with a note when
+# the files are not installed; `acc FLAGS...` trains with the caller's `common` flags (which
+# must name --db t.db) and prints the run's last evaluated test accuracy.
+skip_without_fashion_mnist() {
+  if ! "$BIN" run --dataset fashion-mnist --steps 1 --batch 8 --db probe.db > /dev/null 2>&1; then
+    echo "SKIP: fashion-mnist is not installed (scripts/install-deps.sh)"
+    exit 0
+  fi
+}
+acc() {
+  "$BIN" run "${common[@]}" "$@" > acc.out || { cat acc.out; fail "run failed: $*"; }
+  sql t.db "select test_acc from evals where run_id=$(last_run_id acc.out) order by step desc limit 1"
+}
+
 # sql DB QUERY: one value.
 sql() { sqlite3 "$1" "$2"; }
 

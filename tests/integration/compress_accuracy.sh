@@ -8,20 +8,10 @@
 # Skipped (exit 0 with a note) when the Fashion-MNIST files are not installed.
 source "$(dirname "$0")/common.bash"
 
-if ! "$BIN" run --dataset fashion-mnist --steps 1 --batch 8 --db probe.db > /dev/null 2>&1; then
-  echo "SKIP: fashion-mnist is not installed (scripts/install-deps.sh)"
-  exit 0
-fi
+skip_without_fashion_mnist
 
 common=(--workers 2 --dataset fashion-mnist --epochs 0.5 --batch 64 --seed 3 --db t.db --eval-every 1000000
   --lr-schedule cosine --lr 0.4)
-acc() {
-  local out
-  out=$("$BIN" run "${common[@]}" "$@") || fail "run failed: $*"
-  local id
-  id=$(echo "$out" | tail -n 1 | sed 's/run_id=//')
-  sql t.db "select test_acc from evals where run_id=$id order by step desc limit 1"
-}
 for v in "cocod --period 8" "dasgd --period 8 --delay 4" "overlap-local --period 8 --pull-alpha 0.6 --slow-momentum 0.5" "dreamddp --period 8"; do
   read -r -a args <<< "--algo $v"
   base=$(acc "${args[@]}")

@@ -14,6 +14,8 @@
 #include <string>
 #include <vector>
 
+#include "core/rng.hpp"
+
 namespace dsgd::testing {
 
 struct GradCheckTolerance {
@@ -55,6 +57,14 @@ inline std::vector<float> projection_weights(size_t n, unsigned seed = 7) {
     v = static_cast<float>((s >> 8) & 0xFFFF) / 65536.0f - 0.5f;
   }
   return r;
+}
+
+// n standard-normal floats from Rng(seed): test inputs shaped like gradients.
+inline std::vector<float> normal_vector(size_t n, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<float> v(n);
+  for (auto& x : v) x = static_cast<float>(rng.normal());
+  return v;
 }
 
 inline double dot(const std::vector<float>& a, const std::vector<float>& b) {

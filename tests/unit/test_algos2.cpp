@@ -13,19 +13,14 @@
 #include "algorithms/compress/compressor.hpp"
 #include "algorithms/dpsgd.hpp"
 #include "core/errors.hpp"
-#include "core/rng.hpp"
+#include "grad_check.hpp"
 #include "workloads/datasets/dataset.hpp"
 
 using namespace dsgd;
 
 namespace {
 
-std::vector<float> random_vector(size_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal());
-  return v;
-}
+using dsgd::testing::normal_vector;
 
 // A backend that implements only the original operations (as a backend written before the
 // sharded and point-to-point operations existed), with a configurable size.
@@ -51,7 +46,7 @@ TEST(Communicator, NewOperationsOnOneRankAreIdentitiesAndRecorded) {
   CollEventLog log;
   log.reserve(16);
   comm->attach_log(&log);
-  std::vector<float> x = random_vector(10, 1), shard(10), recv(10);
+  std::vector<float> x = normal_vector(10, 1), shard(10), recv(10);
   comm->reduce_scatter_average(x.data(), shard.data(), x.size());
   EXPECT_EQ(shard, x);
   std::vector<float> y = x;
@@ -77,7 +72,7 @@ TEST(Communicator, OneSidedWindowOnOneRankKeepsModelAndVersion) {
   log.reserve(4);
   comm->attach_log(&log);
   comm->window_create(5);
-  const std::vector<float> x = random_vector(5, 2);
+  const std::vector<float> x = normal_vector(5, 2);
   std::vector<float> y(5);
   uint64_t version = 99;
   comm->window_lock(0);
@@ -118,7 +113,7 @@ TEST(TopK, KeepsTheLargestAndErrorFeedbackConservesTheSum) {
   topk->setup(*comm, {}, n, 1);
   std::vector<double> sent(n, 0.0), given(n, 0.0);
   for (int step = 0; step < 5; ++step) {
-    std::vector<float> g = random_vector(n, 10 + step);
+    std::vector<float> g = normal_vector(n, 10 + step);
     for (size_t i = 0; i < n; ++i) given[i] += g[i];
     std::vector<float> out = g;
     topk->allreduce_average(*comm, out.data(), n, step);
@@ -153,7 +148,7 @@ TEST(TopK, KeepsTheLargestAndErrorFeedbackConservesTheSum) {
 TEST(Qsgd, UnbiasedSeededAndOnItsGrid) {
   auto comm = communicator_create_self();
   const size_t n = 600;  // two buckets of 512 (the second partial)
-  const std::vector<float> g = random_vector(n, 3);
+  const std::vector<float> g = normal_vector(n, 3);
   auto q = compressor_create("qsgd:bits=4");
   q->setup(*comm, {}, n, 42);
   std::vector<double> mean(n, 0.0);
@@ -203,7 +198,7 @@ TEST(PowerSgd, RecoversLowRankAndFullRankMatricesWithErrorFeedback) {
   const size_t count = 245;
   // Rank-1 gradient u vᵀ: rank 1 reproduces it after one power iteration.
   std::vector<float> g(count);
-  const std::vector<float> u = random_vector(15, 5), v = random_vector(16, 6), b = random_vector(5, 7);
+  const std::vector<float> u = normal_vector(15, 5), v = normal_vector(16, 6), b = normal_vector(5, 7);
   for (size_t i = 0; i < 15; ++i)
     for (size_t j = 0; j < 16; ++j) g[i * 16 + j] = u[i] * v[j];
   for (size_t i = 0; i < 5; ++i) g[240 + i] = b[i];
@@ -214,7 +209,7 @@ TEST(PowerSgd, RecoversLowRankAndFullRankMatricesWithErrorFeedback) {
   for (size_t i = 0; i < count; ++i) EXPECT_NEAR(out[i], g[i], 1e-5 * (1 + std::fabs(g[i])));
   EXPECT_DOUBLE_EQ(p1->bytes_sent_per_call(count, 2), 4.0 * (15 + 5) + 4.0 * 16);  // P (+ the plain layer), Q
   // A generic (full-rank) matrix with rank 2: approximation + error = the input.
-  const std::vector<float> h = random_vector(count, 8);
+  const std::vector<float> h = normal_vector(count, 8);
   auto p2 = compressor_create("powersgd:rank=2");
   p2->setup(*comm, layers, count, 9);
   std::vector<float> approx = h;

@@ -11,18 +11,13 @@
 #include "algorithms/compress/compressor.hpp"
 #include "cluster/sim_world.hpp"
 #include "core/errors.hpp"
-#include "core/rng.hpp"
+#include "grad_check.hpp"
 #include "sim_ring_options.hpp"
 
 namespace dsgd {
 namespace {
 
-std::vector<float> random_vector(size_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.normal());
-  return v;
-}
+using testing::normal_vector;
 
 bool same_bits(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
@@ -53,7 +48,7 @@ std::vector<Outcome> run_both(const std::string& spec, int n, int steps) {
     log_n.reserve(64);
     Outcome& o = out[static_cast<size_t>(r)];
     for (int step = 0; step < steps; ++step) {
-      const std::vector<float> g = random_vector(kCount, 1000 + 17 * step + static_cast<uint64_t>(r));
+      const std::vector<float> g = normal_vector(kCount, 1000 + 17 * step + static_cast<uint64_t>(r));
       std::vector<float> b = g, x = g;
       c.attach_log(&log_b);
       blocking->allreduce_average(c, b.data(), kCount, step);
@@ -123,7 +118,7 @@ TEST(CompressAsync, IdentitySettingsAverageExactly) {
   for (const char* spec : {"topk:1", "qsgd:bits=32"}) {
     const std::vector<Outcome> out = run_both(spec, 2, 2);
     for (int t = 0; t < 2; ++t) {
-      const std::vector<float> a = random_vector(kCount, 1000 + 17 * t), b = random_vector(kCount, 1001 + 17 * t);
+      const std::vector<float> a = normal_vector(kCount, 1000 + 17 * t), b = normal_vector(kCount, 1001 + 17 * t);
       for (size_t i = 0; i < kCount; ++i) ASSERT_EQ(out[0].nonblocking[t][i], (a[i] + b[i]) * 0.5f) << spec << i;
     }
   }
@@ -139,7 +134,7 @@ TEST(CompressAsync, ComputeBetweenStartAndFinishHidesTheCommunication) {
     auto blocking = compressor_create("topk:0.5"), nonblocking = compressor_create("topk:0.5");
     blocking->setup(c, kLayers, kCount, 1);
     nonblocking->setup(c, kLayers, kCount, 1);
-    std::vector<float> g = random_vector(kCount, 5);
+    std::vector<float> g = normal_vector(kCount, 5);
     double t0 = c.now();
     blocking->allreduce_average(c, g.data(), kCount, 0);
     blocking_s[static_cast<size_t>(r)] = c.now() - t0;
@@ -163,7 +158,7 @@ TEST(CompressAsync, OneRankNonBlockingIsTheBlockingIdentity) {
     a->setup(*self, kLayers, kCount, 3);
     b->setup(*self, kLayers, kCount, 3);
     for (int step = 0; step < 3; ++step) {
-      std::vector<float> x = random_vector(kCount, 40 + step), y = x;
+      std::vector<float> x = normal_vector(kCount, 40 + step), y = x;
       a->allreduce_average(*self, x.data(), kCount, step);
       b->start(*self, y.data(), kCount, step);
       b->finish(*self);
