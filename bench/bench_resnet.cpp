@@ -8,6 +8,8 @@
 // thread count, median of 7, measured in the same process.
 // conv_backends: each convolution's backend in forward order (i = im2col + SGEMM, o = oneDNN);
 // --conv-backend auto|im2col|onednn (default auto: the per-shape table, layers/conv2d_dnnl.cpp).
+// layout: the activation layout (cnhw or nchw8c); --layout auto|cnhw|nchw8c (default auto:
+// nChw8c where the network can keep it, see workloads/resnet.hpp).
 // --profile 1: after the timed steps, runs --steps more with per-kernel and per-layer
 // accounting (layers/kernel_profile.hpp) and prints the mean seconds per step of each to
 // stderr (a table) and as "profile" in the JSON line; the timed steps are not profiled.
@@ -54,7 +56,7 @@ double sgemm_gflops() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model = "resnet20", shape = "1x28x28", backend = "auto";
+  std::string model = "resnet20", shape = "1x28x28", backend = "auto", layout = "auto";
   int batch = 128, threads = 1, steps = 10, warmup = 3, profile = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -72,6 +74,8 @@ int main(int argc, char** argv) {
       warmup = std::atoi(v.c_str());
     else if (k == "--conv-backend")
       backend = v;
+    else if (k == "--layout")
+      layout = v;
     else if (k == "--profile")
       profile = std::atoi(v.c_str());
     else {
@@ -89,6 +93,8 @@ int main(int argc, char** argv) {
   auto wl = dsgd::resnet_create(model, data.train, false, 1);
   auto* resnet = dynamic_cast<dsgd::ResNetWorkload*>(wl.get());
   resnet->set_conv_backend(backend);
+  resnet->set_activation_layout(layout);
+  const char* layout_name = resnet->activation_layout() == dsgd::ActivationLayout::nchw8c ? "nchw8c" : "cnhw";
   std::string backends;
   for (size_t u = 0; u < resnet->conv_layer_count(); ++u)
     backends += resnet->conv_backend(u) == dsgd::ConvBackend::onednn ? 'o' : 'i';
@@ -165,8 +171,8 @@ int main(int argc, char** argv) {
   std::printf(
       "{\"impl\": \"dsgd\", \"model\": \"%s\", \"batch\": %d, \"shape\": \"%s\", \"threads\": %d, \"steps\": %d, "
       "\"median_s\": %.6f, \"p10_s\": %.6f, \"p90_s\": %.6f, \"flops_per_step\": %.6g, \"gflops\": %.3f, "
-      "\"sgemm_gflops\": %.3f, \"final_loss\": %.4f, \"conv_backends\": \"%s\"%s}\n",
+      "\"sgemm_gflops\": %.3f, \"final_loss\": %.4f, \"conv_backends\": \"%s\", \"layout\": \"%s\"%s}\n",
       model.c_str(), batch, shape.c_str(), threads, steps, med, quantile(times, 0.1), quantile(times, 0.9), flops,
-      flops / med / 1e9, sgemm_gflops(), loss, backends.c_str(), prof_json.c_str());
+      flops / med / 1e9, sgemm_gflops(), loss, backends.c_str(), layout_name, prof_json.c_str());
   return 0;
 }

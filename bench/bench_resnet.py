@@ -174,7 +174,7 @@ def main():
             extra = "" if len(rounds) == 1 else "  rounds " + " ".join(f"{x[0]:.2f}" for x in rounds)
             print(f"{label:<38} {t:>3} {ours['median_s'] * 1e3:>9.1f} {ref['median_s'] * 1e3:>9.1f} {ratio:>6.2f} "
                   f"{goal if goal else '-':>5} {ours['gflops']:>8.1f} {ours['sgemm_gflops']:>7.1f} "
-                  f"{100 * ours['gflops'] / ours['sgemm_gflops']:>5.0f}%  convs {ours.get('conv_backends', '?')}"
+                  f"{100 * ours['gflops'] / ours['sgemm_gflops']:>5.0f}%  convs {ours.get('conv_backends', '?')} {ours.get('layout', '')}"
                   f"{extra}", flush=True)
             if not (ours["median_s"] > 0 and ref["median_s"] > 0):
                 ok = False

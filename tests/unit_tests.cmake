@@ -4,6 +4,7 @@ foreach(entry
     "test_svm:dsgd_workloads"
     "test_layers:dsgd_workloads"
     "test_conv:dsgd_workloads"
+    "test_blocked_layout:dsgd_workloads"
     "test_resnet:dsgd_workloads"
     "test_attention_layers:dsgd_workloads"
     "test_transformer:dsgd_algorithms"

@@ -15,6 +15,7 @@
 
 #include "core/errors.hpp"
 #include "core/rng.hpp"
+#include "workloads/layers/batchnorm_blocked.hpp"
 #include "workloads/layers/kernel_profile.hpp"
 #include "workloads/layers/linear.hpp"
 #include "workloads/layers/pooling.hpp"
@@ -100,6 +101,7 @@ ResNetWorkload::ResNetWorkload(const ResNetArch& arch, ImageShape input, int cla
   for (const Unit& u : units_)  // running variance starts at 1
     std::fill(running_.begin() + long(u.stat_off + u.conv.c_out),
               running_.begin() + long(u.stat_off + 2 * u.conv.c_out), 1.0f);
+  resolve_layout();
 }
 
 size_t ResNetWorkload::add_tensor(size_t c, size_t h, size_t w, bool grad) {
@@ -157,17 +159,52 @@ void ResNetWorkload::set_conv_backend(const std::string& which) {
     else
       u.backend = which == "onednn" ? ConvBackend::onednn : ConvBackend::im2col;
   }
+  resolve_layout();
   if (cap_ > 0) reserve(cap_);
+}
+
+bool ResNetWorkload::blocked_possible() const {
+  for (size_t t = 1; t < tensors_.size(); ++t)
+    if (tensors_[t].c % kChannelBlock != 0) return false;
+  for (const Unit& u : units_)  // only the stem (reading the CNHW images) may be im2col
+    if (u.backend != ConvBackend::onednn && (u.in != 0 || u.needs_dx)) return false;
+  return true;
+}
+
+void ResNetWorkload::set_activation_layout(const std::string& which) {
+  if (which != "auto" && which != "cnhw" && which != "nchw8c") {
+    DSGD_THROW(InputError, "use auto, cnhw or nchw8c", "unknown activation layout '{}'", which);
+  }
+  const std::string before = layout_choice_;
+  layout_choice_ = which;
+  try {
+    resolve_layout();
+  } catch (...) {
+    layout_choice_ = before;
+    throw;
+  }
+  if (cap_ > 0) reserve(cap_);
+}
+
+void ResNetWorkload::resolve_layout() {
+  const bool possible = blocked_possible();
+  if (layout_choice_ == "nchw8c" && !possible) {
+    DSGD_THROW(InputError, "use the oneDNN backend for every convolution after the stem, or the cnhw layout",
+               "activation layout nchw8c needs every convolution after the stem on oneDNN and channel counts "
+               "divisible by 8");
+  }
+  layout_ = layout_choice_ == "cnhw" || !possible ? ActivationLayout::cnhw : ActivationLayout::nchw8c;
 }
 
 DnnlConv2d& ResNetWorkload::dnnl_conv(size_t u, size_t n) {
   auto& cache = dnnl_[u];
   const int threads = DnnlConv2d::current_threads();
+  const ActivationLayout in = in_layout(units_[u]);
   for (auto& c : cache)
-    if (c->shape().n == n && c->threads() == threads) return *c;
+    if (c->shape().n == n && c->threads() == threads && c->in_layout() == in && c->out_layout() == layout_) return *c;
   Conv2dShape s = units_[u].conv;
   s.n = n;
-  cache.push_back(std::make_unique<DnnlConv2d>(s));
+  cache.push_back(std::make_unique<DnnlConv2d>(s, in, layout_));
   return *cache.back();
 }
 
@@ -205,6 +242,9 @@ void ResNetWorkload::reserve(size_t max_batch) {
       col = std::max(col, s.col_size());
   }
   col_.assign(col, 0.0f);
+  const Unit& stem = units_.front();
+  const bool stem_scratch = layout_ == ActivationLayout::nchw8c && stem.backend == ConvBackend::im2col;
+  stem_cnhw_.assign(stem_scratch ? stem.conv.c_out * cap_ * stem.conv.h_out() * stem.conv.w_out() : 0, 0.0f);
   batch_mean_.assign(bn_stat_count_, 0.0f);
   batch_invstd_.assign(bn_stat_count_, 0.0f);
   batch_affine_.assign(bn_stat_count_, 0.0f);
@@ -292,11 +332,28 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       if (u.backend == ConvBackend::onednn) {
         KernelTimer kt(Kernel::onednn_fwd);
         dnnl_conv(op.index, n).forward(val(u.in), params + u.w_off, z);
+      } else if (layout_ == ActivationLayout::nchw8c) {  // the stem: CNHW, converted once
+        conv2d_forward(s, val(u.in), params + u.w_off, stem_cnhw_.data(), col_.data());
+        cnhw_to_nchw8c(stem_cnhw_.data(), z, n, s.c_out, s.h_out() * s.w_out());
       } else {
         conv2d_forward(s, val(u.in), params + u.w_off, z, col_.data());
       }
-      const BatchNormShape bs{s.c_out, s.cols()};
       KernelTimer kt(Kernel::bn_fwd);
+      if (layout_ == ActivationLayout::nchw8c) {
+        const BlockedBatchNormShape bs{s.c_out, n, s.h_out() * s.w_out()};
+        if (train) {
+          batchnorm_blocked_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, out,
+                                          batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
+                                          running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out,
+                                          u.relu, batch_affine_.data() + u.stat_off);
+        } else {
+          batchnorm_blocked_forward_eval(bs, bn_, z, params + u.gamma_off, params + u.beta_off,
+                                         running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out, out,
+                                         u.relu);
+        }
+        continue;
+      }
+      const BatchNormShape bs{s.c_out, s.cols()};
       if (train) {
         batchnorm_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, out,
                                 batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
@@ -317,7 +374,10 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
   }
   KernelTimer kt(Kernel::pool_head);
   const Tensor& last = tensors_[last_tensor_];
-  global_avg_pool_forward(PoolShape{last.c, n, last.h * last.w}, val(last_tensor_), pooled);
+  if (layout_ == ActivationLayout::nchw8c)
+    global_avg_pool_blocked_forward(PoolShape{last.c, n, last.h * last.w}, val(last_tensor_), pooled);
+  else
+    global_avg_pool_forward(PoolShape{last.c, n, last.h * last.w}, val(last_tensor_), pooled);
   linear_forward(LinearShape{n, head_in_, classes_}, pooled, params + head_w_off_, params + head_b_off_, logits);
   return logits;
 }
@@ -357,7 +417,10 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
               static_cast<int>(classes_), 1.0f, logits_.data(), static_cast<int>(classes_), params + head_w_off_,
               static_cast<int>(head_in_), 0.0f, dpooled_.data(), static_cast<int>(head_in_));
   const Tensor& last = tensors_[last_tensor_];
-  global_avg_pool_backward(PoolShape{last.c, n, last.h * last.w}, dpooled_.data(), grad(last_tensor_));
+  if (layout_ == ActivationLayout::nchw8c)
+    global_avg_pool_blocked_backward(PoolShape{last.c, n, last.h * last.w}, dpooled_.data(), grad(last_tensor_));
+  else
+    global_avg_pool_backward(PoolShape{last.c, n, last.h * last.w}, dpooled_.data(), grad(last_tensor_));
   grad_written_[last_tensor_] = 1;
   head_timer.reset();
 
@@ -378,15 +441,22 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
     const Unit& u = units_[op.index];
     Conv2dShape s = u.conv;
     s.n = n;
-    const BatchNormShape bs{s.c_out, s.cols()};
     float* d = grad(u.out);
     std::optional<SlotTimer> ut(std::in_place, unit_seconds_, 2 * op.index + 1);
     {
       // (ReLU and) BN backward in place: d becomes dz.
       KernelTimer kt(Kernel::bn_bwd);
-      batchnorm_backward(bs, val(u.z), params + u.gamma_off, batch_mean_.data() + u.stat_off,
-                         batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off, nullptr,
-                         u.relu ? batch_affine_.data() + u.stat_off : nullptr);
+      const float* relu_affine = u.relu ? batch_affine_.data() + u.stat_off : nullptr;
+      if (layout_ == ActivationLayout::nchw8c) {
+        batchnorm_blocked_backward(BlockedBatchNormShape{s.c_out, n, s.h_out() * s.w_out()}, val(u.z),
+                                   params + u.gamma_off, batch_mean_.data() + u.stat_off,
+                                   batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off,
+                                   relu_affine);
+      } else {
+        batchnorm_backward(BatchNormShape{s.c_out, s.cols()}, val(u.z), params + u.gamma_off,
+                           batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off, d, d,
+                           grads + u.gamma_off, grads + u.beta_off, nullptr, relu_affine);
+      }
     }
     if (u.backend == ConvBackend::onednn) {
       DnnlConv2d& conv = dnnl_conv(op.index, n);
@@ -400,6 +470,10 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
       KernelTimer kt(Kernel::onednn_bwd_in);
       if (u.needs_dx) conv.backward_input(params + u.w_off, d, grad(u.in), grad_written_[u.in] != 0);
     } else {
+      if (layout_ == ActivationLayout::nchw8c) {  // the stem (no input gradient): dz to CNHW
+        nchw8c_to_cnhw(d, stem_cnhw_.data(), n, s.c_out, s.h_out() * s.w_out(), false);
+        d = stem_cnhw_.data();
+      }
       conv2d_backward_weights(s, val(u.in), d, grads + u.w_off, col_.data());
       ut.reset();
       hook(u.layer);

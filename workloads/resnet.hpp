@@ -19,10 +19,16 @@
 // keeps its own, updated by its own training forwards; evaluate() uses them (evaluation mode)
 // and never changes them. So under the trainer each rank evaluates its slice of the test set
 // with the consensus parameters and its own running statistics.
-// Activations are CNHW (see layers/conv2d.hpp). Each convolution runs on one of two backends,
-// chosen per layer shape by the measured table of layers/conv2d_dnnl.cpp (conv2d_pick_backend):
-// im2col + SGEMM over the whole batch, or oneDNN (when the build has it). set_conv_backend
-// forces one for every layer (benchmarks, tests). Same seed → same result on a given backend.
+// Each convolution runs on one of two backends, chosen per layer shape by the measured table
+// of layers/conv2d_dnnl.cpp (conv2d_pick_backend): im2col + SGEMM over the whole batch, or
+// oneDNN (when the build has it). set_conv_backend forces one for every layer (benchmarks,
+// tests). Activations (all but the input images, which are CNHW) are stored in one layout
+// for the whole network: nChw8c (layers/blocked_layout.hpp) when every convolution after the
+// stem runs on oneDNN and every channel count is a multiple of 8, so that the oneDNN
+// convolutions read and write them in place with no conversion between layers (an im2col
+// stem writes CNHW into a scratch tensor that is converted once); otherwise CNHW (see
+// layers/conv2d.hpp). set_activation_layout forces one. The layouts round differently (BN
+// sums in another order): same seed → same result for a given backend and layout.
 #pragma once
 
 #include <algorithm>
@@ -33,6 +39,7 @@
 #include <vector>
 
 #include "workloads/layers/batchnorm.hpp"
+#include "workloads/layers/blocked_layout.hpp"
 #include "workloads/layers/conv2d.hpp"
 #include "workloads/layers/conv2d_dnnl.hpp"
 #include "workloads/workload.hpp"
@@ -84,6 +91,10 @@ class ResNetWorkload final : public Workload {
   // "auto" (the per-shape table), "im2col" or "onednn" for every convolution. Throws
   // InputError on another name, or "onednn" in a build without oneDNN.
   void set_conv_backend(const std::string& which);
+  // "auto" (nChw8c where possible, see above), "cnhw" or "nchw8c". Throws InputError on
+  // another name, or "nchw8c" where the network cannot keep it.
+  void set_activation_layout(const std::string& which);
+  ActivationLayout activation_layout() const { return layout_; }
   // The backend of conv+BN layer `unit` (0 = stem, in forward order).
   ConvBackend conv_backend(size_t unit) const { return units_.at(unit).backend; }
   // The layer name of conv+BN unit `unit` (e.g. "stage1.block0.conv1").
@@ -130,9 +141,15 @@ class ResNetWorkload final : public Workload {
   void check_dataset(const Dataset& ds, const char* what) const;
   // Runs the network on the n samples already in arena's input; returns the logits pointer.
   const float* run_forward(float* arena, float* pooled, float* logits, size_t n, const float* params, bool train);
-  // The oneDNN convolution of unit u for batch n at the current thread count (created on
-  // first use, then kept).
+  // The oneDNN convolution of unit u for batch n at the current thread count and layouts
+  // (created on first use, then kept).
   DnnlConv2d& dnnl_conv(size_t u, size_t n);
+  // Whether every unit and tensor can keep nChw8c (see the header comment).
+  bool blocked_possible() const;
+  // Sets layout_ from layout_choice_ (throws when nchw8c is forced but not possible).
+  void resolve_layout();
+  // The layout of unit u's input (the images are CNHW).
+  ActivationLayout in_layout(const Unit& u) const { return u.in == 0 ? ActivationLayout::cnhw : layout_; }
 
   ResNetArch arch_;
   ImageShape input_;
@@ -154,6 +171,8 @@ class ResNetWorkload final : public Workload {
   size_t bn_stat_count_ = 0;
   std::vector<float> running_;  // running mean/var per unit
   BatchNormOptions bn_;
+  std::string layout_choice_ = "auto";
+  ActivationLayout layout_ = ActivationLayout::cnhw;
 
   // Step buffers (reserve).
   size_t cap_ = 0;
@@ -161,6 +180,7 @@ class ResNetWorkload final : public Workload {
   bool have_forward_ = false;
   uint64_t load_calls_ = 0;
   std::vector<float> act_, act_grad_, eval_act_, col_;
+  std::vector<float> stem_cnhw_;  // nChw8c with an im2col stem: its CNHW output / gradient
   std::vector<float> batch_mean_, batch_invstd_;
   std::vector<float> batch_affine_;  // per unit [scale (C) | shift (C)] of the training forward's BN
   std::vector<float> pooled_, dpooled_, logits_, eval_pooled_, eval_logits_;

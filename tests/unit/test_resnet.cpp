@@ -275,6 +275,72 @@ TEST(ResNet, ConvBackendsAgreeAndEachIsDeterministic) {
             std::string::npos);
 }
 
+// The two activation layouts compute the same network (oneDNN convolutions in both; the
+// nChw8c one with an im2col stem, as ResNet-20 runs): losses to float rounding, gradients per
+// layer in relative L2 with the bound and reasoning of ConvBackendsAgreeAndEachIsDeterministic
+// (the BN sums round in another order), running statistics, and each layout deterministic.
+// "auto" picks nChw8c exactly where every convolution after the stem is on oneDNN.
+TEST(ResNet, ActivationLayoutsAgreeAndAutoPicksBlockedWherePossible) {
+  if (!conv2d_dnnl_available()) GTEST_SKIP() << "built without oneDNN";
+  const DatasetPair data = tiny_images(1, 8, 64, 4, 3);
+  std::vector<LayerView> layers;
+  auto run = [&](const std::string& layout) {
+    auto base = resnet_create("resnet8", data.train, false, 2);
+    auto* wl = dynamic_cast<ResNetWorkload*>(base.get());
+    EXPECT_EQ(wl->activation_layout(), ActivationLayout::nchw8c);  // auto, with oneDNN
+    EXPECT_EQ(wl->conv_backend(0), ConvBackend::im2col);             // the 1-channel stem
+    wl->set_activation_layout(layout);
+    layers = wl->layers();
+    wl->reserve(8);
+    std::vector<float> params(wl->param_count()), grads(wl->param_count());
+    wl->init_params(params.data(), 2);
+    const std::vector<uint32_t> idx = {0, 1, 2, 3, 4, 5, 6, 7};
+    double loss = 0;
+    for (int step = 0; step < 2; ++step) {  // the second step sees the first's running statistics
+      wl->load_batch(data.train, idx.data(), idx.size());
+      loss = wl->forward(params.data());
+      wl->backward(params.data(), grads.data(), LayerHook{});
+    }
+    const EvalSums ev = wl->evaluate(params.data(), data.test, 0, data.test.rows);
+    return std::make_tuple(loss, grads, ev.loss_sum, wl->bn_running_stats());
+  };
+  const auto a = run("cnhw"), b = run("nchw8c");
+  EXPECT_EQ(b, run("nchw8c"));
+  EXPECT_EQ(a, run("cnhw"));
+  EXPECT_NEAR(std::get<0>(a), std::get<0>(b), 1e-5);
+  EXPECT_NEAR(std::get<2>(a), std::get<2>(b), 1e-4 * std::fabs(std::get<2>(a)));
+  const auto& ra = std::get<3>(a);
+  const auto& rb = std::get<3>(b);
+  for (size_t i = 0; i < ra.size(); ++i) ASSERT_NEAR(ra[i], rb[i], 1e-4 * (1 + std::fabs(ra[i]))) << "running " << i;
+  const auto& ga = std::get<1>(a);
+  const auto& gb = std::get<1>(b);
+  for (const LayerView& v : layers) {
+    double d2 = 0, n2 = 0;
+    for (size_t i = v.offset; i < v.offset + v.count; ++i) {
+      d2 += double(ga[i] - gb[i]) * double(ga[i] - gb[i]);
+      n2 += double(ga[i]) * double(ga[i]);
+    }
+    ASSERT_GT(n2, 0.0) << v.name;
+    EXPECT_LT(std::sqrt(d2 / n2), 2e-2) << v.name;
+  }
+  // Where a convolution after the stem runs on im2col, auto keeps CNHW and nchw8c is refused.
+  auto base = resnet_create("resnet8", data.train, false, 2);
+  auto* wl = dynamic_cast<ResNetWorkload*>(base.get());
+  wl->set_conv_backend("im2col");
+  EXPECT_EQ(wl->activation_layout(), ActivationLayout::cnhw);
+  EXPECT_NE(input_error_of([&] { wl->set_activation_layout("nchw8c"); }).find("needs every convolution after the stem"),
+            std::string::npos);
+  EXPECT_EQ(wl->activation_layout(), ActivationLayout::cnhw);
+  EXPECT_NE(input_error_of([&] { wl->set_activation_layout("nhwc"); }).find("unknown activation layout"),
+            std::string::npos);
+  wl->set_conv_backend("onednn");  // the refused choice was not kept: auto again
+  EXPECT_EQ(wl->activation_layout(), ActivationLayout::nchw8c);
+  // ResNet-18's wide layers run on im2col (conv2d_pick_backend): CNHW.
+  const DatasetPair cifar = tiny_images(3, 8, 16, 4, 3);
+  auto r18 = resnet_create("resnet18", cifar.train, false, 2);
+  EXPECT_EQ(dynamic_cast<ResNetWorkload*>(r18.get())->activation_layout(), ActivationLayout::cnhw);
+}
+
 TEST(ImageDatasets, SyntheticImagesHaveShapeAndAreDeterministic) {
   const DatasetPair a = dataset_load("synthetic:shape=3x10x12,classes=5,n=50,test=10", 7);
   const DatasetPair b = dataset_load("synthetic:shape=3x10x12,classes=5,n=50,test=10", 7);

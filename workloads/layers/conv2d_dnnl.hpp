@@ -1,10 +1,11 @@
 // Convolution on oneDNN (Debian libdnnl-dev 2.6): the second backend beside conv2d.hpp's
-// im2col + SGEMM, used per layer where it measures faster (conv2d_pick_backend). Same layouts
-// and semantics as conv2d.hpp: activations CNHW (described to oneDNN as a strided N, C, H, W
-// tensor), weights (Cout, Cin, k, k), no bias. The primitives choose their own (blocked)
-// memory formats; inputs are converted in and results out inside every call (activations in
-// nChw8c by our own AVX transposes, anything else by oneDNN reorders), so a call costs what
-// the step pays.
+// im2col + SGEMM, used per layer where it measures faster (conv2d_pick_backend). Same
+// semantics as conv2d.hpp: weights (Cout, Cin, k, k), no bias. The caller's activations are
+// CNHW (as conv2d.hpp) or nChw8c (blocked_layout.hpp), chosen per object for the input and
+// for the output (the gradients dx and dy take the layouts of x and y). The primitives choose
+// their own memory formats; where one equals the caller's layout the primitive reads or
+// writes the caller's memory directly, else the call converts (CNHW ↔ nChw8c by our own AVX
+// transposes, anything else by oneDNN reorders), so a call costs what the step pays.
 // Threads: oneDNN runs on OpenMP. Each call first sets OpenMP's thread count to OpenBLAS's
 // (openblas_get_num_threads, which --threads sets), so one setting governs both, and the two
 // pools never run at the same time (every call returns after its work is done). oneDNN fixes
@@ -18,6 +19,7 @@
 #include <memory>
 #include <string>
 
+#include "workloads/layers/blocked_layout.hpp"
 #include "workloads/layers/conv2d.hpp"
 
 namespace dsgd {
@@ -33,8 +35,10 @@ ConvBackend conv2d_pick_backend(const Conv2dShape& s);
 
 class DnnlConv2d {
  public:
-  // The primitives for shape s (s.n is the batch; one object per batch size).
-  explicit DnnlConv2d(const Conv2dShape& s);
+  // The primitives for shape s (s.n is the batch; one object per batch size); x and dx in
+  // layout `in`, y and dy in layout `out` (nchw8c needs a channel count divisible by 8).
+  explicit DnnlConv2d(const Conv2dShape& s, ActivationLayout in = ActivationLayout::cnhw,
+                      ActivationLayout out = ActivationLayout::cnhw);
   ~DnnlConv2d();
   DnnlConv2d(const DnnlConv2d&) = delete;
   DnnlConv2d& operator=(const DnnlConv2d&) = delete;
@@ -43,12 +47,14 @@ class DnnlConv2d {
   int threads() const { return threads_; }
   // The thread count an object made now would use (OpenBLAS's).
   static int current_threads();
-  // y (Cout, N, Ho, Wo) = conv(x, w).
+  ActivationLayout in_layout() const { return in_; }
+  ActivationLayout out_layout() const { return out_; }
+  // y (N, Cout, Ho, Wo, in the output layout) = conv(x, w).
   void forward(const float* x, const float* w, float* y);
   // dw (Cout, Cin, k, k) overwritten. x must be unchanged since the latest forward() that
   // read the same pointer (its converted copy is reused); another pointer is converted anew.
   void backward_weights(const float* x, const float* dy, float* dw);
-  // dx (Cin, N, H, W) = input gradient, added to dx when accumulate, else overwritten. When
+  // dx (input layout) = input gradient, added to dx when accumulate, else overwritten. When
   // called right after backward_weights with the same dy pointer, dy must be unchanged (its
   // converted copy is reused).
   void backward_input(const float* w, const float* dy, float* dx, bool accumulate);
@@ -56,6 +62,7 @@ class DnnlConv2d {
  private:
   struct Impl;
   Conv2dShape s_;
+  ActivationLayout in_ = ActivationLayout::cnhw, out_ = ActivationLayout::cnhw;
   int threads_ = 1;
   std::unique_ptr<Impl> impl_;
 };

@@ -2,6 +2,7 @@
 // x is (C, N, H·W), y is (N, C) row-major (the linear layer's input layout).
 //   forward  y[n, c] = mean over H·W of x[c, n, :]
 //   backward dx[c, n, :] = dy[n, c] / (H·W)
+// The _blocked forms take an nChw8c x / dx (blocked_layout.hpp; C a multiple of 8).
 // No max pooling: the CIFAR-form ResNets here do not use it.
 #pragma once
 
@@ -17,6 +18,9 @@ struct PoolShape {
 
 void global_avg_pool_forward(const PoolShape& s, const float* x, float* y);
 void global_avg_pool_backward(const PoolShape& s, const float* dy, float* dx);
+
+void global_avg_pool_blocked_forward(const PoolShape& s, const float* x, float* y);
+void global_avg_pool_blocked_backward(const PoolShape& s, const float* dy, float* dx);
 
 void global_avg_pool_forward_naive(const PoolShape& s, const float* x, float* y);
 
