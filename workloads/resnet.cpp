@@ -82,6 +82,7 @@ ResNetWorkload::ResNetWorkload(const ResNetArch& arch, ImageShape input, int cla
       const bool project = stride != 1 || tensors_[x].c != c;
       blk.conv1 = add_unit(x, c, 3, stride, 1, true, true, prefix + "conv1");
       blk.conv2 = add_unit(units_[blk.conv1].out, c, 3, 1, 1, false, true, prefix + "conv2");
+      units_[blk.conv2].join_block = blocks_.size();
       if (project) blk.shortcut = add_unit(x, c, 1, stride, 0, false, true, prefix + "shortcut");
       const Tensor& o = tensors_[units_[blk.conv2].out];
       blk.out = add_tensor(o.c, o.h, o.w, true);
@@ -248,6 +249,7 @@ void ResNetWorkload::reserve(size_t max_batch) {
   batch_mean_.assign(bn_stat_count_, 0.0f);
   batch_invstd_.assign(bn_stat_count_, 0.0f);
   batch_affine_.assign(bn_stat_count_, 0.0f);
+  eval_affine_.assign(bn_stat_count_, 0.0f);
   pooled_.assign(cap_ * head_in_, 0.0f);
   dpooled_.assign(cap_ * head_in_, 0.0f);
   eval_pooled_.assign(cap_ * head_in_, 0.0f);
@@ -341,6 +343,19 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       KernelTimer kt(Kernel::bn_fwd);
       if (layout_ == ActivationLayout::nchw8c) {
         const BlockedBatchNormShape bs{s.c_out, n, s.h_out() * s.w_out()};
+        if (u.join_block != kNone) {  // statistics only: the map runs in the join
+          if (train) {
+            batchnorm_blocked_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, nullptr,
+                                            batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
+                                            running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out,
+                                            false, batch_affine_.data() + u.stat_off);
+          } else {
+            batchnorm_eval_affine(s.c_out, bn_, params + u.gamma_off, params + u.beta_off,
+                                  running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out,
+                                  eval_affine_.data() + u.stat_off);
+          }
+          continue;
+        }
         if (train) {
           batchnorm_blocked_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, out,
                                           batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
@@ -369,6 +384,13 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       const size_t count = t.c * n * t.h * t.w;
       const size_t s = b.shortcut == kNone ? b.in : units_[b.shortcut].out;
       KernelTimer kt(Kernel::join_fwd);
+      if (layout_ == ActivationLayout::nchw8c) {  // out = max(BN2(z2) + shortcut, 0)
+        const Unit& c2 = units_[b.conv2];
+        const float* affine = (train ? batch_affine_ : eval_affine_).data() + c2.stat_off;
+        batchnorm_blocked_affine_add_relu(BlockedBatchNormShape{t.c, n, t.h * t.w}, val(c2.z), affine, val(s),
+                                          val(b.out));
+        continue;
+      }
       add_relu_forward(val(units_[b.conv2].out), val(s), val(b.out), count);
     }
   }
@@ -433,6 +455,12 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
       // d(a + b) = dout · [out > 0] to both branches (written, or added where already written).
       KernelTimer kt(Kernel::join_bwd);
       const size_t ta = units_[b.conv2].out, tb = b.shortcut == kNone ? b.in : units_[b.shortcut].out;
+      if (layout_ == ActivationLayout::nchw8c) {
+        // The shortcut branch only; conv2's BN backward reads dout and the mask itself.
+        relu_backward(val(b.out), grad(b.out), grad(tb), count, grad_written_[tb] != 0);
+        grad_written_[tb] = 1;
+        continue;
+      }
       add_relu_backward(val(b.out), grad(b.out), grad(ta), grad_written_[ta] != 0, grad(tb), grad_written_[tb] != 0,
                         count);
       grad_written_[ta] = grad_written_[tb] = 1;
@@ -448,10 +476,14 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
       KernelTimer kt(Kernel::bn_bwd);
       const float* relu_affine = u.relu ? batch_affine_.data() + u.stat_off : nullptr;
       if (layout_ == ActivationLayout::nchw8c) {
+        // A block's conv2: dy is the block output's gradient, masked by the join's ReLU.
+        const size_t jb = u.join_block;
+        const float* dy = jb == kNone ? d : grad(blocks_[jb].out);
+        const float* relu_y = jb == kNone ? nullptr : val(blocks_[jb].out);
         batchnorm_blocked_backward(BlockedBatchNormShape{s.c_out, n, s.h_out() * s.w_out()}, val(u.z),
                                    params + u.gamma_off, batch_mean_.data() + u.stat_off,
-                                   batch_invstd_.data() + u.stat_off, d, d, grads + u.gamma_off, grads + u.beta_off,
-                                   relu_affine);
+                                   batch_invstd_.data() + u.stat_off, dy, d, grads + u.gamma_off, grads + u.beta_off,
+                                   relu_affine, relu_y);
       } else {
         batchnorm_backward(BatchNormShape{s.c_out, s.cols()}, val(u.z), params + u.gamma_off,
                            batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off, d, d,

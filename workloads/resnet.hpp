@@ -28,7 +28,10 @@
 // convolutions read and write them in place with no conversion between layers (an im2col
 // stem writes CNHW into a scratch tensor that is converted once); otherwise CNHW (see
 // layers/conv2d.hpp). set_activation_layout forces one. The layouts round differently (BN
-// sums in another order): same seed → same result for a given backend and layout.
+// sums in another order): same seed → same result for a given backend and layout. With
+// nChw8c each block's second BN map runs fused into the residual join (one pass:
+// out = max(BN(z) + shortcut, 0)), and the join's backward hands the masked gradient to that
+// BN's backward directly.
 #pragma once
 
 #include <algorithm>
@@ -107,6 +110,7 @@ class ResNetWorkload final : public Workload {
   void clear_unit_seconds() { std::fill(unit_seconds_.begin(), unit_seconds_.end(), 0.0); }
 
  private:
+  static constexpr size_t kNone = ~size_t{0};
   struct Tensor {
     size_t c = 0, h = 0, w = 0;
     size_t offset = 0;       // into the activation arenas (capacity samples)
@@ -121,6 +125,7 @@ class ResNetWorkload final : public Workload {
     size_t layer = 0;
     size_t w_off = 0, gamma_off = 0, beta_off = 0;  // into params
     size_t stat_off = 0;                            // into running_/batch_mean_/batch_invstd_
+    size_t join_block = kNone;  // a block's conv2: with nChw8c its BN map runs in the join
   };
   struct Block {
     size_t conv1 = 0, conv2 = 0, shortcut = kNone;  // units
@@ -131,7 +136,6 @@ class ResNetWorkload final : public Workload {
     OpKind kind;
     size_t index;  // unit or block
   };
-  static constexpr size_t kNone = ~size_t{0};
 
   size_t add_tensor(size_t c, size_t h, size_t w, bool grad);
   size_t add_unit(size_t in, size_t c_out, size_t k, size_t stride, size_t pad, bool relu, bool needs_dx,
@@ -183,6 +187,7 @@ class ResNetWorkload final : public Workload {
   std::vector<float> stem_cnhw_;  // nChw8c with an im2col stem: its CNHW output / gradient
   std::vector<float> batch_mean_, batch_invstd_;
   std::vector<float> batch_affine_;  // per unit [scale (C) | shift (C)] of the training forward's BN
+  std::vector<float> eval_affine_;   // the same from the running statistics (evaluation forward)
   std::vector<float> pooled_, dpooled_, logits_, eval_pooled_, eval_logits_;
   std::vector<int32_t> labels_;
   std::vector<unsigned char> grad_written_;

@@ -154,6 +154,50 @@ TEST(BlockedBatchNorm, MatchesNaiveAndDoesNotDependOnThreadCount) {
   }
 }
 
+// The residual join fused with the BN map before it (the ResNet's conv2 + join): forward
+// out = max(BN(x) + r, 0) from the statistics-only forward (y null), the evaluation map, and
+// the backward with the join's output as the ReLU mask (relu_y), against naive BN, add, ReLU.
+TEST(BlockedBatchNorm, FusedJoinMatchesNaive) {
+  const size_t n = 6, c = 16, hw = 49, m = n * hw;
+  const BatchNormShape cs{c, m};
+  const BlockedBatchNormShape bs{c, n, hw};
+  const BatchNormOptions o;
+  const auto x = random_vector(c * m, 91), r = random_vector(c * m, 92), dy = random_vector(c * m, 93);
+  std::vector<float> gamma(c, 0.7f), beta(c, 0.1f);
+  // Reference: z = BN(x), out = relu(z + r); backward g = dy·[out > 0] into BN.
+  std::vector<float> z(x.size()), mean_ref(c), invstd_ref(c), rm_ref(c, 0.0f), rv_ref(c, 1.0f), out_ref(x.size());
+  batchnorm_forward_train_naive(cs, o, x.data(), gamma.data(), beta.data(), z.data(), mean_ref.data(),
+                                invstd_ref.data(), rm_ref.data(), rv_ref.data());
+  for (size_t i = 0; i < x.size(); ++i) out_ref[i] = std::max(0.0f, z[i] + r[i]);
+  std::vector<float> g(x.size()), dx_ref(x.size()), dg_ref(c), db_ref(c);
+  relu_backward_naive(out_ref.data(), dy.data(), g.data(), g.size());
+  batchnorm_backward_naive(cs, x.data(), gamma.data(), g.data(), dx_ref.data(), dg_ref.data(), db_ref.data());
+
+  const auto xb = to_blocked(x, n, c, hw), rb = to_blocked(r, n, c, hw), dyb = to_blocked(dy, n, c, hw);
+  std::vector<float> mean(c), invstd(c), rm(c, 0.0f), rv(c, 1.0f), affine(2 * c), out(x.size());
+  batchnorm_blocked_forward_train(bs, o, xb.data(), gamma.data(), beta.data(), nullptr, mean.data(), invstd.data(),
+                                  rm.data(), rv.data(), false, affine.data());
+  for (size_t k = 0; k < c; ++k) EXPECT_NEAR(rm[k], rm_ref[k], 1e-6);
+  batchnorm_blocked_affine_add_relu(bs, xb.data(), affine.data(), rb.data(), out.data());
+  const auto out_c = to_cnhw(out, n, c, hw);
+  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out_c[i], out_ref[i], 2e-5) << i;
+  std::vector<float> dx(x.size()), dg(c), db(c);
+  batchnorm_blocked_backward(bs, xb.data(), gamma.data(), mean.data(), invstd.data(), dyb.data(), dx.data(), dg.data(),
+                             db.data(), nullptr, out.data());
+  const auto dx_c = to_cnhw(dx, n, c, hw);
+  for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx_c[i], dx_ref[i], 2e-4) << i;
+  for (size_t k = 0; k < c; ++k) {
+    EXPECT_NEAR(dg[k], dg_ref[k], 1e-3 * (1 + std::fabs(dg_ref[k])));
+    EXPECT_NEAR(db[k], db_ref[k], 1e-3 * (1 + std::fabs(db_ref[k])));
+  }
+  // Evaluation: batchnorm_eval_affine's map equals batchnorm_blocked_forward_eval's.
+  std::vector<float> ea(2 * c), ye(x.size()), ye2(x.size()), zero(x.size(), 0.0f);
+  batchnorm_eval_affine(c, o, gamma.data(), beta.data(), rm.data(), rv.data(), ea.data());
+  batchnorm_blocked_forward_eval(bs, o, xb.data(), gamma.data(), beta.data(), rm.data(), rv.data(), ye.data(), true);
+  batchnorm_blocked_affine_add_relu(bs, xb.data(), ea.data(), zero.data(), ye2.data());
+  EXPECT_EQ(ye, ye2);
+}
+
 TEST(BlockedPooling, MatchesTheCnhwForms) {
   const PoolShape s{16, 3, 49};
   const auto x = random_vector(s.c * s.n * s.hw, 81), dy = random_vector(s.n * s.c, 82);

@@ -148,6 +148,7 @@ void batchnorm_blocked_forward_train(const BlockedBatchNormShape& s, const Batch
       }
     }
   });
+  if (!y) return;
   for_each_image_block(s, [&](size_t i, size_t b) {
     const v8 sc = load(scale_shift + b * 8);
     const v8 sh = load(scale_shift + s.c + b * 8);
@@ -161,15 +162,33 @@ void batchnorm_blocked_forward_train(const BlockedBatchNormShape& s, const Batch
   });
 }
 
+void batchnorm_blocked_affine_add_relu(const BlockedBatchNormShape& s, const float* x, const float* affine,
+                                       const float* r, float* y) {
+  for_each_image_block(s, [&](size_t i, size_t b) {
+    const v8 sc = load(affine + b * 8);
+    const v8 sh = load(affine + s.c + b * 8);
+    const size_t off = static_cast<size_t>(block_ptr(s, x, i, b) - x);
+    for (size_t p = 0; p < s.hw; ++p) {
+      const size_t k = off + p * 8;
+      store(y + k, relu(affine_value(load(x + k), sc, sh) + load(r + k)));
+    }
+  });
+}
+
+void batchnorm_eval_affine(size_t c, const BatchNormOptions& o, const float* gamma, const float* beta,
+                           const float* running_mean, const float* running_var, float* affine_out) {
+  for (size_t k = 0; k < c; ++k) {
+    const double is = 1.0 / std::sqrt(double(running_var[k]) + o.eps);
+    affine_out[k] = static_cast<float>(gamma[k] * is);
+    affine_out[c + k] = static_cast<float>(beta[k] - gamma[k] * is * running_mean[k]);
+  }
+}
+
 void batchnorm_blocked_forward_eval(const BlockedBatchNormShape& s, const BatchNormOptions& o, const float* x,
                                     const float* gamma, const float* beta, const float* running_mean,
                                     const float* running_var, float* y, bool relu_on) {
   float* scale_shift = channel_scratch(2 * s.c);
-  for (size_t c = 0; c < s.c; ++c) {
-    const double is = 1.0 / std::sqrt(double(running_var[c]) + o.eps);
-    scale_shift[c] = static_cast<float>(gamma[c] * is);
-    scale_shift[s.c + c] = static_cast<float>(beta[c] - gamma[c] * is * running_mean[c]);
-  }
+  batchnorm_eval_affine(s.c, o, gamma, beta, running_mean, running_var, scale_shift);
   for_each_image_block(s, [&](size_t i, size_t b) {
     const v8 sc = load(scale_shift + b * 8);
     const v8 sh = load(scale_shift + s.c + b * 8);
@@ -184,12 +203,13 @@ void batchnorm_blocked_forward_eval(const BlockedBatchNormShape& s, const BatchN
 
 void batchnorm_blocked_backward(const BlockedBatchNormShape& s, const float* x, const float* gamma, const float* mean,
                                 const float* invstd, const float* dy, float* dx, float* dgamma, float* dbeta,
-                                const float* relu_affine) {
+                                const float* relu_affine, const float* relu_y) {
   const size_t m = s.n * s.hw;
   const bool masked = relu_affine != nullptr;
-  // g = dy, or dy where the forward's ReLU passed (its input recomputed from x).
+  // g = dy, or dy where the ReLU passed (its input recomputed from x, or its output read).
   auto g_at = [&](const float* xb, const float* dyb, size_t p, v8 sc, v8 sh) {
     const v8 d = load(dyb + p * 8);
+    if (relu_y) return load(relu_y + (xb - x) + p * 8) > 0.0f ? d : splat(0.0f);
     if (!masked) return d;
     return affine_value(load(xb + p * 8), sc, sh) > 0.0f ? d : splat(0.0f);
   };

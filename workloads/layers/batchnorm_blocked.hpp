@@ -26,7 +26,8 @@ struct BlockedBatchNormShape {
   size_t hw = 0;  // pixels per image
 };
 
-// As batchnorm_forward_train (affine_out: [scale (c) | shift (c)]).
+// As batchnorm_forward_train (affine_out: [scale (c) | shift (c)]). y may be null: the
+// statistics and affine_out only (the map then runs in batchnorm_blocked_affine_add_relu).
 void batchnorm_blocked_forward_train(const BlockedBatchNormShape& s, const BatchNormOptions& o, const float* x,
                                      const float* gamma, const float* beta, float* y, float* mean, float* invstd,
                                      float* running_mean, float* running_var, bool relu = false,
@@ -35,9 +36,20 @@ void batchnorm_blocked_forward_train(const BlockedBatchNormShape& s, const Batch
 void batchnorm_blocked_forward_eval(const BlockedBatchNormShape& s, const BatchNormOptions& o, const float* x,
                                     const float* gamma, const float* beta, const float* running_mean,
                                     const float* running_var, float* y, bool relu = false);
-// As batchnorm_backward with relu_affine (or no ReLU when null); dx may alias dy.
+// The residual join fused with the BN map before it: y = max(x·scale + shift + r, 0), with
+// affine = [scale (c) | shift (c)] (affine_out of the training forward, or
+// batchnorm_eval_affine's). y may alias r.
+void batchnorm_blocked_affine_add_relu(const BlockedBatchNormShape& s, const float* x, const float* affine,
+                                       const float* r, float* y);
+// The evaluation map's [scale (c) | shift (c)] from the running statistics.
+void batchnorm_eval_affine(size_t c, const BatchNormOptions& o, const float* gamma, const float* beta,
+                           const float* running_mean, const float* running_var, float* affine_out);
+// As batchnorm_backward: the ReLU mask recomputed from relu_affine (a ReLU right after this
+// BN), or taken from relu_y (the output of a ReLU further on whose input is this BN's output
+// plus something that does not depend on it: the residual join; dy is then that ReLU's
+// output gradient), or none when both are null. dx may alias dy.
 void batchnorm_blocked_backward(const BlockedBatchNormShape& s, const float* x, const float* gamma, const float* mean,
                                 const float* invstd, const float* dy, float* dx, float* dgamma, float* dbeta,
-                                const float* relu_affine = nullptr);
+                                const float* relu_affine = nullptr, const float* relu_y = nullptr);
 
 }  // namespace dsgd

@@ -13,8 +13,15 @@ void relu_forward(const float* x, float* y, size_t n) {
   for (size_t i = 0; i < n; ++i) y[i] = x[i] > 0.0f ? x[i] : 0.0f;
 }
 
-void relu_backward(const float* y, const float* dy, float* dx, size_t n) {
+void relu_backward(const float* y, const float* dy, float* dx, size_t n, bool add) {
   [[maybe_unused]] const int t = layer_threads();
+  if (add) {
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && n >= kParallelMinFloats)
+#endif
+    for (size_t i = 0; i < n; ++i) dx[i] += y[i] > 0.0f ? dy[i] : 0.0f;
+    return;
+  }
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && n >= kParallelMinFloats)
 #endif

@@ -9,8 +9,8 @@
 namespace dsgd {
 
 void relu_forward(const float* x, float* y, size_t n);  // y may alias x
-// dx = dy · [y > 0]; dx may alias dy.
-void relu_backward(const float* y, const float* dy, float* dx, size_t n);
+// dx = dy · [y > 0] (dx += that when add); dx may alias dy when !add.
+void relu_backward(const float* y, const float* dy, float* dx, size_t n, bool add = false);
 // y = max(a + b, 0); y may alias a or b.
 void add_relu_forward(const float* a, const float* b, float* y, size_t n);
 // The residual join's backward in one pass: g = dy · [y > 0] goes to both branches,
