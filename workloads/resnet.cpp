@@ -83,6 +83,7 @@ ResNetWorkload::ResNetWorkload(const ResNetArch& arch, ImageShape input, int cla
       blk.conv1 = add_unit(x, c, 3, stride, 1, true, true, prefix + "conv1");
       blk.conv2 = add_unit(units_[blk.conv1].out, c, 3, 1, 1, false, true, prefix + "conv2");
       units_[blk.conv2].join_block = blocks_.size();
+      if (!project) units_[blk.conv1].identity_block = blocks_.size();
       if (project) blk.shortcut = add_unit(x, c, 1, stride, 0, false, true, prefix + "shortcut");
       const Tensor& o = tensors_[units_[blk.conv2].out];
       blk.out = add_tensor(o.c, o.h, o.w, true);
@@ -456,9 +457,12 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
       KernelTimer kt(Kernel::join_bwd);
       const size_t ta = units_[b.conv2].out, tb = b.shortcut == kNone ? b.in : units_[b.shortcut].out;
       if (layout_ == ActivationLayout::nchw8c) {
-        // The shortcut branch only; conv2's BN backward reads dout and the mask itself.
-        relu_backward(val(b.out), grad(b.out), grad(tb), count, grad_written_[tb] != 0);
-        grad_written_[tb] = 1;
+        // The shortcut branch only (an identity one after conv1, see below); conv2's BN
+        // backward reads dout and the mask itself.
+        if (b.shortcut != kNone) {
+          relu_backward(val(b.out), grad(b.out), grad(tb), count, grad_written_[tb] != 0);
+          grad_written_[tb] = 1;
+        }
         continue;
       }
       add_relu_backward(val(b.out), grad(b.out), grad(ta), grad_written_[ta] != 0, grad(tb), grad_written_[tb] != 0,
@@ -499,8 +503,17 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
       ut.reset();
       hook(u.layer);
       ut.emplace(unit_seconds_, 2 * op.index + 1);
-      KernelTimer kt(Kernel::onednn_bwd_in);
-      if (u.needs_dx) conv.backward_input(params + u.w_off, d, grad(u.in), grad_written_[u.in] != 0);
+      {
+        KernelTimer kt(Kernel::onednn_bwd_in);
+        if (u.needs_dx) conv.backward_input(params + u.w_off, d, grad(u.in), grad_written_[u.in] != 0);
+      }
+      if (u.identity_block != kNone && layout_ == ActivationLayout::nchw8c) {
+        // The identity shortcut's gradient dout·[out > 0], added (dx is final only now).
+        const Block& b = blocks_[u.identity_block];
+        const Tensor& t = tensors_[b.out];
+        KernelTimer jt(Kernel::join_bwd);
+        relu_backward(val(b.out), grad(b.out), grad(u.in), t.c * n * t.h * t.w, true);
+      }
     } else {
       if (layout_ == ActivationLayout::nchw8c) {  // the stem (no input gradient): dz to CNHW
         nchw8c_to_cnhw(d, stem_cnhw_.data(), n, s.c_out, s.h_out() * s.w_out(), false);

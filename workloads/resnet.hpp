@@ -31,7 +31,8 @@
 // sums in another order): same seed → same result for a given backend and layout. With
 // nChw8c each block's second BN map runs fused into the residual join (one pass:
 // out = max(BN(z) + shortcut, 0)), and the join's backward hands the masked gradient to that
-// BN's backward directly.
+// BN's backward directly; with an identity shortcut that gradient is added after conv1's
+// input gradient, which oneDNN then writes in place.
 #pragma once
 
 #include <algorithm>
@@ -126,6 +127,9 @@ class ResNetWorkload final : public Workload {
     size_t w_off = 0, gamma_off = 0, beta_off = 0;  // into params
     size_t stat_off = 0;                            // into running_/batch_mean_/batch_invstd_
     size_t join_block = kNone;  // a block's conv2: with nChw8c its BN map runs in the join
+    // A block's conv1 where the shortcut is the identity: with nChw8c the shortcut's gradient
+    // is added onto this unit's input gradient after it (which then needs no accumulate).
+    size_t identity_block = kNone;
   };
   struct Block {
     size_t conv1 = 0, conv2 = 0, shortcut = kNone;  // units
