@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -17,6 +18,7 @@
 #include "workloads/layers/batchnorm.hpp"
 #include "workloads/layers/conv2d.hpp"
 #include "workloads/layers/conv2d_dnnl.hpp"
+#include "workloads/layers/conv3x3_blocked.hpp"
 #include "workloads/layers/layer_threads.hpp"
 #include "workloads/layers/pooling.hpp"
 #include "workloads/layers/relu.hpp"
@@ -212,6 +214,122 @@ TEST(Conv2dDnnl, BackendTable) {
   EXPECT_STREQ(conv_backend_name(ConvBackend::onednn), "onednn");
   if (!have) {
     EXPECT_THROW(DnnlConv2d conv(kConvShapes[0]), InputError);
+  }
+}
+
+// The AVX2 3x3 kernels (conv3x3_blocked.hpp) on nChw8c activations: each pass against the
+// naive CNHW reference (converted by the two helpers below). Shapes: ResNet-20's 16->16 @28
+// (rows of 28 = 5 segments of 6/5 pixels); channel counts 8 (one block: 1 block per kernel
+// call), 24 (3 blocks: odd), 64 (input blocks summed in 3 chunks); images of 1x1 (the first
+// pixel is also the last, the only row also the bottom one), 1 row, 1 column, 3x9, 5x5, 7x7,
+// 9x13. Tolerance 1e-4 absolute on y and dx (sums of <= 576 products of magnitude <= 1);
+// dw sums up to n*H*W = 1568 products (|dw| up to ~40), so 1e-4 relative (1e-4 * (1 + |ref|)),
+// still far below the O(0.1) an index error gives.
+std::vector<float> cnhw_to_nchw8c_ref(const std::vector<float>& v, size_t n, size_t c, size_t hw) {
+  std::vector<float> out(v.size());
+  for (size_t ch = 0; ch < c; ++ch)
+    for (size_t i = 0; i < n; ++i)
+      for (size_t p = 0; p < hw; ++p) out[((i * (c / 8) + ch / 8) * hw + p) * 8 + ch % 8] = v[(ch * n + i) * hw + p];
+  return out;
+}
+std::vector<float> nchw8c_to_cnhw_ref(const std::vector<float>& v, size_t n, size_t c, size_t hw) {
+  std::vector<float> out(v.size());
+  for (size_t ch = 0; ch < c; ++ch)
+    for (size_t i = 0; i < n; ++i)
+      for (size_t p = 0; p < hw; ++p) out[(ch * n + i) * hw + p] = v[((i * (c / 8) + ch / 8) * hw + p) * 8 + ch % 8];
+  return out;
+}
+
+const Conv2dShape kBlockedShapes[] = {
+    {2, 16, 28, 28, 16, 3, 1, 1}, {2, 8, 7, 7, 16, 3, 1, 1},  {3, 32, 5, 5, 8, 3, 1, 1},   {2, 16, 1, 1, 16, 3, 1, 1},
+    {2, 8, 3, 9, 8, 3, 1, 1},     {2, 64, 7, 7, 64, 3, 1, 1}, {1, 8, 1, 5, 16, 3, 1, 1},   {1, 16, 6, 1, 8, 3, 1, 1},
+    {2, 24, 9, 13, 24, 3, 1, 1},  {1, 32, 14, 14, 32, 3, 1, 1},
+};
+
+TEST(Conv3x3Blocked, MatchesNaive) {
+  if (!conv3x3_blocked_supported(kBlockedShapes[0])) GTEST_SKIP() << "built without AVX2 + FMA";
+  unsigned seed = 900;
+  for (const Conv2dShape& s : kBlockedShapes) {
+    ASSERT_TRUE(conv3x3_blocked_supported(s));
+    const size_t hw = s.h * s.w, nx = s.c_in * s.n * hw, ny = s.c_out * s.n * hw;
+    const auto x = random_vector(nx, seed++), w = random_vector(s.weight_count(), seed++),
+               dy = random_vector(ny, seed++), dx0 = random_vector(nx, seed++);
+    const auto xb = cnhw_to_nchw8c_ref(x, s.n, s.c_in, hw), dyb = cnhw_to_nchw8c_ref(dy, s.n, s.c_out, hw);
+    BlockedConv3x3 conv(s);
+    const std::string what = "shape " + std::to_string(s.c_in) + "->" + std::to_string(s.c_out) + " @" +
+                             std::to_string(s.h) + "x" + std::to_string(s.w) + " n=" + std::to_string(s.n);
+
+    std::vector<float> y_ref(ny), dx_ref(nx), dw_ref(s.weight_count());
+    conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
+    conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data());
+
+    std::vector<float> yb(ny, 7.0f);  // overwritten
+    conv.forward(xb.data(), w.data(), yb.data());
+    const auto y = nchw8c_to_cnhw_ref(yb, s.n, s.c_out, hw);
+    for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4) << "y[" << i << "] " << what;
+
+    std::vector<float> dw(s.weight_count(), 7.0f);
+    conv.backward_weights(xb.data(), dyb.data(), dw.data());
+    for (size_t i = 0; i < dw.size(); ++i)
+      ASSERT_NEAR(dw[i], dw_ref[i], 1e-4 * (1 + std::fabs(dw_ref[i]))) << "dw[" << i << "] " << what;
+
+    std::vector<float> dxb(nx, 7.0f);
+    conv.backward_input(w.data(), dyb.data(), dxb.data(), /*accumulate=*/false);
+    auto dx = nchw8c_to_cnhw_ref(dxb, s.n, s.c_in, hw);
+    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-4) << "dx[" << i << "] " << what;
+
+    dxb = cnhw_to_nchw8c_ref(dx0, s.n, s.c_in, hw);
+    conv.backward_input(w.data(), dyb.data(), dxb.data(), /*accumulate=*/true);
+    dx = nchw8c_to_cnhw_ref(dxb, s.n, s.c_in, hw);
+    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx0[i] + dx_ref[i], 1e-4) << "acc dx[" << i << "] " << what;
+  }
+}
+
+// forward and backward_input split over (image, output-channel group), backward_weights over
+// (output block, input block, kh, lane half); every output is summed by one thread in a fixed
+// order, so 1, 2 and 3 threads give bitwise the same results.
+TEST(Conv3x3Blocked, DoesNotDependOnThreadCount) {
+  if (!conv3x3_blocked_supported(kBlockedShapes[0])) GTEST_SKIP() << "built without AVX2 + FMA";
+  const int before = openblas_get_num_threads();
+  unsigned seed = 950;
+  for (const Conv2dShape& s : {Conv2dShape{3, 16, 28, 28, 16, 3, 1, 1}, Conv2dShape{3, 64, 7, 7, 64, 3, 1, 1},
+                               Conv2dShape{2, 24, 9, 13, 8, 3, 1, 1}}) {
+    const size_t hw = s.h * s.w, nx = s.c_in * s.n * hw, ny = s.c_out * s.n * hw;
+    const auto x = random_vector(nx, seed++), w = random_vector(s.weight_count(), seed++),
+               dy = random_vector(ny, seed++), dx0 = random_vector(nx, seed++);
+    std::vector<float> ref;
+    for (int t : {1, 2, 3}) {
+      openblas_set_num_threads(t);
+      ASSERT_EQ(layer_threads(), t);
+      BlockedConv3x3 conv(s);
+      std::vector<float> y(ny), dw(s.weight_count()), dx(nx), dx_acc = dx0;
+      conv.forward(x.data(), w.data(), y.data());
+      conv.backward_weights(x.data(), dy.data(), dw.data());
+      conv.backward_input(w.data(), dy.data(), dx.data(), false);
+      conv.backward_input(w.data(), dy.data(), dx_acc.data(), true);
+      std::vector<float> all = y;
+      for (const auto* v : {&dw, &dx, &dx_acc}) all.insert(all.end(), v->begin(), v->end());
+      if (t == 1)
+        ref = all;
+      else
+        EXPECT_EQ(all, ref) << t << " threads, " << s.c_in << "->" << s.c_out << " @" << s.h << "x" << s.w;
+    }
+  }
+  openblas_set_num_threads(before);
+}
+
+TEST(Conv3x3Blocked, RejectsOtherShapes) {
+  const Conv2dShape bad[] = {
+      {2, 16, 8, 8, 16, 3, 2, 1},  // stride 2
+      {2, 3, 8, 8, 16, 3, 1, 1},   // c_in not a multiple of 8
+      {2, 16, 8, 8, 12, 3, 1, 1},  // c_out not a multiple of 8
+      {2, 16, 8, 8, 16, 1, 1, 0},  // 1x1
+      {2, 16, 8, 8, 16, 3, 1, 0},  // no padding
+      {2, 16, 8, 8, 16, 5, 1, 2},  // 5x5
+  };
+  for (const Conv2dShape& s : bad) {
+    EXPECT_FALSE(conv3x3_blocked_supported(s)) << s.k << " " << s.stride << " " << s.pad << " " << s.c_in;
+    EXPECT_THROW(BlockedConv3x3 conv(s), InputError);
   }
 }
 
