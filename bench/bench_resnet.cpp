@@ -6,7 +6,8 @@
 // gflops = flops_per_sample × batch / median_s (convolutions and the head only, see
 // ResNetWorkload::flops_per_sample); sgemm_gflops: a 1024×1024×1024 cblas_sgemm at the same
 // thread count, median of 7, measured in the same process.
-// conv_backends: each convolution's backend in forward order (i = im2col + SGEMM, o = oneDNN);
+// conv_backends: each convolution's backend in forward order (i = im2col + SGEMM, o = oneDNN,
+// d = the direct 3×3 kernels);
 // --conv-backend auto|im2col|onednn (default auto: the per-shape table, layers/conv2d_dnnl.cpp).
 // layout: the activation layout (cnhw or nchw8c); --layout auto|cnhw|nchw8c (default auto:
 // nChw8c where the network can keep it, see workloads/resnet.hpp).
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
   const char* layout_name = resnet->activation_layout() == dsgd::ActivationLayout::nchw8c ? "nchw8c" : "cnhw";
   std::string backends;
   for (size_t u = 0; u < resnet->conv_layer_count(); ++u)
-    backends += resnet->conv_backend(u) == dsgd::ConvBackend::onednn ? 'o' : 'i';
+    backends += dsgd::conv_backend_name(resnet->conv_backend(u))[0];
   wl->reserve(size_t(batch));
   std::vector<float> params(wl->param_count()), grads(wl->param_count()), velocity(wl->param_count(), 0.0f);
   wl->init_params(params.data(), 1);

@@ -155,12 +155,7 @@ void ResNetWorkload::set_conv_backend(const std::string& which) {
     DSGD_THROW(InputError, "install libdnnl-dev and rebuild (cmake -DDSGD_WITH_DNNL=ON), or use im2col",
                "convolution backend onednn requested, but this build has no oneDNN");
   }
-  for (Unit& u : units_) {
-    if (which == "auto")
-      u.backend = conv2d_pick_backend(u.conv);
-    else
-      u.backend = which == "onednn" ? ConvBackend::onednn : ConvBackend::im2col;
-  }
+  conv_choice_ = which;
   resolve_layout();
   if (cap_ > 0) reserve(cap_);
 }
@@ -169,7 +164,7 @@ bool ResNetWorkload::blocked_possible() const {
   for (size_t t = 1; t < tensors_.size(); ++t)
     if (tensors_[t].c % kChannelBlock != 0) return false;
   for (const Unit& u : units_)  // only the stem (reading the CNHW images) may be im2col
-    if (u.backend != ConvBackend::onednn && (u.in != 0 || u.needs_dx)) return false;
+    if (u.backend == ConvBackend::im2col && (u.in != 0 || u.needs_dx)) return false;
   return true;
 }
 
@@ -189,6 +184,12 @@ void ResNetWorkload::set_activation_layout(const std::string& which) {
 }
 
 void ResNetWorkload::resolve_layout() {
+  for (Unit& u : units_) {
+    if (conv_choice_ == "auto")
+      u.backend = conv2d_pick_backend(u.conv);
+    else
+      u.backend = conv_choice_ == "onednn" ? ConvBackend::onednn : ConvBackend::im2col;
+  }
   const bool possible = blocked_possible();
   if (layout_choice_ == "nchw8c" && !possible) {
     DSGD_THROW(InputError, "use the oneDNN backend for every convolution after the stem, or the cnhw layout",
@@ -196,6 +197,22 @@ void ResNetWorkload::resolve_layout() {
                "divisible by 8");
   }
   layout_ = layout_choice_ == "cnhw" || !possible ? ActivationLayout::cnhw : ActivationLayout::nchw8c;
+  if (conv_choice_ != "auto" || layout_ != ActivationLayout::nchw8c) return;
+  for (Unit& u : units_) {
+    Conv2dShape s = u.conv;
+    s.n = 1;
+    if (u.backend == ConvBackend::onednn && conv3x3_blocked_supported(s)) u.backend = ConvBackend::direct;
+  }
+}
+
+BlockedConv3x3& ResNetWorkload::direct_conv(size_t u, size_t n) {
+  auto& cache = direct_[u];
+  for (auto& c : cache)
+    if (c->shape().n == n) return *c;
+  Conv2dShape s = units_[u].conv;
+  s.n = n;
+  cache.push_back(std::make_unique<BlockedConv3x3>(s));
+  return *cache.back();
 }
 
 DnnlConv2d& ResNetWorkload::dnnl_conv(size_t u, size_t n) {
@@ -235,11 +252,16 @@ void ResNetWorkload::reserve(size_t max_batch) {
   size_t col = 1;
   dnnl_.clear();
   dnnl_.resize(units_.size());
+  direct_.clear();
+  direct_.resize(units_.size());
   for (size_t i = 0; i < units_.size(); ++i) {
     Conv2dShape s = units_[i].conv;
     s.n = cap_;
+    // The step's primitives, kernels and buffers, made here, not during a step.
     if (units_[i].backend == ConvBackend::onednn)
-      dnnl_conv(i, cap_);  // the step's primitives and buffers, made here, not during a step
+      dnnl_conv(i, cap_);
+    else if (units_[i].backend == ConvBackend::direct)
+      direct_conv(i, cap_);
     else
       col = std::max(col, s.col_size());
   }
@@ -335,6 +357,9 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
       if (u.backend == ConvBackend::onednn) {
         KernelTimer kt(Kernel::onednn_fwd);
         dnnl_conv(op.index, n).forward(val(u.in), params + u.w_off, z);
+      } else if (u.backend == ConvBackend::direct) {
+        KernelTimer kt(Kernel::direct_fwd);
+        direct_conv(op.index, n).forward(val(u.in), params + u.w_off, z);
       } else if (layout_ == ActivationLayout::nchw8c) {  // the stem: CNHW, converted once
         conv2d_forward(s, val(u.in), params + u.w_off, stem_cnhw_.data(), col_.data());
         cnhw_to_nchw8c(stem_cnhw_.data(), z, n, s.c_out, s.h_out() * s.w_out());
@@ -494,18 +519,27 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
                            grads + u.gamma_off, grads + u.beta_off, nullptr, relu_affine);
       }
     }
-    if (u.backend == ConvBackend::onednn) {
-      DnnlConv2d& conv = dnnl_conv(op.index, n);
+    if (u.backend != ConvBackend::im2col) {
+      const bool dn = u.backend == ConvBackend::onednn;
+      DnnlConv2d* dconv = dn ? &dnnl_conv(op.index, n) : nullptr;
+      BlockedConv3x3* bconv = dn ? nullptr : &direct_conv(op.index, n);
       {
-        KernelTimer kt(Kernel::onednn_bwd_w);
-        conv.backward_weights(val(u.in), d, grads + u.w_off);
+        KernelTimer kt(dn ? Kernel::onednn_bwd_w : Kernel::direct_bwd_w);
+        if (dn)
+          dconv->backward_weights(val(u.in), d, grads + u.w_off);
+        else
+          bconv->backward_weights(val(u.in), d, grads + u.w_off);
       }
       ut.reset();
       hook(u.layer);
       ut.emplace(unit_seconds_, 2 * op.index + 1);
-      {
-        KernelTimer kt(Kernel::onednn_bwd_in);
-        if (u.needs_dx) conv.backward_input(params + u.w_off, d, grad(u.in), grad_written_[u.in] != 0);
+      if (u.needs_dx) {
+        KernelTimer kt(dn ? Kernel::onednn_bwd_in : Kernel::direct_bwd_in);
+        const bool acc = grad_written_[u.in] != 0;
+        if (dn)
+          dconv->backward_input(params + u.w_off, d, grad(u.in), acc);
+        else
+          bconv->backward_input(params + u.w_off, d, grad(u.in), acc);
       }
       if (u.identity_block != kNone && layout_ == ActivationLayout::nchw8c) {
         // The identity shortcut's gradient dout·[out > 0], added (dx is final only now).

@@ -22,7 +22,9 @@
 // Each convolution runs on one of two backends, chosen per layer shape by the measured table
 // of layers/conv2d_dnnl.cpp (conv2d_pick_backend): im2col + SGEMM over the whole batch, or
 // oneDNN (when the build has it). set_conv_backend forces one for every layer (benchmarks,
-// tests). Activations (all but the input images, which are CNHW) are stored in one layout
+// tests). With the nChw8c layout (below) and the "auto" choice, the 3×3 stride-1
+// convolutions run on our own direct kernels instead of oneDNN (layers/conv3x3_blocked.hpp,
+// faster on these shapes; backend "direct"). Activations (all but the input images, which are CNHW) are stored in one layout
 // for the whole network: nChw8c (layers/blocked_layout.hpp) when every convolution after the
 // stem runs on oneDNN and every channel count is a multiple of 8, so that the oneDNN
 // convolutions read and write them in place with no conversion between layers (an im2col
@@ -46,6 +48,7 @@
 #include "workloads/layers/blocked_layout.hpp"
 #include "workloads/layers/conv2d.hpp"
 #include "workloads/layers/conv2d_dnnl.hpp"
+#include "workloads/layers/conv3x3_blocked.hpp"
 #include "workloads/workload.hpp"
 
 namespace dsgd {
@@ -92,8 +95,9 @@ class ResNetWorkload final : public Workload {
   // BatchNorm running statistics, per conv+BN layer [mean (C) | var (C)], in layer order.
   const std::vector<float>& bn_running_stats() const { return running_; }
   size_t conv_layer_count() const { return units_.size(); }
-  // "auto" (the per-shape table), "im2col" or "onednn" for every convolution. Throws
-  // InputError on another name, or "onednn" in a build without oneDNN.
+  // "auto" (the per-shape table, and the direct kernels where the layout is nChw8c), "im2col"
+  // or "onednn" for every convolution. Throws InputError on another name, or "onednn" in a
+  // build without oneDNN.
   void set_conv_backend(const std::string& which);
   // "auto" (nChw8c where possible, see above), "cnhw" or "nchw8c". Throws InputError on
   // another name, or "nchw8c" where the network cannot keep it.
@@ -154,8 +158,11 @@ class ResNetWorkload final : public Workload {
   DnnlConv2d& dnnl_conv(size_t u, size_t n);
   // Whether every unit and tensor can keep nChw8c (see the header comment).
   bool blocked_possible() const;
-  // Sets layout_ from layout_choice_ (throws when nchw8c is forced but not possible).
+  // Sets every unit's backend from conv_choice_ and layout_ from layout_choice_ (throws when
+  // nchw8c is forced but not possible).
   void resolve_layout();
+  // The direct 3×3 convolution of unit u for batch n (created on first use, then kept).
+  BlockedConv3x3& direct_conv(size_t u, size_t n);
   // The layout of unit u's input (the images are CNHW).
   ActivationLayout in_layout(const Unit& u) const { return u.in == 0 ? ActivationLayout::cnhw : layout_; }
 
@@ -180,6 +187,7 @@ class ResNetWorkload final : public Workload {
   std::vector<float> running_;  // running mean/var per unit
   BatchNormOptions bn_;
   std::string layout_choice_ = "auto";
+  std::string conv_choice_ = "auto";
   ActivationLayout layout_ = ActivationLayout::cnhw;
 
   // Step buffers (reserve).
@@ -197,6 +205,7 @@ class ResNetWorkload final : public Workload {
   std::vector<unsigned char> grad_written_;
   std::vector<double> unit_seconds_;  // profiling only
   std::vector<std::vector<std::unique_ptr<DnnlConv2d>>> dnnl_;  // per unit, one per batch size
+  std::vector<std::vector<std::unique_ptr<BlockedConv3x3>>> direct_;  // likewise
 };
 
 // Creates the workload for `train` (which must be an image dataset); model "" = resnet20.

@@ -279,7 +279,8 @@ TEST(ResNet, ConvBackendsAgreeAndEachIsDeterministic) {
 // nChw8c one with an im2col stem, as ResNet-20 runs): losses to float rounding, gradients per
 // layer in relative L2 with the bound and reasoning of ConvBackendsAgreeAndEachIsDeterministic
 // (the BN sums round in another order), running statistics, and each layout deterministic.
-// "auto" picks nChw8c exactly where every convolution after the stem is on oneDNN.
+// "auto" picks nChw8c exactly where every convolution after the stem is on oneDNN, and then the
+// direct kernels for the 3×3 stride-1 convolutions (so this also checks those in a network).
 TEST(ResNet, ActivationLayoutsAgreeAndAutoPicksBlockedWherePossible) {
   if (!conv2d_dnnl_available()) GTEST_SKIP() << "built without oneDNN";
   const DatasetPair data = tiny_images(1, 8, 64, 4, 3);
@@ -290,6 +291,19 @@ TEST(ResNet, ActivationLayoutsAgreeAndAutoPicksBlockedWherePossible) {
     EXPECT_EQ(wl->activation_layout(), ActivationLayout::nchw8c);  // auto, with oneDNN
     EXPECT_EQ(wl->conv_backend(0), ConvBackend::im2col);             // the 1-channel stem
     wl->set_activation_layout(layout);
+    // nChw8c: the 3×3 stride-1 convolutions on the direct kernels, the rest on oneDNN.
+    size_t direct = 0;
+    for (size_t u = 1; u < wl->conv_layer_count(); ++u) {
+      const Conv2dShape& cs = wl->conv_shape(u);
+      const bool d = layout == "nchw8c" && cs.k == 3 && cs.stride == 1 &&
+                     conv3x3_blocked_supported({1, cs.c_in, cs.h, cs.w, cs.c_out, 3, 1, 1});
+      EXPECT_EQ(wl->conv_backend(u), d ? ConvBackend::direct : ConvBackend::onednn) << "unit " << u;
+      direct += d;
+    }
+    // resnet8: stage 1's conv1 and conv2, stages 2 and 3's conv2 (an AVX2 + FMA build).
+    if (layout == "nchw8c" && conv3x3_blocked_supported({1, 16, 8, 8, 16, 3, 1, 1})) {
+      EXPECT_EQ(direct, 4u);
+    }
     layers = wl->layers();
     wl->reserve(8);
     std::vector<float> params(wl->param_count()), grads(wl->param_count());

@@ -36,7 +36,16 @@
 
 namespace dsgd {
 
-const char* conv_backend_name(ConvBackend b) { return b == ConvBackend::onednn ? "onednn" : "im2col"; }
+const char* conv_backend_name(ConvBackend b) {
+  switch (b) {
+    case ConvBackend::onednn:
+      return "onednn";
+    case ConvBackend::direct:
+      return "direct";
+    default:
+      return "im2col";
+  }
+}
 
 ConvBackend conv2d_pick_backend(const Conv2dShape& s) {
   if (!conv2d_dnnl_available()) return ConvBackend::im2col;

@@ -24,7 +24,9 @@
 
 namespace dsgd {
 
-enum class ConvBackend { im2col, onednn };
+// im2col + SGEMM (conv2d.hpp), oneDNN (this file), or the direct 3×3 kernels on nChw8c
+// (conv3x3_blocked.hpp; the ResNet uses them where its activations are nChw8c).
+enum class ConvBackend { im2col, onednn, direct };
 
 const char* conv_backend_name(ConvBackend b);
 // Whether this build has the oneDNN backend.
