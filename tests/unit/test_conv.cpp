@@ -219,10 +219,13 @@ TEST(Conv2dDnnl, BackendTable) {
 
 // The AVX2 3x3 kernels (conv3x3_blocked.hpp) on nChw8c activations: each pass against the
 // naive CNHW reference (converted by the two helpers below). Shapes: ResNet-20's 16->16 @28
-// (rows of 28 = 5 segments of 6/5 pixels); channel counts 8 (one block: 1 block per kernel
-// call), 24 (3 blocks: odd), 64 (input blocks summed in 3 chunks); images of 1x1 (the first
+// (rows of 28: one image per kernel call, segments of 10, 9, 9 pixels), 32->32 @14 and
+// 64->64 @7; channel counts 8, 24 (an odd number of blocks) and 64; images of 1x1 (the first
 // pixel is also the last, the only row also the bottom one), 1 row, 1 column, 3x9, 5x5, 7x7,
-// 9x13. Tolerance 1e-4 absolute on y and dx (sums of <= 576 products of magnitude <= 1);
+// 9x13, 14x14. Rows under 20 pixels are computed 2 (10-19) or 3 (under 10) images per kernel
+// call: batches that fill the groups (n = 2 at 9x13, n = 3 at 5x5), that leave a smaller last
+// group (n = 4 at 7x7, n = 5 at 14x14) and that are smaller than one group (n = 1 and 2).
+// Tolerance 1e-4 absolute on y and dx (sums of <= 576 products of magnitude <= 1);
 // dw sums up to n*H*W = 1568 products (|dw| up to ~40), so 1e-4 relative (1e-4 * (1 + |ref|)),
 // still far below the O(0.1) an index error gives.
 std::vector<float> cnhw_to_nchw8c_ref(const std::vector<float>& v, size_t n, size_t c, size_t hw) {
@@ -241,9 +244,9 @@ std::vector<float> nchw8c_to_cnhw_ref(const std::vector<float>& v, size_t n, siz
 }
 
 const Conv2dShape kBlockedShapes[] = {
-    {2, 16, 28, 28, 16, 3, 1, 1}, {2, 8, 7, 7, 16, 3, 1, 1},  {3, 32, 5, 5, 8, 3, 1, 1},   {2, 16, 1, 1, 16, 3, 1, 1},
-    {2, 8, 3, 9, 8, 3, 1, 1},     {2, 64, 7, 7, 64, 3, 1, 1}, {1, 8, 1, 5, 16, 3, 1, 1},   {1, 16, 6, 1, 8, 3, 1, 1},
-    {2, 24, 9, 13, 24, 3, 1, 1},  {1, 32, 14, 14, 32, 3, 1, 1},
+    {2, 16, 28, 28, 16, 3, 1, 1}, {2, 8, 7, 7, 16, 3, 1, 1},    {3, 32, 5, 5, 8, 3, 1, 1}, {2, 16, 1, 1, 16, 3, 1, 1},
+    {2, 8, 3, 9, 8, 3, 1, 1},     {2, 64, 7, 7, 64, 3, 1, 1},   {1, 8, 1, 5, 16, 3, 1, 1}, {1, 16, 6, 1, 8, 3, 1, 1},
+    {2, 24, 9, 13, 24, 3, 1, 1},  {1, 32, 14, 14, 32, 3, 1, 1}, {4, 16, 7, 7, 8, 3, 1, 1}, {5, 8, 14, 14, 16, 3, 1, 1},
 };
 
 TEST(Conv3x3Blocked, MatchesNaive) {

@@ -1,14 +1,17 @@
 // See conv3x3_blocked.hpp. Two kernels:
-//  - conv_kernel<UR, L, R>: one block of 8 output channels × UR ≤ 12 consecutive output pixels
-//    of a row, in UR ymm accumulators for the whole sum (input blocks, valid kh, kw, lanes);
-//    details at the kernel. forward and backward_input (a forward convolution of dy with the
-//    weights flipped in kh, kw and Cin ↔ Cout swapped) share it.
+//  - conv_kernel<M, UR, L, R>: one block of 8 output channels × UR consecutive output pixels
+//    of a row in each of M images (M·UR ≤ 12 ymm accumulators), for the whole sum (input
+//    blocks, valid kh, kw, input lanes); details at the kernel. forward and backward_input (a
+//    forward convolution of dy with the weights flipped in kh, kw and Cin ↔ Cout swapped)
+//    share it.
 //  - bww_item: the weight gradient of one (output block, input block, kh, half of the 8 input
 //    lanes) for one image: 3 kw × 4 lanes = 12 accumulators of 8 output channels; per input
 //    pixel q, 4 broadcasts of x and the dy vectors at q+1, q, q−1 (kw = 0, 1, 2). The sums run
 //    over images outermost (partial sums stored between images, in the order they would have
 //    in registers), so one image's blocks stay in cache.
 // Each output's summation order is fixed by the shape alone, never by the thread count.
+// GCC's register allocation needed help in three places, marked by empty asm statements that
+// pin values in registers (each measured, see the comments there).
 #include "workloads/layers/conv3x3_blocked.hpp"
 
 #include <algorithm>
@@ -52,13 +55,16 @@ inline DSGD_INLINE void unroll(F&& f) {
   unroll_impl(f, std::make_integer_sequence<int, N>{});
 }
 
-// One kernel call: output pixels (oh, ow0 … ow0+UR−1) of one block of 8 output channels.
+// One kernel call: output pixels (oh, ow0 … ow0+UR−1) of one block of 8 output channels in
+// M consecutive images.
 struct KArgs {
-  const float* x;   // input block 0 of the image, at pixel (oh, ow0)
+  const float* x;   // input block 0 of the first image, at pixel (oh, ow0)
   const float* w;   // the output block's weights: [ib][kh][kw][lane][8]
-  float* y;         // output block, at pixel (oh, ow0)
+  float* y;         // output block of the first image, at pixel (oh, ow0)
   ptrdiff_t x_row;  // W·8
   size_t x_block;   // H·W·8 (input block stride)
+  size_t x_img;     // Cin·H·W (input image stride)
+  size_t y_img;     // Cout·H·W (output image stride)
   int nib;          // input blocks
   int kh0, kh1;     // valid kh range for row oh
   bool load;        // start from y's values (accumulate) instead of 0
@@ -66,94 +72,140 @@ struct KArgs {
 
 using Kernel = void (*)(const KArgs&);
 
-// UR output pixels of one row × 8 output channels, summed over all input blocks, the valid kh
-// and all kw and input lanes. Per (input block, kh, lane l): the three kw weight vectors in
-// registers, then each input pixel of the window ow0−1 … ow0+UR (UR + 2 of them) broadcast
-// once and used for every kw it meets (output pixel u = p − kw). Loads per FMA:
-// (3 + UR + 2) / 3·UR (0.47 at UR = 12), against (1 + UR) / UR when each (kw, lane) step
-// loads its own weight and broadcasts; on Zen 3 the loads, not the FMAs, were the limit.
+// UR output pixels of one row in each of M images × 8 output channels, summed over all input
+// blocks, the valid kh and all kw and input lanes. Per (input block, kh, lane l): the three kw
+// weight vectors in registers, then each input pixel of the window ow0−1 … ow0+UR (UR + 2 of
+// them, per image) broadcast once and used for every kw it meets (output pixel u = p − kw).
+// Loads per FMA: (3 + M·(UR + 2)) / 3·M·UR (0.47 at M·UR = 12), against (1 + UR) / UR when
+// each (kw, lane) step loads its own weight and broadcasts: on Zen 3 the loads, not the FMAs,
+// limit these loops. M > 1 is for narrow rows (14 and 7 pixels): each accumulator takes a
+// chain of 3 dependent FMAs per lane, so fewer than 8 of them leave the FMA pipes idle.
 // L / R: the first / last pixel of the call is the row's first / last, whose kw = 0 / kw = 2
 // tap falls in the zero padding: the window's first / last input pixel is skipped (no padded
-// copy of x). UR + 3 weights + 1 broadcast ≤ 16 ymm registers: UR ≤ 12.
-template <int UR, bool L, bool R>
+// copy of x). M·UR accumulators + 3 weights + 1 broadcast ≤ 16 ymm registers.
+template <int M, int UR, bool L, bool R>
 void conv_kernel(const KArgs& a) {
-  static_assert(UR >= 1 && UR + 3 + 1 <= 16);
-  __m256 acc[UR];
-  unroll<UR>([&](auto u) DSGD_INLINE { acc[u] = a.load ? _mm256_loadu_ps(a.y + u * 8) : _mm256_setzero_ps(); });
+  static_assert(M >= 1 && UR >= 1 && M * UR + 3 + 1 <= 16);
+  __m256 acc[M][UR];
+  unroll<M>([&](auto m) DSGD_INLINE {
+    unroll<UR>([&](auto u) DSGD_INLINE {
+      acc[m][u] = a.load ? _mm256_loadu_ps(a.y + m * a.y_img + u * 8) : _mm256_setzero_ps();
+    });
+  });
   const float* xb = a.x;
   const float* wb = a.w;
   const ptrdiff_t x_row = a.x_row;
-  const size_t x_block = a.x_block;
+  const size_t x_block = a.x_block, x_img = a.x_img;
   const int nib = a.nib, kh0 = a.kh0, kh1 = a.kh1;
   for (int ib = 0; ib < nib; ++ib, xb += x_block, wb += 9 * 8 * 8) {
     for (int kh = kh0; kh < kh1; ++kh) {
       const float* wr = wb + kh * 3 * 8 * 8;
-      const float* xr = xb + (kh - 1) * x_row - 8;  // input pixel ow0 − 1 (not read when L)
+      // Input pixel ow0 − 1 (not read when L) of row oh + kh − 1, per image; opaque to GCC,
+      // which would otherwise keep one induction pointer per broadcast address (on the stack).
+      const float* xr[M];
+      unroll<M>([&](auto m) DSGD_INLINE {
+        xr[m] = xb + m * x_img + (kh - 1) * x_row - 8;
+        asm("" : "+r"(xr[m]));
+      });
       unroll<8>([&](auto l) DSGD_INLINE {
+        // The asm statements pin values in registers for GCC: the weights (otherwise folded
+        // into every FMA as memory operands, one load per FMA), and the weights and broadcasts
+        // past their last FMA (otherwise GCC writes some FMA results into the dying operand's
+        // register and adds a register move per FMA or two to put the accumulators back).
         __m256 wv[3];
         unroll<3>([&](auto kw) DSGD_INLINE {
           wv[kw] = _mm256_loadu_ps(wr + (kw * 8 + l) * 8);
-          // Keep the weight in a register: GCC would otherwise fold it into each FMA as a
-          // memory operand (one load per FMA).
           asm("" : "+x"(wv[kw]));
         });
-        unroll<UR + 2>([&](auto p) DSGD_INLINE {
-          if constexpr (!((L && p == 0) || (R && p == UR + 1))) {
-            const __m256 b = _mm256_broadcast_ss(xr + p * 8 + l);
-            unroll<3>([&](auto kw) DSGD_INLINE {
-              constexpr int u = p - kw;
-              if constexpr (u >= 0 && u < UR) acc[u] = _mm256_fmadd_ps(wv[kw], b, acc[u]);
-            });
-          }
+        unroll<M>([&](auto m) DSGD_INLINE {
+          unroll<UR + 2>([&](auto p) DSGD_INLINE {
+            if constexpr (!((L && p == 0) || (R && p == UR + 1))) {
+              const __m256 b = _mm256_broadcast_ss(xr[m] + p * 8 + l);
+              unroll<3>([&](auto kw) DSGD_INLINE {
+                constexpr int u = p - kw;
+                if constexpr (u >= 0 && u < UR) acc[m][u] = _mm256_fmadd_ps(wv[kw], b, acc[m][u]);
+              });
+              asm("" ::"x"(b));
+            }
+          });
         });
+        unroll<3>([&](auto kw) DSGD_INLINE { asm("" ::"x"(wv[kw])); });
       });
     }
   }
-  unroll<UR>([&](auto u) DSGD_INLINE { _mm256_storeu_ps(a.y + u * 8, acc[u]); });
+  unroll<M>([&](auto m) DSGD_INLINE {
+    unroll<UR>([&](auto u) DSGD_INLINE { _mm256_storeu_ps(a.y + m * a.y_img + u * 8, acc[m][u]); });
+  });
 }
 
+// Images per tile and largest segment: one image and up to 12 pixels for rows of 20 and more
+// (28 → 10, 9, 9); 2 images and up to 6 for rows of 10 to 19 (14 → 5, 5, 4); 3 images and up
+// to 4 for narrower rows (7 → 4, 3).
+struct Tiling {
+  int m, ur;
+};
+constexpr Tiling tiling_for_width(size_t w) {
+  return w >= 20 ? Tiling{1, 12} : w >= 10 ? Tiling{2, 6} : Tiling{3, 4};
+}
 constexpr int kMaxUr = 12;
 
-// The kernel for a segment of ur pixels and its edge flags.
-template <int UR>
+// The kernel for m images, a segment of ur pixels and its edge flags.
+template <int M, int UR>
 Kernel pick_ur(int ur, bool l, bool r) {
   if constexpr (UR == 0) {
     return nullptr;
   } else {
-    if (ur != UR) return pick_ur<UR - 1>(ur, l, r);
-    if (l) return r ? conv_kernel<UR, true, true> : conv_kernel<UR, true, false>;
-    return r ? conv_kernel<UR, false, true> : conv_kernel<UR, false, false>;
+    if (ur != UR) return pick_ur<M, UR - 1>(ur, l, r);
+    if (l) return r ? conv_kernel<M, UR, true, true> : conv_kernel<M, UR, true, false>;
+    return r ? conv_kernel<M, UR, false, true> : conv_kernel<M, UR, false, false>;
+  }
+}
+Kernel pick_kernel(int m, int ur, bool l, bool r) {
+  switch (m) {
+    case 1:
+      return pick_ur<1, 12>(ur, l, r);
+    case 2:
+      return pick_ur<2, 6>(ur, l, r);
+    case 3:
+      return pick_ur<3, 4>(ur, l, r);
+    default:
+      return nullptr;
   }
 }
 
 // y (n, cb_out, h, w, 8) = (or +=, when accumulate) conv of x (n, cb_in, h, w, 8) with the
-// repacked weights wp ([ob][ib][kh][kw][lane][8]). Work items (image, output block), each
-// computing its outputs alone in a fixed order. Rows are split into near-equal segments of at
-// most kMaxUr pixels (28 → 10, 9, 9; 14 → 7, 7; 7 → 7).
+// repacked weights wp ([ob][ib][kh][kw][lane][8]). Work items (group of tiling.m images,
+// output block; the last group may have fewer images), each computing its outputs alone in a
+// fixed order. Rows are split into near-equal segments of at most tiling.ur pixels.
 void conv_run(size_t n, size_t cb_in, size_t cb_out, size_t h, size_t w, const float* x, const float* wp, float* y,
               bool accumulate) {
   const size_t hw8 = h * w * 8;
-  const size_t nseg = (w + kMaxUr - 1) / kMaxUr;
+  const Tiling t = tiling_for_width(w);
+  const size_t tm = size_t(t.m), nseg = (w + size_t(t.ur) - 1) / size_t(t.ur);
   constexpr size_t kMaxSeg = 64;  // rows up to 768 pixels (checked by the constructor)
-  Kernel seg_kernel[kMaxSeg];
+  Kernel seg_kernel[3][kMaxSeg];  // [images − 1][segment]
   size_t seg_start[kMaxSeg];
   for (size_t s = 0, ow = 0; s < nseg; ++s) {
     const size_t len = w / nseg + (s < w % nseg ? 1 : 0);
     seg_start[s] = ow;
-    seg_kernel[s] = pick_ur<kMaxUr>(int(len), ow == 0, ow + len == w);
+    for (size_t m = 1; m <= tm; ++m) seg_kernel[m - 1][s] = pick_kernel(int(m), int(len), ow == 0, ow + len == w);
     ow += len;
   }
-  const long items = long(n * cb_out);
+  const size_t groups = (n + tm - 1) / tm;
+  const long items = long(groups * cb_out);
   [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
 #pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
 #endif
   for (long it = 0; it < items; ++it) {
-    const size_t img = size_t(it) / cb_out, ob = size_t(it) % cb_out;
+    const size_t img = size_t(it) / cb_out * tm, ob = size_t(it) % cb_out;
+    const Kernel* kern = seg_kernel[std::min(tm, n - img) - 1];
     KArgs a;
     a.w = wp + ob * cb_in * 9 * 8 * 8;
     a.x_row = ptrdiff_t(w * 8);
     a.x_block = hw8;
+    a.x_img = cb_in * hw8;
+    a.y_img = cb_out * hw8;
     a.nib = int(cb_in);
     a.load = accumulate;
     const float* xi = x + img * cb_in * hw8;
@@ -165,7 +217,7 @@ void conv_run(size_t n, size_t cb_in, size_t cb_out, size_t h, size_t w, const f
         const size_t pix = oh * w + seg_start[s];
         a.x = xi + pix * 8;
         a.y = yo + pix * 8;
-        seg_kernel[s](a);
+        kern[s](a);
       }
     }
   }
@@ -219,7 +271,8 @@ inline DSGD_INLINE void bww_step(__m256 (&acc)[3][4], const float* xr, const flo
 void bww_item(const float* xb, const float* db, long h, long w, int kh, float* pacc, bool first) {
   __m256 acc[3][4];
   unroll<3>([&](auto kw) DSGD_INLINE {
-    unroll<4>([&](auto j) DSGD_INLINE { acc[kw][j] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(pacc + (kw * 4 + j) * 8); });
+    unroll<4>([&](auto j)
+                  DSGD_INLINE { acc[kw][j] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(pacc + (kw * 4 + j) * 8); });
   });
   const long oh0 = kh == 0 ? 1 : 0, oh1 = kh == 2 ? h - 1 : h;
   for (long oh = oh0; oh < oh1; ++oh) {
@@ -233,7 +286,9 @@ void bww_item(const float* xb, const float* db, long h, long w, int kh, float* p
     for (long q = 1; q + 1 < w; ++q) bww_step<true, true>(acc, xr, dr, q);
     bww_step<false, true>(acc, xr, dr, w - 1);
   }
-  unroll<3>([&](auto kw) DSGD_INLINE { unroll<4>([&](auto j) DSGD_INLINE { _mm256_storeu_ps(pacc + (kw * 4 + j) * 8, acc[kw][j]); }); });
+  unroll<3>([&](auto kw) DSGD_INLINE {
+    unroll<4>([&](auto j) DSGD_INLINE { _mm256_storeu_ps(pacc + (kw * 4 + j) * 8, acc[kw][j]); });
+  });
 }
 
 }  // namespace

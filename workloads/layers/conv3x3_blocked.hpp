@@ -11,9 +11,9 @@
 // in conv2d.hpp; each call repacks them (≤ 37k floats) into the kernels' blocked layout.
 //
 // Threads: OpenMP with OpenBLAS's thread count (layer_threads()). forward / backward_input
-// split over (image, block of 8 output channels), backward_weights over (output block, input block,
-// kh, input-lane half); every output value is computed by one thread in a fixed summation
-// order, so results are bitwise the same at any thread count.
+// split over (group of 1-3 images, block of 8 output channels), backward_weights over
+// (output block, input block, kh, input-lane half); every output value is computed by one
+// thread in a fixed summation order, so results are bitwise the same at any thread count.
 //
 // Needs a build with AVX2 and FMA (-march=native on this machine): otherwise
 // conv3x3_blocked_supported() is false for every shape and the constructor throws.
