@@ -5,10 +5,10 @@
 //    forward convolution of dy with the weights flipped in kh, kw and Cin ↔ Cout swapped)
 //    share it.
 //  - bww_item: the weight gradient of one (output block, input block, kh, half of the 8 input
-//    lanes) for one image: 3 kw × 4 lanes = 12 accumulators of 8 output channels; per input
-//    pixel q, 4 broadcasts of x and the dy vectors at q+1, q, q−1 (kw = 0, 1, 2). The sums run
-//    over images outermost (partial sums stored between images, in the order they would have
-//    in registers), so one image's blocks stay in cache.
+//    lanes) over a chunk of images: 3 kw × 4 lanes = 12 accumulators of 8 output channels;
+//    per input pixel q, 4 broadcasts of x and the dy vectors at q+1, q, q−1 (kw = 0, 1, 2).
+//    Chunks of images (~256 KiB of x and dy) run outermost, with the partial sums stored
+//    between chunks (in the order they would have in registers), so a chunk stays in L2.
 // Each output's summation order is fixed by the shape alone, never by the thread count.
 // GCC's register allocation needed help in three places, marked by empty asm statements that
 // pin values in registers (each measured, see the comments there).
@@ -266,25 +266,30 @@ inline DSGD_INLINE void bww_step(__m256 (&acc)[3][4], const float* xr, const flo
   });
 }
 
-// One work item for one image: xb is input block ib (H, W, 8) offset to lane 4·half, db the
-// dy block ob (H, W, 8); pacc [kw][j][8] the running sums (ignored and overwritten when first).
-void bww_item(const float* xb, const float* db, long h, long w, int kh, float* pacc, bool first) {
+// One work item for images [0, nimg) of a chunk: xb is input block ib (H, W, 8) of the first
+// image, offset to lane 4·half; db the dy block ob (H, W, 8) of the first image; x_img / dy_img
+// the image strides; pacc [kw][j][8] the running sums (ignored and overwritten when first).
+// The images are summed in order, so chunks of any size give the same sums.
+void bww_item(const float* xb, const float* db, size_t x_img, size_t dy_img, size_t nimg, long h, long w, int kh,
+              float* pacc, bool first) {
   __m256 acc[3][4];
   unroll<3>([&](auto kw) DSGD_INLINE {
     unroll<4>([&](auto j)
                   DSGD_INLINE { acc[kw][j] = first ? _mm256_setzero_ps() : _mm256_loadu_ps(pacc + (kw * 4 + j) * 8); });
   });
   const long oh0 = kh == 0 ? 1 : 0, oh1 = kh == 2 ? h - 1 : h;
-  for (long oh = oh0; oh < oh1; ++oh) {
-    const float* xr = xb + (oh + kh - 1) * w * 8;
-    const float* dr = db + oh * w * 8;
-    if (w == 1) {
-      bww_step<false, false>(acc, xr, dr, 0);
-      continue;
+  for (size_t i = 0; i < nimg; ++i, xb += x_img, db += dy_img) {
+    for (long oh = oh0; oh < oh1; ++oh) {
+      const float* xr = xb + (oh + kh - 1) * w * 8;
+      const float* dr = db + oh * w * 8;
+      if (w == 1) {
+        bww_step<false, false>(acc, xr, dr, 0);
+        continue;
+      }
+      bww_step<true, false>(acc, xr, dr, 0);
+      for (long q = 1; q + 1 < w; ++q) bww_step<true, true>(acc, xr, dr, q);
+      bww_step<false, true>(acc, xr, dr, w - 1);
     }
-    bww_step<true, false>(acc, xr, dr, 0);
-    for (long q = 1; q + 1 < w; ++q) bww_step<true, true>(acc, xr, dr, q);
-    bww_step<false, true>(acc, xr, dr, w - 1);
   }
   unroll<3>([&](auto kw) DSGD_INLINE {
     unroll<4>([&](auto j) DSGD_INLINE { _mm256_storeu_ps(pacc + (kw * 4 + j) * 8, acc[kw][j]); });
@@ -321,6 +326,10 @@ void BlockedConv3x3::backward_weights(const float* x, const float* dy, float* dw
   // Work items (ob, ib, kh, half), 96 partial sums each ([kw][j][8]).
   const size_t items = cbo * cbi * 3 * 2;
   float* acc = dw_acc_.data();
+  // Images per chunk: the chunk's x and dy within ~256 KiB (L2), so each work item's call sums
+  // several small images in registers.
+  const size_t img_bytes = (s_.c_in + s_.c_out) * s_.h * s_.w * sizeof(float);
+  const size_t chunk = std::max<size_t>(1, (256 * 1024) / img_bytes);
   [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
 #pragma omp parallel num_threads(nt) if (nt > 1)
@@ -332,11 +341,12 @@ void BlockedConv3x3::backward_weights(const float* x, const float* dy, float* dw
     nthreads = size_t(omp_get_num_threads());
 #endif
     const size_t i0 = items * t / nthreads, i1 = items * (t + 1) / nthreads;
-    for (size_t img = 0; img < s_.n; ++img) {
+    for (size_t img = 0; img < s_.n; img += chunk) {
+      const size_t nimg = std::min(chunk, s_.n - img);
       for (size_t it = i0; it < i1; ++it) {
         const size_t half = it % 2, kh = (it / 2) % 3, ib = (it / 6) % cbi, ob = it / (6 * cbi);
-        bww_item(x + (img * cbi + ib) * hw8 + half * 4, dy + (img * cbo + ob) * hw8, long(s_.h), long(s_.w), int(kh),
-                 acc + it * 96, img == 0);
+        bww_item(x + (img * cbi + ib) * hw8 + half * 4, dy + (img * cbo + ob) * hw8, cbi * hw8, cbo * hw8, nimg,
+                 long(s_.h), long(s_.w), int(kh), acc + it * 96, img == 0);
       }
     }
   }
