@@ -103,7 +103,7 @@ ResNetWorkload::ResNetWorkload(const ResNetArch& arch, ImageShape input, int cla
   for (const Unit& u : units_)  // running variance starts at 1
     std::fill(running_.begin() + long(u.stat_off + u.conv.c_out),
               running_.begin() + long(u.stat_off + 2 * u.conv.c_out), 1.0f);
-  resolve_layout();
+  resolve_backends_and_layout();
 }
 
 size_t ResNetWorkload::add_tensor(size_t c, size_t h, size_t w, bool grad) {
@@ -156,7 +156,7 @@ void ResNetWorkload::set_conv_backend(const std::string& which) {
                "convolution backend onednn requested, but this build has no oneDNN");
   }
   conv_choice_ = which;
-  resolve_layout();
+  resolve_backends_and_layout();
   if (cap_ > 0) reserve(cap_);
 }
 
@@ -175,7 +175,7 @@ void ResNetWorkload::set_activation_layout(const std::string& which) {
   const std::string before = layout_choice_;
   layout_choice_ = which;
   try {
-    resolve_layout();
+    resolve_backends_and_layout();
   } catch (...) {
     layout_choice_ = before;
     throw;
@@ -183,7 +183,7 @@ void ResNetWorkload::set_activation_layout(const std::string& which) {
   if (cap_ > 0) reserve(cap_);
 }
 
-void ResNetWorkload::resolve_layout() {
+void ResNetWorkload::resolve_backends_and_layout() {
   for (Unit& u : units_) {
     if (conv_choice_ == "auto")
       u.backend = conv2d_pick_backend(u.conv);

@@ -160,7 +160,7 @@ class ResNetWorkload final : public Workload {
   bool blocked_possible() const;
   // Sets every unit's backend from conv_choice_ and layout_ from layout_choice_ (throws when
   // nchw8c is forced but not possible).
-  void resolve_layout();
+  void resolve_backends_and_layout();
   // The direct 3×3 convolution of unit u for batch n (created on first use, then kept).
   BlockedConv3x3& direct_conv(size_t u, size_t n);
   // The layout of unit u's input (the images are CNHW).
