@@ -29,18 +29,14 @@
 #include <oneapi/dnnl/dnnl.hpp>
 #endif
 
+#include "bench/bench_timing.hpp"
+
 extern "C" void openblas_set_num_threads(int);
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
+using dsgd::bench::median;
+using dsgd::bench::now_s;
 
 std::vector<int> parse_list(const std::string& s) {
   std::vector<int> out;

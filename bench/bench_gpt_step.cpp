@@ -26,19 +26,14 @@
 #include "workloads/layers/linear.hpp"
 #include "workloads/transformer.hpp"
 
+#include "bench/bench_timing.hpp"
+
 extern "C" void openblas_set_num_threads(int);
 
 namespace {
 
-double now_s() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+using dsgd::bench::median;
+using dsgd::bench::now_s;
 
 template <typename F>
 double median_time(int warmup, int reps, F&& f) {

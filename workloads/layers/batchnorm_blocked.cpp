@@ -50,18 +50,6 @@ inline v8 affine_value(v8 x, v8 scale, v8 shift) {
 }
 inline v8 relu(v8 v) { return v > 0.0f ? v : splat(0.0f); }
 
-// f(image i, block b) over all pairs, split over threads.
-template <class F>
-void for_each_image_block(const BlockedBatchNormShape& s, F f) {
-  const size_t blocks = s.c / kChannelBlock;
-  const long work = static_cast<long>(s.n * blocks);
-  [[maybe_unused]] const int t = layer_threads();
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && s.c * s.n * s.hw >= kParallelMinFloats)
-#endif
-  for (long it = 0; it < work; ++it) f(static_cast<size_t>(it) / blocks, static_cast<size_t>(it) % blocks);
-}
-
 // f(block b) over the channel blocks, split over threads.
 template <class F>
 void for_each_block(const BlockedBatchNormShape& s, F f) {
@@ -149,7 +137,7 @@ void batchnorm_blocked_forward_train(const BlockedBatchNormShape& s, const Batch
     }
   });
   if (!y) return;
-  for_each_image_block(s, [&](size_t i, size_t b) {
+  for_each_image_block(s.n, s.c / kChannelBlock, s.c * s.n * s.hw, [&](size_t i, size_t b) {
     const v8 sc = load(scale_shift + b * 8);
     const v8 sh = load(scale_shift + s.c + b * 8);
     const float* xb = block_ptr(s, x, i, b);
@@ -164,7 +152,7 @@ void batchnorm_blocked_forward_train(const BlockedBatchNormShape& s, const Batch
 
 void batchnorm_blocked_affine_add_relu(const BlockedBatchNormShape& s, const float* x, const float* affine,
                                        const float* r, float* y) {
-  for_each_image_block(s, [&](size_t i, size_t b) {
+  for_each_image_block(s.n, s.c / kChannelBlock, s.c * s.n * s.hw, [&](size_t i, size_t b) {
     const v8 sc = load(affine + b * 8);
     const v8 sh = load(affine + s.c + b * 8);
     const size_t off = static_cast<size_t>(block_ptr(s, x, i, b) - x);
@@ -189,7 +177,7 @@ void batchnorm_blocked_forward_eval(const BlockedBatchNormShape& s, const BatchN
                                     const float* running_var, float* y, bool relu_on) {
   float* scale_shift = channel_scratch(2 * s.c);
   batchnorm_eval_affine(s.c, o, gamma, beta, running_mean, running_var, scale_shift);
-  for_each_image_block(s, [&](size_t i, size_t b) {
+  for_each_image_block(s.n, s.c / kChannelBlock, s.c * s.n * s.hw, [&](size_t i, size_t b) {
     const v8 sc = load(scale_shift + b * 8);
     const v8 sh = load(scale_shift + s.c + b * 8);
     const float* xb = block_ptr(s, x, i, b);
@@ -241,7 +229,7 @@ void batchnorm_blocked_backward(const BlockedBatchNormShape& s, const float* x, 
       k[2 * s.c + c] = static_cast<float>(gamma[c] * is * sg[j] / md);
     }
   });
-  for_each_image_block(s, [&](size_t i, size_t b) {
+  for_each_image_block(s.n, s.c / kChannelBlock, s.c * s.n * s.hw, [&](size_t i, size_t b) {
     const v8 sc = masked ? load(relu_affine + b * 8) : splat(0);
     const v8 sh = masked ? load(relu_affine + s.c + b * 8) : splat(0);
     const v8 mu = load(mean + b * 8);

@@ -33,22 +33,11 @@ inline void transpose8(__m256 r[8]) {
 }
 #endif
 
-// f(image i, channel block b) for every pair, split over layer_threads().
-template <class F>
-void for_each_image_block(size_t n, size_t blocks, F f) {
-  const long work = static_cast<long>(n * blocks);
-  [[maybe_unused]] const int nt = layer_threads();
-#ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1)
-#endif
-  for (long it = 0; it < work; ++it) f(static_cast<size_t>(it) / blocks, static_cast<size_t>(it) % blocks);
-}
-
 }  // namespace
 
 void cnhw_to_nchw8c(const float* in, float* out, size_t n, size_t c, size_t hw) {
   const size_t blocks = c / kChannelBlock;
-  for_each_image_block(n, blocks, [&](size_t i, size_t b) {
+  for_each_image_block(n, blocks, n * c * hw, [&](size_t i, size_t b) {
     const float* src[8];
     for (size_t l = 0; l < 8; ++l) src[l] = in + ((b * 8 + l) * n + i) * hw;
     float* dst = out + (i * blocks + b) * hw * 8;
@@ -68,7 +57,7 @@ void cnhw_to_nchw8c(const float* in, float* out, size_t n, size_t c, size_t hw) 
 
 void nchw8c_to_cnhw(const float* in, float* out, size_t n, size_t c, size_t hw, bool accumulate) {
   const size_t blocks = c / kChannelBlock;
-  for_each_image_block(n, blocks, [&](size_t i, size_t b) {
+  for_each_image_block(n, blocks, n * c * hw, [&](size_t i, size_t b) {
     float* dst[8];
     for (size_t l = 0; l < 8; ++l) dst[l] = out + ((b * 8 + l) * n + i) * hw;
     const float* src = in + (i * blocks + b) * hw * 8;

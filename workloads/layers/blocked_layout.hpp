@@ -11,6 +11,8 @@
 
 #include <cstddef>
 
+#include "workloads/layers/layer_threads.hpp"
+
 namespace dsgd {
 
 constexpr size_t kChannelBlock = 8;
@@ -22,6 +24,18 @@ enum class ActivationLayout { cnhw, nchw8c };
 void cnhw_to_nchw8c(const float* in, float* out, size_t n, size_t c, size_t hw);
 // nChw8c → CNHW; with accumulate, out += the converted values (one rounding, as out + v).
 void nchw8c_to_cnhw(const float* in, float* out, size_t n, size_t c, size_t hw, bool accumulate);
+// f(image i, channel block b) for every i < n, b < blocks: split over layer_threads() threads
+// when the tensor (floats) is large enough (kParallelMinFloats), each pair on one thread.
+template <class F>
+void for_each_image_block(size_t n, size_t blocks, size_t floats, F f) {
+  const long work = static_cast<long>(n * blocks);
+  [[maybe_unused]] const int t = layer_threads();
+#ifdef _OPENMP
+#pragma omp parallel for num_threads(t) schedule(static) if (t > 1 && floats >= kParallelMinFloats)
+#endif
+  for (long it = 0; it < work; ++it) f(static_cast<size_t>(it) / blocks, static_cast<size_t>(it) % blocks);
+}
+
 // y[i] += x[i] for i < count (any layout; threads as above).
 void add_into(float* y, const float* x, size_t count);
 
