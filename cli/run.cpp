@@ -2,11 +2,11 @@
 // re-launches itself through mpiexec when asked for N > 1 workers outside of mpiexec,
 // then trains on every rank and has rank 0 store and print the results. The last line
 // printed is `run_id=<id>`.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <thread>
 #include <type_traits>
-
-#include <fmt/format.h>
 
 #include "algorithms/algorithm.hpp"
 #include "cli/commands.hpp"
@@ -75,24 +75,34 @@ void validate_before_launch(const RunConfig& cfg) {
   Store::open(cfg.db);
 }
 
+// 0 for a completed run; kRunDivergedExit for a diverged one, which rank 0 explains (every
+// rank knows: the trainer's divergence check is agreed collectively).
+int run_exit_code(const TrainResult& result, bool root, const std::string& db) {
+  if (result.status != "diverged") return 0;
+  if (root) {
+    fmt::print(stderr,
+               "dsgd-bench: run {} {}; it is stored as 'diverged' in {} and is never counted as reaching a target "
+               "(lower --lr or add --lr-warmup)\n",
+               result.run_id, result.error, db);
+  }
+  return kRunDivergedExit;
+}
+
 void print_warnings(const RunConfig& cfg, const Communicator& comm, const Store& store) {
   const SystemInfo sys = system_info_read();
   if (!cfg.bandwidth.empty()) {
     const double emulated = network_parse_bandwidth(cfg.bandwidth);
-    std::optional<double> native;
-    if (auto id = store.calibration_latest(sys.host))
-      for (const FitRow& fit : store.fits_get(*id))
-        if (fit.op == "allreduce") native = fit.bandwidth_bytes_per_s;
-    if (!native)
+    const std::optional<AllreduceFit> fit = store.allreduce_fit_latest(sys.host);
+    if (!fit)
       fmt::print(stderr,
                  "dsgd-bench: note: no calibration of this host in {}: the real fabric's time is not subtracted "
                  "from the emulated one (run `dsgd-bench calibrate` first)\n",
                  cfg.db);
-    else if (emulated > *native)
+    else if (emulated > fit->bandwidth_bytes_per_s)
       fmt::print(stderr,
                  "dsgd-bench: warning: emulated bandwidth {:.3g} GB/s exceeds the calibrated fabric's {:.3g} GB/s: "
                  "the emulation cannot make collectives faster than the real ones\n",
-                 emulated / 1e9, *native / 1e9);
+                 emulated / 1e9, fit->bandwidth_bytes_per_s / 1e9);
   }
   const int local = comm.ranks_on_this_host();
   const long cores = sys.cores;
@@ -146,7 +156,7 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
       fmt::print("run_id={}\n", result.run_id);
       std::fflush(stdout);
     }
-    return 0;
+    return run_exit_code(result, root, cfg.db);
   } catch (const PeerFailed&) {
     return 1;
   } catch (const std::exception& e) {
@@ -192,7 +202,7 @@ int run_simulated(const RunConfig& cfg) {
     fmt::print("\n{}", format_run_summary(store->run_get(result.run_id)));
     fmt::print("run_id={}\n", result.run_id);
     std::fflush(stdout);
-    return 0;
+    return run_exit_code(result, true, cfg.db);
   } catch (const std::exception& e) {
     const int64_t run_id = trainer_active_run_id();
     if (store && run_id > 0) {

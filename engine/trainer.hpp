@@ -3,6 +3,8 @@
 // runs untimed warm-up steps then timed steps, evaluates the consensus model on the
 // test set every K steps, flushes the per-step timings to rank 0 at each evaluation,
 // and has rank 0 store everything. The timed loop allocates nothing and formats nothing.
+// Divergence: the minibatch loss is checked every step and the evaluated model at every
+// evaluation; a non-finite value stops the run at that evaluation with status "diverged".
 #pragma once
 
 #include <cstdint>
@@ -27,6 +29,11 @@ struct TrainResult {
   int64_t steps = 0;
   int64_t warmup = 0;
   double timed_wall_s = 0;    // wall time of the timed steps on rank 0 (evaluations excluded)
+  // "completed", or "diverged" when an evaluation found a non-finite training loss or model
+  // (the run then stops at that evaluation, on every rank; `error` says where).
+  std::string status = "completed";
+  int64_t diverged_step = -1;  // first step with a non-finite loss, or the evaluation's step
+  std::string error;
   std::vector<float> final_params;  // the consensus model (rank 0)
 };
 
