@@ -9,6 +9,7 @@
 
 #include "core/clock.hpp"
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "core/system_info.hpp"
 #include "engine/peak_flops.hpp"
 #include "engine/sim_run.hpp"
@@ -18,11 +19,6 @@ namespace dsgd {
 namespace {
 
 enum NetKind : int { net_free = 0, net_emulated = 1, net_calibrated = 2, net_probe = 3 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Seconds of an untimed all-reduce of `count` floats: median of 5 after a warm-up, slowest rank.
 double probe_allreduce(Communicator& comm, size_t count) {
@@ -34,7 +30,7 @@ double probe_allreduce(Communicator& comm, size_t count) {
     comm.untimed_allreduce_sum(buf.data(), count);
     if (rep > 0) t.push_back(clock_now_s() - t0);
   }
-  double m = median(t);
+  double m = stats_median(t);
   comm.untimed_allreduce_max(&m, 1);
   return m;
 }

@@ -296,6 +296,7 @@ class Trainer {
       }
       step_once(step);
       const int64_t done = step + 1;
+      if (callbacks_.on_progress) callbacks_.on_progress(TrainProgress{done, w_.plan.steps, last_loss_});
       const bool last = done == w_.plan.steps;
       if (last) result_.timed_wall_s = timed_wall();
       if (done % w_.plan.eval_every == 0 || last) {
@@ -381,6 +382,7 @@ class Trainer {
     }
     loss_sum_ += loss;
     loss_count_ += 1;
+    last_loss_ = loss;
     if (!std::isfinite(loss) && first_nonfinite_step_ < 0) first_nonfinite_step_ = step;
   }
 
@@ -478,6 +480,7 @@ class Trainer {
   // Training clock (rank 0): wall time since the loop started, minus evaluation and flush time.
   double excluded_s_ = 0, loop_start_ = 0, timed_start_ = 0, timed_excluded_at_start_ = 0;
   double loss_sum_ = 0, loss_count_ = 0;  // minibatch losses since the last evaluation
+  double last_loss_ = std::nan("");       // the last step's minibatch loss (progress line)
   int64_t first_nonfinite_step_ = -1;     // first step whose loss was not finite (-1: none)
 };
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "results/compare_stats.hpp"
 #include "results/html_report.hpp"
 
@@ -42,13 +43,6 @@ std::optional<double> metric_value(const Summary& s, const std::string& name) {
 std::optional<double> metric_value(const RunWithSummary& r, const std::string& name) {
   if (r.run.status != "completed" || !r.summary) return std::nullopt;
   return metric_value(*r.summary, name);
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
 std::string config_text(const nlohmann::json& config, const char* key) {
@@ -307,8 +301,8 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
       m.threshold = it != options.per_metric.end() ? it->second : options.threshold;
       m.base_n = x.size();
       m.cand_n = y.size();
-      m.base_median = median(x);
-      m.cand_median = median(y);
+      m.base_median = stats_median(x);
+      m.cand_median = stats_median(y);
       if (x.empty() || y.empty()) {
         // Measured on one side only: a target the candidate no longer reaches is a regression.
         const bool lost = !x.empty() && metric.name == "time_to_target_s";
