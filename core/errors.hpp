@@ -15,7 +15,7 @@ class Error : public std::runtime_error {
  public:
   // what: what went wrong, naming the offending thing (file, key, value).
   // hint: what the user should do about it (may be empty).
-  Error(std::string what, std::string hint = {})
+  Error(const std::string& what, std::string hint = {})
       : std::runtime_error(what), hint_(std::move(hint)) {}
   const std::string& hint() const { return hint_; }
 

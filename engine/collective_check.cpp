@@ -3,7 +3,7 @@
 
 namespace dsgd {
 
-void collective_check(Communicator& comm, std::exception_ptr local) {
+void collective_check(Communicator& comm, const std::exception_ptr& local) {
   double failed = local ? 1.0 : 0.0;
   comm.untimed_allreduce_sum(&failed, 1);
   // When every rank failed (the usual case: the same bad input everywhere) only rank 0

@@ -18,6 +18,6 @@ class PeerFailed : public Error {
 
 // Collective. Rethrows `local` if set (on rank 0 only when all ranks failed); otherwise
 // throws PeerFailed if any rank failed.
-void collective_check(Communicator& comm, std::exception_ptr local);
+void collective_check(Communicator& comm, const std::exception_ptr& local);
 
 }  // namespace dsgd
