@@ -1,0 +1,158 @@
+// The tuner's search space, analytic filter, space-filling design, censored order and the
+// winner's command / TOML (tuner/search_space.hpp, recommend.hpp, tune_output.hpp).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/errors.hpp"
+#include "core/run_config.hpp"
+#include "tuner/recommend.hpp"
+#include "tuner/search_space.hpp"
+#include "tuner/tune_output.hpp"
+
+namespace dsgd {
+namespace {
+
+TEST(TunerSpace, ParsesRangesOfPowersOfTwoAndLists) {
+  EXPECT_EQ(tune_parse_int_space("--period", "1..64"), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(tune_parse_int_space("--batch", "16..128"), (std::vector<int64_t>{16, 32, 64, 128}));
+  EXPECT_EQ(tune_parse_int_space("--batch", "20..40"), (std::vector<int64_t>{32}));
+  EXPECT_EQ(tune_parse_int_space("--period", "4,16, 4"), (std::vector<int64_t>{4, 16}));
+  EXPECT_THROW(tune_parse_int_space("--period", "5..7"), InputError);  // no power of 2: empty space
+  EXPECT_THROW(tune_parse_int_space("--period", "8..2"), InputError);
+  EXPECT_THROW(tune_parse_int_space("--period", "0..4"), InputError);
+  EXPECT_THROW(tune_parse_int_space("--period", ""), InputError);
+  EXPECT_THROW(tune_parse_list("--algos", " "), InputError);
+  EXPECT_THROW(tune_parse_list("--algos", "ssgd,,dpsgd"), InputError);
+}
+
+TEST(TunerSpace, ParsesDurationsAndRefusesZero) {
+  EXPECT_DOUBLE_EQ(tune_parse_duration("--budget", "5min"), 300);
+  EXPECT_DOUBLE_EQ(tune_parse_duration("--budget", "90"), 90);
+  EXPECT_DOUBLE_EQ(tune_parse_duration("--budget", "1h"), 3600);
+  EXPECT_DOUBLE_EQ(tune_parse_duration("--budget", "250ms"), 0.25);
+  EXPECT_THROW(tune_parse_duration("--budget", "0"), InputError);
+  EXPECT_THROW(tune_parse_duration("--budget", "0min"), InputError);
+  EXPECT_THROW(tune_parse_duration("--budget", "5 fortnights"), InputError);
+  EXPECT_DOUBLE_EQ(tune_parse_bytes("--max-bytes-per-step", "1MB"), 1e6);
+  EXPECT_DOUBLE_EQ(tune_parse_bytes("--max-bytes-per-step", "1KiB"), 1024);
+}
+
+TuneSpec small_spec() {
+  TuneSpec s;
+  s.base.workers = 4;
+  s.base.backend = "sim";
+  s.base.target = "acc=0.8";
+  s.algos = {"ssgd", "localsgd", "dpsgd"};
+  s.periods = {1, 4};
+  s.batches = {16, 32};
+  s.topologies = {"ring", "complete"};
+  s.lr_scalings = {"linear"};
+  return s;
+}
+
+TEST(TunerSpace, EnumeratesKnobsPerAlgorithm) {
+  const SpaceEnumeration e = space_enumerate(small_spec(), 1000);
+  // ssgd: 2 batches; localsgd: 2 periods x 2 batches; dpsgd: 2 topologies x 2 batches.
+  ASSERT_EQ(e.feasible.size(), 2u + 4u + 4u);
+  EXPECT_TRUE(e.refused.empty());
+  std::set<std::string> keys;
+  for (const Candidate& c : e.feasible) {
+    keys.insert(candidate_key(c));
+    EXPECT_EQ(c.period > 0, c.algo == "localsgd");
+    EXPECT_EQ(!c.topology.empty(), c.algo == "dpsgd");
+  }
+  EXPECT_EQ(keys.size(), e.feasible.size()) << "keys must be unique";
+  EXPECT_TRUE(keys.count("localsgd H=4 b=32 lr=linear"));
+  EXPECT_TRUE(keys.count("dpsgd ring b=16 lr=linear"));
+}
+
+TEST(TunerSpace, FiltersByBytesPerStepWithTheAlgorithmsFormula) {
+  TuneSpec s = small_spec();
+  // ssgd on 4 workers sends the ring all-reduce's 2(n-1)/n x 4000 bytes = 6000 per step;
+  // localsgd H=4 a quarter of that; the cap keeps localsgd H=4 only (and dpsgd? its neighbours).
+  s.max_bytes_per_step = 2000;
+  const SpaceEnumeration e = space_enumerate(s, 1000);
+  for (size_t i = 0; i < e.feasible.size(); ++i) EXPECT_LE(e.bytes_per_step[i], 2000);
+  bool ssgd_refused = false;
+  for (const Refusal& r : e.refused) {
+    if (r.candidate.algo == "ssgd") ssgd_refused = true;
+    EXPECT_NE(r.reason.find("--max-bytes-per-step"), std::string::npos) << r.reason;
+  }
+  EXPECT_TRUE(ssgd_refused);
+  s.max_bytes_per_step = 1;
+  EXPECT_TRUE(space_enumerate(s, 1000).feasible.empty());
+}
+
+TEST(TunerSpace, UnknownAlgorithmListsTheValidOnes) {
+  TuneSpec s = small_spec();
+  s.algos = {"ssgd", "warpdrive"};
+  try {
+    space_enumerate(s, 1000);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("warpdrive"), std::string::npos);
+    EXPECT_NE(e.hint().find("localsgd"), std::string::npos) << e.hint();
+  }
+}
+
+TEST(TunerSpace, SpaceFillingSampleIsSeededAndSpread) {
+  const SpaceEnumeration e = space_enumerate(small_spec(), 1000);
+  const auto a = space_fill_sample(e.feasible, 4, 7);
+  const auto b = space_fill_sample(e.feasible, 4, 7);
+  EXPECT_EQ(a, b);
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(std::set<size_t>(a.begin(), a.end()).size(), 4u);
+  std::set<std::string> algos;
+  for (size_t i : a) algos.insert(e.feasible[i].algo);
+  EXPECT_EQ(algos.size(), 3u) << "4 points over 3 algorithms should cover all three";
+  EXPECT_EQ(space_fill_sample(e.feasible, 100, 7).size(), e.feasible.size());
+}
+
+TEST(TunerObjective, CensoredTrialsRankAfterReachedOnes) {
+  const TrialScore fast{true, 10, 0.8}, slow{true, 100, 0.8};
+  const TrialScore censored_short{false, 5, 0.7}, censored_close{false, 5, 0.79}, censored_long{false, 50, 0.79};
+  EXPECT_TRUE(tune_objective_better(fast, slow));
+  EXPECT_TRUE(tune_objective_better(slow, censored_long)) << "a reached trial beats any censored one";
+  EXPECT_FALSE(tune_objective_better(censored_short, slow));
+  EXPECT_TRUE(tune_objective_better(censored_close, censored_short)) << "closer to the target first";
+  EXPECT_TRUE(tune_objective_better(censored_long, censored_close)) << "then the higher lower bound";
+  EXPECT_FALSE(tune_objective_better(fast, fast));
+}
+
+TEST(TunerOutput, CommandAndTomlListTheNonDefaultFields) {
+  RunConfig cfg;
+  cfg.backend = "sim";
+  cfg.workers = 32;
+  cfg.algo = "localsgd";
+  cfg.period = 16;
+  cfg.lr_scaling = "sqrt";
+  cfg.bandwidth = "100Mbps";
+  cfg.straggler = "fixed:rank=1,delay=2ms";
+  cfg.db = "elsewhere.db";
+  cfg.seed = 3;
+  const std::string cmd = tune_run_command(cfg);
+  EXPECT_NE(cmd.find("--algo localsgd"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--period 16"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--backend sim"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--straggler fixed:rank=1,delay=2ms"), std::string::npos) << cmd;
+  EXPECT_EQ(cmd.find("--db"), std::string::npos) << cmd;
+  EXPECT_EQ(cmd.find("--batch"), std::string::npos) << "defaults are left out: " << cmd;
+
+  const auto path = std::filesystem::temp_directory_path() / "dsgd_test_tuner_best.toml";
+  {
+    std::ofstream f(path);
+    f << tune_config_toml(cfg);
+  }
+  RunConfig back;
+  run_config_load_file(back, path.string());
+  std::filesystem::remove(path);
+  cfg.db = RunConfig{}.db;
+  EXPECT_EQ(run_config_to_json(back), run_config_to_json(cfg));
+}
+
+}  // namespace
+}  // namespace dsgd
