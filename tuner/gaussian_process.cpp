@@ -24,10 +24,11 @@ struct GpWorkspace {
   const Eigen::MatrixXd& X;
   const Eigen::VectorXd& z;
   std::vector<Eigen::MatrixXd> sqdiff;
-  Eigen::MatrixXd rho, K, Kinv;
+  Eigen::MatrixXd rho, expo, K, Kinv;  // ρ_ij, exp(-√5 ρ_ij), K, K⁻¹ of the last factorization
   Eigen::LLT<Eigen::MatrixXd> chol;
   Eigen::VectorXd alpha;
   double jitter = 0;
+  int evaluations = 0;  // lml() calls
 
   GpWorkspace(const Eigen::MatrixXd& X_, const Eigen::VectorXd& z_) : X(X_), z(z_) {
     const Eigen::Index n = X.rows();
@@ -52,8 +53,8 @@ struct GpWorkspace {
       r2 += sqdiff[k] / (l * l);
     }
     rho = r2.cwiseSqrt();
-    K = (h.signal_variance * (1.0 + kSqrt5 * rho.array() + (5.0 / 3.0) * r2.array()) * (-kSqrt5 * rho.array()).exp())
-            .matrix();
+    expo = (-kSqrt5 * rho.array()).exp().matrix();
+    K = (h.signal_variance * (1.0 + kSqrt5 * rho.array() + (5.0 / 3.0) * r2.array()) * expo.array()).matrix();
     K.diagonal().array() += h.noise_variance;
     const double mean_diag = K.diagonal().mean();
     jitter = 0;
@@ -79,33 +80,36 @@ struct GpWorkspace {
 
   // LML of z at h; fills the gradient in θ when asked. -inf when not positive definite.
   double lml(const GpHyper& h, Eigen::VectorXd* grad) {
+    ++evaluations;
     if (!factorize(h)) return kNegInf;
     const Eigen::Index n = X.rows();
     alpha = chol.solve(z);
     const double log_det_half = chol.matrixLLT().diagonal().array().log().sum();
     const double value = -0.5 * z.dot(alpha) - log_det_half - 0.5 * static_cast<double>(n) * kLog2Pi;
     if (!std::isfinite(value)) return kNegInf;
-    if (grad != nullptr) {
-      const Eigen::Index d = X.cols();
-      grad->resize(d + 2);
-      Kinv = chol.solve(Eigen::MatrixXd::Identity(n, n));
-      // W = α αᵀ - K⁻¹; ∂LML/∂θ_j = ½ Σ_ij W_ij ∂K_ij/∂θ_j.
-      const Eigen::MatrixXd W = alpha * alpha.transpose() - Kinv;
-      // ∂k/∂log l_k = 5/3 σ² (1 + √5 ρ) exp(-√5 ρ) (Δ_k / l_k)²  (finite at ρ = 0).
-      const Eigen::MatrixXd G =
-          ((5.0 / 3.0) * h.signal_variance * (1.0 + kSqrt5 * rho.array()) * (-kSqrt5 * rho.array()).exp()).matrix();
-      const Eigen::MatrixXd WG = W.cwiseProduct(G);
-      for (Eigen::Index k = 0; k < d; ++k) {
-        const double l = h.length_scales[k];
-        (*grad)[k] = 0.5 * WG.cwiseProduct(sqdiff[static_cast<size_t>(k)]).sum() / (l * l);
-      }
-      // ∂K/∂log σ² = Kf = K - (noise + jitter) I.
-      const double diag_extra = h.noise_variance + jitter;
-      (*grad)[d] = 0.5 * (W.cwiseProduct(K).sum() - diag_extra * W.trace());
-      // ∂K/∂log σn² = σn² I.
-      (*grad)[d + 1] = 0.5 * h.noise_variance * W.trace();
-    }
+    if (grad != nullptr) gradient(h, *grad);
     return value;
+  }
+
+  // ∂LML/∂θ at the point of the last successful lml() call (its factorization and α).
+  void gradient(const GpHyper& h, Eigen::VectorXd& grad) {
+    const Eigen::Index n = X.rows(), d = X.cols();
+    grad.resize(d + 2);
+    Kinv = chol.solve(Eigen::MatrixXd::Identity(n, n));
+    // W = α αᵀ - K⁻¹; ∂LML/∂θ_j = ½ Σ_ij W_ij ∂K_ij/∂θ_j.
+    const Eigen::MatrixXd W = alpha * alpha.transpose() - Kinv;
+    // ∂k/∂log l_k = 5/3 σ² (1 + √5 ρ) exp(-√5 ρ) (Δ_k / l_k)²  (finite at ρ = 0).
+    const Eigen::MatrixXd WG =
+        W.cwiseProduct(((5.0 / 3.0) * h.signal_variance * (1.0 + kSqrt5 * rho.array()) * expo.array()).matrix());
+    for (Eigen::Index k = 0; k < d; ++k) {
+      const double l = h.length_scales[k];
+      grad[k] = 0.5 * WG.cwiseProduct(sqdiff[static_cast<size_t>(k)]).sum() / (l * l);
+    }
+    // ∂K/∂log σ² = Kf = K - (noise + jitter) I.
+    const double diag_extra = h.noise_variance + jitter;
+    grad[d] = 0.5 * (W.cwiseProduct(K).sum() - diag_extra * W.trace());
+    // ∂K/∂log σn² = σn² I.
+    grad[d + 1] = 0.5 * h.noise_variance * W.trace();
   }
 };
 
@@ -159,18 +163,24 @@ double maximize_spg(GpWorkspace& ws, const Box& box, Eigen::VectorXd& theta, con
   Eigen::VectorXd theta_best = theta;
   double step = 1.0 / std::max(1.0, (box.project(theta + g) - theta).lpNorm<Eigen::Infinity>());
   Eigen::VectorXd g_new;
+  double f_window = f;  // f_best 10 iterations ago
   for (int it = 0; it < o.max_iterations; ++it) {
     if ((box.project(theta + g) - theta).lpNorm<Eigen::Infinity>() < o.tolerance) break;
     const Eigen::VectorXd dir = box.project(theta + step * g) - theta;
     const double slope = g.dot(dir);  // > 0: dir is an ascent direction
-    if (!(slope > 0)) break;
+    // Stop when the step cannot change the LML measurably, or 10 iterations gained nothing.
+    if (!(slope > 1e-12 * (1 + std::abs(f)))) break;
+    if (it % 10 == 9) {
+      if (f_best - f_window < 1e-10 * (1 + std::abs(f_best))) break;
+      f_window = f_best;
+    }
     const double f_ref = *std::max_element(history.begin(), history.end());
     double a = 1.0;
     Eigen::VectorXd theta_new;
     double f_new = kNegInf;
     for (;;) {
       theta_new = theta + a * dir;
-      f_new = ws.lml(gp_unpack_log_params(theta_new), &g_new);
+      f_new = ws.lml(gp_unpack_log_params(theta_new), nullptr);  // the gradient only once accepted
       if (std::isfinite(f_new) && f_new >= f_ref + kGamma * a * slope) break;
       a *= 0.5;
       if (a < 1e-10) {  // no progress possible along the projected gradient
@@ -178,6 +188,7 @@ double maximize_spg(GpWorkspace& ws, const Box& box, Eigen::VectorXd& theta, con
         return f_best;
       }
     }
+    ws.gradient(gp_unpack_log_params(theta_new), g_new);
     const Eigen::VectorXd s = theta_new - theta;
     const double sy = -s.dot(g_new - g);  // sᵀy of the minimisation of -LML
     step = sy > 0 ? std::clamp(s.squaredNorm() / sy, kStepMin, kStepMax) : kStepMax;
@@ -256,6 +267,7 @@ void GaussianProcess::fit(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, co
 
   GpWorkspace ws(X, z);
   starts_ = 0;
+  evaluations_ = 0;
   if (fixed != nullptr) {
     hyper_ = *fixed;
   } else {
@@ -306,6 +318,7 @@ void GaussianProcess::fit(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, co
   chol_ = ws.chol;
   alpha_ = ws.alpha;
   jitter_ = ws.jitter;
+  evaluations_ = ws.evaluations;
   lml_ = lml_z - static_cast<double>(n) * std::log(y_scale_);
 }
 

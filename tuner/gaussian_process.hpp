@@ -52,7 +52,7 @@ struct GpFitOptions {
   double noise_variance_max = 2.0;
   int random_starts = 4;     // seeded starts on top of the three fixed ones
   int max_iterations = 200;  // projected-gradient iterations per start
-  double tolerance = 1e-6;   // stop when the projected gradient step (∞-norm, log units) is below
+  double tolerance = 1e-5;   // stop when the projected gradient (∞-norm, per log unit) is below
 };
 
 class GaussianProcess {
@@ -77,8 +77,9 @@ class GaussianProcess {
   // The standardization: prediction mean = prior + y_offset() + y_scale() · (GP mean of z).
   double y_offset() const { return y_mean_; }
   double y_scale() const { return y_scale_; }
-  double jitter() const { return jitter_; }   // added to diag K at the final factorization
-  int fit_starts() const { return starts_; }  // starts run by the last fit (0 with `fixed`)
+  double jitter() const { return jitter_; }             // added to diag K at the final factorization
+  int fit_starts() const { return starts_; }            // starts run by the last fit (0 with `fixed`)
+  int fit_evaluations() const { return evaluations_; }  // LML evaluations of the last fit
   bool fitted() const { return alpha_.size() > 0; }
   const GpFitOptions& options() const { return options_; }
 
@@ -89,7 +90,7 @@ class GaussianProcess {
   Eigen::LLT<Eigen::MatrixXd> chol_;
   GpHyper hyper_;
   double y_mean_ = 0, y_scale_ = 1, lml_ = 0, jitter_ = 0;
-  int starts_ = 0;
+  int starts_ = 0, evaluations_ = 0;
 };
 
 // Matérn 5/2 covariance of two scaled points under `h` (signal variance included).

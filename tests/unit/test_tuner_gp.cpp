@@ -387,8 +387,8 @@ TEST(TunerGp, FitTimeAtHundredPointsFiveDimensions) {
   const auto t0 = std::chrono::steady_clock::now();
   gp.fit(X, y, Eigen::VectorXd::Zero(n), 1);
   const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  std::printf("GP fit n=%d d=%d: %.3f s over %d starts, LML %.3f, noise %.2e\n", n, d, s, gp.fit_starts(),
-              gp.log_marginal_likelihood(), gp.hyper().noise_variance);
+  std::printf("GP fit n=%d d=%d: %.3f s, %d starts, %d LML evaluations, LML %.3f, noise %.2e\n", n, d, s,
+              gp.fit_starts(), gp.fit_evaluations(), gp.log_marginal_likelihood(), gp.hyper().noise_variance);
   EXPECT_LT(s, 30.0);
   EXPECT_TRUE(std::isfinite(gp.log_marginal_likelihood()));
 }
