@@ -184,13 +184,15 @@ TEST(TunerObjective, CensoredNeverAboveAReachedOneAndTheOrderIsStrictWeak) {
       }
 }
 
-TEST(TunerObjective, CensoredRankByProgressThenTime) {
+TEST(TunerObjective, CensoredRankByProgressThenLowerBound) {
   const TrialScore reached_slow{true, 500, 0}, censored_fast{false, 10, 0.99};
   EXPECT_TRUE(objective_better(reached_slow, censored_fast));
   const TrialScore near{false, 100, 0.8}, far{false, 100, 0.6};
   EXPECT_TRUE(objective_better(near, far));
-  const TrialScore same_progress_sooner{false, 60, 0.8};
-  EXPECT_TRUE(objective_better(same_progress_sooner, near));
+  // Equal progress: the higher lower bound (ran longer, e.g. promoted further) first.
+  const TrialScore same_progress_shorter{false, 60, 0.8};
+  EXPECT_TRUE(objective_better(near, same_progress_shorter));
+  EXPECT_FALSE(objective_better(same_progress_shorter, near));
   const std::vector<size_t> order = objective_rank({far, censored_fast, near, reached_slow, {true, 20, 0}});
   EXPECT_EQ(order, (std::vector<size_t>{4, 3, 1, 2, 0}));
 }
