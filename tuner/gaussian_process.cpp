@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <deque>
 #include <limits>
 #include <vector>
 
@@ -148,62 +147,74 @@ Box make_box(const GpFitOptions& o, Eigen::Index d) {
   return b;
 }
 
-// Spectral projected gradient ascent (Birgin, Martínez & Raydan 2000) on the box: BB step,
-// projection, non-monotone Armijo backtracking over the last 10 values.
-double maximize_spg(GpWorkspace& ws, const Box& box, Eigen::VectorXd& theta, const GpFitOptions& o) {
-  constexpr int kMemory = 10;
+// Projected quasi-Newton ascent on the box (a two-metric projection method, Bertsekas 1982,
+// with a dense BFGS inverse Hessian: θ has only d + 2 entries). Variables at a bound whose
+// gradient points outwards are held; the others move along H g restricted to them; the step
+// follows the projected path with Armijo backtracking. A failed search restarts from H = I
+// once (a projected gradient step); a second failure ends the start.
+double maximize_pbfgs(GpWorkspace& ws, const Box& box, Eigen::VectorXd& theta, const GpFitOptions& o) {
   constexpr double kGamma = 1e-4;
-  constexpr double kStepMin = 1e-8, kStepMax = 10.0;
+  const Eigen::Index m = theta.size();
   theta = box.project(theta);
   Eigen::VectorXd g;
   double f = ws.lml(gp_unpack_log_params(theta), &g);
   if (!std::isfinite(f)) return kNegInf;
-  std::deque<double> history{f};
-  double f_best = f;
-  Eigen::VectorXd theta_best = theta;
-  double step = 1.0 / std::max(1.0, (box.project(theta + g) - theta).lpNorm<Eigen::Infinity>());
-  Eigen::VectorXd g_new;
-  double f_window = f;  // f_best 10 iterations ago
+  Eigen::MatrixXd H = Eigen::MatrixXd::Identity(m, m);  // inverse Hessian of -LML
+  bool fresh = true;                                    // H is the identity (no curvature yet)
+  double f_window = f;
+  Eigen::VectorXd g_new, theta_new;
   for (int it = 0; it < o.max_iterations; ++it) {
-    if ((box.project(theta + g) - theta).lpNorm<Eigen::Infinity>() < o.tolerance) break;
-    const Eigen::VectorXd dir = box.project(theta + step * g) - theta;
-    const double slope = g.dot(dir);  // > 0: dir is an ascent direction
-    // Stop when the step cannot change the LML measurably, or 10 iterations gained nothing.
-    if (!(slope > 1e-12 * (1 + std::abs(f)))) break;
-    if (it % 10 == 9) {
-      if (f_best - f_window < 1e-10 * (1 + std::abs(f_best))) break;
-      f_window = f_best;
+    const Eigen::VectorXd pg = box.project(theta + g) - theta;
+    if (pg.lpNorm<Eigen::Infinity>() < o.tolerance) break;
+    if (it % 10 == 9) {  // 10 iterations that gained nothing measurable
+      if (f - f_window < 1e-10 * (1 + std::abs(f))) break;
+      f_window = f;
     }
-    const double f_ref = *std::max_element(history.begin(), history.end());
-    double a = 1.0;
-    Eigen::VectorXd theta_new;
-    double f_new = kNegInf;
-    for (;;) {
-      theta_new = theta + a * dir;
-      f_new = ws.lml(gp_unpack_log_params(theta_new), nullptr);  // the gradient only once accepted
-      if (std::isfinite(f_new) && f_new >= f_ref + kGamma * a * slope) break;
-      a *= 0.5;
-      if (a < 1e-10) {  // no progress possible along the projected gradient
-        theta = theta_best;
-        return f_best;
+    // Held: at a bound with the gradient pointing out of the box.
+    Eigen::VectorXd dir = Eigen::VectorXd::Zero(m);
+    std::vector<Eigen::Index> free_idx;
+    for (Eigen::Index i = 0; i < m; ++i) {
+      const bool at_lo = theta[i] <= box.lo[i] && g[i] < 0, at_hi = theta[i] >= box.hi[i] && g[i] > 0;
+      if (!at_lo && !at_hi) free_idx.push_back(i);
+    }
+    if (free_idx.empty()) break;
+    for (Eigen::Index a : free_idx)
+      for (Eigen::Index b : free_idx) dir[a] += H(a, b) * g[b];
+    if (fresh) dir /= std::max(1.0, dir.lpNorm<Eigen::Infinity>());  // first step: at most 1 log unit
+    double step = 1.0, f_new = kNegInf;
+    bool accepted = false;
+    for (int k = 0; k < 40; ++k, step *= 0.5) {
+      theta_new = box.project(theta + step * dir);
+      const double gain = g.dot(theta_new - theta);
+      if (!(gain > 0)) continue;
+      f_new = ws.lml(gp_unpack_log_params(theta_new), nullptr);
+      if (std::isfinite(f_new) && f_new >= f + kGamma * gain) {
+        accepted = true;
+        break;
       }
+    }
+    if (!accepted) {
+      if (fresh) break;  // not even a gradient step improves: converged as far as doubles tell
+      H.setIdentity();
+      fresh = true;
+      continue;
     }
     ws.gradient(gp_unpack_log_params(theta_new), g_new);
     const Eigen::VectorXd s = theta_new - theta;
-    const double sy = -s.dot(g_new - g);  // sᵀy of the minimisation of -LML
-    step = sy > 0 ? std::clamp(s.squaredNorm() / sy, kStepMin, kStepMax) : kStepMax;
+    const Eigen::VectorXd y = g - g_new;  // change of the gradient of -LML
+    const double sy = s.dot(y);
+    if (sy > 1e-10 * s.norm() * y.norm()) {
+      if (fresh) H *= sy / y.squaredNorm();  // Shanno-Phua scaling of the first matrix
+      const double rho = 1.0 / sy;
+      const Eigen::MatrixXd V = Eigen::MatrixXd::Identity(m, m) - rho * s * y.transpose();
+      H = V * H * V.transpose() + rho * s * s.transpose();
+      fresh = false;
+    }
     theta = theta_new;
     g = g_new;
     f = f_new;
-    if (f > f_best) {
-      f_best = f;
-      theta_best = theta;
-    }
-    history.push_back(f);
-    if (static_cast<int>(history.size()) > kMemory) history.pop_front();
   }
-  theta = theta_best;  // the non-monotone search may end below the best point it visited
-  return f_best;
+  return f;
 }
 
 void check_finite(const Eigen::MatrixXd& m, const char* what) {
@@ -299,7 +310,7 @@ void GaussianProcess::fit(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, co
     double best = kNegInf;
     Eigen::VectorXd best_theta;
     for (Eigen::VectorXd theta : starts) {
-      const double f = maximize_spg(ws, box, theta, o);
+      const double f = maximize_pbfgs(ws, box, theta, o);
       ++starts_;
       if (f > best) {
         best = f;

@@ -15,13 +15,15 @@
 // time, is learnt from the data; its shape is kept).
 //
 // Fit: maximise the log marginal likelihood of z over θ = (log l_1..log l_d, log
-// signal_variance, log noise_variance) inside the box of GpFitOptions, by spectral projected
-// gradient ascent (Barzilai-Borwein steps, non-monotone Armijo backtracking, projection on the
-// box) with the analytic gradient ½ tr((α αᵀ - K⁻¹) ∂K/∂θ_j), α = K⁻¹ z, from several starts:
-// the median heuristic (every l = median pairwise distance of the inputs), a long and a short
-// length-scale start, and `random_starts` points drawn from the seed. The best end point wins
-// (first start on exact ties), so a seed fixes the result. K is factorized by Eigen's LLT; when
-// it is not numerically positive definite, a jitter of 1e-10 × mean(diag K), then ×10 up to
+// signal_variance, log noise_variance) inside the box of GpFitOptions, by projected
+// quasi-Newton ascent (two-metric projection: bounds whose gradient points outwards are held,
+// the other coordinates follow a dense BFGS direction; Armijo backtracking along the projected
+// path; a restart from the gradient direction when a search fails) with the analytic gradient
+// ½ tr((α αᵀ - K⁻¹) ∂K/∂θ_j), α = K⁻¹ z, from several starts: the median heuristic (every l =
+// median pairwise distance of the inputs), a long and a short length-scale start, and
+// `random_starts` points drawn from the seed. The best end point wins (the first start on
+// exact ties), so a seed fixes the result. K is factorized by Eigen's LLT; when it is not
+// numerically positive definite, a jitter of 1e-10 × mean(diag K), then ×10 up to
 // 1e-4 × mean(diag K), is added to the diagonal (the jitter used is reported).
 // Cost: each LML + gradient is O(n³) (Cholesky + K⁻¹) + O(n² d); meant for n up to a few hundred.
 #pragma once
@@ -51,7 +53,7 @@ struct GpFitOptions {
   double noise_variance_min = 1e-6;
   double noise_variance_max = 2.0;
   int random_starts = 4;     // seeded starts on top of the three fixed ones
-  int max_iterations = 200;  // projected-gradient iterations per start
+  int max_iterations = 200;  // quasi-Newton iterations per start
   double tolerance = 1e-5;   // stop when the projected gradient (∞-norm, per log unit) is below
 };
 

@@ -235,6 +235,38 @@ TEST(TunerGp, FitRaisesTheLmlOverItsStartsAndStaysInTheBox) {
   EXPECT_LT(std::sqrt(sq / 200), 0.05);  // the function's range is about 2
 }
 
+// The fit against an exhaustive grid over the whole box on a 1-D problem: no grid point beats it.
+TEST(TunerGp, FitBeatsAGridSearchOverTheBox) {
+  Rng rng(31);
+  const int n = 15;
+  Eigen::MatrixXd X(n, 1);
+  Eigen::VectorXd y(n);
+  for (int i = 0; i < n; ++i) {
+    X(i, 0) = rng.uniform();
+    y[i] = std::sin(9.0 * X(i, 0)) + 0.1 * rng.normal();
+  }
+  GaussianProcess gp;
+  gp.fit(X, y, Eigen::VectorXd::Zero(n), 1);
+  const Eigen::VectorXd z = (y.array() - gp.y_offset()).matrix() / gp.y_scale();
+  const double fitted = gp_log_marginal_likelihood(X, z, gp.hyper());
+  const GpFitOptions& o = gp.options();
+  double grid_best = -INFINITY;
+  const int steps = 24;
+  auto at = [&](double lo, double hi, int i) {
+    return std::exp(std::log(lo) + (std::log(hi) - std::log(lo)) * i / steps);
+  };
+  for (int a = 0; a <= steps; ++a)
+    for (int b = 0; b <= steps; ++b)
+      for (int c = 0; c <= steps; ++c) {
+        const GpHyper h =
+            hyper_1d(at(o.length_scale_min, o.length_scale_max, a), at(o.signal_variance_min, o.signal_variance_max, b),
+                     at(o.noise_variance_min, o.noise_variance_max, c));
+        grid_best = std::max(grid_best, gp_log_marginal_likelihood(X, z, h));
+      }
+  EXPECT_GE(fitted, grid_best - 1e-9);
+  EXPECT_LT(fitted, grid_best + 1.0);  // and the grid is fine enough to come close
+}
+
 TEST(TunerGp, FitIsDeterministicPerSeed) {
   Eigen::MatrixXd X;
   Eigen::VectorXd y;
