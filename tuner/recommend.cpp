@@ -14,6 +14,7 @@
 #include "core/system_info.hpp"
 #include "engine/compute_profile.hpp"
 #include "engine/shared_dataset.hpp"
+#include "tuner/successive_halving.hpp"
 #include "tuner/trial.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
@@ -47,13 +48,7 @@ std::string trial_key(const std::string& config_key, uint64_t seed, double budge
 }  // namespace
 
 bool tune_objective_better(const TrialScore& a, const TrialScore& b) {
-  // Until tuner/objective.cpp lands (branch tunemath), the same contract locally:
-  // reached before censored; among reached, less time; among censored, more progress, then
-  // a longer elapsed time (a higher lower bound).
-  if (a.reached != b.reached) return a.reached;
-  if (a.reached) return a.time_s < b.time_s;
-  if (a.progress != b.progress) return a.progress > b.progress;
-  return a.time_s > b.time_s;
+  return objective_better(a, b);
 }
 
 std::vector<int64_t> tune_missing_profiles(const TunePlan& plan, const Store& store) {
@@ -350,9 +345,20 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
           fmt::format("the budget ran out in rung {} after {} of {} configurations", rung, ran.size(), alive.size()));
     std::sort(ran.begin(), ran.end(), order);
     if (rung + 1 == plan.rungs.size() || runner.exhausted) break;
-    const size_t keep = std::max<size_t>(static_cast<size_t>(std::ceil(static_cast<double>(ran.size()) / spec.eta)),
-                                         std::min<size_t>(ran.size(), static_cast<size_t>(spec.race_top)));
-    alive.assign(ran.begin(), ran.begin() + static_cast<std::ptrdiff_t>(std::min(keep, ran.size())));
+    // successive_halving_promote: the best ceil(n/eta) in the censored order (margin 0), and at
+    // least race_top so the final race has its candidates at the full budget.
+    std::vector<RungEntry> entries;
+    for (size_t i : ran) {
+      const TrialScore sc = score_of(standing.at(i).second);
+      entries.push_back({static_cast<int64_t>(i), sc.reached, sc.time_s, sc.progress});
+    }
+    std::vector<size_t> next;
+    for (int64_t id : successive_halving_promote(entries, spec.eta, 0.0)) next.push_back(static_cast<size_t>(id));
+    for (size_t i : ran)
+      if (next.size() < std::min<size_t>(ran.size(), static_cast<size_t>(spec.race_top)) &&
+          std::find(next.begin(), next.end(), i) == next.end())
+        next.push_back(i);
+    alive = next;
   }
 
   // Final race: the top race_top over race_seeds seeds at the full budget R.
