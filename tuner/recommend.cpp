@@ -14,6 +14,7 @@
 #include "core/system_info.hpp"
 #include "engine/compute_profile.hpp"
 #include "engine/shared_dataset.hpp"
+#include "tuner/proposals.hpp"
 #include "tuner/successive_halving.hpp"
 #include "tuner/trial.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -137,6 +138,11 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
   n0 = std::max(n0,
                 static_cast<double>(std::min<size_t>(plan.space.feasible.size(), static_cast<size_t>(spec.race_top))));
   plan.initial_design = static_cast<size_t>(n0);
+  if (plan.initial_design < plan.space.feasible.size() && plan.initial_design >= 4) {
+    // A quarter of the first rung for surrogate proposals once the design has been seen.
+    plan.proposals = plan.initial_design / 4;
+    plan.initial_design -= plan.proposals;
+  }
   int64_t planned = 0;
   double alive = n0;
   for (int i = 0; i < rungs; ++i) {
@@ -144,11 +150,13 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
     alive = std::ceil(alive / eta);
   }
   plan.planned_trials = planned + static_cast<int64_t>(race_extra);
-  plan.notes.push_back(
-      fmt::format("{} configurations feasible ({} refused by formula); initial design {} ({}); rungs {}",
-                  plan.space.feasible.size(), plan.space.refused.size(), plan.initial_design,
-                  plan.initial_design >= plan.space.feasible.size() ? "all of them" : "seeded space-filling sample",
-                  fmt::format("{:.4g} s", fmt::join(plan.rungs, " s, "))));
+  plan.notes.push_back(fmt::format(
+      "{} configurations feasible ({} refused by formula); initial design {} ({}{}); rungs {}",
+      plan.space.feasible.size(), plan.space.refused.size(), plan.initial_design,
+      plan.initial_design >= plan.space.feasible.size() ? "all of them" : "seeded space-filling sample",
+      plan.proposals > 0 ? fmt::format(", then {} proposed by GP + weighted EI after rung 0", plan.proposals)
+                         : std::string(),
+      fmt::format("{:.4g} s", fmt::join(plan.rungs, " s, "))));
   return plan;
 }
 
@@ -314,7 +322,7 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
         result.profile_wall_s, id));
   }
 
-  Runner runner{plan, store, session_id, progress, result};
+  Runner runner{plan, store, session_id, progress, result, {}, {}, {}, {}};
   for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
 
   const std::vector<Candidate>& all = plan.space.feasible;
@@ -339,6 +347,31 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
       if (!t) break;
       standing[i] = {static_cast<int>(rung), *t};
       ran.push_back(i);
+    }
+    if (rung == 0 && plan.proposals > 0 && !runner.exhausted && ran.size() == alive.size()) {
+      std::vector<std::pair<size_t, TrialScore>> observed;
+      for (size_t i : ran) observed.emplace_back(i, score_of(standing.at(i).second));
+      const std::set<size_t> tried(ran.begin(), ran.end());
+      std::vector<Proposal> props;
+      try {
+        props = proposals_weighted_ei(all, observed, tried, plan.proposals, seed0);
+      } catch (const Error& e) {
+        result.notes.push_back(fmt::format("GP proposals skipped: {}", e.what()));
+      }
+      std::vector<std::string> names;
+      for (const Proposal& p : props) {
+        auto t = runner.trial(all[p.index], seed0, budget, "rung 0 ei");
+        if (!t) break;
+        standing[p.index] = {0, *t};
+        ran.push_back(p.index);
+        names.push_back(fmt::format("{} (P(reach) {:.2f}, predicted {:.3g} s)", candidate_key(all[p.index]), p.p_reach,
+                                    std::exp(p.mean_log_time)));
+      }
+      if (!names.empty())
+        result.notes.push_back(fmt::format("GP + weighted EI after rung 0 proposed: {}", fmt::join(names, "; ")));
+      else if (props.empty())
+        result.notes.push_back("GP + weighted EI after rung 0: fewer than 2 trials reached the target, no proposals");
+      alive = ran;
     }
     if (ran.size() < alive.size())
       result.notes.push_back(

@@ -5,7 +5,10 @@
 //  2. run (tune_run): measure and store missing profiles (saying so); successive halving in
 //     units of evaluation (virtual) seconds over the initial design — all configurations when
 //     the space is small, else a seeded space-filling sample — with rungs R/eta^2, R/eta, R,
-//     comparing trials at equal time by the censored objective; then a final race of the top
+//     comparing trials at equal time by the censored objective; when the space is larger than
+//     the design, a quarter of the first rung's places go to configurations proposed after it
+//     by a GP on log time-to-target with EI weighted by P(reach) (tuner/proposals.hpp), which
+//     then compete in that rung's promotion; then a final race of the top
 //     race_top configurations over race_seeds seeds at R; the recommendation is the best
 //     median, with a note when the top two's spreads overlap.
 // Every trial goes through tuner/trial.hpp (the engine's sim path) and is stored as a trial
@@ -34,6 +37,7 @@ struct TunePlan {
   double trial_time_s = 0;                // R: a trial's full budget
   std::vector<double> rungs;              // budgets of the successive-halving rungs (last = R)
   size_t initial_design = 0;              // configurations started at the first rung
+  size_t proposals = 0;                   // added after the first rung by GP + weighted EI (tuner/proposals.hpp)
   int64_t planned_trials = 0;             // trial runs if nothing is cut short or reused
   int64_t max_trial_steps = 0;            // a trial stops at this many steps (a real-time guard)
   std::vector<int64_t> missing_profiles;  // batches without a compute profile on this host (tune_missing_profiles)
