@@ -9,6 +9,7 @@
 
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
+#include "tuner/proposals.hpp"
 #include "tuner/recommend.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/tune_output.hpp"
@@ -152,6 +153,49 @@ TEST(TunerOutput, CommandAndTomlListTheNonDefaultFields) {
   std::filesystem::remove(path);
   cfg.db = RunConfig{}.db;
   EXPECT_EQ(run_config_to_json(back), run_config_to_json(cfg));
+}
+
+}  // namespace
+}  // namespace dsgd
+
+namespace dsgd {
+namespace {
+
+TEST(TunerProposals, WeightedEiProposesUntriedConfigurationsNearTheBestAndIsSeeded) {
+  TuneSpec s;
+  s.base.workers = 4;
+  s.base.backend = "sim";
+  s.algos = {"ssgd", "localsgd"};
+  s.periods = {1, 2, 4, 8, 16, 32, 64};
+  s.batches = {16, 32, 64, 128};
+  s.lr_scalings = {"linear"};
+  const SpaceEnumeration e = space_enumerate(s, 1000);
+  // Observed: localsgd gets faster with H (time 8/H s), ssgd is slow, and one censored trial.
+  std::vector<std::pair<size_t, TrialScore>> observed;
+  std::set<size_t> tried;
+  for (size_t i = 0; i < e.feasible.size(); ++i) {
+    const Candidate& c = e.feasible[i];
+    if (c.batch != 32) continue;
+    if (c.algo == "ssgd") observed.push_back({i, TrialScore{true, 20, 0.8}});
+    if (c.algo == "localsgd" && (c.period == 1 || c.period == 4 || c.period == 16))
+      observed.push_back({i, TrialScore{true, 8.0 / static_cast<double>(c.period), 0.8}});
+    if (c.algo == "localsgd" && c.period == 64) observed.push_back({i, TrialScore{false, 1, 0.5}});
+  }
+  for (const auto& o : observed) tried.insert(o.first);
+  const auto a = proposals_weighted_ei(e.feasible, observed, tried, 3, 5);
+  const auto b = proposals_weighted_ei(e.feasible, observed, tried, 3, 5);
+  ASSERT_EQ(a.size(), 3u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].index, b[i].index) << "not deterministic for a seed";
+    EXPECT_FALSE(tried.count(a[i].index)) << "proposed a configuration already tried";
+    EXPECT_GT(a[i].p_reach, 0.0);
+    EXPECT_LE(a[i].p_reach, 1.0);
+  }
+  const Candidate& first = e.feasible[a[0].index];
+  EXPECT_EQ(first.algo, "localsgd") << candidate_key(first);
+  EXPECT_GE(first.period, 8) << "expected a proposal near the fast large-H region: " << candidate_key(first);
+  // Nothing to fit with fewer than two reached trials.
+  EXPECT_TRUE(proposals_weighted_ei(e.feasible, {observed.back()}, tried, 3, 5).empty());
 }
 
 }  // namespace
