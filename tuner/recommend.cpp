@@ -26,7 +26,7 @@ namespace {
 
 constexpr double kDefaultTrialTimeS = 60;   // R with --trials alone
 constexpr double kTrialShareOfBudget = 20;  // R = budget / 20 by default
-constexpr double kEvalsPerRung0 = 12;       // evaluations within the first rung's budget (resolution r0/12)
+constexpr double kEvalsPerRung0 = 40;       // evaluations within the first rung's budget (resolution r0/40)
 constexpr double kStepMargin = 1.25;        // steps sized for 1.25 R at the estimated step time
 constexpr int64_t kProfileIters = 20;       // as `dsgd-bench calibrate`
 

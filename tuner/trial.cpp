@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <exception>
 #include <limits>
@@ -29,13 +30,15 @@ struct TrialStop {
 
 double trial_step_time_estimate(const RunConfig& base, Store& store) {
   RunConfig cfg = base;
+  // At least 4 sync periods, so a periodic average is in the mean (H = 64: 256 steps).
+  const int64_t steps = std::max<int64_t>(kPilotSteps, run_config_uses_period(cfg.algo) ? 4 * cfg.period : 0);
   cfg.warmup = 0;
-  cfg.steps = kPilotSteps;
-  cfg.eval_every = kPilotSteps;
+  cfg.steps = steps;
+  cfg.eval_every = steps;
   cfg.target.clear();
   cfg.timing_only = sim_timing_supports(cfg.algo, cfg.overlap, cfg.dpsgd_delay);
   const TrainResult r = sim_run_unstored(cfg, store, TrainerCallbacks{});
-  return r.timed_wall_s / static_cast<double>(kPilotSteps);
+  return r.timed_wall_s / static_cast<double>(steps);
 }
 
 TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& target, Store& store) {
