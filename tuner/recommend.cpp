@@ -454,6 +454,20 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
         target_format(plan.target));
   } else {
     const RankedConfig& w = result.ranking.front();
+    // Time-to-target is measured at evaluations: when the winner reached the target within its
+    // first two, the ranking at the top is limited by that resolution; say so.
+    const TrialRow& wt = w.representative;
+    const auto wcfg = nlohmann::json::parse(wt.config_json, nullptr, false);
+    const int64_t every = wcfg.is_object() ? wcfg.value("eval-every", int64_t(0)) : 0;
+    if (every > 0 && wt.steps > 0) {
+      const double interval = wt.time_s * static_cast<double>(every) / static_cast<double>(wt.steps);
+      if (w.median.time_s <= 2.0 * interval * (1 + 1e-9))
+        result.notes.push_back(fmt::format(
+            "resolution: the winner reached the target at its evaluation {} (one every {:.3g} s of virtual time); "
+            "configurations reaching it sooner are not told apart: rerun with --trial-time {:.3g}s for a finer "
+            "measurement",
+            wt.steps / every, interval, std::max(w.median.time_s * 10, 1e-3)));
+    }
     result.verdict = fmt::format("recommended: {} (median time-to-target {} over {} seed{})", w.key,
                                  fmt_s(w.median.time_s), w.trials.size(), w.trials.size() == 1 ? "" : "s");
     if (result.ranking.size() > 1 && result.ranking[1].raced) {

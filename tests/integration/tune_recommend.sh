@@ -21,6 +21,9 @@ grep -q "no compute profile of svm on $SMALL for batch 16, 32 on this host: meas
   fail "the missing profile was not measured and reported"
 grep -q "^recommended: " s1.out || fail "no recommendation"
 grep -q "^  dsgd-bench run .*--backend sim" s1.out || fail "no dsgd-bench run command"
+# Censoring in the ranking: every "not reached by" row comes after every reached one.
+awk '/^ +[0-9]+  / { if ($0 ~ /not reached by/) c = 1; else if (c) bad = 1 } END { exit bad }' s1.out ||
+  fail "a censored configuration is ranked above a reached one"
 S1=$(tail -n 1 s1.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
 [ -n "$S1" ] || fail "last line is not session_id=<id>"
 [[ $(sql t.db "SELECT status FROM tune_sessions WHERE id=$S1") == completed ]] || fail "session not completed"
