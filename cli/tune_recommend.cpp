@@ -75,8 +75,9 @@ TuneSpec spec_from_options(const RecommendOptions& o) {
   return spec;
 }
 
-std::string ms(double s) {
-  return fmt::format("{:.3f}", s * 1e3);
+// A trial stopped before its first timed step (inside the warm-up) has no step time: "-".
+std::string ms(double s, double step) {
+  return step > 0 ? fmt::format("{:.3f}", s * 1e3) : std::string("-");
 }
 
 std::string time_cell(const RankedConfig& rc) {
@@ -97,8 +98,8 @@ void print_table(const TunePlan& plan, const TuneResult& r) {
     const RankedConfig& rc = r.ranking[k];
     const TrialRow& t = rc.representative;
     fmt::print("{:>4}  {:<30} {:>24} {:>16} {:>10} {:>9} {:>9} {:>9} {:>11.4g} {:>5} {:>7.4g} s{}\n", k + 1, rc.key,
-               time_cell(rc), spread_cell(rc), ms(t.step_s), ms(t.compute_s), ms(t.comm_s), ms(t.wait_s),
-               rc.bytes_per_step, rc.trials.size(), rc.fidelity_s,
+               time_cell(rc), spread_cell(rc), ms(t.step_s, t.step_s), ms(t.compute_s, t.step_s),
+               ms(t.comm_s, t.step_s), ms(t.wait_s, t.step_s), rc.bytes_per_step, rc.trials.size(), rc.fidelity_s,
                t.status == "failed" ? "  (failed: " + t.stop_reason + ")" : "");
   }
   fmt::print(
