@@ -233,6 +233,9 @@ void setup_tune_recommend(CLI::App& app) {
   sub->add_option("--config", o->run.config_file, "base configuration (JSON or TOML, keys of dsgd-bench run)")
       ->check(CLI::ExistingFile);
   run_options_bind(sub, o->run, kTunerOwnedKeys);
+  for (auto& [field, option] : o->run.bound)
+    if (std::string(field->key) == "backend")
+      option->default_str("sim")->description("where trials run: sim only (virtual clock, real numerics)");
   sub->add_option("--algos", o->algos, "algorithms to search (dsgd-bench list algorithms)")->capture_default_str();
   sub->add_option("--period", o->periods, "sync period H: MIN..MAX (powers of 2) or a list")->capture_default_str();
   sub->add_option("--batch", o->batches, "per-worker batch: MIN..MAX (powers of 2) or a list")->capture_default_str();
