@@ -1,14 +1,15 @@
 // See layer_costs.hpp.
 #include "engine/layer_costs.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <vector>
 
-#include <fmt/format.h>
-
 #include "core/clock.hpp"
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "core/system_info.hpp"
 #include "engine/peak_flops.hpp"
 #include "engine/sim_run.hpp"
@@ -18,11 +19,6 @@ namespace dsgd {
 namespace {
 
 enum NetKind : int { net_free = 0, net_emulated = 1, net_calibrated = 2, net_probe = 3 };
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
 
 // Seconds of an untimed all-reduce of `count` floats: median of 5 after a warm-up, slowest rank.
 double probe_allreduce(Communicator& comm, size_t count) {
@@ -34,7 +30,7 @@ double probe_allreduce(Communicator& comm, size_t count) {
     comm.untimed_allreduce_sum(buf.data(), count);
     if (rep > 0) t.push_back(clock_now_s() - t0);
   }
-  double m = median(t);
+  double m = stats_median(t);
   comm.untimed_allreduce_max(&m, 1);
   return m;
 }
@@ -75,17 +71,12 @@ LayerCosts layer_costs_resolve(const RunConfig& cfg, Communicator& comm, const S
       msg[0] = net_emulated;
     } else {
       msg[0] = cfg.backend == "sim" ? net_free : net_probe;
-      if (store) {
-        if (auto id = store->calibration_latest(system_info_read().host)) {
-          for (const FitRow& fit : store->fits_get(*id)) {
-            if (fit.op == "allreduce" && fit.bandwidth_bytes_per_s > 0) {
-              msg[0] = net_calibrated;
-              msg[1] = static_cast<double>(*id);
-              msg[2] = fit.alpha_s;
-              msg[3] = fit.bandwidth_bytes_per_s;
-            }
-          }
-        }
+      if (const std::optional<AllreduceFit> fit =
+              store ? store->allreduce_fit_latest(system_info_read().host) : std::nullopt) {
+        msg[0] = net_calibrated;
+        msg[1] = static_cast<double>(fit->calibration_id);
+        msg[2] = fit->alpha_s;
+        msg[3] = fit->bandwidth_bytes_per_s;
       }
     }
   }
@@ -96,8 +87,8 @@ LayerCosts layer_costs_resolve(const RunConfig& cfg, Communicator& comm, const S
     case net_emulated:
       costs.network = *emulated;
       costs.algo = groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
-      costs.network_source = fmt::format("emulated: {} ({} all-reduce)", network_model_describe(*emulated),
-                                         network_algo_name(costs.algo));
+      costs.network_source =
+          fmt::format("emulated: {} ({} all-reduce)", network_model_describe(*emulated), network_algo_name(costs.algo));
       break;
     case net_calibrated:
       costs.network = NetworkModel{network_link_from_allreduce_fit(msg[2], msg[3], n), std::nullopt, 1};
