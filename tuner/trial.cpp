@@ -93,15 +93,20 @@ TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& targ
   out.wall_s = clock_now_s() - started;
   if (out.status == "failed") return out;
   out.status = "completed";
+  // A diverged run is stored as the trainer stores one ('diverged'); a run the tuner stopped
+  // at its target or budget as 'interrupted', with why.
+  const bool diverged = out.stop_reason.rfind("diverged", 0) == 0;
   if (!stop_message.empty() && run_id > 0)
-    store.run_finish(run_id, "interrupted", "stopped by dsgd-tune: " + stop_message);
+    store.run_finish(run_id, diverged ? "diverged" : "interrupted",
+                     diverged ? stop_message : "stopped by dsgd-tune: " + stop_message);
   if (!out.reached) out.time_s = last_time;
   out.steps = last_step;
   if (run_id > 0) {
     const RunWithSummary run = store.run_get(run_id);
     // A run the trainer itself ended as diverged (or anything but completed/interrupted) is not
     // a success, whatever its last evaluation says.
-    if (run.run.status != "completed" && run.run.status != "interrupted") {
+    if (run.run.status != "completed" && run.run.status != "interrupted" &&
+        !(diverged && run.run.status == "diverged")) {
       out.reached = false;
       out.stop_reason = fmt::format("{}: the run ended as '{}'", run.run.status, run.run.status);
       out.time_s = last_time;

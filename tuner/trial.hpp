@@ -4,7 +4,9 @@
 // target, shows a non-finite loss (diverged), or is at or past the trial's budget of
 // evaluation (virtual) seconds. The run row is then finished as `interrupted` with the reason
 // ("stopped by dsgd-tune: ..."); its summary (step time, compute / comm / wait, bytes per
-// step) is computed from the rows stored up to that evaluation, as for any run.
+// step) is computed from the rows stored up to that evaluation, as for any run. A diverged
+// run (the trainer leaves NaN test metrics at the evaluation that finds a non-finite loss or
+// model) is stored as 'diverged' and is a censored, not-reached trial.
 #pragma once
 
 #include <cstdint>
