@@ -82,6 +82,8 @@ std::string ms(double s, double step) {
 
 std::string time_cell(const RankedConfig& rc) {
   if (rc.median.reached) return fmt::format("{:.4g} s", rc.median.time_s);
+  if (rc.representative.stop_reason.rfind("diverged", 0) == 0)
+    return fmt::format("diverged at {:.4g} s", rc.median.time_s);
   return fmt::format("not reached by {:.4g} s", rc.median.time_s);
 }
 

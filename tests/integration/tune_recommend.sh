@@ -62,6 +62,15 @@ S3=$(tail -n 1 c.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
 bad=$(sql t.db "SELECT count(*) FROM trials WHERE session_id=$S3 AND (reached=1 OR time_s IS NULL OR time_s <= 0)")
 [ "$bad" == 0 ] || fail "censored trials stored as reached or without their elapsed time"
 
+# Divergence: an absurd lr makes every trial diverge; they count as not reached, and their runs
+# are stored as 'diverged'.
+"$TUNE" "${tune[@]}" --target acc=0.80 --lr 1e30 --trials 6 > dv.out 2>&1 || { cat dv.out; fail "diverging session failed"; }
+grep -q "^no configuration reached" dv.out || { cat dv.out; fail "a diverged trial counted as reaching the target"; }
+grep -Eq "^ +1  .*diverged at " dv.out || { cat dv.out; fail "diverged rows not shown as such"; }
+S4=$(tail -n 1 dv.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
+[[ $(sql t.db "SELECT count(*) FROM trials t JOIN runs r ON r.id=t.run_id WHERE t.session_id=$S4
+               AND (t.reached=1 OR r.status <> 'diverged')") == 0 ]] || fail "diverged trials not stored as such"
+
 # sessions / show / json.
 "$TUNE" sessions --db t.db > list.out || fail "sessions failed"
 grep -Eq "^ +$S1 .*completed" list.out || { cat list.out; fail "session $S1 not listed"; }
