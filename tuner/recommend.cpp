@@ -402,11 +402,17 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   const double R = plan.trial_time_s;
   std::map<size_t, std::vector<TrialRow>> race;
   runner.exhausted = false;  // the race may use what successive halving left
-  for (size_t k = 0; k < top; ++k)
-    for (int64_t s = 0; s < spec.race_seeds; ++s) {
-      auto t = runner.trial(all[ranked[k]], seed0 + static_cast<uint64_t>(s), R, "race");
+  // Seed by seed, holding that seed's dataset (the shared copy is keyed by seed) so the top
+  // configurations' trials of one seed load it once.
+  for (int64_t s = 0; s < spec.race_seeds; ++s) {
+    RunConfig seeded = spec.base;
+    seeded.seed = seed0 + static_cast<uint64_t>(s);
+    const auto seed_data = s == 0 ? data : dataset_load_shared(seeded);
+    for (size_t k = 0; k < top; ++k) {
+      auto t = runner.trial(all[ranked[k]], seeded.seed, R, "race");
       if (t) race[ranked[k]].push_back(*t);
     }
+  }
   if (runner.exhausted) result.notes.push_back("the budget ran out during the final race: some seeds are missing");
 
   // The ranking: raced configurations by median, then the others by their best standing.
