@@ -77,7 +77,15 @@ grep -Eq "^ +$S1 .*completed" list.out || { cat list.out; fail "session $S1 not 
 "$TUNE" show "$S1" --db t.db > show.out || fail "show failed"
 [ "$(grep -Ec '(rung [0-9]|race) ' show.out)" -eq "$n" ] || { cat show.out; fail "show does not list every trial"; }
 grep -q "budget of" show.out || grep -q "target acc=0.8 reached" show.out || fail "show has no stop reasons"
-"$TUNE" "${tune[@]}" --target acc=0.80 --trials 8 --format json > j.out 2> j.err || { cat j.out j.err; fail "json failed"; }
-python3 -c "import json,sys; d=json.load(open('j.out')); assert d['ranking'] and 'verdict' in d and d['ranking'][0]['rank']==1" ||
-  fail "--format json is not the expected JSON"
+# JSON, with a constraint that refuses ssgd (4824 bytes per step per worker here) by formula.
+"$TUNE" "${tune[@]}" --target acc=0.80 --trials 8 --max-bytes-per-step 3000 --format json > j.out 2> j.err ||
+  { cat j.out j.err; fail "json failed"; }
+python3 - <<'PY' || fail "--format json is not the expected JSON, or the constraint was not applied"
+import json
+d = json.load(open('j.out'))
+assert d['ranking'] and 'verdict' in d and d['ranking'][0]['rank'] == 1
+assert all(r['algo'] != 'ssgd' for r in d['ranking']), 'ssgd ran despite the constraint'
+assert {r['config'].split()[0] for r in d['refused']} == {'ssgd'}, d['refused']
+assert all('above --max-bytes-per-step' in r['reason'] for r in d['refused'])
+PY
 echo "ok: tune_recommend"
