@@ -24,6 +24,7 @@ expect_error "every one of the [0-9]+ configurations of the search space is refu
 grep -q "above --max-bytes-per-step" err.txt || fail "the refusal does not say why"
 expect_error "simulated cluster only" "$TUNE" "${ok[@]}" --backend mpi
 expect_error "is not known" "$TUNE" "${ok[@]}" --format yaml
+expect_error "no database at .t.db." "$TUNE" recommend --resume 3 --db t.db
 
 # With an existing database: still nothing stored (no session, no run).
 "$BIN" run --backend sim --dataset "$SMALL" --workers 1 --steps 2 --db t.db > /dev/null 2>&1 || true
@@ -33,4 +34,6 @@ expect_error "unknown algorithm" "$TUNE" "${ok[@]}" --algos nope
 [[ $(sqlite3 t.db "SELECT count(*) FROM runs") == "$before" ]] || fail "a refused session stored a run"
 [[ $(sqlite3 t.db "SELECT count(*) FROM sqlite_master WHERE name='tune_sessions'") == 0 ||
    $(sqlite3 t.db "SELECT count(*) FROM tune_sessions") == 0 ]] || fail "a refused session was stored"
+expect_error "no tuning session 42" "$TUNE" recommend --resume 42 --db t.db
+expect_error "no tuning session 42" "$TUNE" show 42 --db t.db
 echo "ok: tune_bad_input"

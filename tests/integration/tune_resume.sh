@@ -43,6 +43,8 @@ runs=$(sql t.db "SELECT count(*) FROM runs WHERE tag='tune-session=$S'")
 [ "$runs" -le $((after + 1)) ] || fail "$runs runs for $after trials: some trial ran twice"
 echo "ok: $after trials, $runs runs (at most one interrupted by the kill)"
 
+expect_error "session $S is already completed" "$TUNE" recommend --resume "$S" --db t.db
+
 # The same trials as a session that was never killed.
 "$TUNE" "${tune[@]}" --db t.db > fresh.out 2>&1 || { cat fresh.out; fail "fresh session failed"; }
 F=$(tail -n 1 fresh.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')

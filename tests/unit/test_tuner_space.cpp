@@ -9,10 +9,12 @@
 
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
+#include "results/store.hpp"
 #include "tuner/proposals.hpp"
 #include "tuner/recommend.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/tune_output.hpp"
+#include "tuner/tune_store.hpp"
 
 namespace dsgd {
 namespace {
@@ -196,6 +198,66 @@ TEST(TunerProposals, WeightedEiProposesUntriedConfigurationsNearTheBestAndIsSeed
   EXPECT_GE(first.period, 8) << "expected a proposal near the fast large-H region: " << candidate_key(first);
   // Nothing to fit with fewer than two reached trials.
   EXPECT_TRUE(proposals_weighted_ei(e.feasible, {observed.back()}, tried, 3, 5).empty());
+}
+
+}  // namespace
+}  // namespace dsgd
+
+namespace dsgd {
+namespace {
+
+TEST(TunerStore, SessionsAndTrialsRoundTripAndATrialIsStoredOnce) {
+  const auto path = std::filesystem::temp_directory_path() / "dsgd_test_tuner_store.db";
+  std::filesystem::remove(path);
+  {
+    Store store = Store::open(path.string());
+    EXPECT_TRUE(tune_sessions_list(store).empty());
+    EXPECT_THROW(tune_session_get(store, 1), InputError);
+    TuneSessionRow s;
+    s.target = "acc=0.8";
+    s.seed = 7;
+    s.spec_json = R"({"x":1})";
+    const int64_t id = tune_session_begin(store, s);
+    TrialRow t;
+    t.session_id = id;
+    t.trial_key = "ssgd b=16 lr=linear|seed=7|budget=1";
+    t.phase = "rung 0";
+    t.config_key = "ssgd b=16 lr=linear";
+    t.seed = 7;
+    t.budget_s = 1;
+    t.status = "completed";
+    t.stop_reason = "budget: budget of 1 s reached at 1.2 s (step 9)";
+    t.time_s = 1.2;
+    t.progress = 0.7;
+    tune_trial_insert(store, t);
+    EXPECT_THROW(tune_trial_insert(store, t), Error) << "the same trial twice in a session";
+    tune_session_finish(store, id, "completed", R"({"verdict":"v"})", "");
+    const TuneSessionRow back = tune_session_get(store, id);
+    EXPECT_EQ(back.status, "completed");
+    EXPECT_EQ(back.seed, 7u);
+    EXPECT_EQ(back.target, "acc=0.8");
+    const auto trials = tune_trials_get(store, id);
+    ASSERT_EQ(trials.size(), 1u);
+    EXPECT_EQ(trials[0].trial_key, t.trial_key);
+    EXPECT_EQ(trials[0].run_id, 0) << "no run: NULL, read as 0";
+    EXPECT_FALSE(trials[0].reached);
+    EXPECT_DOUBLE_EQ(trials[0].time_s, 1.2);
+    EXPECT_EQ(trials[0].stop_reason, t.stop_reason);
+    EXPECT_EQ(tune_session_trial_count(store, id), 1);
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(path.string() + "-wal");
+  std::filesystem::remove(path.string() + "-shm");
+}
+
+TEST(TunerSpace, SpecRoundTripsThroughJson) {
+  TuneSpec s = small_spec();
+  s.budget_s = 30;
+  s.max_bytes_per_step = 1e6;
+  s.base.bandwidth = "100Mbps";
+  const TuneSpec back = tune_spec_from_json(tune_spec_to_json(s));
+  EXPECT_EQ(tune_spec_to_json(back), tune_spec_to_json(s));
+  EXPECT_EQ(back.base.bandwidth, "100Mbps");
 }
 
 }  // namespace
