@@ -296,6 +296,9 @@ void GaussianProcess::fit(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, co
     start_at(median_pairwise_distance(X), 1.0, 1e-2);
     start_at(1.0, 1.0, 1e-3);
     start_at(0.1, 1.0, 1e-3);
+    for (const GpHyper& h : o.extra_starts)
+      if (h.length_scales.size() == d && h.length_scales.allFinite() && h.signal_variance > 0 && h.noise_variance > 0)
+        starts.push_back(gp_pack_log_params(h));
     Rng rng(rng_derive_seed(seed, 0x6770u));
     auto log_uniform = [&](double lo, double hi) {
       return std::log(lo) + rng.uniform() * (std::log(hi) - std::log(lo));

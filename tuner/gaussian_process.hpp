@@ -30,6 +30,7 @@
 
 #include <Eigen/Dense>
 #include <cstdint>
+#include <vector>
 
 namespace dsgd {
 
@@ -55,6 +56,10 @@ struct GpFitOptions {
   int random_starts = 4;     // seeded starts on top of the three fixed ones
   int max_iterations = 200;  // quasi-Newton iterations per start
   double tolerance = 1e-5;   // stop when the projected gradient (∞-norm, per log unit) is below
+  // Further starts tried after the three fixed ones and before the random ones, e.g. the previous
+  // fit's hyperparameters when the tuner refits after one more trial (a warm start); each needs
+  // one length scale per input dimension (others are skipped). Projected onto the box.
+  std::vector<GpHyper> extra_starts;
 };
 
 class GaussianProcess {
@@ -84,6 +89,7 @@ class GaussianProcess {
   int fit_evaluations() const { return evaluations_; }  // LML evaluations of the last fit
   bool fitted() const { return alpha_.size() > 0; }
   const GpFitOptions& options() const { return options_; }
+  void set_options(const GpFitOptions& options) { options_ = options; }
 
  private:
   GpFitOptions options_;

@@ -284,6 +284,29 @@ TEST(TunerGp, FitIsDeterministicPerSeed) {
   EXPECT_EQ(a.predict(x, 0.15).variance, b.predict(x, 0.15).variance);
 }
 
+TEST(TunerGp, WarmStartReachesTheSameOptimum) {
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  make_data(30, 12, X, y, 0.05);
+  GaussianProcess cold;
+  cold.fit(X, y, Eigen::VectorXd::Zero(30), 1);
+  // Only the fixed starts and the warm start (the previous optimum).
+  GpFitOptions o;
+  o.random_starts = 0;
+  o.extra_starts = {cold.hyper()};
+  GaussianProcess warm(o);
+  warm.fit(X, y, Eigen::VectorXd::Zero(30), 1);
+  EXPECT_EQ(warm.fit_starts(), 4);
+  EXPECT_NEAR(warm.log_marginal_likelihood(), cold.log_marginal_likelihood(), 1e-6);
+  // A start of the wrong dimension is skipped, not fatal.
+  GpHyper wrong;
+  wrong.length_scales = Eigen::VectorXd::Constant(3, 0.5);
+  o.extra_starts = {wrong};
+  warm.set_options(o);
+  warm.fit(X, y, Eigen::VectorXd::Zero(30), 1);
+  EXPECT_EQ(warm.fit_starts(), 3);
+}
+
 TEST(TunerGp, InterpolatesWithTinyNoise) {
   Eigen::MatrixXd X;
   Eigen::VectorXd y;
