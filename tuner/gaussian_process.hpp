@@ -30,6 +30,7 @@
 
 #include <Eigen/Dense>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace dsgd {
@@ -64,7 +65,8 @@ struct GpFitOptions {
 
 class GaussianProcess {
  public:
-  explicit GaussianProcess(GpFitOptions options = {}) : options_(options) {}
+  GaussianProcess() = default;  // default GpFitOptions (not explicit: `GaussianProcess gp = {};` works)
+  explicit GaussianProcess(GpFitOptions options) : options_(std::move(options)) {}
 
   // X: n x d, inputs in [0,1]; y: n observations; prior_mean: n values of the prior mean at X
   // (the GP models y - prior_mean). Fits the hyperparameters (seeded multi-start, deterministic

@@ -395,6 +395,11 @@ TEST(TunerGp, JitterRescuesASingularCovariance) {
 }
 
 TEST(TunerGp, RejectsBadInput) {
+  struct Holder {
+    GaussianProcess gp;
+  };
+  Holder holder = {};  // copy-list-initialization compiles (the default constructor is not explicit)
+  EXPECT_FALSE(holder.gp.fitted());
   GaussianProcess gp;
   EXPECT_THROW(gp.predict(Eigen::VectorXd::Zero(1), 0), Error);
   EXPECT_THROW(gp.fit(Eigen::MatrixXd(0, 2), Eigen::VectorXd(0), Eigen::VectorXd(0), 1), Error);
