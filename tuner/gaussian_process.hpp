@@ -106,6 +106,15 @@ class GaussianProcess {
 // Matérn 5/2 covariance of two scaled points under `h` (signal variance included).
 double gp_matern52(const Eigen::VectorXd& a, const Eigen::VectorXd& b, const GpHyper& h);
 
+// P(reach the target) at x for EI weighting (acquisition_weighted_ei): the kernel-weighted share
+// of reached trials nearby with a Beta(prior_reached, prior_not) prior,
+//   p = (a + Σ w_i [reached_i]) / (a + b + Σ w_i),   w_i = Matérn 5/2 correlation of x and X_i
+// under `length_scales` (e.g. the fitted GP's), so it is the prior mean a/(a+b) far from every
+// trial and the local share of reached ones among close trials. X: n x d (all trials, reached or
+// not), reached: n flags. Throws dsgd::Error on a shape mismatch or a prior <= 0.
+double gp_reach_probability(const Eigen::MatrixXd& X, const std::vector<bool>& reached, const Eigen::VectorXd& x,
+                            const Eigen::VectorXd& length_scales, double prior_reached = 1.0, double prior_not = 1.0);
+
 // θ = (log l_1..log l_d, log signal_variance, log noise_variance) and back.
 Eigen::VectorXd gp_pack_log_params(const GpHyper& h);
 GpHyper gp_unpack_log_params(const Eigen::VectorXd& theta);
