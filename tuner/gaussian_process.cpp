@@ -229,6 +229,26 @@ double gp_matern52(const Eigen::VectorXd& a, const Eigen::VectorXd& b, const GpH
   return h.signal_variance * (1.0 + kSqrt5 * rho + (5.0 / 3.0) * rho * rho) * std::exp(-kSqrt5 * rho);
 }
 
+double gp_reach_probability(const Eigen::MatrixXd& X, const std::vector<bool>& reached, const Eigen::VectorXd& x,
+                            const Eigen::VectorXd& length_scales, double prior_reached, double prior_not) {
+  if (static_cast<size_t>(X.rows()) != reached.size() || x.size() != X.cols() || length_scales.size() != X.cols())
+    DSGD_THROW(Error, "", "gp_reach_probability: X is {}x{}, {} flags, a point of {}, {} length scales", X.rows(),
+               X.cols(), reached.size(), x.size(), length_scales.size());
+  if (!(prior_reached > 0) || !(prior_not > 0))
+    DSGD_THROW(Error, "", "gp_reach_probability: the Beta prior needs a, b > 0, got {} and {}", prior_reached,
+               prior_not);
+  GpHyper unit;
+  unit.length_scales = length_scales;
+  unit.signal_variance = 1.0;
+  double hits = prior_reached, total = prior_reached + prior_not;
+  for (Eigen::Index i = 0; i < X.rows(); ++i) {
+    const double w = gp_matern52(X.row(i).transpose(), x, unit);
+    total += w;
+    if (reached[static_cast<size_t>(i)]) hits += w;
+  }
+  return hits / total;
+}
+
 Eigen::VectorXd gp_pack_log_params(const GpHyper& h) {
   const Eigen::Index d = h.length_scales.size();
   Eigen::VectorXd t(d + 2);
@@ -296,6 +316,9 @@ void GaussianProcess::fit(const Eigen::MatrixXd& X, const Eigen::VectorXd& y, co
     start_at(median_pairwise_distance(X), 1.0, 1e-2);
     start_at(1.0, 1.0, 1e-3);
     start_at(0.1, 1.0, 1e-3);
+    for (const GpHyper& h : o.extra_starts)
+      if (h.length_scales.size() == d && h.length_scales.allFinite() && h.signal_variance > 0 && h.noise_variance > 0)
+        starts.push_back(gp_pack_log_params(h));
     Rng rng(rng_derive_seed(seed, 0x6770u));
     auto log_uniform = [&](double lo, double hi) {
       return std::log(lo) + rng.uniform() * (std::log(hi) - std::log(lo));

@@ -30,6 +30,8 @@
 
 #include <Eigen/Dense>
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 namespace dsgd {
 
@@ -55,11 +57,16 @@ struct GpFitOptions {
   int random_starts = 4;     // seeded starts on top of the three fixed ones
   int max_iterations = 200;  // quasi-Newton iterations per start
   double tolerance = 1e-5;   // stop when the projected gradient (∞-norm, per log unit) is below
+  // Further starts tried after the three fixed ones and before the random ones, e.g. the previous
+  // fit's hyperparameters when the tuner refits after one more trial (a warm start); each needs
+  // one length scale per input dimension (others are skipped). Projected onto the box.
+  std::vector<GpHyper> extra_starts;
 };
 
 class GaussianProcess {
  public:
-  explicit GaussianProcess(GpFitOptions options = {}) : options_(options) {}
+  GaussianProcess() = default;  // default GpFitOptions (not explicit: `GaussianProcess gp = {};` works)
+  explicit GaussianProcess(GpFitOptions options) : options_(std::move(options)) {}
 
   // X: n x d, inputs in [0,1]; y: n observations; prior_mean: n values of the prior mean at X
   // (the GP models y - prior_mean). Fits the hyperparameters (seeded multi-start, deterministic
@@ -84,6 +91,7 @@ class GaussianProcess {
   int fit_evaluations() const { return evaluations_; }  // LML evaluations of the last fit
   bool fitted() const { return alpha_.size() > 0; }
   const GpFitOptions& options() const { return options_; }
+  void set_options(const GpFitOptions& options) { options_ = options; }
 
  private:
   GpFitOptions options_;
@@ -97,6 +105,15 @@ class GaussianProcess {
 
 // Matérn 5/2 covariance of two scaled points under `h` (signal variance included).
 double gp_matern52(const Eigen::VectorXd& a, const Eigen::VectorXd& b, const GpHyper& h);
+
+// P(reach the target) at x for EI weighting (acquisition_weighted_ei): the kernel-weighted share
+// of reached trials nearby with a Beta(prior_reached, prior_not) prior,
+//   p = (a + Σ w_i [reached_i]) / (a + b + Σ w_i),   w_i = Matérn 5/2 correlation of x and X_i
+// under `length_scales` (e.g. the fitted GP's), so it is the prior mean a/(a+b) far from every
+// trial and the local share of reached ones among close trials. X: n x d (all trials, reached or
+// not), reached: n flags. Throws dsgd::Error on a shape mismatch or a prior <= 0.
+double gp_reach_probability(const Eigen::MatrixXd& X, const std::vector<bool>& reached, const Eigen::VectorXd& x,
+                            const Eigen::VectorXd& length_scales, double prior_reached = 1.0, double prior_not = 1.0);
 
 // θ = (log l_1..log l_d, log signal_variance, log noise_variance) and back.
 Eigen::VectorXd gp_pack_log_params(const GpHyper& h);

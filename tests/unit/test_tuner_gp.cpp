@@ -284,6 +284,29 @@ TEST(TunerGp, FitIsDeterministicPerSeed) {
   EXPECT_EQ(a.predict(x, 0.15).variance, b.predict(x, 0.15).variance);
 }
 
+TEST(TunerGp, WarmStartReachesTheSameOptimum) {
+  Eigen::MatrixXd X;
+  Eigen::VectorXd y;
+  make_data(30, 12, X, y, 0.05);
+  GaussianProcess cold;
+  cold.fit(X, y, Eigen::VectorXd::Zero(30), 1);
+  // Only the fixed starts and the warm start (the previous optimum).
+  GpFitOptions o;
+  o.random_starts = 0;
+  o.extra_starts = {cold.hyper()};
+  GaussianProcess warm(o);
+  warm.fit(X, y, Eigen::VectorXd::Zero(30), 1);
+  EXPECT_EQ(warm.fit_starts(), 4);
+  EXPECT_NEAR(warm.log_marginal_likelihood(), cold.log_marginal_likelihood(), 1e-6);
+  // A start of the wrong dimension is skipped, not fatal.
+  GpHyper wrong;
+  wrong.length_scales = Eigen::VectorXd::Constant(3, 0.5);
+  o.extra_starts = {wrong};
+  warm.set_options(o);
+  warm.fit(X, y, Eigen::VectorXd::Zero(30), 1);
+  EXPECT_EQ(warm.fit_starts(), 3);
+}
+
 TEST(TunerGp, InterpolatesWithTinyNoise) {
   Eigen::MatrixXd X;
   Eigen::VectorXd y;
@@ -372,6 +395,11 @@ TEST(TunerGp, JitterRescuesASingularCovariance) {
 }
 
 TEST(TunerGp, RejectsBadInput) {
+  struct Holder {
+    GaussianProcess gp;
+  };
+  Holder holder = {};  // copy-list-initialization compiles (the default constructor is not explicit)
+  EXPECT_FALSE(holder.gp.fitted());
   GaussianProcess gp;
   EXPECT_THROW(gp.predict(Eigen::VectorXd::Zero(1), 0), Error);
   EXPECT_THROW(gp.fit(Eigen::MatrixXd(0, 2), Eigen::VectorXd(0), Eigen::VectorXd(0), 1), Error);
@@ -399,6 +427,34 @@ TEST(TunerGp, OnePointAndConstantDataAreHandled) {
   make_data(6, 3, X, y);
   gp.fit(X, Eigen::VectorXd::Constant(6, 2.0), Eigen::VectorXd::Zero(6), 1);
   EXPECT_NEAR(gp.predict(Eigen::Vector2d(0.1, 0.9), 0.0).mean, 2.0, 1e-9);
+}
+
+TEST(TunerGp, ReachProbabilityIsTheLocalShareWithABetaPrior) {
+  // Trials on a line: the left half reached the target, the right half did not.
+  Eigen::MatrixXd X(8, 1);
+  std::vector<bool> reached;
+  for (int i = 0; i < 8; ++i) {
+    X(i, 0) = i / 7.0;
+    reached.push_back(i < 4);
+  }
+  const Eigen::VectorXd l = Eigen::VectorXd::Constant(1, 0.05);
+  const double left = gp_reach_probability(X, reached, Eigen::VectorXd::Constant(1, 0.0), l);
+  const double right = gp_reach_probability(X, reached, Eigen::VectorXd::Constant(1, 1.0), l);
+  const double middle = gp_reach_probability(X, reached, Eigen::VectorXd::Constant(1, 0.5), l);
+  EXPECT_GT(left, 0.5);
+  EXPECT_LT(right, 0.5);
+  EXPECT_NEAR(left + right, 1.0, 1e-12);  // the layout is symmetric
+  EXPECT_NEAR(middle, 0.5, 1e-12);        // 3.5/7 is between a reached and a censored trial
+  // At a trial: weight 1 there, (a + 1)/(a + b + 1) plus the neighbours' tiny weights.
+  EXPECT_NEAR(left, 2.0 / 3.0, 0.01);
+  // Far from every trial: the prior mean a/(a+b).
+  EXPECT_NEAR(gp_reach_probability(X, reached, Eigen::VectorXd::Constant(1, 50.0), l, 3.0, 1.0), 0.75, 1e-12);
+  // Long length scales: the global share 4/8 pulled towards the prior.
+  const double global =
+      gp_reach_probability(X, reached, Eigen::VectorXd::Constant(1, 0.0), Eigen::VectorXd::Constant(1, 1e6));
+  EXPECT_NEAR(global, (1.0 + 4.0) / (2.0 + 8.0), 1e-9);
+  EXPECT_THROW(gp_reach_probability(X, {true}, Eigen::VectorXd::Zero(1), l), Error);
+  EXPECT_THROW(gp_reach_probability(X, reached, Eigen::VectorXd::Zero(1), l, 0.0, 1.0), Error);
 }
 
 // Not a speed gate, a record: the fit at the tuner's largest expected size, printed.

@@ -359,6 +359,15 @@ TEST(TunerNoiseScale, EstimatorsAreExactOnExpectedNorms) {
   EXPECT_THROW(noise_scale_estimate(32, 1, 16, 1), Error);
   EXPECT_THROW(noise_scale_estimate(16, -1, 32, 1), Error);
   EXPECT_FALSE(NoiseScaleAccumulator().estimate().valid);
+  // The accumulator averages each estimator, then divides: (0.8 + 1.2)/2 and (40 + 80)/2.
+  NoiseScaleAccumulator acc;
+  acc.add(16, 0.8 + 40.0 / 16, 256, 0.8 + 40.0 / 256);
+  acc.add(32, 1.2 + 80.0 / 32, 128, 1.2 + 80.0 / 128);
+  const NoiseScaleEstimate m = acc.estimate();
+  EXPECT_EQ(acc.count(), 2);
+  EXPECT_NEAR(m.grad_sq, 1.0, 1e-12);
+  EXPECT_NEAR(m.trace_sigma, 60.0, 1e-10);
+  EXPECT_NEAR(m.b_simple, 60.0, 1e-10);  // not the mean of the two ratios (50 and 66.7)
 }
 
 TEST(TunerNoiseScale, RecoversKnownGAndSigmaFromSyntheticGradients) {
