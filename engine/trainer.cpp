@@ -327,16 +327,7 @@ class Trainer {
       t->start = t0;
       state.step_start = t0;
     }
-    if (!computes_) {  // a rank that only serves (ps dedicated): no data, gradient or optimizer
-      w_.algorithm->after_update(state);
-      if (t) {
-        t->loss = std::nan("");  // it trains nothing
-        t->step_s = comm_.now() - t0;
-        t->staleness = state.staleness;
-        recorder_.end_step(*t);
-      }
-      return;
-    }
+    if (!computes_) return serve_once(t, t0);
     const bool stragglers = !w_.stragglers.empty();
     const uint32_t* idx = w_.sampler->next();
     w_.workload->load_batch(w_.data->train, idx, w_.sampler->batch());
@@ -384,6 +375,17 @@ class Trainer {
     loss_count_ += 1;
     last_loss_ = loss;
     if (!std::isfinite(loss) && first_nonfinite_step_ < 0) first_nonfinite_step_ = step;
+  }
+
+  // A step of a rank that only serves (ps dedicated): no data, gradient or optimizer.
+  void serve_once(StepTiming* t, double t0) {
+    w_.algorithm->after_update(*state_);
+    if (t) {
+      t->loss = std::nan("");  // it trains nothing
+      t->step_s = comm_.now() - t0;
+      t->staleness = state_->staleness;
+      recorder_.end_step(*t);
+    }
   }
 
   void flush() {
