@@ -74,23 +74,24 @@ std::vector<Proposal> proposals_weighted_ei(const std::vector<Candidate>& space,
   }
   GaussianProcess gp;
   gp.fit(Xo, y, Eigen::VectorXd::Zero(n), seed);
+  Eigen::MatrixXd Xall(static_cast<Eigen::Index>(observed.size()), X.cols());
+  std::vector<bool> reached_flags;
+  for (size_t j = 0; j < observed.size(); ++j) {
+    Xall.row(static_cast<Eigen::Index>(j)) = X.row(static_cast<Eigen::Index>(observed[j].first));
+    reached_flags.push_back(observed[j].second.reached);
+  }
   for (size_t i = 0; i < space.size(); ++i) {
     if (tried.count(i)) continue;
     const Eigen::VectorXd x = X.row(static_cast<Eigen::Index>(i)).transpose();
     const GpPrediction p = gp.predict(x, 0.0);
-    // P(reach): kernel-weighted share of reached trials near x, one pseudo-trial of 1/2.
-    double w_sum = 0.5, hit = 0.25;
-    for (const auto& [index, score] : observed) {
-      const double w =
-          gp_matern52(x, X.row(static_cast<Eigen::Index>(index)).transpose(), gp.hyper()) / gp.hyper().signal_variance;
-      w_sum += w;
-      if (score.reached) hit += w;
-    }
+    // P(reach): kernel-weighted share of reached trials near x, one pseudo-trial of 1/2
+    // (a Beta(1/4, 1/4) prior) under the fitted length scales.
+    const double p_reach = gp_reach_probability(Xall, reached_flags, x, gp.hyper().length_scales, 0.25, 0.25);
     Proposal prop;
     prop.index = i;
     prop.mean_log_time = p.mean;
     prop.sd_log_time = std::sqrt(std::max(0.0, p.variance));
-    prop.p_reach = hit / w_sum;
+    prop.p_reach = p_reach;
     prop.log_wei = acquisition_log_weighted_ei(p.mean, prop.sd_log_time, best, prop.p_reach);
     out.push_back(prop);
   }
