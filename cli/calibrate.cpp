@@ -48,6 +48,7 @@
 #include "core/rng.hpp"
 #include "core/system_info.hpp"
 #include "engine/collective_check.hpp"
+#include "engine/compute_profile.hpp"
 #include "results/alpha_beta_fit.hpp"
 #include "results/store.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -64,8 +65,8 @@ constexpr double kMinRepTimeS = 0.01;     // each repetition runs at least this 
 constexpr int64_t kMaxIters = 1 << 16;    // iterations per repetition, at most
 constexpr double kEstimateTimeS = 0.002;  // the iteration-count estimate runs this long
 constexpr int64_t kMaxSizeBytes = int64_t(2) << 30;
-constexpr int kProfileWarmup = 3;
-constexpr uint64_t kProfileSeed = 1;  // dataset synthesis and batch order of the profile
+constexpr int kProfileWarmup = kComputeProfileWarmup;
+constexpr uint64_t kProfileSeed = kComputeProfileSeed;  // dataset synthesis and batch order of the profile
 
 struct CalibrateOptions {
   int64_t workers = 2;
@@ -489,115 +490,6 @@ void harness_overhead_print(const std::vector<CollectiveRow>& rows) {
 
 // ---- per-layer compute profile -----------------------------------------------------------------
 
-struct ProfileSetup {
-  DatasetPair data;
-  std::unique_ptr<Workload> workload;
-};
-
-ProfileSetup profile_setup(const CalibrateOptions& o) {
-  ProfileSetup s;
-  RunConfig model_cfg;
-  model_cfg.workload = o.workload;
-  model_cfg.dataset = o.dataset;
-  s.data = dataset_load(o.dataset, kProfileSeed);
-  workload_prepare_data(model_cfg, s.data);
-  const int64_t largest = *std::max_element(o.batches.begin(), o.batches.end());
-  if (static_cast<size_t>(largest) > s.data.train.rows) {
-    DSGD_THROW(InputError, "pass smaller --batches", "--batches: {} is larger than the {} training samples of '{}'",
-               largest, s.data.train.rows, o.dataset);
-  }
-  s.workload = workload_create(model_cfg, s.data.train);
-  s.workload->reserve(static_cast<size_t>(largest));
-  return s;
-}
-
-// The layer hook's timestamps: when each layer's gradient became final.
-struct LayerStamps {
-  std::vector<double> at;
-  std::vector<size_t> order;  // layers in completion order
-};
-
-void layer_stamp(void* ctx, size_t layer) {
-  auto* stamps = static_cast<LayerStamps*>(ctx);
-  stamps->at[layer] = clock_now_s();
-  stamps->order.push_back(layer);
-}
-
-// Collective: every rank profiles the same batches at once; returns the slowest rank's
-// per-layer medians (rank 0's return value is the one stored).
-std::vector<ProfileRow> profile_run(const CalibrateOptions& o, const CalibratePlan& plan, ProfileSetup& s,
-                                    Communicator& comm) {
-  Workload& w = *s.workload;
-  const std::vector<LayerView>& layers = w.layers();
-  const size_t nl = layers.size();
-  std::vector<float> params(w.param_count()), grads(w.param_count());
-  w.init_params(params.data(), kProfileSeed);
-  double total_params = 0;
-  for (const LayerView& l : layers) total_params += static_cast<double>(l.count);
-
-  // A fixed shuffled order of the training samples (this rank's own), cycled through.
-  const size_t rows = s.data.train.rows;
-  std::vector<uint32_t> order(rows);
-  for (size_t i = 0; i < rows; ++i) order[i] = static_cast<uint32_t>(i);
-  Rng rng(rng_derive_seed(kProfileSeed, static_cast<uint64_t>(comm.rank())));
-  rng.shuffle(order.data(), rows);
-  size_t cursor = 0;
-
-  LayerStamps stamps;
-  stamps.at.assign(nl, 0.0);
-  stamps.order.reserve(nl);
-  const LayerHook hook{layer_stamp, &stamps};
-
-  std::vector<ProfileRow> result;
-  for (int64_t batch : o.batches) {
-    const size_t b = static_cast<size_t>(batch);
-    std::vector<double> fwd_total;
-    std::vector<std::vector<double>> bwd(nl);
-    bool missing_hook = false;
-    for (int64_t it = 0; it < kProfileWarmup + plan.profile_iters; ++it) {
-      if (cursor + b > rows) cursor = 0;
-      w.load_batch(s.data.train, order.data() + cursor, b);
-      cursor += b;
-      stamps.order.clear();
-      const double t0 = clock_now_s();
-      w.forward(params.data());
-      const double t1 = clock_now_s();
-      w.backward(params.data(), grads.data(), hook);
-      const double t2 = clock_now_s();
-      if (it < kProfileWarmup) continue;
-      fwd_total.push_back(t1 - t0);
-      // Backward per layer: from the previous layer's completion (or backward's start)
-      // to this one's; work after the last hook is added to the last layer hooked.
-      std::vector<double> per_layer(nl, 0.0);
-      double previous = t1;
-      for (size_t layer : stamps.order) {
-        per_layer[layer] += stamps.at[layer] - previous;
-        previous = stamps.at[layer];
-      }
-      if (!stamps.order.empty()) per_layer[stamps.order.back()] += t2 - previous;
-      missing_hook = missing_hook || stamps.order.size() != nl;
-      for (size_t l = 0; l < nl; ++l) bwd[l].push_back(per_layer[l]);
-    }
-    if (missing_hook) {
-      DSGD_THROW(Error, "this is a bug in the workload: backward must call the hook once per layer",
-                 "workload '{}' did not report every layer's gradient in backward", o.workload);
-    }
-    // Per layer: fwd share, bwd; the slowest rank's value (untimed max-reduce).
-    std::vector<double> values(2 * nl);
-    const double fwd_median = median_of(fwd_total);
-    for (size_t l = 0; l < nl; ++l) {
-      values[2 * l] = fwd_median * static_cast<double>(layers[l].count) / total_params;
-      values[2 * l + 1] = median_of(bwd[l]);
-    }
-    comm.untimed_allreduce_max(values.data(), values.size());
-    for (size_t l = 0; l < nl; ++l) {
-      result.push_back(ProfileRow{o.workload, o.dataset, batch, static_cast<int64_t>(l), layers[l].name,
-                                  values[2 * l], values[2 * l + 1]});
-    }
-  }
-  return result;
-}
-
 void profile_print(const std::vector<ProfileRow>& rows, const CalibratePlan& plan, int ranks) {
   fmt::print("\n# per-layer compute profile: median of {} iterations (after {} warm-up), slowest of {} ranks; "
              "forward split over layers by parameter count\n",
@@ -663,7 +555,7 @@ int calibrate_on_ranks(const CalibrateOptions& o, int argc, char** argv) {
   try {
     CalibratePlan plan;
     std::optional<Store> store;
-    ProfileSetup profile;
+    ComputeProfileSetup profile;
     std::exception_ptr local;
     try {
       plan = plan_make(o);
@@ -674,7 +566,7 @@ int calibrate_on_ranks(const CalibrateOptions& o, int argc, char** argv) {
       }
       openblas_set_num_threads(static_cast<int>(o.threads));
       if (root) store = Store::open(o.db);
-      profile = profile_setup(o);
+      profile = compute_profile_setup(o.workload, o.dataset, o.batches);
     } catch (...) {
       local = std::current_exception();
     }
@@ -707,7 +599,8 @@ int calibrate_on_ranks(const CalibrateOptions& o, int argc, char** argv) {
       if (root) harness_overhead_print(collectives);
     }
     const double sweep_s = clock_now_s() - started;
-    std::vector<ProfileRow> profiles = profile_run(o, plan, profile, *comm);
+    std::vector<ProfileRow> profiles =
+        compute_profile_measure(profile, o.workload, o.dataset, o.batches, plan.profile_iters, *comm);
     if (root) {
       profile_print(profiles, plan, n);
       CalibrationRecord record;

@@ -6,12 +6,12 @@
 
 #include <filesystem>
 #include <thread>
-#include <type_traits>
 
 #include "algorithms/algorithm.hpp"
 #include "cli/commands.hpp"
 #include "cli/progress_line.hpp"
 #include "cli/run_format.hpp"
+#include "cli/run_options.hpp"
 #include "cluster/launcher.hpp"
 #include "cluster/network_model.hpp"
 #include "cluster/straggler.hpp"
@@ -31,28 +31,6 @@
 namespace dsgd {
 
 namespace {
-
-struct RunOptions {
-  RunConfig flags;  // values given on the command line
-  std::string config_file;
-  std::vector<std::pair<const RunConfigField*, CLI::Option*>> bound;
-};
-
-// File first, then every flag that was given explicitly.
-RunConfig resolve_config(const RunOptions& o) {
-  RunConfig cfg;
-  if (!o.config_file.empty()) run_config_load_file(cfg, o.config_file);
-  for (const auto& [field, option] : o.bound) {
-    if (option->count() == 0) continue;
-    run_config_copy_field(cfg, o.flags, *field);
-    run_config_mark_given(cfg, field->key);
-    const std::string key = field->key;
-    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)))
-      DSGD_THROW(InputError, fmt::format("pass a positive --{}", key), "--{} must be positive (got {})", key,
-                 key == "steps" ? fmt::format("{}", cfg.steps) : fmt::format("{}", cfg.epochs));
-  }
-  return cfg;
-}
 
 // Everything checkable before starting workers, cheapest first; the database last so a
 // bad flag never creates a file.
@@ -232,27 +210,13 @@ int run_simulated(const RunConfig& cfg) {
 }  // namespace
 
 void setup_run(CLI::App& app, int argc, char** argv) {
-  auto opts = std::make_shared<RunOptions>();
+  auto opts = std::make_shared<RunOptionBinding>();
   CLI::App* sub = app.add_subcommand(
       "run", "Train a workload under an SGD variant on N workers; store timings and convergence in SQLite");
   sub->add_option("--config", opts->config_file,
                   "JSON or TOML file with the same keys as the flags (e.g. \"batch\": 64); flags override it")
       ->check(CLI::ExistingFile);
-  for (const auto& field : run_config_fields()) {
-    CLI::Option* option = nullptr;
-    std::visit(
-        [&](auto member) {
-          option = sub->add_option(fmt::format("--{}", field.key), opts->flags.*member, field.help)
-                       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-          // A boolean may be given bare (--overlap means --overlap true) or with a value.
-          if constexpr (std::is_same_v<std::remove_reference_t<decltype(opts->flags.*member)>, bool>)
-            option->expected(0)->expected(0, 1);  // flag-like: bare means true
-        },
-        field.member);
-    RunConfig defaults;
-    std::visit([&](auto member) { option->default_str(fmt::format("{}", defaults.*member)); }, field.member);
-    opts->bound.emplace_back(&field, option);
-  }
+  run_options_bind(sub, *opts);
   sub->footer(
       "Examples:\n"
       "  dsgd-bench run --workers 2 --algo ssgd --epochs 1\n"
@@ -260,7 +224,7 @@ void setup_run(CLI::App& app, int argc, char** argv) {
       "  mpiexec -f hosts -n 8 dsgd-bench run --workers 8 --config suite.toml\n"
       "  dsgd-bench run --backend sim --workers 64 --algo localsgd --bandwidth 1Gbps --profile-from 12\n");
   sub->callback([opts, argc, argv]() {
-    const RunConfig cfg = resolve_config(*opts);
+    const RunConfig cfg = run_options_resolve(*opts);
     if (cfg.backend == "sim") {
       validate_before_launch(cfg);
       cli_exit_code() = run_simulated(cfg);

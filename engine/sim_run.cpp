@@ -386,4 +386,9 @@ TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& 
   return cfg.timing_only ? sim_run_timing(cfg, r, store, callbacks) : sim_run_numerics(cfg, r, store, callbacks);
 }
 
+TrainResult sim_run_unstored(const RunConfig& cfg, const Store& read, const TrainerCallbacks& callbacks) {
+  const Resolved r = sim_resolve(cfg, &read);
+  return cfg.timing_only ? sim_run_timing(cfg, r, nullptr, callbacks) : sim_run_numerics(cfg, r, nullptr, callbacks);
+}
+
 }  // namespace dsgd

@@ -53,5 +53,8 @@ SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const 
 
 // Runs cfg (backend sim) and stores it in `store` when not null. callbacks as for the trainer.
 TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& callbacks);
+// The same, reading the profile and network calibration from `read` but storing nothing (the
+// tuner's step-time probe).
+TrainResult sim_run_unstored(const RunConfig& cfg, const Store& read, const TrainerCallbacks& callbacks);
 
 }  // namespace dsgd

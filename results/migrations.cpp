@@ -217,6 +217,53 @@ CREATE TABLE host_peaks (
 ) WITHOUT ROWID;
 )sql";
 
+// tuner: dsgd-tune sessions and their trials (tuner/tune_store.hpp, docs/tuner.md). A session
+// keeps its effective options (spec_json: the base configuration, the search space, the
+// budget) so `--resume` replays it; a trial is one run of one configuration at one budget
+// and seed, unique per (session, trial_key), linked to its stored run. REAL columns are NULL
+// where they do not apply (a failed trial has no step time).
+constexpr const char* migration_tuner = R"sql(
+CREATE TABLE tune_sessions (
+  id           INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at   TEXT NOT NULL,
+  finished_at  TEXT,
+  status       TEXT NOT NULL,
+  target       TEXT NOT NULL DEFAULT '',
+  seed         TEXT NOT NULL DEFAULT '0',
+  spec_json    TEXT NOT NULL DEFAULT '{}',
+  result_json  TEXT,
+  host         TEXT,
+  git_commit   TEXT,
+  error        TEXT
+);
+CREATE TABLE trials (
+  id             INTEGER PRIMARY KEY AUTOINCREMENT,
+  session_id     INTEGER NOT NULL REFERENCES tune_sessions(id) ON DELETE CASCADE,
+  trial_key      TEXT NOT NULL,
+  phase          TEXT NOT NULL,
+  config_key     TEXT NOT NULL,
+  config_json    TEXT NOT NULL DEFAULT '{}',
+  seed           TEXT NOT NULL DEFAULT '0',
+  budget_s       REAL NOT NULL,
+  run_id         INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  status         TEXT NOT NULL,
+  stop_reason    TEXT NOT NULL DEFAULT '',
+  reached        INTEGER NOT NULL DEFAULT 0,
+  time_s         REAL,
+  progress       REAL,
+  steps          INTEGER,
+  step_s         REAL,
+  compute_s      REAL,
+  comm_s         REAL,
+  wait_s         REAL,
+  bytes_per_step REAL,
+  wall_s         REAL,
+  created_at     TEXT NOT NULL,
+  UNIQUE (session_id, trial_key)
+);
+CREATE INDEX trials_session ON trials(session_id, id);
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -233,6 +280,7 @@ const std::vector<const char*>& migrations_all() {
       migration_v5,
       migration_v6,
       migration_v7,
+      migration_tuner,
   };
   return table;
 }

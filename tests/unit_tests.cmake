@@ -27,7 +27,10 @@ foreach(entry
     "test_dreamddp_schedule:dsgd_algorithms"
     "test_sim_p2p:dsgd_cluster"
     "test_ps:dsgd_algorithms"
-    "test_compress_async:dsgd_algorithms")
+    "test_compress_async:dsgd_algorithms"
+    "test_tuner_gp:dsgd_tuner_core"
+    "test_tuner_search:dsgd_tuner_core"
+    "test_tuner_space:dsgd_tuner")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)

@@ -3,6 +3,7 @@
 // elapsed time" and never ranks above a reached trial with a smaller time.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <vector>
 
@@ -14,9 +15,18 @@ struct TrialScore {
   double progress = 0;  // for censored trials: best target-metric value reached, larger = closer
 };
 
-// Strict weak order, "a is better than b": reached before censored; among reached, smaller
-// time; among censored, larger progress, then larger elapsed time (it was allowed to run longer
-// without reaching... a longer censored time bounds it higher: ties by progress first).
+// Strict weak order, "a is better than b":
+//   1. reached before censored (whatever the times: a censored trial is only "at least its
+//      elapsed time", so it never ranks above any reached one);
+//   2. among reached, smaller time_s;
+//   3. among censored, larger progress, then larger elapsed time_s (the higher lower bound: at
+//      equal progress, the trial that was allowed to run longer, i.e. promoted further, first).
+// A NaN time counts as +infinity for reached trials and -infinity for censored ones (the worst
+// either way) and a NaN progress as -infinity, so the order stays strict weak. Equal on all
+// keys → neither is better (callers break ties, e.g. by trial id).
 bool objective_better(const TrialScore& a, const TrialScore& b);
+
+// Indices 0..n-1 of `scores`, best first by objective_better, ties by index (stable).
+std::vector<std::size_t> objective_rank(const std::vector<TrialScore>& scores);
 
 }  // namespace dsgd

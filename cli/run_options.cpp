@@ -1,0 +1,47 @@
+// See run_options.hpp.
+#include "cli/run_options.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <type_traits>
+
+#include "core/errors.hpp"
+
+namespace dsgd {
+
+void run_options_bind(CLI::App* sub, RunOptionBinding& b, const std::vector<std::string>& skip) {
+  for (const auto& field : run_config_fields()) {
+    if (std::find(skip.begin(), skip.end(), field.key) != skip.end()) continue;
+    CLI::Option* option = nullptr;
+    std::visit(
+        [&](auto member) {
+          option = sub->add_option(fmt::format("--{}", field.key), b.flags.*member, field.help)
+                       ->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+          // A boolean may be given bare (--overlap means --overlap true) or with a value.
+          if constexpr (std::is_same_v<std::remove_reference_t<decltype(b.flags.*member)>, bool>)
+            option->expected(0)->expected(0, 1);  // flag-like: bare means true
+        },
+        field.member);
+    RunConfig defaults;
+    std::visit([&](auto member) { option->default_str(fmt::format("{}", defaults.*member)); }, field.member);
+    b.bound.emplace_back(&field, option);
+  }
+}
+
+RunConfig run_options_resolve(const RunOptionBinding& b) {
+  RunConfig cfg;
+  if (!b.config_file.empty()) run_config_load_file(cfg, b.config_file);
+  for (const auto& [field, option] : b.bound) {
+    if (option->count() == 0) continue;
+    run_config_copy_field(cfg, b.flags, *field);
+    run_config_mark_given(cfg, field->key);
+    const std::string key = field->key;
+    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)))
+      DSGD_THROW(InputError, fmt::format("pass a positive --{}", key), "--{} must be positive (got {})", key,
+                 key == "steps" ? fmt::format("{}", cfg.steps) : fmt::format("{}", cfg.epochs));
+  }
+  return cfg;
+}
+
+}  // namespace dsgd

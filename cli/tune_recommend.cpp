@@ -1,0 +1,267 @@
+// `dsgd-tune recommend`: the workload and cluster flags of `dsgd-bench run` (the same binding,
+// cli/run_options.hpp) minus the knobs it searches, the search space, a budget and a target;
+// plans without touching the database (bad input stores nothing), then opens a session, runs
+// the search (tuner/recommend.hpp) and prints the ranking, the verdict and the winner's exact
+// `dsgd-bench run` command. The last line is `session_id=<id>`.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "cli/run_options.hpp"
+#include "cli/tune_commands.hpp"
+#include "core/clock.hpp"
+#include "core/errors.hpp"
+#include "core/system_info.hpp"
+#include "results/store.hpp"
+#include "tuner/recommend.hpp"
+#include "tuner/tune_output.hpp"
+#include "tuner/tune_store.hpp"
+
+namespace dsgd {
+
+namespace {
+
+struct RecommendOptions {
+  RunOptionBinding run;
+  std::string algos = "ssgd,localsgd,diloco,dpsgd";
+  std::string periods = "1..64";
+  std::string batches = "16..128";
+  std::string topologies = "ring,exp,complete";
+  std::string lr_scalings = "linear,sqrt";
+  std::string budget;
+  int64_t trials = 0;
+  std::string trial_time;
+  std::string max_bytes;
+  int64_t race_seeds = 3;
+  int64_t max_trial_steps = 20000;
+  std::string output;
+  std::string format = "table";
+  int64_t resume = 0;
+  CLI::Option* trials_option = nullptr;
+  CLI::Option* backend_option = nullptr;
+};
+
+// The run flags the tuner owns (searched, or decided per trial).
+const std::vector<std::string> kTunerOwnedKeys = {"algo",   "period",     "batch", "topology", "lr-scaling", "steps",
+                                                  "epochs", "eval-every", "tag",   "hostfile", "save-params"};
+
+TuneSpec spec_from_options(const RecommendOptions& o) {
+  TuneSpec spec;
+  spec.base = run_options_resolve(o.run);
+  bool backend_given = false;
+  for (const auto& [field, option] : o.run.bound)
+    if (std::string(field->key) == "backend" && option->count() > 0) backend_given = true;
+  if (!backend_given && o.run.config_file.empty()) spec.base.backend = "sim";
+  if (spec.base.backend == "mpi" && !backend_given) spec.base.backend = "sim";
+  spec.algos = tune_parse_list("--algos", o.algos);
+  spec.periods = tune_parse_int_space("--period", o.periods);
+  spec.batches = tune_parse_int_space("--batch", o.batches);
+  spec.topologies = tune_parse_list("--topologies", o.topologies);
+  spec.lr_scalings = tune_parse_list("--lr-scaling", o.lr_scalings);
+  if (!o.budget.empty()) spec.budget_s = tune_parse_duration("--budget", o.budget);
+  if (o.trials_option && o.trials_option->count() > 0) {
+    if (o.trials < 1)
+      DSGD_THROW(InputError, "pass --trials 1 or more (or --budget 5min)", "--trials must be positive (got {})",
+                 o.trials);
+    spec.trials = o.trials;
+  }
+  if (!o.trial_time.empty()) spec.trial_time_s = tune_parse_duration("--trial-time", o.trial_time);
+  if (!o.max_bytes.empty()) spec.max_bytes_per_step = tune_parse_bytes("--max-bytes-per-step", o.max_bytes);
+  if (o.race_seeds < 1 || o.race_seeds > 100)
+    DSGD_THROW(InputError, "pass e.g. --race-seeds 3", "--race-seeds must be in 1..100 (got {})", o.race_seeds);
+  spec.race_seeds = o.race_seeds;
+  return spec;
+}
+
+// A trial stopped before its first timed step (inside the warm-up) has no step time: "-".
+std::string ms(double s, double step) {
+  return step > 0 ? fmt::format("{:.3f}", s * 1e3) : std::string("-");
+}
+
+std::string time_cell(const RankedConfig& rc) {
+  if (rc.median.reached) return fmt::format("{:.4g} s", rc.median.time_s);
+  if (rc.representative.stop_reason.rfind("diverged", 0) == 0)
+    return fmt::format("diverged at {:.4g} s", rc.median.time_s);
+  return fmt::format("not reached by {:.4g} s", rc.median.time_s);
+}
+
+std::string spread_cell(const RankedConfig& rc) {
+  if (rc.trials.size() < 2) return "-";
+  return fmt::format("{:.4g}-{:.4g}{} s", rc.spread_lo, rc.spread_hi, rc.spread_censored ? "+" : "");
+}
+
+void print_table(const TunePlan& plan, const TuneResult& r) {
+  fmt::print("\n{:>4}  {:<30} {:>24} {:>16} {:>10} {:>9} {:>9} {:>9} {:>11} {:>5} {:>9}\n", "rank", "configuration",
+             "time-to-target", "spread(seeds)", "step(ms)", "compute", "comm", "wait", "bytes/step", "seeds",
+             "fidelity");
+  for (size_t k = 0; k < r.ranking.size(); ++k) {
+    const RankedConfig& rc = r.ranking[k];
+    const TrialRow& t = rc.representative;
+    fmt::print("{:>4}  {:<30} {:>24} {:>16} {:>10} {:>9} {:>9} {:>9} {:>11.4g} {:>5} {:>7.4g} s{}\n", k + 1, rc.key,
+               time_cell(rc), spread_cell(rc), ms(t.step_s, t.step_s), ms(t.compute_s, t.step_s),
+               ms(t.comm_s, t.step_s), ms(t.wait_s, t.step_s), rc.bytes_per_step, rc.trials.size(), rc.fidelity_s,
+               t.status == "failed" ? "  (failed: " + t.stop_reason + ")" : "");
+  }
+  fmt::print(
+      "(step, compute, comm, wait: ms per step, means of the median seed's run; bytes/step: per worker, the "
+      "algorithm's formula)\n");
+  if (!plan.space.refused.empty()) {
+    fmt::print("\nrefused before running ({}):\n", plan.space.refused.size());
+    for (size_t i = 0; i < plan.space.refused.size() && i < 10; ++i)
+      fmt::print("  {}: {}\n", candidate_key(plan.space.refused[i].candidate), plan.space.refused[i].reason);
+    if (plan.space.refused.size() > 10) fmt::print("  ... ({} more: dsgd-tune show)\n", plan.space.refused.size() - 10);
+  }
+}
+
+int run_recommend(const RecommendOptions& o) {
+  TuneSpec spec;
+  int64_t session_id = 0;
+  std::string db;
+  if (o.resume > 0) {
+    db = run_options_resolve(o.run).db;
+    Store store = Store::open_readonly(db);
+    const TuneSessionRow s = tune_session_get(store, o.resume);
+    if (s.status == "completed")
+      DSGD_THROW(InputError, fmt::format("see it with `dsgd-tune show {}`", o.resume),
+                 "session {} is already completed", o.resume);
+    spec = tune_spec_from_json(nlohmann::json::parse(s.spec_json));
+    spec.base.db = db;
+    session_id = o.resume;
+  } else {
+    spec = spec_from_options(o);
+    db = spec.base.db;
+  }
+  if (o.format != "table" && o.format != "json")
+    DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
+  TunePlan plan = tune_plan(spec, o.max_trial_steps);  // every input check; no database yet
+  Store store = Store::open(db);
+  plan.missing_profiles = tune_missing_profiles(plan, store);
+  if (session_id == 0) {
+    TuneSessionRow row;
+    row.target = target_format(plan.target);
+    row.seed = spec.base.seed;
+    row.spec_json = tune_spec_to_json(spec).dump();
+    session_id = tune_session_begin(store, row);
+  } else {
+    tune_session_set_status(store, session_id, "running");
+  }
+  const bool table = o.format == "table";
+  if (table) {
+    const RunConfig& b = spec.base;
+    fmt::print("dsgd-tune recommend: session {}{} in {}\n", session_id, o.resume > 0 ? " (resumed)" : "", db);
+    fmt::print("  {} on {}, {} simulated workers, network {}{}, straggler {}, target {}\n", b.workload, b.dataset,
+               b.workers, b.bandwidth.empty() ? "(calibrated or ideal)" : b.bandwidth,
+               b.latency.empty() ? "" : " / " + b.latency, b.straggler.empty() ? "none" : b.straggler,
+               target_format(plan.target));
+    fmt::print("  budget: {}{}\n",
+               spec.budget_s > 0 ? fmt::format("{:.4g} s of evaluation (virtual) time", spec.budget_s) : "",
+               spec.trials > 0 ? fmt::format("{}{} trials", spec.budget_s > 0 ? ", at most " : "", spec.trials) : "");
+    for (const std::string& n : plan.notes) fmt::print("  {}\n", n);
+    std::fflush(stdout);
+  }
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  auto progress = [&](const TuneProgress& p) {
+    if (!tty) return;
+    std::string budget =
+        p.budget_s > 0 ? fmt::format("{:.4g}/{:.4g} s", p.used_s, p.budget_s) : fmt::format("{:.4g} s", p.used_s);
+    fmt::print(stderr, "\r\033[K[dsgd-tune] trial {} of ~{} | best {} | budget used {} | {}", p.trial + 1, p.planned,
+               p.best, budget, p.current);
+    std::fflush(stderr);
+  };
+  const double started = clock_now_s();
+  TuneResult result;
+  try {
+    result = tune_run(plan, store, session_id, progress);
+  } catch (const std::exception& e) {
+    if (tty) fmt::print(stderr, "\n");
+    tune_session_finish(store, session_id, "failed", "", e.what());
+    throw;
+  }
+  if (tty) fmt::print(stderr, "\r\033[K");
+  const double wall = clock_now_s() - started;
+  nlohmann::json out = tune_result_json(plan, result);
+  out["wall_s"] = wall;
+  out["trial_wall_s"] = result.trial_wall_s;
+  out["profile_wall_s"] = result.profile_wall_s;
+  std::string command, toml;
+  if (!result.ranking.empty() && result.ranking.front().median.reached) {
+    RunConfig winner;
+    run_config_apply_json(winner, nlohmann::json::parse(result.ranking.front().representative.config_json),
+                          fmt::format("trial of session {}", session_id));
+    command = tune_run_command(winner);
+    toml = tune_config_toml(winner);
+    out["command"] = command;
+  }
+  tune_session_finish(store, session_id, "completed", out.dump(), "");
+  if (!o.output.empty() && !toml.empty()) {
+    std::ofstream f(o.output);
+    f << toml;
+    if (!f) DSGD_THROW(Error, "pass a writable path to -o", "cannot write '{}'", o.output);
+  }
+  if (table) {
+    for (const std::string& n : result.notes) fmt::print("  {}\n", n);
+    print_table(plan, result);
+    fmt::print("\n{}\n", result.verdict);
+    if (!command.empty()) fmt::print("\nrun it:\n  {}\n", command);
+    if (!o.output.empty()) {
+      if (!toml.empty())
+        fmt::print("  (also written to {}: dsgd-bench run --config {})\n", o.output, o.output);
+      else
+        fmt::print("  (nothing written to {}: no recommendation)\n", o.output);
+    }
+    const double other = wall - result.trial_wall_s - result.profile_wall_s;
+    fmt::print(
+        "\n{} trials run{}{}, {:.4g} s of evaluation time; {:.1f} s real, of which trials {:.1f} s, profiling "
+        "{:.1f} s, the tuner itself {:.1f} s ({:.1f} %)\n",
+        result.trials_run, result.trials_resumed > 0 ? fmt::format(", {} kept from before", result.trials_resumed) : "",
+        result.trials_reused > 0 ? fmt::format(", {} answered by a shorter trial", result.trials_reused) : "",
+        result.used_s, wall, result.trial_wall_s, result.profile_wall_s, other, wall > 0 ? 100.0 * other / wall : 0.0);
+    fmt::print("session_id={}\n", session_id);
+  } else {
+    fmt::print("{}\n", out.dump(2));
+  }
+  return 0;
+}
+
+}  // namespace
+
+void setup_tune_recommend(CLI::App& app) {
+  auto o = std::make_shared<RecommendOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "recommend", "Search algorithm, sync period, batch, topology and lr rule for the least time to --target");
+  sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag wins
+  sub->add_option("--config", o->run.config_file, "base configuration (JSON or TOML, keys of dsgd-bench run)")
+      ->check(CLI::ExistingFile);
+  run_options_bind(sub, o->run, kTunerOwnedKeys);
+  for (auto& [field, option] : o->run.bound)
+    if (std::string(field->key) == "backend")
+      option->default_str("sim")->description("where trials run: sim only (virtual clock, real numerics)");
+  sub->add_option("--algos", o->algos, "algorithms to search (dsgd-bench list algorithms)")->capture_default_str();
+  sub->add_option("--period", o->periods, "sync period H: MIN..MAX (powers of 2) or a list")->capture_default_str();
+  sub->add_option("--batch", o->batches, "per-worker batch: MIN..MAX (powers of 2) or a list")->capture_default_str();
+  sub->add_option("--topologies", o->topologies, "gossip topologies (dpsgd, adpsgd only)")->capture_default_str();
+  sub->add_option("--lr-scaling", o->lr_scalings, "learning-rate scaling rules to search (none, linear, sqrt)")
+      ->capture_default_str();
+  sub->add_option("--budget", o->budget, "evaluation time in all: virtual seconds simulated (300s, 5min, 1h)");
+  o->trials_option = sub->add_option("--trials", o->trials, "trial runs in all");
+  sub->add_option("--trial-time", o->trial_time, "a trial's full budget R (default: --budget / 20, or 60s)");
+  sub->add_option("--max-bytes-per-step", o->max_bytes, "constraint: bytes a worker sends per step (e.g. 1MB)");
+  sub->add_option("--race-seeds", o->race_seeds, "seeds per configuration in the final race")->capture_default_str();
+  sub->add_option("--max-trial-steps", o->max_trial_steps, "a trial stops after this many steps (real-time guard)")
+      ->capture_default_str();
+  sub->add_option("-o,--output", o->output, "write the recommended configuration as TOML (dsgd-bench run --config)");
+  sub->add_option("--format", o->format, "table | json")->capture_default_str();
+  sub->add_option("--resume", o->resume, "continue SESSION (its stored options; finished trials are not rerun)");
+  sub->footer(
+      "Examples:\n"
+      "  dsgd-tune recommend --workload svm --workers 32 --bandwidth 100Mbps --latency 5ms --target acc=0.80 "
+      "--budget 5min\n"
+      "  dsgd-tune recommend --workers 8 --dataset synthetic:n=4000,d=200,classes=4 --target acc=0.8 --trials 20 -o "
+      "best.toml\n"
+      "  dsgd-tune recommend --resume 3\n");
+  sub->callback([o]() { tune_exit_code() = run_recommend(*o); });
+}
+
+}  // namespace dsgd

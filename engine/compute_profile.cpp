@@ -1,0 +1,175 @@
+// See compute_profile.hpp.
+#include "engine/compute_profile.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <nlohmann/json.hpp>
+
+#include "core/clock.hpp"
+#include "core/errors.hpp"
+#include "core/rng.hpp"
+#include "core/run_config.hpp"
+#include "core/system_info.hpp"
+
+namespace dsgd {
+
+namespace {
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// The layer hook's timestamps: when each layer's gradient became final.
+struct LayerStamps {
+  std::vector<double> at;
+  std::vector<size_t> order;  // layers in completion order
+};
+
+void layer_stamp(void* ctx, size_t layer) {
+  auto* stamps = static_cast<LayerStamps*>(ctx);
+  stamps->at[layer] = clock_now_s();
+  stamps->order.push_back(layer);
+}
+
+}  // namespace
+
+ComputeProfileSetup compute_profile_setup(const std::string& workload, const std::string& dataset,
+                                          const std::vector<int64_t>& batches) {
+  ComputeProfileSetup s;
+  RunConfig model_cfg;
+  model_cfg.workload = workload;
+  model_cfg.dataset = dataset;
+  s.data = dataset_load(dataset, kComputeProfileSeed);
+  workload_prepare_data(model_cfg, s.data);
+  const int64_t largest = *std::max_element(batches.begin(), batches.end());
+  if (static_cast<size_t>(largest) > s.data.train.rows) {
+    DSGD_THROW(InputError, "pass smaller --batches", "--batches: {} is larger than the {} training samples of '{}'",
+               largest, s.data.train.rows, dataset);
+  }
+  s.workload = workload_create(model_cfg, s.data.train);
+  s.workload->reserve(static_cast<size_t>(largest));
+  return s;
+}
+
+std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const std::string& workload,
+                                                const std::string& dataset, const std::vector<int64_t>& batches,
+                                                int64_t iters, Communicator& comm) {
+  Workload& w = *s.workload;
+  const std::vector<LayerView>& layers = w.layers();
+  const size_t nl = layers.size();
+  std::vector<float> params(w.param_count()), grads(w.param_count());
+  w.init_params(params.data(), kComputeProfileSeed);
+  double total_params = 0;
+  for (const LayerView& l : layers) total_params += static_cast<double>(l.count);
+
+  // A fixed shuffled order of the training samples (this rank's own), cycled through.
+  const size_t rows = s.data.train.rows;
+  std::vector<uint32_t> order(rows);
+  for (size_t i = 0; i < rows; ++i) order[i] = static_cast<uint32_t>(i);
+  Rng rng(rng_derive_seed(kComputeProfileSeed, static_cast<uint64_t>(comm.rank())));
+  rng.shuffle(order.data(), rows);
+  size_t cursor = 0;
+
+  LayerStamps stamps;
+  stamps.at.assign(nl, 0.0);
+  stamps.order.reserve(nl);
+  const LayerHook hook{layer_stamp, &stamps};
+
+  std::vector<ProfileRow> result;
+  for (int64_t batch : batches) {
+    const size_t b = static_cast<size_t>(batch);
+    std::vector<double> fwd_total;
+    std::vector<std::vector<double>> bwd(nl);
+    bool missing_hook = false;
+    for (int64_t it = 0; it < kComputeProfileWarmup + iters; ++it) {
+      if (cursor + b > rows) cursor = 0;
+      w.load_batch(s.data.train, order.data() + cursor, b);
+      cursor += b;
+      stamps.order.clear();
+      const double t0 = clock_now_s();
+      w.forward(params.data());
+      const double t1 = clock_now_s();
+      w.backward(params.data(), grads.data(), hook);
+      const double t2 = clock_now_s();
+      if (it < kComputeProfileWarmup) continue;
+      fwd_total.push_back(t1 - t0);
+      // Backward per layer: from the previous layer's completion (or backward's start)
+      // to this one's; work after the last hook is added to the last layer hooked.
+      std::vector<double> per_layer(nl, 0.0);
+      double previous = t1;
+      for (size_t layer : stamps.order) {
+        per_layer[layer] += stamps.at[layer] - previous;
+        previous = stamps.at[layer];
+      }
+      if (!stamps.order.empty()) per_layer[stamps.order.back()] += t2 - previous;
+      missing_hook = missing_hook || stamps.order.size() != nl;
+      for (size_t l = 0; l < nl; ++l) bwd[l].push_back(per_layer[l]);
+    }
+    if (missing_hook) {
+      DSGD_THROW(Error, "this is a bug in the workload: backward must call the hook once per layer",
+                 "workload '{}' did not report every layer's gradient in backward", workload);
+    }
+    // Per layer: fwd share, bwd; the slowest rank's value (untimed max-reduce).
+    std::vector<double> values(2 * nl);
+    const double fwd_median = median_of(fwd_total);
+    for (size_t l = 0; l < nl; ++l) {
+      values[2 * l] = fwd_median * static_cast<double>(layers[l].count) / total_params;
+      values[2 * l + 1] = median_of(bwd[l]);
+    }
+    comm.untimed_allreduce_max(values.data(), values.size());
+    for (size_t l = 0; l < nl; ++l) {
+      result.push_back(ProfileRow{workload, dataset, batch, static_cast<int64_t>(l), layers[l].name, values[2 * l],
+                                  values[2 * l + 1]});
+    }
+  }
+  return result;
+}
+
+std::vector<int64_t> compute_profile_missing(const Store& store, const std::string& host, const std::string& workload,
+                                             const std::string& dataset, const std::vector<int64_t>& batches) {
+  std::vector<int64_t> have;
+  for (const CalibrationRecord& cal : store.calibrations_list(0)) {
+    if (cal.host != host) continue;
+    for (const ProfileRow& row : store.profiles_get(cal.id))
+      if (row.workload == workload && row.dataset == dataset) have.push_back(row.batch);
+  }
+  std::vector<int64_t> missing;
+  for (int64_t b : batches)
+    if (std::find(have.begin(), have.end(), b) == have.end() &&
+        std::find(missing.begin(), missing.end(), b) == missing.end())
+      missing.push_back(b);
+  return missing;
+}
+
+int64_t compute_profile_store_new(Store& store, const std::string& workload, const std::string& dataset,
+                                  const std::vector<int64_t>& batches, int64_t iters, const std::string& by) {
+  std::unique_ptr<Communicator> self = communicator_create_self();
+  ComputeProfileSetup setup = compute_profile_setup(workload, dataset, batches);
+  const std::vector<ProfileRow> rows = compute_profile_measure(setup, workload, dataset, batches, iters, *self);
+  const SystemInfo sys = system_info_read();
+  CalibrationRecord record;
+  record.workers = 1;
+  record.host = sys.host;
+  record.cpu_model = sys.cpu_model;
+  record.mpi_version = self->library_version();
+  record.git_commit = sys.git_commit;
+  record.tool_version = sys.tool_version;
+  record.config_json = nlohmann::json{{"workers", 1},
+                                      {"profile-only", true},
+                                      {"by", by},
+                                      {"workload", workload},
+                                      {"dataset", dataset},
+                                      {"batches", batches},
+                                      {"profile_iters", iters},
+                                      {"profile_warmup", kComputeProfileWarmup},
+                                      {"profile_seed", kComputeProfileSeed}}
+                           .dump();
+  const int64_t id = store.calibration_begin(record);
+  store.profiles_append(id, rows);
+  return id;
+}
+
+}  // namespace dsgd

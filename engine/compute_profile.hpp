@@ -1,0 +1,52 @@
+// The per-layer forward/backward profiler behind `dsgd-bench calibrate`'s compute profile
+// and the tuner's "measure what is missing": backward per layer from the layer hook's
+// timestamps; forward is one whole-model call, so its time is split over the layers in
+// proportion to their parameter counts. Every rank of `comm` profiles the same batches at
+// once (as they compute in training); the value returned is the slowest rank's median over
+// the iterations, after kComputeProfileWarmup untimed ones. Stored as `profiles` rows of a
+// calibration, which sim runs read (engine/sim_run.hpp sim_profile_resolve).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster/communicator.hpp"
+#include "results/store.hpp"
+#include "workloads/datasets/dataset.hpp"
+#include "workloads/workload.hpp"
+
+namespace dsgd {
+
+inline constexpr int kComputeProfileWarmup = 3;
+inline constexpr uint64_t kComputeProfileSeed = 1;  // dataset synthesis and batch order of the profile
+
+// The data and the model a profile runs on (the dataset loaded with kComputeProfileSeed, the
+// workload's buffers reserved for the largest batch). Throws InputError ("--batches: ...")
+// when a batch exceeds the training set.
+struct ComputeProfileSetup {
+  DatasetPair data;
+  std::unique_ptr<Workload> workload;
+};
+ComputeProfileSetup compute_profile_setup(const std::string& workload, const std::string& dataset,
+                                          const std::vector<int64_t>& batches);
+
+// Collective over comm: per batch of `batches`, `iters` timed iterations; one ProfileRow per
+// (batch, layer). Throws Error when the workload's backward does not call the hook once per layer.
+std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const std::string& workload,
+                                                const std::string& dataset, const std::vector<int64_t>& batches,
+                                                int64_t iters, Communicator& comm);
+
+// Batches of `batches` that have no calibration profile of workload/dataset on `host` in
+// `store` (the lookup sim_profile_resolve makes).
+std::vector<int64_t> compute_profile_missing(const Store& store, const std::string& host, const std::string& workload,
+                                             const std::string& dataset, const std::vector<int64_t>& batches);
+
+// Measures `batches` on this process alone (one rank, as `dsgd-bench calibrate --workers 1`)
+// and stores them as a new profile-only calibration of this host; `by` names the caller in
+// the calibration's config. Returns the calibration id.
+int64_t compute_profile_store_new(Store& store, const std::string& workload, const std::string& dataset,
+                                  const std::vector<int64_t>& batches, int64_t iters, const std::string& by);
+
+}  // namespace dsgd

@@ -1,0 +1,264 @@
+// The tuner's search space, analytic filter, space-filling design, censored order and the
+// winner's command / TOML (tuner/search_space.hpp, recommend.hpp, tune_output.hpp).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include "core/errors.hpp"
+#include "core/run_config.hpp"
+#include "results/store.hpp"
+#include "tuner/proposals.hpp"
+#include "tuner/recommend.hpp"
+#include "tuner/search_space.hpp"
+#include "tuner/tune_output.hpp"
+#include "tuner/tune_store.hpp"
+
+namespace dsgd {
+namespace {
+
+TEST(TunerSpace, ParsesRangesOfPowersOfTwoAndLists) {
+  EXPECT_EQ(tune_parse_int_space("--period", "1..64"), (std::vector<int64_t>{1, 2, 4, 8, 16, 32, 64}));
+  EXPECT_EQ(tune_parse_int_space("--batch", "16..128"), (std::vector<int64_t>{16, 32, 64, 128}));
+  EXPECT_EQ(tune_parse_int_space("--batch", "20..40"), (std::vector<int64_t>{32}));
+  EXPECT_EQ(tune_parse_int_space("--period", "4,16, 4"), (std::vector<int64_t>{4, 16}));
+  EXPECT_THROW(tune_parse_int_space("--period", "5..7"), InputError);  // no power of 2: empty space
+  EXPECT_THROW(tune_parse_int_space("--period", "8..2"), InputError);
+  EXPECT_THROW(tune_parse_int_space("--period", "0..4"), InputError);
+  EXPECT_THROW(tune_parse_int_space("--period", ""), InputError);
+  EXPECT_THROW(tune_parse_list("--algos", " "), InputError);
+  EXPECT_THROW(tune_parse_list("--algos", "ssgd,,dpsgd"), InputError);
+}
+
+TEST(TunerSpace, ParsesDurationsAndRefusesZero) {
+  EXPECT_DOUBLE_EQ(tune_parse_duration("--budget", "5min"), 300);
+  EXPECT_DOUBLE_EQ(tune_parse_duration("--budget", "90"), 90);
+  EXPECT_DOUBLE_EQ(tune_parse_duration("--budget", "1h"), 3600);
+  EXPECT_DOUBLE_EQ(tune_parse_duration("--budget", "250ms"), 0.25);
+  EXPECT_THROW(tune_parse_duration("--budget", "0"), InputError);
+  EXPECT_THROW(tune_parse_duration("--budget", "0min"), InputError);
+  EXPECT_THROW(tune_parse_duration("--budget", "5 fortnights"), InputError);
+  EXPECT_DOUBLE_EQ(tune_parse_bytes("--max-bytes-per-step", "1MB"), 1e6);
+  EXPECT_DOUBLE_EQ(tune_parse_bytes("--max-bytes-per-step", "1KiB"), 1024);
+}
+
+TuneSpec small_spec() {
+  TuneSpec s;
+  s.base.workers = 4;
+  s.base.backend = "sim";
+  s.base.target = "acc=0.8";
+  s.algos = {"ssgd", "localsgd", "dpsgd"};
+  s.periods = {1, 4};
+  s.batches = {16, 32};
+  s.topologies = {"ring", "complete"};
+  s.lr_scalings = {"linear"};
+  return s;
+}
+
+TEST(TunerSpace, EnumeratesKnobsPerAlgorithm) {
+  const SpaceEnumeration e = space_enumerate(small_spec(), 1000);
+  // ssgd: 2 batches; localsgd: 2 periods x 2 batches; dpsgd: 2 topologies x 2 batches.
+  ASSERT_EQ(e.feasible.size(), 2u + 4u + 4u);
+  EXPECT_TRUE(e.refused.empty());
+  std::set<std::string> keys;
+  for (const Candidate& c : e.feasible) {
+    keys.insert(candidate_key(c));
+    EXPECT_EQ(c.period > 0, c.algo == "localsgd");
+    EXPECT_EQ(!c.topology.empty(), c.algo == "dpsgd");
+  }
+  EXPECT_EQ(keys.size(), e.feasible.size()) << "keys must be unique";
+  EXPECT_TRUE(keys.count("localsgd H=4 b=32 lr=linear"));
+  EXPECT_TRUE(keys.count("dpsgd ring b=16 lr=linear"));
+}
+
+TEST(TunerSpace, FiltersByBytesPerStepWithTheAlgorithmsFormula) {
+  TuneSpec s = small_spec();
+  // ssgd on 4 workers sends the ring all-reduce's 2(n-1)/n x 4000 bytes = 6000 per step;
+  // localsgd H=4 a quarter of that; the cap keeps localsgd H=4 only (and dpsgd? its neighbours).
+  s.max_bytes_per_step = 2000;
+  const SpaceEnumeration e = space_enumerate(s, 1000);
+  for (size_t i = 0; i < e.feasible.size(); ++i) EXPECT_LE(e.bytes_per_step[i], 2000);
+  bool ssgd_refused = false;
+  for (const Refusal& r : e.refused) {
+    if (r.candidate.algo == "ssgd") ssgd_refused = true;
+    EXPECT_NE(r.reason.find("--max-bytes-per-step"), std::string::npos) << r.reason;
+  }
+  EXPECT_TRUE(ssgd_refused);
+  s.max_bytes_per_step = 1;
+  EXPECT_TRUE(space_enumerate(s, 1000).feasible.empty());
+}
+
+TEST(TunerSpace, UnknownAlgorithmListsTheValidOnes) {
+  TuneSpec s = small_spec();
+  s.algos = {"ssgd", "warpdrive"};
+  try {
+    space_enumerate(s, 1000);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("warpdrive"), std::string::npos);
+    EXPECT_NE(e.hint().find("localsgd"), std::string::npos) << e.hint();
+  }
+}
+
+TEST(TunerSpace, SpaceFillingSampleIsSeededAndSpread) {
+  const SpaceEnumeration e = space_enumerate(small_spec(), 1000);
+  const auto a = space_fill_sample(e.feasible, 4, 7);
+  const auto b = space_fill_sample(e.feasible, 4, 7);
+  EXPECT_EQ(a, b);
+  ASSERT_EQ(a.size(), 4u);
+  EXPECT_EQ(std::set<size_t>(a.begin(), a.end()).size(), 4u);
+  std::set<std::string> algos;
+  for (size_t i : a) algos.insert(e.feasible[i].algo);
+  EXPECT_EQ(algos.size(), 3u) << "4 points over 3 algorithms should cover all three";
+  EXPECT_EQ(space_fill_sample(e.feasible, 100, 7).size(), e.feasible.size());
+}
+
+TEST(TunerObjective, CensoredTrialsRankAfterReachedOnes) {
+  const TrialScore fast{true, 10, 0.8}, slow{true, 100, 0.8};
+  const TrialScore censored_short{false, 5, 0.7}, censored_close{false, 5, 0.79}, censored_long{false, 50, 0.79};
+  EXPECT_TRUE(tune_objective_better(fast, slow));
+  EXPECT_TRUE(tune_objective_better(slow, censored_long)) << "a reached trial beats any censored one";
+  EXPECT_FALSE(tune_objective_better(censored_short, slow));
+  EXPECT_TRUE(tune_objective_better(censored_close, censored_short)) << "closer to the target first";
+  EXPECT_TRUE(tune_objective_better(censored_long, censored_close)) << "then the higher lower bound";
+  EXPECT_FALSE(tune_objective_better(fast, fast));
+}
+
+TEST(TunerOutput, CommandAndTomlListTheNonDefaultFields) {
+  RunConfig cfg;
+  cfg.backend = "sim";
+  cfg.workers = 32;
+  cfg.algo = "localsgd";
+  cfg.period = 16;
+  cfg.lr_scaling = "sqrt";
+  cfg.bandwidth = "100Mbps";
+  cfg.straggler = "fixed:rank=1,delay=2ms";
+  cfg.db = "elsewhere.db";
+  cfg.seed = 3;
+  const std::string cmd = tune_run_command(cfg);
+  EXPECT_NE(cmd.find("--algo localsgd"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--period 16"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--backend sim"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find("--straggler fixed:rank=1,delay=2ms"), std::string::npos) << cmd;
+  EXPECT_EQ(cmd.find("--db"), std::string::npos) << cmd;
+  EXPECT_EQ(cmd.find("--batch"), std::string::npos) << "defaults are left out: " << cmd;
+
+  const auto path = std::filesystem::temp_directory_path() / "dsgd_test_tuner_best.toml";
+  {
+    std::ofstream f(path);
+    f << tune_config_toml(cfg);
+  }
+  RunConfig back;
+  run_config_load_file(back, path.string());
+  std::filesystem::remove(path);
+  cfg.db = RunConfig{}.db;
+  EXPECT_EQ(run_config_to_json(back), run_config_to_json(cfg));
+}
+
+}  // namespace
+}  // namespace dsgd
+
+namespace dsgd {
+namespace {
+
+TEST(TunerProposals, WeightedEiProposesUntriedConfigurationsNearTheBestAndIsSeeded) {
+  TuneSpec s;
+  s.base.workers = 4;
+  s.base.backend = "sim";
+  s.algos = {"ssgd", "localsgd"};
+  s.periods = {1, 2, 4, 8, 16, 32, 64};
+  s.batches = {16, 32, 64, 128};
+  s.lr_scalings = {"linear"};
+  const SpaceEnumeration e = space_enumerate(s, 1000);
+  // Observed: localsgd gets faster with H (time 8/H s), ssgd is slow, and one censored trial.
+  std::vector<std::pair<size_t, TrialScore>> observed;
+  std::set<size_t> tried;
+  for (size_t i = 0; i < e.feasible.size(); ++i) {
+    const Candidate& c = e.feasible[i];
+    if (c.batch != 32) continue;
+    if (c.algo == "ssgd") observed.push_back({i, TrialScore{true, 20, 0.8}});
+    if (c.algo == "localsgd" && (c.period == 1 || c.period == 4 || c.period == 16))
+      observed.push_back({i, TrialScore{true, 8.0 / static_cast<double>(c.period), 0.8}});
+    if (c.algo == "localsgd" && c.period == 64) observed.push_back({i, TrialScore{false, 1, 0.5}});
+  }
+  for (const auto& o : observed) tried.insert(o.first);
+  const auto a = proposals_weighted_ei(e.feasible, observed, tried, 3, 5);
+  const auto b = proposals_weighted_ei(e.feasible, observed, tried, 3, 5);
+  ASSERT_EQ(a.size(), 3u);
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].index, b[i].index) << "not deterministic for a seed";
+    EXPECT_FALSE(tried.count(a[i].index)) << "proposed a configuration already tried";
+    EXPECT_GT(a[i].p_reach, 0.0);
+    EXPECT_LE(a[i].p_reach, 1.0);
+  }
+  const Candidate& first = e.feasible[a[0].index];
+  EXPECT_EQ(first.algo, "localsgd") << candidate_key(first);
+  EXPECT_GE(first.period, 8) << "expected a proposal near the fast large-H region: " << candidate_key(first);
+  // Nothing to fit with fewer than two reached trials.
+  EXPECT_TRUE(proposals_weighted_ei(e.feasible, {observed.back()}, tried, 3, 5).empty());
+}
+
+}  // namespace
+}  // namespace dsgd
+
+namespace dsgd {
+namespace {
+
+TEST(TunerStore, SessionsAndTrialsRoundTripAndATrialIsStoredOnce) {
+  const auto path = std::filesystem::temp_directory_path() / "dsgd_test_tuner_store.db";
+  std::filesystem::remove(path);
+  {
+    Store store = Store::open(path.string());
+    EXPECT_TRUE(tune_sessions_list(store).empty());
+    EXPECT_THROW(tune_session_get(store, 1), InputError);
+    TuneSessionRow s;
+    s.target = "acc=0.8";
+    s.seed = 7;
+    s.spec_json = R"({"x":1})";
+    const int64_t id = tune_session_begin(store, s);
+    TrialRow t;
+    t.session_id = id;
+    t.trial_key = "ssgd b=16 lr=linear|seed=7|budget=1";
+    t.phase = "rung 0";
+    t.config_key = "ssgd b=16 lr=linear";
+    t.seed = 7;
+    t.budget_s = 1;
+    t.status = "completed";
+    t.stop_reason = "budget: budget of 1 s reached at 1.2 s (step 9)";
+    t.time_s = 1.2;
+    t.progress = 0.7;
+    tune_trial_insert(store, t);
+    EXPECT_THROW(tune_trial_insert(store, t), Error) << "the same trial twice in a session";
+    tune_session_finish(store, id, "completed", R"({"verdict":"v"})", "");
+    const TuneSessionRow back = tune_session_get(store, id);
+    EXPECT_EQ(back.status, "completed");
+    EXPECT_EQ(back.seed, 7u);
+    EXPECT_EQ(back.target, "acc=0.8");
+    const auto trials = tune_trials_get(store, id);
+    ASSERT_EQ(trials.size(), 1u);
+    EXPECT_EQ(trials[0].trial_key, t.trial_key);
+    EXPECT_EQ(trials[0].run_id, 0) << "no run: NULL, read as 0";
+    EXPECT_FALSE(trials[0].reached);
+    EXPECT_DOUBLE_EQ(trials[0].time_s, 1.2);
+    EXPECT_EQ(trials[0].stop_reason, t.stop_reason);
+    EXPECT_EQ(tune_session_trial_count(store, id), 1);
+  }
+  std::filesystem::remove(path);
+  std::filesystem::remove(path.string() + "-wal");
+  std::filesystem::remove(path.string() + "-shm");
+}
+
+TEST(TunerSpace, SpecRoundTripsThroughJson) {
+  TuneSpec s = small_spec();
+  s.budget_s = 30;
+  s.max_bytes_per_step = 1e6;
+  s.base.bandwidth = "100Mbps";
+  const TuneSpec back = tune_spec_from_json(tune_spec_to_json(s));
+  EXPECT_EQ(tune_spec_to_json(back), tune_spec_to_json(s));
+  EXPECT_EQ(back.base.bandwidth, "100Mbps");
+}
+
+}  // namespace
+}  // namespace dsgd

@@ -1,0 +1,555 @@
+// See recommend.hpp.
+#include "tuner/recommend.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <set>
+
+#include "core/clock.hpp"
+#include "core/errors.hpp"
+#include "core/system_info.hpp"
+#include "engine/compute_profile.hpp"
+#include "engine/shared_dataset.hpp"
+#include "tuner/proposals.hpp"
+#include "tuner/successive_halving.hpp"
+#include "tuner/trial.hpp"
+#include "workloads/datasets/dataset.hpp"
+#include "workloads/workload.hpp"
+
+namespace dsgd {
+
+namespace {
+
+constexpr double kDefaultTrialTimeS = 60;   // R with --trials alone
+constexpr double kTrialShareOfBudget = 20;  // R = budget / 20 by default
+constexpr double kEvalsPerRung0 = 40;       // evaluations within the first rung's budget (resolution r0/40)
+constexpr double kStepMargin = 1.25;        // steps sized for 1.25 R at the estimated step time
+constexpr int64_t kProfileIters = 20;       // as `dsgd-bench calibrate`
+
+std::string fmt_s(double s) {
+  return fmt::format("{:.4g} s", s);
+}
+
+TrialScore score_of(const TrialRow& t) {
+  TrialScore s;
+  s.reached = t.reached;
+  s.time_s = std::isfinite(t.time_s) ? t.time_s : 0.0;
+  s.progress = std::isfinite(t.progress) ? t.progress : -1e30;
+  return s;
+}
+
+std::string trial_key(const std::string& config_key, uint64_t seed, double budget) {
+  return fmt::format("{}|seed={}|budget={:.6g}", config_key, seed, budget);
+}
+
+}  // namespace
+
+bool tune_objective_better(const TrialScore& a, const TrialScore& b) {
+  return objective_better(a, b);
+}
+
+std::vector<int64_t> tune_missing_profiles(const TunePlan& plan, const Store& store) {
+  if (plan.spec.base.profile_from > 0) return {};
+  std::vector<int64_t> batches;
+  for (const Candidate& c : plan.space.feasible) batches.push_back(c.batch);
+  return compute_profile_missing(store, system_info_read().host, plan.spec.base.workload, plan.spec.base.dataset,
+                                 batches);
+}
+
+TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
+  TunePlan plan;
+  plan.spec = spec;
+  plan.max_trial_steps = max_trial_steps;
+  const RunConfig& base = spec.base;
+  if (base.backend != "sim")
+    DSGD_THROW(InputError, "drop --backend, or pass --backend sim (validate the winner on MPI with dsgd-bench run)",
+               "dsgd-tune runs its trials on the simulated cluster only (--backend sim); got --backend {}",
+               base.backend);
+  if (base.target.empty())
+    DSGD_THROW(InputError, "pass e.g. --target acc=0.80 or --target loss=0.5",
+               "--target is required: the objective is the time to reach it");
+  plan.target = *target_parse(base.target);
+  if (base.timing_only)
+    DSGD_THROW(InputError, "drop --timing-only",
+               "--target {} cannot be measured with --timing-only (no numerics, no evaluations)", base.target);
+  if (!(spec.budget_s > 0) && spec.trials <= 0)
+    DSGD_THROW(InputError, "pass --budget 5min (evaluation time, virtual seconds) or --trials K",
+               "no budget: the search needs --budget or --trials");
+  if (max_trial_steps < 1)
+    DSGD_THROW(InputError, "pass e.g. --max-trial-steps 20000", "--max-trial-steps must be positive (got {})",
+               max_trial_steps);
+  {
+    RunConfig check = base;
+    check.given_keys.clear();
+    run_config_validate(check);
+  }
+  workload_check_name(base.workload);
+  dataset_validate_spec(base.dataset);
+
+  // The model's size, for the bytes-per-step formula (the dataset is loaded once, shared).
+  const auto data = dataset_load_shared(base);
+  plan.param_count = workload_create(base, data->train)->param_count();
+  plan.space = space_enumerate(spec, plan.param_count);
+  if (plan.space.feasible.empty()) {
+    std::string why;
+    for (size_t i = 0; i < plan.space.refused.size() && i < 4; ++i)
+      why += fmt::format("; {}: {}", candidate_key(plan.space.refused[i].candidate), plan.space.refused[i].reason);
+    DSGD_THROW(InputError, "relax the constraint or widen the search space",
+               "every one of the {} configurations of the search space is refused{}{}", plan.space.refused.size(), why,
+               plan.space.refused.size() > 4 ? fmt::format("; ... ({} more)", plan.space.refused.size() - 4) : "");
+  }
+  if (plan.target.metric == TargetMetric::target_test_acc && !(data->test.rows > 0))
+    DSGD_THROW(InputError, "use a dataset with a test set",
+               "--target {}: dataset '{}' has no test set to measure it on", base.target, base.dataset);
+
+  // R and the design: SH with 3 rungs costs about n0 * R / eta * (1 + ...) = n0 R / 3 (eta 3);
+  // the race adds (race_top x (race_seeds - 1)) trials of R (its first seed is the top rung's).
+  const double eta = spec.eta;
+  const double race_extra = static_cast<double>(spec.race_top * (spec.race_seeds - 1));
+  if (spec.trial_time_s > 0) {
+    plan.trial_time_s = spec.trial_time_s;
+    plan.notes.push_back(fmt::format("trial budget R = {} (--trial-time)", fmt_s(plan.trial_time_s)));
+  } else if (spec.budget_s > 0) {
+    plan.trial_time_s = spec.budget_s / kTrialShareOfBudget;
+    plan.notes.push_back(
+        fmt::format("trial budget R = budget / {:.0f} = {}", kTrialShareOfBudget, fmt_s(plan.trial_time_s)));
+  } else {
+    plan.trial_time_s = kDefaultTrialTimeS;
+    plan.notes.push_back(
+        fmt::format("trial budget R = {} (default with --trials alone; set --trial-time)", fmt_s(plan.trial_time_s)));
+  }
+  const int rungs = 3;
+  for (int i = rungs - 1; i >= 0; --i) plan.rungs.push_back(plan.trial_time_s / std::pow(eta, i));
+  double rung_cost_per_config = 0;  // in trials, and in R
+  double rung_time_per_config = 0;
+  for (int i = 0; i < rungs; ++i) {
+    rung_cost_per_config += 1.0 / std::pow(eta, i);
+    rung_time_per_config += plan.rungs[static_cast<size_t>(i)] / std::pow(eta, i);
+  }
+  double n0 = static_cast<double>(plan.space.feasible.size());
+  if (spec.budget_s > 0)
+    n0 = std::min(n0, std::floor((spec.budget_s - race_extra * plan.trial_time_s) / rung_time_per_config));
+  if (spec.trials > 0)
+    n0 = std::min(n0, std::floor((static_cast<double>(spec.trials) - race_extra) / rung_cost_per_config));
+  n0 = std::max(n0,
+                static_cast<double>(std::min<size_t>(plan.space.feasible.size(), static_cast<size_t>(spec.race_top))));
+  plan.initial_design = static_cast<size_t>(n0);
+  if (plan.initial_design < plan.space.feasible.size() && plan.initial_design >= 4) {
+    // A quarter of the first rung for surrogate proposals once the design has been seen.
+    plan.proposals = plan.initial_design / 4;
+    plan.initial_design -= plan.proposals;
+  }
+  int64_t planned = 0;
+  double alive = n0;
+  for (int i = 0; i < rungs; ++i) {
+    planned += static_cast<int64_t>(alive);
+    alive = std::ceil(alive / eta);
+  }
+  plan.planned_trials = planned + static_cast<int64_t>(race_extra);
+  plan.notes.push_back(fmt::format(
+      "{} configurations feasible ({} refused by formula); initial design {} ({}{}); rungs {}",
+      plan.space.feasible.size(), plan.space.refused.size(), plan.initial_design,
+      plan.initial_design >= plan.space.feasible.size() ? "all of them" : "seeded space-filling sample",
+      plan.proposals > 0 ? fmt::format(", then {} proposed by GP + weighted EI after rung 0", plan.proposals)
+                         : std::string(),
+      fmt::format("{:.4g} s", fmt::join(plan.rungs, " s, "))));
+  return plan;
+}
+
+namespace {
+
+struct Runner {
+  const TunePlan& plan;
+  Store& store;
+  int64_t session_id;
+  const std::function<void(const TuneProgress&)>& progress;
+  TuneResult& result;
+  std::map<std::string, TrialRow> stored;                          // this session's trials by key
+  std::map<std::string, std::vector<TrialRow>> by_config;          // config key|seed -> its trials
+  std::map<std::string, std::pair<int64_t, int64_t>> steps_cache;  // config -> (steps, eval_every)
+  std::set<std::string> counted;                                   // keys counted against the budget in this invocation
+  int64_t trials_counted = 0;
+  std::string best_text = "none reached yet";
+  TrialScore best_score{false, 0, -1e300};
+  bool exhausted = false;
+
+  bool budget_allows(double budget) const {
+    if (plan.spec.budget_s > 0 && result.used_s + budget > plan.spec.budget_s * (1 + 1e-9)) return false;
+    if (plan.spec.trials > 0 && trials_counted + 1 > plan.spec.trials) return false;
+    return true;
+  }
+
+  void note_best(const std::string& key, const TrialRow& t) {
+    const TrialScore s = score_of(t);
+    if (s.reached && (!best_score.reached || tune_objective_better(s, best_score))) {
+      best_score = s;
+      best_text = fmt::format("{}: {}", key, fmt_s(s.time_s));
+    }
+  }
+
+  void report(const std::string& current) {
+    if (!progress) return;
+    TuneProgress p;
+    p.trial = trials_counted;
+    p.planned = plan.planned_trials;
+    p.used_s = result.used_s;
+    p.budget_s = plan.spec.budget_s;
+    p.best = best_text;
+    p.current = current;
+    progress(p);
+  }
+
+  // Steps and evaluation interval of a candidate: fixed per (candidate, R), so every rung and
+  // seed trains the same schedule and a shorter trial is a prefix of a longer one.
+  std::pair<int64_t, int64_t> steps_of(const Candidate& c, const std::string& key) {
+    auto it = steps_cache.find(key);
+    if (it != steps_cache.end()) return it->second;
+    const RunConfig cfg = candidate_config(plan.spec, c, plan.spec.base.seed);
+    const double step_s = trial_step_time_estimate(cfg, store);
+    const double R = plan.trial_time_s;
+    int64_t steps = plan.max_trial_steps;
+    int64_t every = 1;
+    if (step_s > 0) {
+      steps = static_cast<int64_t>(std::ceil(R * kStepMargin / step_s)) + cfg.warmup + 1;
+      every = std::max<int64_t>(1, static_cast<int64_t>(std::floor(plan.rungs.front() / kEvalsPerRung0 / step_s)));
+    }
+    steps = std::min(steps, plan.max_trial_steps);
+    every = std::min(every, steps);
+    return steps_cache[key] = {steps, every};
+  }
+
+  // The trial of (c, seed, budget): stored already, answered by a lower budget that stopped
+  // before its end (same schedule: a longer trial would stop there too), or run now. nullopt
+  // when the budget does not allow a new one.
+  std::optional<TrialRow> trial(const Candidate& c, uint64_t seed, double budget, const std::string& phase) {
+    const std::string ck = candidate_key(c);
+    const std::string key = trial_key(ck, seed, budget);
+    if (auto it = stored.find(key); it != stored.end()) {
+      if (counted.insert(key).second) {  // stored before this invocation (resume): count it once
+        ++result.trials_resumed;
+        ++trials_counted;
+        result.used_s += it->second.time_s;
+        note_best(ck, it->second);
+        by_config[ck + "|" + std::to_string(seed)].push_back(it->second);
+        report(ck);
+      }
+      return it->second;
+    }
+    for (const TrialRow& t : by_config[ck + "|" + std::to_string(seed)]) {
+      // Stopped for a reason a longer budget would not change (not "budget: ...").
+      const bool final_stop = t.reached || t.status == "failed" || t.stop_reason.rfind("budget", 0) != 0;
+      if (t.budget_s < budget && final_stop) {
+        ++result.trials_reused;
+        return t;
+      }
+    }
+    if (exhausted || !budget_allows(budget)) {
+      exhausted = true;
+      return std::nullopt;
+    }
+    TrialRow row;
+    row.session_id = session_id;
+    row.trial_key = key;
+    row.phase = phase;
+    row.config_key = ck;
+    row.seed = seed;
+    row.budget_s = budget;
+    report(ck);
+    RunConfig cfg = candidate_config(plan.spec, c, seed);
+    try {
+      const auto [steps, every] = steps_of(c, ck);
+      cfg.steps = steps;
+      cfg.eval_every = every;
+      cfg.tag = fmt::format("tune-session={}", session_id);
+      row.config_json = run_config_to_json(cfg).dump();
+      const double t0 = clock_now_s();
+      const TrialOutcome o = trial_run(cfg, budget, plan.target, store);
+      result.trial_wall_s += clock_now_s() - t0;
+      row.run_id = o.run_id;
+      row.status = o.status;
+      row.stop_reason = o.stop_reason;
+      row.reached = o.reached;
+      row.time_s = o.time_s;
+      row.progress = o.progress;
+      row.steps = o.steps;
+      row.step_s = o.step_s;
+      row.compute_s = o.compute_s;
+      row.comm_s = o.comm_s;
+      row.wait_s = o.wait_s;
+      row.bytes_per_step = o.bytes_per_step;
+      row.wall_s = o.wall_s;
+    } catch (const std::exception& e) {  // the step-time estimate failed: the configuration cannot run
+      row.config_json = run_config_to_json(cfg).dump();
+      row.status = "failed";
+      row.stop_reason = fmt::format("error: {}", e.what());
+      row.progress = -1e30;
+    }
+    tune_trial_insert(store, row);
+    stored[key] = row;
+    counted.insert(key);
+    by_config[ck + "|" + std::to_string(seed)].push_back(row);
+    ++result.trials_run;
+    ++trials_counted;
+    result.used_s += row.time_s;
+    note_best(ck, row);
+    report(ck);
+    return row;
+  }
+};
+
+}  // namespace
+
+TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
+                    const std::function<void(const TuneProgress&)>& progress) {
+  TuneResult result;
+  result.session_id = session_id;
+  const TuneSpec& spec = plan.spec;
+  const auto data = dataset_load_shared(spec.base);  // held: every trial of this seed shares it
+
+  if (!plan.missing_profiles.empty()) {
+    const double t0 = clock_now_s();
+    const int64_t id = compute_profile_store_new(store, spec.base.workload, spec.base.dataset, plan.missing_profiles,
+                                                 kProfileIters, fmt::format("dsgd-tune session {}", session_id));
+    result.profile_wall_s = clock_now_s() - t0;
+    result.notes.push_back(fmt::format(
+        "no compute profile of {} on {} for batch {} on this host: measured it ({} iterations, {:.2g} s) and stored "
+        "it as calibration {}",
+        spec.base.workload, spec.base.dataset, fmt::join(plan.missing_profiles, ", "), kProfileIters,
+        result.profile_wall_s, id));
+  }
+
+  Runner runner{plan, store, session_id, progress, result, {}, {}, {}, {}};
+  for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
+
+  const std::vector<Candidate>& all = plan.space.feasible;
+  std::vector<size_t> alive = space_fill_sample(all, plan.initial_design, spec.base.seed);
+  const uint64_t seed0 = spec.base.seed;
+  // Best standing per candidate: (rung index reached, its trial).
+  std::map<size_t, std::pair<int, TrialRow>> standing;
+  auto order = [&](size_t a, size_t b) {
+    const auto& sa = standing.at(a);
+    const auto& sb = standing.at(b);
+    if (sa.first != sb.first) return sa.first > sb.first;
+    const TrialScore x = score_of(sa.second), y = score_of(sb.second);
+    if (tune_objective_better(x, y)) return true;
+    if (tune_objective_better(y, x)) return false;
+    return a < b;
+  };
+  for (size_t rung = 0; rung < plan.rungs.size() && !alive.empty(); ++rung) {
+    const double budget = plan.rungs[rung];
+    std::vector<size_t> ran;
+    for (size_t i : alive) {
+      auto t = runner.trial(all[i], seed0, budget, fmt::format("rung {}", rung));
+      if (!t) break;
+      standing[i] = {static_cast<int>(rung), *t};
+      ran.push_back(i);
+    }
+    if (rung == 0 && plan.proposals > 0 && !runner.exhausted && ran.size() == alive.size()) {
+      std::vector<std::pair<size_t, TrialScore>> observed;
+      for (size_t i : ran) observed.emplace_back(i, score_of(standing.at(i).second));
+      const std::set<size_t> tried(ran.begin(), ran.end());
+      std::vector<Proposal> props;
+      try {
+        props = proposals_weighted_ei(all, observed, tried, plan.proposals, seed0);
+      } catch (const Error& e) {
+        result.notes.push_back(fmt::format("GP proposals skipped: {}", e.what()));
+      }
+      std::vector<std::string> names;
+      for (const Proposal& p : props) {
+        auto t = runner.trial(all[p.index], seed0, budget, "rung 0 ei");
+        if (!t) break;
+        standing[p.index] = {0, *t};
+        ran.push_back(p.index);
+        names.push_back(fmt::format("{} (P(reach) {:.2f}, predicted {:.3g} s)", candidate_key(all[p.index]), p.p_reach,
+                                    std::exp(p.mean_log_time)));
+      }
+      if (!names.empty())
+        result.notes.push_back(fmt::format("GP + weighted EI after rung 0 proposed: {}", fmt::join(names, "; ")));
+      else if (props.empty())
+        result.notes.push_back("GP + weighted EI after rung 0: fewer than 2 trials reached the target, no proposals");
+      alive = ran;
+    }
+    if (ran.size() < alive.size())
+      result.notes.push_back(
+          fmt::format("the budget ran out in rung {} after {} of {} configurations", rung, ran.size(), alive.size()));
+    std::sort(ran.begin(), ran.end(), order);
+    if (rung + 1 == plan.rungs.size() || runner.exhausted) break;
+    // successive_halving_promote: the best ceil(n/eta) in the censored order (margin 0), and at
+    // least race_top so the final race has its candidates at the full budget.
+    std::vector<RungEntry> entries;
+    for (size_t i : ran) {
+      const TrialScore sc = score_of(standing.at(i).second);
+      entries.push_back({static_cast<int64_t>(i), sc.reached, sc.time_s, sc.progress});
+    }
+    std::vector<size_t> next;
+    for (int64_t id : successive_halving_promote(entries, spec.eta, 0.0)) next.push_back(static_cast<size_t>(id));
+    for (size_t i : ran)
+      if (next.size() < std::min<size_t>(ran.size(), static_cast<size_t>(spec.race_top)) &&
+          std::find(next.begin(), next.end(), i) == next.end())
+        next.push_back(i);
+    alive = next;
+  }
+
+  // Final race: the top race_top over race_seeds seeds at the full budget R.
+  std::vector<size_t> ranked;
+  for (const auto& [i, s] : standing) ranked.push_back(i);
+  std::sort(ranked.begin(), ranked.end(), order);
+  const size_t top = std::min<size_t>(ranked.size(), static_cast<size_t>(spec.race_top));
+  const double R = plan.trial_time_s;
+  std::map<size_t, std::vector<TrialRow>> race;
+  runner.exhausted = false;  // the race may use what successive halving left
+  // Seed by seed, holding that seed's dataset (the shared copy is keyed by seed) so the top
+  // configurations' trials of one seed load it once.
+  for (int64_t s = 0; s < spec.race_seeds; ++s) {
+    RunConfig seeded = spec.base;
+    seeded.seed = seed0 + static_cast<uint64_t>(s);
+    const auto seed_data = s == 0 ? data : dataset_load_shared(seeded);
+    for (size_t k = 0; k < top; ++k) {
+      auto t = runner.trial(all[ranked[k]], seeded.seed, R, "race");
+      if (t) race[ranked[k]].push_back(*t);
+    }
+  }
+  if (runner.exhausted) result.notes.push_back("the budget ran out during the final race: some seeds are missing");
+
+  // The ranking: raced configurations by median, then the others by their best standing.
+  for (size_t k = 0; k < ranked.size(); ++k) {
+    const size_t i = ranked[k];
+    RankedConfig rc;
+    rc.candidate = all[i];
+    rc.key = candidate_key(all[i]);
+    for (size_t f = 0; f < all.size(); ++f)
+      if (candidate_key(all[f]) == rc.key) rc.bytes_per_step = plan.space.bytes_per_step[f];
+    auto it = race.find(i);
+    if (it != race.end() && !it->second.empty()) {
+      rc.raced = true;
+      rc.trials = it->second;
+      rc.fidelity_s = R;
+    } else {
+      rc.trials = {standing.at(i).second};
+      rc.fidelity_s = standing.at(i).second.budget_s;
+    }
+    std::vector<TrialRow> sorted = rc.trials;
+    std::sort(sorted.begin(), sorted.end(),
+              [](const TrialRow& a, const TrialRow& b) { return tune_objective_better(score_of(a), score_of(b)); });
+    // The median in the censored order; of an even count, the worse of the middle two.
+    rc.representative = sorted[sorted.size() / 2];
+    rc.median = score_of(rc.representative);
+    std::vector<double> times;
+    for (const TrialRow& t : rc.trials) {
+      times.push_back(t.time_s);
+      if (!t.reached) rc.spread_censored = true;
+    }
+    rc.spread_lo = *std::min_element(times.begin(), times.end());
+    rc.spread_hi = *std::max_element(times.begin(), times.end());
+    result.ranking.push_back(std::move(rc));
+  }
+  std::stable_sort(result.ranking.begin(), result.ranking.end(), [&](const RankedConfig& a, const RankedConfig& b) {
+    if (a.raced != b.raced) return a.raced;
+    if (a.fidelity_s != b.fidelity_s) return a.fidelity_s > b.fidelity_s;
+    return tune_objective_better(a.median, b.median);
+  });
+
+  if (result.ranking.empty() || !result.ranking.front().median.reached) {
+    result.verdict = fmt::format(
+        "no configuration reached {} within its budget: no recommendation (raise --budget or "
+        "--trial-time, or lower the target)",
+        target_format(plan.target));
+  } else {
+    const RankedConfig& w = result.ranking.front();
+    // Time-to-target is measured at evaluations: when the winner reached the target within its
+    // first two, the ranking at the top is limited by that resolution; say so.
+    const TrialRow& wt = w.representative;
+    const auto wcfg = nlohmann::json::parse(wt.config_json, nullptr, false);
+    const int64_t every = wcfg.is_object() ? wcfg.value("eval-every", int64_t(0)) : 0;
+    if (every > 0 && wt.steps > 0) {
+      const double interval = wt.time_s * static_cast<double>(every) / static_cast<double>(wt.steps);
+      if (w.median.time_s <= 2.0 * interval * (1 + 1e-9))
+        result.notes.push_back(fmt::format(
+            "resolution: the winner reached the target at its evaluation {} (one every {:.3g} s of virtual time); "
+            "configurations reaching it sooner are not told apart: rerun with --trial-time {:.3g}s for a finer "
+            "measurement",
+            wt.steps / every, interval, std::max(w.median.time_s * 10, 1e-3)));
+    }
+    result.verdict = fmt::format("recommended: {} (median time-to-target {} over {} seed{})", w.key,
+                                 fmt_s(w.median.time_s), w.trials.size(), w.trials.size() == 1 ? "" : "s");
+    if (result.ranking.size() > 1 && result.ranking[1].raced) {
+      const RankedConfig& r = result.ranking[1];
+      const double r_lo = r.spread_lo;
+      const double w_hi = w.spread_censored ? std::numeric_limits<double>::infinity() : w.spread_hi;
+      const double r_hi = r.spread_censored ? std::numeric_limits<double>::infinity() : r.spread_hi;
+      result.top_two_overlap = r.median.reached && w_hi >= r_lo && r_hi >= w.spread_lo;
+      if (result.top_two_overlap)
+        result.verdict += fmt::format(
+            "; the runner-up {} cannot be told apart: their spreads over seeds overlap ({:.4g}-{:.4g} s vs "
+            "{:.4g}-{:.4g} "
+            "s)",
+            r.key, w.spread_lo, w.spread_hi, r.spread_lo, r.spread_hi);
+      else
+        result.verdict += fmt::format("; ahead of {} beyond the seed-to-seed spread", r.key);
+    }
+  }
+  return result;
+}
+
+nlohmann::json tune_result_json(const TunePlan& plan, const TuneResult& result) {
+  nlohmann::json ranking = nlohmann::json::array();
+  for (size_t k = 0; k < result.ranking.size(); ++k) {
+    const RankedConfig& rc = result.ranking[k];
+    nlohmann::json seeds = nlohmann::json::array();
+    for (const TrialRow& t : rc.trials)
+      seeds.push_back({{"seed", t.seed},
+                       {"run_id", t.run_id},
+                       {"reached", t.reached},
+                       {"time_s", t.time_s},
+                       {"stop_reason", t.stop_reason}});
+    const TrialRow& t = rc.representative;
+    ranking.push_back({{"rank", k + 1},
+                       {"config", rc.key},
+                       {"algo", rc.candidate.algo},
+                       {"period", rc.candidate.period},
+                       {"batch", rc.candidate.batch},
+                       {"topology", rc.candidate.topology},
+                       {"lr_scaling", rc.candidate.lr_scaling},
+                       {"raced", rc.raced},
+                       {"fidelity_s", rc.fidelity_s},
+                       {"reached", rc.median.reached},
+                       {"time_to_target_s", rc.median.reached ? nlohmann::json(rc.median.time_s) : nlohmann::json()},
+                       {"censored_at_s", rc.median.reached ? nlohmann::json() : nlohmann::json(rc.median.time_s)},
+                       {"spread_s", {rc.spread_lo, rc.spread_hi}},
+                       {"spread_censored", rc.spread_censored},
+                       {"step_s", t.step_s},
+                       {"compute_s", t.compute_s},
+                       {"comm_s", t.comm_s},
+                       {"wait_s", t.wait_s},
+                       {"bytes_per_step", t.bytes_per_step},
+                       {"bytes_per_step_formula", rc.bytes_per_step},
+                       {"run_id", t.run_id},
+                       {"seeds", seeds}});
+  }
+  nlohmann::json refused = nlohmann::json::array();
+  for (const Refusal& r : plan.space.refused)
+    refused.push_back({{"config", candidate_key(r.candidate)}, {"reason", r.reason}});
+  return {{"session", result.session_id},
+          {"target", target_format(plan.target)},
+          {"budget_s", plan.spec.budget_s},
+          {"trials_max", plan.spec.trials},
+          {"trial_time_s", plan.trial_time_s},
+          {"rungs_s", plan.rungs},
+          {"initial_design", plan.initial_design},
+          {"feasible", plan.space.feasible.size()},
+          {"used_s", result.used_s},
+          {"trials_run", result.trials_run},
+          {"trials_resumed", result.trials_resumed},
+          {"trials_reused", result.trials_reused},
+          {"verdict", result.verdict},
+          {"top_two_overlap", result.top_two_overlap},
+          {"notes", result.notes},
+          {"ranking", ranking},
+          {"refused", refused}};
+}
+
+}  // namespace dsgd

@@ -1,0 +1,100 @@
+// `dsgd-tune recommend`: the search (DESIGN §8), first version.
+//  1. plan (tune_plan): parse nothing, write nothing — validate the target, the budget and the
+//     space, filter impossible configurations by formula (tuner/search_space.hpp), size the
+//     trial budget R and the initial design, list the compute profiles that are missing;
+//  2. run (tune_run): measure and store missing profiles (saying so); successive halving in
+//     units of evaluation (virtual) seconds over the initial design — all configurations when
+//     the space is small, else a seeded space-filling sample — with rungs R/eta^2, R/eta, R,
+//     comparing trials at equal time by the censored objective; when the space is larger than
+//     the design, a quarter of the first rung's places go to configurations proposed after it
+//     by a GP on log time-to-target with EI weighted by P(reach) (tuner/proposals.hpp), which
+//     then compete in that rung's promotion; then a final race of the top
+//     race_top configurations over race_seeds seeds at R; the recommendation is the best
+//     median, with a note when the top two's spreads overlap.
+// Every trial goes through tuner/trial.hpp (the engine's sim path) and is stored as a trial
+// row before the next starts; a trial already stored in the session (resume) is not run again.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "results/store.hpp"
+#include "results/target.hpp"
+#include "tuner/objective.hpp"
+#include "tuner/search_space.hpp"
+#include "tuner/tune_store.hpp"
+
+namespace dsgd {
+
+struct TunePlan {
+  TuneSpec spec;
+  Target target;
+  SpaceEnumeration space;
+  size_t param_count = 0;
+  double trial_time_s = 0;                // R: a trial's full budget
+  std::vector<double> rungs;              // budgets of the successive-halving rungs (last = R)
+  size_t initial_design = 0;              // configurations started at the first rung
+  size_t proposals = 0;                   // added after the first rung by GP + weighted EI (tuner/proposals.hpp)
+  int64_t planned_trials = 0;             // trial runs if nothing is cut short or reused
+  int64_t max_trial_steps = 0;            // a trial stops at this many steps (a real-time guard)
+  std::vector<int64_t> missing_profiles;  // batches without a compute profile on this host (tune_missing_profiles)
+  std::vector<std::string> notes;         // how R and the design were chosen
+};
+
+// Validates and plans without a database (so bad input creates no file). Throws InputError
+// with what to do for: no budget, an empty space, every configuration refused (listing why),
+// a target the trials cannot measure, a non-sim backend.
+TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps);
+// Batches of the feasible space without a compute profile of this host in `store` (none with
+// --profile-from); tune_run measures and stores them first.
+std::vector<int64_t> tune_missing_profiles(const TunePlan& plan, const Store& store);
+
+// The censored order used for ranking (tuner/objective.hpp's contract).
+bool tune_objective_better(const TrialScore& a, const TrialScore& b);
+
+struct RankedConfig {
+  Candidate candidate;
+  std::string key;
+  bool raced = false;                   // in the final race
+  double fidelity_s = 0;                // the largest budget it was run at
+  std::vector<TrialRow> trials;         // its trials at that budget (one per seed)
+  TrialScore median;                    // median over those seeds in the censored order
+  double spread_lo = 0, spread_hi = 0;  // min and max time over the seeds
+  bool spread_censored = false;         // some seed did not reach the target (hi is a lower bound)
+  TrialRow representative;              // the median seed's trial
+  double bytes_per_step = 0;            // the algorithm's formula
+};
+
+struct TuneResult {
+  int64_t session_id = 0;
+  std::vector<RankedConfig> ranking;  // best first
+  bool top_two_overlap = false;
+  std::string verdict;         // one line: the recommendation and how sure
+  double used_s = 0;           // evaluation seconds spent (virtual)
+  int64_t trials_run = 0;      // run in this invocation
+  int64_t trials_resumed = 0;  // found stored (resume)
+  int64_t trials_reused = 0;   // answered by a lower-budget trial that had already stopped
+  double trial_wall_s = 0;     // real seconds inside trial runs (this invocation)
+  double profile_wall_s = 0;   // real seconds measuring missing profiles
+  std::vector<std::string> notes;
+};
+
+struct TuneProgress {
+  int64_t trial = 0, planned = 0;
+  double used_s = 0, budget_s = 0;
+  std::string best;  // "localsgd H=16 b=64 lr=sqrt: 12.3 s" or "none reached yet"
+  std::string current;
+};
+
+// Runs the plan in session `session_id` (trials already stored there are reused).
+TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
+                    const std::function<void(const TuneProgress&)>& progress);
+
+// The result as JSON (ranking, verdict, budget); `dsgd-tune recommend --format json`, and
+// stored as the session's result_json.
+nlohmann::json tune_result_json(const TunePlan& plan, const TuneResult& result);
+
+}  // namespace dsgd

@@ -1,0 +1,307 @@
+// See search_space.hpp.
+#include "tuner/search_space.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <set>
+
+#include "algorithms/algorithm.hpp"
+#include "cluster/network_model.hpp"
+#include "core/errors.hpp"
+#include "core/rng.hpp"
+
+namespace dsgd {
+
+namespace {
+
+std::string trim(const std::string& s) {
+  const size_t a = s.find_first_not_of(" \t");
+  if (a == std::string::npos) return "";
+  const size_t b = s.find_last_not_of(" \t");
+  return s.substr(a, b - a + 1);
+}
+
+int64_t parse_int(const std::string& flag, const std::string& text, const std::string& whole) {
+  size_t used = 0;
+  int64_t v = 0;
+  try {
+    v = std::stoll(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || v < 1)
+    DSGD_THROW(InputError, fmt::format("pass {} as MIN..MAX (powers of 2 between) or a list, e.g. 1..64 or 4,16", flag),
+               "{} '{}': '{}' is not a positive integer", flag, whole, text);
+  return v;
+}
+
+}  // namespace
+
+bool tune_algo_is_gossip(const std::string& algo) {
+  return algo == "dpsgd" || algo == "adpsgd";
+}
+
+std::vector<int64_t> tune_parse_int_space(const std::string& flag, const std::string& text) {
+  const std::string t = trim(text);
+  std::vector<int64_t> out;
+  const size_t dots = t.find("..");
+  if (dots != std::string::npos) {
+    const int64_t lo = parse_int(flag, trim(t.substr(0, dots)), text);
+    const int64_t hi = parse_int(flag, trim(t.substr(dots + 2)), text);
+    if (lo > hi)
+      DSGD_THROW(InputError, fmt::format("pass {} as MIN..MAX with MIN <= MAX", flag), "{} '{}': {} is above {}", flag,
+                 text, lo, hi);
+    int64_t p = 1;
+    while (p < lo) p *= 2;
+    for (; p <= hi; p *= 2) out.push_back(p);
+    if (out.empty())
+      DSGD_THROW(InputError, fmt::format("widen {} to include a power of 2", flag),
+                 "{} '{}': no power of 2 in the range: the search space is empty", flag, text);
+    return out;
+  }
+  for (const std::string& item : tune_parse_list(flag, t)) {
+    const int64_t v = parse_int(flag, item, text);
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+std::vector<std::string> tune_parse_list(const std::string& flag, const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  const std::string t = trim(text);
+  if (t.empty())
+    DSGD_THROW(InputError, fmt::format("pass at least one value to {}", flag), "{} is empty: the search space is empty",
+               flag);
+  while (start <= t.size()) {
+    const size_t comma = t.find(',', start);
+    const std::string item = trim(t.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    if (item.empty())
+      DSGD_THROW(InputError, fmt::format("separate the values of {} by single commas", flag), "{} '{}': empty item",
+                 flag, text);
+    if (std::find(out.begin(), out.end(), item) == out.end()) out.push_back(item);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+double tune_parse_duration(const std::string& flag, const std::string& text) {
+  const std::string t = trim(text);
+  const std::string hint =
+      fmt::format("pass {} as a duration: 300s, 5min, 1h (virtual seconds of the simulated cluster)", flag);
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (...) {
+    DSGD_THROW(InputError, hint, "{} '{}' is not a duration", flag, text);
+  }
+  const std::string unit = trim(t.substr(used));
+  double scale = 0;
+  if (unit.empty() || unit == "s")
+    scale = 1;
+  else if (unit == "ms")
+    scale = 1e-3;
+  else if (unit == "min" || unit == "m")
+    scale = 60;
+  else if (unit == "h")
+    scale = 3600;
+  else
+    DSGD_THROW(InputError, hint, "{} '{}': unknown unit '{}'", flag, text, unit);
+  const double s = v * scale;
+  if (!std::isfinite(s) || s <= 0)
+    DSGD_THROW(InputError, hint, "{} '{}': the budget must be positive (got {} s)", flag, text, s);
+  return s;
+}
+
+double tune_parse_bytes(const std::string& flag, const std::string& text) {
+  const std::string t = trim(text);
+  const std::string hint = fmt::format("pass {} as bytes with an optional unit: 1e6, 500kB, 64MB, 1MiB", flag);
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (...) {
+    DSGD_THROW(InputError, hint, "{} '{}' is not a size", flag, text);
+  }
+  const std::string unit = trim(t.substr(used));
+  struct U {
+    const char* name;
+    double bytes;
+  };
+  static const U units[] = {{"", 1},     {"B", 1},        {"kB", 1e3},        {"KB", 1e3},          {"MB", 1e6},
+                            {"GB", 1e9}, {"KiB", 1024.0}, {"MiB", 1048576.0}, {"GiB", 1073741824.0}};
+  for (const U& u : units)
+    if (unit == u.name) {
+      const double b = v * u.bytes;
+      if (!std::isfinite(b) || b <= 0) DSGD_THROW(InputError, hint, "{} '{}': must be positive", flag, text);
+      return b;
+    }
+  DSGD_THROW(InputError, hint, "{} '{}': unknown unit '{}'", flag, text, unit);
+}
+
+nlohmann::json tune_spec_to_json(const TuneSpec& s) {
+  return {{"base", run_config_to_json(s.base)},
+          {"algos", s.algos},
+          {"periods", s.periods},
+          {"batches", s.batches},
+          {"topologies", s.topologies},
+          {"lr-scalings", s.lr_scalings},
+          {"budget-s", s.budget_s},
+          {"trials", s.trials},
+          {"trial-time-s", s.trial_time_s},
+          {"max-bytes-per-step", s.max_bytes_per_step},
+          {"race-top", s.race_top},
+          {"race-seeds", s.race_seeds},
+          {"eta", s.eta}};
+}
+
+TuneSpec tune_spec_from_json(const nlohmann::json& j) {
+  TuneSpec s;
+  run_config_apply_json(s.base, j.at("base"), "the stored session");
+  s.algos = j.at("algos").get<std::vector<std::string>>();
+  s.periods = j.at("periods").get<std::vector<int64_t>>();
+  s.batches = j.at("batches").get<std::vector<int64_t>>();
+  s.topologies = j.at("topologies").get<std::vector<std::string>>();
+  s.lr_scalings = j.at("lr-scalings").get<std::vector<std::string>>();
+  s.budget_s = j.at("budget-s").get<double>();
+  s.trials = j.at("trials").get<int64_t>();
+  s.trial_time_s = j.at("trial-time-s").get<double>();
+  s.max_bytes_per_step = j.at("max-bytes-per-step").get<double>();
+  s.race_top = j.at("race-top").get<int64_t>();
+  s.race_seeds = j.at("race-seeds").get<int64_t>();
+  s.eta = j.at("eta").get<double>();
+  return s;
+}
+
+std::string candidate_key(const Candidate& c) {
+  std::string k = c.algo;
+  if (c.period > 0) k += fmt::format(" H={}", c.period);
+  if (!c.topology.empty()) k += " " + c.topology;
+  k += fmt::format(" b={} lr={}", c.batch, c.lr_scaling);
+  return k;
+}
+
+RunConfig candidate_config(const TuneSpec& spec, const Candidate& c, uint64_t seed) {
+  RunConfig cfg = spec.base;
+  cfg.given_keys.clear();  // built in code: knobs of another algorithm are refused only off their default
+  cfg.algo = c.algo;
+  if (c.period > 0)
+    cfg.period = c.period;
+  else
+    cfg.period = RunConfig{}.period;
+  cfg.batch = c.batch;
+  if (!c.topology.empty()) cfg.topology = c.topology;
+  cfg.lr_scaling = c.lr_scaling;
+  cfg.seed = seed;
+  cfg.backend = "sim";
+  return cfg;
+}
+
+SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count) {
+  if (spec.algos.empty())
+    DSGD_THROW(InputError, "pass e.g. --algos ssgd,localsgd", "--algos is empty: the search space is empty");
+  std::vector<std::string> names;
+  for (const AlgorithmInfo& a : algorithm_list()) names.push_back(a.name);
+  for (const std::string& a : spec.algos)
+    if (!algorithm_exists(a))
+      DSGD_THROW(InputError, fmt::format("pick from: {}", fmt::join(names, ", ")), "--algos: unknown algorithm '{}'",
+                 a);
+  if (spec.batches.empty() || spec.lr_scalings.empty())
+    DSGD_THROW(InputError, "pass at least one batch and one --lr-scaling rule", "the search space is empty");
+  SpaceEnumeration out;
+  const int n = static_cast<int>(spec.base.workers);
+  const double param_bytes = static_cast<double>(param_count) * sizeof(float);
+  for (const std::string& algo : spec.algos) {
+    std::vector<int64_t> periods = run_config_uses_period(algo) ? spec.periods : std::vector<int64_t>{0};
+    std::vector<std::string> topologies = tune_algo_is_gossip(algo) ? spec.topologies : std::vector<std::string>{""};
+    if (periods.empty() || topologies.empty())
+      DSGD_THROW(
+          InputError,
+          fmt::format("pass at least one value of {} for {}", periods.empty() ? "--period" : "--topologies", algo),
+          "the search space of {} is empty", algo);
+    for (int64_t h : periods)
+      for (const std::string& topo : topologies)
+        for (int64_t b : spec.batches)
+          for (const std::string& rule : spec.lr_scalings) {
+            Candidate c{algo, h, b, topo, rule};
+            const RunConfig cfg = candidate_config(spec, c, spec.base.seed);
+            try {
+              run_config_validate(cfg);
+            } catch (const InputError& e) {
+              out.refused.push_back({c, e.what()});
+              continue;
+            }
+            const auto algorithm = algorithm_create(algo, cfg);
+            const double bytes = algorithm->bytes_sent_per_step(param_bytes, n);
+            if (spec.max_bytes_per_step > 0 && bytes > spec.max_bytes_per_step) {
+              out.refused.push_back(
+                  {c, fmt::format("sends {:.4g} bytes per step per worker, above --max-bytes-per-step {:.4g}", bytes,
+                                  spec.max_bytes_per_step)});
+              continue;
+            }
+            out.feasible.push_back(c);
+            out.bytes_per_step.push_back(bytes);
+          }
+  }
+  return out;
+}
+
+std::vector<size_t> space_fill_sample(const std::vector<Candidate>& cands, size_t k, uint64_t seed) {
+  std::vector<size_t> all(cands.size());
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  if (k >= cands.size()) return all;
+  // Scaled coordinates: log2 of H and batch over their ranges in the space; categories apart.
+  auto range = [&](auto get) {
+    double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+    for (const Candidate& c : cands) {
+      const double v = get(c);
+      if (v > 0) {
+        lo = std::min(lo, std::log2(v));
+        hi = std::max(hi, std::log2(v));
+      }
+    }
+    return std::pair<double, double>(lo, hi);
+  };
+  const auto hr = range([](const Candidate& c) { return static_cast<double>(c.period); });
+  const auto br = range([](const Candidate& c) { return static_cast<double>(c.batch); });
+  auto scaled = [](double v, std::pair<double, double> r) {
+    if (v <= 0 || !(r.second > r.first)) return 0.0;
+    return (std::log2(v) - r.first) / (r.second - r.first);
+  };
+  auto distance = [&](const Candidate& a, const Candidate& b) {
+    double d = 0;
+    d += a.algo == b.algo ? 0.0 : 1.0;
+    d += a.topology == b.topology ? 0.0 : 0.5;
+    d += a.lr_scaling == b.lr_scaling ? 0.0 : 0.5;
+    const double dh = scaled(static_cast<double>(a.period), hr) - scaled(static_cast<double>(b.period), hr);
+    const double db = scaled(static_cast<double>(a.batch), br) - scaled(static_cast<double>(b.batch), br);
+    return d + dh * dh + db * db;
+  };
+  Rng rng(rng_derive_seed(seed, 0x7E5A));
+  std::vector<size_t> order = all;
+  for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
+  std::vector<size_t> chosen{order[0]};
+  std::vector<double> nearest(cands.size(), std::numeric_limits<double>::infinity());
+  while (chosen.size() < k) {
+    const size_t last = chosen.back();
+    size_t best = cands.size();
+    double best_d = -1;
+    for (size_t i : order) {
+      nearest[i] = std::min(nearest[i], distance(cands[i], cands[last]));
+      if (std::find(chosen.begin(), chosen.end(), i) != chosen.end()) continue;
+      if (nearest[i] > best_d) {
+        best_d = nearest[i];
+        best = i;
+      }
+    }
+    chosen.push_back(best);
+  }
+  return chosen;
+}
+
+}  // namespace dsgd

@@ -1,0 +1,127 @@
+// See trial.hpp.
+#include "tuner/trial.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <exception>
+#include <limits>
+
+#include "cluster/sim_timing.hpp"
+#include "core/clock.hpp"
+#include "core/errors.hpp"
+#include "engine/sim_run.hpp"
+#include "engine/trainer.hpp"
+
+namespace dsgd {
+
+namespace {
+
+constexpr int64_t kPilotSteps = 20;
+
+// Thrown from the rank-0 worker's evaluation callback to end the simulated run there; the
+// simulator wakes the other workers and rethrows it from sim_run.
+struct TrialStop {
+  std::string reason;
+};
+
+}  // namespace
+
+double trial_step_time_estimate(const RunConfig& base, Store& store) {
+  RunConfig cfg = base;
+  // At least 4 sync periods, so a periodic average is in the mean (H = 64: 256 steps).
+  const int64_t steps = std::max<int64_t>(kPilotSteps, run_config_uses_period(cfg.algo) ? 4 * cfg.period : 0);
+  cfg.warmup = 0;
+  cfg.steps = steps;
+  cfg.eval_every = steps;
+  cfg.target.clear();
+  cfg.timing_only = sim_timing_supports(cfg.algo, cfg.overlap, cfg.dpsgd_delay);
+  const TrainResult r = sim_run_unstored(cfg, store, TrainerCallbacks{});
+  return r.timed_wall_s / static_cast<double>(steps);
+}
+
+TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& target, Store& store) {
+  TrialOutcome out;
+  const double started = clock_now_s();
+  int64_t run_id = 0;
+  double last_time = 0;
+  int64_t last_step = 0;
+  bool any_progress = false;
+  TrainerCallbacks callbacks;
+  callbacks.on_start = [&](const RunRecord&) { run_id = trainer_active_run_id(); };
+  callbacks.on_eval = [&](const EvalRow& row) {
+    last_time = row.time_s;
+    last_step = row.step;
+    const double metric = target.metric == TargetMetric::target_test_acc ? row.test_acc : -row.test_loss;
+    if (std::isfinite(metric) && (!any_progress || metric > out.progress)) {
+      out.progress = metric;
+      any_progress = true;
+    }
+    if (target_reached(target, row)) {
+      out.reached = true;
+      out.time_s = row.time_s;
+      throw TrialStop{
+          fmt::format("target {} reached at {:.4g} s (step {})", target_format(target), row.time_s, row.step)};
+    }
+    if (row.step > 0 && (!std::isfinite(row.train_loss) || !std::isfinite(row.test_loss)))
+      throw TrialStop{fmt::format("diverged: non-finite loss at step {}", row.step)};
+    if (row.time_s >= budget_s)
+      throw TrialStop{fmt::format("budget of {:.4g} s reached at {:.4g} s (step {})", budget_s, row.time_s, row.step)};
+  };
+  std::string stop_message;
+  try {
+    sim_run(cfg, &store, callbacks);
+    out.stop_reason = fmt::format("end-of-steps: the last of {} steps, before the target and the budget", cfg.steps);
+  } catch (const TrialStop& stop) {
+    stop_message = stop.reason;
+    out.stop_reason = (out.reached                             ? std::string("target: ")
+                       : stop.reason.rfind("diverged", 0) == 0 ? std::string()
+                                                               : std::string("budget: ")) +
+                      stop.reason;
+  } catch (const std::exception& e) {
+    out.status = "failed";
+    out.stop_reason = fmt::format("error: {}", e.what());
+    if (run_id > 0) {
+      try {
+        store.run_finish(run_id, "failed", e.what());
+      } catch (...) {
+      }
+    }
+  }
+  out.run_id = run_id;
+  out.wall_s = clock_now_s() - started;
+  if (out.status == "failed") return out;
+  out.status = "completed";
+  // A diverged run is stored as the trainer stores one ('diverged'); a run the tuner stopped
+  // at its target or budget as 'interrupted', with why.
+  const bool diverged = out.stop_reason.rfind("diverged", 0) == 0;
+  if (!stop_message.empty() && run_id > 0)
+    store.run_finish(run_id, diverged ? "diverged" : "interrupted",
+                     diverged ? stop_message : "stopped by dsgd-tune: " + stop_message);
+  if (!out.reached) out.time_s = last_time;
+  out.steps = last_step;
+  if (run_id > 0) {
+    const RunWithSummary run = store.run_get(run_id);
+    // A run the trainer itself ended as diverged (or anything but completed/interrupted) is not
+    // a success, whatever its last evaluation says.
+    if (run.run.status != "completed" && run.run.status != "interrupted" &&
+        !(diverged && run.run.status == "diverged")) {
+      out.reached = false;
+      out.stop_reason = fmt::format("{}: the run ended as '{}'", run.run.status, run.run.status);
+      out.time_s = last_time;
+    }
+    if (run.summary) {
+      const Summary& s = *run.summary;
+      out.step_s = s.step_time_s;
+      out.compute_s = s.compute_s;
+      out.comm_s = s.comm_s;
+      out.wait_s = s.wait_s;
+      out.bytes_per_step = s.bytes_sent_per_step;
+    }
+  }
+  if (!any_progress) out.progress = -1e30;  // finite: stored and printed as a number
+  return out;
+}
+
+}  // namespace dsgd

@@ -1,0 +1,62 @@
+// The tuner's tables (schema: results/migrations.cpp, migration "tuner"): tune_sessions, one
+// row per `dsgd-tune recommend`, and trials, one row per trial run (configuration, seed and
+// budget), linked to the run it stored. A trial row is written when the trial has finished,
+// in its own transaction, so a killed session keeps every finished trial and `--resume`
+// does not run them again.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "results/store.hpp"
+
+namespace dsgd {
+
+struct TuneSessionRow {
+  int64_t id = 0;
+  std::string created_at, finished_at;
+  std::string status;  // running | completed | failed | interrupted
+  std::string target;
+  uint64_t seed = 0;
+  std::string spec_json;    // tuner/search_space.hpp TuneSpec
+  std::string result_json;  // the recommendation (empty until finished)
+  std::string host, git_commit, error;
+};
+
+struct TrialRow {
+  int64_t id = 0;
+  int64_t session_id = 0;
+  std::string trial_key;   // config key | seed | budget: unique in a session
+  std::string phase;       // "rung 0", "rung 1", ..., "race"
+  std::string config_key;  // tuner/search_space.hpp candidate_key
+  std::string config_json;
+  uint64_t seed = 0;
+  double budget_s = 0;
+  int64_t run_id = 0;  // 0: none stored
+  std::string status;  // completed | failed
+  std::string stop_reason;
+  bool reached = false;
+  double time_s = 0, progress = 0;
+  int64_t steps = 0;
+  double step_s = 0, compute_s = 0, comm_s = 0, wait_s = 0, bytes_per_step = 0;
+  double wall_s = 0;
+  std::string created_at;
+};
+
+int64_t tune_session_begin(Store& store, const TuneSessionRow& row);
+void tune_session_set_status(Store& store, int64_t id, const std::string& status);
+void tune_session_finish(Store& store, int64_t id, const std::string& status, const std::string& result_json,
+                         const std::string& error);
+// Throws InputError naming the database when the session does not exist (or the schema
+// predates the tuner).
+TuneSessionRow tune_session_get(const Store& store, int64_t id);
+std::vector<TuneSessionRow> tune_sessions_list(const Store& store);  // newest first
+// Number of trials of each listed session (same order).
+int64_t tune_session_trial_count(const Store& store, int64_t id);
+
+void tune_trial_insert(Store& store, const TrialRow& row);
+std::vector<TrialRow> tune_trials_get(const Store& store, int64_t session_id);  // in insertion order
+
+}  // namespace dsgd
