@@ -120,13 +120,17 @@ std::optional<int64_t> Store::calibration_latest(const std::string& host) const 
 }
 
 std::optional<AllreduceFit> Store::allreduce_fit_latest(const std::string& host) const {
-  const std::optional<int64_t> id = calibration_latest(host);
-  if (!id) return std::nullopt;
-  for (const FitRow& fit : fits_get(*id)) {
-    if (fit.op == "allreduce" && fit.bandwidth_bytes_per_s > 0)
-      return AllreduceFit{*id, calibration_get(*id).workers, fit.alpha_s, fit.bandwidth_bytes_per_s};
-  }
-  return std::nullopt;
+  if (user_version() < calibration_schema) return std::nullopt;
+  // The newest calibration of the host that measured the fabric: a profile-only calibration
+  // (`calibrate --workers 1`, or one the tuner stored) does not hide an older fit.
+  SqlStatement stmt(db_,
+                    "SELECT c.id, c.workers, f.alpha_s, f.bandwidth_bytes_per_s FROM calibrations c "
+                    "JOIN fits f ON f.calibration_id = c.id WHERE c.host = ? AND f.op = 'allreduce' "
+                    "AND f.bandwidth_bytes_per_s > 0 ORDER BY c.id DESC LIMIT 1");
+  stmt.bind(1, host);
+  if (!stmt.step()) return std::nullopt;
+  return AllreduceFit{stmt.column_int64(0), static_cast<int>(stmt.column_int64(1)), stmt.column_real(2),
+                      stmt.column_real(3)};
 }
 
 CalibrationRecord Store::calibration_get(int64_t calibration_id) const {

@@ -180,9 +180,9 @@ class Store {
   // The newest calibration (largest id), of `host` when not empty; nullopt when none
   // (or the schema predates calibrations).
   std::optional<int64_t> calibration_latest(const std::string& host = "") const;
-  // The all-reduce fit (with a positive bandwidth) of `host`'s newest calibration: the native
-  // fabric that network emulation subtracts and the sim uses without --bandwidth; nullopt when
-  // that calibration has none (or there is no calibration).
+  // The all-reduce fit (with a positive bandwidth) of `host`'s newest calibration that has one:
+  // the native fabric that network emulation subtracts and the sim uses without --bandwidth;
+  // nullopt when no calibration of the host measured it.
   std::optional<AllreduceFit> allreduce_fit_latest(const std::string& host) const;
   // Throws InputError when the id does not exist.
   CalibrationRecord calibration_get(int64_t calibration_id) const;

@@ -822,6 +822,25 @@ TEST_F(StoreTest, CalibrationLatestIsTheNewestOfTheHost) {
   EXPECT_EQ(store.calibrations_list(1).size(), 1u);
 }
 
+// The native fabric is the newest calibration of the host that fitted an all-reduce: a
+// newer profile-only calibration (no fits) does not hide it, another host's never counts.
+TEST_F(StoreTest, AllreduceFitLatestSkipsProfileOnlyCalibrations) {
+  Store store = Store::open(db_path());
+  EXPECT_FALSE(store.allreduce_fit_latest("node01").has_value());
+  const int64_t a = store.calibration_begin(calibration_make("node01"));
+  store.fits_append(a, {FitRow{"allreduce", 2e-5, 1e-9, 1e9, 0.01}, FitRow{"broadcast", 1e-5, 2e-9, 5e8, 0.02}});
+  const int64_t b = store.calibration_begin(calibration_make("node02"));
+  store.fits_append(b, {FitRow{"allreduce", 3e-5, 1e-10, 1e10, 0.01}});
+  store.calibration_begin(calibration_make("node01"));  // profile only: no fits
+  const std::optional<AllreduceFit> fit = store.allreduce_fit_latest("node01");
+  ASSERT_TRUE(fit.has_value());
+  EXPECT_EQ(fit->calibration_id, a);
+  EXPECT_EQ(fit->alpha_s, 2e-5);
+  EXPECT_EQ(fit->bandwidth_bytes_per_s, 1e9);
+  EXPECT_EQ(store.allreduce_fit_latest("node02")->calibration_id, b);
+  EXPECT_FALSE(store.allreduce_fit_latest("node03").has_value());
+}
+
 TEST_F(StoreTest, UnknownCalibrationIsAnInputError) {
   Store store = Store::open(db_path());
   CaughtInputError caught = catch_input_error([&] { store.calibration_get(9); });
