@@ -17,6 +17,7 @@
 #include "cluster/topology.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "core/system_info.hpp"
 #include "engine/batch_sampler.hpp"
 #include "engine/clock_sync.hpp"
@@ -429,11 +430,10 @@ TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, 
   const float* model = evaluation_model(w, comm, state, nullptr);
   if (comm.rank() == 0) result.final_params.assign(model, model + w.params.size());
   if (comm.rank() == 0 && !cfg.save_params.empty()) {
-    std::ofstream out(cfg.save_params, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(model), static_cast<std::streamsize>(w.params.size() * sizeof(float)));
-    if (!out)
-      DSGD_THROW(InputError, "pass a writable path to --save-params", "cannot write parameters to '{}'",
-                 cfg.save_params);
+    OutputFile out(cfg.save_params, "parameters", "--save-params");  // checked writes, no partial file
+    out.stream().write(reinterpret_cast<const char*>(model),
+                       static_cast<std::streamsize>(w.params.size() * sizeof(float)));
+    out.commit();
   }
   if (store) {
     store->run_finish(result.run_id, "completed", "");
