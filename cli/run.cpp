@@ -2,6 +2,7 @@
 // re-launches itself through mpiexec when asked for N > 1 workers outside of mpiexec,
 // then trains on every rank and has rank 0 store and print the results. The last line
 // printed is `run_id=<id>`.
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 #include <type_traits>
@@ -34,6 +35,7 @@ namespace {
 struct RunOptions {
   RunConfig flags;  // values given on the command line
   std::string config_file;
+  bool oversubscribe = false;  // a launch option, not part of the run's configuration
   std::vector<std::pair<const RunConfigField*, CLI::Option*>> bound;
 };
 
@@ -96,7 +98,9 @@ void print_warnings(const RunConfig& cfg, const Communicator& comm, const Store&
   }
   const int local = comm.ranks_on_this_host();
   const long cores = sys.cores;
-  if (local * cfg.threads > cores)
+  // Ranks beyond the cores of a local launch were already warned about by the launcher.
+  const bool launcher_warned = std::getenv("DSGD_LAUNCH_ID") && cfg.hostfile.empty() && local > cores;
+  if (local * cfg.threads > cores && !launcher_warned)
     fmt::print(stderr,
                "dsgd-bench: warning: {} ranks x {} BLAS threads on {} cores: ranks exceed cores, timings are not "
                "trustworthy (MPICH busy-polls; expect 5-20 ms per collective)\n",
@@ -206,6 +210,26 @@ int run_simulated(const RunConfig& cfg) {
   }
 }
 
+// After a launch that failed: a run its ranks left `running` (killed by a signal, the OOM
+// killer) is marked `killed` with what ended it; a run rank 0 recorded as interrupted by
+// the launcher's SIGINT names the signal the launcher really got.
+void launch_record_end(const std::string& db, const LaunchOutcome& outcome) {
+  if (outcome.exit_code == 0 && outcome.forwarded_signal == 0) return;
+  try {
+    Store store = Store::open(db, StoreOpenOptions{false, false});
+    const std::string what = launcher_describe_end(outcome);
+    for (int64_t id : store.runs_of_launch(outcome.launch_id, "running")) {
+      store.run_finish(id, "killed", what);
+      fmt::print(stderr, "dsgd-bench: run {} marked 'killed' in {}: {}\n", id, db, what);
+    }
+    if (outcome.forwarded_signal)
+      for (int64_t id : store.runs_of_launch(outcome.launch_id, "interrupted"))
+        store.run_finish(id, "interrupted", what);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "dsgd-bench: warning: could not record how the launch ended in {}: {}\n", db, e.what());
+  }
+}
+
 }  // namespace
 
 void setup_run(CLI::App& app, int argc, char** argv) {
@@ -230,6 +254,8 @@ void setup_run(CLI::App& app, int argc, char** argv) {
     std::visit([&](auto member) { option->default_str(fmt::format("{}", defaults.*member)); }, field.member);
     opts->bound.emplace_back(&field, option);
   }
+  sub->add_flag("--oversubscribe", opts->oversubscribe,
+                "start more than 4 MPI ranks per core on this machine (refused otherwise; above 1 per core warns)");
   sub->footer(
       "Examples:\n"
       "  dsgd-bench run --workers 2 --algo ssgd --epochs 1\n"
@@ -244,9 +270,17 @@ void setup_run(CLI::App& app, int argc, char** argv) {
       return;
     }
     if (!launcher_under_mpiexec()) {
+      // Too many local ranks are refused before anything (the database) is touched.
+      const std::string warning =
+          cfg.workers > 1 && cfg.hostfile.empty()
+              ? launcher_check_local_ranks(static_cast<int>(cfg.workers), system_info_read().cores, opts->oversubscribe)
+              : std::string();
       validate_before_launch(cfg);
       if (cfg.workers > 1) {
-        cli_exit_code() = launcher_run_mpiexec(static_cast<int>(cfg.workers), cfg.hostfile, argc, argv);
+        if (!warning.empty()) fmt::print(stderr, "dsgd-bench: warning: {}\n", warning);
+        const LaunchOutcome outcome = launcher_run_mpiexec(static_cast<int>(cfg.workers), cfg.hostfile, argc, argv);
+        launch_record_end(cfg.db, outcome);
+        cli_exit_code() = outcome.exit_code;
         return;
       }
     } else {
