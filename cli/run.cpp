@@ -123,7 +123,10 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
       if (comm->size() != cfg.workers)
         DSGD_THROW(InputError, "make --workers match mpiexec -n (or run without mpiexec)",
                    "--workers {} but this job has {} MPI ranks", cfg.workers, comm->size());
-      if (root) store = Store::open(cfg.db);
+      // Checked already by the launcher, or by a plain run's validate_before_launch; not
+      // when the user's own mpiexec started the ranks.
+      const bool checked = !launcher_under_mpiexec() || std::getenv("DSGD_LAUNCH_ID") != nullptr;
+      if (root) store = Store::open(cfg.db, StoreOpenOptions{true, !checked});
     } catch (...) {
       local = std::current_exception();
     }
@@ -172,7 +175,7 @@ int run_simulated(const RunConfig& cfg) {
   std::unique_ptr<Communicator> self = communicator_create_self();  // for the error reporter
   std::optional<Store> store;
   try {
-    store = Store::open(cfg.db);
+    store = Store::open(cfg.db, StoreOpenOptions{true, false});  // validate_before_launch checked it
     interrupt_start_watcher(cfg.db);
     const SystemInfo sys = system_info_read();
     if (sys.build_type != "Release" && sys.build_type != "RelWithDebInfo" && !cfg.timing_only)

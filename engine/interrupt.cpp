@@ -50,7 +50,7 @@ void interrupt_start_watcher(const std::string& db_path) {
     const int64_t run_id = trainer_active_run_id();
     if (!db_path.empty() && run_id > 0) {
       try {
-        Store store = Store::open(db_path);
+        Store store = Store::open(db_path, StoreOpenOptions{false, false});  // quick: no checks
         store.run_finish(run_id, "interrupted", "stopped by " + name);
         std::fprintf(stderr, "dsgd-bench: interrupted by %s; run %lld kept as 'interrupted' in %s\n", name.c_str(),
                      static_cast<long long>(run_id), db_path.c_str());

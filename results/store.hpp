@@ -142,8 +142,9 @@ struct ProfileRow {
 struct StoreOpenOptions {
   // Mark `running` runs whose writer process is gone as `killed` (see above).
   bool reap_dead_runs = true;
-  // PRAGMA quick_check before anything is written (writable opens of an existing file):
-  // a corrupt database is refused instead of written to. Cost: docs/reports.md.
+  // PRAGMA quick_check before anything is written (writable opens of an existing file of
+  // at most 512 MiB): a corrupt database is refused instead of written to. Cost:
+  // docs/reports.md; callers that reopen a database just checked pass false.
   bool integrity_check = true;
 };
 

@@ -142,7 +142,15 @@ status=$(sql k.db "select status from runs where id = $run")
 [ "$status" != running ] || fail "run $run stays running after its launcher was killed"
 echo "ok: launcher killed: run $run is $status"
 
-# e. SIGKILL of a lone writer (no launcher to tell): the next command sees its process gone.
+# e. SIGTERM to the launcher: `interrupted`, naming the signal it got (it reaches the
+#    ranks as SIGINT, which rank 0 alone would record as "SIGINT").
+start_long
+kill -TERM "$launcher"
+finish_launcher
+wait_gone "$rank0"
+expect_status "$run" interrupted "stopped by SIGTERM sent to the launcher"
+
+# f. SIGKILL of a lone writer (no launcher to tell): the next command sees its process gone.
 "$BIN" run --dataset "$SMALL" --steps 100000000 --eval-every 200 --batch 32 --db k.db > long.out 2> long.err &
 lone=$!
 for _ in $(seq 1 200); do
