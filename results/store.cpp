@@ -10,8 +10,14 @@
 // transaction per version. Runs finished before summaries existed (schema v1) get their
 // summary computed from their rows right after migrating.
 //
+// Refusals also cover files that are not dsgd-bench databases: an invalid SQLite header,
+// another application_id, tables without a schema version (FileHeader, pragma_int). An
+// existing file gets PRAGMA quick_check before anything is written (StoreOpenOptions).
+// Both opens then look for dead runs (runs_find_dead, results/run_liveness.hpp).
+//
 // Opening read-only (Store::open_readonly, for `runs` / `show`) never writes, not even
-// to migrate: an older schema is read as far as it goes (v2: no injected_s, read as 0,
+// to migrate (it marks dead runs `killed` through a separate short-lived writer when it
+// can, see store.hpp): an older schema is read as far as it goes (v2: no injected_s, read as 0,
 // and no calibrations; v1: also no target and no stored summaries, so summaries read as
 // absent; v0: no runs). A newer schema is refused.
 // Like any read-only sqlite connection to a WAL database, it may leave empty -wal/-shm
@@ -514,8 +520,8 @@ Store Store::open(const std::string& path, const StoreOpenOptions& options) {
   Connection db =
       connection_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
   const int version = version_check_connection(db.get(), path);
-  // quick_check reads the whole file (about 0.16 s for 100k step rows, 11 MB, on a loaded
-  // 2-core machine: docs/reports.md); past integrity_check_max_bytes it would take many
+  // quick_check reads the whole file (0.05-0.24 s for 100k step rows, 11 MB, on this
+  // 2-core machine: docs/reports.md); past integrity_check_max_bytes it would take
   // seconds at every open, so it is left to `sqlite3 DB 'PRAGMA quick_check'`.
   if (existed && options.integrity_check && fs::file_size(path, ec) <= integrity_check_max_bytes)
     integrity_check(db.get(), path);

@@ -68,6 +68,13 @@ echo "ok: control characters in a tag are escaped in runs, show and the CSV repo
 cores=$(nproc)
 expect_error "--oversubscribe" "$BIN" run --workers $((4 * cores + 1)) --dataset "$SMALL" --steps 5 --db over.db
 [ ! -e over.db ] || fail "a refused launch created the database"
+# Above 1 per core: a warning before launching (mpiexec replaced by /bin/true: nothing starts).
+DSGD_MPIEXEC=/bin/true "$BIN" run --workers $((cores + 1)) --dataset "$SMALL" --steps 5 --db over.db 2> err.txt ||
+  { cat err.txt; fail "a launch of cores + 1 ranks was refused"; }
+grep -q "ranks exceed cores" err.txt || { cat err.txt; fail "no warning for more ranks than cores"; }
+DSGD_MPIEXEC=/bin/true "$BIN" run --workers $((4 * cores + 1)) --oversubscribe --dataset "$SMALL" --steps 5 \
+  --db over.db 2> err.txt || { cat err.txt; fail "--oversubscribe did not allow the launch"; }
+echo "ok: more ranks than cores warned, more than 4 per core refused unless --oversubscribe"
 
 # ---- 4. Killed runs -----------------------------------------------------------------------------
 # start_long: a 2-rank run in the background; sets launcher, run (id) and rank0 (its writer pid).
