@@ -78,15 +78,17 @@ echo "ok: more ranks than cores warned, more than 4 per core refused unless --ov
 
 # ---- 4. Killed runs -----------------------------------------------------------------------------
 # start_long: a 2-rank run in the background; sets launcher, run (id) and rank0 (its writer pid).
+starts=0
 start_long() {
+  starts=$((starts + 1))  # own output files: an earlier run's processes may still hold theirs
   "$BIN" run --workers 2 --dataset "$SMALL" --steps 100000000 --eval-every 200 --batch 32 --db k.db \
-    > long.out 2> long.err &
+    > "long$starts.out" 2> "long$starts.err" &
   launcher=$!
-  for _ in $(seq 1 200); do
-    [ "$(grep -c '^eval step' long.out 2> /dev/null || true)" -ge 2 ] && break
+  for _ in $(seq 1 300); do
+    [ "$(grep -ac '^eval step' "long$starts.out" 2> /dev/null || true)" -ge 2 ] && break
     sleep 0.1
   done
-  grep -q '^eval step' long.out || { cat long.out long.err; fail "the long run did not start"; }
+  grep -aq '^eval step' "long$starts.out" || { cat "long$starts.out" "long$starts.err"; fail "the long run did not start"; }
   run=$(sql k.db "select max(id) from runs")
   rank0=$(sql k.db "select pid from runs where id = $run")
 }
@@ -109,7 +111,7 @@ expect_status() {  # RUN STATUS ERROR_PATTERN
   local status error
   status=$(sql k.db "select status from runs where id = $1")
   error=$(sql k.db "select error from runs where id = $1")
-  [ "$status" = "$2" ] || { cat long.err; fail "run $1 is '$status' ($error), expected '$2'"; }
+  [ "$status" = "$2" ] || { cat "long$starts.err"; fail "run $1 is '$status' ($error), expected '$2'"; }
   echo "$error" | grep -Eq -e "$3" || fail "run $1: error '$error' does not match '$3'"
   "$BIN" runs --db k.db | grep -E "^ +$1 " | grep -q "$2" || fail "runs does not show run $1 as $2"
   echo "ok: run $1 is $2: $error"
@@ -142,9 +144,11 @@ expect_status "$run" killed "mpiexec was killed by SIGKILL"
 # d. SIGKILL of the launcher: mpiexec gets SIGINT (its parent-death signal) and rank 0
 #    records the interruption.
 start_long
+mpiexec_pid=$(ps -o pid= --ppid "$launcher" | tr -d ' ' | head -n 1)
 kill -KILL "$launcher"
 wait "$launcher" 2> /dev/null || true
 wait_gone "$rank0"
+wait_gone "$mpiexec_pid"
 status=$(sql k.db "select status from runs where id = $run")
 [ "$status" != running ] || fail "run $run stays running after its launcher was killed"
 echo "ok: launcher killed: run $run is $status"
@@ -158,10 +162,10 @@ wait_gone "$rank0"
 expect_status "$run" interrupted "stopped by SIGTERM sent to the launcher"
 
 # f. SIGKILL of a lone writer (no launcher to tell): the next command sees its process gone.
-"$BIN" run --dataset "$SMALL" --steps 100000000 --eval-every 200 --batch 32 --db k.db > long.out 2> long.err &
+"$BIN" run --dataset "$SMALL" --steps 100000000 --eval-every 200 --batch 32 --db k.db > lone1.out 2>&1 &
 lone=$!
-for _ in $(seq 1 200); do
-  [ "$(grep -c '^eval step' long.out 2> /dev/null || true)" -ge 2 ] && break
+for _ in $(seq 1 300); do
+  [ "$(grep -ac '^eval step' lone1.out 2> /dev/null || true)" -ge 2 ] && break
   sleep 0.1
 done
 run=$(sql k.db "select max(id) from runs")
@@ -171,6 +175,32 @@ wait "$lone" 2> /dev/null || true
 "$BIN" runs --db k.db | grep -E "^ +$run " | grep -q killed || fail "runs does not see the dead run"
 expect_status "$run" killed "process gone"
 "$BIN" runs --db k.db | grep -q ' running ' && fail "a dead run is still listed as running"
+
+# g. The same seen from a directory the reader cannot write: shown as killed, not stored.
+"$BIN" run --dataset "$SMALL" --steps 100000000 --eval-every 200 --batch 32 --db k.db > lone2.out 2>&1 &
+lone=$!
+for _ in $(seq 1 300); do
+  [ "$(grep -ac '^eval step' lone2.out 2> /dev/null || true)" -ge 2 ] && break
+  sleep 0.1
+done
+run=$(sql k.db "select max(id) from runs")
+kill -KILL "$lone"
+wait "$lone" 2> /dev/null || true
+mkdir -p rok
+sqlite3 k.db ".backup rok/k.db"
+chmod 555 rok
+reader=()
+if [ "$(id -u)" = 0 ]; then reader=(setpriv --reuid=65534 --regid=65534 --clear-groups); fi
+if "${reader[@]}" true 2> /dev/null && ! "${reader[@]}" touch rok/probe 2> /dev/null; then
+  "${reader[@]}" "$BIN" runs --db rok/k.db > ro.txt 2> ro.err || { cat ro.err; fail "runs, read-only directory"; }
+  grep -E "^ +$run " ro.txt | grep -q killed || { cat ro.txt ro.err; fail "read-only: dead run not shown as killed"; }
+  "${reader[@]}" "$BIN" show "$run" --db rok/k.db | grep -q "not stored" || fail "read-only: show does not say 'not stored'"
+  [ "$(sql rok/k.db "select status from runs where id = $run")" = running ] || fail "read-only: the file was changed"
+  echo "ok: read-only directory: the dead run is shown as killed and the file left as it is"
+fi
+chmod 755 rok
+"$BIN" runs --db k.db > /dev/null
+expect_status "$run" killed "process gone"
 
 # ---- 5. A database locked past the busy timeout -------------------------------------------------
 before=$(sql t.db "select count(*) || '/' || (select count(*) from steps) from runs")
