@@ -73,10 +73,11 @@ std::string launcher_describe_end(const LaunchOutcome& outcome) {
     return fmt::format("mpiexec was killed by {}{}; its ranks were stopped", signal_name(outcome.mpiexec_signal),
                        outcome.mpiexec_signal == SIGKILL ? " (the OOM killer's signal: see dmesg)" : "");
   // A rank killed by signal N: MPICH's Hydra exits with N itself (Open MPI and shells with
-  // 128 + N). Our ranks exit 0, 1, 2 or 128 + N (interrupt.hpp) and record the run first.
+  // 128 + N). Our ranks exit 0, 1, 2, 3 (diverged) or 128 + N (interrupt.hpp), and record
+  // the run's end before they do, so a run still `running` was not ended by them.
   int sig = 0;
   if (outcome.exit_code > 128 && outcome.exit_code < 128 + 65) sig = outcome.exit_code - 128;
-  if (outcome.exit_code >= 3 && outcome.exit_code < 65) sig = outcome.exit_code;
+  if (outcome.exit_code >= 4 && outcome.exit_code < 65) sig = outcome.exit_code;
   if (sig > 0)
     return fmt::format("a rank was killed by {}{} (mpiexec exit {})", signal_name(sig),
                        sig == SIGKILL ? " (the OOM killer's signal: see dmesg)" : "", outcome.exit_code);

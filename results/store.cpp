@@ -687,7 +687,7 @@ double Store::host_peak_record(const std::string& host, int threads, double gflo
 }
 
 void Store::run_finish(int64_t run_id, const std::string& status, const std::string& error) {
-  // The finished statuses; `diverged` is another part's (a run whose loss became NaN).
+  // The finished statuses (diverged: a non-finite loss or model, docs/metrics.md).
   // Readers (runs, show, report) print any status string they find.
   static const char* const finished[] = {"completed", "failed", "interrupted", "killed", "diverged"};
   if (std::find_if(std::begin(finished), std::end(finished), [&](const char* s) { return status == s; }) ==
