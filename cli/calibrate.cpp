@@ -667,7 +667,7 @@ void setup_calibrate(CLI::App& app, int argc, char** argv) {
     if (!launcher_under_mpiexec()) {
       validate_before_launch(*opts);
       if (opts->workers > 1) {
-        cli_exit_code() = launcher_run_mpiexec(static_cast<int>(opts->workers), opts->hostfile, argc, argv);
+        cli_exit_code() = launcher_run_mpiexec(static_cast<int>(opts->workers), opts->hostfile, argc, argv).exit_code;
         return;
       }
     }

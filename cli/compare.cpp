@@ -12,8 +12,8 @@
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "results/compare_runs.hpp"
-#include "results/report_output.hpp"
 #include "results/report_select.hpp"
 #include "results/store.hpp"
 
@@ -51,9 +51,9 @@ std::vector<RunWithSummary> side_runs(const std::string& db, const std::string& 
   }
 }
 
-void write_file(const std::string& path, const std::string& text) {
+void write_file(const std::string& path, const std::string& text, const char* flag) {
   if (path.empty()) return;
-  ReportOutput output(path);
+  OutputFile output(path, "compare output", flag);
   output.stream() << text;
   output.commit();
 }
@@ -64,18 +64,24 @@ int compare_run(const CompareCliOptions& o) {
   options.alpha = o.alpha;
   options.ignore_machine = o.ignore_machine;
   // Refuse unwritable outputs before reading anything.
-  for (const std::string* path : {&o.markdown, &o.junit, &o.bench_bigger, &o.bench_smaller})
-    if (!path->empty() && *path != "-") ReportOutput check(*path);
+  const std::pair<const std::string*, const char*> outputs[] = {{&o.markdown, "--markdown"},
+                                                                {&o.junit, "--junit"},
+                                                                {&o.bench_bigger, "--benchmark-bigger"},
+                                                                {&o.bench_smaller, "--benchmark-smaller"}};
+  for (const auto& [path, flag] : outputs)
+    if (!path->empty() && *path != "-") OutputFile check(*path, "compare output", flag);
   const std::vector<RunWithSummary> base = side_runs(o.base_db.empty() ? o.db : o.base_db, o.base, "baseline");
   const std::vector<RunWithSummary> cand = side_runs(o.cand_db.empty() ? o.db : o.cand_db, o.cand, "candidate");
   const CompareResult result = compare_runs(base, cand, options);
   const std::string markdown = compare_markdown(result, o.base, o.cand);
   fmt::print("{}", markdown);
   for (const std::string& w : result.warnings) fmt::print(stderr, "dsgd-bench: warning: {}\n", w);
-  write_file(o.markdown, markdown);
-  write_file(o.junit, compare_junit(result));
-  if (!o.bench_bigger.empty()) write_file(o.bench_bigger, compare_benchmark_json(result, true).dump(2) + "\n");
-  if (!o.bench_smaller.empty()) write_file(o.bench_smaller, compare_benchmark_json(result, false).dump(2) + "\n");
+  write_file(o.markdown, markdown, "--markdown");
+  write_file(o.junit, compare_junit(result), "--junit");
+  if (!o.bench_bigger.empty())
+    write_file(o.bench_bigger, compare_benchmark_json(result, true).dump(2) + "\n", "--benchmark-bigger");
+  if (!o.bench_smaller.empty())
+    write_file(o.bench_smaller, compare_benchmark_json(result, false).dump(2) + "\n", "--benchmark-smaller");
   if (result.regressions > 0) {
     std::string names;
     for (const CompareGroup& g : result.groups)

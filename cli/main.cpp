@@ -1,12 +1,14 @@
 // dsgd-bench: entry point. Builds the CLI from one setup_X per subcommand file, runs the
 // chosen one, and turns any escaped exception into one clear message and an exit code
-// (2 for bad input, 1 for failures).
+// (2 for bad input, 1 for failures). Standard output is flushed and closed here with its
+// errors checked, so output lost to a full disk or a closed pipe is an error, not exit 0.
 #include <cstdio>
 
 #include <fmt/core.h>
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "core/system_info.hpp"
 
 namespace dsgd {
@@ -34,10 +36,13 @@ int main(int argc, char** argv) {
   dsgd::setup_compare(app);
   dsgd::setup_suite(app);
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    try {
+      app.parse(argc, argv);
+    } catch (const CLI::ParseError& e) {
+      const int code = app.exit(e);  // --help / --version print here
+      if (code != 0) return 2;
+    }
+    dsgd::stdout_close_checked();
   } catch (const dsgd::InputError& e) {
     fmt::print(stderr, "dsgd-bench: error: {}\n", e.what());
     if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());

@@ -6,8 +6,8 @@
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "results/html_report.hpp"
-#include "results/report_output.hpp"
 #include "results/report_print.hpp"
 #include "results/report_rows.hpp"
 #include "results/report_select.hpp"
@@ -37,7 +37,7 @@ void report_run(const ReportOptions& o) {
     DSGD_THROW(InputError, "pass -o report.html", "--format html needs -o FILE");
   Store store = Store::open_readonly(o.db);
   const std::vector<RunWithSummary> runs = report_select_runs(store, o.selection);
-  ReportOutput output(o.output);  // refuses an unwritable path before the work
+  OutputFile output(o.output, "report");  // refuses an unwritable path before the work
   ReportContext context =
       report_context_make(store.path(), store.user_version(), report_selection_describe(o.selection));
   if (context.build_type != "Release" && context.build_type != "RelWithDebInfo")

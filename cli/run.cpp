@@ -4,6 +4,7 @@
 // printed is `run_id=<id>`.
 #include <fmt/format.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <thread>
 
@@ -31,6 +32,11 @@
 namespace dsgd {
 
 namespace {
+
+// `run`'s options: the RunConfig binding shared with dsgd-tune, plus launch-only ones.
+struct RunCommandOptions : RunOptionBinding {
+  bool oversubscribe = false;  // a launch option, not part of the run's configuration
+};
 
 // Everything checkable before starting workers, cheapest first; the database last so a
 // bad flag never creates a file.
@@ -144,7 +150,9 @@ void print_warnings(const RunConfig& cfg, const Communicator& comm, const Store&
   }
   const int local = comm.ranks_on_this_host();
   const long cores = sys.cores;
-  if (local * cfg.threads > cores)
+  // Ranks beyond the cores of a local launch were already warned about by the launcher.
+  const bool launcher_warned = std::getenv("DSGD_LAUNCH_ID") && cfg.hostfile.empty() && local > cores;
+  if (local * cfg.threads > cores && !launcher_warned)
     fmt::print(stderr,
                "dsgd-bench: warning: {} ranks x {} BLAS threads on {} cores: ranks exceed cores, timings are not "
                "trustworthy (MPICH busy-polls; expect 5-20 ms per collective)\n",
@@ -167,7 +175,10 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
       if (comm->size() != cfg.workers)
         DSGD_THROW(InputError, "make --workers match mpiexec -n (or run without mpiexec)",
                    "--workers {} but this job has {} MPI ranks", cfg.workers, comm->size());
-      if (root) store = Store::open(cfg.db);
+      // Checked already by the launcher, or by a plain run's validate_before_launch; not
+      // when the user's own mpiexec started the ranks.
+      const bool checked = !launcher_under_mpiexec() || std::getenv("DSGD_LAUNCH_ID") != nullptr;
+      if (root) store = Store::open(cfg.db, StoreOpenOptions{true, !checked});
     } catch (...) {
       local = std::current_exception();
     }
@@ -192,7 +203,7 @@ int run_simulated(const RunConfig& cfg) {
   std::unique_ptr<Communicator> self = communicator_create_self();  // for the error reporter
   std::optional<Store> store;
   try {
-    store = Store::open(cfg.db);
+    store = Store::open(cfg.db, StoreOpenOptions{true, false});  // validate_before_launch checked it
     interrupt_start_watcher(cfg.db);
     const SystemInfo sys = system_info_read();
     if (sys.build_type != "Release" && sys.build_type != "RelWithDebInfo" && !cfg.timing_only)
@@ -207,16 +218,38 @@ int run_simulated(const RunConfig& cfg) {
   }
 }
 
+// After a launch that failed: a run its ranks left `running` (killed by a signal, the OOM
+// killer) is marked `killed` with what ended it; a run rank 0 recorded as interrupted by
+// the launcher's SIGINT names the signal the launcher really got.
+void launch_record_end(const std::string& db, const LaunchOutcome& outcome) {
+  if (outcome.exit_code == 0 && outcome.forwarded_signal == 0) return;
+  try {
+    Store store = Store::open(db, StoreOpenOptions{false, false});
+    const std::string what = launcher_describe_end(outcome);
+    for (int64_t id : store.runs_of_launch(outcome.launch_id, "running")) {
+      store.run_finish(id, "killed", what);
+      fmt::print(stderr, "dsgd-bench: run {} marked 'killed' in {}: {}\n", id, db, what);
+    }
+    if (outcome.forwarded_signal)
+      for (int64_t id : store.runs_of_launch(outcome.launch_id, "interrupted"))
+        store.run_finish(id, "interrupted", what);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "dsgd-bench: warning: could not record how the launch ended in {}: {}\n", db, e.what());
+  }
+}
+
 }  // namespace
 
 void setup_run(CLI::App& app, int argc, char** argv) {
-  auto opts = std::make_shared<RunOptionBinding>();
+  auto opts = std::make_shared<RunCommandOptions>();
   CLI::App* sub = app.add_subcommand(
       "run", "Train a workload under an SGD variant on N workers; store timings and convergence in SQLite");
   sub->add_option("--config", opts->config_file,
                   "JSON or TOML file with the same keys as the flags (e.g. \"batch\": 64); flags override it")
       ->check(CLI::ExistingFile);
   run_options_bind(sub, *opts);
+  sub->add_flag("--oversubscribe", opts->oversubscribe,
+                "start more than 4 MPI ranks per core on this machine (refused otherwise; above 1 per core warns)");
   sub->footer(
       "Examples:\n"
       "  dsgd-bench run --workers 2 --algo ssgd --epochs 1\n"
@@ -231,9 +264,17 @@ void setup_run(CLI::App& app, int argc, char** argv) {
       return;
     }
     if (!launcher_under_mpiexec()) {
+      // Too many local ranks are refused before anything (the database) is touched.
+      const std::string warning =
+          cfg.workers > 1 && cfg.hostfile.empty()
+              ? launcher_check_local_ranks(static_cast<int>(cfg.workers), system_info_read().cores, opts->oversubscribe)
+              : std::string();
       validate_before_launch(cfg);
       if (cfg.workers > 1) {
-        cli_exit_code() = launcher_run_mpiexec(static_cast<int>(cfg.workers), cfg.hostfile, argc, argv);
+        if (!warning.empty()) fmt::print(stderr, "dsgd-bench: warning: {}\n", warning);
+        const LaunchOutcome outcome = launcher_run_mpiexec(static_cast<int>(cfg.workers), cfg.hostfile, argc, argv);
+        launch_record_end(cfg.db, outcome);
+        cli_exit_code() = outcome.exit_code;
         return;
       }
     } else {

@@ -1,10 +1,14 @@
-// See run_format.hpp. Units: seconds are shown as ms per step, bytes as MB (1e6).
+// See run_format.hpp. Units: seconds are shown as ms per step, bytes as MB (1e6). Stored
+// text (tag, error, names) is printed with control characters escaped
+// (text_escape_controls), so a tag holding a newline or an ANSI escape cannot break the
+// table or the terminal.
 #include "cli/run_format.hpp"
 
 #include <cmath>
 
 #include <fmt/format.h>
 
+#include "core/output_file.hpp"
 #include "core/run_config.hpp"
 
 namespace dsgd {
@@ -16,10 +20,11 @@ std::string format_config(const RunConfig& cfg, const RunRecord& r) {
     std::visit([&](auto member) { value = fmt::format("{}", cfg.*member); }, f.member);
     if (std::string(f.key) == "steps") value = fmt::format("{}", r.steps);
     if (std::string(f.key) == "warmup") value = fmt::format("{}", r.warmup);
-    out += fmt::format("  {:<13} {}\n", f.key, value);
+    out += fmt::format("  {:<13} {}\n", f.key, text_escape_controls(value));
   }
-  out += fmt::format("  {:<13} {} on {} ({}), {}, {} build, commit {}\n", "context", r.mpi_version, r.host,
-                     r.cpu_model, r.tool_version, r.build_type, r.git_commit);
+  const auto esc = text_escape_controls;
+  out += fmt::format("  {:<13} {} on {} ({}), {}, {} build, commit {}\n", "context", esc(r.mpi_version), esc(r.host),
+                     esc(r.cpu_model), esc(r.tool_version), esc(r.build_type), esc(r.git_commit));
   return out;
 }
 
@@ -45,10 +50,13 @@ std::string format_run_summary(const RunWithSummary& rs) {
   std::string out;
   // H only for the variants that take --period (ssgd's stored default 4 means nothing).
   const std::string period = run_config_uses_period(r.algorithm) ? fmt::format(", H={}", r.period) : "";
+  const auto esc = text_escape_controls;
   out += fmt::format("run {}  {}  {} on {}, {} x {} workers (batch {} per worker{}), {} steps, seed {}\n", r.id,
-                     r.status, r.algorithm, r.workload, r.backend, r.workers, r.batch, period, r.steps, r.seed);
-  out += fmt::format("  dataset {}  tag '{}'  created {}  commit {}\n", r.dataset, r.tag, r.created_at, r.git_commit);
-  if (!r.error.empty()) out += fmt::format("  error: {}\n", r.error);
+                     esc(r.status), esc(r.algorithm), esc(r.workload), esc(r.backend), r.workers, r.batch, period,
+                     r.steps, r.seed);
+  out += fmt::format("  dataset {}  tag '{}'  created {}  commit {}\n", esc(r.dataset), esc(r.tag), esc(r.created_at),
+                     esc(r.git_commit));
+  if (!r.error.empty()) out += fmt::format("  error: {}\n", esc(r.error));
   if (!rs.summary) return out;
   const Summary& s = *rs.summary;
   const double step = s.step_time_s;
@@ -79,11 +87,12 @@ std::string format_run_summary(const RunWithSummary& rs) {
   out += fmt::format("  {:<26} train_loss {}  test_loss {}  test_acc {}\n", "final", opt_num(s.final_train_loss),
                      opt_num(s.final_test_loss), opt_num(s.final_test_acc));
   if (!r.target.empty()) {
+    const std::string target = esc(r.target);
     if (s.time_to_target_s)
-      out += fmt::format("  {:<26} {} reached at {:.3f} s, step {}\n", "target", r.target, *s.time_to_target_s,
+      out += fmt::format("  {:<26} {} reached at {:.3f} s, step {}\n", "target", target, *s.time_to_target_s,
                          s.steps_to_target.value_or(0));
     else
-      out += fmt::format("  {:<26} {} not reached\n", "target", r.target);
+      out += fmt::format("  {:<26} {} not reached\n", "target", target);
   }
   return out;
 }
@@ -92,6 +101,7 @@ std::string format_runs_table(const std::vector<RunWithSummary>& runs) {
   std::string out = fmt::format("{:>5}  {:<20}  {:<11}  {:<9}  {:<9}  {:>7}  {:>7}  {:<11}  {:>12}  {:>9}  {:>8}  {}\n",
                                 "id", "created", "workload", "algorithm", "backend", "workers", "steps", "status",
                                 "samples/s", "step ms", "test_acc", "tag");
+  const auto esc = text_escape_controls;
   for (const auto& rs : runs) {
     const RunRecord& r = rs.run;
     std::string thr = "-", step = "-", acc = "-";
@@ -101,8 +111,8 @@ std::string format_runs_table(const std::vector<RunWithSummary>& runs) {
       acc = opt_num(rs.summary->final_test_acc);
     }
     out += fmt::format("{:>5}  {:<20}  {:<11}  {:<9}  {:<9}  {:>7}  {:>7}  {:<11}  {:>12}  {:>9}  {:>8}  {}\n", r.id,
-                       r.created_at, r.workload, r.algorithm, r.backend, r.workers, r.steps, r.status, thr, step, acc,
-                       r.tag);
+                       esc(r.created_at), esc(r.workload), esc(r.algorithm), esc(r.backend), r.workers, r.steps,
+                       esc(r.status), thr, step, acc, esc(r.tag));
   }
   if (runs.empty()) out += "(no runs yet: try `dsgd-bench run`)\n";
   return out;

@@ -1,17 +1,14 @@
 // `dsgd-bench trace RUN_ID -o FILE [--db PATH] [--steps A:B] [--max-events N]`: writes a
 // stored run's per-rank timeline as Chrome trace-event JSON for Perfetto
 // (ui.perfetto.dev) or chrome://tracing; layout and size bound in results/trace.hpp.
-// The file is written beside its destination and renamed into place, so a failure never
-// leaves half a trace; `-o -` writes to stdout.
-#include <cstdio>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
+// The file is written beside its destination and renamed into place (core/output_file.hpp),
+// so a failure (a full disk) never leaves half a trace; `-o -` writes to stdout.
 
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "results/store.hpp"
 #include "results/trace.hpp"
 
@@ -44,39 +41,19 @@ void trace_run(const TraceCliOptions& o) {
   const Store store = Store::open_readonly(o.db);
   store.run_get(o.run_id);  // an unknown run is refused before any file is created
 
-  if (o.output == "-") {
-    const TraceStats stats = trace_write_run(store, o.run_id, options, std::cout);
+  const std::string path = o.output.empty() ? fmt::format("run-{}.trace.json", o.run_id) : o.output;
+  OutputFile out(path, "trace");  // refuses an unwritable path before the work
+  TraceStats stats;
+  try {
+    stats = trace_write_run(store, o.run_id, options, out.stream());
+  } catch (const Error&) {
+    out.throw_if_failed();  // the system's reason (a full disk) rather than the writer's
+    throw;
+  }
+  out.commit();
+  if (path == "-") {
     fmt::print(stderr, "{}\n", stats_line(stats, "stdout"));
     return;
-  }
-  const std::string path = o.output.empty() ? fmt::format("run-{}.trace.json", o.run_id) : o.output;
-  namespace fs = std::filesystem;
-  const fs::path parent = fs::absolute(path).parent_path();
-  if (!fs::is_directory(parent)) {
-    DSGD_THROW(InputError, "create the directory first or pass another -o",
-               "-o '{}': directory '{}' does not exist", path, parent.string());
-  }
-  const std::string partial = path + ".partial";
-  TraceStats stats;
-  {
-    std::ofstream out(partial, std::ios::binary | std::ios::trunc);
-    if (!out) {
-      DSGD_THROW(InputError, "pass a writable path to -o", "cannot write the trace to '{}'", partial);
-    }
-    try {
-      stats = trace_write_run(store, o.run_id, options, out);
-    } catch (...) {
-      out.close();
-      std::error_code ec;
-      fs::remove(partial, ec);
-      throw;
-    }
-  }
-  std::error_code ec;
-  fs::rename(partial, path, ec);
-  if (ec) {
-    fs::remove(partial, ec);
-    DSGD_THROW(Error, "pass another -o", "cannot move the trace into place at '{}': {}", path, ec.message());
   }
   fmt::print("{}\n", stats_line(stats, path));
   fmt::print("open it in https://ui.perfetto.dev (offline: chrome://tracing)\n");

@@ -9,11 +9,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/signal_name.hpp"
 
 namespace dsgd {
 
@@ -37,20 +39,52 @@ std::string launcher_mpiexec_path() {
 namespace {
 
 volatile sig_atomic_t g_child_pid = 0;
-volatile sig_atomic_t g_forwarded = 0;
+volatile sig_atomic_t g_forwarded = 0;  // the first signal forwarded (0: none)
 
 // The launcher's own signal handler: forward the first SIGINT/SIGTERM/SIGHUP to mpiexec
 // as one Ctrl-C (Hydra then forwards SIGINT to every rank; rank 0 marks the run
 // interrupted); a second signal kills mpiexec.
-void forward_signal(int) {
+void forward_signal(int sig) {
   if (g_child_pid <= 0) return;
   kill(static_cast<pid_t>(g_child_pid), g_forwarded ? SIGKILL : SIGINT);
-  g_forwarded = 1;
+  if (!g_forwarded) g_forwarded = sig;
 }
 
 }  // namespace
 
-int launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, char** argv) {
+std::string launcher_check_local_ranks(int workers, int cores, bool oversubscribe) {
+  if (cores <= 0 || workers <= cores) return {};
+  if (workers > 4 * cores && !oversubscribe)
+    DSGD_THROW(InputError,
+               "pass --oversubscribe to start them anyway, use fewer --workers, --backend sim for many workers, "
+               "or --hostfile to spread them over machines",
+               "--workers {} would start {} MPI ranks on the {} cores of this machine (more than 4 per core: MPICH "
+               "busy-polls, so they would crawl and be slow to stop)",
+               workers, workers, cores);
+  return fmt::format("{} MPI ranks on {} cores: ranks exceed cores, timings are not trustworthy (MPICH busy-polls)",
+                     workers, cores);
+}
+
+std::string launcher_describe_end(const LaunchOutcome& outcome) {
+  if (outcome.forwarded_signal)
+    return fmt::format("stopped by {} sent to the launcher (forwarded to the ranks as SIGINT)",
+                       signal_name(outcome.forwarded_signal));
+  if (outcome.mpiexec_signal)
+    return fmt::format("mpiexec was killed by {}{}; its ranks were stopped", signal_name(outcome.mpiexec_signal),
+                       outcome.mpiexec_signal == SIGKILL ? " (the OOM killer's signal: see dmesg)" : "");
+  // A rank killed by signal N: MPICH's Hydra exits with N itself (Open MPI and shells with
+  // 128 + N). Our ranks exit 0, 1, 2, 3 (diverged) or 128 + N (interrupt.hpp), and record
+  // the run's end before they do, so a run still `running` was not ended by them.
+  int sig = 0;
+  if (outcome.exit_code > 128 && outcome.exit_code < 128 + 65) sig = outcome.exit_code - 128;
+  if (outcome.exit_code >= 4 && outcome.exit_code < 65) sig = outcome.exit_code;
+  if (sig > 0)
+    return fmt::format("a rank was killed by {}{} (mpiexec exit {})", signal_name(sig),
+                       sig == SIGKILL ? " (the OOM killer's signal: see dmesg)" : "", outcome.exit_code);
+  return fmt::format("the ranks ended without recording the run's end (mpiexec exit {})", outcome.exit_code);
+}
+
+LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, char** argv) {
   char self[4096] = {0};
   ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
   if (len <= 0) DSGD_THROW(Error, "", "cannot resolve the path of this program: {}", std::strerror(errno));
@@ -69,6 +103,14 @@ int launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, cha
   for (auto& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);
 
+  // Every run this launch starts records this id (Store::run_begin), so the launcher can
+  // find its run after the ranks died without a word.
+  LaunchOutcome outcome;
+  outcome.launch_id = fmt::format(
+      "{}-{}", getpid(),
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch())
+          .count());
+
   fflush(stdout);
   fflush(stderr);
   int ready[2];
@@ -81,6 +123,7 @@ int launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, cha
     setpgid(0, 0);
     prctl(PR_SET_PDEATHSIG, SIGINT);
     setenv("DSGD_LAUNCHED", "1", 1);
+    setenv("DSGD_LAUNCH_ID", outcome.launch_id.c_str(), 1);
     // Idle BLAS/OpenMP threads sleep instead of spinning (read when the libraries load, so
     // only settable here): with --threads > 1 a spinning OpenMP pool (oneDNN, layer loops)
     // and OpenBLAS's own pool steal each other's cores (docs/workloads.md). A value the user
@@ -112,12 +155,22 @@ int launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, cha
   if (exec_failed)
     DSGD_THROW(Error, "install MPICH (apt-get install mpich) or set DSGD_MPIEXEC to your mpiexec",
                "cannot execute '{}': {}", mpiexec, std::strerror(exec_errno));
+  outcome.forwarded_signal = g_forwarded;
+  if (WIFSIGNALED(status)) {
+    // mpiexec itself was killed (SIGKILL: nothing forwarded). Its proxies and ranks are in
+    // its process group and may live on, orphaned, busy-polling: stop them.
+    outcome.mpiexec_signal = WTERMSIG(status);
+    kill(-pid, SIGKILL);
+    outcome.exit_code = 128 + WTERMSIG(status);
+  } else if (WIFEXITED(status)) {
+    outcome.exit_code = WEXITSTATUS(status);
+  } else {
+    outcome.exit_code = 1;
+  }
   // Hydra sometimes exits 0 after forwarding a Ctrl-C (a race in its cleanup); the run
   // was interrupted all the same, so say so.
-  if (g_forwarded && WIFEXITED(status) && WEXITSTATUS(status) == 0) return 128 + SIGINT;
-  if (WIFEXITED(status)) return WEXITSTATUS(status);
-  if (WIFSIGNALED(status)) return 128 + WTERMSIG(status);
-  return 1;
+  if (g_forwarded && outcome.exit_code == 0) outcome.exit_code = 128 + SIGINT;
+  return outcome;
 }
 
 }  // namespace dsgd

@@ -13,11 +13,28 @@ bool launcher_under_mpiexec();
 // The mpiexec program to use: $DSGD_MPIEXEC, else the one found at build time, else "mpiexec".
 std::string launcher_mpiexec_path();
 
+// How a launch ended, for the record of its run (cli/run.cpp marks a run the ranks left
+// `running` as `killed`, and names the signal the launcher forwarded).
+struct LaunchOutcome {
+  int exit_code = 0;         // mpiexec's exit code; 128 + signal when it was killed
+  int mpiexec_signal = 0;    // the signal that killed mpiexec itself (0: it exited)
+  int forwarded_signal = 0;  // the first SIGINT/SIGTERM/SIGHUP the launcher got and forwarded (0: none)
+  std::string launch_id;     // $DSGD_LAUNCH_ID given to the ranks (stored with the run)
+};
+
 // Runs mpiexec with the same command line on `workers` ranks and waits for it, staying
 // as a supervisor that forwards SIGINT/SIGTERM/SIGHUP to mpiexec as one Ctrl-C (Hydra
 // itself dies on SIGTERM without telling the ranks, which would leave the run marked
-// `running`). Returns mpiexec's exit code (128 + signal when it was killed). Throws
-// Error when mpiexec cannot be executed.
-int launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, char** argv);
+// `running`). When mpiexec is killed, its orphaned proxies and ranks (its process group)
+// are killed too. Throws Error when mpiexec cannot be executed.
+LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, char** argv);
+
+// What ended a launch that left its run unfinished, for the run's error column:
+// "a rank was killed by SIGKILL (...)", "stopped by SIGTERM sent to the launcher ...".
+std::string launcher_describe_end(const LaunchOutcome& outcome);
+
+// A local launch of more ranks than cores: throws InputError above 4 ranks per core unless
+// oversubscribe; returns a warning (empty when ranks fit the cores).
+std::string launcher_check_local_ranks(int workers, int cores, bool oversubscribe);
 
 }  // namespace dsgd

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <thread>
 
+#include "core/signal_name.hpp"
 #include "engine/trainer.hpp"
 #include "results/store.hpp"
 
@@ -43,15 +44,18 @@ void interrupt_start_watcher(const std::string& db_path) {
     while (read(g_pipe[0], &byte, 1) != 1) {
     }
     const int sig = byte;
+    // Which signal, by name ("SIGTERM (Terminated)"); under the launcher every signal
+    // arrives as SIGINT, and the launcher corrects the record (cli/run.cpp).
+    const std::string name = signal_name(sig) + " (" + strsignal(sig) + ")";
     const int64_t run_id = trainer_active_run_id();
     if (!db_path.empty() && run_id > 0) {
       try {
-        Store store = Store::open(db_path);
-        store.run_finish(run_id, "interrupted", std::string("stopped by signal ") + strsignal(sig));
-        std::fprintf(stderr, "dsgd-bench: interrupted by %s; run %lld kept as 'interrupted' in %s\n", strsignal(sig),
+        Store store = Store::open(db_path, StoreOpenOptions{false, false});  // quick: no checks
+        store.run_finish(run_id, "interrupted", "stopped by " + name);
+        std::fprintf(stderr, "dsgd-bench: interrupted by %s; run %lld kept as 'interrupted' in %s\n", name.c_str(),
                      static_cast<long long>(run_id), db_path.c_str());
       } catch (const std::exception& e) {
-        std::fprintf(stderr, "dsgd-bench: interrupted by %s; could not mark run %lld: %s\n", strsignal(sig),
+        std::fprintf(stderr, "dsgd-bench: interrupted by %s; could not mark run %lld: %s\n", name.c_str(),
                      static_cast<long long>(run_id), e.what());
       }
     }

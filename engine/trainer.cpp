@@ -17,6 +17,7 @@
 #include "cluster/topology.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "core/system_info.hpp"
 #include "engine/batch_sampler.hpp"
 #include "engine/clock_sync.hpp"
@@ -449,12 +450,10 @@ class Trainer {
     const float* model = evaluation_model(w_, comm_, *state_, nullptr);
     if (comm_.rank() == 0) result_.final_params.assign(model, model + w_.params.size());
     if (comm_.rank() == 0 && !cfg_.save_params.empty()) {
-      std::ofstream out(cfg_.save_params, std::ios::binary);
-      out.write(reinterpret_cast<const char*>(model), static_cast<std::streamsize>(w_.params.size() * sizeof(float)));
-      out.close();
-      if (!out)
-        DSGD_THROW(InputError, "pass a writable path to --save-params", "cannot write parameters to '{}'",
-                   cfg_.save_params);
+      OutputFile out(cfg_.save_params, "parameters", "--save-params");  // checked writes, no partial file
+      out.stream().write(reinterpret_cast<const char*>(model),
+                         static_cast<std::streamsize>(w_.params.size() * sizeof(float)));
+      out.commit();
     }
     if (store_) {
       store_->run_finish(result_.run_id, result_.status, result_.error);

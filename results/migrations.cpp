@@ -13,6 +13,9 @@
 //   without staleness and on rows written before v6; the store reads NULL as empty.
 // - summaries.model_gflops / peak_gflops / mfu (v7) are NULL when the run's config has no
 //   "flops-per-sample" and "peak-gflops-per-worker" (before v7; timing-only sim runs).
+// - runs.pid / pid_start / pid_scope / heartbeat_at / launch_id (v8) identify the process
+//   writing a `running` run (results/run_liveness.hpp) and its last flush; NULL on rows
+//   written before v8 (such a run's liveness cannot be checked).
 // - calibrations.id is AUTOINCREMENT for the same reason as runs.id; the tuner and the
 //   sim backend refer to a calibration by id (or take the host's latest).
 #include "results/migrations.hpp"
@@ -217,12 +220,28 @@ CREATE TABLE host_peaks (
 ) WITHOUT ROWID;
 )sql";
 
-// tuner: dsgd-tune sessions and their trials (tuner/tune_store.hpp, docs/tuner.md). A session
+// v7 -> v8: the writer of a run (rank 0's process: pid, its start time in clock ticks since
+// boot, "<boot id>/<pid namespace>"), its last sign of life (updated at every flush) and the
+// `dsgd-bench run --workers N` launch that started it, so a run whose processes were killed
+// (SIGKILL, the OOM killer) is recognised as `killed` instead of `running` forever. The
+// database is stamped with application_id 'DSGD', so a file of another program (or random
+// bytes after a SQLite header) is told apart from one written by a newer dsgd-bench.
+constexpr const char* migration_v8 = R"sql(
+ALTER TABLE runs ADD COLUMN pid INTEGER;
+ALTER TABLE runs ADD COLUMN pid_start INTEGER;
+ALTER TABLE runs ADD COLUMN pid_scope TEXT;
+ALTER TABLE runs ADD COLUMN heartbeat_at TEXT;
+ALTER TABLE runs ADD COLUMN launch_id TEXT;
+CREATE INDEX runs_by_status ON runs(status);
+PRAGMA application_id = 1146308420;
+)sql";
+
+// v8 -> v9: dsgd-tune sessions and their trials (tuner/tune_store.hpp, docs/tuner.md). A session
 // keeps its effective options (spec_json: the base configuration, the search space, the
 // budget) so `--resume` replays it; a trial is one run of one configuration at one budget
 // and seed, unique per (session, trial_key), linked to its stored run. REAL columns are NULL
 // where they do not apply (a failed trial has no step time).
-constexpr const char* migration_tuner = R"sql(
+constexpr const char* migration_v9 = R"sql(
 CREATE TABLE tune_sessions (
   id           INTEGER PRIMARY KEY AUTOINCREMENT,
   created_at   TEXT NOT NULL,
@@ -280,7 +299,8 @@ const std::vector<const char*>& migrations_all() {
       migration_v5,
       migration_v6,
       migration_v7,
-      migration_tuner,
+      migration_v8,
+      migration_v9,
   };
   return table;
 }

@@ -10,6 +10,10 @@ struct sqlite3;
 
 namespace dsgd {
 
+// application_id stamped by migration v8 ('DSGD'): a database of another program, or a
+// corrupt header, is told apart from one written by a newer dsgd-bench.
+constexpr int migrations_application_id = 0x44534744;
+
 // The migration scripts in order; migrations_all().size() is the newest schema version.
 const std::vector<const char*>& migrations_all();
 

@@ -1,6 +1,10 @@
 // CSV and JSON printers of report tables (see report_print.hpp).
 #include "results/report_print.hpp"
 
+#include <algorithm>
+
+#include "core/output_file.hpp"
+
 namespace dsgd {
 
 namespace {
@@ -16,7 +20,28 @@ const char* type_name(ReportType type) {
 
 }  // namespace
 
-std::string report_csv_field(const std::string& text) {
+std::string report_csv_field(const std::string& raw) {
+  // Other control characters (an ANSI escape in a tag) are made visible; CR, LF and tab
+  // are data that RFC 4180 quoting carries.
+  bool controls = false;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if ((c < 0x20 && c != '\n' && c != '\r' && c != '\t') || c == 0x7f ||
+        (c == 0xc2 && i + 1 < raw.size() && static_cast<unsigned char>(raw[i + 1]) >= 0x80 &&
+         static_cast<unsigned char>(raw[i + 1]) <= 0x9f))
+      controls = true;
+  }
+  std::string text;
+  if (controls) {
+    for (size_t start = 0; start <= raw.size();) {  // escape between the kept CR/LF/tab
+      const size_t end = std::min(raw.find_first_of("\r\n\t", start), raw.size());
+      text += text_escape_controls(std::string_view(raw).substr(start, end - start));
+      if (end < raw.size()) text += raw[end];
+      start = end + 1;
+    }
+  } else {
+    text = raw;
+  }
   if (text.find_first_of(",\"\r\n") == std::string::npos) return text;
   std::string out;
   out.reserve(text.size() + 2);

@@ -2,7 +2,9 @@
 // All print the same ReportTable rows (results/report_rows.hpp).
 // CSV (RFC 4180): a header row of column names, one line per row, "\n" line ends;
 // fields containing a comma, a double quote, CR or LF are quoted with quotes doubled;
-// null is an empty field; reals in their shortest round-trip form. CSV carries no context
+// null is an empty field; reals in their shortest round-trip form; other control characters
+// (ESC, DEL, C1) are written escaped as \xHH / \u00HH (core/output_file.hpp), so a
+// tag cannot drive the terminal that shows the CSV. CSV carries no context
 // header (it would break CSV readers); the JSON form has it.
 // JSON: {"context": {...}, "table": NAME, "columns": [{"name", "unit", "type"}...],
 //        "rows": [{column: value}...]}, written row by row (no whole-document tree, so a

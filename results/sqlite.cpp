@@ -27,6 +27,14 @@ std::string sql_excerpt(std::string_view sql) {
 [[noreturn]] void sql_throw_message(sqlite3* db, int rc, std::string_view message,
                                     std::string_view sql) {
   std::string path = db ? sql_db_path(db) : std::string();
+  if ((rc & 0xff) == SQLITE_BUSY) {
+    // The busy timeout ran out: say who is in the way rather than "database is locked".
+    DSGD_THROW(Error,
+               "another process kept the database's write lock past the busy timeout (a sqlite3 shell with an "
+               "open transaction, or another writer): finish it and retry; nothing was written by this statement",
+               "database '{}' is locked: {} (code {}) in: {}", path.empty() ? ":memory:" : path, message, rc,
+               sql_excerpt(sql));
+  }
   DSGD_THROW(Error, "", "sqlite error on '{}': {} (code {}) in: {}",
              path.empty() ? ":memory:" : path, message, rc, sql_excerpt(sql));
 }

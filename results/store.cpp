@@ -10,8 +10,14 @@
 // transaction per version. Runs finished before summaries existed (schema v1) get their
 // summary computed from their rows right after migrating.
 //
+// Refusals also cover files that are not dsgd-bench databases: an invalid SQLite header,
+// another application_id, tables without a schema version (FileHeader, pragma_int). An
+// existing file gets PRAGMA quick_check before anything is written (StoreOpenOptions).
+// Both opens then look for dead runs (runs_find_dead, results/run_liveness.hpp).
+//
 // Opening read-only (Store::open_readonly, for `runs` / `show`) never writes, not even
-// to migrate: an older schema is read as far as it goes (v2: no injected_s, read as 0,
+// to migrate (it marks dead runs `killed` through a separate short-lived writer when it
+// can, see store.hpp): an older schema is read as far as it goes (v2: no injected_s, read as 0,
 // and no calibrations; v1: also no target and no stored summaries, so summaries read as
 // absent; v0: no runs). A newer schema is refused.
 // Like any read-only sqlite connection to a WAL database, it may leave empty -wal/-shm
@@ -29,8 +35,12 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
+#include <cerrno>
 #include <charconv>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -40,6 +50,7 @@
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
 #include "results/migrations.hpp"
+#include "results/run_liveness.hpp"
 #include "results/sqlite.hpp"
 #include "results/target.hpp"
 
@@ -50,6 +61,7 @@ namespace {
 namespace fs = std::filesystem;
 
 constexpr int busy_timeout_ms = 5000;
+constexpr uintmax_t integrity_check_max_bytes = uintmax_t{512} << 20;
 constexpr const char* db_hint = "pass another --db";
 
 struct ConnectionClose {
@@ -81,7 +93,21 @@ int user_version_read(sqlite3* db) {
 // InputError when the file is not a SQLite database; an empty file is an empty database.
 // The header can lag behind a -wal file a writer has not checkpointed yet, so callers
 // check the version again through their connection before writing.
-int header_user_version(const std::string& path) {
+struct FileHeader {
+  int user_version = 0;
+  uint32_t application_id = 0;
+};
+
+uint32_t be32(const std::array<unsigned char, 100>& h, size_t at) {
+  return (uint32_t{h[at]} << 24) | (uint32_t{h[at + 1]} << 16) | (uint32_t{h[at + 2]} << 8) | uint32_t{h[at + 3]};
+}
+
+[[noreturn]] void throw_not_ours(const std::string& path, const std::string& why) {
+  DSGD_THROW(InputError, fmt::format("{} (the file was left untouched)", db_hint),
+             "cannot open database '{}': it is not a dsgd-bench database or it is corrupt ({})", path, why);
+}
+
+FileHeader header_read(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     DSGD_THROW(InputError, db_hint, "cannot open database '{}': the file cannot be read", path);
@@ -89,17 +115,34 @@ int header_user_version(const std::string& path) {
   std::array<unsigned char, 100> header{};
   in.read(reinterpret_cast<char*>(header.data()), header.size());
   const auto got = static_cast<size_t>(in.gcount());
-  if (got == 0) return 0;
+  if (got == 0) return {};
   static constexpr char magic[] = "SQLite format 3";  // 16 bytes with its NUL
   if (got < header.size() || std::memcmp(header.data(), magic, sizeof magic) != 0) {
     DSGD_THROW(InputError, fmt::format("{} (the file was left untouched)", db_hint),
                "cannot open database '{}': the file is not a SQLite database", path);
   }
-  return static_cast<int>((uint32_t{header[60]} << 24) | (uint32_t{header[61]} << 16) |
-                          (uint32_t{header[62]} << 8) | uint32_t{header[63]});
+  // The fields SQLite itself fixes (https://www.sqlite.org/fileformat.html): page size a
+  // power of two in 512..65536 (1 = 65536), format versions 1 or 2, payload fractions
+  // 64/32/32. Random bytes after the magic fail these.
+  const uint32_t page = (uint32_t{header[16]} << 8) | header[17];
+  const bool page_ok = page == 1 || (page >= 512 && page <= 32768 && (page & (page - 1)) == 0);
+  if (!page_ok || header[18] < 1 || header[18] > 2 || header[19] < 1 || header[19] > 2 || header[21] != 64 ||
+      header[22] != 32 || header[23] != 32)
+    throw_not_ours(path, "its SQLite header is invalid");
+  FileHeader result;
+  result.user_version = static_cast<int>(be32(header, 60));
+  result.application_id = be32(header, 68);
+  return result;
 }
 
-void version_check_not_newer(const std::string& path, int version) {
+// A newer dsgd-bench stamps application_id (schema v8 on); a version beyond this build's
+// without it, or another application_id, is not ours.
+void version_check_not_newer(const std::string& path, int version, uint32_t application_id) {
+  const auto ours = static_cast<uint32_t>(migrations_application_id);
+  if (application_id != 0 && application_id != ours)
+    throw_not_ours(path, fmt::format("application_id {:#x} is another program's", application_id));
+  if (version > Store::schema_version() && application_id != ours)
+    throw_not_ours(path, fmt::format("schema version {} is no dsgd-bench version", version));
   if (version > Store::schema_version()) {
     DSGD_THROW(InputError, "upgrade dsgd-bench or use another --db",
                "cannot open database '{}': it was written by a newer dsgd-bench (schema v{}; "
@@ -108,15 +151,67 @@ void version_check_not_newer(const std::string& path, int version) {
   }
 }
 
+// One integer PRAGMA through the raw API, so that "file is not a database" / "corrupt"
+// become the refusal they are (InputError) rather than an internal sqlite error.
+int64_t pragma_int(sqlite3* db, const std::string& path, const char* pragma) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, pragma, -1, &stmt, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
+  const int64_t value = rc == SQLITE_ROW ? sqlite3_column_int64(stmt, 0) : 0;
+  const int code = rc == SQLITE_ROW || rc == SQLITE_DONE ? SQLITE_OK : sqlite3_extended_errcode(db);
+  sqlite3_finalize(stmt);
+  if ((code & 0xff) == SQLITE_NOTADB || (code & 0xff) == SQLITE_CORRUPT) throw_not_ours(path, sqlite3_errstr(code));
+  if (code != SQLITE_OK) sql_throw(db, code, pragma);
+  return value;
+}
+
 // The definitive check, through the connection, before anything is written. A refused
 // connection is told not to checkpoint on close, so the main file stays as it was.
 int version_check_connection(sqlite3* db, const std::string& path) {
-  const int version = user_version_read(db);
-  if (version > Store::schema_version()) {
+  const int version = static_cast<int>(pragma_int(db, path, "PRAGMA user_version"));
+  const auto application_id = static_cast<uint32_t>(pragma_int(db, path, "PRAGMA application_id"));
+  try {
+    version_check_not_newer(path, version, application_id);
+  } catch (...) {
     sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-    version_check_not_newer(path, version);
+    throw;
+  }
+  if (version == 0) {
+    SqlStatement tables(db, "SELECT count(*) FROM sqlite_master WHERE name NOT LIKE 'sqlite_%'");
+    if (tables.step() && tables.column_int64(0) > 0) {
+      sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+      throw_not_ours(path, "it has tables but no dsgd-bench schema version");
+    }
   }
   return version;
+}
+
+// PRAGMA quick_check: refuses to write to a database with corrupt pages. Raw API: on a
+// badly damaged file the check itself fails with SQLITE_CORRUPT, which is the same answer.
+void integrity_check(sqlite3* db, const std::string& path) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, "PRAGMA quick_check(5)", -1, &stmt, nullptr);
+  std::string problems;
+  while (rc == SQLITE_OK || rc == SQLITE_ROW) {
+    rc = sqlite3_step(stmt);
+    if (rc != SQLITE_ROW) break;
+    const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+    const std::string line = text ? text : "";
+    if (line != "ok") problems += (problems.empty() ? "" : "; ") + line;
+    std::replace(problems.begin(), problems.end(), '\n', ' ');
+  }
+  const int code = sqlite3_extended_errcode(db);
+  sqlite3_finalize(stmt);
+  if (rc != SQLITE_DONE) {
+    if ((code & 0xff) != SQLITE_CORRUPT && (code & 0xff) != SQLITE_NOTADB) sql_throw(db, code, "PRAGMA quick_check");
+    problems += (problems.empty() ? "" : "; ") + std::string(sqlite3_errstr(code));
+  }
+  if (problems.empty()) return;
+  DSGD_THROW(Error,
+             fmt::format("nothing was written; recover what is readable with `sqlite3 {} .recover | sqlite3 "
+                         "recovered.db`, or pass another --db",
+                         path),
+             "database '{}' is corrupt (PRAGMA quick_check: {})", path, problems);
 }
 
 void file_check_regular(const std::string& path) {
@@ -162,8 +257,11 @@ constexpr const char* run_columns =
     "runs.id, runs.created_at, runs.status, runs.workload, runs.dataset, runs.algorithm, "
     "runs.backend, runs.workers, runs.batch, runs.period, runs.steps, runs.warmup, runs.seed, "
     "runs.tag, runs.config_json, {}, runs.tool_version, runs.git_commit, runs.host, "
-    "runs.cpu_model, runs.mpi_version, runs.build_type, runs.error, runs.finished_at";
-constexpr int run_column_count = 24;
+    "runs.cpu_model, runs.mpi_version, runs.build_type, runs.error, runs.finished_at, {}";
+constexpr int run_column_count = 27;
+// The v8 columns of runs_columns' second {}.
+constexpr const char* run_columns_v8 = "runs.pid, runs.heartbeat_at, runs.launch_id";
+constexpr const char* run_columns_before_v8 = "NULL, NULL, NULL";
 
 // {injected} is replaced by summaries.injected_s, or NULL before v3; {staleness} by the two
 // staleness columns, or NULL, NULL before v6.
@@ -213,6 +311,9 @@ RunRecord run_read(const SqlStatement& stmt) {
   run.build_type = stmt.column_text(c++);
   run.error = stmt.column_text(c++);
   run.finished_at = stmt.column_text(c++);
+  run.pid = stmt.column_int64(c++);
+  run.heartbeat_at = stmt.column_text(c++);
+  run.launch_id = stmt.column_text(c++);
   return run;
 }
 
@@ -251,17 +352,17 @@ std::optional<Summary> summary_read(const SqlStatement& stmt, int first) {
 // (WHERE / ORDER BY / LIMIT on runs.*).
 std::string run_select_sql(int version, const char* rest) {
   if (version >= 2) {
-    return fmt::format("SELECT {}, {} FROM runs LEFT JOIN summaries ON summaries.run_id = runs.id {}",
-                       fmt::format(fmt::runtime(run_columns), "runs.target"),
-                       fmt::format(fmt::runtime(summary_columns),
-                                   fmt::arg("injected", version >= 3 ? "summaries.injected_s" : "NULL"),
-                                   fmt::arg("staleness", version >= 6 ? "summaries.staleness_mean, summaries.staleness_max"
-                                                                      : "NULL, NULL"),
-                                   fmt::arg("mfu", version >= 7 ? "summaries.model_gflops, summaries.peak_gflops, summaries.mfu"
-                                                                : "NULL, NULL, NULL")),
-                       rest);
+    return fmt::format(
+        "SELECT {}, {} FROM runs LEFT JOIN summaries ON summaries.run_id = runs.id {}",
+        fmt::format(fmt::runtime(run_columns), "runs.target", version >= 8 ? run_columns_v8 : run_columns_before_v8),
+        fmt::format(
+            fmt::runtime(summary_columns), fmt::arg("injected", version >= 3 ? "summaries.injected_s" : "NULL"),
+            fmt::arg("staleness", version >= 6 ? "summaries.staleness_mean, summaries.staleness_max" : "NULL, NULL"),
+            fmt::arg("mfu", version >= 7 ? "summaries.model_gflops, summaries.peak_gflops, summaries.mfu"
+                                         : "NULL, NULL, NULL")),
+        rest);
   }
-  return fmt::format("SELECT {} FROM runs {}", fmt::format(fmt::runtime(run_columns), "NULL"),
+  return fmt::format("SELECT {} FROM runs {}", fmt::format(fmt::runtime(run_columns), "NULL", run_columns_before_v8),
                      rest);
 }
 
@@ -350,6 +451,37 @@ void summary_write(sqlite3* db, int64_t run_id, const Summary& s) {
   stmt.run();
 }
 
+// Whether the connection can read the schema at all (a WAL database in a directory where
+// the -shm index cannot be created fails here with SQLITE_READONLY / SQLITE_CANTOPEN).
+bool schema_readable(sqlite3* db) {
+  sqlite3_stmt* stmt = nullptr;
+  int rc = sqlite3_prepare_v2(db, "SELECT count(*) FROM sqlite_master", -1, &stmt, nullptr);
+  if (rc == SQLITE_OK) rc = sqlite3_step(stmt);
+  sqlite3_finalize(stmt);
+  const int primary = rc & 0xff;
+  return !(primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN);
+}
+
+// file: URI of path with immutable=1 (https://www.sqlite.org/uri.html): '%', '?', '#'
+// and non-ASCII bytes percent-encoded.
+std::string sqlite_uri_immutable(const std::string& path) {
+  std::string uri = "file:";
+  for (unsigned char c : fs::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x21 || c > 0x7e)
+      uri += fmt::format("%{:02X}", c);
+    else
+      uri += static_cast<char>(c);
+  }
+  return uri + "?immutable=1";
+}
+
+// The run's last sign of life: every flush of the writer.
+void heartbeat_write(sqlite3* db, int64_t run_id) {
+  SqlStatement stmt(db, "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND status = 'running'");
+  stmt.bind_all(system_time_iso8601(), run_id);
+  stmt.run();
+}
+
 // After migrating to v2: runs that finished under v1 have no summary; compute it.
 void summaries_backfill(sqlite3* db) {
   SqlTransaction transaction(db);
@@ -375,14 +507,24 @@ void summaries_backfill(sqlite3* db) {
 
 int Store::schema_version() { return static_cast<int>(migrations_all().size()); }
 
-Store Store::open(const std::string& path) {
+Store Store::open(const std::string& path, const StoreOpenOptions& options) {
   path_check_writable(path);
   std::error_code ec;
-  if (fs::exists(path, ec)) version_check_not_newer(path, header_user_version(path));
+  bool existed = false;
+  if (fs::exists(path, ec)) {
+    const FileHeader header = header_read(path);
+    version_check_not_newer(path, header.user_version, header.application_id);
+    existed = fs::file_size(path, ec) > 0;
+  }
 
   Connection db =
       connection_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
   const int version = version_check_connection(db.get(), path);
+  // quick_check reads the whole file (0.05-0.24 s for 100k step rows, 11 MB, on this
+  // 2-core machine: docs/reports.md); past integrity_check_max_bytes it would take
+  // seconds at every open, so it is left to `sqlite3 DB 'PRAGMA quick_check'`.
+  if (existed && options.integrity_check && fs::file_size(path, ec) <= integrity_check_max_bytes)
+    integrity_check(db.get(), path);
   {
     SqlStatement journal(db.get(), "PRAGMA journal_mode = WAL");
     std::string mode = journal.step() ? journal.column_text(0) : std::string();
@@ -397,7 +539,15 @@ Store Store::open(const std::string& path) {
     migrations_apply(db.get(), version, schema_version());
     if (version < 2) summaries_backfill(db.get());
   }
-  return Store(db.release(), path);
+  Store store(db.release(), path);
+  if (options.reap_dead_runs) {
+    try {
+      store.runs_reap_dead();
+    } catch (const Error&) {
+      // Opportunistic (e.g. another writer holds the lock): the next open tries again.
+    }
+  }
+  return store;
 }
 
 Store Store::open_readonly(const std::string& path) {
@@ -407,20 +557,52 @@ Store Store::open_readonly(const std::string& path) {
                path);
   }
   file_check_regular(path);
-  version_check_not_newer(path, header_user_version(path));
+  const FileHeader header = header_read(path);
+  version_check_not_newer(path, header.user_version, header.application_id);
   Connection db = connection_open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX);
-  version_check_connection(db.get(), path);
-  return Store(db.release(), path);
+  bool immutable = false;
+  if (!schema_readable(db.get())) {
+    // A WAL database whose directory we cannot write: SQLite cannot create the -shm
+    // index. Read the file as immutable (correct when no -wal holds unmerged changes,
+    // which is the case after every clean close).
+    db = connection_open(sqlite_uri_immutable(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI);
+    immutable = true;
+    if (fs::file_size(path + "-wal", ec) > 0 && !ec)
+      std::fprintf(stderr,
+                   "dsgd-bench: note: '%s' is read without its -wal file (the directory is not writable); changes "
+                   "not yet checkpointed are not shown\n",
+                   path.c_str());
+  }
+  const int version = version_check_connection(db.get(), path);
+  Store store(db.release(), path);
+  if (version >= 8) {
+    std::vector<std::pair<int64_t, std::string>> dead = store.runs_find_dead();
+    if (!dead.empty()) {
+      try {
+        if (immutable) throw Error("read as immutable");
+        Store writer = Store::open(path, StoreOpenOptions{false, false});
+        writer.runs_mark_killed(dead);
+      } catch (const std::exception&) {
+        store.killed_unwritten_ = std::move(dead);  // shown as killed, stored as running
+      }
+    }
+  }
+  return store;
 }
 
 Store::Store(Store&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
+    : db_(std::exchange(other.db_, nullptr)),
+      path_(std::move(other.path_)),
+      killed_unwritten_(std::move(other.killed_unwritten_)),
+      checked_alive_(std::move(other.checked_alive_)) {}
 
 Store& Store::operator=(Store&& other) noexcept {
   if (this != &other) {
     sqlite3_close_v2(db_);
     db_ = std::exchange(other.db_, nullptr);
     path_ = std::move(other.path_);
+    killed_unwritten_ = std::move(other.killed_unwritten_);
+    checked_alive_ = std::move(other.checked_alive_);
   }
   return *this;
 }
@@ -435,8 +617,8 @@ int64_t Store::run_begin(const RunRecord& run) {
                     "INSERT INTO runs (created_at, status, workload, dataset, algorithm, "
                     "backend, workers, batch, period, steps, warmup, seed, tag, config_json, "
                     "target, tool_version, git_commit, host, cpu_model, mpi_version, "
-                    "build_type) VALUES (?, 'running', ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, "
-                    "?, ?, ?, ?, ?, ?)");
+                    "build_type, pid, pid_start, pid_scope, heartbeat_at, launch_id) VALUES (?, 'running', ?, ?, ?, "
+                    "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   stmt.bind_all(run.created_at.empty() ? system_time_iso8601() : run.created_at, run.workload,
                 run.dataset, run.algorithm, run.backend, run.workers, run.batch, run.period,
                 run.steps, run.warmup, std::to_string(run.seed), run.tag, run.config_json);
@@ -446,6 +628,14 @@ int64_t Store::run_begin(const RunRecord& run) {
                                   &run.cpu_model, &run.mpi_version, &run.build_type}) {
     stmt.bind(index++, *text);
   }
+  // The writer (this process) and the launch, so a killed run is recognised (run_liveness.hpp).
+  const ProcessIdentity self = process_identity_self();
+  stmt.bind(index++, self.pid);
+  stmt.bind(index++, self.start_ticks);
+  stmt.bind(index++, self.scope);
+  stmt.bind(index++, system_time_iso8601());
+  const char* launch = std::getenv("DSGD_LAUNCH_ID");
+  stmt.bind_text_or_null(index++, launch ? launch : "");
   stmt.run();
   return sqlite3_last_insert_rowid(db_);
 }
@@ -463,6 +653,7 @@ void Store::steps_append(int64_t run_id, const std::vector<StepRow>& rows) {
                   r.train_loss, r.injected_s, r.staleness);
     stmt.run();
   }
+  heartbeat_write(db_, run_id);
   transaction.commit();
 }
 
@@ -476,6 +667,7 @@ void Store::evals_append(int64_t run_id, const std::vector<EvalRow>& rows) {
     stmt.bind_all(run_id, r.step, r.time_s, r.train_loss, r.test_loss, r.test_acc, r.consensus_distance);
     stmt.run();
   }
+  heartbeat_write(db_, run_id);
   transaction.commit();
 }
 
@@ -495,9 +687,15 @@ double Store::host_peak_record(const std::string& host, int threads, double gflo
 }
 
 void Store::run_finish(int64_t run_id, const std::string& status, const std::string& error) {
-  if (status != "completed" && status != "diverged" && status != "failed" && status != "interrupted") {
-    DSGD_THROW(Error, "", "run_finish: bad status '{}' for run {} (completed, diverged, failed or "
-               "interrupted)", status, run_id);
+  // The finished statuses (diverged: a non-finite loss or model, docs/metrics.md).
+  // Readers (runs, show, report) print any status string they find.
+  static const char* const finished[] = {"completed", "failed", "interrupted", "killed", "diverged"};
+  if (std::find_if(std::begin(finished), std::end(finished), [&](const char* s) { return status == s; }) ==
+      std::end(finished)) {
+    DSGD_THROW(Error, "",
+               "run_finish: bad status '{}' for run {} (completed, failed, interrupted, killed or "
+               "diverged)",
+               status, run_id);
   }
   SqlTransaction transaction(db_);
   std::optional<RunRecord> run = run_find(db_, schema_version(), run_id);
@@ -519,7 +717,10 @@ std::vector<RunWithSummary> Store::runs_list(int limit) const {
   if (version < 1) return result;
   SqlStatement stmt(db_, run_select_sql(version, "ORDER BY runs.created_at DESC, runs.id DESC LIMIT ?"));
   stmt.bind(1, limit > 0 ? limit : -1);
-  while (stmt.step()) result.push_back(run_with_summary_read(stmt, version));
+  while (stmt.step()) {
+    result.push_back(run_with_summary_read(stmt, version));
+    run_status_adjust(result.back().run);
+  }
   return result;
 }
 
@@ -529,7 +730,76 @@ RunWithSummary Store::run_get(int64_t run_id) const {
   SqlStatement stmt(db_, run_select_sql(version, "WHERE runs.id = ?"));
   stmt.bind(1, run_id);
   if (!stmt.step()) run_throw_not_found(path_, run_id);
-  return run_with_summary_read(stmt, version);
+  RunWithSummary result = run_with_summary_read(stmt, version);
+  run_status_adjust(result.run);
+  return result;
+}
+
+std::vector<int64_t> Store::runs_of_launch(const std::string& launch_id, const std::string& status) const {
+  std::vector<int64_t> ids;
+  if (launch_id.empty() || user_version() < 8) return ids;
+  SqlStatement stmt(db_, "SELECT id FROM runs WHERE launch_id = ? AND status = ? ORDER BY id");
+  stmt.bind_all(launch_id, status);
+  while (stmt.step()) ids.push_back(stmt.column_int64(0));
+  return ids;
+}
+
+std::vector<std::pair<int64_t, std::string>> Store::runs_find_dead() {
+  std::vector<std::pair<int64_t, std::string>> dead;
+  if (user_version() < 8) return dead;
+  const std::string this_host = system_info_read().host;
+  SqlStatement stmt(db_, "SELECT id, host, pid, pid_start, pid_scope FROM runs WHERE status = 'running' ORDER BY id");
+  while (stmt.step()) {
+    const int64_t id = stmt.column_int64(0);
+    const std::string host = stmt.column_text(1);
+    const int64_t pid = stmt.column_int64(2);
+    std::string why;
+    switch (run_liveness_check(host, pid, stmt.column_int64(3), stmt.column_text(4), this_host, &why)) {
+      case RunLiveness::run_gone:
+        dead.emplace_back(id, fmt::format("process gone: the run's writer (pid {} on {}) ended without recording "
+                                          "why ({}): killed by SIGKILL (the OOM killer?) or crashed",
+                                          pid, host, why));
+        break;
+      case RunLiveness::run_alive:
+        checked_alive_.push_back(id);
+        break;
+      case RunLiveness::run_unknown:
+        break;
+    }
+  }
+  return dead;
+}
+
+std::vector<int64_t> Store::runs_mark_killed(const std::vector<std::pair<int64_t, std::string>>& runs) {
+  std::vector<int64_t> marked;
+  for (const auto& [id, why] : runs) {
+    {
+      SqlStatement status(db_, "SELECT status FROM runs WHERE id = ?");
+      status.bind(1, id);
+      if (!status.step() || status.column_text(0) != "running") continue;  // finished meanwhile
+    }
+    run_finish(id, "killed", why);
+    marked.push_back(id);
+  }
+  return marked;
+}
+
+std::vector<int64_t> Store::runs_reap_dead() {
+  return runs_mark_killed(runs_find_dead());
+}
+
+void Store::run_status_adjust(RunRecord& run) const {
+  if (run.status != "running") return;
+  for (const auto& [id, why] : killed_unwritten_) {
+    if (id == run.id) {
+      run.status = "killed";
+      run.error = why + " (not stored: the database could not be written)";
+      return;
+    }
+  }
+  if (std::find(checked_alive_.begin(), checked_alive_.end(), run.id) != checked_alive_.end()) return;
+  const double silent = seconds_since_iso8601(run.heartbeat_at.empty() ? run.created_at : run.heartbeat_at);
+  if (silent > stale_after_s) run.status = "stale?";
 }
 
 std::vector<EvalRow> Store::evals_get(int64_t run_id) const {

@@ -1,8 +1,15 @@
 // The SQLite results store (embedded default ./dsgd.db). WAL mode, schema version in
 // PRAGMA user_version with forward migrations (results/migrations.cpp). Only rank 0
 // writes, in batched transactions. A run row is inserted as `running` and finished as
-// `completed`, `failed` or `interrupted`; the summary is computed from the stored steps
-// and evaluations, so `show` and the per-step tables never disagree.
+// `completed`, `failed`, `interrupted`, `killed` or `diverged` (readers print any status
+// string they find); the summary is computed from the stored steps and evaluations, so
+// `show` and the per-step tables never disagree.
+// Dead runs: each run records its writer process (host, pid, start time; schema v8) and a
+// heartbeat at every flush. Opening the database marks a `running` run of this host whose
+// writer is gone as `killed` ("process gone: ..."; only in what is read when the database
+// cannot be written); a `running` run whose writer cannot be checked (another host or
+// container, or written before v8) and that has been silent for over
+// Store::stale_after_s reads as `stale?` (not stored). See results/run_liveness.hpp.
 // Calibrations (`dsgd-bench calibrate`, schema v3) are stored beside runs: a
 // calibration row, its collective sweep, the alpha-beta fit per collective and the
 // per-layer compute profile (results/calibration_store.cpp; docs/metrics.md).
@@ -11,6 +18,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 struct sqlite3;
@@ -21,7 +29,7 @@ namespace dsgd {
 struct RunRecord {
   int64_t id = 0;
   std::string created_at;  // ISO 8601 UTC, filled by the store when empty
-  std::string status;      // running | completed | diverged | failed | interrupted
+  std::string status;      // running | completed | diverged | failed | interrupted | killed (| stale? when read)
   std::string workload, dataset, algorithm, backend;
   int workers = 0;
   int64_t batch = 0;   // per worker
@@ -36,6 +44,11 @@ struct RunRecord {
   std::string tool_version, git_commit, host, cpu_model, mpi_version, build_type;
   std::string error;        // message when failed
   std::string finished_at;
+  // The writing process (schema v8; filled by run_begin from the calling process and
+  // $DSGD_LAUNCH_ID): 0 / empty on runs written before v8.
+  int64_t pid = 0;
+  std::string heartbeat_at;  // last flush (ISO 8601 UTC)
+  std::string launch_id;     // the `run --workers N` launch (cluster/launcher.hpp)
 };
 
 // One rank's timings for one step (seconds), and bytes it sent.
@@ -134,17 +147,33 @@ struct ProfileRow {
   double fwd_s = 0, bwd_s = 0;
 };
 
+struct StoreOpenOptions {
+  // Mark `running` runs whose writer process is gone as `killed` (see above).
+  bool reap_dead_runs = true;
+  // PRAGMA quick_check before anything is written (writable opens of an existing file of
+  // at most 512 MiB): a corrupt database is refused instead of written to. Cost:
+  // docs/reports.md; callers that reopen a database just checked pass false.
+  bool integrity_check = true;
+};
+
 class Store {
  public:
   // The newest schema version this build knows.
   static int schema_version();
+  // A `running` run that cannot be checked reads as `stale?` after this long without a
+  // heartbeat (flushes come every few seconds to minutes; an hour is generous).
+  static constexpr double stale_after_s = 3600;
 
   // Opens (creating if needed) the database at path and migrates it to schema_version().
   // Throws InputError, without creating or changing anything, when the directory does
-  // not exist or is not writable, the file is not a SQLite database, or it was written
-  // by a newer schema version.
-  static Store open(const std::string& path);
+  // not exist or is not writable, the file is not a dsgd-bench database (another
+  // program's, or a corrupt header), or it was written by a newer schema version; throws
+  // Error when PRAGMA quick_check finds it corrupt.
+  static Store open(const std::string& path, const StoreOpenOptions& options = {});
   // Opens an existing database read-only (for runs/show); throws InputError when missing.
+  // In a read-only directory where SQLite cannot create the WAL index (-shm), the file is
+  // read as immutable. Dead runs are marked `killed` through a short write connection when
+  // the database can be written, else only in what this Store reads.
   static Store open_readonly(const std::string& path);
 
   Store(Store&& other) noexcept;
@@ -161,8 +190,18 @@ class Store {
   // Appends rows in one transaction each call.
   void steps_append(int64_t run_id, const std::vector<StepRow>& rows);
   void evals_append(int64_t run_id, const std::vector<EvalRow>& rows);
-  // Marks the run finished with status, computes and stores its summary from the rows.
+  // Marks the run finished with status (completed, failed, interrupted, killed or diverged;
+  // Error otherwise), computes and stores its summary from the rows.
   void run_finish(int64_t run_id, const std::string& status, const std::string& error);
+  // The ids of the runs of one launch (RunRecord::launch_id) with this status.
+  std::vector<int64_t> runs_of_launch(const std::string& launch_id, const std::string& status) const;
+  // Marks `running` runs of this host whose writer is gone as `killed`; returns their ids
+  // (Store::open and open_readonly do it unless told not to).
+  std::vector<int64_t> runs_reap_dead();
+  // The `running` runs of this host whose writer is gone, with the reason (no change).
+  std::vector<std::pair<int64_t, std::string>> runs_find_dead();
+  // Finishes each still-`running` run as `killed` with its reason; returns the ids marked.
+  std::vector<int64_t> runs_mark_killed(const std::vector<std::pair<int64_t, std::string>>& runs);
 
   std::vector<RunWithSummary> runs_list(int limit = 100) const;
   // Throws InputError when the id does not exist.
@@ -200,8 +239,14 @@ class Store {
 
  private:
   Store(sqlite3* db, std::string path) : db_(db), path_(std::move(path)) {}
+  // status/error of a run as read: killed runs not written back (read-only), `stale?`.
+  void run_status_adjust(RunRecord& run) const;
   sqlite3* db_ = nullptr;
   std::string path_;
+  // (run id, reason) of dead runs this read-only Store could not mark in the database.
+  std::vector<std::pair<int64_t, std::string>> killed_unwritten_;
+  // `running` runs whose writer was seen alive when the Store was opened.
+  std::vector<int64_t> checked_alive_;
 };
 
 // Computes the summary of a run from its stored rows (used by run_finish).

@@ -4,6 +4,7 @@
 // access, the calibration tables (v3), and the time of a 10 000-row batched append
 // (printed, not asserted). Each test works in its own temporary directory.
 #include <sqlite3.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -864,8 +865,9 @@ TEST_F(StoreTest, NewerSchemaIsRefusedAndTheFileIsUntouched) {
   {
     sqlite3* db = raw_open(db_path());
     // As a newer dsgd-bench would leave it: WAL mode, closed cleanly.
-    raw_exec(db, "PRAGMA journal_mode = WAL; CREATE TABLE runs (id INTEGER PRIMARY KEY);"
-                 "INSERT INTO runs VALUES (1); PRAGMA user_version = 99");
+    raw_exec(db,
+             "PRAGMA journal_mode = WAL; CREATE TABLE runs (id INTEGER PRIMARY KEY);"
+             "INSERT INTO runs VALUES (1); PRAGMA user_version = 99; PRAGMA application_id = 1146308420");
     sqlite3_close(db);
   }
   const std::string before = file_bytes(db_path());
@@ -899,8 +901,9 @@ TEST_F(StoreTest, NewerSchemaOnlyInTheWalIsRefusedWithoutCheckpointing) {
   // header older. Copying a live database and its -wal mid-run makes one.
   const std::string live = db_path("live.db");
   sqlite3* writer = raw_open(live);
-  raw_exec(writer, "PRAGMA journal_mode = WAL; CREATE TABLE runs (id INTEGER PRIMARY KEY);"
-                   "PRAGMA user_version = 99");
+  raw_exec(writer,
+           "PRAGMA journal_mode = WAL; CREATE TABLE runs (id INTEGER PRIMARY KEY);"
+           "PRAGMA user_version = 99; PRAGMA application_id = 1146308420");
   fs::copy_file(live, db_path());
   fs::copy_file(live + "-wal", db_path() + "-wal");
   sqlite3_close(writer);
@@ -1067,6 +1070,173 @@ TEST_F(StoreTest, MigratesAVersion3DatabaseAddingConsensusDistance) {
   EXPECT_EQ(raw_query_text(store.handle(),
                            fmt::format("SELECT count(*) FROM evals WHERE run_id = {} AND consensus_distance IS NULL", next)),
             "1");
+
+}
+
+// ---- dead runs, statuses, corrupt and foreign files (issue 14) --------------------------------
+
+// A pid that no longer exists: a child that has exited and been reaped.
+int64_t pid_dead() {
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  int status = 0;
+  waitpid(child, &status, 0);
+  return child;
+}
+
+std::string this_host() {
+  char host[256] = {0};
+  gethostname(host, sizeof(host) - 1);
+  return host;
+}
+
+TEST_F(StoreTest, RunOfThisHostWhosePidIsGoneIsMarkedKilledOnOpen) {
+  int64_t id = 0;
+  {
+    Store store = Store::open(db_path());
+    RunRecord run = run_make();
+    run.host = this_host();
+    id = store.run_begin(run);
+    store.steps_append(id, {step_make(0, 0, true, 0.5)});
+    EXPECT_EQ(store.run_get(id).run.pid, static_cast<int64_t>(getpid()));
+    EXPECT_FALSE(store.run_get(id).run.heartbeat_at.empty());
+    raw_exec(store.handle(), fmt::format("UPDATE runs SET pid = {} WHERE id = {}", pid_dead(), id));
+  }
+  {
+    const Store reader = Store::open_readonly(db_path());  // the database is writable: stored
+    const RunWithSummary got = reader.run_get(id);
+    EXPECT_EQ(got.run.status, "killed");
+    EXPECT_NE(got.run.error.find("process gone"), std::string::npos) << got.run.error;
+    ASSERT_TRUE(got.summary.has_value());  // what was measured is kept and summarised
+    EXPECT_EQ(got.summary->timed_steps, 1);
+  }
+  sqlite3* db = raw_open(db_path());
+  EXPECT_EQ(raw_query_text(db, fmt::format("SELECT status FROM runs WHERE id = {}", id)), "killed");
+  sqlite3_close(db);
+}
+
+TEST_F(StoreTest, RunWhosePidWasReusedIsKilledAndALiveOneStaysRunning) {
+  Store store = Store::open(db_path());
+  RunRecord run = run_make();
+  run.host = this_host();
+  const int64_t live = store.run_begin(run);
+  const int64_t reused = store.run_begin(run);
+  raw_exec(store.handle(), fmt::format("UPDATE runs SET pid_start = pid_start + 1 WHERE id = {}", reused));
+  Store again = Store::open(db_path());
+  EXPECT_EQ(again.run_get(live).run.status, "running");  // this very process: alive
+  EXPECT_EQ(again.run_get(reused).run.status, "killed");
+  EXPECT_NE(again.run_get(reused).run.error.find("another process"), std::string::npos);
+}
+
+TEST_F(StoreTest, UncheckableRunIsStaleAfterAnHourWithoutHeartbeatButStaysStored) {
+  Store store = Store::open(db_path());
+  const int64_t quiet = store.run_begin(run_make());  // host node01: cannot be checked from here
+  const int64_t recent = store.run_begin(run_make());
+  raw_exec(store.handle(), fmt::format("UPDATE runs SET heartbeat_at = '2020-01-01T00:00:00Z' WHERE id = {}", quiet));
+  Store again = Store::open(db_path());
+  EXPECT_EQ(again.run_get(quiet).run.status, "stale?");
+  EXPECT_EQ(again.run_get(recent).run.status, "running");
+  EXPECT_EQ(raw_query_text(again.handle(), fmt::format("SELECT status FROM runs WHERE id = {}", quiet)), "running");
+}
+
+TEST_F(StoreTest, FinishAcceptsKilledAndDivergedButNotRunning) {
+  Store store = Store::open(db_path());
+  const int64_t a = store.run_begin(run_make());
+  store.run_finish(a, "diverged", "loss is NaN");  // the status another part adds
+  EXPECT_EQ(store.run_get(a).run.status, "diverged");
+  const int64_t b = store.run_begin(run_make());
+  store.run_finish(b, "killed", "by a test");
+  EXPECT_EQ(store.run_get(b).run.status, "killed");
+  EXPECT_THROW(store.run_finish(b, "running", ""), Error);
+  EXPECT_THROW(store.run_finish(b, "", ""), Error);
+}
+
+TEST_F(StoreTest, LaunchIdIsRecordedAndFindsTheLaunchsRuns) {
+  Store store = Store::open(db_path());
+  ::setenv("DSGD_LAUNCH_ID", "123-456", 1);
+  const int64_t id = store.run_begin(run_make());
+  ::unsetenv("DSGD_LAUNCH_ID");
+  const int64_t other = store.run_begin(run_make());
+  EXPECT_EQ(store.run_get(id).run.launch_id, "123-456");
+  EXPECT_EQ(store.runs_of_launch("123-456", "running"), std::vector<int64_t>{id});
+  EXPECT_TRUE(store.run_get(other).run.launch_id.empty());
+}
+
+TEST_F(StoreTest, SqliteHeaderWithRandomContentIsNotADsgdDatabase) {
+  const std::string path = db_path("random.db");
+  {
+    std::ofstream out(path, std::ios::binary);
+    out.write("SQLite format 3", 16);
+    uint32_t x = 12345;
+    for (int i = 0; i < 8192; ++i) {
+      x = x * 1103515245u + 12345u;
+      out.put(static_cast<char>(x >> 24));
+    }
+  }
+  const std::string before = file_bytes(path);
+  for (bool readonly : {false, true}) {
+    CaughtInputError caught = catch_input_error([&] {
+      if (readonly) {
+        Store::open_readonly(path);
+      } else {
+        Store::open(path);
+      }
+    });
+    ASSERT_TRUE(caught.thrown);
+    EXPECT_NE(caught.what.find("not a dsgd-bench database or it is corrupt"), std::string::npos) << caught.what;
+    EXPECT_EQ(caught.what.find("newer"), std::string::npos) << caught.what;
+  }
+  EXPECT_EQ(file_bytes(path), before);
+}
+
+TEST_F(StoreTest, AnotherProgramsSqliteDatabaseIsRefusedAndUntouched) {
+  const std::string path = db_path("other.db");
+  {
+    sqlite3* db = raw_open(path);
+    raw_exec(db, "CREATE TABLE notes (text TEXT); INSERT INTO notes VALUES ('mine')");
+    sqlite3_close(db);
+  }
+  const std::string before = file_bytes(path);
+  CaughtInputError caught = catch_input_error([&] { Store::open(path); });
+  ASSERT_TRUE(caught.thrown);
+  EXPECT_NE(caught.what.find("not a dsgd-bench database"), std::string::npos) << caught.what;
+  EXPECT_EQ(file_bytes(path), before);
+}
+
+TEST_F(StoreTest, CorruptPagesAreFoundBeforeAnythingIsWritten) {
+  int64_t id = 0;
+  {
+    Store store = Store::open(db_path());
+    id = store.run_begin(run_make());
+    std::vector<StepRow> rows;
+    for (int64_t step = 0; step < 3000; ++step) rows.push_back(step_make(0, step, true, 0.5));
+    store.steps_append(id, rows);
+  }
+  {
+    // Garbage over the middle of the file (a b-tree page of steps), the header intact.
+    std::fstream file(db_path(), std::ios::binary | std::ios::in | std::ios::out);
+    file.seekp(static_cast<std::streamoff>(fs::file_size(db_path()) / 2 / 4096 * 4096));
+    for (int i = 0; i < 4096; ++i) file.put(static_cast<char>(0xA5 ^ i));
+  }
+  const std::string before = file_bytes(db_path());
+  bool thrown = false;
+  try {
+    Store::open(db_path());
+  } catch (const Error& e) {
+    thrown = true;
+    EXPECT_NE(std::string(e.what()).find("corrupt"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(thrown);
+  EXPECT_EQ(file_bytes(db_path()), before);
+}
+
+TEST_F(StoreTest, StepsAppendBeatsTheHeartbeat) {
+  Store store = Store::open(db_path());
+  const int64_t id = store.run_begin(run_make());
+  raw_exec(store.handle(), fmt::format("UPDATE runs SET heartbeat_at = '2020-01-01T00:00:00Z' WHERE id = {}", id));
+  store.steps_append(id, {step_make(0, 0, true, 0.5)});
+  EXPECT_NE(store.run_get(id).run.heartbeat_at, "2020-01-01T00:00:00Z");
+  EXPECT_EQ(store.run_get(id).run.status, "running");
 }
 
 }  // namespace
