@@ -3,6 +3,7 @@
 // then trains on every rank and has rank 0 store and print the results. The last line
 // printed is `run_id=<id>`.
 #include <filesystem>
+#include <limits>
 #include <thread>
 #include <type_traits>
 
@@ -224,6 +225,16 @@ void setup_run(CLI::App& app, int argc, char** argv) {
           // A boolean may be given bare (--overlap means --overlap true) or with a value.
           if constexpr (std::is_same_v<std::remove_reference_t<decltype(opts->flags.*member)>, bool>)
             option->expected(0)->expected(0, 1);  // flag-like: bare means true
+          // CLI11 reads "-1" into an unsigned field as 2^64-1; refuse it as a config file does.
+          if constexpr (std::is_same_v<std::remove_reference_t<decltype(opts->flags.*member)>, uint64_t>)
+            option->check(
+                [](const std::string& text) {
+                  return text.find('-') == std::string::npos
+                             ? std::string()
+                             : fmt::format("must be a non-negative integer (got {}); pass 0..{}", text,
+                                           std::numeric_limits<int64_t>::max());
+                },
+                "non-negative");
         },
         field.member);
     RunConfig defaults;
