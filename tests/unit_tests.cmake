@@ -27,7 +27,8 @@ foreach(entry
     "test_dreamddp_schedule:dsgd_algorithms"
     "test_sim_p2p:dsgd_cluster"
     "test_ps:dsgd_algorithms"
-    "test_compress_async:dsgd_algorithms")
+    "test_compress_async:dsgd_algorithms"
+    "test_memory_estimate:dsgd_engine")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)
