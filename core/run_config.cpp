@@ -394,7 +394,8 @@ void run_config_load_text(RunConfig& cfg, const std::string& text, const std::st
   } else {
     try {
       obj = parse_json_unique_keys(text, path);
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
+      // parse_error, and out_of_range for a number such as 1e999 (found by fuzz_config).
       DSGD_THROW(InputError, "fix the JSON syntax (or name the file .toml for TOML)", "{}: {}", path, e.what());
     }
   }

@@ -575,3 +575,21 @@ TEST(Synthetic, TrueModelLargerThanMemoryIsRefused) {
       << msg;
   EXPECT_NE(msg.find("2.4e+03 GB of true model, 7.2e+03 GB for the 6 copies"), std::string::npos) << msg;
 }
+
+// Found by fuzz_idx: a header promising 2^32-1 images of 4096 x 4096 was allocated as
+// given (a 290 PB request: std::bad_alloc, or allocation-size-too-big under ASan). It is
+// refused with the figures; a header promising more than the file holds but within memory
+// fails as truncated after allocating only what was read.
+TEST(Idx, HeaderPromisingMoreThanMemoryIsRefusedBeforeAllocating) {
+  TempDir dir;
+  const std::string images = dir.file("huge.gz");
+  const std::string labels = dir.file("labels.gz");
+  write_gz(images, idx_images(0x803, 0xFFFFFFFFu, 4096, 4096, 64));
+  write_gz(labels, idx_labels(0x801, 1, {1}));
+  std::string msg = input_error_of([&] { dsgd::dataset_read_idx(images, labels); });
+  EXPECT_NE(msg.find(images + ": the header promises 4294967295 images of 4096 x 4096"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("GB of memory available"), std::string::npos) << msg;
+  write_gz(images, idx_images(0x803, 1000000, 28, 28, 100));
+  msg = input_error_of([&] { dsgd::dataset_read_idx(images, labels); });
+  EXPECT_NE(msg.find("truncated: expected 784000000 bytes of pixels, got 100"), std::string::npos) << msg;
+}

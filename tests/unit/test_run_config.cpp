@@ -290,3 +290,12 @@ TEST(RunConfigFile, DuplicateJsonKeysAreRefused) {
   msg = error_of([&] { run_config_load_file(cfg, write_file("nested.json", R"({"tag": "a", "x": {"tag": 1}})")); });
   EXPECT_NE(msg.find("unknown key 'x'"), std::string::npos) << msg;
 }
+
+// Found by fuzz_config: a JSON number beyond double (1e999) made nlohmann throw out_of_range,
+// which escaped as an internal error (exit 1) instead of an InputError naming the file.
+TEST(RunConfigFile, JsonNumberOutOfRangeIsAnInputError) {
+  RunConfig cfg;
+  const std::string msg = error_of([&] { run_config_load_file(cfg, write_file("overflow.json", R"({"lr": 1e999})")); });
+  EXPECT_NE(msg.find("overflow.json: "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("number overflow"), std::string::npos) << msg;
+}
