@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "cluster/communicator.hpp"
+#include "core/stats.hpp"
 #include "engine/trainer.hpp"
 
 using namespace dsgd;
@@ -15,8 +16,7 @@ using namespace dsgd;
 namespace {
 
 double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return dsgd::stats_median(std::move(v));
 }
 
 void BM_InstrumentationOverhead(benchmark::State& state) {

@@ -17,6 +17,7 @@
 #include "cluster/sim_world.hpp"
 #include "cluster/topology.hpp"
 #include "core/clock.hpp"
+#include "core/stats.hpp"
 #include "engine/batch_sampler.hpp"
 #include "engine/shared_dataset.hpp"
 #include "engine/trainer.hpp"
@@ -27,8 +28,7 @@ using namespace dsgd;
 namespace {
 
 double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+  return dsgd::stats_median(std::move(v));
 }
 
 void BM_SimTimingOnly(benchmark::State& state, const char* algo) {
@@ -88,8 +88,8 @@ double pure_compute_s(const RunConfig& cfg, int workers, const DatasetPair& data
     grads.emplace_back(w.back()->param_count());
     w.back()->init_params(params.back().data(), cfg.seed);
     samplers.push_back(std::make_unique<BatchSampler>(data.train.rows, r, workers, cfg.batch, cfg.seed));
-    opts.push_back(std::make_unique<SgdOptimizer>(SgdOptions{cfg.lr, 0.0, cfg.weight_decay, false},
-                                                  w.back()->param_count()));
+    opts.push_back(
+        std::make_unique<SgdOptimizer>(SgdOptions{cfg.lr, 0.0, cfg.weight_decay, false}, w.back()->param_count()));
   }
   const double t0 = clock_now_s();
   for (int64_t s = 0; s < cfg.steps; ++s) {

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <vector>
 
+#include "core/stats.hpp"
+
 namespace dsgd::bench {
 
 inline double now_s() {
@@ -13,9 +15,7 @@ inline double now_s() {
 }
 
 inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+  return stats_median(std::move(v));
 }
 
 }  // namespace dsgd::bench

@@ -1,4 +1,4 @@
-// `dsgd-bench calibrate`: measures this cluster for the cost model (DESIGN.md §3) and
+// `dsgd-bench calibrate`: measures this cluster for the cost model (docs/cluster.md, docs/metrics.md) and
 // stores it (schema v3 tables calibrations / collectives / fits / profiles):
 //  1. a sweep of collective sizes, from --min-size to --max-size by x2 (x4 with --quick),
 //     float32 buffers, for: allreduce through the harness's recorded path

@@ -1,16 +1,19 @@
 // The dsgd-bench subcommands: each file defines setup_X(app), which adds the subcommand
 // and binds its options, and run_X(options), which does the work and returns the exit
-// code (0 ok, 1 failure, 2 bad input).
+// code (0 ok, 1 failure, 2 bad input, 3 a run that finished but diverged).
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <exception>
 #include <string>
-
-#include <CLI/CLI.hpp>
 
 #include "cluster/communicator.hpp"
 
 namespace dsgd {
+
+// `run`'s exit code when the run diverged (non-finite loss or parameters): the run is stored
+// (status "diverged") but is not a success.
+inline constexpr int kRunDivergedExit = 3;
 
 // Where a subcommand's callback leaves its exit code for main.
 int& cli_exit_code();

@@ -2,15 +2,16 @@
 // re-launches itself through mpiexec when asked for N > 1 workers outside of mpiexec,
 // then trains on every rank and has rank 0 store and print the results. The last line
 // printed is `run_id=<id>`.
+#include <fmt/format.h>
+
 #include <filesystem>
 #include <limits>
 #include <thread>
 #include <type_traits>
 
-#include <fmt/format.h>
-
 #include "algorithms/algorithm.hpp"
 #include "cli/commands.hpp"
+#include "cli/progress_line.hpp"
 #include "cli/run_format.hpp"
 #include "cluster/launcher.hpp"
 #include "cluster/network_model.hpp"
@@ -76,24 +77,93 @@ void validate_before_launch(const RunConfig& cfg) {
   Store::open(cfg.db);
 }
 
+// What rank 0 prints while a run goes (the same for the mpi and sim backends): the effective
+// configuration at start (the sim's clock, profile and network too), one line per
+// evaluation, a live progress line between them on a terminal, the summary at the end.
+class RunPrinter {
+ public:
+  explicit RunPrinter(const RunConfig& cfg)
+      : cfg_(cfg), progress_(static_cast<double>(cfg.batch) * static_cast<double>(cfg.workers)) {}
+
+  TrainerCallbacks callbacks() {
+    TrainerCallbacks cb;
+    cb.on_start = [this](const RunRecord& record) {
+      total_steps_ = record.steps;
+      fmt::print("{}", format_config(cfg_, record));
+      if (cfg_.backend == "sim") {
+        const auto details = nlohmann::json::parse(record.config_json).value("backend-details", nlohmann::json{});
+        fmt::print("  {:<13} virtual clock; profile {}; network {}; about {:.3g} MB\n", "sim",
+                   details.value("profile", "?"), details.value("network", "?"),
+                   details.value("memory-estimate-bytes", 0.0) / 1e6);
+      }
+      std::fflush(stdout);
+    };
+    cb.on_eval = [this](const EvalRow& row) {
+      progress_.clear();
+      fmt::print("{}\n", format_eval_line(row, total_steps_));
+      std::fflush(stdout);
+    };
+    if (progress_.enabled())
+      cb.on_progress = [this](const TrainProgress& p) { progress_.update(p.steps_done, p.steps_total, p.last_loss); };
+    return cb;
+  }
+
+  void finished(const Store& store, int64_t run_id) {
+    progress_.clear();
+    fmt::print("\n{}", format_run_summary(store.run_get(run_id)));
+    fmt::print("run_id={}\n", run_id);
+    std::fflush(stdout);
+  }
+
+ private:
+  const RunConfig& cfg_;
+  ProgressLine progress_;
+  int64_t total_steps_ = 0;
+};
+
+// A run that threw: rank 0 marks it failed in the database (when it was stored), and every
+// rank reports its error (cli_report_rank_error). Returns the exit code.
+int run_failed(const std::exception& e, Communicator& comm, std::optional<Store>& store, const std::string& db,
+               bool abort_job) {
+  const int64_t run_id = trainer_active_run_id();
+  if (store && run_id > 0) {
+    try {
+      store->run_finish(run_id, "failed", e.what());
+    } catch (...) {
+    }
+  }
+  const std::string stored = store && run_id > 0 ? fmt::format("run {} is stored as 'failed' in {}", run_id, db) : "";
+  return cli_report_rank_error(e, comm, abort_job, stored);
+}
+
+// 0 for a completed run; kRunDivergedExit for a diverged one, which rank 0 explains (every
+// rank knows: the trainer's divergence check is agreed collectively).
+int run_exit_code(const TrainResult& result, bool root, const std::string& db) {
+  if (result.status != "diverged") return 0;
+  if (root) {
+    fmt::print(stderr,
+               "dsgd-bench: run {} {}; it is stored as 'diverged' in {} and is never counted as reaching a target "
+               "(lower --lr or add --lr-warmup)\n",
+               result.run_id, result.error, db);
+  }
+  return kRunDivergedExit;
+}
+
 void print_warnings(const RunConfig& cfg, const Communicator& comm, const Store& store) {
   const SystemInfo sys = system_info_read();
   if (!cfg.bandwidth.empty()) {
     const double emulated = network_parse_bandwidth(cfg.bandwidth);
-    std::optional<double> native;
-    if (auto id = store.calibration_latest(sys.host))
-      for (const FitRow& fit : store.fits_get(*id))
-        if (fit.op == "allreduce") native = fit.bandwidth_bytes_per_s;
-    if (!native)
+    const std::optional<AllreduceFit> fit = store.allreduce_fit_latest(sys.host);
+    if (!fit)
       fmt::print(stderr,
                  "dsgd-bench: note: no calibration of this host in {}: the real fabric's time is not subtracted "
                  "from the emulated one (run `dsgd-bench calibrate` first)\n",
                  cfg.db);
-    else if (emulated > *native)
+    else if (emulated > fit->bandwidth_bytes_per_s)
       fmt::print(stderr,
                  "dsgd-bench: warning: emulated bandwidth {:.3g} GB/s exceeds the calibrated fabric's {:.3g} GB/s: "
                  "the emulation cannot make collectives faster than the real ones\n",
-                 emulated / 1e9, *native / 1e9);
+                 emulated / 1e9, fit->bandwidth_bytes_per_s / 1e9);
   }
   const int local = comm.ranks_on_this_host();
   const long cores = sys.cores;
@@ -128,39 +198,15 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
     interrupt_start_watcher(root ? cfg.db : std::string());
     if (root) print_warnings(cfg, *comm, *store);
 
-    TrainerCallbacks callbacks;
-    int64_t total_steps = 0;
-    if (root) {
-      callbacks.on_start = [&](const RunRecord& record) {
-        total_steps = record.steps;
-        fmt::print("{}", format_config(cfg, record));
-        std::fflush(stdout);
-      };
-      callbacks.on_eval = [&](const EvalRow& row) {
-        fmt::print("{}\n", format_eval_line(row, total_steps));
-        std::fflush(stdout);
-      };
-    }
+    RunPrinter printer(cfg);
+    const TrainerCallbacks callbacks = root ? printer.callbacks() : TrainerCallbacks{};
     TrainResult result = trainer_run(cfg, *comm, store ? &*store : nullptr, callbacks);
-    if (root) {
-      fmt::print("\n{}", format_run_summary(store->run_get(result.run_id)));
-      fmt::print("run_id={}\n", result.run_id);
-      std::fflush(stdout);
-    }
-    return 0;
+    if (root) printer.finished(*store, result.run_id);
+    return run_exit_code(result, root, cfg.db);
   } catch (const PeerFailed&) {
     return 1;
   } catch (const std::exception& e) {
-    const int64_t run_id = trainer_active_run_id();
-    if (root && store && run_id > 0) {
-      try {
-        store->run_finish(run_id, "failed", e.what());
-      } catch (...) {
-      }
-    }
-    const std::string stored =
-        run_id > 0 && root ? fmt::format("run {} is stored as 'failed' in {}", run_id, cfg.db) : std::string();
-    return cli_report_rank_error(e, *comm, trainer_past_setup(), stored);
+    return run_failed(e, *comm, store, cfg.db, trainer_past_setup());  // only rank 0 has a store
   }
 }
 
@@ -174,36 +220,13 @@ int run_simulated(const RunConfig& cfg) {
     const SystemInfo sys = system_info_read();
     if (sys.build_type != "Release" && sys.build_type != "RelWithDebInfo" && !cfg.timing_only)
       fmt::print(stderr, "dsgd-bench: warning: this is a {} build; the simulator runs slowly\n", sys.build_type);
-    TrainerCallbacks callbacks;
-    int64_t total_steps = 0;
-    callbacks.on_start = [&](const RunRecord& record) {
-      total_steps = record.steps;
-      fmt::print("{}", format_config(cfg, record));
-      const auto details = nlohmann::json::parse(record.config_json).value("backend-details", nlohmann::json{});
-      fmt::print("  {:<13} virtual clock; profile {}; network {}; about {:.3g} MB\n", "sim",
-                 details.value("profile", "?"), details.value("network", "?"),
-                 details.value("memory-estimate-bytes", 0.0) / 1e6);
-      std::fflush(stdout);
-    };
-    callbacks.on_eval = [&](const EvalRow& row) {
-      fmt::print("{}\n", format_eval_line(row, total_steps));
-      std::fflush(stdout);
-    };
+    RunPrinter printer(cfg);
+    const TrainerCallbacks callbacks = printer.callbacks();
     const TrainResult result = sim_run(cfg, &*store, callbacks);
-    fmt::print("\n{}", format_run_summary(store->run_get(result.run_id)));
-    fmt::print("run_id={}\n", result.run_id);
-    std::fflush(stdout);
-    return 0;
+    printer.finished(*store, result.run_id);
+    return run_exit_code(result, true, cfg.db);
   } catch (const std::exception& e) {
-    const int64_t run_id = trainer_active_run_id();
-    if (store && run_id > 0) {
-      try {
-        store->run_finish(run_id, "failed", e.what());
-      } catch (...) {
-      }
-    }
-    const std::string stored = run_id > 0 ? fmt::format("run {} is stored as 'failed' in {}", run_id, cfg.db) : "";
-    return cli_report_rank_error(e, *self, false, stored);
+    return run_failed(e, *self, store, cfg.db, false);
   }
 }
 

@@ -4,6 +4,7 @@
 // Repetitions are interleaved (rep 1 of every entry, then rep 2, ...) so slow drift of the
 // machine spreads over all entries. A failed run is reported and the suite goes on; the
 // exit code is 1 when any run failed, 2 for a bad suite file or flag.
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -11,8 +12,6 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
@@ -73,9 +72,8 @@ int suite_run(const SuiteOptions& o) {
   const Suite suite = suite_load(path);
   if (!o.dry_run) Store::open(o.db);  // refuse a bad --db before the first run
   const size_t total = suite.entries.size() * static_cast<size_t>(o.repeat);
-  fmt::print("suite {} ({}): {} entr{} x {} repetition{} = {} runs into {}\n", suite.name, path,
-             suite.entries.size(), suite.entries.size() == 1 ? "y" : "ies", o.repeat, o.repeat == 1 ? "" : "s", total,
-             o.db);
+  fmt::print("suite {} ({}): {} entr{} x {} repetition{} = {} runs into {}\n", suite.name, path, suite.entries.size(),
+             suite.entries.size() == 1 ? "y" : "ies", o.repeat, o.repeat == 1 ? "" : "s", total, o.db);
   if (!suite.description.empty()) fmt::print("  {}\n", suite.description);
   const fs::path config_dir = fs::temp_directory_path() / fmt::format("dsgd-suite-{}", ::getpid());
   if (!o.dry_run) fs::create_directories(config_dir);
@@ -110,8 +108,9 @@ int suite_run(const SuiteOptions& o) {
         fmt::print("[{}/{}] {} rep={}: run_id={} ({:.1f} s)\n", index, total, label, rep, id, seconds);
       } else {
         ++failed;
-        fmt::print("[{}/{}] {} rep={}: FAILED (exit {}{}; {:.1f} s); its output:\n{}\n", index, total, label, rep, code,
-                   id.empty() ? "" : ", run_id=" + id, seconds, output);
+        fmt::print("[{}/{}] {} rep={}: {} (exit {}{}; {:.1f} s); its output:\n{}\n", index, total, label, rep,
+                   code == kRunDivergedExit ? "DIVERGED" : "FAILED", code, id.empty() ? "" : ", run_id=" + id, seconds,
+                   output);
       }
     }
   }
@@ -132,7 +131,8 @@ int suite_run(const SuiteOptions& o) {
 
 void setup_suite(CLI::App& app) {
   auto opts = std::make_shared<SuiteOptions>();
-  CLI::App* sub = app.add_subcommand("suite", "Run a standardized benchmark suite (suites/NAME.toml), tagged suite=NAME,rep=R");
+  CLI::App* sub =
+      app.add_subcommand("suite", "Run a standardized benchmark suite (suites/NAME.toml), tagged suite=NAME,rep=R");
   sub->add_option("name", opts->name, "suite name (smoke, standard) or a suite file path")->required();
   sub->add_option("--repeat", opts->repeat, "repetitions of every entry (9 or more for a reliable compare)")
       ->capture_default_str()

@@ -1,4 +1,4 @@
-// The α-β network model (DESIGN.md §3): parsing of the --bandwidth/--latency flags, the
+// The α-β network model (docs/cluster.md): parsing of the --bandwidth/--latency flags, the
 // modelled time of each collective by algorithm, and the emulation hook that makes a
 // real collective last as long as it would on the emulated link.
 //

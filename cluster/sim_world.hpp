@@ -1,4 +1,4 @@
-// The simulated cluster (backend `sim`, DESIGN.md §2, docs/sim.md): N logical workers in
+// The simulated cluster (backend `sim`, docs/sim.md): N logical workers in
 // one process, each a thread running the unchanged trainer loop over its own
 // SimCommunicator, scheduled by one SimWorld on a virtual clock.
 //

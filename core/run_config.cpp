@@ -126,7 +126,7 @@ const std::vector<RunConfigRange>& run_config_ranges() {
   static const std::vector<RunConfigRange> ranges = {
       {"period", 1, 1e6},
       {"batch", 1, 1 << 24},
-      {"lr", 0, 1e4, true},
+      {"lr", 0, 1e12, true},  // huge rates are how the divergence tests diverge
       {"momentum", 0, 1, false, true},
       {"weight-decay", 0, 1e3},
       {"steps", 0, kSteps},
@@ -149,7 +149,7 @@ const std::vector<RunConfigRange>& run_config_ranges() {
       {"lr-step-gamma", 0, 1, true},
       {"lr-base-batch", 1, 1 << 30},
       {"post-local", 0, kSteps},
-      {"outer-lr", 0, 1e4, true},
+      {"outer-lr", 0, 1e12, true},
       {"outer-momentum", 0, 1, false, true},
       {"delay", 0, 1e6},
       {"pull-alpha", 0, 1},

@@ -8,6 +8,7 @@
 #include "cluster/sim_timing.hpp"
 #include "core/errors.hpp"
 #include "core/memory_info.hpp"
+#include "engine/run_schedule.hpp"
 #include "engine/shared_dataset.hpp"
 #include "workloads/workload.hpp"
 
@@ -105,7 +106,7 @@ int64_t run_steps_for_shard(const RunConfig& cfg, size_t shard_rows) {
                            static_cast<double>(kRunConfigMaxSteps) / static_cast<double>(per_epoch)),
                "--epochs {} is {:.3g} steps at {} batches per epoch, more than the {} a run may take", cfg.epochs,
                steps, per_epoch, kRunConfigMaxSteps);
-  return std::max<int64_t>(1, static_cast<int64_t>(steps));
+  return run_schedule_make(cfg, per_epoch).steps;  // the trainer's and the simulator's rule
 }
 
 RunPreflight memory_preflight(const RunConfig& cfg, int world_size, int ranks_on_host) {

@@ -45,9 +45,9 @@ MemoryEstimate memory_estimate(const RunConfig& cfg, const Dataset& train, const
 // whichever term dominates) when total_bytes exceeds available_bytes.
 void memory_check(const MemoryEstimate& m, const RunConfig& cfg, const Dataset& train);
 
-// Steps of a run whose workers each hold shard_rows samples: --steps, else
-// ceil(epochs × batches per epoch), at least 1 (the trainer's rule). Throws InputError with
-// the figures when that is above kRunConfigMaxSteps.
+// Steps of a run whose workers each hold shard_rows samples (run_schedule_make: --steps,
+// else ceil(epochs × batches per epoch), at least 1). Throws InputError with the figures
+// when that is above kRunConfigMaxSteps.
 int64_t run_steps_for_shard(const RunConfig& cfg, size_t shard_rows);
 
 // A real (mpi backend) run's checks before worker setup allocates: loads the dataset (kept

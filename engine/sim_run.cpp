@@ -1,15 +1,15 @@
 // See sim_run.hpp.
 #include "engine/sim_run.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <memory>
-#include <sstream>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "algorithms/algorithm.hpp"
 #include "cluster/network_model.hpp"
@@ -23,6 +23,7 @@
 #include "engine/collective_check.hpp"
 #include "engine/memory_estimate.hpp"
 #include "engine/run_record.hpp"
+#include "engine/run_schedule.hpp"
 #include "engine/shared_dataset.hpp"
 #include "engine/shared_topology.hpp"
 
@@ -56,20 +57,14 @@ SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std
     net.description = network_model_describe(*net.model);
     return net;
   }
-  if (store) {
-    if (auto id = store->calibration_latest(host)) {
-      const CalibrationRecord cal = store->calibration_get(*id);
-      for (const FitRow& fit : store->fits_get(*id)) {
-        if (fit.op == "allreduce" && fit.bandwidth_bytes_per_s > 0) {
-          net.model = NetworkModel{network_link_from_allreduce_fit(fit.alpha_s, fit.bandwidth_bytes_per_s,
-                                                                   std::max(1, cal.workers)),
-                                   std::nullopt, 1};
-          net.algo = CollAlgo::algo_ring;
-          net.description = fmt::format("calibration {} of this host: {}", *id, network_model_describe(*net.model));
-          return net;
-        }
-      }
-    }
+  if (const std::optional<AllreduceFit> fit = store ? store->allreduce_fit_latest(host) : std::nullopt) {
+    net.model = NetworkModel{
+        network_link_from_allreduce_fit(fit->alpha_s, fit->bandwidth_bytes_per_s, std::max(1, fit->workers)),
+        std::nullopt, 1};
+    net.algo = CollAlgo::algo_ring;
+    net.description =
+        fmt::format("calibration {} of this host: {}", fit->calibration_id, network_model_describe(*net.model));
+    return net;
   }
   net.description = "ideal (no --bandwidth and no calibrated all-reduce of this host: collectives take 0 s)";
   return net;
@@ -80,19 +75,13 @@ SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std
 SimNetwork sim_network_resolve(const RunConfig& cfg, const Store* store, const std::string& host, int groups) {
   SimNetwork net = sim_network_links(cfg, store, host, groups);
   if (!cfg.native_floor) return net;
-  if (store) {
-    if (auto id = store->calibration_latest(host)) {
-      for (const FitRow& fit : store->fits_get(*id)) {
-        if (fit.op == "allreduce" && fit.bandwidth_bytes_per_s > 0) {
-          net.native = NetworkModel{
-              network_link_from_allreduce_fit(fit.alpha_s, fit.bandwidth_bytes_per_s, static_cast<int>(cfg.workers)),
-              std::nullopt, 1};
-          net.description += fmt::format("; at least the native fabric of calibration {} ({})", *id,
-                                         network_model_describe(*net.native));
-          return net;
-        }
-      }
-    }
+  if (const std::optional<AllreduceFit> fit = store ? store->allreduce_fit_latest(host) : std::nullopt) {
+    net.native = NetworkModel{
+        network_link_from_allreduce_fit(fit->alpha_s, fit->bandwidth_bytes_per_s, static_cast<int>(cfg.workers)),
+        std::nullopt, 1};
+    net.description += fmt::format("; at least the native fabric of calibration {} ({})", fit->calibration_id,
+                                   network_model_describe(*net.native));
+    return net;
   }
   net.description += "; --native-floor without a calibrated all-reduce of this host: no floor";
   return net;
@@ -117,7 +106,9 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
   if (cfg.timing_only && !sim_timing_supports(cfg.algo, cfg.overlap, cfg.dpsgd_delay))
     DSGD_THROW(InputError, "use one of those, or drop --timing-only to simulate with numerics",
                "--timing-only models {} only (got {}{})", sim_timing_supported_text, cfg.algo,
-               cfg.overlap ? " with --overlap" : cfg.algo == "dpsgd" ? " with --dpsgd-delay 1" : "");
+               cfg.overlap           ? " with --overlap"
+               : cfg.algo == "dpsgd" ? " with --dpsgd-delay 1"
+                                     : "");
   r.data = dataset_load_shared(cfg);
   {
     const auto workload = workload_create(cfg, r.data->train);
@@ -163,17 +154,16 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
   return r;
 }
 
-int64_t steps_of(const RunConfig& cfg, size_t train_rows) {
-  return run_steps_for_shard(cfg, train_rows / static_cast<size_t>(cfg.workers));
-}
-
 TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store, const TrainerCallbacks& callbacks) {
   SimTimingPlan plan;
   plan.workers = static_cast<int>(cfg.workers);
-  plan.steps = steps_of(cfg, r.data->train.rows);
-  const int64_t warmup = std::min<int64_t>(cfg.warmup, plan.steps - 1);
-  plan.eval_every = cfg.eval_every > 0 ? cfg.eval_every : std::max<int64_t>(1, plan.steps / 10);
-  plan.flush_every = std::min<int64_t>(plan.eval_every, 1000);
+  // Every worker's shard has train_rows / workers samples (the batch sampler's split).
+  const RunSchedule schedule =
+      run_schedule_make(cfg, r.data->train.rows / static_cast<size_t>(cfg.workers) / static_cast<size_t>(cfg.batch));
+  plan.steps = schedule.steps;
+  const int64_t warmup = schedule.warmup;
+  plan.eval_every = schedule.eval_every;
+  plan.flush_every = schedule.flush_every;
   plan.algo = cfg.algo;
   plan.period = cfg.period;
   plan.param_bytes = static_cast<double>(r.param_count) * sizeof(float);
@@ -192,8 +182,8 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
                                             "dsgd-bench sim (virtual clock)", config);
   config["backend-details"] = nlohmann::json::parse(r.details_json);
   const size_t n = static_cast<size_t>(plan.workers);
-  const int64_t keep_every =
-      std::max<int64_t>(1, static_cast<int64_t>((n * static_cast<size_t>(plan.steps) + kTimingRowCap - 1) / kTimingRowCap));
+  const int64_t keep_every = std::max<int64_t>(
+      1, static_cast<int64_t>((n * static_cast<size_t>(plan.steps) + kTimingRowCap - 1) / kTimingRowCap));
   config["backend-details"]["stored-steps"] =
       keep_every == 1 ? std::string("all") : fmt::format("one step per block of {} (seeded)", keep_every);
   record.config_json = config.dump();
@@ -251,8 +241,7 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
   return result;
 }
 
-TrainResult sim_run_numerics(const RunConfig& cfg, const Resolved& r, Store* store,
-                             const TrainerCallbacks& callbacks) {
+TrainResult sim_run_numerics(const RunConfig& cfg, const Resolved& r, Store* store, const TrainerCallbacks& callbacks) {
   SimWorldOptions options;
   options.workers = static_cast<int>(cfg.workers);
   options.network = r.network.model;
@@ -265,8 +254,8 @@ TrainResult sim_run_numerics(const RunConfig& cfg, const Resolved& r, Store* sto
   TrainResult result;
   world.run([&](int rank) {
     try {
-      TrainResult mine = trainer_run(cfg, world.comm(rank), rank == 0 ? store : nullptr,
-                                     rank == 0 ? callbacks : TrainerCallbacks{});
+      TrainResult mine =
+          trainer_run(cfg, world.comm(rank), rank == 0 ? store : nullptr, rank == 0 ? callbacks : TrainerCallbacks{});
       if (rank == 0) result = std::move(mine);
     } catch (const PeerFailed&) {
       // Another worker's error is the one reported.
@@ -299,8 +288,7 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
                  cfg.profile_from, rec.id);
     if (rec.status != "completed" || !run.summary || !(run.summary->fwd_s + run.summary->bwd_s > 0))
       DSGD_THROW(InputError, "pass a completed run with per-step timings (--timers true)",
-                 "--profile-from {}: run {} is '{}' and has no measured compute", cfg.profile_from, rec.id,
-                 rec.status);
+                 "--profile-from {}: run {} is '{}' and has no measured compute", cfg.profile_from, rec.id, rec.status);
     const Summary& s = *run.summary;
     p.cost.data_s = s.data_s;
     p.cost.fwd_s = s.fwd_s;
@@ -310,8 +298,8 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
     p.cost.bwd_layer_s.assign(nl, 0.0);
     for (size_t l = 0; l < nl; ++l)
       p.cost.bwd_layer_s[l] = total > 0 ? s.bwd_s * static_cast<double>(layers[l].count) / total : 0.0;
-    p.source = fmt::format("run {} (measured means per step: data, fwd, bwd split over layers by parameters, opt)",
-                           rec.id);
+    p.source =
+        fmt::format("run {} (measured means per step: data, fwd, bwd split over layers by parameters, opt)", rec.id);
     return p;
   }
   std::vector<int64_t> other_batches;
@@ -342,11 +330,10 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
   }
   std::sort(other_batches.begin(), other_batches.end());
   other_batches.erase(std::unique(other_batches.begin(), other_batches.end()), other_batches.end());
-  DSGD_THROW(InputError, profile_hint(cfg),
-             "no compute profile of workload '{}' on '{}' with batch {} for host '{}'{}", cfg.workload, cfg.dataset,
-             cfg.batch, host,
-             other_batches.empty() ? std::string()
-                                   : fmt::format(" (calibrated batches: {})", fmt::join(other_batches, ", ")));
+  DSGD_THROW(
+      InputError, profile_hint(cfg), "no compute profile of workload '{}' on '{}' with batch {} for host '{}'{}",
+      cfg.workload, cfg.dataset, cfg.batch, host,
+      other_batches.empty() ? std::string() : fmt::format(" (calibrated batches: {})", fmt::join(other_batches, ", ")));
 }
 
 SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,

@@ -60,9 +60,58 @@ void wait_comm_split(const CollSpan* spans, size_t ranks, WaitComm* out) {
   }
 }
 
-std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets& prev, const ClockOffsets& now,
-                                         double time_origin, int64_t warmup) {
-  const int n = comm.size();
+namespace {
+
+// One rank's part of the gathered buffer: its step records and its collective events.
+struct RankView {
+  const double* steps = nullptr;
+  const double* events = nullptr;
+  size_t n_steps = 0, n_events = 0;
+};
+
+// A step record of the wire format (kStepFields values) as a row, on rank 0's clock.
+void step_row_unpack(const double* f, int rank, const ClockOffsets& prev, const ClockOffsets& now, double time_origin,
+                     int64_t warmup, StepRow& row) {
+  const double t_start = f[1] - clock_sync_offset_at(prev, now, rank, f[1]);
+  row.rank = rank;
+  row.step = static_cast<int64_t>(f[0]);
+  row.timed = row.step >= warmup;
+  row.start_s = t_start - time_origin;
+  row.step_s = f[2];
+  row.fwd_s = f[3];
+  row.bwd_s = f[4];
+  row.opt_s = f[5];
+  row.data_s = f[6];
+  row.train_loss = f[7];
+  row.injected_s = f[9];
+  if (!std::isnan(f[10])) row.staleness = f[10];
+}
+
+// A rank's events of one step: its collectives (every rank runs the same ones, in the same
+// order: matched by index for the wait/comm split, returned in `collectives`) and its
+// one-sided epochs (one origin and one target, not every rank, and ranks of an asynchronous
+// algorithm are not in step: any number per rank, no cross-rank wait, all of it is comm).
+void step_events_account(const double* events, size_t count, StepRow& row, std::vector<Interval>& in_flight,
+                         std::vector<const double*>& collectives) {
+  collectives.clear();
+  in_flight.clear();
+  for (size_t e = 0; e < count; ++e) {
+    const double* ef = events + e * kEventFields;
+    if (ef[5] > ef[4]) in_flight.push_back(Interval{ef[4], ef[5]});
+    row.bytes_sent += ef[2];
+    if (static_cast<int32_t>(ef[3]) == static_cast<int32_t>(CollKind::coll_onesided))
+      row.comm_s += std::max(0.0, ef[1] - ef[0]);
+    else
+      collectives.push_back(ef);
+  }
+  row.overlap_s = union_length(in_flight);
+}
+
+}  // namespace
+
+// Packs this rank's steps and events into pack_ (wire format: [n_steps, n_events, steps
+// (kStepFields each), events (kEventFields each)]), padded to the widest rank.
+void StepRecorder::pack(Communicator& comm) {
   const size_t n_events = events_.size();
   pack_.clear();
   pack_.push_back(static_cast<double>(used_));
@@ -74,42 +123,36 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
   }
   const CollEvent* ev = events_.data();
   for (size_t i = 0; i < n_events; ++i)
-    pack_.insert(pack_.end(),
-                 {ev[i].arrive, ev[i].depart, ev[i].bytes_sent, static_cast<double>(ev[i].kind), ev[i].launch,
-                  ev[i].in_flight_until});
-
+    pack_.insert(pack_.end(), {ev[i].arrive, ev[i].depart, ev[i].bytes_sent, static_cast<double>(ev[i].kind),
+                               ev[i].launch, ev[i].in_flight_until});
   double width = static_cast<double>(pack_.size());
   comm.untimed_allreduce_max(&width, 1);
-  const size_t w = static_cast<size_t>(width);
-  pack_.resize(w, 0.0);
+  pack_.resize(static_cast<size_t>(width), 0.0);
+}
+
+std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets& prev, const ClockOffsets& now,
+                                         double time_origin, int64_t warmup) {
+  const int n = comm.size();
+  pack(comm);
+  const size_t w = pack_.size();
   if (comm.rank() == 0) gathered_.resize(w * static_cast<size_t>(n));
   comm.untimed_gather(pack_.data(), w, gathered_.data(), 0);
-
   used_ = 0;
   events_before_ = 0;
   events_.clear();
   std::vector<StepRow> rows;
   if (comm.rank() != 0) return rows;
 
-  // Unpack every rank.
-  struct RankView {
-    const double* steps;
-    const double* events;
-    size_t n_steps, n_events;
-  };
   std::vector<RankView> views(static_cast<size_t>(n));
   for (int r = 0; r < n; ++r) {
     const double* base = gathered_.data() + w * static_cast<size_t>(r);
     RankView v{base + 2, nullptr, static_cast<size_t>(base[0]), static_cast<size_t>(base[1])};
     v.events = v.steps + v.n_steps * kStepFields;
     views[static_cast<size_t>(r)] = v;
-  }
-  for (int r = 1; r < n; ++r) {
-    if (views[r].n_steps != views[0].n_steps)
+    if (v.n_steps != views[0].n_steps)
       DSGD_THROW(Error, "this is a bug in the algorithm: every rank must run the same steps",
-                 "rank {} recorded {} steps, rank 0 {}", r, views[r].n_steps, views[0].n_steps);
+                 "rank {} recorded {} steps, rank 0 {}", r, v.n_steps, views[0].n_steps);
   }
-
   const size_t n_steps = views[0].n_steps;
   rows.resize(n_steps * static_cast<size_t>(n));
   std::vector<CollSpan> spans(static_cast<size_t>(n));
@@ -118,45 +161,16 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
   std::vector<Interval> in_flight;
   std::vector<std::vector<const double*>> collectives(static_cast<size_t>(n));
   for (size_t s = 0; s < n_steps; ++s) {
+    StepRow* step_rows = &rows[s * static_cast<size_t>(n)];
     for (int r = 0; r < n; ++r) {
       const double* f = views[r].steps + s * kStepFields;
-      const double t_start = f[1] - clock_sync_offset_at(prev, now, r, f[1]);
-      StepRow& row = rows[s * static_cast<size_t>(n) + static_cast<size_t>(r)];
-      row.rank = r;
-      row.step = static_cast<int64_t>(f[0]);
-      row.timed = row.step >= warmup;
-      row.start_s = t_start - time_origin;
-      row.step_s = f[2];
-      row.fwd_s = f[3];
-      row.bwd_s = f[4];
-      row.opt_s = f[5];
-      row.data_s = f[6];
-      row.train_loss = f[7];
-      row.injected_s = f[9];
-      if (!std::isnan(f[10])) row.staleness = f[10];
-    }
-    // A rank's events of this step: its collectives (every rank runs the same ones, in the
-    // same order: matched by index for the wait/comm split) and its one-sided epochs (one
-    // origin and one target, not every rank, and ranks of an asynchronous algorithm are not
-    // in step: any number per rank, no cross-rank wait, all of it is comm).
-    for (int r = 0; r < n; ++r) {
-      const size_t mine = static_cast<size_t>(views[r].steps[s * kStepFields + 8]);
-      collectives[r].clear();
-      StepRow& row = rows[s * static_cast<size_t>(n) + static_cast<size_t>(r)];
-      in_flight.clear();
-      for (size_t e = 0; e < mine; ++e) {
-        const double* ef = views[r].events + (event_cursor[r] + e) * kEventFields;
-        if (ef[5] > ef[4]) in_flight.push_back(Interval{ef[4], ef[5]});
-        row.bytes_sent += ef[2];
-        if (static_cast<int32_t>(ef[3]) == static_cast<int32_t>(CollKind::coll_onesided))
-          row.comm_s += std::max(0.0, ef[1] - ef[0]);
-        else
-          collectives[r].push_back(ef);
-      }
-      row.overlap_s = union_length(in_flight);
+      step_row_unpack(f, r, prev, now, time_origin, warmup, step_rows[r]);
+      const size_t mine = static_cast<size_t>(f[8]);
+      step_events_account(views[r].events + event_cursor[r] * kEventFields, mine, step_rows[r], in_flight,
+                          collectives[r]);
       if (collectives[r].size() != collectives[0].size())
         DSGD_THROW(Error, "this is a bug in the algorithm: every rank must run the same collectives",
-                   "step {}: rank {} recorded {} collectives, rank 0 {}", row.step, r, collectives[r].size(),
+                   "step {}: rank {} recorded {} collectives, rank 0 {}", step_rows[r].step, r, collectives[r].size(),
                    collectives[0].size());
       event_cursor[r] += mine;
     }
@@ -168,9 +182,8 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
       }
       wait_comm_split(spans.data(), spans.size(), split.data());
       for (int r = 0; r < n; ++r) {
-        StepRow& row = rows[s * static_cast<size_t>(n) + static_cast<size_t>(r)];
-        row.wait_s += split[r].wait;
-        row.comm_s += split[r].comm;
+        step_rows[r].wait_s += split[r].wait;
+        step_rows[r].comm_s += split[r].comm;
       }
     }
   }

@@ -39,16 +39,21 @@ class StepRecorder {
     t.step = step;
     return t;
   }
-  void end_step(StepTiming& t) { t.events = static_cast<int64_t>(events_.size()) - events_before_; events_before_ = events_.size(); }
+  void end_step(StepTiming& t) {
+    t.events = static_cast<int64_t>(events_.size()) - events_before_;
+    events_before_ = events_.size();
+  }
 
   // Collective (untimed). Returns the rows of all ranks on rank 0 (empty elsewhere) and
   // clears the buffers. Timestamps are moved to rank 0's clock with offsets interpolated
   // between `prev` and `now`, then made relative to `time_origin`. Steps below `warmup`
   // are marked untimed.
-  std::vector<StepRow> flush(Communicator& comm, const ClockOffsets& prev, const ClockOffsets& now,
-                             double time_origin, int64_t warmup);
+  std::vector<StepRow> flush(Communicator& comm, const ClockOffsets& prev, const ClockOffsets& now, double time_origin,
+                             int64_t warmup);
 
  private:
+  void pack(Communicator& comm);  // this rank's steps and events into pack_, padded to the widest rank
+
   std::vector<StepTiming> steps_;
   size_t used_ = 0;
   size_t events_before_ = 0;

@@ -25,6 +25,7 @@
 #include "engine/memory_estimate.hpp"
 #include "engine/peak_flops.hpp"
 #include "engine/run_record.hpp"
+#include "engine/run_schedule.hpp"
 #include "engine/shared_dataset.hpp"
 #include "engine/shared_topology.hpp"
 #include "engine/step_recorder.hpp"
@@ -47,16 +48,16 @@ struct Worker {
   std::unique_ptr<Workload> workload;
   std::unique_ptr<Algorithm> algorithm;
   std::unique_ptr<Optimizer> optimizer;
-  LrSchedule schedule;
+  LrSchedule lr_schedule;
   std::unique_ptr<BatchSampler> sampler;
   Stragglers stragglers;
-  std::shared_ptr<const Topology> topology;  // shared by the sim backend's workers (read-only)
-  std::optional<NetworkModel> emulated;          // from --bandwidth etc.; empty: no emulation
+  std::shared_ptr<const Topology> topology;     // shared by the sim backend's workers (read-only)
+  std::optional<NetworkModel> emulated;         // from --bandwidth etc.; empty: no emulation
   std::unique_ptr<NetworkEmulation> emulation;  // null: nothing added to collectives
   int64_t native_calibration_id = 0;            // calibration whose fit was subtracted (0: none)
-  double peak_flops = 0;                         // MFU's peak per worker (peak_flops.hpp), FLOP/s
+  double peak_flops = 0;                        // MFU's peak per worker (peak_flops.hpp), FLOP/s
   std::vector<float> params, grads, eval_params;
-  int64_t steps = 0, warmup = 0, eval_every = 0, flush_every = 0;
+  RunSchedule plan;  // steps, warm-up, evaluation and flush periods
 };
 
 void hook_trampoline(void* ctx, size_t layer);
@@ -95,31 +96,24 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.sampler = std::make_unique<BatchSampler>(w.data->train.rows,
                                              std::max(0, w.algorithm->worker_index(comm.rank(), comm.size())),
                                              data_ranks, static_cast<size_t>(cfg.batch), cfg.seed);
-  if (cfg.steps > 0) {
-    w.steps = cfg.steps;
-  } else {
-    const double epochs = cfg.epochs > 0 ? cfg.epochs : 1.0;
-    w.steps = std::max<int64_t>(1, static_cast<int64_t>(std::ceil(epochs * double(w.sampler->batches_per_epoch()))));
-  }
-  w.warmup = std::min<int64_t>(cfg.warmup, w.steps - 1);
-  w.eval_every = cfg.eval_every > 0 ? cfg.eval_every : std::max<int64_t>(1, w.steps / 10);
-  w.flush_every = std::min<int64_t>(w.eval_every, 1000);
+  w.plan = run_schedule_make(cfg, w.sampler->batches_per_epoch());
   w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
   w.topology = topology_make_shared(cfg.topology, comm.size(), cfg.seed);
   // hier:GxW: every recorded all-reduce runs in two levels (Communicator::set_hierarchy).
   comm.set_hierarchy(w.topology->groups);
-  w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
-                                        w.topology->groups);
+  w.emulated =
+      network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, w.topology->groups);
   // An algorithm that owns the optimizer (zero: state for its shard only) leaves the
   // trainer's optimizer without state; the schedule still comes from it.
   w.optimizer = optimizer_create(cfg, w.algorithm->owns_optimizer() ? 0 : count, data_ranks);
-  w.schedule = lr_schedule_from_config(cfg, w.optimizer->base_lr(), w.steps);
+  w.lr_schedule = lr_schedule_from_config(cfg, w.optimizer->base_lr(), w.plan.steps);
   return w;
 }
 
 RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const Worker& w) {
   nlohmann::json config;
-  RunRecord r = run_record_from_config(cfg, comm.size(), w.steps, w.warmup, w.eval_every, comm.library_version(), config);
+  RunRecord r = run_record_from_config(cfg, comm.size(), w.plan.steps, w.plan.warmup, w.plan.eval_every,
+                                       comm.library_version(), config);
   config["model-state-bytes"] = w.algorithm->model_state_bytes(w.params.size(), comm.size());
   // MFU's inputs (docs/metrics.md): the summary derives achieved model GFLOP/s and MFU from them.
   config["flops-per-sample"] = w.workload->flops_per_sample();
@@ -128,12 +122,12 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
     config["compute-workers"] = computing;  // throughput counts these ranks' samples (docs/metrics.md)
   if (w.emulation) {
     config["emulated-network"] = network_model_describe(*w.emulated);
-    config["native-calibration-id"] = w.native_calibration_id > 0 ? nlohmann::json(w.native_calibration_id)
-                                                                   : nlohmann::json(nullptr);
+    config["native-calibration-id"] =
+        w.native_calibration_id > 0 ? nlohmann::json(w.native_calibration_id) : nlohmann::json(nullptr);
   }
   if (comm.hierarchy_groups() > 1)
-    config["allreduce"] = fmt::format("two-level: {} groups of {}", comm.hierarchy_groups(),
-                                      comm.size() / comm.hierarchy_groups());
+    config["allreduce"] =
+        fmt::format("two-level: {} groups of {}", comm.hierarchy_groups(), comm.size() / comm.hierarchy_groups());
   if (const std::string details = comm.backend_details(); !details.empty())
     config["backend-details"] = nlohmann::json::parse(details);
   if (const std::string details = w.algorithm->details_json(); !details.empty())
@@ -189,259 +183,323 @@ EvalSums evaluate_test(Worker& w, Communicator& comm, const float* model) {
   return EvalSums{sums[0], sums[1], sums[2]};
 }
 
-}  // namespace
+// Whether every value of the model is finite (the divergence check at evaluations).
+bool all_finite(const float* x, size_t n) {
+  float acc = 0.0f;  // x·0 is NaN exactly when x is NaN or ±inf; one pass, no branch
+  for (size_t i = 0; i < n; ++i) acc += x[i] * 0.0f;
+  return acc == 0.0f;
+}
 
-int64_t trainer_active_run_id() { return g_active_run_id.load(); }
-bool trainer_past_setup() { return g_past_setup.load(); }
+// One worker's run, in named stages. Every rank constructs one and calls run().
+class Trainer {
+ public:
+  Trainer(const RunConfig& cfg, Communicator& comm, Store* store, const TrainerCallbacks& callbacks)
+      : cfg_(cfg), comm_(comm), store_(store), callbacks_(callbacks), timers_(cfg.timers) {}
 
-TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, const TrainerCallbacks& callbacks) {
-  // ---- setup: every rank, then agreement ---------------------------------------------
-  Worker w;
-  std::exception_ptr setup_error;
-  try {
-    w = worker_setup(cfg, comm);
-  } catch (...) {
-    setup_error = std::current_exception();
+  TrainResult run() {
+    setup();
+    resolve_emulation();
+    measure_peak();
+    begin_record();
+    train();
+    return finish();
   }
-  collective_check(comm, setup_error);
-  g_past_setup = true;
 
-  TrainState state{comm, *w.workload, *w.optimizer, w.params.data(), w.grads.data(), w.params.size(), 0, w.steps};
-  LayerCosts layer_costs;  // per-layer compute and network costs, for algorithms that plan from them
-  if (w.algorithm->wants_layer_costs()) {
-    layer_costs = layer_costs_resolve(cfg, comm, store, *w.workload, w.emulated, w.topology->groups);
-    state.layer_costs = &layer_costs;
+ private:
+  // Setup on every rank, then agreement: a rank that failed makes every rank throw.
+  void setup() {
+    std::exception_ptr setup_error;
+    try {
+      w_ = worker_setup(cfg_, comm_);
+    } catch (...) {
+      setup_error = std::current_exception();
+    }
+    collective_check(comm_, setup_error);
+    g_past_setup = true;
+
+    state_ = std::make_unique<TrainState>(TrainState{comm_, *w_.workload, *w_.optimizer, w_.params.data(),
+                                                     w_.grads.data(), w_.params.size(), 0, w_.plan.steps});
+    if (w_.algorithm->wants_layer_costs()) {  // per-layer costs, for algorithms that plan from them
+      layer_costs_ = layer_costs_resolve(cfg_, comm_, store_, *w_.workload, w_.emulated, w_.topology->groups);
+      state_->layer_costs = &layer_costs_;
+    }
+    w_.algorithm->setup(*state_);
+    hook_ctx_ = HookContext{w_.algorithm.get(), state_.get()};
+    computes_ = w_.algorithm->worker_index(comm_.rank(), comm_.size()) >= 0;
+    recorder_.reserve(static_cast<size_t>(w_.plan.flush_every),
+                      static_cast<size_t>(std::max(1, w_.algorithm->max_collectives_per_step())));
   }
-  w.algorithm->setup(state);
-  HookContext hook_ctx{w.algorithm.get(), &state};
-  const LayerHook hook{hook_trampoline, &hook_ctx};
 
-  StepRecorder recorder;
-  recorder.reserve(static_cast<size_t>(w.flush_every),
-                   static_cast<size_t>(std::max(1, w.algorithm->max_collectives_per_step())));
   // Network emulation: rank 0 looks up this host's latest calibration (the native fabric's
   // all-reduce fit) and every rank gets the same numbers, so every rank holds a collective
   // for the same extra time. Without a calibration nothing is subtracted (docs/cluster.md).
-  if (w.emulated) {
+  void resolve_emulation() {
+    if (!w_.emulated) return;
     double native[3] = {0, 0, 0};  // calibration id, alpha, bus bandwidth
-    if (store) {
-      if (auto id = store->calibration_latest(system_info_read().host)) {
-        for (const FitRow& fit : store->fits_get(*id)) {
-          if (fit.op == "allreduce" && fit.bandwidth_bytes_per_s > 0) {
-            native[0] = static_cast<double>(*id);
-            native[1] = fit.alpha_s;
-            native[2] = fit.bandwidth_bytes_per_s;
-          }
-        }
+    if (store_) {
+      if (const std::optional<AllreduceFit> fit = store_->allreduce_fit_latest(system_info_read().host)) {
+        native[0] = static_cast<double>(fit->calibration_id);
+        native[1] = fit->alpha_s;
+        native[2] = fit->bandwidth_bytes_per_s;
       }
     }
-    comm.untimed_broadcast(native, 3, 0);
+    comm_.untimed_broadcast(native, 3, 0);
     std::optional<NetworkModel> native_model;
     if (native[0] > 0) {
-      native_model = NetworkModel{network_link_from_allreduce_fit(native[1], native[2], comm.size()), std::nullopt, 1};
-      w.native_calibration_id = static_cast<int64_t>(native[0]);
+      native_model = NetworkModel{network_link_from_allreduce_fit(native[1], native[2], comm_.size()), std::nullopt, 1};
+      w_.native_calibration_id = static_cast<int64_t>(native[0]);
     }
-    const CollAlgo algo = w.topology->groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
-    w.emulation = std::make_unique<NetworkEmulation>(*w.emulated, native_model, comm.size(), algo);
-    comm.set_emulation(w.emulation->hook());
+    const CollAlgo algo = w_.topology->groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
+    w_.emulation = std::make_unique<NetworkEmulation>(*w_.emulated, native_model, comm_.size(), algo);
+    comm_.set_emulation(w_.emulation->hook());
   }
-  const bool timers = cfg.timers;
-  if (timers) comm.attach_log(&recorder.events());
+
   // MFU's peak (docs/metrics.md): every rank measures SGEMM at --threads at the same time
   // (sharing the host as in training); rank 0 records the best rank's rate and takes the
   // highest its database has seen for this host and thread count, so a busy moment does not
   // lower the peak. The sim backend's workers share one process: rank 0 measures, and a
   // --compute-scale k device is modelled as 1/k times this host's peak.
-  {
-    double peak = (cfg.backend == "sim" && comm.rank() != 0) ? 0.0 : peak_flops_measure(static_cast<int>(cfg.threads));
-    comm.untimed_allreduce_max(&peak, 1);
-    if (store && comm.rank() == 0)
-      peak = store->host_peak_record(system_info_read().host, static_cast<int>(cfg.threads), peak * 1e-9) * 1e9;
-    comm.untimed_broadcast(&peak, 1, 0);
-    if (cfg.backend == "sim" && cfg.compute_scale > 0) peak /= cfg.compute_scale;
-    w.peak_flops = peak;
+  void measure_peak() {
+    const bool sim = cfg_.backend == "sim";
+    double peak = (sim && comm_.rank() != 0) ? 0.0 : peak_flops_measure(static_cast<int>(cfg_.threads));
+    comm_.untimed_allreduce_max(&peak, 1);
+    if (store_ && comm_.rank() == 0)
+      peak = store_->host_peak_record(system_info_read().host, static_cast<int>(cfg_.threads), peak * 1e-9) * 1e9;
+    comm_.untimed_broadcast(&peak, 1, 0);
+    if (sim && cfg_.compute_scale > 0) peak /= cfg_.compute_scale;
+    w_.peak_flops = peak;
   }
 
-  TrainResult result;
-  result.steps = w.steps;
-  result.warmup = w.warmup;
-
-  const RunRecord record = run_record_make(cfg, comm, w);
-  if (store) {
-    result.run_id = store->run_begin(record);
-    g_active_run_id = result.run_id;
+  void begin_record() {
+    if (timers_) comm_.attach_log(&recorder_.events());
+    result_.steps = w_.plan.steps;
+    result_.warmup = w_.plan.warmup;
+    const RunRecord record = run_record_make(cfg_, comm_, w_);
+    if (store_) {
+      result_.run_id = store_->run_begin(record);
+      g_active_run_id = result_.run_id;
+    }
+    if (callbacks_.on_start) callbacks_.on_start(record);
+    offsets_prev_ = clock_sync_measure(comm_);
+    time_origin_ = offsets_prev_.taken_at;  // rank 0's clock at start (rank 0 only)
   }
-  if (callbacks.on_start) callbacks.on_start(record);
 
-  ClockOffsets offsets_prev = clock_sync_measure(comm);
-  const double time_origin = offsets_prev.taken_at;  // rank 0's clock at start (rank 0 only)
-
-  // Training clock (rank 0): wall time since the loop started, minus evaluation and flush time.
-  double excluded_s = 0;
-  double loop_start = 0;
-  double timed_start = 0;
-  double timed_excluded_at_start = 0;
-  double loss_sum = 0;
-  double loss_count = 0;
-
-  auto flush = [&]() {
-    ClockOffsets now = clock_sync_measure(comm);
-    std::vector<StepRow> rows = recorder.flush(comm, offsets_prev, now, time_origin, w.warmup);
-    offsets_prev = std::move(now);
-    if (store && !rows.empty()) store->steps_append(result.run_id, rows);
-  };
-
-  auto evaluate = [&](int64_t steps_done) {
-    const double t_eval = comm.now();
-    if (timers && recorder.used() > 0) flush();
-    double loss[2] = {loss_sum, loss_count};
-    comm.untimed_allreduce_sum(loss, 2);
-    loss_sum = loss_count = 0;
-    const float* model = evaluation_model(w, comm, state, timers ? &recorder.events() : nullptr);
-    const EvalSums sums = evaluate_test(w, comm, model);
-    EvalRow row;
-    row.consensus_distance = consensus_distance(w, comm, model);
-    row.step = steps_done;
-    row.time_s = steps_done == 0 ? 0.0 : (t_eval - loop_start) - excluded_s;
-    row.train_loss = loss[1] > 0 ? loss[0] / loss[1] : std::nan("");
-    row.test_loss = sums.count > 0 ? sums.loss_sum / sums.count : std::nan("");
-    row.test_acc = sums.count > 0 ? sums.correct / sums.count : std::nan("");
-    if (comm.rank() == 0) {
-      if (store) store->evals_append(result.run_id, {row});
-      if (callbacks.on_eval) callbacks.on_eval(row);
+  // The step loop: evaluations every eval_every steps and after the last; per-step timings
+  // flushed when the recorder is full. Stops early, on every rank together, when an
+  // evaluation finds the run diverged.
+  void train() {
+    evaluate(0);
+    comm_.untimed_barrier();
+    loop_start_ = comm_.now();
+    for (int64_t step = 0; step < w_.plan.steps; ++step) {
+      if (step == w_.plan.warmup) {
+        timed_start_ = comm_.now();
+        timed_excluded_at_start_ = excluded_s_;
+      }
+      step_once(step);
+      const int64_t done = step + 1;
+      if (callbacks_.on_progress) callbacks_.on_progress(TrainProgress{done, w_.plan.steps, last_loss_});
+      const bool last = done == w_.plan.steps;
+      if (last) result_.timed_wall_s = timed_wall();
+      if (done % w_.plan.eval_every == 0 || last) {
+        if (evaluate(done)) {
+          result_.timed_wall_s = done > w_.plan.warmup ? timed_wall() : 0.0;
+          break;
+        }
+      } else if (timers_ && recorder_.full()) {
+        const double t_flush = comm_.now();
+        flush();
+        excluded_s_ += comm_.now() - t_flush;
+      }
     }
-    if (steps_done > 0) excluded_s += comm.now() - t_eval;
-  };
+  }
 
-  evaluate(0);
-  comm.untimed_barrier();
-  loop_start = comm.now();
+  double timed_wall() const { return (comm_.now() - timed_start_) - (excluded_s_ - timed_excluded_at_start_); }
 
-  // ---- the step loop -------------------------------------------------------------------
-  const bool computes = w.algorithm->worker_index(comm.rank(), comm.size()) >= 0;
-  for (int64_t step = 0; step < w.steps; ++step) {
-    if (step == w.warmup) {
-      timed_start = comm.now();
-      timed_excluded_at_start = excluded_s;
-    }
+  // One step, the same body with timers on or off: with timers off no clock is read
+  // (except for a straggler's delay) and nothing is recorded.
+  void step_once(int64_t step) {
+    TrainState& state = *state_;
+    StepTiming* t = timers_ ? &recorder_.begin_step(step) : nullptr;
+    auto clock = [&] { return t ? comm_.now() : 0.0; };
     state.step = step;
     state.staleness = std::nan("");
-    if (!computes) {  // a rank that only serves (ps dedicated): no data, gradient or optimizer
-      StepTiming* t = timers ? &recorder.begin_step(step) : nullptr;
-      const double t0 = comm.now();
-      if (t) {
-        t->start = t0;
-        t->loss = std::nan("");  // it trains nothing
-      }
+    const double t0 = clock();
+    if (t) {
+      t->start = t0;
       state.step_start = t0;
-      w.algorithm->after_update(state);
-      if (t) {
-        t->step_s = comm.now() - t0;
-        t->staleness = state.staleness;
-        recorder.end_step(*t);
-      }
-    } else if (timers) {
-      StepTiming& t = recorder.begin_step(step);
-      const double t0 = comm.now();
-      t.start = t0;
-      state.step_start = t0;
-      const uint32_t* idx = w.sampler->next();
-      w.workload->load_batch(w.data->train, idx, w.sampler->batch());
-      comm.compute_done(ComputePhase::phase_data);
-      const double t1 = comm.now();
-      t.loss = w.workload->forward(w.params.data());
-      comm.compute_done(ComputePhase::phase_forward);
-      const double t2 = comm.now();
-      w.workload->backward(w.params.data(), w.grads.data(), hook);
-      comm.compute_done(ComputePhase::phase_backward);
-      double t3 = comm.now();
-      if (!w.stragglers.empty()) {
-        const double delay = w.stragglers.delay_s(comm.rank(), step, t3 - t1);
-        if (delay > 0) {
-          comm.hold_until(t3 + delay);
-          const double t3_held = comm.now();
-          t.injected_s = t3_held - t3;
-          t3 = t3_held;
+    }
+    if (!computes_) return serve_once(t, t0);
+    const bool stragglers = !w_.stragglers.empty();
+    const uint32_t* idx = w_.sampler->next();
+    w_.workload->load_batch(w_.data->train, idx, w_.sampler->batch());
+    comm_.compute_done(ComputePhase::phase_data);
+    const double t1 = (t || stragglers) ? comm_.now() : 0.0;
+    const double loss = w_.workload->forward(w_.params.data());
+    comm_.compute_done(ComputePhase::phase_forward);
+    const double t2 = clock();
+    w_.workload->backward(w_.params.data(), w_.grads.data(), LayerHook{hook_trampoline, &hook_ctx_});
+    comm_.compute_done(ComputePhase::phase_backward);
+    double t3 = (t || stragglers) ? comm_.now() : 0.0;
+    if (stragglers) {
+      const double delay = w_.stragglers.delay_s(comm_.rank(), step, t3 - t1);
+      if (delay > 0) {
+        comm_.hold_until(t3 + delay);
+        if (t) {
+          const double held = comm_.now();
+          t->injected_s = held - t3;
+          t3 = held;
         }
       }
-      w.algorithm->reduce_gradients(state);
-      const double t4 = comm.now();
-      state.lr = w.schedule.lr_at(step);
-      if (w.algorithm->owns_optimizer()) {
-        w.algorithm->optimizer_step(state);
-      } else {
-        w.optimizer->step(w.params.data(), w.grads.data(), state.lr);
-      }
-      comm.compute_done(ComputePhase::phase_optimizer);
-      const double t5 = comm.now();
-      w.algorithm->after_update(state);
-      const double t6 = comm.now();
-      t.data_s = t1 - t0;
-      t.fwd_s = t2 - t1;
-      t.bwd_s = t3 - t2 - t.injected_s;
-      t.opt_s = t5 - t4;
-      t.step_s = t6 - t0;
-      t.staleness = state.staleness;
-      recorder.end_step(t);
-      loss_sum += t.loss;
+    }
+    w_.algorithm->reduce_gradients(state);
+    const double t4 = clock();
+    state.lr = w_.lr_schedule.lr_at(step);
+    if (w_.algorithm->owns_optimizer()) {
+      w_.algorithm->optimizer_step(state);
     } else {
-      const uint32_t* idx = w.sampler->next();
-      w.workload->load_batch(w.data->train, idx, w.sampler->batch());
-      comm.compute_done(ComputePhase::phase_data);
-      const double t1 = w.stragglers.empty() ? 0.0 : comm.now();
-      loss_sum += w.workload->forward(w.params.data());
-      comm.compute_done(ComputePhase::phase_forward);
-      w.workload->backward(w.params.data(), w.grads.data(), hook);
-      comm.compute_done(ComputePhase::phase_backward);
-      if (!w.stragglers.empty()) {
-        const double t3 = comm.now();
-        const double delay = w.stragglers.delay_s(comm.rank(), step, t3 - t1);
-        if (delay > 0) comm.hold_until(t3 + delay);
-      }
-      w.algorithm->reduce_gradients(state);
-      state.lr = w.schedule.lr_at(step);
-      if (w.algorithm->owns_optimizer()) {
-        w.algorithm->optimizer_step(state);
-      } else {
-        w.optimizer->step(w.params.data(), w.grads.data(), state.lr);
-      }
-      comm.compute_done(ComputePhase::phase_optimizer);
-      w.algorithm->after_update(state);
+      w_.optimizer->step(w_.params.data(), w_.grads.data(), state.lr);
     }
-    if (computes) loss_count += 1;
+    comm_.compute_done(ComputePhase::phase_optimizer);
+    const double t5 = clock();
+    w_.algorithm->after_update(state);
+    if (t) {
+      t->loss = loss;
+      t->data_s = t1 - t0;
+      t->fwd_s = t2 - t1;
+      t->bwd_s = t3 - t2 - t->injected_s;
+      t->opt_s = t5 - t4;
+      t->step_s = comm_.now() - t0;
+      t->staleness = state.staleness;
+      recorder_.end_step(*t);
+    }
+    loss_sum_ += loss;
+    loss_count_ += 1;
+    last_loss_ = loss;
+    if (!std::isfinite(loss) && first_nonfinite_step_ < 0) first_nonfinite_step_ = step;
+  }
 
-    const int64_t done = step + 1;
-    const bool last = done == w.steps;
-    if (last) result.timed_wall_s = (comm.now() - timed_start) - (excluded_s - timed_excluded_at_start);
-    if (done % w.eval_every == 0 || last) {
-      evaluate(done);
-    } else if (timers && recorder.full()) {
-      const double t_flush = comm.now();
-      flush();
-      excluded_s += comm.now() - t_flush;
+  // A step of a rank that only serves (ps dedicated): no data, gradient or optimizer.
+  void serve_once(StepTiming* t, double t0) {
+    w_.algorithm->after_update(*state_);
+    if (t) {
+      t->loss = std::nan("");  // it trains nothing
+      t->step_s = comm_.now() - t0;
+      t->staleness = state_->staleness;
+      recorder_.end_step(*t);
     }
   }
-  comm.attach_log(nullptr);
-  comm.set_emulation({});
-  comm.set_hierarchy(1);
-  if (recorder.events().dropped() > 0)
-    DSGD_THROW(Error, "this is a bug: max_collectives_per_step is too small for the algorithm",
-               "{} collective events were dropped", recorder.events().dropped());
 
-  const float* model = evaluation_model(w, comm, state, nullptr);
-  if (comm.rank() == 0) result.final_params.assign(model, model + w.params.size());
-  if (comm.rank() == 0 && !cfg.save_params.empty()) {
-    std::ofstream out(cfg.save_params, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(model), static_cast<std::streamsize>(w.params.size() * sizeof(float)));
-    if (!out)
-      DSGD_THROW(InputError, "pass a writable path to --save-params", "cannot write parameters to '{}'",
-                 cfg.save_params);
+  void flush() {
+    ClockOffsets now = clock_sync_measure(comm_);
+    std::vector<StepRow> rows = recorder_.flush(comm_, offsets_prev_, now, time_origin_, w_.plan.warmup);
+    offsets_prev_ = std::move(now);
+    if (store_ && !rows.empty()) store_->steps_append(result_.run_id, rows);
   }
-  if (store) {
-    store->run_finish(result.run_id, "completed", "");
-    g_active_run_id = 0;
+
+  // Collective. Evaluates the consensus (or global) model on the test set and checks the
+  // run for divergence: a non-finite minibatch loss on any rank since the start, or a
+  // non-finite value in the evaluated model. Returns true when the run diverged; the
+  // evaluation row then carries NaN test metrics, so no target is ever reached by it.
+  bool evaluate(int64_t steps_done) {
+    const double t_eval = comm_.now();
+    if (timers_ && recorder_.used() > 0) flush();
+    double loss[2] = {loss_sum_, loss_count_};
+    comm_.untimed_allreduce_sum(loss, 2);
+    loss_sum_ = loss_count_ = 0;
+    const float* model = evaluation_model(w_, comm_, *state_, timers_ ? &recorder_.events() : nullptr);
+    // Divergence, agreed by every rank: [0] minus the first step with a non-finite loss
+    // (max over ranks: the earliest), [1] whether some rank's model is not finite.
+    double bad[2] = {first_nonfinite_step_ >= 0 ? -static_cast<double>(first_nonfinite_step_) : -1e300,
+                     all_finite(model, w_.params.size()) ? 0.0 : 1.0};
+    comm_.untimed_allreduce_max(bad, 2);
+    const bool diverged = bad[0] > -1e299 || bad[1] > 0;
+    EvalRow row;
+    row.step = steps_done;
+    row.time_s = steps_done == 0 ? 0.0 : (t_eval - loop_start_) - excluded_s_;
+    row.train_loss = loss[1] > 0 ? loss[0] / loss[1] : std::nan("");
+    if (diverged) {
+      row.test_loss = row.test_acc = std::nan("");
+      result_.status = "diverged";
+      result_.diverged_step = bad[0] > -1e299 ? static_cast<int64_t>(-bad[0]) : steps_done;
+      result_.error =
+          bad[0] > -1e299
+              ? fmt::format("diverged: non-finite training loss at step {} (evaluation after step {} stopped the run)",
+                            result_.diverged_step, steps_done)
+              : fmt::format("diverged: non-finite model parameters at the evaluation after step {}", steps_done);
+    } else {
+      const EvalSums sums = evaluate_test(w_, comm_, model);
+      row.consensus_distance = consensus_distance(w_, comm_, model);
+      row.test_loss = sums.count > 0 ? sums.loss_sum / sums.count : std::nan("");
+      row.test_acc = sums.count > 0 ? sums.correct / sums.count : std::nan("");
+    }
+    if (comm_.rank() == 0) {
+      if (store_) store_->evals_append(result_.run_id, {row});
+      if (callbacks_.on_eval) callbacks_.on_eval(row);
+    }
+    if (steps_done > 0) excluded_s_ += comm_.now() - t_eval;
+    return diverged;
   }
-  return result;
+
+  TrainResult finish() {
+    comm_.attach_log(nullptr);
+    comm_.set_emulation({});
+    comm_.set_hierarchy(1);
+    if (recorder_.events().dropped() > 0)
+      DSGD_THROW(Error, "this is a bug: max_collectives_per_step is too small for the algorithm",
+                 "{} collective events were dropped", recorder_.events().dropped());
+    const float* model = evaluation_model(w_, comm_, *state_, nullptr);
+    if (comm_.rank() == 0) result_.final_params.assign(model, model + w_.params.size());
+    if (comm_.rank() == 0 && !cfg_.save_params.empty()) {
+      std::ofstream out(cfg_.save_params, std::ios::binary);
+      out.write(reinterpret_cast<const char*>(model), static_cast<std::streamsize>(w_.params.size() * sizeof(float)));
+      out.close();
+      if (!out)
+        DSGD_THROW(InputError, "pass a writable path to --save-params", "cannot write parameters to '{}'",
+                   cfg_.save_params);
+    }
+    if (store_) {
+      store_->run_finish(result_.run_id, result_.status, result_.error);
+      g_active_run_id = 0;
+    }
+    return std::move(result_);
+  }
+
+  const RunConfig& cfg_;
+  Communicator& comm_;
+  Store* store_;
+  const TrainerCallbacks& callbacks_;
+  const bool timers_;
+
+  Worker w_;
+  std::unique_ptr<TrainState> state_;
+  LayerCosts layer_costs_;
+  HookContext hook_ctx_{nullptr, nullptr};
+  bool computes_ = true;
+  StepRecorder recorder_;
+  TrainResult result_;
+
+  ClockOffsets offsets_prev_;
+  double time_origin_ = 0;
+  // Training clock (rank 0): wall time since the loop started, minus evaluation and flush time.
+  double excluded_s_ = 0, loop_start_ = 0, timed_start_ = 0, timed_excluded_at_start_ = 0;
+  double loss_sum_ = 0, loss_count_ = 0;  // minibatch losses since the last evaluation
+  double last_loss_ = std::nan("");       // the last step's minibatch loss (progress line)
+  int64_t first_nonfinite_step_ = -1;     // first step whose loss was not finite (-1: none)
+};
+
+}  // namespace
+
+int64_t trainer_active_run_id() {
+  return g_active_run_id.load();
+}
+bool trainer_past_setup() {
+  return g_past_setup.load();
+}
+
+TrainResult trainer_run(const RunConfig& cfg, Communicator& comm, Store* store, const TrainerCallbacks& callbacks) {
+  Trainer trainer(cfg, comm, store, callbacks);
+  return trainer.run();
 }
 
 }  // namespace dsgd

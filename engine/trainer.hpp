@@ -3,6 +3,8 @@
 // runs untimed warm-up steps then timed steps, evaluates the consensus model on the
 // test set every K steps, flushes the per-step timings to rank 0 at each evaluation,
 // and has rank 0 store everything. The timed loop allocates nothing and formats nothing.
+// Divergence: the minibatch loss is checked every step and the evaluated model at every
+// evaluation; a non-finite value stops the run at that evaluation with status "diverged".
 #pragma once
 
 #include <cstdint>
@@ -16,17 +18,32 @@
 
 namespace dsgd {
 
+// Where the step loop is, for a live progress line.
+struct TrainProgress {
+  int64_t steps_done = 0;
+  int64_t steps_total = 0;
+  double last_loss = 0;  // this rank's last minibatch loss (NaN on a rank that only serves)
+};
+
 // What the trainer tells its caller (rank 0 prints these).
 struct TrainerCallbacks {
   std::function<void(const RunRecord&)> on_start;  // after setup, before the first step
   std::function<void(const EvalRow&)> on_eval;
+  // After every step when set (set it only where a terminal shows it: the callback must
+  // return at once unless it redraws, e.g. a few times a second).
+  std::function<void(const TrainProgress&)> on_progress;
 };
 
 struct TrainResult {
-  int64_t run_id = 0;         // 0 when no store
+  int64_t run_id = 0;  // 0 when no store
   int64_t steps = 0;
   int64_t warmup = 0;
-  double timed_wall_s = 0;    // wall time of the timed steps on rank 0 (evaluations excluded)
+  double timed_wall_s = 0;  // wall time of the timed steps on rank 0 (evaluations excluded)
+  // "completed", or "diverged" when an evaluation found a non-finite training loss or model
+  // (the run then stops at that evaluation, on every rank; `error` says where).
+  std::string status = "completed";
+  int64_t diverged_step = -1;  // first step with a non-finite loss, or the evaluation's step
+  std::string error;
   std::vector<float> final_params;  // the consensus model (rank 0)
 };
 

@@ -11,25 +11,17 @@
 #include <limits>
 
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 
 namespace dsgd {
 
-namespace {
-
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
-}  // namespace
+namespace {}  // namespace
 
 AlphaBetaFit alpha_beta_fit(const std::vector<AlphaBetaPoint>& points) {
   double x_max = 0, t_min = std::numeric_limits<double>::infinity();
   for (const AlphaBetaPoint& p : points) {
     if (!std::isfinite(p.time_s) || p.time_s <= 0) {
-      DSGD_THROW(Error, "", "alpha-beta fit: time {} s at {} bytes is not a positive number", p.time_s,
-                 p.bytes);
+      DSGD_THROW(Error, "", "alpha-beta fit: time {} s at {} bytes is not a positive number", p.time_s, p.bytes);
     }
     if (!std::isfinite(p.bytes) || p.bytes < 0) {
       DSGD_THROW(Error, "", "alpha-beta fit: size {} bytes is not a non-negative number", p.bytes);
@@ -47,8 +39,8 @@ AlphaBetaFit alpha_beta_fit(const std::vector<AlphaBetaPoint>& points) {
   }
   if (distinct < 2) {
     DSGD_THROW(InputError, "sweep at least two sizes (--min-size below --max-size)",
-               "alpha-beta fit needs at least two distinct sizes (got {} point(s), {} size(s))",
-               points.size(), distinct);
+               "alpha-beta fit needs at least two distinct sizes (got {} point(s), {} size(s))", points.size(),
+               distinct);
   }
 
   // Sums in scaled units: x' = x / x_max, t' = t / t_min, u' = 1 / t'.
@@ -91,7 +83,7 @@ AlphaBetaFit alpha_beta_fit(const std::vector<AlphaBetaPoint>& points) {
   for (const AlphaBetaPoint& p : points) {
     errors.push_back(std::abs(alpha_beta_predict(fit, p.bytes) - p.time_s) / p.time_s);
   }
-  fit.rel_error = median_of(std::move(errors));
+  fit.rel_error = stats_median(std::move(errors));
   return fit;
 }
 

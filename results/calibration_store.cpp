@@ -55,11 +55,10 @@ int64_t Store::calibration_begin(const CalibrationRecord& record) {
   SqlStatement stmt(db_,
                     "INSERT INTO calibrations (created_at, workers, host, cpu_model, mpi_version, "
                     "git_commit, tool_version, config_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-  stmt.bind_all(record.created_at.empty() ? system_time_iso8601() : record.created_at,
-                record.workers);
+  stmt.bind_all(record.created_at.empty() ? system_time_iso8601() : record.created_at, record.workers);
   int index = 3;
-  for (const std::string* text : {&record.host, &record.cpu_model, &record.mpi_version,
-                                  &record.git_commit, &record.tool_version}) {
+  for (const std::string* text :
+       {&record.host, &record.cpu_model, &record.mpi_version, &record.git_commit, &record.tool_version}) {
     stmt.bind_text_or_null(index++, *text);
   }
   stmt.bind(index, record.config_json.empty() ? std::string("{}") : record.config_json);
@@ -76,8 +75,8 @@ void Store::collectives_append(int64_t calibration_id, const std::vector<Collect
                     "time_min_s, time_max_s, algbw_gbps, busbw_gbps) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const CollectiveRow& r : rows) {
-    stmt.bind_all(calibration_id, r.op, r.bytes, r.iters, r.time_s, r.time_min_s, r.time_max_s,
-                  r.algbw_gbps, r.busbw_gbps);
+    stmt.bind_all(calibration_id, r.op, r.bytes, r.iters, r.time_s, r.time_min_s, r.time_max_s, r.algbw_gbps,
+                  r.busbw_gbps);
     stmt.run();
   }
   transaction.commit();
@@ -91,8 +90,7 @@ void Store::fits_append(int64_t calibration_id, const std::vector<FitRow>& rows)
                     "INSERT INTO fits (calibration_id, op, alpha_s, beta_s_per_byte, "
                     "bandwidth_bytes_per_s, rel_error) VALUES (?, ?, ?, ?, ?, ?)");
   for (const FitRow& r : rows) {
-    stmt.bind_all(calibration_id, r.op, r.alpha_s, r.beta_s_per_byte, r.bandwidth_bytes_per_s,
-                  r.rel_error);
+    stmt.bind_all(calibration_id, r.op, r.alpha_s, r.beta_s_per_byte, r.bandwidth_bytes_per_s, r.rel_error);
     stmt.run();
   }
   transaction.commit();
@@ -106,8 +104,7 @@ void Store::profiles_append(int64_t calibration_id, const std::vector<ProfileRow
                     "INSERT INTO profiles (calibration_id, workload, dataset, batch, layer, "
                     "layer_name, fwd_s, bwd_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   for (const ProfileRow& r : rows) {
-    stmt.bind_all(calibration_id, r.workload, r.dataset, r.batch, r.layer, r.layer_name, r.fwd_s,
-                  r.bwd_s);
+    stmt.bind_all(calibration_id, r.workload, r.dataset, r.batch, r.layer, r.layer_name, r.fwd_s, r.bwd_s);
     stmt.run();
   }
   transaction.commit();
@@ -115,12 +112,21 @@ void Store::profiles_append(int64_t calibration_id, const std::vector<ProfileRow
 
 std::optional<int64_t> Store::calibration_latest(const std::string& host) const {
   if (user_version() < calibration_schema) return std::nullopt;
-  SqlStatement stmt(db_, host.empty()
-                             ? "SELECT max(id) FROM calibrations"
-                             : "SELECT max(id) FROM calibrations WHERE host = ?");
+  SqlStatement stmt(
+      db_, host.empty() ? "SELECT max(id) FROM calibrations" : "SELECT max(id) FROM calibrations WHERE host = ?");
   if (!host.empty()) stmt.bind(1, host);
   if (!stmt.step() || stmt.column_is_null(0)) return std::nullopt;
   return stmt.column_int64(0);
+}
+
+std::optional<AllreduceFit> Store::allreduce_fit_latest(const std::string& host) const {
+  const std::optional<int64_t> id = calibration_latest(host);
+  if (!id) return std::nullopt;
+  for (const FitRow& fit : fits_get(*id)) {
+    if (fit.op == "allreduce" && fit.bandwidth_bytes_per_s > 0)
+      return AllreduceFit{*id, calibration_get(*id).workers, fit.alpha_s, fit.bandwidth_bytes_per_s};
+  }
+  return std::nullopt;
 }
 
 CalibrationRecord Store::calibration_get(int64_t calibration_id) const {
@@ -134,8 +140,7 @@ CalibrationRecord Store::calibration_get(int64_t calibration_id) const {
 std::vector<CalibrationRecord> Store::calibrations_list(int limit) const {
   std::vector<CalibrationRecord> result;
   if (user_version() < calibration_schema) return result;
-  SqlStatement stmt(db_, fmt::format("SELECT {} FROM calibrations ORDER BY id DESC LIMIT ?",
-                                     calibration_columns));
+  SqlStatement stmt(db_, fmt::format("SELECT {} FROM calibrations ORDER BY id DESC LIMIT ?", calibration_columns));
   stmt.bind(1, limit > 0 ? limit : -1);
   while (stmt.step()) result.push_back(calibration_read(stmt));
   return result;

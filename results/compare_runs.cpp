@@ -1,15 +1,16 @@
 // Baseline vs candidate comparison (see compare_runs.hpp).
 #include "results/compare_runs.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <optional>
 #include <set>
 
-#include <fmt/format.h>
-
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "results/compare_stats.hpp"
 #include "results/html_report.hpp"
 
@@ -18,12 +19,13 @@ namespace dsgd {
 namespace {
 
 // Configuration keys that define a group besides the run columns (network settings).
-constexpr const char* network_keys[] = {"topology", "bandwidth", "latency", "inter-bandwidth", "inter-latency",
-                                        "overlap"};
+constexpr const char* network_keys[] = {"topology",        "bandwidth",     "latency",
+                                        "inter-bandwidth", "inter-latency", "overlap"};
 
 std::optional<double> metric_value(const Summary& s, const std::string& name) {
   auto finite = [](double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; };
-  if (name == "throughput_samples_per_s") return s.throughput_samples_per_s > 0 ? finite(s.throughput_samples_per_s) : std::nullopt;
+  if (name == "throughput_samples_per_s")
+    return s.throughput_samples_per_s > 0 ? finite(s.throughput_samples_per_s) : std::nullopt;
   if (name == "step_time_s") return finite(s.step_time_s);
   if (name == "final_test_acc") return s.final_test_acc ? finite(*s.final_test_acc) : std::nullopt;
   if (name == "final_test_loss") return s.final_test_loss ? finite(*s.final_test_loss) : std::nullopt;
@@ -37,11 +39,10 @@ std::optional<double> metric_value(const Summary& s, const std::string& name) {
   return std::nullopt;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+// A run's value of a metric; none for a diverged run (its numbers are not a result).
+std::optional<double> metric_value(const RunWithSummary& r, const std::string& name) {
+  if (r.run.status != "completed" || !r.summary) return std::nullopt;
+  return metric_value(*r.summary, name);
 }
 
 std::string config_text(const nlohmann::json& config, const char* key) {
@@ -84,9 +85,13 @@ std::string format_threshold(const CompareThreshold& t) {
   return t.points ? fmt::format("{:g}pt", t.value * 100) : fmt::format("{:g}%", t.value * 100);
 }
 
-std::string format_value(double v) { return std::isfinite(v) ? fmt::format("{:.4g}", v) : "-"; }
+std::string format_value(double v) {
+  return std::isfinite(v) ? fmt::format("{:.4g}", v) : "-";
+}
 
-std::string xml_escape(const std::string& text) { return html_escape(text); }
+std::string xml_escape(const std::string& text) {
+  return html_escape(text);
+}
 
 CompareThreshold parse_threshold_value(const std::string& text, const std::string& whole) {
   std::string t = text;
@@ -106,19 +111,29 @@ CompareThreshold parse_threshold_value(const std::string& text, const std::strin
     used = 0;
   }
   if (used == 0 || used != t.size() || !(value >= 0) || (!points && !percent)) {
-    DSGD_THROW(InputError, "write thresholds as 5% (relative) or 0.5pt (absolute points), e.g. --threshold 5%,final_test_acc=0.5pt",
+    DSGD_THROW(InputError,
+               "write thresholds as 5% (relative) or 0.5pt (absolute points), e.g. --threshold 5%,final_test_acc=0.5pt",
                "--threshold: bad value '{}' in '{}'", text, whole);
   }
   return CompareThreshold{value / 100.0, points};
 }
 
 std::string metric_resolve(const std::string& name) {
-  static const std::map<std::string, std::string> aliases = {
-      {"throughput", "throughput_samples_per_s"}, {"step_time", "step_time_s"}, {"step", "step_time_s"},
-      {"acc", "final_test_acc"}, {"accuracy", "final_test_acc"}, {"test_acc", "final_test_acc"},
-      {"loss", "final_test_loss"}, {"test_loss", "final_test_loss"}, {"time_to_target", "time_to_target_s"},
-      {"ttt", "time_to_target_s"}, {"compute", "compute_s"}, {"comm", "comm_s"}, {"wait", "wait_s"},
-      {"data", "data_s"}, {"bytes", "bytes_sent_per_step"}};
+  static const std::map<std::string, std::string> aliases = {{"throughput", "throughput_samples_per_s"},
+                                                             {"step_time", "step_time_s"},
+                                                             {"step", "step_time_s"},
+                                                             {"acc", "final_test_acc"},
+                                                             {"accuracy", "final_test_acc"},
+                                                             {"test_acc", "final_test_acc"},
+                                                             {"loss", "final_test_loss"},
+                                                             {"test_loss", "final_test_loss"},
+                                                             {"time_to_target", "time_to_target_s"},
+                                                             {"ttt", "time_to_target_s"},
+                                                             {"compute", "compute_s"},
+                                                             {"comm", "comm_s"},
+                                                             {"wait", "wait_s"},
+                                                             {"data", "data_s"},
+                                                             {"bytes", "bytes_sent_per_step"}};
   for (const CompareMetric& m : compare_metrics())
     if (m.name == name) return name;
   auto it = aliases.find(name);
@@ -149,11 +164,16 @@ const std::vector<CompareMetric>& compare_metrics() {
 
 const char* compare_verdict_name(CompareVerdict verdict) {
   switch (verdict) {
-    case CompareVerdict::compare_ok: return "ok";
-    case CompareVerdict::compare_improved: return "improved";
-    case CompareVerdict::compare_noise: return "noise";
-    case CompareVerdict::compare_regressed: return "REGRESSED";
-    case CompareVerdict::compare_missing: return "missing";
+    case CompareVerdict::compare_ok:
+      return "ok";
+    case CompareVerdict::compare_improved:
+      return "improved";
+    case CompareVerdict::compare_noise:
+      return "noise";
+    case CompareVerdict::compare_regressed:
+      return "REGRESSED";
+    case CompareVerdict::compare_missing:
+      return "missing";
   }
   return "?";
 }
@@ -183,14 +203,42 @@ void compare_parse_thresholds(const std::string& text, CompareOptions& options) 
 std::string compare_group_key(const RunRecord& r, bool ignore_machine) {
   nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
   if (!config.is_object()) config = nlohmann::json::object();
-  nlohmann::json key = nlohmann::json::array({r.workload, r.dataset, r.algorithm, r.backend, r.workers, r.batch,
-                                              r.period, r.steps});
+  nlohmann::json key =
+      nlohmann::json::array({r.workload, r.dataset, r.algorithm, r.backend, r.workers, r.batch, r.period, r.steps});
   for (const char* k : network_keys) key.push_back(config_text(config, k));
   if (!ignore_machine) {
     key.push_back(r.host);
     key.push_back(r.cpu_model);
   }
   return key.dump();
+}
+
+// Diverged runs (non-finite loss or model) are failures, never fast runs: a candidate whose
+// share of diverged runs exceeds the baseline's regresses on the gating pseudo-metric
+// "diverged_runs". Adds that metric's row to the group when either side diverged.
+bool compare_divergence(const std::vector<const RunWithSummary*>& base, const std::vector<const RunWithSummary*>& cand,
+                        CompareGroup& group) {
+  auto diverged = [](const std::vector<const RunWithSummary*>& runs) {
+    return static_cast<size_t>(
+        std::count_if(runs.begin(), runs.end(), [](const RunWithSummary* r) { return r->run.status == "diverged"; }));
+  };
+  const size_t bd = diverged(base), cd = diverged(cand);
+  if (bd == 0 && cd == 0) return false;
+  CompareMetricResult m;
+  m.metric = CompareMetric{"diverged_runs", "runs", false, true};
+  m.base_n = base.size();
+  m.cand_n = cand.size();
+  m.base_median = static_cast<double>(bd) / static_cast<double>(base.size());
+  m.cand_median = static_cast<double>(cd) / static_cast<double>(cand.size());
+  m.absolute_change = m.cand_median - m.base_median;
+  m.threshold = CompareThreshold{0.0, true};
+  m.note = fmt::format("{} of {} candidate run(s) diverged (baseline: {} of {})", cd, cand.size(), bd, base.size());
+  const bool worse = m.cand_median > m.base_median;
+  m.verdict = worse ? CompareVerdict::compare_regressed
+                    : (m.cand_median < m.base_median ? CompareVerdict::compare_improved : CompareVerdict::compare_ok);
+  group.metrics.push_back(m);
+  if (worse) group.regressed = true;
+  return worse;
 }
 
 CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::vector<RunWithSummary>& cand,
@@ -203,7 +251,8 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
   auto collect = [&](const std::vector<RunWithSummary>& runs) {
     Side side;
     for (const RunWithSummary& r : runs) {
-      if (r.run.status != "completed" || !r.summary) {
+      // A diverged run belongs to its group (it counts against the side), but gives no metric.
+      if ((r.run.status != "completed" && r.run.status != "diverged") || !r.summary) {
         ++side.skipped;
         continue;
       }
@@ -228,9 +277,9 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
     auto ci = c.groups.find(key);
     if (bi == b.groups.end() || ci == c.groups.end()) {
       const RunRecord& r = (bi != b.groups.end() ? bi->second : ci->second).front()->run;
-      result.unmatched.push_back(fmt::format("{} only: {}{}", bi != b.groups.end() ? "baseline" : "candidate",
-                                             group_label(r),
-                                             options.ignore_machine ? "" : fmt::format(" on {} ({})", r.host, r.cpu_model)));
+      result.unmatched.push_back(
+          fmt::format("{} only: {}{}", bi != b.groups.end() ? "baseline" : "candidate", group_label(r),
+                      options.ignore_machine ? "" : fmt::format(" on {} ({})", r.host, r.cpu_model)));
       continue;
     }
     CompareGroup group;
@@ -238,12 +287,13 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
     group.name = group_name(bi->second.front()->run);
     for (const RunWithSummary* r : bi->second) group.base_ids.push_back(r->run.id);
     for (const RunWithSummary* r : ci->second) group.cand_ids.push_back(r->run.id);
+    if (compare_divergence(bi->second, ci->second, group)) ++result.regressions;
     for (const CompareMetric& metric : compare_metrics()) {
       std::vector<double> x, y;
       for (const RunWithSummary* r : bi->second)
-        if (auto v = metric_value(*r->summary, metric.name)) x.push_back(*v);
+        if (auto v = metric_value(*r, metric.name)) x.push_back(*v);
       for (const RunWithSummary* r : ci->second)
-        if (auto v = metric_value(*r->summary, metric.name)) y.push_back(*v);
+        if (auto v = metric_value(*r, metric.name)) y.push_back(*v);
       if (x.empty() && y.empty()) continue;  // not measured on either side (no target, ...)
       CompareMetricResult m;
       m.metric = metric;
@@ -251,8 +301,8 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
       m.threshold = it != options.per_metric.end() ? it->second : options.threshold;
       m.base_n = x.size();
       m.cand_n = y.size();
-      m.base_median = median(x);
-      m.cand_median = median(y);
+      m.base_median = stats_median(x);
+      m.cand_median = stats_median(y);
       if (x.empty() || y.empty()) {
         // Measured on one side only: a target the candidate no longer reaches is a regression.
         const bool lost = !x.empty() && metric.name == "time_to_target_s";
@@ -270,8 +320,8 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
       if (m.base_median != 0) {
         m.relative_change = m.absolute_change / std::fabs(m.base_median);
       } else {
-        m.relative_change = m.absolute_change == 0 ? 0.0
-                                                   : std::copysign(std::numeric_limits<double>::infinity(), m.absolute_change);
+        m.relative_change =
+            m.absolute_change == 0 ? 0.0 : std::copysign(std::numeric_limits<double>::infinity(), m.absolute_change);
       }
       const MannWhitneyResult test = mann_whitney_u(x, y);
       m.p_value = test.p_value;
@@ -286,7 +336,8 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
         m.note = fmt::format("within {}", format_threshold(m.threshold));
       } else if (!significant) {
         m.verdict = CompareVerdict::compare_noise;
-        m.note = fmt::format("beyond {} but p = {:.3g} >= {:g}", format_threshold(m.threshold), m.p_value, options.alpha);
+        m.note =
+            fmt::format("beyond {} but p = {:.3g} >= {:g}", format_threshold(m.threshold), m.p_value, options.alpha);
       } else if (worse) {
         m.verdict = CompareVerdict::compare_regressed;
         m.note = m.testable ? fmt::format("worse than {}, p = {:.3g}", format_threshold(m.threshold), m.p_value)
@@ -349,8 +400,9 @@ std::string compare_markdown(const CompareResult& r, const std::string& base_nam
     out += "\n";
     for (const std::string& w : r.warnings) out += fmt::format("> warning: {}\n", w);
   }
-  out += "\nChange: of the medians over repetitions; p-value: two-sided Mann-Whitney U (`~`: normal "
-         "approximation). Definitions: docs/metrics.md, docs/reports.md.\n";
+  out +=
+      "\nChange: of the medians over repetitions; p-value: two-sided Mann-Whitney U (`~`: normal "
+      "approximation). Definitions: docs/metrics.md, docs/reports.md.\n";
   return out;
 }
 
@@ -375,7 +427,8 @@ std::string compare_junit(const CompareResult& r) {
           "baseline {} (n={}), candidate {} (n={}), change {}, p={:.3g}: {}", format_value(m.base_median), m.base_n,
           format_value(m.cand_median), m.cand_n, m.base_n && m.cand_n ? format_change(m) : "-", m.p_value, m.note);
       if (m.metric.gate && m.verdict == CompareVerdict::compare_regressed) {
-        out += fmt::format("<failure message=\"{} regressed\">{}</failure>", xml_escape(m.metric.name), xml_escape(detail));
+        out += fmt::format("<failure message=\"{} regressed\">{}</failure>", xml_escape(m.metric.name),
+                           xml_escape(detail));
       } else if (m.verdict == CompareVerdict::compare_missing) {
         out += fmt::format("<skipped message=\"{}\"/>", xml_escape(m.note));
       } else {

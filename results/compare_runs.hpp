@@ -5,7 +5,9 @@
 //   inter-latency, overlap) and the machine fingerprint (host + CPU model; --ignore-machine
 //   drops it). The straggler setting is deliberately not part of the key: an injected
 //   straggler is the kind of slowdown a gate must catch. Repetitions of a group (for
-//   suites: rep=1..R) are the samples. Only completed runs with a summary take part.
+//   suites: rep=1..R) are the samples. Only completed runs with a summary give metric
+//   samples; a diverged run counts against its side in the gating pseudo-metric
+//   "diverged_runs" (a larger share of diverged runs in the candidate is a regression).
 // - Per metric: the relative change of the medians, (cand - base) / |base|, the absolute
 //   change, and the two-sided Mann-Whitney U p-value over the repetitions.
 // - Verdict: `regressed` when the change is worse than the metric's threshold (relative
@@ -18,10 +20,9 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "results/store.hpp"
 

@@ -4,18 +4,18 @@
 // cell (two per row at 1280 px); coordinates are printed with one decimal.
 #include "results/html_report.hpp"
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
-#include <array>
 #include <set>
 
-#include <fmt/format.h>
-
+#include "core/stats.hpp"
 #include "results/html_downsample.hpp"
 #include "results/sqlite.hpp"
 
@@ -30,14 +30,18 @@ constexpr const char* palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "
 constexpr size_t palette_size = sizeof palette / sizeof palette[0];
 constexpr size_t legend_max = 24;
 
-const char* color_of(size_t index) { return palette[index % palette_size]; }
+const char* color_of(size_t index) {
+  return palette[index % palette_size];
+}
 
 template <typename... Args>
 void put(Buffer& out, fmt::format_string<Args...> format, Args&&... args) {
   fmt::format_to(std::back_inserter(out), format, std::forward<Args>(args)...);
 }
 
-void put_text(Buffer& out, const std::string& text) { out.append(text.data(), text.data() + text.size()); }
+void put_text(Buffer& out, const std::string& text) {
+  out.append(text.data(), text.data() + text.size());
+}
 
 std::string number_text(double v) {
   if (!std::isfinite(v)) return "";
@@ -69,8 +73,8 @@ struct LineChart {
   std::string id, title, x_label, y_label;
   std::vector<Series> series;
   bool y_from_zero = false;
-  bool markers = false;  // dots at each point (short series)
-  bool diagonal = false; // draw y = x (predicted vs measured)
+  bool markers = false;    // dots at each point (short series)
+  bool diagonal = false;   // draw y = x (predicted vs measured)
   bool x_integer = false;  // x is a count (workers): integer ticks only
 };
 
@@ -113,15 +117,14 @@ void chart_axes(Buffer& out, const Range& xr, const Range& yr, const std::vector
     const double x = sx(t);
     put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", x, margin_t, x,
         margin_t + ph);
-    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", x,
-        margin_t + ph + 16, html_escape(fmt::format("{:g}", t)));
+    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", x, margin_t + ph + 16,
+        html_escape(fmt::format("{:g}", t)));
   }
   put(out, "<rect class=\"frame\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>", margin_l, margin_t,
       pw, ph);
   put(out, "<text class=\"axis\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", margin_l + pw / 2,
       chart_h - 8, html_escape(x_label));
-  put(out,
-      "<text class=\"axis\" transform=\"translate(14,{:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
+  put(out, "<text class=\"axis\" transform=\"translate(14,{:.1f}) rotate(-90)\" text-anchor=\"middle\">{}</text>",
       margin_t + ph / 2, html_escape(y_label));
 }
 
@@ -142,7 +145,8 @@ void legend(Buffer& out, const std::string& chart_id, const std::vector<Series>&
   put(out, "<div class=\"legend\" data-chart=\"{}\">", chart_id);
   const size_t shown = std::min(series.size(), legend_max);
   for (size_t i = 0; i < shown; ++i) {
-    put(out, "<span class=\"lg\" data-s=\"{}\" title=\"click to hide or show\"><i style=\"background:{}\"></i>{}</span>",
+    put(out,
+        "<span class=\"lg\" data-s=\"{}\" title=\"click to hide or show\"><i style=\"background:{}\"></i>{}</span>",
         html_escape(series[i].id), series[i].color, html_escape(series[i].label));
   }
   if (series.size() > shown)
@@ -197,7 +201,9 @@ void line_chart(Buffer& out, LineChart chart, const HtmlReportOptions& options) 
   put(out, "<svg viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{}\">", chart_w, chart_h, html_escape(chart.title));
   chart_axes(out, xr, yr, xt, yt, chart.x_label, chart.y_label);
   if (chart.diagonal) {
-    put(out, "<line class=\"diag\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"><title>predicted = measured</title></line>",
+    put(out,
+        "<line class=\"diag\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"><title>predicted = "
+        "measured</title></line>",
         sx(xr.lo), sy(xr.lo), sx(xr.hi), sy(xr.hi));
   }
   for (const Series& s : chart.series) {
@@ -230,16 +236,19 @@ struct Segment {
 };
 
 constexpr Segment segments[] = {
-    {"data", "data", "#9c755f"},    {"compute", "compute (fwd+bwd+opt)", "#4e79a7"},
-    {"injected", "injected delay", "#b07aa1"}, {"wait", "wait", "#e15759"},
+    {"data", "data", "#9c755f"},
+    {"compute", "compute (fwd+bwd+opt)", "#4e79a7"},
+    {"injected", "injected delay", "#b07aa1"},
+    {"wait", "wait", "#e15759"},
     {"comm", "comm", "#f28e2b"},
 };
 constexpr const char* overlap_color = "#59a14f";
 
 void breakdown_chart(Buffer& out, const std::vector<HtmlRunData>& runs) {
-  put(out, "<figure class=\"chart wide\" id=\"breakdown\"><figcaption>Time per step, by phase (mean over timed "
-           "rank-steps, ms). The thin bar under each run is overlap: communication hidden inside compute, not added to "
-           "the step.</figcaption>");
+  put(out,
+      "<figure class=\"chart wide\" id=\"breakdown\"><figcaption>Time per step, by phase (mean over timed "
+      "rank-steps, ms). The thin bar under each run is overlap: communication hidden inside compute, not added to "
+      "the step.</figcaption>");
   std::vector<const HtmlRunData*> shown;
   for (const HtmlRunData& r : runs)
     if (r.run.summary && r.run.summary->timed_steps > 0) shown.push_back(&r);
@@ -254,8 +263,7 @@ void breakdown_chart(Buffer& out, const std::vector<HtmlRunData>& runs) {
   const double height = top + row_h * static_cast<double>(shown.size()) + axis_h;
   double max_ms = 0;
   auto parts = [](const Summary& s) {
-    return std::array<double, 5>{s.data_s * 1e3, s.compute_s * 1e3, s.injected_s * 1e3, s.wait_s * 1e3,
-                                 s.comm_s * 1e3};
+    return std::array<double, 5>{s.data_s * 1e3, s.compute_s * 1e3, s.injected_s * 1e3, s.wait_s * 1e3, s.comm_s * 1e3};
   };
   for (const HtmlRunData* r : shown) {
     double total = 0;
@@ -290,14 +298,18 @@ void breakdown_chart(Buffer& out, const std::vector<HtmlRunData>& runs) {
     for (size_t k = 0; k < values.size(); ++k) {
       const double v = std::isfinite(values[k]) ? std::max(0.0, values[k]) : 0.0;
       if (v <= 0) continue;
-      put(out, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {} {:.4g} ms</title></rect>",
+      put(out,
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {} {:.4g} "
+          "ms</title></rect>",
           sx(x_ms), y, sx(x_ms + v) - sx(x_ms), bar_h * 0.75, segments[k].color, html_escape(run_label(run)),
           segments[k].label, v);
       x_ms += v;
     }
     const double overlap = std::isfinite(s.overlap_s) ? s.overlap_s * 1e3 : 0.0;
     if (overlap > 0)
-      put(out, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: overlap {:.4g} ms</title></rect>",
+      put(out,
+          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: overlap {:.4g} "
+          "ms</title></rect>",
           sx(0), y + bar_h * 0.78, sx(overlap) - sx(0), std::max(1.0, bar_h * 0.22), overlap_color,
           html_escape(run_label(run)), overlap);
   }
@@ -313,8 +325,8 @@ std::string scaling_key(const RunRecord& r) {
   nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
   if (!config.is_object()) config = nlohmann::json::object();
   // peak-gflops-per-worker is measured at the run's start (MFU), not a setting.
-  for (const char* key : {"workers", "tag", "seed", "db", "save-params", "hostfile", "eval-every", "target",
-                          "peak-gflops-per-worker"})
+  for (const char* key :
+       {"workers", "tag", "seed", "db", "save-params", "hostfile", "eval-every", "target", "peak-gflops-per-worker"})
     config.erase(key);
   config["__workload"] = r.workload;
   config["__algorithm"] = r.algorithm;
@@ -336,11 +348,20 @@ void scaling_section(Buffer& out, const std::vector<HtmlRunData>& runs, const Ht
     groups[key][r.run.run.workers].push_back(t);
     if (!first_run.count(key)) first_run[key] = &r.run.run;
   }
-  LineChart throughput{"scaling-throughput", "Throughput against workers (median over repetitions)", "workers",
-                       "throughput (samples/s)", {}, true, true};
+  LineChart throughput{"scaling-throughput",
+                       "Throughput against workers (median over repetitions)",
+                       "workers",
+                       "throughput (samples/s)",
+                       {},
+                       true,
+                       true};
   LineChart efficiency{"scaling-efficiency",
                        "Scaling efficiency: T(n) / (n T(1)); without a 1-worker run, relative to the fewest workers",
-                       "workers", "efficiency (1 = linear)", {}, true, true};
+                       "workers",
+                       "efficiency (1 = linear)",
+                       {},
+                       true,
+                       true};
   throughput.x_integer = efficiency.x_integer = true;
   size_t index = 0;
   for (auto& [key, by_workers] : groups) {
@@ -348,15 +369,14 @@ void scaling_section(Buffer& out, const std::vector<HtmlRunData>& runs, const Ht
     const RunRecord& r = *first_run[key];
     Series t_series, e_series;
     t_series.id = e_series.id = fmt::format("g{}", index);
-    t_series.label = e_series.label = fmt::format("{} {} b{}{}", r.workload, r.algorithm, r.batch,
-                                                  r.period > 0 && r.algorithm != "ssgd" ? fmt::format(" H{}", r.period) : "");
+    t_series.label = e_series.label =
+        fmt::format("{} {} b{}{}", r.workload, r.algorithm, r.batch,
+                    r.period > 0 && r.algorithm != "ssgd" ? fmt::format(" H{}", r.period) : "");
     t_series.color = e_series.color = color_of(index);
     const double base_workers = by_workers.begin()->first;
     double base = 0;
     for (auto& [workers, values] : by_workers) {
-      std::sort(values.begin(), values.end());
-      const size_t n = values.size();
-      const double median = n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+      const double median = stats_median(values);
       if (base == 0) base = median / base_workers;
       t_series.x.push_back(workers);
       t_series.y.push_back(median);
@@ -369,8 +389,9 @@ void scaling_section(Buffer& out, const std::vector<HtmlRunData>& runs, const Ht
   }
   put(out, "<section><h2>Scaling</h2>");
   if (throughput.series.empty()) {
-    put(out, "<p class=\"note\">No runs that differ only in their number of workers (scaling needs at least two "
-             "worker counts of otherwise identical completed runs).</p></section>");
+    put(out,
+        "<p class=\"note\">No runs that differ only in their number of workers (scaling needs at least two "
+        "worker counts of otherwise identical completed runs).</p></section>");
     return;
   }
   put(out, "<div class=\"grid\">");
@@ -382,10 +403,29 @@ void scaling_section(Buffer& out, const std::vector<HtmlRunData>& runs, const Ht
 // ---- tables --------------------------------------------------------------------------------
 
 const std::vector<std::string>& run_table_columns() {
-  static const std::vector<std::string> names = {
-      "run_id", "status", "tag", "workload", "dataset", "algorithm", "workers", "batch", "period", "steps",
-      "throughput_samples_per_s", "step_time_s", "compute_s", "comm_s", "wait_s", "overlap_s", "injected_s",
-      "final_test_loss", "final_test_acc", "time_to_target_s", "straggler", "bandwidth", "created_at"};
+  static const std::vector<std::string> names = {"run_id",
+                                                 "status",
+                                                 "tag",
+                                                 "workload",
+                                                 "dataset",
+                                                 "algorithm",
+                                                 "workers",
+                                                 "batch",
+                                                 "period",
+                                                 "steps",
+                                                 "throughput_samples_per_s",
+                                                 "step_time_s",
+                                                 "compute_s",
+                                                 "comm_s",
+                                                 "wait_s",
+                                                 "overlap_s",
+                                                 "injected_s",
+                                                 "final_test_loss",
+                                                 "final_test_acc",
+                                                 "time_to_target_s",
+                                                 "straggler",
+                                                 "bandwidth",
+                                                 "created_at"};
   return names;
 }
 
@@ -418,9 +458,10 @@ void run_table(Buffer& out, const std::vector<HtmlRunData>& runs) {
     }
     put(out, "</tr>");
   }
-  put(out, "</tbody></table></div><p class=\"note\">Times in seconds, throughput in samples/s, accuracy as a "
-           "fraction (definitions: docs/metrics.md). <code>dsgd-bench report --format csv</code> exports every "
-           "column at full precision.</p></section>");
+  put(out,
+      "</tbody></table></div><p class=\"note\">Times in seconds, throughput in samples/s, accuracy as a "
+      "fraction (definitions: docs/metrics.md). <code>dsgd-bench report --format csv</code> exports every "
+      "column at full precision.</p></section>");
 }
 
 void context_section(Buffer& out, const HtmlReportInput& input) {
@@ -430,7 +471,8 @@ void context_section(Buffer& out, const HtmlReportInput& input) {
     put(out, "<tr><th>{}</th><td>{}</td></tr>", key, html_escape(value));
   };
   kv("generated", c.generated_at);
-  kv("by", fmt::format("dsgd-bench {} (commit {}, {} build) on {}", c.tool_version, c.git_commit, c.build_type, c.host));
+  kv("by",
+     fmt::format("dsgd-bench {} (commit {}, {} build) on {}", c.tool_version, c.git_commit, c.build_type, c.host));
   kv("database", fmt::format("{} (schema v{})", c.db_path, c.db_schema_version));
   kv("selection", c.selection);
   kv("report schema", fmt::format("v{}", c.schema_version));
@@ -447,8 +489,9 @@ void context_section(Buffer& out, const HtmlReportInput& input) {
     machines[{run.host, run.cpu_model, run.mpi_version, run.tool_version, run.git_commit, run.build_type}].push_back(
         run.id);
   }
-  put(out, "<h3>Machines and builds</h3><div class=\"scroll\"><table><thead><tr><th>host</th><th>CPU</th><th>MPI</th>"
-           "<th>version</th><th>commit</th><th>build</th><th>runs</th></tr></thead><tbody>");
+  put(out,
+      "<h3>Machines and builds</h3><div class=\"scroll\"><table><thead><tr><th>host</th><th>CPU</th><th>MPI</th>"
+      "<th>version</th><th>commit</th><th>build</th><th>runs</th></tr></thead><tbody>");
   for (const auto& [key, ids] : machines) {
     put(out, "<tr>");
     for (const std::string& v : key) put(out, "<td>{}</td>", html_escape(v));
@@ -485,8 +528,14 @@ void validations_section(Buffer& out, const HtmlGenericTable& table, const HtmlR
   if (!pairs.empty()) put(out, "<div class=\"grid\">");
   for (size_t k = 0; k < pairs.size(); ++k) {
     const auto [p, m] = pairs[k];
-    LineChart chart{fmt::format("validation-{}", k), fmt::format("{} vs {}", table.columns[m], table.columns[p]),
-                    table.columns[p], table.columns[m], {}, false, true, true};
+    LineChart chart{fmt::format("validation-{}", k),
+                    fmt::format("{} vs {}", table.columns[m], table.columns[p]),
+                    table.columns[p],
+                    table.columns[m],
+                    {},
+                    false,
+                    true,
+                    true};
     Series s;
     s.id = "v";
     s.label = "validation rows";
@@ -573,12 +622,23 @@ std::string html_escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -657,9 +717,15 @@ HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSu
       std::vector<ReportValue> row;
       for (int c = 0; c < columns; ++c) {
         switch (sqlite3_column_type(raw, c)) {
-          case SQLITE_INTEGER: row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c))); break;
-          case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(raw, c)); break;
-          case SQLITE_NULL: row.emplace_back(); break;
+          case SQLITE_INTEGER:
+            row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c)));
+            break;
+          case SQLITE_FLOAT:
+            row.emplace_back(sqlite3_column_double(raw, c));
+            break;
+          case SQLITE_NULL:
+            row.emplace_back();
+            break;
           default: {
             const auto* text = sqlite3_column_text(raw, c);
             row.emplace_back(text ? std::string(reinterpret_cast<const char*>(text)) : std::string());
@@ -675,9 +741,10 @@ HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSu
 
 void html_report_write(std::ostream& os, const HtmlReportInput& input, const HtmlReportOptions& options) {
   Buffer out;
-  put(out, "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-           "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
-           "<meta name=\"color-scheme\" content=\"light dark\"><title>dsgd-bench report</title><style>");
+  put(out,
+      "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+      "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+      "<meta name=\"color-scheme\" content=\"light dark\"><title>dsgd-bench report</title><style>");
   put_text(out, style);
   put(out, "</style>");
   put_text(out, error_trap);
@@ -693,11 +760,17 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
 
   // Convergence: one line per run, the run's color everywhere.
   LineChart loss_steps{"loss-steps", "Training loss per step (mean over ranks)", "step", "training loss", {}, false};
-  LineChart test_loss_time{"test-loss-time", "Test loss against training time", "training time (s)", "test loss", {}, false};
-  LineChart test_acc_time{"test-acc-time", "Test accuracy against training time", "training time (s)",
-                          "test accuracy (fraction)", {}, false};
+  LineChart test_loss_time{
+      "test-loss-time", "Test loss against training time", "training time (s)", "test loss", {}, false};
+  LineChart test_acc_time{"test-acc-time",
+                          "Test accuracy against training time",
+                          "training time (s)",
+                          "test accuracy (fraction)",
+                          {},
+                          false};
   LineChart test_loss_steps{"test-loss-steps", "Test loss against steps", "step", "test loss", {}, false};
-  LineChart test_acc_steps{"test-acc-steps", "Test accuracy against steps", "step", "test accuracy (fraction)", {}, false};
+  LineChart test_acc_steps{
+      "test-acc-steps", "Test accuracy against steps", "step", "test accuracy (fraction)", {}, false};
   bool few_evals = true;
   for (size_t i = 0; i < input.runs.size(); ++i) {
     const HtmlRunData& r = input.runs[i];
@@ -734,9 +807,10 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
   line_chart(out, std::move(test_acc_steps), options);
   line_chart(out, std::move(test_loss_steps), options);
   line_chart(out, std::move(loss_steps), options);
-  put(out, "</div><p class=\"note\">Long curves are reduced to at most {} points per chart, shared among its lines, "
-           "by Largest-Triangle-Three-Buckets (first and last points kept; peaks survive). Training time excludes "
-           "evaluations. Click a legend entry to hide or show its line.</p></section>",
+  put(out,
+      "</div><p class=\"note\">Long curves are reduced to at most {} points per chart, shared among its lines, "
+      "by Largest-Triangle-Three-Buckets (first and last points kept; peaks survive). Training time excludes "
+      "evaluations. Click a legend entry to hide or show its line.</p></section>",
       options.max_points_per_chart);
 
   scaling_section(out, input.runs, options);

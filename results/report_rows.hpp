@@ -1,4 +1,4 @@
-// The one row schema behind every report printer (CONVENTIONS.md #8): a table is a list
+// The one row schema behind every report printer: a table is a list
 // of typed, unit-carrying columns and rows of values; CSV, JSON and HTML print the same
 // tables. Three tables exist: `runs` (one row per run: identity, configuration, every
 // summary metric of docs/metrics.md, context), `steps` (one row per rank and step) and
@@ -40,7 +40,7 @@ struct ReportTable {
   size_t column_index(const std::string& name) const;
 };
 
-// The context header every printer writes first (CONVENTIONS.md #9).
+// The context header every printer writes first.
 struct ReportContext {
   int schema_version = 0;     // the report schema (report_schema_version())
   int db_schema_version = 0;  // PRAGMA user_version of the database read

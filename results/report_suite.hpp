@@ -1,7 +1,7 @@
 // Benchmark suites as data files (suites/*.toml), run by `dsgd-bench suite NAME`.
 // A suite file has a name, a description, [defaults] (run keys applied to every entry),
 // [[runs]] (one run each) and [[matrix]] tables (every combination of the listed values,
-// sweeps by list as CONVENTIONS.md #12). Keys are those of `dsgd-bench run` (the one
+// sweeps by list). Keys are those of `dsgd-bench run` (the one
 // field table, core/run_config.hpp); each expanded entry is checked against it before
 // anything runs. `db` and `tag` are set by the suite command (tag: suite=NAME,rep=R), so
 // suite files may not set them.

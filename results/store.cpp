@@ -495,8 +495,8 @@ double Store::host_peak_record(const std::string& host, int threads, double gflo
 }
 
 void Store::run_finish(int64_t run_id, const std::string& status, const std::string& error) {
-  if (status != "completed" && status != "failed" && status != "interrupted") {
-    DSGD_THROW(Error, "", "run_finish: bad status '{}' for run {} (completed, failed or "
+  if (status != "completed" && status != "diverged" && status != "failed" && status != "interrupted") {
+    DSGD_THROW(Error, "", "run_finish: bad status '{}' for run {} (completed, diverged, failed or "
                "interrupted)", status, run_id);
   }
   SqlTransaction transaction(db_);

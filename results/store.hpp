@@ -21,7 +21,7 @@ namespace dsgd {
 struct RunRecord {
   int64_t id = 0;
   std::string created_at;  // ISO 8601 UTC, filled by the store when empty
-  std::string status;      // running | completed | failed | interrupted
+  std::string status;      // running | completed | diverged | failed | interrupted
   std::string workload, dataset, algorithm, backend;
   int workers = 0;
   int64_t batch = 0;   // per worker
@@ -117,6 +117,14 @@ struct FitRow {
   double rel_error = 0;              // median |fit - t| / t over the sizes
 };
 
+// A calibration's all-reduce fit, with where it came from.
+struct AllreduceFit {
+  int64_t calibration_id = 0;
+  int workers = 0;  // ranks of the calibration's sweep
+  double alpha_s = 0;
+  double bandwidth_bytes_per_s = 0;
+};
+
 // One layer's compute cost for one batch size (seconds per step, per worker).
 struct ProfileRow {
   std::string workload, dataset;
@@ -172,6 +180,10 @@ class Store {
   // The newest calibration (largest id), of `host` when not empty; nullopt when none
   // (or the schema predates calibrations).
   std::optional<int64_t> calibration_latest(const std::string& host = "") const;
+  // The all-reduce fit (with a positive bandwidth) of `host`'s newest calibration: the native
+  // fabric that network emulation subtracts and the sim uses without --bandwidth; nullopt when
+  // that calibration has none (or there is no calibration).
+  std::optional<AllreduceFit> allreduce_fit_latest(const std::string& host) const;
   // Throws InputError when the id does not exist.
   CalibrationRecord calibration_get(int64_t calibration_id) const;
   std::vector<CalibrationRecord> calibrations_list(int limit = 100) const;  // newest first

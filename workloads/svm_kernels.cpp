@@ -172,7 +172,7 @@ double svm_hinge_loss_sum(const float* s, const int32_t* labels, size_t B, size_
     double row = 0;
     for (size_t c = 0; c < C; ++c) {
       const double margin = static_cast<double>(svm_target(labels[i], c, C) * s[i * C + c]);
-      row += std::max(0.0, 1.0 - margin);
+      row += std::max(1.0 - margin, 0.0);  // this order keeps a NaN margin NaN (divergence check)
     }
     sum += row;
   }

@@ -1,4 +1,4 @@
-# DESIGN.md §5 equivalences on real MPI ranks (plain SGD, same seed):
+# The equivalences of docs/algorithms.md on real MPI ranks (plain SGD, same seed):
 #  - localsgd with H=1 on 2 ranks gives the same final parameters as ssgd on 2 ranks;
 #  - the same seed twice gives bit-identical parameters;
 #  - a 1-worker run gives the same model whether launched alone or under mpiexec -n 1.

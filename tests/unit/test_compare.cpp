@@ -3,9 +3,9 @@
 // tied case worked by hand), threshold parsing, and the verdicts on synthetic repetitions:
 // identical runs pass, an injected straggler fails naming the metric, too few repetitions
 // warn, nothing matched is an InputError.
-#include <cmath>
-
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "core/errors.hpp"
 #include "results/compare_runs.hpp"
@@ -148,7 +148,8 @@ TEST(Compare, StragglerRegressesNamingTheMetric) {
   ASSERT_FALSE(bigger.empty());
   EXPECT_EQ(bigger[0]["unit"], "samples/s");
   EXPECT_NEAR(bigger[0]["value"].get<double>(), 128 / 0.0125, 1e-6);
-  for (const auto& e : compare_benchmark_json(r, false)) EXPECT_NE(e["name"].get<std::string>().find("_"), std::string::npos);
+  for (const auto& e : compare_benchmark_json(r, false))
+    EXPECT_NE(e["name"].get<std::string>().find("_"), std::string::npos);
 }
 
 TEST(Compare, ImprovementAndNoise) {
@@ -230,7 +231,8 @@ TEST(Compare, MatchingAndNothingMatched) {
   EXPECT_EQ(compare_runs(base, {other}, ignore).groups.size(), 1u);
   // A straggler setting does not split groups (it is what a gate must catch).
   RunWithSummary slow = make_run(4, 0.02, 0.8);
-  slow.run.config_json = R"({"topology": "complete", "bandwidth": "", "overlap": false, "straggler": "fixed:rank=1,delay=10ms"})";
+  slow.run.config_json =
+      R"({"topology": "complete", "bandwidth": "", "overlap": false, "straggler": "fixed:rank=1,delay=10ms"})";
   EXPECT_EQ(compare_group_key(slow.run, false), compare_group_key(base[0].run, false));
   // A different bandwidth does.
   RunWithSummary slow_net = make_run(5, 0.02, 0.8);
@@ -249,6 +251,28 @@ TEST(Compare, LostTargetIsARegression) {
   const CompareResult result = compare_runs(base, cand, CompareOptions{});
   EXPECT_EQ(find_metric(result.groups[0], "time_to_target_s").verdict, CompareVerdict::compare_regressed);
   EXPECT_EQ(result.regressions, 1u);
+}
+
+// A diverged run is a failure, never a fast run: its (fast) step time gives no sample, and
+// a candidate that diverges where the baseline did not regresses on diverged_runs.
+TEST(Compare, DivergedCandidateRegressesAndGivesNoSample) {
+  auto base = reps(1, 3, 0.010, 0.0, 0.8);
+  auto cand = reps(10, 3, 0.010, 0.0, 0.8);
+  cand[1].run.status = "diverged";
+  cand[1].summary->step_time_s = 0.001;  // would look 10x faster
+  const CompareResult result = compare_runs(base, cand, CompareOptions{});
+  ASSERT_EQ(result.groups.size(), 1u);
+  const CompareMetricResult& d = find_metric(result.groups[0], "diverged_runs");
+  EXPECT_EQ(d.verdict, CompareVerdict::compare_regressed);
+  EXPECT_NEAR(d.cand_median, 1.0 / 3.0, 1e-12);
+  EXPECT_EQ(d.base_median, 0.0);
+  EXPECT_EQ(find_metric(result.groups[0], "step_time_s").cand_n, 2u);
+  EXPECT_TRUE(result.groups[0].regressed);
+  EXPECT_EQ(result.regressions, 1u);
+  // The same share of diverged runs on both sides: no regression from it.
+  base[0].run.status = "diverged";
+  const CompareResult same = compare_runs(base, cand, CompareOptions{});
+  EXPECT_EQ(find_metric(same.groups[0], "diverged_runs").verdict, CompareVerdict::compare_ok);
 }
 
 }  // namespace

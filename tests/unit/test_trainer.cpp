@@ -2,15 +2,18 @@
 // by hand; same seed gives the same model; localsgd with H=1 equals ssgd; the batch
 // sampler's shards are disjoint and reshuffle per epoch; the wait/comm split follows
 // the arrival/departure formulas of docs/metrics.md.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "algorithms/optimizer.hpp"
 #include "cluster/communicator.hpp"
 #include "core/errors.hpp"
 #include "engine/batch_sampler.hpp"
+#include "engine/run_schedule.hpp"
 #include "engine/step_recorder.hpp"
 #include "engine/trainer.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -168,4 +171,57 @@ TEST(Trainer, EvaluationsReportedAndTimersOffStillTrains) {
   const auto without = trainer_run(cfg, *comm, nullptr, {});
   EXPECT_EQ(with.final_params, without.final_params);
   EXPECT_GT(without.timed_wall_s, 0.0);
+}
+
+// A learning rate that blows the model up: the run stops at the first evaluation after
+// the loss turns non-finite, says "diverged" with that step, and its evaluation has NaN
+// test metrics (so no target can be reached from it); ranks agree, timers on or off.
+TEST(Trainer, NonFiniteLossStopsTheRunAsDiverged) {
+  RunConfig cfg = small_config();
+  cfg.lr = 1e6;
+  cfg.steps = 200;
+  for (const bool timers : {true, false}) {
+    cfg.timers = timers;
+    std::vector<EvalRow> evals;
+    TrainerCallbacks cb;
+    cb.on_eval = [&](const EvalRow& e) { evals.push_back(e); };
+    auto comm = communicator_create_self();
+    const TrainResult r = trainer_run(cfg, *comm, nullptr, cb);
+    EXPECT_EQ(r.status, "diverged");
+    ASSERT_GE(r.diverged_step, 0);
+    ASSERT_FALSE(evals.empty());
+    EXPECT_LT(evals.back().step, cfg.steps);        // stopped early
+    EXPECT_GE(evals.back().step, r.diverged_step);  // at the evaluation after it
+    EXPECT_LT(evals.back().step, r.diverged_step + cfg.eval_every + 1);
+    EXPECT_TRUE(std::isnan(evals.back().test_loss));
+    EXPECT_TRUE(std::isnan(evals.back().test_acc));
+    EXPECT_NE(r.error.find(fmt::format("step {}", r.diverged_step)), std::string::npos) << r.error;
+  }
+}
+
+TEST(Trainer, SaneRunIsCompleted) {
+  auto comm = communicator_create_self();
+  const TrainResult r = trainer_run(small_config(), *comm, nullptr, {});
+  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.diverged_step, -1);
+  EXPECT_TRUE(r.error.empty());
+}
+
+TEST(RunSchedule, StepsFromEpochsWarmupAndEvaluationPeriod) {
+  RunConfig cfg;
+  cfg.steps = 0;
+  cfg.epochs = 2.5;
+  cfg.warmup = 5;
+  cfg.eval_every = 0;
+  RunSchedule s = run_schedule_make(cfg, 40);
+  EXPECT_EQ(s.steps, 100);
+  EXPECT_EQ(s.warmup, 5);
+  EXPECT_EQ(s.eval_every, 10);
+  EXPECT_EQ(s.flush_every, 10);
+  cfg.steps = 3;
+  cfg.eval_every = 5000;
+  s = run_schedule_make(cfg, 40);
+  EXPECT_EQ(s.steps, 3);
+  EXPECT_EQ(s.warmup, 2);  // at least one timed step
+  EXPECT_EQ(s.flush_every, 1000);
 }
