@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "core/errors.hpp"
@@ -21,6 +23,16 @@ void run_options_bind(CLI::App* sub, RunOptionBinding& b, const std::vector<std:
           // A boolean may be given bare (--overlap means --overlap true) or with a value.
           if constexpr (std::is_same_v<std::remove_reference_t<decltype(b.flags.*member)>, bool>)
             option->expected(0)->expected(0, 1);  // flag-like: bare means true
+          // CLI11 reads "-1" into an unsigned field as 2^64-1; refuse it as a config file does.
+          if constexpr (std::is_same_v<std::remove_reference_t<decltype(b.flags.*member)>, uint64_t>)
+            option->check(
+                [](const std::string& text) {
+                  return text.find('-') == std::string::npos
+                             ? std::string()
+                             : fmt::format("must be a non-negative integer (got {}); pass 0..{}", text,
+                                           std::numeric_limits<int64_t>::max());
+                },
+                "non-negative");
         },
         field.member);
     RunConfig defaults;

@@ -258,10 +258,16 @@ double network_parse_bandwidth(const std::string& text, const char* flag) {
   }
   const double bytes_per_s = value * scale;
   if (!std::isfinite(bytes_per_s)) DSGD_THROW(InputError, kBandwidthHint, "{} {}: number out of range", flag, text);
+  // A sane link: slower than 1 kbit/s every collective takes minutes or hours (a run that
+  // looks hung), faster than 10 Tbit/s is no fabric that exists.
+  if (bytes_per_s < kNetworkMinBytesPerS || bytes_per_s > kNetworkMaxBytesPerS)
+    DSGD_THROW(InputError, "give a bandwidth from 1kbps to 10Tbps (125 B/s to 1.25 TB/s)",
+               "{} {}: {:.3g} bytes/s is outside the range of an emulated link, 1 kbit/s to 10 Tbit/s", flag, text,
+               bytes_per_s);
   return bytes_per_s;
 }
 
-double network_parse_duration(const std::string& text, const char* flag) {
+double network_parse_duration(const std::string& text, const char* flag, double max_s) {
   const auto [value, unit] = parse_number_and_unit(text, flag, kDurationHint);
   if (value < 0 || std::signbit(value))
     DSGD_THROW(InputError, kDurationHint, "{} {}: must not be negative", flag, text);
@@ -281,7 +287,12 @@ double network_parse_duration(const std::string& text, const char* flag) {
   } else {
     DSGD_THROW(InputError, kDurationHint, "{} {}: unknown unit '{}'", flag, text, unit);
   }
-  return value * scale;
+  const double seconds = value * scale;
+  if (seconds > max_s)
+    DSGD_THROW(InputError,
+               fmt::format("give at most {} (a longer one makes the run look hung)", describe_duration(max_s)),
+               "{} {}: must be at most {}", flag, text, describe_duration(max_s));
+  return seconds;
 }
 
 // ---- the model ---------------------------------------------------------------------------------

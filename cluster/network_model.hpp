@@ -64,14 +64,19 @@ namespace dsgd {
 // (1GiB/s). The b/B of the unit is case-sensitive: 8Gbps == 1GB/s. A plain number has no
 // unit and is rejected (bits or bytes?), and so is "Bps" (GBps is bytes to some, a typo
 // of Gbps to others): write GB/s or Gbps. Throws InputError naming `flag` and the text
-// unless the value is a finite number > 0.
+// unless the value is a finite number in 1 kbit/s..10 Tbit/s (125 B/s..1.25e12 B/s).
+constexpr double kNetworkMinBytesPerS = 1e3 / 8;
+constexpr double kNetworkMaxBytesPerS = 10e12 / 8;
 double network_parse_bandwidth(const std::string& text, const char* flag = "--bandwidth");
 
 // Duration text → seconds: a number, optional spaces, and ns, us (µs), ms or s
 // (20us, 1ms, 0.5s, 100ns, "2 ms"). Zero is allowed (a link without latency) and may be
 // written without a unit ("0"); anything else needs a unit. Throws InputError naming
-// `flag` and the text on negative, non-finite, unit-less or unparsable values.
-double network_parse_duration(const std::string& text, const char* flag = "--latency");
+// `flag` and the text on negative, non-finite, unit-less or unparsable values, and on
+// values above max_s (a link latency: 60 s; a straggler delay passes kStragglerMaxDelayS).
+constexpr double kNetworkMaxLatencyS = 60.0;
+double network_parse_duration(const std::string& text, const char* flag = "--latency",
+                              double max_s = kNetworkMaxLatencyS);
 
 // ---- the model ---------------------------------------------------------------------------
 // One link class: one message of m bytes takes alpha_s + m / bytes_per_s seconds.

@@ -46,7 +46,17 @@ double parse_number(const std::string& text, const std::string& what) {
 
 // Durations are parsed by the one parser the cluster flags share (--latency too).
 double parse_delay(const std::string& text, const std::string& what) {
-  return network_parse_duration(trim(text), what.c_str());
+  return network_parse_duration(trim(text), what.c_str(), kStragglerMaxDelayS);
+}
+
+// A number in [lo, hi] (a whole one when `whole`), else InputError naming the range.
+double parse_bounded(const std::string& text, const std::string& what, double lo, double hi, bool whole,
+                     const char* hint) {
+  const double v = parse_number(text, what);
+  if (v < lo || v > hi || (whole && v != std::floor(v)))
+    DSGD_THROW(InputError, hint, "{} = {} must be {} in [{:g}, {:g}]", what, text,
+               whole ? "a whole number" : "a number", lo, hi);
+  return v;
 }
 
 }  // namespace
@@ -101,6 +111,8 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
       if (factor) {
         m.factor = parse_number(*factor, "factor");
         if (m.factor < 1) DSGD_THROW(InputError, "a slowdown factor is >= 1", "{} = {} is below 1", what("factor"), *factor);
+        m.factor = parse_bounded(*factor, what("factor"), 1, kStragglerMaxFactor, false,
+                                 "a slowdown factor is from 1 to 1000");
       }
     } else if (kind == "random") {
       m.kind = StragglerKind::straggler_random;
@@ -109,12 +121,17 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
       m.delay_s = parse_delay(need("delay"), what("delay"));
     } else if (kind == "lognormal") {
       m.kind = StragglerKind::straggler_lognormal;
-      m.sigma = parse_number(need("sigma"), "sigma");
+      const std::string sigma = need("sigma");
+      m.sigma = parse_number(sigma, "sigma");
       if (!(m.sigma > 0)) DSGD_THROW(InputError, "sigma must be > 0", "{} must be positive", what("sigma"));
+      m.sigma = parse_bounded(sigma, what("sigma"), 0, kStragglerMaxSigma, false, "sigma is in (0, 4]");
     } else if (kind == "pareto") {
       m.kind = StragglerKind::straggler_pareto;
-      m.alpha = parse_number(need("alpha"), "alpha");
+      const std::string alpha = need("alpha");
+      m.alpha = parse_number(alpha, "alpha");
       if (!(m.alpha > 0)) DSGD_THROW(InputError, "alpha must be > 0", "{} must be positive", what("alpha"));
+      m.alpha = parse_bounded(alpha, what("alpha"), kStragglerMinAlpha, 1e3, false,
+                              "alpha is in [0.5, 1000] (below 1 the mean delay is infinite)");
       m.scale_s = parse_delay(need("scale"), what("scale"));
     } else if (kind == "periodic") {
       m.kind = StragglerKind::straggler_periodic;
@@ -122,8 +139,12 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
       const double every = parse_number(need("every"), "every");
       if (every < 1 || every != std::floor(every))
         DSGD_THROW(InputError, "every is a whole number of steps >= 1", "{} = {} is invalid", what("every"), every);
+      if (every > 1e9)
+        DSGD_THROW(InputError, "every is a whole number of steps from 1 to 1e9", "{} = {} is invalid", what("every"),
+                   every);
       m.every = static_cast<int64_t>(every);
-      if (auto o = take("offset")) m.offset = static_cast<int64_t>(parse_number(*o, "offset"));
+      if (auto o = take("offset"))
+        m.offset = static_cast<int64_t>(parse_bounded(*o, what("offset"), 0, 1e9, true, "offset is a step, 0..1e9"));
       m.delay_s = parse_delay(need("delay"), what("delay"));
     } else {
       DSGD_THROW(InputError, kForms, "--straggler: unknown model '{}'", kind);
@@ -149,11 +170,12 @@ double Stragglers::delay_s(int rank, int64_t step, double compute_s) const {
         if (rng.uniform() < m.p) total += m.delay_s;
         break;
       case StragglerKind::straggler_lognormal:
-        total += std::max(0.0, std::exp(m.sigma * rng.normal()) - 1.0) * compute_s;
+        // Draws are truncated at kStragglerMaxDelayS: the far tail would stall the run for days.
+        total += std::min(kStragglerMaxDelayS, std::max(0.0, std::exp(m.sigma * rng.normal()) - 1.0) * compute_s);
         break;
       case StragglerKind::straggler_pareto: {
         const double u = 1.0 - rng.uniform();  // (0, 1]
-        total += m.scale_s * (std::pow(u, -1.0 / m.alpha) - 1.0);
+        total += std::min(kStragglerMaxDelayS, m.scale_s * (std::pow(u, -1.0 / m.alpha) - 1.0));
         break;
       }
       case StragglerKind::straggler_periodic:

@@ -7,7 +7,9 @@
 //   lognormal:sigma=S[,rank=R]    compute × exp(S·z), z ~ N(0,1); the slowdown part max(0, e^{Sz} − 1)·compute
 //   pareto:alpha=A,scale=D[,rank=R]  Lomax (Pareto II) delay D·(U^{−1/A} − 1): heavy tail, min 0, mean D/(A−1)
 //   periodic:rank=R,every=K,delay=D[,offset=O]  rank R is D slower at steps t ≡ O (mod K)
-// Durations take units (ns, us, ms, s). Several models add up. Draws come from
+// Durations take units (ns, us, ms, s) and are at most 1 hour; factor is at most 1000,
+// sigma at most 4, alpha in [0.5, 1000], every and offset at most 1e9 steps; one lognormal or
+// pareto draw is truncated at 1 hour. Several models add up. Draws come from
 // rng_derive_seed(seed, model, rank, step), so a (seed, rank, step) always gets the
 // same delay, whatever order steps run in (the same on the mpi and sim backends).
 #pragma once
@@ -17,6 +19,12 @@
 #include <vector>
 
 namespace dsgd {
+
+// Ranges of the spec's parameters (docs/cluster.md).
+constexpr double kStragglerMaxDelayS = 3600.0;
+constexpr double kStragglerMaxFactor = 1000.0;
+constexpr double kStragglerMaxSigma = 4.0;
+constexpr double kStragglerMinAlpha = 0.5;
 
 enum class StragglerKind { straggler_fixed, straggler_random, straggler_lognormal, straggler_pareto, straggler_periodic };
 

@@ -118,6 +118,89 @@ const std::vector<RunConfigField>& run_config_fields() {
   return fields;
 }
 
+const std::vector<RunConfigRange>& run_config_ranges() {
+  // Sane ranges: wide enough for any real run, narrow enough that a typo cannot overflow
+  // a step count, allocate the machine away or hang a run (docs/cli.md, "Ranges").
+  constexpr long double kSteps = kRunConfigMaxSteps;
+  constexpr long double kInt63 = 9223372036854775807.0L;  // 2^63 - 1: SQLite stores int64
+  static const std::vector<RunConfigRange> ranges = {
+      {"period", 1, 1e6},
+      {"batch", 1, 1 << 24},
+      {"lr", 0, 1e12, true},  // huge rates are how the divergence tests diverge
+      {"momentum", 0, 1, false, true},
+      {"weight-decay", 0, 1e3},
+      {"steps", 0, kSteps},
+      {"epochs", 0, 1e6},
+      {"workers", 1, 4096},
+      {"seed", 0, kInt63},
+      {"eval-every", 0, kSteps},
+      {"warmup", 0, kSteps},
+      {"threads", 1, 256},
+      {"layers", 1, 1024},
+      {"d-model", 1, 65536},
+      {"heads", 1, 4096},
+      {"seq", 1, 1 << 20},
+      {"vocab", 2, 1 << 24},
+      {"beta1", 0, 1, false, true},
+      {"beta2", 0, 1, false, true},
+      {"eps", 0, 1, true},
+      {"lr-warmup", 0, kSteps},
+      {"lr-step-every", 0, kSteps},
+      {"lr-step-gamma", 0, 1, true},
+      {"lr-base-batch", 1, 1 << 30},
+      {"post-local", 0, kSteps},
+      {"outer-lr", 0, 1e12, true},
+      {"outer-momentum", 0, 1, false, true},
+      {"delay", 0, 1e6},
+      {"pull-alpha", 0, 1},
+      {"slow-momentum", 0, 1, false, true},
+      {"bucket-mb", 0, 1e6},
+      {"dpsgd-delay", 0, 1},
+      {"zero-bits", 4, 32},
+      {"zero-group", 1, 1 << 20},
+      {"compute-scale", 0, 1e6, true},
+      {"profile-from", 0, kInt63},
+      {"ps-staleness", -1, kSteps},
+      {"ps-shards", 0, 1 << 20},
+  };
+  return ranges;
+}
+
+const RunConfigRange* run_config_range(const std::string& key) {
+  for (const auto& r : run_config_ranges())
+    if (key == r.key) return &r;
+  return nullptr;
+}
+
+void run_config_check_ranges(const RunConfig& cfg) {
+  for (const auto& field : run_config_fields()) {
+    const RunConfigRange* range = run_config_range(field.key);
+    std::visit(
+        [&](auto member) {
+          using T = std::remove_reference_t<decltype(cfg.*member)>;
+          if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+            if (!range) return;  // every numeric field has one (test_run_config checks)
+            const T value = cfg.*member;
+            const long double v = static_cast<long double>(value);
+            const bool nan = v != v;
+            const bool below = range->lo_open ? !(v > range->lo) : !(v >= range->lo);
+            const bool above = range->hi_open ? !(v < range->hi) : !(v <= range->hi);
+            if (!nan && !below && !above) return;
+            std::string bounds;
+            if constexpr (std::is_integral_v<T>) {
+              bounds = fmt::format("{}..{}", static_cast<int64_t>(range->lo), static_cast<int64_t>(range->hi));
+            } else {
+              bounds = fmt::format("{}{:g}, {:g}{}", range->lo_open ? '(' : '[', static_cast<double>(range->lo),
+                                   static_cast<double>(range->hi), range->hi_open ? ')' : ']');
+            }
+            DSGD_THROW(InputError, fmt::format("pass --{} in {} (docs/cli.md lists every range)", field.key, bounds),
+                       "--{}: must be in {} (got {})", field.key, bounds, value);
+          }
+        },
+        field.member);
+  }
+}
+
 namespace {
 
 std::string normalize_key(std::string key) {
@@ -188,12 +271,17 @@ void run_config_apply_json(RunConfig& cfg, const nlohmann::json& obj, const std:
   if (!obj.is_object())
     DSGD_THROW(InputError, "write the configuration as one object of key: value pairs",
                "{}: expected an object at the top level", origin);
+  std::vector<std::string> seen;  // normalised: weight_decay and weight-decay are one key
   for (const auto& [raw_key, value] : obj.items()) {
     const auto key = normalize_key(raw_key);
     const auto* field = find_field(key);
     if (!field)
       DSGD_THROW(InputError, fmt::format("known keys: {}", known_keys()), "{}: unknown key '{}'", origin,
                  raw_key);
+    if (std::find(seen.begin(), seen.end(), key) != seen.end())
+      DSGD_THROW(InputError, "give each key once (dashes and underscores name the same key)",
+                 "{}: key '{}' is given twice ('{}' names it too)", origin, key, raw_key);
+    seen.push_back(key);
     set_from_json(cfg, *field, value, origin);
     // 0 means "unset" for steps and epochs internally, so an explicit 0 is an error here.
     if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)))
@@ -202,14 +290,96 @@ void run_config_apply_json(RunConfig& cfg, const nlohmann::json& obj, const std:
   }
 }
 
+void run_config_check_nesting(const std::string& text, const std::string& origin, bool toml) {
+  if (text.size() > kConfigMaxBytes)
+    DSGD_THROW(InputError, "a configuration is a few flat key = value lines; check the file given to --config",
+               "{}: more than the {} bytes a config file may have", origin, kConfigMaxBytes);
+  // One pass outside strings and comments: the depth of [ and { across the file, and the
+  // dots on each line (dotted keys: a.b.c = 1; numbers have at most a few).
+  size_t line = 1, depth = 0, dots = 0;
+  auto refuse = [&](const char* what) {
+    DSGD_THROW(InputError, "write flat keys with one value each (key = value), as the flags are",
+               "{}:{}: more than {} {}", origin, line, kConfigMaxNesting, what);
+  };
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (c == '\n') {
+      ++line;
+      dots = 0;
+    } else if (c == '#' && toml) {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (c == '"' || (c == '\'' && toml)) {
+      // A string: "..." with backslash escapes, '...' literal (TOML), or a triple-quoted
+      // multi-line string (TOML).
+      const bool triple = toml && text.compare(i, 3, std::string(3, c)) == 0;
+      const std::string close = triple ? std::string(3, c) : std::string(1, c);
+      size_t j = i + close.size();
+      while (j < text.size()) {
+        if (text[j] == '\\' && c == '"') {
+          j += 2;
+          continue;
+        }
+        if (text[j] == '\n') {
+          if (!triple) break;  // an unterminated string: the parser reports it
+          ++line;
+        }
+        if (text.compare(j, close.size(), close) == 0) break;
+        ++j;
+      }
+      if (j < text.size() && text[j] == '\n') {
+        i = j - 1;  // the newline is counted by the loop
+      } else {
+        i = std::min(text.size(), j + close.size()) - 1;
+      }
+    } else if (c == '[' || c == '{') {
+      if (++depth > kConfigMaxNesting) refuse("nested brackets");
+    } else if (c == ']' || c == '}') {
+      if (depth > 0) --depth;
+    } else if (c == '.' && toml) {
+      if (++dots > kConfigMaxNesting) refuse("dots on one line (a dotted key of that many parts?)");
+    }
+  }
+}
+
+namespace {
+
+// Parses JSON, refusing a key given twice in one object (nlohmann keeps the last silently).
+nlohmann::json parse_json_unique_keys(const std::string& text, const std::string& origin) {
+  std::vector<std::vector<std::string>> open;  // keys of each object being parsed
+  auto callback = [&](int /*depth*/, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+    using E = nlohmann::json::parse_event_t;
+    if (event == E::object_start) {
+      open.emplace_back();
+    } else if (event == E::object_end) {
+      if (!open.empty()) open.pop_back();
+    } else if (event == E::key && !open.empty()) {
+      const std::string key = parsed.get<std::string>();
+      auto& keys = open.back();
+      if (std::find(keys.begin(), keys.end(), key) != keys.end())
+        DSGD_THROW(InputError, "give each key once", "{}: key '{}' appears more than once", origin, key);
+      keys.push_back(key);
+    }
+    return true;
+  };
+  return nlohmann::json::parse(text, callback);
+}
+
+}  // namespace
+
 void run_config_load_file(RunConfig& cfg, const std::string& path) {
   std::ifstream in(path);
   if (!in)
     DSGD_THROW(InputError, "check the path given to --config", "cannot read config file '{}'", path);
-  std::stringstream buf;
-  buf << in.rdbuf();
-  const std::string text = buf.str();
+  // At most one byte past the limit is read (a FIFO or /dev/zero never ends).
+  std::string text(kConfigMaxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
   const bool is_toml = path.size() >= 5 && path.compare(path.size() - 5, 5, ".toml") == 0;
+  run_config_load_text(cfg, text, path, is_toml);
+}
+
+void run_config_load_text(RunConfig& cfg, const std::string& text, const std::string& path, bool is_toml) {
+  run_config_check_nesting(text, path, is_toml);
   nlohmann::json obj;
   if (is_toml) {
     toml::table table;
@@ -223,8 +393,9 @@ void run_config_load_file(RunConfig& cfg, const std::string& path) {
     for (const auto& [k, node] : table) obj[std::string(k.str())] = toml_to_json(node, path, std::string(k.str()));
   } else {
     try {
-      obj = nlohmann::json::parse(text);
-    } catch (const nlohmann::json::parse_error& e) {
+      obj = parse_json_unique_keys(text, path);
+    } catch (const nlohmann::json::exception& e) {
+      // parse_error, and out_of_range for a number such as 1e999 (found by fuzz_config).
       DSGD_THROW(InputError, "fix the JSON syntax (or name the file .toml for TOML)", "{}: {}", path, e.what());
     }
   }
@@ -462,6 +633,7 @@ void run_config_validate(const RunConfig& cfg) {
   if ((cfg.schedule || cfg.given("schedule")) && cfg.algo != "dreamddp")
     fail("schedule", fmt::format("applies to --algo dreamddp only (got {})", cfg.algo),
          "drop --schedule or use --algo dreamddp");
+  run_config_check_ranges(cfg);  // last: the checks above give the more specific messages
 }
 
 }  // namespace dsgd

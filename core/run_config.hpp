@@ -110,9 +110,36 @@ struct RunConfigField {
 
 const std::vector<RunConfigField>& run_config_fields();
 
+// The accepted range of every numeric field of the table (docs/cli.md lists them), checked
+// by run_config_validate for the command line and config files alike: lo..hi, each end
+// closed unless marked open. NaN and infinities are outside every range.
+struct RunConfigRange {
+  const char* key;
+  long double lo, hi;  // long double: exact for every int64/uint64 bound
+  bool lo_open = false;
+  bool hi_open = false;
+};
+const std::vector<RunConfigRange>& run_config_ranges();
+const RunConfigRange* run_config_range(const std::string& key);
+// The most training steps a run may take (--steps, or derived from --epochs).
+constexpr int64_t kRunConfigMaxSteps = 1'000'000'000;
+// Throws InputError "--KEY: must be in LO..HI (got V)" for the first numeric field outside
+// its range (run_config_validate calls it last, after the more specific checks).
+void run_config_check_ranges(const RunConfig& cfg);
+// Bounds the nesting of a config file's text before it is parsed (a parser recursing once
+// per dotted-key part or bracket would overflow the stack): at most kConfigMaxNesting
+// bracket levels and dotted-key parts per line, and kConfigMaxBytes in all. Throws
+// InputError naming `origin` and the line. TOML (toml = true) or JSON syntax for strings
+// and comments.
+constexpr size_t kConfigMaxNesting = 64;
+constexpr size_t kConfigMaxBytes = size_t{1} << 20;
+void run_config_check_nesting(const std::string& text, const std::string& origin, bool toml);
+
 // Reads a JSON (.json) or TOML (.toml) file of keys from the table into cfg.
 // Throws InputError naming the file and the key on an unknown key or a wrong type.
 void run_config_load_file(RunConfig& cfg, const std::string& path);
+// Same, from the text of such a file (toml: TOML syntax, else JSON); origin names it.
+void run_config_load_text(RunConfig& cfg, const std::string& text, const std::string& origin, bool toml);
 // Same, from an already-parsed JSON object (origin names the source in messages).
 void run_config_apply_json(RunConfig& cfg, const nlohmann::json& obj, const std::string& origin);
 

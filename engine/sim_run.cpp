@@ -21,6 +21,7 @@
 #include "core/system_info.hpp"
 #include "engine/batch_sampler.hpp"
 #include "engine/collective_check.hpp"
+#include "engine/memory_estimate.hpp"
 #include "engine/run_record.hpp"
 #include "engine/run_schedule.hpp"
 #include "engine/shared_dataset.hpp"
@@ -39,18 +40,6 @@ std::string profile_hint(const RunConfig& cfg) {
       "run `dsgd-bench calibrate --workload {} --dataset {} --batches {}` on this host, or pass --profile-from RUN_ID "
       "(a completed real run of the same workload, dataset and batch)",
       cfg.workload, cfg.dataset, cfg.batch);
-}
-
-double mem_available_bytes() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  double value = 0;
-  std::string unit;
-  while (in >> key >> value) {
-    std::getline(in, unit);
-    if (key == "MemAvailable:") return value * 1024.0;
-  }
-  return 0;
 }
 
 struct SimNetwork {
@@ -126,6 +115,7 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
     r.layers = workload->layers();
     r.param_count = workload->param_count();
   }
+  run_steps_for_shard(cfg, r.data->train.rows / static_cast<size_t>(n));  // refuses more than 1e9 steps
   {
     const auto algorithm = algorithm_create(cfg.algo, cfg);
     r.memory = sim_memory_estimate(cfg, r.data->train, r.data->test, r.param_count, algorithm.get());
@@ -348,37 +338,8 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
 
 SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,
                               const Algorithm* algorithm) {
-  SimMemory m;
-  auto dataset_bytes = [](const Dataset& d) {
-    return static_cast<double>(d.feature_bytes()) + static_cast<double>(d.labels.size()) * sizeof(int32_t);
-  };
-  const double n = static_cast<double>(cfg.workers);
-  // The dataset and the topology's n×n mixing matrix, once (shared by the workers).
-  m.dataset_bytes = dataset_bytes(train) + dataset_bytes(test) + n * n * sizeof(double);
-  const double model = static_cast<double>(param_count) * sizeof(float);
-  if (cfg.timing_only) {
-    m.per_worker_bytes = 4 * sizeof(double) + sizeof(SimStepTiming);
-  } else {
-    // params, grads, evaluation copy, optimizer momentum, two algorithm buffers (a
-    // snapshot, a receive buffer) — or the algorithm's own model state (dpsgd: one receive
-    // buffer per neighbour) plus the evaluation copy and a snapshot, when larger — and one
-    // step's sent bytes: the copies of point-to-point messages not yet received, a window
-    // (an over-estimate for collectives, which copy nothing);
-    // the batch buffer; the shard's indices; thread stack touched and the step recorder
-    // (~256 KiB).
-    double replicas = 6.0 * model;
-    if (algorithm) {
-      const int workers = static_cast<int>(cfg.workers);
-      replicas = std::max(replicas, algorithm->model_state_bytes(param_count, workers) + 2.0 * model);
-      replicas += algorithm->bytes_sent_per_step(model, workers);
-    }
-    const double batch = static_cast<double>(cfg.batch) * static_cast<double>(train.features) * sizeof(float);
-    const double shard = static_cast<double>(train.rows) / n * sizeof(uint32_t);
-    m.per_worker_bytes = replicas + batch + shard + 256.0 * 1024;
-  }
-  m.total_bytes = m.dataset_bytes + n * m.per_worker_bytes;
-  m.available_bytes = mem_available_bytes();
-  return m;
+  // Every worker in this process, sharing one dataset (engine/memory_estimate.hpp).
+  return memory_estimate(cfg, train, test, param_count, algorithm, static_cast<int>(cfg.workers), 1);
 }
 
 TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& callbacks) {

@@ -19,6 +19,7 @@
 
 #include "cluster/sim_world.hpp"
 #include "core/run_config.hpp"
+#include "engine/memory_estimate.hpp"
 #include "engine/trainer.hpp"
 #include "results/store.hpp"
 #include "workloads/workload.hpp"
@@ -38,15 +39,9 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
 
 // Bytes a sim run needs: the dataset once, plus per worker the model replica, gradient,
 // evaluation copy, optimizer and algorithm state and batch buffers (timing-only: a few
-// hundred bytes per worker). An estimate from the sizes, stated in docs/sim.md.
-struct SimMemory {
-  double dataset_bytes = 0;
-  double per_worker_bytes = 0;
-  double total_bytes = 0;
-  double available_bytes = 0;  // MemAvailable of /proc/meminfo (0: unknown)
-};
-// With the algorithm: its own model state (Algorithm::model_state_bytes) when larger than the
-// default 6 model copies, plus the point-to-point messages in flight.
+// hundred bytes per worker): memory_estimate with every worker in this process
+// (engine/memory_estimate.hpp; the formula in docs/sim.md).
+using SimMemory = MemoryEstimate;
 class Algorithm;
 SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,
                               const Algorithm* algorithm = nullptr);

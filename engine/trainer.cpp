@@ -23,6 +23,7 @@
 #include "engine/clock_sync.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/layer_costs.hpp"
+#include "engine/memory_estimate.hpp"
 #include "engine/peak_flops.hpp"
 #include "engine/run_record.hpp"
 #include "engine/run_schedule.hpp"
@@ -74,6 +75,7 @@ void hook_trampoline(void* ctx, size_t layer) {
 }
 
 Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
+  const RunPreflight preflight = memory_preflight(cfg, comm.size(), comm.ranks_on_this_host());  // before allocating
   Worker w;
   openblas_set_num_threads(static_cast<int>(cfg.threads));
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error

@@ -31,7 +31,8 @@ foreach(entry
     "test_compress_async:dsgd_algorithms"
     "test_tuner_gp:dsgd_tuner_core"
     "test_tuner_search:dsgd_tuner_core"
-    "test_tuner_space:dsgd_tuner")
+    "test_tuner_space:dsgd_tuner"
+    "test_memory_estimate:dsgd_engine")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)

@@ -13,7 +13,10 @@
 #include <string>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "core/errors.hpp"
+#include "core/memory_info.hpp"
 #include "workloads/datasets/dataset.hpp"
 
 namespace fs = std::filesystem;
@@ -531,4 +534,62 @@ TEST(Spec, UnknownPrefixAndList) {
     EXPECT_EQ(info.usage.rfind(info.name, 0), 0u) << info.usage;
     EXPECT_FALSE(info.description.empty());
   }
+}
+
+// ---- absurd dimensions (issue 14 item 5) ---------------------------------------------------------
+
+// One stray index makes a model of 2^31-1 features x 10 classes (86 GB per copy): the loader
+// refuses it with the figures before anything of that size is allocated (it used to allocate
+// for minutes and die with std::bad_alloc).
+TEST(Libsvm, AbsurdDimensionIsRefusedBeforeAllocating) {
+  const double per_copy = 2147483647.0 * 10 * sizeof(float);
+  if (dsgd::memory_available_bytes() > 6 * per_copy) GTEST_SKIP() << "this machine has the memory for it";
+  TempDir dir;
+  const std::string path = dir.file("stray.svm");
+  std::string text;
+  for (int c = 0; c < 10; ++c) text += fmt::format("{} 1:0.5 3:1\n", c);
+  text += "3 2:1 2147483647:1\n";
+  write_text(path, text);
+  std::string msg = input_error_of([&] { dsgd::dataset_read_libsvm(path); });
+  EXPECT_NE(msg.find(path + ":11: feature index 2147483647 makes a model of 2147483647 features x 10 output(s)"),
+            std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("GB of memory available"), std::string::npos) << msg;
+  msg = input_error_of([&] { dsgd::dataset_load("libsvm:" + path, 0); });
+  EXPECT_NE(msg.find("feature index 2147483647"), std::string::npos) << msg;
+  // features= asking for the absurd dimension is named as such.
+  const std::string small = dir.file("small.svm");
+  write_text(small, text.substr(0, text.rfind("3 2:1")));
+  msg = input_error_of([&] { dsgd::dataset_load("libsvm:" + small + ",features=2147483647", 0); });
+  EXPECT_NE(msg.find("features=2147483647 makes a model"), std::string::npos) << msg;
+}
+
+// The synthetic generator's true model is d x classes doubles, and a linear model over the
+// data 6 copies of d x classes floats: d=5e6 with 60000 classes is 9.6 TB, refused with the
+// figures before the generator allocates anything (d=5e6, classes=500 drew a 20 GB true
+// model for 9 minutes before the run's own check refused its 60 GB of model copies).
+TEST(Synthetic, TrueModelLargerThanMemoryIsRefused) {
+  const std::string spec = "synthetic:n=100,d=5000000,density=0.0001,classes=60000,test=10";
+  const std::string msg = input_error_of([&] { dsgd::dataset_load(spec, 1); });
+  EXPECT_NE(msg.find("synthetic: d=5000000 classes=60000 n=100 test=10 needs about 9.6e+03 GB"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("2.4e+03 GB of true model, 7.2e+03 GB for the 6 copies"), std::string::npos) << msg;
+}
+
+// Found by fuzz_idx: a header promising 2^32-1 images of 4096 x 4096 was allocated as
+// given (a 290 PB request: std::bad_alloc, or allocation-size-too-big under ASan). It is
+// refused with the figures; a header promising more than the file holds but within memory
+// fails as truncated after allocating only what was read.
+TEST(Idx, HeaderPromisingMoreThanMemoryIsRefusedBeforeAllocating) {
+  TempDir dir;
+  const std::string images = dir.file("huge.gz");
+  const std::string labels = dir.file("labels.gz");
+  write_gz(images, idx_images(0x803, 0xFFFFFFFFu, 4096, 4096, 64));
+  write_gz(labels, idx_labels(0x801, 1, {1}));
+  std::string msg = input_error_of([&] { dsgd::dataset_read_idx(images, labels); });
+  EXPECT_NE(msg.find(images + ": the header promises 4294967295 images of 4096 x 4096"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("GB of memory available"), std::string::npos) << msg;
+  write_gz(images, idx_images(0x803, 1000000, 28, 28, 100));
+  msg = input_error_of([&] { dsgd::dataset_read_idx(images, labels); });
+  EXPECT_NE(msg.find("truncated: expected 784000000 bytes of pixels, got 100"), std::string::npos) << msg;
 }

@@ -11,11 +11,12 @@
 #include <functional>
 #include <vector>
 
-#include "null_communicator.hpp"
 #include "cluster/communicator.hpp"
 #include "cluster/network_model.hpp"
+#include "cluster/straggler.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
+#include "null_communicator.hpp"
 
 using namespace dsgd;
 
@@ -50,9 +51,9 @@ TEST(NetworkParse, BandwidthTable) {
   } cases[] = {
       {"10Gbps", 1.25e9},  {"100Mbps", 12.5e6},   {"1Gbit/s", 1.25e8},      {"25GB/s", 25e9},   {"500MB/s", 500e6},
       {"1e9bps", 1.25e8},  {"10 Gb/s", 1.25e9},   {"  2.5 Gbps ", 3.125e8}, {"8Gbps", 1e9},     {"1GB/s", 1e9},
-      {"100kbps", 12.5e3}, {"100Kbps", 12.5e3},   {"10gbps", 1.25e9},       {"1Tbps", 1.25e11}, {"64bits/s", 8.0},
-      {"8bps", 1.0},       {"3B/s", 3.0},         {"1GiB/s", 1073741824},   {"2KiB/s", 2048},   {"1MiB/s", 1048576},
-      {"4 Bytes/s", 4.0},  {"1.5MByte/s", 1.5e6},
+      {"100kbps", 12.5e3}, {"100Kbps", 12.5e3},   {"10gbps", 1.25e9},       {"1Tbps", 1.25e11}, {"64kbits/s", 8e3},
+      {"8kbps", 1e3},      {"3kB/s", 3e3},        {"1GiB/s", 1073741824},   {"2KiB/s", 2048},   {"1MiB/s", 1048576},
+      {"4 kBytes/s", 4e3}, {"1.5MByte/s", 1.5e6},
   };
   for (const auto& c : cases) EXPECT_DOUBLE_EQ(network_parse_bandwidth(c.text), c.bytes_per_s) << c.text;
   // Bits vs bytes: 8 Gbit/s is 1 GB/s.
@@ -117,6 +118,57 @@ TEST(NetworkParse, DurationErrorsNameFlagAndText) {
     const std::string msg = error_of([&] { network_parse_duration(c.text); });
     EXPECT_NE(msg.find(c.message), std::string::npos) << "'" << c.text << "' gave: " << msg;
   }
+}
+
+// Values that would hang a run (a link of 1 bit/s, a latency of 1e20 s) are refused with
+// the range; the ends of the range are accepted.
+TEST(NetworkParse, BandwidthAndLatencyHaveSaneRanges) {
+  for (const char* text : {"1bps", "1e-30bps", "100bps", "20Tbps", "2TB/s"}) {
+    const std::string msg = error_of([&] { network_parse_bandwidth(text); });
+    EXPECT_NE(msg.find(fmt::format("--bandwidth {}: ", text)), std::string::npos) << msg;
+    EXPECT_NE(msg.find("outside the range of an emulated link, 1 kbit/s to 10 Tbit/s"), std::string::npos) << msg;
+  }
+  EXPECT_DOUBLE_EQ(network_parse_bandwidth("1kbps"), 125.0);
+  EXPECT_DOUBLE_EQ(network_parse_bandwidth("10Tbps"), 1.25e12);
+  for (const char* text : {"1e20s", "61s", "1e12ms"}) {
+    const std::string msg = error_of([&] { network_parse_duration(text); });
+    EXPECT_NE(msg.find(fmt::format("--latency {}: must be at most 60 s", text)), std::string::npos) << msg;
+  }
+  EXPECT_DOUBLE_EQ(network_parse_duration("60s"), 60.0);
+  const std::string msg = error_of([] { network_model_from_flags("1Gbps", "1e20s", "", "", 1); });
+  EXPECT_NE(msg.find("--latency 1e20s: must be at most 60 s"), std::string::npos) << msg;
+}
+
+TEST(StragglerParse, ParametersHaveSaneRanges) {
+  const struct {
+    const char* spec;
+    const char* message;
+  } cases[] = {
+      {"fixed:rank=0,delay=1e30ms", "delay 1e30ms: must be at most 3600 s"},
+      {"random:p=0.5,delay=2h", "unknown unit 'h'"},
+      {"periodic:rank=0,every=5,delay=3601s", "delay 3601s: must be at most 3600 s"},
+      {"pareto:alpha=2,scale=1e9s", "scale 1e9s: must be at most 3600 s"},
+      {"fixed:rank=0,factor=1e30", "factor = 1e30 must be a number in [1, 1000]"},
+      {"lognormal:sigma=100", "sigma = 100 must be a number in [0, 4]"},
+      {"pareto:alpha=0.01,scale=5ms", "alpha = 0.01 must be a number in [0.5, 1000]"},
+      {"periodic:rank=0,every=1e30,delay=1ms", "every = 1e+30 is invalid"},
+      {"periodic:rank=0,every=5,offset=1e30,delay=1ms", "offset = 1e30 must be a whole number in [0, 1e+09]"},
+      {"periodic:rank=0,every=5,offset=1.5,delay=1ms", "offset = 1.5 must be a whole number"},
+  };
+  for (const auto& c : cases) {
+    const std::string msg = error_of([&] { Stragglers::parse(c.spec, 2, 1); });
+    EXPECT_NE(msg.find(c.message), std::string::npos) << c.spec << " gave: " << msg;
+  }
+  EXPECT_NO_THROW(Stragglers::parse("fixed:rank=0,delay=3600s;lognormal:sigma=4;pareto:alpha=0.5,scale=1s", 2, 1));
+}
+
+// The heavy tails are truncated at an hour per draw: a run never stalls for days on one step.
+TEST(StragglerParse, HeavyTailDrawsAreTruncatedAtAnHour) {
+  const Stragglers s = Stragglers::parse("lognormal:sigma=4;pareto:alpha=0.5,scale=3000s", 1, 3);
+  double largest = 0;
+  for (int64_t step = 0; step < 20000; ++step) largest = std::max(largest, s.delay_s(0, step, 100.0));
+  EXPECT_LE(largest, 2 * kStragglerMaxDelayS);
+  EXPECT_GT(largest, kStragglerMaxDelayS);  // both tails reached the cap at least once
 }
 
 // ---- the model from flags -----------------------------------------------------------------------

@@ -10,6 +10,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <limits>
 
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
@@ -141,4 +143,159 @@ TEST(RunConfig, KnobOfAnotherAlgorithmRefusedWhenGivenEvenAtDefault) {
   RunConfig changed;  // built in code: a changed knob of another algorithm is still refused
   changed.delay = 2;
   EXPECT_NE(error_of([&] { run_config_validate(changed); }).find("--delay"), std::string::npos);
+}
+
+// ---- ranges (issue 14 item 7) ------------------------------------------------------------------
+
+TEST(RunConfigRanges, EveryNumericFieldHasARange) {
+  for (const auto& field : run_config_fields())
+    std::visit(
+        [&](auto member) {
+          using T = std::remove_reference_t<decltype(RunConfig{}.*member)>;
+          if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+            const RunConfigRange* range = run_config_range(field.key);
+            ASSERT_NE(range, nullptr) << "numeric field --" << field.key << " has no range in run_config_ranges()";
+            // The default lies in the range.
+            const long double v = static_cast<long double>(RunConfig{}.*member);
+            EXPECT_TRUE(range->lo_open ? v > range->lo : v >= range->lo) << field.key;
+            EXPECT_TRUE(range->hi_open ? v < range->hi : v <= range->hi) << field.key;
+          }
+        },
+        field.member);
+  for (const auto& range : run_config_ranges()) {
+    bool found = false;
+    for (const auto& field : run_config_fields()) found = found || std::string(field.key) == range.key;
+    EXPECT_TRUE(found) << "range for unknown key " << range.key;
+  }
+}
+
+// Every numeric field refuses NaN, infinities and values past either end, naming the flag.
+TEST(RunConfigRanges, EveryNumericFieldRefusesOutOfRangeValues) {
+  for (const auto& field : run_config_fields())
+    std::visit(
+        [&](auto member) {
+          using T = std::remove_reference_t<decltype(RunConfig{}.*member)>;
+          if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+            const RunConfigRange* range = run_config_range(field.key);
+            ASSERT_NE(range, nullptr);
+            std::vector<T> bad;
+            if constexpr (std::is_floating_point_v<T>) {
+              bad = {std::numeric_limits<T>::quiet_NaN(), std::numeric_limits<T>::infinity(),
+                     -std::numeric_limits<T>::infinity(), static_cast<T>(range->hi) * 2 + 1};
+              bad.push_back(static_cast<T>(range->lo) - 1);
+              if (range->lo_open) bad.push_back(static_cast<T>(range->lo));
+              if (range->hi_open) bad.push_back(static_cast<T>(range->hi));
+            } else {
+              if (range->hi < static_cast<long double>(std::numeric_limits<T>::max()))
+                bad.push_back(static_cast<T>(range->hi) + 1);
+              if (range->lo > static_cast<long double>(std::numeric_limits<T>::min()))
+                bad.push_back(static_cast<T>(range->lo) - 1);
+            }
+            for (const T v : bad) {
+              RunConfig cfg;
+              cfg.*member = v;
+              const std::string msg = error_of([&] { run_config_validate(cfg); });
+              EXPECT_NE(msg.find(fmt::format("--{}", field.key)), std::string::npos)
+                  << field.key << " = " << v << " gave: '" << msg << "'";
+            }
+          }
+        },
+        field.member);
+}
+
+TEST(RunConfigRanges, MessagesNameTheRange) {
+  RunConfig cfg;
+  cfg.batch = 3000000000;
+  EXPECT_EQ(error_of([&] { run_config_validate(cfg); }), "--batch: must be in 1..16777216 (got 3000000000)");
+  cfg = RunConfig{};
+  cfg.epochs = 1e18;
+  EXPECT_EQ(error_of([&] { run_config_validate(cfg); }), "--epochs: must be in [0, 1e+06] (got 1e+18)");
+  cfg = RunConfig{};
+  cfg.seed = ~uint64_t{0};  // what "-1" became on the command line
+  EXPECT_EQ(error_of([&] { run_config_validate(cfg); }),
+            "--seed: must be in 0..9223372036854775807 (got 18446744073709551615)");
+  cfg.seed = 9223372036854775807ULL;
+  EXPECT_EQ(error_of([&] { run_config_validate(cfg); }), "");
+  cfg = RunConfig{};
+  cfg.lr = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_NE(error_of([&] { run_config_validate(cfg); }).find("--lr: must be > 0 (got nan)"), std::string::npos);
+}
+
+// A config file's values go through the same ranges as the flags.
+TEST(RunConfigRanges, ConfigFileValuesAreRangeChecked) {
+  RunConfig cfg;
+  run_config_load_file(cfg, write_file("huge_batch.toml", "batch = 3000000000\n"));
+  EXPECT_EQ(error_of([&] { run_config_validate(cfg); }), "--batch: must be in 1..16777216 (got 3000000000)");
+  RunConfig j;
+  run_config_load_file(j, write_file("huge_epochs.json", R"({"epochs": 1e18})"));
+  EXPECT_NE(error_of([&] { run_config_validate(j); }).find("--epochs: must be in"), std::string::npos);
+}
+
+// ---- config file structure (issue 14 item 8) -----------------------------------------------------
+
+TEST(RunConfigFile, DeeplyDottedTomlKeyIsRefusedNotACrash) {
+  std::string key = "a";
+  for (int i = 0; i < 50000; ++i) key += ".a";
+  RunConfig cfg;
+  const std::string msg = error_of([&] { run_config_load_file(cfg, write_file("dotted.toml", key + " = 1\n")); });
+  EXPECT_NE(msg.find("dotted.toml:1: more than 64 dots on one line"), std::string::npos) << msg;
+  const std::string header = "batch = 8\n[" + key + "]\n";
+  EXPECT_NE(error_of([&] { run_config_load_file(cfg, write_file("header.toml", header)); }).find("header.toml:2:"),
+            std::string::npos);
+}
+
+TEST(RunConfigFile, DeeplyNestedBracketsAreRefused) {
+  RunConfig cfg;
+  const std::string deep(100000, '[');
+  std::string msg = error_of([&] { run_config_load_file(cfg, write_file("deep.toml", "batch = " + deep + "\n")); });
+  EXPECT_NE(msg.find("deep.toml:1: more than 64 nested brackets"), std::string::npos) << msg;
+  msg = error_of([&] { run_config_load_file(cfg, write_file("deep.json", "{\"batch\": " + deep)); });
+  EXPECT_NE(msg.find("deep.json:1: more than 64 nested brackets"), std::string::npos) << msg;
+  const std::string inline_tables = "x = " + std::string(1000, '{');
+  EXPECT_NE(error_of([&] { run_config_load_file(cfg, write_file("inline.toml", inline_tables)); }).find("nested"),
+            std::string::npos);
+}
+
+// Brackets and dots inside strings and comments are not structure.
+TEST(RunConfigFile, NestingCheckSkipsStringsAndComments) {
+  RunConfig cfg;
+  const std::string many = std::string(200, '[') + std::string(200, '.') + std::string(200, '{');
+  run_config_load_file(cfg, write_file("strings.toml", "tag = \"" + many + "\" # " + many + "\ndb = '" + many +
+                                                           "'\nhostfile = \"\"\"\n" + many + "\n\"\"\"\n"));
+  EXPECT_EQ(cfg.tag, many);
+  EXPECT_EQ(cfg.db, many);
+  run_config_load_file(cfg, write_file("strings.json", "{\"tag\": \"\\\"" + many + "\"}"));
+  EXPECT_EQ(cfg.tag, "\"" + many);
+}
+
+TEST(RunConfigFile, OversizedFileIsRefused) {
+  RunConfig cfg;
+  const std::string big = "tag = \"" + std::string(kConfigMaxBytes, 'x') + "\"\n";
+  EXPECT_NE(error_of([&] { run_config_load_file(cfg, write_file("big.toml", big)); }).find("more than the"),
+            std::string::npos);
+}
+
+TEST(RunConfigFile, DuplicateJsonKeysAreRefused) {
+  RunConfig cfg;
+  std::string msg =
+      error_of([&] { run_config_load_file(cfg, write_file("dup.json", R"({"batch": 8, "batch": 64})")); });
+  EXPECT_NE(msg.find("dup.json: key 'batch' appears more than once"), std::string::npos) << msg;
+  msg = error_of(
+      [&] { run_config_load_file(cfg, write_file("dup2.json", R"({"weight_decay": 0.1, "weight-decay": 0.2})")); });
+  EXPECT_NE(msg.find("key 'weight-decay' is given twice"), std::string::npos) << msg;
+  msg =
+      error_of([&] { run_config_load_file(cfg, write_file("dup3.toml", "weight_decay = 0.1\nweight-decay = 0.2\n")); });
+  EXPECT_NE(msg.find("is given twice"), std::string::npos) << msg;
+  // Same key in different objects is fine for the parser (the nested value is refused later as a type).
+  msg = error_of([&] { run_config_load_file(cfg, write_file("nested.json", R"({"tag": "a", "x": {"tag": 1}})")); });
+  EXPECT_NE(msg.find("unknown key 'x'"), std::string::npos) << msg;
+}
+
+// Found by fuzz_config: a JSON number beyond double (1e999) made nlohmann throw out_of_range,
+// which escaped as an internal error (exit 1) instead of an InputError naming the file.
+TEST(RunConfigFile, JsonNumberOutOfRangeIsAnInputError) {
+  RunConfig cfg;
+  const std::string msg = error_of([&] { run_config_load_file(cfg, write_file("overflow.json", R"({"lr": 1e999})")); });
+  EXPECT_NE(msg.find("overflow.json: "), std::string::npos) << msg;
+  EXPECT_NE(msg.find("number overflow"), std::string::npos) << msg;
 }

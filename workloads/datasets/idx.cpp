@@ -1,7 +1,8 @@
 // IDX loader (the MNIST / Fashion-MNIST format), gzip-compressed or plain, read with zlib.
 // Images (magic 0x00000803, n x rows x cols unsigned bytes) become dense float features
 // pixel/255; labels (magic 0x00000801, n unsigned bytes) become class indices.
-// Limits: only unsigned-byte IDX files; the whole set is held in memory as float.
+// Limits: only unsigned-byte IDX files; the whole set is held in memory as float (refused
+// when the header promises more than the memory available).
 #include <zlib.h>
 
 #include <algorithm>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/memory_info.hpp"
 #include "workloads/datasets/dataset.hpp"
 
 namespace dsgd {
@@ -124,7 +126,17 @@ Dataset dataset_read_idx(const std::string& images_path, const std::string& labe
   ds.channels = 1;  // grey images, (1, rows, cols)
   ds.height = rows;
   ds.width = cols;
-  ds.dense.resize(pixel_bytes);
+  // A header is not trusted with an allocation: a damaged one (or a fuzzer's) can promise
+  // 2^32 images of 4096 x 4096. Refuse what cannot fit, then grow with the data actually read.
+  const double float_bytes = static_cast<double>(pixel_bytes) * sizeof(float);
+  const double available = memory_available_bytes();
+  if (available > 0 && float_bytes > available) {
+    DSGD_THROW(InputError, "the header is damaged, or the set is too large for this machine",
+               "{}: the header promises {} images of {} x {}: {:.3g} GB as floats, more than the {:.3g} GB of memory "
+               "available",
+               images_path, count, rows, cols, float_bytes / 1e9, available / 1e9);
+  }
+  ds.dense.reserve(std::min(pixel_bytes, size_t{1} << 24));
 
   // Convert in chunks so the byte copy never exists in full beside the float copy.
   std::vector<unsigned char> chunk(size_t{1} << 20);
@@ -132,6 +144,7 @@ Dataset dataset_read_idx(const std::string& images_path, const std::string& labe
   while (done < pixel_bytes) {
     const size_t want = std::min(chunk.size(), pixel_bytes - done);
     const size_t got = images.read(chunk.data(), want);
+    ds.dense.resize(done + got);  // geometric growth: a short file never allocates what it only promised
     for (size_t k = 0; k < got; ++k) ds.dense[done + k] = static_cast<float>(chunk[k]) / 255.0f;
     done += got;
     if (got < want) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/memory_info.hpp"
 #include "workloads/datasets/dataset.hpp"
 
 namespace dsgd {
@@ -32,6 +33,7 @@ struct LibsvmRaw {
   std::vector<float> values;
   std::vector<int64_t> raw_labels;
   size_t max_index = 0;  // largest 1-based index seen (= features needed)
+  size_t max_index_line = 0;  // the line where it is
   size_t rows() const { return raw_labels.size(); }
 };
 
@@ -40,6 +42,8 @@ std::string token_for_message(std::string_view tok) {
   if (tok.size() <= kMax) return std::string(tok);
   return std::string(tok.substr(0, kMax)) + "...";
 }
+
+constexpr double kLibsvmModelCopies = 6;
 
 constexpr const char* kLineHint =
     "LIBSVM lines look like 'label idx:val idx:val ...' with integer labels and 1-based "
@@ -134,7 +138,10 @@ class LibsvmParser {
     }
     if (have_label) {
       raw_.row_ptr.push_back(static_cast<int64_t>(raw_.values.size()));
-      raw_.max_index = std::max(raw_.max_index, static_cast<size_t>(last_index));
+      if (static_cast<size_t>(last_index) > raw_.max_index) {
+        raw_.max_index = static_cast<size_t>(last_index);
+        raw_.max_index_line = line_no_;
+      }
     }
   }
 
@@ -228,6 +235,28 @@ Dataset libsvm_to_dataset(LibsvmRaw& raw, size_t begin, size_t end, const std::v
   return ds;
 }
 
+// A linear model over `features` features and the classes of `labels` needs features ×
+// outputs weights, and a run holds at least 6 copies of them (parameters, gradient,
+// evaluation copy, momentum, two algorithm buffers: engine/memory_estimate.hpp). Refuses a
+// dimension whose copies alone exceed the memory available, before anything of that size
+// is allocated: one stray index (2000000000:1) would otherwise allocate for minutes and die.
+void require_model_fits(const LibsvmRaw& raw, size_t features, size_t classes, size_t features_override) {
+  const double outputs = classes == 2 ? 1.0 : static_cast<double>(classes);
+  const double copy_bytes = static_cast<double>(features) * outputs * sizeof(float);
+  const double need = kLibsvmModelCopies * copy_bytes;
+  const double available = memory_available_bytes();
+  if (!(available > 0) || need <= available) return;
+  const std::string where = features_override != 0 && features_override > raw.max_index
+                                ? fmt::format("features={}", features_override)
+                                : fmt::format("{}:{}: feature index {}", raw.path, raw.max_index_line, raw.max_index);
+  DSGD_THROW(InputError,
+             "renumber the features densely (or hash them into fewer, e.g. 2^20), or drop a stray index; "
+             "features=D sets the dimension",
+             "{} makes a model of {} features x {} output(s): {:.3g} GB per copy, {:.3g} GB for the {} copies a run "
+             "holds, more than the {:.3g} GB of memory available",
+             where, features, outputs, copy_bytes / 1e9, need / 1e9, kLibsvmModelCopies, available / 1e9);
+}
+
 void require_rows(const LibsvmRaw& raw) {
   if (raw.rows() == 0) {
     DSGD_THROW(InputError, "the file holds no samples; check the path", "{}: no samples (empty file)", raw.path);
@@ -241,6 +270,7 @@ Dataset dataset_read_libsvm(const std::string& path, size_t min_features) {
   require_rows(raw);
   const std::vector<int64_t> labels = libsvm_label_values({&raw});
   const size_t features = std::max(raw.max_index, min_features);
+  require_model_fits(raw, features, labels.size(), min_features);
   const size_t rows = raw.rows();
   return libsvm_to_dataset(raw, 0, rows, labels, features, path);
 }
@@ -274,6 +304,7 @@ DatasetPair libsvm_load_pair(const std::string& train_path, const std::string& t
   if (features == 0) {
     DSGD_THROW(InputError, "the file holds labels only; check it", "{}: no feature appears in any line", train_path);
   }
+  require_model_fits(test.max_index > train.max_index ? test : train, features, labels.size(), features_override);
 
   DatasetPair pair;
   if (split) {

@@ -15,8 +15,8 @@
 //     columns carry the signal, as in text: this keeps d=1e6 learnable from 20000 rows (a
 //     linear SVM reaches ~0.88 test accuracy at noise=0.05 in 4 epochs; the rows are unit norm,
 //     so weights want a large step size and the bias a small one).
-// Limits: memory is one dense n*d matrix or nnz*(4+4) bytes; specs needing more than 32 GiB
-// are refused.
+// Limits: memory is one dense n*d matrix or nnz*(4+4) bytes plus the d x classes true model;
+// specs needing more than 32 GiB of features, or more than the memory available, are refused.
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "core/errors.hpp"
+#include "core/memory_info.hpp"
 #include "core/rng.hpp"
 #include "workloads/datasets/dataset.hpp"
 
@@ -138,6 +139,22 @@ SyntheticParams synthetic_parse(const std::string& text) {
     DSGD_THROW(InputError, "lower n, d or density (sparse data stores only the non-zeros)",
                "synthetic: n={} test={} d={} density={} needs about {:.1f} GiB of features", p.n, p.test_rows(), p.d,
                p.density, bytes / (1ull << 30));
+  }
+  // The generator's true model (d x outputs doubles), the features, and the 6 copies of the
+  // linear model a run over them holds (as for LIBSVM files, libsvm.cpp), against what this
+  // machine has: d=5e6 with classes=500 drew a 20 GB true model for minutes before the run
+  // found that its 60 GB of model copies could not fit.
+  const double outputs = p.classes == 2 ? 1.0 : static_cast<double>(p.classes);
+  const double teacher = static_cast<double>(p.d) * outputs * sizeof(double);
+  const double model = 6.0 * static_cast<double>(p.d) * outputs * sizeof(float);
+  const double available = memory_available_bytes();
+  if (available > 0 && bytes + teacher + model > available) {
+    DSGD_THROW(InputError, "lower d or classes (the model is d x classes), or n and density",
+               "synthetic: d={} classes={} n={} test={} needs about {:.3g} GB ({:.3g} GB of features, {:.3g} GB "
+               "of true model, {:.3g} GB for the 6 copies of a linear model a run holds), more than the {:.3g} GB "
+               "of memory available",
+               p.d, p.classes, p.n, p.test_rows(), (bytes + teacher + model) / 1e9, bytes / 1e9, teacher / 1e9,
+               model / 1e9, available / 1e9);
   }
   return p;
 }

@@ -1,0 +1,64 @@
+// The memory a run needs, estimated from the sizes before anything large is allocated, and
+// the refusal (with the figures) when it exceeds what the machine has. One formula for both
+// backends (docs/sim.md, "Memory"):
+//   dataset: the training and test features and labels, once per process (the sim
+//     backend's workers share it; each MPI rank loads its own), plus the topology's n×n
+//     mixing matrix;
+//   per worker: 6 model copies (parameters, gradient, evaluation copy, momentum, two
+//     algorithm buffers), or the algorithm's own model state plus 2 copies when larger,
+//     plus one step's sent bytes; the batch buffer (dense: batch × features floats; sparse:
+//     the batch's non-zeros); the shard's indices; 256 KiB (stack touched, step recorder).
+//     Timing-only sim workers: a few hundred bytes.
+// Limits: a workload's activations beyond the input batch (ResNet, transformer) are not
+// counted, so the estimate is a lower bound for them; it is exact to a few % for the SVM.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "core/run_config.hpp"
+#include "workloads/datasets/dataset.hpp"
+
+namespace dsgd {
+
+class Algorithm;
+
+struct MemoryEstimate {
+  double dataset_bytes = 0;     // per process: features + labels of both splits (+ mixing matrix)
+  double model_bytes = 0;       // one copy of the parameters
+  double replicas_bytes = 0;    // per worker: model copies and algorithm state
+  double batch_bytes = 0;       // per worker: the batch buffers
+  double per_worker_bytes = 0;  // replicas + batch + shard indices + fixed
+  double total_bytes = 0;       // what the host needs: processes × (dataset + workers × per worker)
+  double available_bytes = 0;   // MemAvailable (0: unknown, nothing is refused)
+  int workers_per_process = 1;  // sim: --workers; mpi: 1
+  int processes = 1;            // mpi: the ranks on this host; sim: 1
+};
+
+// With the algorithm (may be null): its model state and sent bytes as described above.
+MemoryEstimate memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,
+                               const Algorithm* algorithm, int workers_per_process, int processes);
+
+// Throws InputError with the figures (per worker, model copies, batch, dataset, available)
+// and what to do (a smaller --batch, fewer workers, a sparse dataset or fewer features,
+// whichever term dominates) when total_bytes exceeds available_bytes.
+void memory_check(const MemoryEstimate& m, const RunConfig& cfg, const Dataset& train);
+
+// Steps of a run whose workers each hold shard_rows samples (run_schedule_make: --steps,
+// else ceil(epochs × batches per epoch), at least 1). Throws InputError with the figures
+// when that is above kRunConfigMaxSteps.
+int64_t run_steps_for_shard(const RunConfig& cfg, size_t shard_rows);
+
+// A real (mpi backend) run's checks before worker setup allocates: loads the dataset (kept
+// here, so the setup's dataset_load_shared finds it loaded), checks that a batch fits each
+// worker's shard and that the step count (--steps, or --epochs over the shard) is at most
+// kRunConfigMaxSteps, and that the memory estimate for ranks_on_host ranks fits. Does
+// nothing for --backend sim (sim_run checks before starting its workers).
+struct RunPreflight {
+  std::shared_ptr<const DatasetPair> data;
+  MemoryEstimate memory;
+};
+RunPreflight memory_preflight(const RunConfig& cfg, int world_size, int ranks_on_host);
+
+}  // namespace dsgd
