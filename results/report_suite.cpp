@@ -3,6 +3,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <string>
 
 #include <fmt/format.h>
 #include <toml++/toml.h>
@@ -59,8 +61,15 @@ Suite suite_load(const std::string& path) {
   Suite suite;
   suite.path = path;
   toml::table root;
+  std::ifstream in(path);
+  if (!in) DSGD_THROW(InputError, "check the suite's path", "suite '{}': cannot read the file", path);
+  // Bounded like a run config: at most 1 MiB, nesting checked before the parser sees it.
+  std::string text(kConfigMaxBytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<size_t>(in.gcount()));
+  run_config_check_nesting(text, path, true);
   try {
-    root = toml::parse_file(path);
+    root = toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     DSGD_THROW(InputError, "fix the TOML syntax", "suite '{}': {} (line {})", path, std::string(e.description()),
                e.source().begin.line);

@@ -41,6 +41,16 @@ std::string error_of(const std::string& file) {
   return "";
 }
 
+// A dotted key of 50,000 parts overflowed the TOML parser's stack (exit 139): refused first.
+TEST(Suite, DeepNestingIsRefusedBeforeParsing) {
+  TempDir dir;
+  std::string key = "a";
+  for (int i = 0; i < 50000; ++i) key += ".a";
+  const std::string e = error_of(dir.write("deep.toml", key + " = 1\n"));
+  EXPECT_NE(e.find("deep.toml"), std::string::npos) << e;
+  EXPECT_NE(e.find("dots"), std::string::npos) << e;
+}
+
 TEST(Suite, ShippedSuitesLoad) {
   const Suite smoke = suite_load((repo / "suites" / "smoke.toml").string());
   EXPECT_EQ(smoke.name, "smoke");
