@@ -14,9 +14,9 @@
 # Skips (exit 0, one line) when not root, without ip/tc, or when namespaces cannot be created
 # (a container without CAP_NET_ADMIN). Everything is torn down by the script's trap, also on
 # failure or timeout; the run is bounded to 100 s, the test to < 2 minutes.
+SCRIPT="$(cd "$(dirname "$0")/../.." && pwd)/scripts/netns-cluster.sh"  # before common.bash cds away
 source "$(dirname "$0")/common.bash"
 
-SCRIPT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/scripts/netns-cluster.sh"
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: not root (network namespaces and tc need CAP_NET_ADMIN)"; exit 0; }
 command -v ip > /dev/null && command -v tc > /dev/null ||
   { echo "SKIP: ip/tc not installed (apt-get install iproute2)"; exit 0; }
