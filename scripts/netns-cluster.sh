@@ -14,7 +14,8 @@
 #   with --rate: `tc qdisc add dev eth0 root tbf rate RATE burst BURST latency LAT` on both
 #   ends (each direction of the link shaped; this kernel has no netem); tbf charges a packet
 #   its frame without FCS (MTU + 14 bytes); --wire-overhead 24 adds FCS, preamble and
-#   inter-frame gap (`stab overhead 24`), which a real Ethernet wire spends too;
+#   inter-frame gap (`stab overhead 24`, with gso_max_segs 1 so that every frame is charged),
+#   which a real Ethernet wire spends too;
 #   --tcp-cc (default cubic, Linux's default; this VM's host uses bbr) inside both namespaces;
 #   a work directory (mktemp) with
 #     hosts        the MPICH (Hydra) hostfile: "10.213.7.1:1" and "10.213.7.2:1";
@@ -24,11 +25,10 @@
 #                  -genv UCX_TLS tcp,self -genv UCX_NET_DEVICES eth0 -genv UCX_RNDV_THRESH inf "$@"
 #                  (MPICH ch4:ucx over TCP on the veth; the ranks see two hosts, so no shared
 #                  memory between them). UCX_RNDV_THRESH=inf (eager protocol at every size): with
-#                  MPICH 4.0.2 + UCX 1.13 over TCP and the default rendezvous, MPI_Finalize hung
-#                  in every dsgd-bench run tried (one rank's endpoint-close flush waits on a peer
-#                  already blocked in the PMI barrier; a bare MPI program hangs too unless it calls
-#                  MPI_Barrier first, and then 1 run in 6), and a shaped 4 MB all-reduce took
-#                  515-585 ms instead of ~335; eager-only: no hang, 330-340 ms (docs/cluster.md).
+#                  MPICH 4.0.2 + UCX 1.13 over TCP and the default rendezvous a shaped 4 MB
+#                  all-reduce at 100 Mbit/s took 572-630 ms, eager 328-348 ms (ideal ~335).
+#                  (Same stack: MPI_Finalize could hang when the ranks reached it apart; dsgd-bench
+#                  now calls MPI_Barrier first. docs/cluster.md, "Two hosts on one machine".)
 # The command runs inside namespace a with DSGD_MPIEXEC=<the wrapper>, so `dsgd-bench run
 # --workers 2 --hostfile {hostfile}` self-launches exactly as on a real cluster
 # (`mpiexec -n 2 -f hosts dsgd-bench run ...`). In the command's arguments {hostfile} and
@@ -104,6 +104,9 @@ setup() {
     if [ "$ns" = "$NS_A" ]; then ifname="${TAG}a" addr=$IP_A; else ifname="${TAG}b" addr=$IP_B; fi
     ip -n "$ns" link set "$ifname" name eth0
     ip -n "$ns" link set eth0 mtu "$MTU"
+    # With a size table the qdisc charges skb length + overhead: one GSO super-packet would be
+    # charged the headers of one frame, so send one frame per packet instead.
+    if [ -n "$OVERHEAD" ]; then ip -n "$ns" link set eth0 gso_max_segs 1; fi
     ip -n "$ns" addr add "$addr/30" dev eth0
     ip -n "$ns" link set lo up
     ip -n "$ns" link set eth0 up
