@@ -10,7 +10,7 @@
 #     --bandwidth 100Mbps with the default goodput model (TCP/IPv4 over Ethernet, MTU 1500):
 #     S / (12.5e6 × 1448/1538) = 339.9 ms for the 4 MB gradient. 15 %, not the 5 % the
 #     model reached in docs/cluster.md's table: TCP on a loaded 2-core CI machine varies
-#     (the measured medians there were within 1 %, single runs within 3 %).
+#     (the medians there were within 2 % of the model, single runs within ±3 % of their median).
 # Skips (exit 0, one line) when not root, without ip/tc, or when namespaces cannot be created
 # (a container without CAP_NET_ADMIN). Everything is torn down by the script's trap, also on
 # failure or timeout; the run is bounded to 100 s, the test to < 2 minutes.
