@@ -158,8 +158,16 @@ echo "netns-cluster: hosts $IP_A ($NS_A) and $IP_B ($NS_B), veth eth0, MTU $MTU,
 # once (bash defers traps while a foreground child runs); the command gets the signal too.
 ip netns exec "$NS_A" env DSGD_MPIEXEC="$WORK/mpiexec" DSGD_NETNS_HOSTFILE="$WORK/hosts" "${args[@]}" &
 CHILD=$!
+# The signal is passed on, and the command gets up to 10 s to stop (dsgd-bench's launcher turns
+# it into one Ctrl-C for mpiexec, and rank 0 stores the run as interrupted) before the trap
+# kills what is left in the namespaces.
 forward() {
   kill -"$1" "$CHILD" 2> /dev/null
+  local i
+  for i in $(seq 1 100); do
+    kill -0 "$CHILD" 2> /dev/null || break
+    sleep 0.1
+  done
   exit "$2"
 }
 trap 'forward INT 130' INT
