@@ -51,8 +51,8 @@ while [ $# -gt 0 ]; do
     --burst) BURST="$2"; shift 2 ;;
     --tbf-latency) TBF_LATENCY="$2"; shift 2 ;;
     --mtu) MTU="$2"; shift 2 ;;
-    --tcp-cc) TCP_CC="$2"; shift 2 ;;
-    --wire-overhead) OVERHEAD="$2"; shift 2 ;;  # bytes tbf adds per packet (24: Ethernet FCS + preamble + IFG)  # TCP congestion control inside the namespaces ("" keeps the host's)
+    --tcp-cc) TCP_CC="$2"; shift 2 ;;  # TCP congestion control inside the namespaces ("" keeps the host's)
+    --wire-overhead) OVERHEAD="$2"; shift 2 ;;  # bytes tbf adds per packet (24: Ethernet FCS + preamble + IFG)
     --keep-workdir) KEEP=1; shift ;;  # leave the hostfile and scripts (not the namespaces) for inspection
     -h|--help) usage ;;
     --) shift; break ;;
