@@ -48,7 +48,8 @@ void validate_before_launch(const RunConfig& cfg) {
   target_parse(cfg.target);
   Stragglers::parse(cfg.straggler, static_cast<int>(cfg.workers), cfg.seed);
   const Topology topology = topology_make(cfg.topology, static_cast<int>(cfg.workers), cfg.seed);
-  network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, topology.groups);
+  network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, topology.groups,
+                           cfg.link_efficiency, cfg.mtu);
   if (!cfg.hostfile.empty() && !std::filesystem::is_regular_file(cfg.hostfile))
     DSGD_THROW(InputError, "pass an existing MPI hostfile", "--hostfile: no file '{}'", cfg.hostfile);
   if (!cfg.save_params.empty()) {

@@ -19,12 +19,25 @@
 
 namespace dsgd {
 
-bool launcher_under_mpiexec() {
-  for (const char* var : {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS",
-                          "DSGD_LAUNCHED"}) {
-    if (std::getenv(var)) return true;
+LauncherEnv launcher_detect(const std::function<const char*(const char*)>& env) {
+  for (const char* var :
+       {"PMI_RANK", "PMI_SIZE", "PMIX_RANK", "OMPI_COMM_WORLD_SIZE", "MPI_LOCALNRANKS", "DSGD_LAUNCHED"}) {
+    if (env(var)) return LauncherEnv::mpi_launcher;
   }
-  return false;
+  const char* tasks = env("SLURM_STEP_NUM_TASKS");
+  if (tasks && std::atol(tasks) > 1) return LauncherEnv::slurm_without_pmi;
+  return LauncherEnv::none;
+}
+
+bool launcher_under_mpiexec() {
+  const LauncherEnv where = launcher_detect([](const char* var) { return std::getenv(var); });
+  if (where == LauncherEnv::slurm_without_pmi)
+    DSGD_THROW(InputError,
+               "start the tasks with a PMI: srun --mpi=pmi2 (MPICH) or --mpi=pmix; or run one task "
+               "(srun -n 1 dsgd-bench run --workers N) and let mpiexec place the ranks (docs/cluster.md)",
+               "srun started {} tasks without a PMI (no PMI_RANK or PMIX_RANK): each would be an MPI world of 1",
+               std::getenv("SLURM_STEP_NUM_TASKS"));
+  return where == LauncherEnv::mpi_launcher;
 }
 
 std::string launcher_mpiexec_path() {

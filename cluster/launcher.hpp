@@ -3,11 +3,24 @@
 // Under mpiexec, the world communicator is used as it is.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace dsgd {
 
-// True when this process was started by an MPI launcher (Hydra/PMI, PMIx, Open MPI).
+// Who started this process, from its environment (`env` returns a variable's value or nullptr):
+//   mpi_launcher       PMI_RANK / PMI_SIZE (Hydra's mpiexec; Slurm's `srun --mpi=pmi2`), PMIX_RANK
+//                      (`srun --mpi=pmix`, prterun), OMPI_COMM_WORLD_SIZE, MPI_LOCALNRANKS, or
+//                      DSGD_LAUNCHED (our own self-launch);
+//   slurm_without_pmi  none of those, but srun started SLURM_STEP_NUM_TASKS > 1 tasks: every task
+//                      would MPI_Init as a world of 1 (or self-launch mpiexec: N × N ranks);
+//   none               anything else (a shell, an sbatch script, `srun -n 1`).
+enum class LauncherEnv { none, mpi_launcher, slurm_without_pmi };
+LauncherEnv launcher_detect(const std::function<const char*(const char*)>& env);
+
+// True when this process was started by an MPI launcher (launcher_detect of the process
+// environment is mpi_launcher). Throws InputError for slurm_without_pmi, naming the fix
+// (srun --mpi=pmi2 or --mpi=pmix).
 bool launcher_under_mpiexec();
 
 // The mpiexec program to use: $DSGD_MPIEXEC, else the one found at build time, else "mpiexec".

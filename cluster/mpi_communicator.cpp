@@ -65,6 +65,12 @@ class MpiCommunicator final : public Communicator {
     MPI_Finalized(&finalized);
     if (!finalized) {
       hier_free();
+      // Enter MPI_Finalize together: with MPICH 4.0.2 + UCX 1.13 over TCP (ranks on different
+      // hosts), a rank that reaches it first closes its endpoints and blocks in the PMI barrier,
+      // and a later rank's endpoint-close flush, which needs that peer's progress, can wait for
+      // ever (scripts/netns-cluster.sh, docs/cluster.md). A failed rank aborts instead of
+      // getting here, so the barrier does not wait for a dead peer.
+      if (size_ > 1) MPI_Barrier(MPI_COMM_WORLD);
       MPI_Finalize();
     }
   }

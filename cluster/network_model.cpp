@@ -297,6 +297,36 @@ double network_parse_duration(const std::string& text, const char* flag, double 
 
 // ---- the model ---------------------------------------------------------------------------------
 
+double network_tcp_goodput_fraction(int64_t mtu) {
+  if (mtu < 68 || mtu > 65536)
+    DSGD_THROW(InputError, "pass the link's MTU in bytes, e.g. --mtu 1500 (Ethernet) or 9000 (jumbo frames)",
+               "--mtu {}: must be in 68..65536", mtu);
+  constexpr double kIpTcpHeaders = 20 + 20 + 12;        // IPv4, TCP, TCP timestamps option
+  constexpr double kEthernetFraming = 14 + 4 + 8 + 12;  // header, FCS, preamble + SFD, inter-frame gap
+  const double m = static_cast<double>(mtu);
+  return (m - kIpTcpHeaders) / (m + kEthernetFraming);
+}
+
+double network_link_efficiency(const std::string& link_efficiency, int64_t mtu, int* mtu_used) {
+  constexpr const char* kHint =
+      "pass --link-efficiency auto (TCP/IPv4 over Ethernet at --mtu), 1 (the nominal rate) or a measured "
+      "fraction such as 0.9";
+  const double from_mtu = network_tcp_goodput_fraction(mtu);  // checks --mtu in every case
+  const std::string_view text = trim(link_efficiency);
+  if (text == "auto") {
+    if (mtu_used) *mtu_used = static_cast<int>(mtu);
+    return from_mtu;
+  }
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    DSGD_THROW(InputError, kHint, "--link-efficiency '{}': not 'auto' or a number", link_efficiency);
+  if (!(value > 0 && value <= 1))
+    DSGD_THROW(InputError, kHint, "--link-efficiency {}: must be in (0, 1]", link_efficiency);
+  if (mtu_used) *mtu_used = 0;
+  return value;
+}
+
 LinkModel network_inter_link(const NetworkModel& model) {
   return model.inter ? *model.inter : model.intra;
 }
@@ -309,8 +339,11 @@ LinkModel network_bottleneck_link(const NetworkModel& model) {
 
 std::optional<NetworkModel> network_model_from_flags(const std::string& bandwidth, const std::string& latency,
                                                      const std::string& inter_bandwidth,
-                                                     const std::string& inter_latency, int groups) {
+                                                     const std::string& inter_latency, int groups,
+                                                     const std::string& link_efficiency, int64_t mtu) {
   if (groups < 1) DSGD_THROW(Error, "", "network model: {} groups (need >= 1)", groups);
+  int mtu_used = 0;
+  const double efficiency = network_link_efficiency(link_efficiency, mtu, &mtu_used);
   if (bandwidth.empty()) {
     const struct {
       const char* flag;
@@ -339,16 +372,27 @@ std::optional<NetworkModel> network_model_from_flags(const std::string& bandwidt
     if (!inter_latency.empty()) inter.alpha_s = network_parse_duration(inter_latency, "--inter-latency");
     m.inter = inter;
   }
+  m.efficiency = efficiency;
+  m.mtu = efficiency < 1.0 ? mtu_used : 0;
+  m.intra.bytes_per_s *= efficiency;
+  if (m.inter) m.inter->bytes_per_s *= efficiency;
   return m;
 }
 
 std::string network_model_describe(const NetworkModel& model) {
-  std::string s =
-      fmt::format("intra {}, {}", describe_bandwidth(model.intra.bytes_per_s), describe_duration(model.intra.alpha_s));
+  // Nominal rates: the links hold goodput (bytes_per_s × efficiency).
+  const double nominal = model.efficiency > 0 ? 1.0 / model.efficiency : 1.0;
+  std::string s = fmt::format("intra {}, {}", describe_bandwidth(model.intra.bytes_per_s * nominal),
+                              describe_duration(model.intra.alpha_s));
   if (model.groups > 1) {
     const LinkModel inter = network_inter_link(model);
-    s += fmt::format("; inter {}, {} ({} groups)", describe_bandwidth(inter.bytes_per_s),
+    s += fmt::format("; inter {}, {} ({} groups)", describe_bandwidth(inter.bytes_per_s * nominal),
                      describe_duration(inter.alpha_s), model.groups);
+  }
+  if (model.efficiency < 1.0) {
+    s += fmt::format(
+        "; goodput {:.4f} of nominal ({})", model.efficiency,
+        model.mtu > 0 ? fmt::format("TCP/IPv4 over Ethernet, MTU {}", model.mtu) : std::string("--link-efficiency"));
   }
   return s;
 }

@@ -46,6 +46,13 @@
 // - ⌈log2 n⌉ rounds are used for non-powers of two as well (MPICH adds up to two steps there).
 // - Links are full duplex and contention-free; no congestion, no incast, no pipelining
 //   of large messages into segments.
+// - Framing (network_tcp_goodput_fraction): by default (--link-efficiency auto) the link's B
+//   is its nominal rate times the goodput fraction of TCP/IPv4 over Ethernet at --mtu
+//   (0.9415 at 1500), so `--bandwidth 100Mbps` means a 100 Mbit/s Ethernet link as TCP
+//   sees it. TCP dynamics (slow start, congestion-window halving on a shaper's drops, ACKs
+//   sharing the reverse direction) are not modelled: on a tbf-shaped veth pair (4 MB
+//   all-reduce, 2 ranks, 100 Mbit/s and 1 Gbit/s) the medians were within 2 % of this model
+//   (docs/cluster.md, "Two hosts on one machine").
 #pragma once
 
 #include <optional>
@@ -87,11 +94,32 @@ struct LinkModel {
 
 // The links of a cluster: `intra` inside a group (every link when groups == 1), `inter`
 // between groups (empty: same as intra). groups is G of a hier:GxW topology, 1 otherwise.
+// efficiency: the goodput fraction already applied to every link's bytes_per_s (1: the
+// nominal rate as typed); mtu: the MTU it was derived from (0: given as a number). Both
+// only describe the model (network_model_describe).
 struct NetworkModel {
   LinkModel intra;
   std::optional<LinkModel> inter;
   int groups = 1;
+  double efficiency = 1.0;
+  int mtu = 0;
 };
+
+// ---- protocol overhead -----------------------------------------------------------------------
+// Fraction of a link's nominal bit rate that a bulk TCP/IPv4 transfer over Ethernet carries
+// as payload, for a given MTU (bytes of IP packet):
+//     payload = MTU − 20 (IPv4) − 20 (TCP) − 12 (TCP timestamps option)
+//     wire    = MTU + 14 (Ethernet header) + 4 (FCS) + 8 (preamble + SFD) + 12 (inter-frame gap)
+//     goodput fraction = payload / wire           (MTU 1500: 1448 / 1538 = 0.94148)
+// ACKs on the reverse direction and TCP's congestion control are left out (see Limits).
+// Throws InputError naming --mtu unless 68 <= mtu <= 65536 (the IPv4 minimum .. loopback).
+double network_tcp_goodput_fraction(int64_t mtu);
+
+// The goodput fraction the emulated link uses, from the --link-efficiency and --mtu flags:
+// "auto" → network_tcp_goodput_fraction(mtu); a number in (0, 1] → that number (1: the nominal
+// rate, no framing; a value measured on a real link, e.g. 0.88, calibrates it). `mtu_used` is
+// set to the MTU for "auto", 0 for a number. Throws InputError naming the flag otherwise.
+double network_link_efficiency(const std::string& link_efficiency, int64_t mtu, int* mtu_used = nullptr);
 
 // The link between groups: inter when set, else intra.
 LinkModel network_inter_link(const NetworkModel& model);
@@ -100,14 +128,19 @@ LinkModel network_bottleneck_link(const NetworkModel& model);
 
 // The emulated network from the run's flags (RunConfig bandwidth, latency, inter_bandwidth,
 // inter_latency) and the topology's number of groups. Empty when bandwidth is empty (no
-// emulation). latency defaults to 0. inter-bandwidth / inter-latency default to the intra
+// emulation). Every link's bandwidth is multiplied by network_link_efficiency(link_efficiency,
+// mtu) (the defaults here, "1", keep the nominal rate; RunConfig's default is "auto"); the two
+// are checked even without --bandwidth. latency defaults to 0. inter-bandwidth / inter-latency default to the intra
 // values and are only allowed when groups > 1. Throws InputError naming the flag: latency
 // or inter-* without --bandwidth, inter-* with one group, bad values (see the parsers).
 std::optional<NetworkModel> network_model_from_flags(const std::string& bandwidth, const std::string& latency,
                                                      const std::string& inter_bandwidth,
-                                                     const std::string& inter_latency, int groups);
+                                                     const std::string& inter_latency, int groups,
+                                                     const std::string& link_efficiency = "1", int64_t mtu = 1500);
 
-// "intra 100 Mbit/s, 1 ms; inter 1 Gbit/s, 2 ms (2 groups)" (inter only when groups > 1).
+// "intra 100 Mbit/s, 1 ms; inter 1 Gbit/s, 2 ms (2 groups)" (inter only when groups > 1),
+// nominal rates; with an efficiency below 1 followed by
+// "; goodput 0.9415 of nominal (TCP/IPv4 over Ethernet, MTU 1500)" (or "(--link-efficiency)").
 std::string network_model_describe(const NetworkModel& model);
 
 // ---- collective cost ---------------------------------------------------------------------

@@ -53,6 +53,11 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"latency", "emulated link latency, e.g. 20us, 1ms", &C::latency},
       {"inter-bandwidth", "emulated bandwidth between groups of a hier:GxW topology", &C::inter_bandwidth},
       {"inter-latency", "emulated latency between groups of a hier:GxW topology", &C::inter_latency},
+      {"link-efficiency",
+       "emulated links carry this fraction of --bandwidth as payload: auto (TCP/IPv4 over Ethernet framing at "
+       "--mtu: 0.9415 at 1500), 1 (the nominal rate), or a fraction measured on the real link",
+       &C::link_efficiency},
+      {"mtu", "MTU in bytes of the emulated links, for --link-efficiency auto (1500; jumbo frames: 9000)", &C::mtu},
       {"model", "architecture of the workload: resnet8|resnet20|resnet32|resnet56|resnet18 (resnet), gpt (transformer)",
        &C::model},
       {"layers", "transformer: number of decoder blocks", &C::layers},

@@ -44,6 +44,8 @@ struct RunConfig {
   std::string latency;          // emulated link latency, e.g. "20us"
   std::string inter_bandwidth;  // between groups of hier:GxW
   std::string inter_latency;
+  std::string link_efficiency = "auto";  // emulated goodput / nominal: auto (from mtu) or (0, 1]
+  int64_t mtu = 1500;           // MTU of the emulated links (bytes), for link_efficiency auto
   // Model shape (workloads/): which architecture of the workload, and the transformer's size.
   std::string model;            // resnet: resnet8|resnet20|resnet32|resnet56|resnet18; transformer: gpt; svm: ""
   int64_t layers = 4;           // transformer blocks

@@ -52,7 +52,8 @@ struct SimNetwork {
 SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std::string& host, int groups) {
   SimNetwork net;
   net.algo = groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
-  net.model = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, groups);
+  net.model = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, groups,
+                                       cfg.link_efficiency, cfg.mtu);
   if (net.model) {
     net.description = network_model_describe(*net.model);
     return net;

@@ -102,8 +102,8 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.topology = topology_make_shared(cfg.topology, comm.size(), cfg.seed);
   // hier:GxW: every recorded all-reduce runs in two levels (Communicator::set_hierarchy).
   comm.set_hierarchy(w.topology->groups);
-  w.emulated =
-      network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, w.topology->groups);
+  w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
+                                        w.topology->groups, cfg.link_efficiency, cfg.mtu);
   // An algorithm that owns the optimizer (zero: state for its shard only) leaves the
   // trainer's optimizer without state; the schedule still comes from it.
   w.optimizer = optimizer_create(cfg, w.algorithm->owns_optimizer() ? 0 : count, data_ranks);

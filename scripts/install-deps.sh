@@ -7,6 +7,7 @@
 # libdnnl-dev (oneDNN) is optional for the build (cmake -DDSGD_WITH_DNNL=OFF, or absent: every
 # convolution on im2col + SGEMM) but installed by default: it is the faster convolution backend
 # for most ResNet layers (workloads/layers/conv2d_dnnl.cpp).
+# iproute2 (ip, tc): scripts/netns-cluster.sh and tests/integration/netns_two_hosts.sh.
 set -euo pipefail
 
 packages=(
@@ -17,7 +18,7 @@ packages=(
   libopenblas-dev libeigen3-dev libdnnl-dev
   libgtest-dev libbenchmark-dev
   dataset-fashion-mnist fortunes
-  jq
+  jq iproute2
   chromium python3
 )
 if [ "${1:-}" = "--bench-extras" ]; then

@@ -15,6 +15,7 @@ foreach(entry
     "test_trainer:dsgd_engine"
     "test_network_model:dsgd_cluster"
     "test_topology:dsgd_cluster"
+    "test_launcher:dsgd_cluster"
     "test_trace:dsgd_results"
     "test_alpha_beta_fit:dsgd_results"
     "test_optimizer:dsgd_engine"

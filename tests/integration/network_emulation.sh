@@ -12,10 +12,12 @@ DATA="synthetic:n=4000,d=1000000,density=0.001,classes=2,test=400"
 BYTES=4000004
 COMMON=(--workers 2 --dataset "$DATA" --algo ssgd --steps 30 --batch 16 --db t.db)
 
-# The model (cluster/network_model.hpp), n = 2, α = 1 ms, B = 100 Mbit/s = 12.5e6 bytes/s:
+# The model (cluster/network_model.hpp), n = 2, α = 1 ms, B = the goodput of a 100 Mbit/s
+# link under the default --link-efficiency auto (TCP/IPv4 over Ethernet, MTU 1500):
+# 12.5e6 bytes/s × 1448/1538:
 #   ring               2(n−1)(α + S/(nB))
 #   recursive doubling ⌈log2 n⌉(α + S/B)   (what algo_auto picks on 2 ranks: one α less)
-read -r ring rd < <(awk -v S="$BYTES" -v n=2 -v a=1e-3 -v B=12.5e6 \
+read -r ring rd < <(awk -v S="$BYTES" -v n=2 -v a=1e-3 -v B="$(awk 'BEGIN { printf "%.6f", 12.5e6 * 1448 / 1538 }')" \
   'BEGIN { printf "%.9f %.9f\n", 2*(n-1)*(a + S/(n*B)), 1*(a + S/B) }')
 
 # --- emulated: 100 Mbit/s, 1 ms -------------------------------------------------------------

@@ -23,10 +23,12 @@ for delay in 0 1; do
   cmp "mpi_dpsgd$delay.bin" "sim_dpsgd$delay.bin" || fail "sim dpsgd delay $delay (2 workers) differs from mpi (2 ranks)"
 done
 # The workers arrive together (same profile, no straggler): each blocking exchange on the
-# 1 Gbit/s, 50 us link takes exactly one message, α + S/B.
+# 1 Gbit/s, 50 us link takes exactly one message, α + S/B, B the link's TCP goodput
+# (--link-efficiency auto: 1.25e8 bytes/s × 1448/1538 at MTU 1500).
 D=$(last_run_id sim_dpsgd0.out)
 params=$(( $(stat -c %s sim_dpsgd0.bin) / 4 ))
-bad=$(sql t.db "SELECT count(*) FROM steps WHERE run_id=$D AND abs(comm_s + wait_s - (50e-6 + $params * 32 / 1e9)) > 1e-12")
+bad=$(sql t.db "SELECT count(*) FROM steps WHERE run_id=$D AND
+  abs(comm_s + wait_s - (50e-6 + $params * 4.0 / (1.25e8 * (1448.0 / 1538.0)))) > 1e-12")
 [[ "$bad" == 0 ]] || fail "$bad dpsgd steps where the exchange did not take the modelled α + S/B"
 
 "$BIN" run --workers 2 --algo zero "${common[@]}" --save-params mpi_zero.bin > /dev/null || fail "mpi zero failed"

@@ -491,3 +491,47 @@ TEST(NetworkEmulation, CommunicatorHoldsCollectives) {
   EXPECT_GE(barrier_held, 5e-3);
   EXPECT_LT(barrier_held, 9e-3);
 }
+
+// Protocol overhead (issue 14): goodput = payload / wire for TCP/IPv4 over Ethernet, by hand:
+// MTU 1500 → (1500 − 52) / (1500 + 38) = 1448 / 1538; jumbo 9000 → 8948 / 9038. The flags:
+// auto takes the MTU's fraction, a number in (0, 1] is used as it is, anything else is refused
+// naming the flag; the emulated links carry nominal × fraction, latency unchanged, and the
+// description keeps the nominal rate.
+TEST(NetworkModel, TcpGoodputFromMtu) {
+  expect_rel(network_tcp_goodput_fraction(1500), 1448.0 / 1538.0, "MTU 1500");
+  EXPECT_NEAR(network_tcp_goodput_fraction(1500), 0.94148, 1e-5);
+  expect_rel(network_tcp_goodput_fraction(9000), 8948.0 / 9038.0, "MTU 9000");
+  expect_rel(network_tcp_goodput_fraction(576), 524.0 / 614.0, "MTU 576");
+  EXPECT_NE(error_of([] { network_tcp_goodput_fraction(67); }).find("--mtu 67"), std::string::npos);
+  EXPECT_NE(error_of([] { network_tcp_goodput_fraction(65537); }).find("68..65536"), std::string::npos);
+
+  int mtu_used = -1;
+  expect_rel(network_link_efficiency("auto", 1500, &mtu_used), 1448.0 / 1538.0, "auto");
+  EXPECT_EQ(mtu_used, 1500);
+  EXPECT_EQ(network_link_efficiency("1", 1500, &mtu_used), 1.0);
+  EXPECT_EQ(mtu_used, 0);
+  EXPECT_EQ(network_link_efficiency("0.88", 9000), 0.88);
+  for (const char* bad : {"0", "1.5", "-0.5", "fast", "", "0.9x"})
+    EXPECT_NE(error_of([&] { network_link_efficiency(bad, 1500); }).find("--link-efficiency"), std::string::npos)
+        << bad;
+  EXPECT_NE(error_of([] { network_link_efficiency("1", 10); }).find("--mtu"), std::string::npos);
+
+  const auto m = network_model_from_flags("100Mbps", "1ms", "", "", 1, "auto", 1500);
+  ASSERT_TRUE(m);
+  expect_rel(m->intra.bytes_per_s, 12.5e6 * 1448.0 / 1538.0, "goodput of 100 Mbit/s");
+  expect_rel(m->intra.alpha_s, 1e-3, "latency unchanged");
+  EXPECT_EQ(network_model_describe(*m),
+            "intra 100 Mbit/s, 1 ms; goodput 0.9415 of nominal (TCP/IPv4 over Ethernet, MTU 1500)");
+  const auto h = network_model_from_flags("10Gbps", "20us", "1Gbps", "2ms", 2, "0.9", 1500);
+  ASSERT_TRUE(h && h->inter);
+  expect_rel(h->inter->bytes_per_s, 1.25e8 * 0.9, "inter goodput");
+  expect_rel(h->intra.bytes_per_s, 1.25e9 * 0.9, "intra goodput");
+  EXPECT_EQ(network_model_describe(*h),
+            "intra 10 Gbit/s, 20 us; inter 1 Gbit/s, 2 ms (2 groups); goodput 0.9000 of nominal (--link-efficiency)");
+  // The default of the function (and --link-efficiency 1) keeps the nominal rate.
+  expect_rel(network_model_from_flags("100Mbps", "", "", "", 1)->intra.bytes_per_s, 12.5e6, "nominal");
+  // A 4 MB all-reduce on 2 ranks, recursive doubling (one exchange of S): 320 ms nominal,
+  // 339.9 ms at MTU 1500.
+  expect_rel(network_collective_time(*m, CollKind::coll_allreduce, CollAlgo::algo_auto, 4e6, 2),
+             1e-3 + 4e6 / (12.5e6 * 1448.0 / 1538.0), "4 MB all-reduce");
+}
