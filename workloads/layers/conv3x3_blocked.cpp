@@ -27,12 +27,14 @@
 // headers above, and so every inline or template function shared with other files, stay
 // baseline x86-64), and conv3x3_blocked_supported() asks the CPU at run time, so a portable
 // binary runs them only where they can run and falls back (oneDNN / im2col) elsewhere.
-#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+// (GCC's pragma: a Clang build without -mavx2 -mfma gets no direct kernels.)
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #define DSGD_CONV3X3_AVX2 1
 #include <immintrin.h>
-#if !(defined(__AVX2__) && defined(__FMA__))
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DSGD_CONV3X3_AVX2 1
 #define DSGD_CONV3X3_TARGET_PRAGMA 1
-#endif
+#include <immintrin.h>
 #else
 #define DSGD_CONV3X3_AVX2 0
 #endif
@@ -333,7 +335,7 @@ void bww_item(const float* xb, const float* db, size_t x_img, size_t dy_img, siz
 BlockedConv3x3::BlockedConv3x3(const Conv2dShape& s) : s_(s) {
   if (!conv3x3_blocked_cpu_supported())
     DSGD_THROW(InputError, "use DnnlConv2d or the im2col convolution (conv2d.hpp)",
-               "the direct 3x3 convolution kernels need a CPU with AVX2 and FMA, and this one has not both");
+               "the direct 3x3 convolution kernels need a CPU with AVX2 and FMA, and this CPU lacks one of them");
   if (!conv3x3_blocked_supported(s))
     DSGD_THROW(InputError, "use DnnlConv2d or the im2col convolution (conv2d.hpp) for this shape",
                "BlockedConv3x3 takes 3x3 stride-1 pad-1 convolutions with channel counts that are multiples of 8 "
@@ -395,7 +397,7 @@ void BlockedConv3x3::backward_weights(const float* x, const float* dy, float* dw
   }
 }
 
-#else  // not x86-64: every shape is unsupported.
+#else  // not x86-64 (or Clang without AVX2 + FMA): every shape is unsupported.
 
 BlockedConv3x3::BlockedConv3x3(const Conv2dShape& s) : s_(s) {
   DSGD_THROW(InputError, "use DnnlConv2d or the im2col convolution (conv2d.hpp)",
