@@ -25,3 +25,21 @@ fi
 cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=Release -DDSGD_NATIVE=OFF -DDSGD_BUILD_BENCH=OFF >/dev/null
 cmake --build build-portable -j"$(nproc)" --target dsgd_unit_tests
 (cd build-portable && ONEDNN_MAX_CPU_ISA=AVX2 ctest -L unit --output-on-failure --timeout 600 --repeat until-pass:2 "$@")
+
+# Then the numeric unit tests of that build on an emulated x86-64 without AVX (qemu-user's
+# Nehalem model, SSE4.2 at most): the direct 3x3 kernels must step aside there and oneDNN
+# takes its SSE4.1 kernels, and a binary with one AVX instruction outside the run-time
+# dispatch dies with SIGILL. Emulation is ~9x slower, so the ResNet tests are the three that
+# pick backends and check gradients (not the training runs), and the transformer's layers
+# are covered by test_attention_layers: ~1.5 minutes. Runs where qemu-x86_64 is installed
+# (Debian package qemu-user); says so and skips it elsewhere.
+if command -v qemu-x86_64 >/dev/null; then
+  for spec in test_conv test_blocked_layout test_layers test_attention_layers test_svm test_optimizer test_algos2 \
+    "test_resnet ResNet.ConvBackends*:ResNet.ActivationLayouts*:ResNet.Gradient*"; do
+    read -r t filter <<<"$spec"
+    echo "test.sh: $t on an emulated CPU without AVX (qemu-x86_64 -cpu Nehalem)"
+    (cd build-portable && qemu-x86_64 -cpu Nehalem "tests/$t" --gtest_brief=1 --gtest_filter="${filter:-*}")
+  done
+else
+  echo "test.sh: qemu-x86_64 not found (Debian package qemu-user): skipping the run without AVX"
+fi
