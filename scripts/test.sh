@@ -1,13 +1,45 @@
 #!/usr/bin/env bash
 # Installs the dependencies, builds (Release, with tests and benchmarks) and runs the
-# whole test suite with ctest. This is what CI runs (.ci/run).
+# whole test suite with ctest; then the portable pass (below). This is what CI runs (.ci/run).
+# Arguments go to both ctest calls (e.g. -R Conv). DSGD_SKIP_PORTABLE=1 skips the portable
+# pass, for quick local runs only: CI always runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 bash scripts/build.sh
-cd build
 # Timing assertions (stragglers, emulated links, overlap) compare measured milliseconds on
 # a shared 2-core machine; a test that fails is run once more before it counts as failed
 # (ctest prints both attempts), so one preempted run does not fail CI, and a real defect,
 # which fails both times, still does.
-ctest --output-on-failure --timeout 600 --repeat until-pass:2 "$@"
+(cd build && ctest --output-on-failure --timeout 600 --repeat until-pass:2 "$@")
+
+# Portable pass: a build for any x86-64 (-DDSGD_NATIVE=OFF: no -march=native, so no FMA
+# contraction and no AVX code outside the run-time-dispatched direct 3x3 kernels), without
+# the benchmarks, and its unit tests (ctest label "unit") with oneDNN limited to its AVX2
+# kernels. It checks that nothing assumes the CPU the build ran on and that the numeric
+# tolerances hold for other kernels' rounding. Up to ~15 minutes on 2 cores (mostly the build).
+if [[ "${DSGD_SKIP_PORTABLE:-0}" == 1 ]]; then
+  echo "test.sh: DSGD_SKIP_PORTABLE=1: skipping the portable pass (CI runs it)"
+  exit 0
+fi
+cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=Release -DDSGD_NATIVE=OFF -DDSGD_BUILD_BENCH=OFF >/dev/null
+cmake --build build-portable -j"$(nproc)" --target dsgd_unit_tests
+(cd build-portable && ONEDNN_MAX_CPU_ISA=AVX2 ctest -L unit --output-on-failure --timeout 600 --repeat until-pass:2 "$@")
+
+# Then the numeric unit tests of that build on an emulated x86-64 without AVX (qemu-user's
+# Nehalem model, SSE4.2 at most): the direct 3x3 kernels must step aside there and oneDNN
+# takes its SSE4.1 kernels, and a binary with one AVX instruction outside the run-time
+# dispatch dies with SIGILL. Emulation is ~9x slower, so the ResNet tests are the three that
+# pick backends and check gradients (not the training runs), and the transformer's layers
+# are covered by test_attention_layers: ~1.5 minutes. Runs where qemu-x86_64 is installed
+# (Debian package qemu-user); says so and skips it elsewhere.
+if command -v qemu-x86_64 >/dev/null; then
+  for spec in test_conv test_blocked_layout test_layers test_attention_layers test_svm test_optimizer test_algos2 \
+    "test_resnet ResNet.ConvBackends*:ResNet.ActivationLayouts*:ResNet.Gradient*"; do
+    read -r t filter <<<"$spec"
+    echo "test.sh: $t on an emulated CPU without AVX (qemu-x86_64 -cpu Nehalem)"
+    (cd build-portable && qemu-x86_64 -cpu Nehalem "tests/$t" --gtest_brief=1 --gtest_filter="${filter:-*}")
+  done
+else
+  echo "test.sh: qemu-x86_64 not found (Debian package qemu-user): skipping the run without AVX"
+fi

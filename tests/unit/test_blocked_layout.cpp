@@ -1,18 +1,19 @@
 // The nChw8c activation layout (workloads/layers/blocked_layout, batchnorm_blocked, the
 // pooling _blocked forms, and DnnlConv2d with nChw8c operands): each against the CNHW kernels
 // or the naive references through the conversion, with the tolerances of test_conv.cpp
-// (1e-4 absolute on O(1) values for convolutions; BN as its CNHW tests), and bitwise the
+// (convolutions: float_sums_close, float_compare.hpp; BN as its CNHW tests), and bitwise the
 // same results at 1 and 2 threads.
-#include <gtest/gtest.h>
-
 #include <cblas.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <vector>
 
+#include "conv_reference.hpp"
 #include "core/errors.hpp"
+#include "float_compare.hpp"
 #include "grad_check.hpp"
 #include "workloads/layers/batchnorm.hpp"
 #include "workloads/layers/batchnorm_blocked.hpp"
@@ -24,6 +25,9 @@
 
 namespace dsgd {
 namespace {
+
+using testing::all_near_rel;
+using testing::near_rel;
 
 std::vector<float> random_vector(size_t n, unsigned seed) {
   auto v = testing::projection_weights(n, seed);
@@ -103,21 +107,21 @@ TEST(BlockedBatchNorm, MatchesNaiveAndDoesNotDependOnThreadCount) {
     for (int t : {1, 2}) {
       Threads th(t);
       std::vector<float> y(x.size()), mean(c), invstd(c), rm(c, 0.0f), rv(c, 1.0f), affine(2 * c);
-      batchnorm_blocked_forward_train(bs, o, xb.data(), gamma.data(), beta.data(), y.data(), mean.data(),
-                                      invstd.data(), rm.data(), rv.data(), /*relu=*/true, affine.data());
+      batchnorm_blocked_forward_train(bs, o, xb.data(), gamma.data(), beta.data(), y.data(), mean.data(), invstd.data(),
+                                      rm.data(), rv.data(), /*relu=*/true, affine.data());
       const auto y_cnhw = to_cnhw(y, n, c, hw);
-      for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y_cnhw[i], y_ref[i], 2e-5) << i;
+      ASSERT_TRUE(all_near_rel(y_cnhw, y_ref, 2e-5, 2e-5));
       for (size_t k = 0; k < c; ++k) {
         EXPECT_NEAR(mean[k], mean_ref[k], 1e-5 * (1 + std::fabs(mean_ref[k])));
         EXPECT_NEAR(invstd[k], invstd_ref[k], 1e-4 * invstd_ref[k]);
         EXPECT_NEAR(rm[k], rm_ref[k], 1e-5 * (1 + std::fabs(rm_ref[k])));
-        EXPECT_NEAR(rv[k], rv_ref[k], 1e-5);
+        EXPECT_TRUE(near_rel(rv[k], rv_ref[k], 1e-5, 1e-5)) << k;
       }
       std::vector<float> dx = dyb, dg(c), db(c);  // in place, as the ResNet runs it
       batchnorm_blocked_backward(bs, xb.data(), gamma.data(), mean.data(), invstd.data(), dx.data(), dx.data(),
                                  dg.data(), db.data(), affine.data());
       const auto dx_cnhw = to_cnhw(dx, n, c, hw);
-      for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx_cnhw[i], dx_ref[i], 2e-4) << i;
+      ASSERT_TRUE(all_near_rel(dx_cnhw, dx_ref, 2e-4, 2e-4));
       for (size_t k = 0; k < c; ++k) {
         EXPECT_NEAR(dg[k], dg_ref[k], 1e-3 * (1 + std::fabs(dg_ref[k])));
         EXPECT_NEAR(db[k], db_ref[k], 1e-3 * (1 + std::fabs(db_ref[k])));
@@ -150,7 +154,7 @@ TEST(BlockedBatchNorm, MatchesNaiveAndDoesNotDependOnThreadCount) {
                                dg.data(), db.data());
     batchnorm_backward_naive(cs, x.data(), gamma.data(), dy.data(), dx_ref.data(), dg_ref.data(), db_ref.data());
     const auto dx_cnhw = to_cnhw(dx, n, c, hw);
-    for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx_cnhw[i], dx_ref[i], 2e-4) << i;
+    ASSERT_TRUE(all_near_rel(dx_cnhw, dx_ref, 2e-4, 2e-4));
   }
 }
 
@@ -177,15 +181,15 @@ TEST(BlockedBatchNorm, FusedJoinMatchesNaive) {
   std::vector<float> mean(c), invstd(c), rm(c, 0.0f), rv(c, 1.0f), affine(2 * c), out(x.size());
   batchnorm_blocked_forward_train(bs, o, xb.data(), gamma.data(), beta.data(), nullptr, mean.data(), invstd.data(),
                                   rm.data(), rv.data(), false, affine.data());
-  for (size_t k = 0; k < c; ++k) EXPECT_NEAR(rm[k], rm_ref[k], 1e-6);
+  for (size_t k = 0; k < c; ++k) EXPECT_TRUE(near_rel(rm[k], rm_ref[k], 1e-6, 1e-6)) << k;
   batchnorm_blocked_affine_add_relu(bs, xb.data(), affine.data(), rb.data(), out.data());
   const auto out_c = to_cnhw(out, n, c, hw);
-  for (size_t i = 0; i < out.size(); ++i) ASSERT_NEAR(out_c[i], out_ref[i], 2e-5) << i;
+  ASSERT_TRUE(all_near_rel(out_c, out_ref, 2e-5, 2e-5));
   std::vector<float> dx(x.size()), dg(c), db(c);
   batchnorm_blocked_backward(bs, xb.data(), gamma.data(), mean.data(), invstd.data(), dyb.data(), dx.data(), dg.data(),
                              db.data(), nullptr, out.data());
   const auto dx_c = to_cnhw(dx, n, c, hw);
-  for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx_c[i], dx_ref[i], 2e-4) << i;
+  ASSERT_TRUE(all_near_rel(dx_c, dx_ref, 2e-4, 2e-4));
   for (size_t k = 0; k < c; ++k) {
     EXPECT_NEAR(dg[k], dg_ref[k], 1e-3 * (1 + std::fabs(dg_ref[k])));
     EXPECT_NEAR(db[k], db_ref[k], 1e-3 * (1 + std::fabs(db_ref[k])));
@@ -204,7 +208,7 @@ TEST(BlockedPooling, MatchesTheCnhwForms) {
   std::vector<float> y(s.n * s.c), y_ref(s.n * s.c);
   global_avg_pool_blocked_forward(s, to_blocked(x, s.n, s.c, s.hw).data(), y.data());
   global_avg_pool_forward_naive(s, x.data(), y_ref.data());
-  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-6) << i;
+  ASSERT_TRUE(all_near_rel(y, y_ref, 1e-6, 1e-6));
   std::vector<float> dx(x.size()), dx_ref(x.size());
   global_avg_pool_blocked_backward(s, dy.data(), dx.data());
   global_avg_pool_backward(s, dy.data(), dx_ref.data());
@@ -229,16 +233,10 @@ TEST(BlockedConv, DnnlMatchesNaiveInEveryLayoutPair) {
       const auto x = random_vector(nx, seed++), w = random_vector(s.weight_count(), seed++);
       const auto dy = random_vector(ny, seed++);
       auto in_l = [&](const std::vector<float>& v) { return in == L::nchw8c ? to_blocked(v, s.n, s.c_in, hw) : v; };
-      auto out_l = [&](const std::vector<float>& v) {
-        return out == L::nchw8c ? to_blocked(v, s.n, s.c_out, hwo) : v;
-      };
+      auto out_l = [&](const std::vector<float>& v) { return out == L::nchw8c ? to_blocked(v, s.n, s.c_out, hwo) : v; };
       auto in_back = [&](const std::vector<float>& v) { return in == L::nchw8c ? to_cnhw(v, s.n, s.c_in, hw) : v; };
-      auto out_back = [&](const std::vector<float>& v) {
-        return out == L::nchw8c ? to_cnhw(v, s.n, s.c_out, hwo) : v;
-      };
-      std::vector<float> y_ref(ny), dx_ref(nx), dw_ref(w.size());
-      conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
-      conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data());
+      auto out_back = [&](const std::vector<float>& v) { return out == L::nchw8c ? to_cnhw(v, s.n, s.c_out, hwo) : v; };
+      const testing::ConvReference ref = testing::conv_reference(s, x, w, dy);
       DnnlConv2d conv(s, in, out);
       const auto xl = in_l(x), dyl = out_l(dy);
       std::vector<float> y(ny);
@@ -247,22 +245,25 @@ TEST(BlockedConv, DnnlMatchesNaiveInEveryLayoutPair) {
       const std::string what = std::to_string(s.c_in) + ">" + std::to_string(s.c_out) + " k" + std::to_string(s.k) +
                                " s" + std::to_string(s.stride) + " layouts " + std::to_string(int(in)) +
                                std::to_string(int(out));
-      for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(yc[i], y_ref[i], 1e-4) << "y " << what;
+      ASSERT_TRUE(testing::float_sums_close(yc, ref.y, ref.y_abs, ref.k_y)) << "y " << what;
       std::vector<float> dw(w.size()), dx(nx, 7.0f);
       conv.backward_weights(xl.data(), dyl.data(), dw.data());
       conv.backward_input(w.data(), dyl.data(), dx.data(), false);
-      for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(dw[i], dw_ref[i], 1e-4) << "dw " << what;
+      ASSERT_TRUE(testing::float_sums_close(dw, ref.dw, ref.dw_abs, ref.k_dw)) << "dw " << what;
       const auto dxc = in_back(dx);
-      for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dxc[i], dx_ref[i], 1e-4) << "dx " << what;
-      std::vector<float> acc(nx, 0.5f);
+      ASSERT_TRUE(testing::float_sums_close(dxc, ref.dx, ref.dx_abs, ref.k_dx)) << "dx " << what;
+      const std::vector<float> acc0(nx, 0.5f);
+      std::vector<float> acc = acc0;
       conv.backward_input(w.data(), dyl.data(), acc.data(), true);
       const auto accc = in_back(acc);
-      for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(accc[i], dx_ref[i] + 0.5f, 1e-4) << "acc dx " << what;
-      std::vector<float> x2(x.rbegin(), x.rend()), dw2(w.size()), dx2_ref(nx), dw2_ref(w.size());
+      ASSERT_TRUE(testing::float_sums_close(accc, testing::plus(ref.dx, acc0), testing::abs_plus(ref.dx_abs, acc0),
+                                            ref.k_dx + 1))
+          << "acc dx " << what;
+      std::vector<float> x2(x.rbegin(), x.rend()), dw2(w.size());
       const auto x2l = in_l(x2);
       conv.backward_weights(x2l.data(), dyl.data(), dw2.data());
-      conv2d_backward_naive(s, x2.data(), w.data(), dy.data(), dx2_ref.data(), dw2_ref.data());
-      for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(dw2[i], dw2_ref[i], 1e-4) << "dw2 " << what;
+      const testing::ConvReference ref2 = testing::conv_reference(s, x2, w, dy);
+      ASSERT_TRUE(testing::float_sums_close(dw2, ref2.dw, ref2.dw_abs, ref2.k_dw)) << "dw2 " << what;
     }
   }
   // nChw8c needs channel counts divisible by 8.

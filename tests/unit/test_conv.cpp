@@ -1,11 +1,19 @@
 // Image layers (workloads/layers/conv2d, batchnorm, relu, pooling): each fast kernel against
 // its naive reference, each backward against central finite differences (grad_check.hpp).
-// Tolerances: fast vs naive 1e-4 absolute on O(1) values (float SGEMM sums of <= 72 products
-// of magnitude <= 1 against double sums: rounding ~1e-6 relative, so 1e-4 has a wide margin
-// and still catches an index error, which gives O(0.1) differences); finite differences use
+// Tolerances: fast vs naive (double sums) with float_sums_close (float_compare.hpp): each
+// output within 4·ε·sqrt(k)·Σ|t_i| for its k terms, so the same check holds for a 72-term
+// forward output and a weight gradient summed over 1600 pixels (|dW| ~ 40), whichever ISA
+// oneDNN or the compiler picked, and still fails on one missing or misindexed term (it moves
+// an output by ~Σ|t_i|/k, at least ~30x the tolerance on these shapes); finite differences use
 // the defaults of grad_check.hpp (atol 2e-3, rtol 2e-2, h 1e-2), justified there: conv and
 // pooling are linear, so their central difference has no truncation error at all; BatchNorm is
 // smooth with third derivatives O(1/σ³) ~ O(10) here, giving truncation ~h²·10/6 ~ 2e-4.
+// BatchNorm and pooling fast vs naive: all_near_rel / near_rel with rtol = atol = tol, i.e.
+// |got − ref| ≤ tol·(1 + |ref|). Their outputs are normalised (O(1) by construction), and their
+// errors come from the float statistics (mean, 1/σ over M values, flushed to double every 1024)
+// times values of that size, so tol (1e-6 to 1e-3 by quantity, unchanged) is the error at
+// magnitude 1, relative above it (dγ and dβ are sums over M that grow as sqrt(M)) and a floor
+// for values near 0. A wrong statistic (a missing value, a wrong M) moves them by ≥ 1e-3.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -13,7 +21,9 @@
 #include <string>
 #include <vector>
 
+#include "conv_reference.hpp"
 #include "core/errors.hpp"
+#include "float_compare.hpp"
 #include "grad_check.hpp"
 #include "workloads/layers/batchnorm.hpp"
 #include "workloads/layers/conv2d.hpp"
@@ -26,8 +36,15 @@
 namespace dsgd {
 namespace {
 
+using testing::abs_plus;
+using testing::all_near_rel;
+using testing::conv_reference;
+using testing::ConvReference;
 using testing::dot;
 using testing::expect_gradient_matches;
+using testing::float_sums_close;
+using testing::near_rel;
+using testing::plus;
 using testing::projection_weights;
 
 std::vector<float> random_vector(size_t n, unsigned seed) {
@@ -50,21 +67,21 @@ TEST(Conv2d, FastMatchesNaive) {
   for (const Conv2dShape& s : kConvShapes) {
     const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.cols();
     auto x = random_vector(nx, seed++), w = random_vector(s.weight_count(), seed++), dy = random_vector(ny, seed++);
-    std::vector<float> col(std::max<size_t>(1, s.col_size())), y(ny), y_ref(ny);
+    const ConvReference ref = conv_reference(s, x, w, dy);
+    const std::string what = "k=" + std::to_string(s.k) + " s=" + std::to_string(s.stride);
+    std::vector<float> col(std::max<size_t>(1, s.col_size())), y(ny);
     conv2d_forward(s, x.data(), w.data(), y.data(), col.data());
-    conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
-    for (size_t i = 0; i < ny; ++i)
-      ASSERT_NEAR(y[i], y_ref[i], 1e-4) << "y[" << i << "] k=" << s.k << " s=" << s.stride;
-    std::vector<float> dx(nx, 0.5f), dw(w.size()), dx_ref(nx), dw_ref(w.size());
-    conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data());
+    ASSERT_TRUE(float_sums_close(y, ref.y, ref.y_abs, ref.k_y)) << "y " << what;
+    std::vector<float> dx(nx, 0.5f), dw(w.size());
     conv2d_backward_weights(s, x.data(), dy.data(), dw.data(), col.data());
     conv2d_backward_input(s, w.data(), dy.data(), dx.data(), col.data(), /*accumulate=*/false);
-    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(dw[i], dw_ref[i], 1e-4) << "dw[" << i << "]";
-    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-4) << "dx[" << i << "]";
+    ASSERT_TRUE(float_sums_close(dw, ref.dw, ref.dw_abs, ref.k_dw)) << "dw " << what;
+    ASSERT_TRUE(float_sums_close(dx, ref.dx, ref.dx_abs, ref.k_dx)) << "dx " << what;
     // accumulate adds onto what is there.
-    std::vector<float> acc(nx, 0.5f);
+    const std::vector<float> acc0(nx, 0.5f);
+    std::vector<float> acc = acc0;
     conv2d_backward_input(s, w.data(), dy.data(), acc.data(), col.data(), /*accumulate=*/true);
-    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(acc[i], dx_ref[i] + 0.5f, 1e-4) << "acc dx[" << i << "]";
+    ASSERT_TRUE(float_sums_close(acc, plus(ref.dx, acc0), abs_plus(ref.dx_abs, acc0), ref.k_dx + 1)) << "acc " << what;
   }
 }
 
@@ -91,11 +108,16 @@ TEST(Conv2d, GradientsMatchFiniteDifferences) {
 // accumulate), against the naive reference on every shape above, with the same tolerance.
 // Channel counts of 8 and more: where oneDNN picks its blocked (nChw8c/16c) kernels.
 const Conv2dShape kWideConvShapes[] = {
-    {3, 16, 8, 8, 16, 3, 1, 1}, {2, 16, 8, 8, 32, 3, 2, 1}, {2, 16, 8, 8, 32, 1, 2, 0},
-    {2, 32, 4, 4, 64, 3, 1, 1}, {2, 3, 8, 8, 16, 3, 1, 1},
+    {3, 16, 8, 8, 16, 3, 1, 1},
+    {2, 16, 8, 8, 32, 3, 2, 1},
+    {2, 16, 8, 8, 32, 1, 2, 0},
+    {2, 32, 4, 4, 64, 3, 1, 1},
+    {2, 3, 8, 8, 16, 3, 1, 1},
     // Pixel counts that are not a multiple of 8 (7×7 = 49, 5×5 = 25, 14×14 → 7×7 at stride
     // 2): the blocked-layout transposes' (conv2d_dnnl.cpp) scalar tails.
-    {2, 16, 7, 7, 16, 3, 1, 1}, {3, 8, 5, 5, 8, 3, 1, 1}, {2, 16, 14, 14, 32, 3, 2, 1},
+    {2, 16, 7, 7, 16, 3, 1, 1},
+    {3, 8, 5, 5, 8, 3, 1, 1},
+    {2, 16, 14, 14, 32, 3, 2, 1},
 };
 
 // im2col/col2im and the im2col convolution's gradients split their loops over the --threads
@@ -131,17 +153,15 @@ TEST(Conv2d, Im2colAndCol2imDoNotDependOnThreadCount) {
       EXPECT_EQ(dx, dx_ref) << "col2im, " << t << " threads, c_in " << s.c_in << " k " << s.k;
     }
     // The threaded kernels still match the naive convolution.
-    std::vector<float> col(s.col_size() ? s.col_size() : 1), y(ny), y_ref(ny),
-        w = random_vector(s.weight_count(), seed++);
+    std::vector<float> col(s.col_size() ? s.col_size() : 1), y(ny), w = random_vector(s.weight_count(), seed++);
+    const ConvReference ref = conv_reference(s, x, w, dy);
     conv2d_forward(s, x.data(), w.data(), y.data(), col.data());
-    conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
-    for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4) << i;
-    std::vector<float> dx(nx), dw(w.size()), dx_naive(nx), dw_naive(w.size());
+    ASSERT_TRUE(float_sums_close(y, ref.y, ref.y_abs, ref.k_y)) << "c_in " << s.c_in << " k " << s.k;
+    std::vector<float> dx(nx), dw(w.size());
     conv2d_backward_input(s, w.data(), dy.data(), dx.data(), col.data(), false);
     conv2d_backward_weights(s, x.data(), dy.data(), dw.data(), col.data());
-    conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_naive.data(), dw_naive.data());
-    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx_naive[i], 1e-4) << i;
-    for (size_t i = 0; i < dw.size(); ++i) ASSERT_NEAR(dw[i], dw_naive[i], 2e-3 * (1 + std::fabs(dw_naive[i]))) << i;
+    ASSERT_TRUE(float_sums_close(dx, ref.dx, ref.dx_abs, ref.k_dx)) << "c_in " << s.c_in << " k " << s.k;
+    ASSERT_TRUE(float_sums_close(dw, ref.dw, ref.dw_abs, ref.k_dw)) << "c_in " << s.c_in << " k " << s.k;
   }
   openblas_set_num_threads(before);
 }
@@ -155,25 +175,26 @@ TEST(Conv2dDnnl, MatchesNaive) {
     const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.cols();
     auto x = random_vector(nx, seed++), w = random_vector(s.weight_count(), seed++), dy = random_vector(ny, seed++);
     DnnlConv2d conv(s);
-    std::vector<float> y(ny), y_ref(ny);
+    const ConvReference ref = conv_reference(s, x, w, dy);
+    const std::string what = std::to_string(s.c_in) + "->" + std::to_string(s.c_out) + " k=" + std::to_string(s.k) +
+                             " s=" + std::to_string(s.stride);
+    std::vector<float> y(ny);
     conv.forward(x.data(), w.data(), y.data());
-    conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
-    for (size_t i = 0; i < ny; ++i)
-      ASSERT_NEAR(y[i], y_ref[i], 1e-4) << "y[" << i << "] k=" << s.k << " s=" << s.stride;
-    std::vector<float> dx(nx, 0.5f), dw(w.size(), 0.5f), dx_ref(nx), dw_ref(w.size());
-    conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data());
+    ASSERT_TRUE(float_sums_close(y, ref.y, ref.y_abs, ref.k_y)) << "y " << what;
+    std::vector<float> dx(nx, 0.5f), dw(w.size(), 0.5f);
     conv.backward_weights(x.data(), dy.data(), dw.data());
     conv.backward_input(w.data(), dy.data(), dx.data(), /*accumulate=*/false);
-    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(dw[i], dw_ref[i], 1e-4) << "dw[" << i << "]";
-    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-4) << "dx[" << i << "]";
-    std::vector<float> acc(nx, 0.5f);
+    ASSERT_TRUE(float_sums_close(dw, ref.dw, ref.dw_abs, ref.k_dw)) << "dw " << what;
+    ASSERT_TRUE(float_sums_close(dx, ref.dx, ref.dx_abs, ref.k_dx)) << "dx " << what;
+    const std::vector<float> acc0(nx, 0.5f);
+    std::vector<float> acc = acc0;
     conv.backward_input(w.data(), dy.data(), acc.data(), /*accumulate=*/true);
-    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(acc[i], dx_ref[i] + 0.5f, 1e-4) << "acc dx[" << i << "]";
+    ASSERT_TRUE(float_sums_close(acc, plus(ref.dx, acc0), abs_plus(ref.dx_abs, acc0), ref.k_dx + 1)) << "acc " << what;
     // A weight gradient from another x pointer (not the forward's) converts it anew.
-    std::vector<float> x2(x.rbegin(), x.rend()), dw2(w.size()), dx2_ref(nx), dw2_ref(w.size());
+    std::vector<float> x2(x.rbegin(), x.rend()), dw2(w.size());
     conv.backward_weights(x2.data(), dy.data(), dw2.data());
-    conv2d_backward_naive(s, x2.data(), w.data(), dy.data(), dx2_ref.data(), dw2_ref.data());
-    for (size_t i = 0; i < w.size(); ++i) ASSERT_NEAR(dw2[i], dw2_ref[i], 1e-4) << "dw2[" << i << "]";
+    const ConvReference ref2 = conv_reference(s, x2, w, dy);
+    ASSERT_TRUE(float_sums_close(dw2, ref2.dw, ref2.dw_abs, ref2.k_dw)) << "dw2 " << what;
   }
 }
 
@@ -226,9 +247,8 @@ TEST(Conv2dDnnl, BackendTable) {
 // call: batches that fill the groups (n = 2 at 9x13, n = 3 at 5x5), that leave a smaller last
 // group (n = 4 at 7x7, n = 5 at 14x14) and that are smaller than one group (n = 1 and 2).
 // The weight gradient sums chunks of images of ~256 KiB: 16->16 @28 is 2 + 1 images.
-// Tolerance 1e-4 absolute on y and dx (sums of <= 576 products of magnitude <= 1);
-// dw sums up to n*H*W = 1568 products (|dw| up to ~40), so 1e-4 relative (1e-4 * (1 + |ref|)),
-// still far below the O(0.1) an index error gives.
+// Tolerances: float_sums_close, as above (y and dx sum up to 576 products, dw up to
+// n*H*W = 1568, |dw| up to ~40).
 std::vector<float> cnhw_to_nchw8c_ref(const std::vector<float>& v, size_t n, size_t c, size_t hw) {
   std::vector<float> out(v.size());
   for (size_t ch = 0; ch < c; ++ch)
@@ -251,7 +271,7 @@ const Conv2dShape kBlockedShapes[] = {
 };
 
 TEST(Conv3x3Blocked, MatchesNaive) {
-  if (!conv3x3_blocked_supported(kBlockedShapes[0])) GTEST_SKIP() << "built without AVX2 + FMA";
+  if (!conv3x3_blocked_supported(kBlockedShapes[0])) GTEST_SKIP() << "this CPU has no AVX2 + FMA";
   unsigned seed = 900;
   for (const Conv2dShape& s : kBlockedShapes) {
     ASSERT_TRUE(conv3x3_blocked_supported(s));
@@ -263,29 +283,26 @@ TEST(Conv3x3Blocked, MatchesNaive) {
     const std::string what = "shape " + std::to_string(s.c_in) + "->" + std::to_string(s.c_out) + " @" +
                              std::to_string(s.h) + "x" + std::to_string(s.w) + " n=" + std::to_string(s.n);
 
-    std::vector<float> y_ref(ny), dx_ref(nx), dw_ref(s.weight_count());
-    conv2d_forward_naive(s, x.data(), w.data(), y_ref.data());
-    conv2d_backward_naive(s, x.data(), w.data(), dy.data(), dx_ref.data(), dw_ref.data());
+    const ConvReference ref = conv_reference(s, x, w, dy);
 
     std::vector<float> yb(ny, 7.0f);  // overwritten
     conv.forward(xb.data(), w.data(), yb.data());
     const auto y = nchw8c_to_cnhw_ref(yb, s.n, s.c_out, hw);
-    for (size_t i = 0; i < ny; ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-4) << "y[" << i << "] " << what;
+    ASSERT_TRUE(float_sums_close(y, ref.y, ref.y_abs, ref.k_y)) << "y " << what;
 
     std::vector<float> dw(s.weight_count(), 7.0f);
     conv.backward_weights(xb.data(), dyb.data(), dw.data());
-    for (size_t i = 0; i < dw.size(); ++i)
-      ASSERT_NEAR(dw[i], dw_ref[i], 1e-4 * (1 + std::fabs(dw_ref[i]))) << "dw[" << i << "] " << what;
+    ASSERT_TRUE(float_sums_close(dw, ref.dw, ref.dw_abs, ref.k_dw)) << "dw " << what;
 
     std::vector<float> dxb(nx, 7.0f);
     conv.backward_input(w.data(), dyb.data(), dxb.data(), /*accumulate=*/false);
     auto dx = nchw8c_to_cnhw_ref(dxb, s.n, s.c_in, hw);
-    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-4) << "dx[" << i << "] " << what;
+    ASSERT_TRUE(float_sums_close(dx, ref.dx, ref.dx_abs, ref.k_dx)) << "dx " << what;
 
     dxb = cnhw_to_nchw8c_ref(dx0, s.n, s.c_in, hw);
     conv.backward_input(w.data(), dyb.data(), dxb.data(), /*accumulate=*/true);
     dx = nchw8c_to_cnhw_ref(dxb, s.n, s.c_in, hw);
-    for (size_t i = 0; i < nx; ++i) ASSERT_NEAR(dx[i], dx0[i] + dx_ref[i], 1e-4) << "acc dx[" << i << "] " << what;
+    ASSERT_TRUE(float_sums_close(dx, plus(ref.dx, dx0), abs_plus(ref.dx_abs, dx0), ref.k_dx + 1)) << "acc dx " << what;
   }
 }
 
@@ -293,7 +310,7 @@ TEST(Conv3x3Blocked, MatchesNaive) {
 // (output block, input block, kh, lane half); every output is summed by one thread in a fixed
 // order, so 1, 2 and 3 threads give bitwise the same results.
 TEST(Conv3x3Blocked, DoesNotDependOnThreadCount) {
-  if (!conv3x3_blocked_supported(kBlockedShapes[0])) GTEST_SKIP() << "built without AVX2 + FMA";
+  if (!conv3x3_blocked_supported(kBlockedShapes[0])) GTEST_SKIP() << "this CPU has no AVX2 + FMA";
   const int before = openblas_get_num_threads();
   unsigned seed = 950;
   for (const Conv2dShape& s : {Conv2dShape{3, 16, 28, 28, 16, 3, 1, 1}, Conv2dShape{3, 64, 7, 7, 64, 3, 1, 1},
@@ -320,6 +337,23 @@ TEST(Conv3x3Blocked, DoesNotDependOnThreadCount) {
     }
   }
   openblas_set_num_threads(before);
+}
+
+// Whether the kernels run is the CPU's answer, not the build's: a portable build
+// (-DDSGD_NATIVE=OFF, no -mavx2 at compile time) runs them on an AVX2 + FMA machine too, and
+// everywhere else reports them unsupported (ResNet then picks oneDNN or im2col).
+TEST(Conv3x3Blocked, AvailableExactlyWhereTheCpuHasAvx2AndFma) {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+  const bool cpu = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+#else
+  const bool cpu = false;
+#endif
+  EXPECT_EQ(conv3x3_blocked_cpu_supported(), cpu);
+  EXPECT_EQ(conv3x3_blocked_supported(kBlockedShapes[0]), cpu);
+  if (!cpu) {
+    EXPECT_THROW(BlockedConv3x3 conv(kBlockedShapes[0]), InputError);
+  }
 }
 
 TEST(Conv3x3Blocked, RejectsOtherShapes) {
@@ -349,19 +383,19 @@ TEST(BatchNorm, FastMatchesNaive) {
                           rv.data());
   batchnorm_forward_train_naive(s, o, x.data(), gamma.data(), beta.data(), y_ref.data(), mean_ref.data(),
                                 invstd_ref.data(), rm_ref.data(), rv_ref.data());
-  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-5) << i;
+  ASSERT_TRUE(all_near_rel(y, y_ref, 1e-5, 1e-5));
   for (size_t c = 0; c < 3; ++c) {
-    EXPECT_NEAR(rm[c], rm_ref[c], 1e-6);
-    EXPECT_NEAR(rv[c], rv_ref[c], 1e-5);
+    EXPECT_TRUE(near_rel(rm[c], rm_ref[c], 1e-6, 1e-6)) << c;
+    EXPECT_TRUE(near_rel(rv[c], rv_ref[c], 1e-5, 1e-5)) << c;
     EXPECT_NE(rm[c], 0.2f);  // the running statistics moved
   }
   std::vector<float> dx(x.size()), dg(3), db(3), dx_ref(x.size()), dg_ref(3), db_ref(3);
   batchnorm_backward(s, x.data(), gamma.data(), mean.data(), invstd.data(), dy.data(), dx.data(), dg.data(), db.data());
   batchnorm_backward_naive(s, x.data(), gamma.data(), dy.data(), dx_ref.data(), dg_ref.data(), db_ref.data());
-  for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx[i], dx_ref[i], 1e-5) << i;
+  ASSERT_TRUE(all_near_rel(dx, dx_ref, 1e-5, 1e-5));
   for (size_t c = 0; c < 3; ++c) {
-    EXPECT_NEAR(dg[c], dg_ref[c], 1e-4);
-    EXPECT_NEAR(db[c], db_ref[c], 1e-4);
+    EXPECT_TRUE(near_rel(dg[c], dg_ref[c], 1e-4, 1e-4)) << c;
+    EXPECT_TRUE(near_rel(db[c], db_ref[c], 1e-4, 1e-4)) << c;
   }
   // Evaluation mode uses the running statistics and leaves them alone.
   const std::vector<float> rm_before = rm, rv_before = rv;
@@ -369,7 +403,7 @@ TEST(BatchNorm, FastMatchesNaive) {
   EXPECT_EQ(rm, rm_before);
   EXPECT_EQ(rv, rv_before);
   for (size_t c = 0; c < 3; ++c)
-    EXPECT_NEAR(y[c * s.m], gamma[c] * (x[c * s.m] - rm[c]) / std::sqrt(rv[c] + o.eps) + beta[c], 1e-5);
+    EXPECT_TRUE(near_rel(y[c * s.m], gamma[c] * (x[c * s.m] - rm[c]) / std::sqrt(rv[c] + o.eps) + beta[c], 1e-5, 1e-5));
 }
 
 // The fused BN + ReLU (forward with relu, backward with relu_y) against the naive BN composed
@@ -388,11 +422,11 @@ TEST(BatchNorm, FusedReluAndLongChannelsMatchNaive) {
   batchnorm_forward_train_naive(s, o, x.data(), gamma.data(), beta.data(), y_ref.data(), mean_ref.data(),
                                 invstd_ref.data(), rm_ref.data(), rv_ref.data());
   relu_forward_naive(y_ref.data(), y_ref.data(), y_ref.size());
-  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 2e-5) << i;
+  ASSERT_TRUE(all_near_rel(y, y_ref, 2e-5, 2e-5));
   for (size_t c = 0; c < 4; ++c) {
     EXPECT_NEAR(mean[c], mean_ref[c], 1e-5 * (1 + std::fabs(mean_ref[c])));
     EXPECT_NEAR(invstd[c], invstd_ref[c], 1e-4 * invstd_ref[c]);
-    EXPECT_NEAR(rv[c], rv_ref[c], 1e-5);
+    EXPECT_TRUE(near_rel(rv[c], rv_ref[c], 1e-5, 1e-5)) << c;
   }
   // Backward: fused mask vs relu_backward_naive then the naive BN backward.
   std::vector<float> dx(x.size()), dg(4), db(4), g(x.size()), dx_ref(x.size()), dg_ref(4), db_ref(4);
@@ -400,10 +434,10 @@ TEST(BatchNorm, FusedReluAndLongChannelsMatchNaive) {
                      y.data());
   relu_backward_naive(y_ref.data(), dy.data(), g.data(), g.size());
   batchnorm_backward_naive(s, x.data(), gamma.data(), g.data(), dx_ref.data(), dg_ref.data(), db_ref.data());
-  for (size_t i = 0; i < dx.size(); ++i) ASSERT_NEAR(dx[i], dx_ref[i], 2e-4) << i;
+  ASSERT_TRUE(all_near_rel(dx, dx_ref, 2e-4, 2e-4));
   for (size_t c = 0; c < 4; ++c) {
-    EXPECT_NEAR(dg[c], dg_ref[c], 1e-3);
-    EXPECT_NEAR(db[c], db_ref[c], 1e-3);
+    EXPECT_TRUE(near_rel(dg[c], dg_ref[c], 1e-3, 1e-3)) << c;
+    EXPECT_TRUE(near_rel(db[c], db_ref[c], 1e-3, 1e-3)) << c;
   }
   // The mask recomputed from x and the forward's affine map (relu_affine) is the same mask:
   // bitwise the same gradients as with relu_y.
@@ -521,7 +555,7 @@ TEST(GlobalAvgPool, MatchesNaiveAndFiniteDifferences) {
   std::vector<float> y(s.n * s.c), y_ref(s.n * s.c);
   global_avg_pool_forward(s, x.data(), y.data());
   global_avg_pool_forward_naive(s, x.data(), y_ref.data());
-  for (size_t i = 0; i < y.size(); ++i) ASSERT_NEAR(y[i], y_ref[i], 1e-6);
+  ASSERT_TRUE(all_near_rel(y, y_ref, 1e-6, 1e-6));
   const auto r = projection_weights(y.size(), 52);
   auto f = [&] {
     global_avg_pool_forward(s, x.data(), y.data());

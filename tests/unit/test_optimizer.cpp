@@ -16,6 +16,7 @@
 #include "core/run_config.hpp"
 #include "engine/batch_sampler.hpp"
 #include "engine/trainer.hpp"
+#include "float_compare.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
 
@@ -28,20 +29,32 @@ void* operator new(std::size_t n) {
   if (void* p = std::malloc(n ? n : 1)) return p;
   throw std::bad_alloc();
 }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 using namespace dsgd;
+using dsgd::testing::kFloatEps;
+using dsgd::testing::near_rel;
 
 namespace {
+
+// Tolerances of the by-hand updates: one SGD step is a handful of float operations on O(1)
+// values, each rounding by ≤ ε/2 relative, so the result is within 4ε (4.8e-7) of the exact
+// value relative to its size, whether or not the compiler fused a multiply-add (-march=native
+// or not); a wrong coefficient (decay, momentum, lr) moves it by ≥ 1e-3.
+constexpr double kStepRtol = 4 * kFloatEps;
 
 TEST(SgdOptimizer, PlainStepIsGradientPlusCoupledDecay) {
   SgdOptimizer opt(SgdOptions{0.1, 0.0, 0.01, false}, 2);
   float x[2] = {1.0f, -2.0f};
   const float g[2] = {0.5f, 0.25f};
   opt.step(x, g);
-  EXPECT_NEAR(x[0], 1.0 - 0.1 * (0.5 + 0.01 * 1.0), 1e-7);   // 0.949
-  EXPECT_NEAR(x[1], -2.0 - 0.1 * (0.25 - 0.02), 1e-7);      // -2.023
+  EXPECT_TRUE(near_rel(x[0], 1.0 - 0.1 * (0.5 + 0.01 * 1.0), kStepRtol));  // 0.949
+  EXPECT_TRUE(near_rel(x[1], -2.0 - 0.1 * (0.25 - 0.02), kStepRtol));      // -2.023
 }
 
 TEST(SgdOptimizer, MomentumAndNesterovTwoStepsByHand) {
@@ -51,22 +64,22 @@ TEST(SgdOptimizer, MomentumAndNesterovTwoStepsByHand) {
   SgdOptimizer hb(SgdOptions{0.1, 0.9, 0.0, false}, 1);
   float x = 1.0f;
   hb.step(&x, &g1);
-  EXPECT_NEAR(x, 0.95, 1e-7);
+  EXPECT_TRUE(near_rel(x, 0.95, kStepRtol));
   hb.step(&x, &g2);
-  EXPECT_NEAR(x, 0.935, 1e-6);
+  EXPECT_TRUE(near_rel(x, 0.935, 2 * kStepRtol));  // two steps
   // Nesterov: v1 = 0.5, x1 = 1 − 0.1·(0.5 + 0.45) = 0.905;
   // v2 = 0.15, x2 = 0.905 − 0.1·(−0.3 + 0.135) = 0.9215.
   SgdOptimizer nag(SgdOptions{0.1, 0.9, 0.0, true}, 1);
   x = 1.0f;
   nag.step(&x, &g1);
-  EXPECT_NEAR(x, 0.905, 1e-6);
+  EXPECT_TRUE(near_rel(x, 0.905, kStepRtol));
   nag.step(&x, &g2);
-  EXPECT_NEAR(x, 0.9215, 1e-6);
+  EXPECT_TRUE(near_rel(x, 0.9215, 2 * kStepRtol));
   // A learning rate passed to step() replaces the base rate.
   SgdOptimizer half(SgdOptions{0.1, 0.0, 0.0, false}, 1);
   x = 1.0f;
   half.step(&x, &g1, 0.05);
-  EXPECT_NEAR(x, 0.975, 1e-7);
+  EXPECT_TRUE(near_rel(x, 0.975, kStepRtol));
 }
 
 TEST(AdamWOptimizer, MatchesTheRuleInDoubleOverManySteps) {
@@ -87,7 +100,15 @@ TEST(AdamWOptimizer, MatchesTheRuleInDoubleOverManySteps) {
       xr[i] = xr[i] - o.lr * (mh / (std::sqrt(vh) + o.eps) + o.weight_decay * xr[i]);
     }
   }
-  for (size_t i = 0; i < n; ++i) EXPECT_NEAR(x[i], xr[i], 2e-6) << i;
+  // 50 float steps against the rule in double. Adam's normalised step m̂/(sqrt(v̂) + ε) is
+  // O(1), so x moves by ≤ ~lr a step, ≤ T·lr = 0.5 in all; each step's update carries up to
+  // ~16ε relative error (the moments rounded every step, a square root, a division), which
+  // adds up along the path (g changes slowly, so not with random signs): 16ε·T·lr; x's own
+  // rounding adds ~sqrt(T)·ε·|x| ≤ sqrt(T)·ε. The tolerance is twice their sum, 3.6e-6
+  // (measured: 7.6e-7, at x = −0.11); a
+  // wrong moment, bias correction or decay moves x by ≥ 1e-4.
+  const double adam_tol = 2 * (16 * kFloatEps * 50 * o.lr + std::sqrt(50.0) * kFloatEps);
+  for (size_t i = 0; i < n; ++i) EXPECT_TRUE(near_rel(x[i], xr[i], 0, adam_tol)) << i;
   EXPECT_EQ(opt.steps_taken(), 50);
 }
 
@@ -97,8 +118,9 @@ TEST(AdamWOptimizer, FirstStepIsSignOfGradientPlusDecoupledDecay) {
   float x[2] = {2.0f, 2.0f};
   const float g[2] = {3.0f, -0.001f};
   opt.step(x, g);
-  EXPECT_NEAR(x[0], 2.0 * (1 - 0.05) - 0.1, 1e-6);  // 1.8
-  EXPECT_NEAR(x[1], 2.0 * (1 - 0.05) + 0.1, 1e-5);  // 2.0
+  // With ε in the denominator: x[1]'s step is 0.1·0.001/(0.001 + 1e-8), 1e-6 short of 0.1.
+  EXPECT_TRUE(near_rel(x[0], 2.0 * (1 - 0.05) - 0.1 * 3.0 / (3.0 + 1e-8), kStepRtol));      // 1.8
+  EXPECT_TRUE(near_rel(x[1], 2.0 * (1 - 0.05) + 0.1 * 0.001 / (0.001 + 1e-8), kStepRtol));  // 2.0
 }
 
 TEST(Optimizer, StepDoesNotAllocate) {
@@ -123,8 +145,8 @@ TEST(LrSchedule, WarmupCosineAndStepAtTheirFormulaPoints) {
   EXPECT_DOUBLE_EQ(s.lr_at(3), 0.4);  // η·4/4
   EXPECT_DOUBLE_EQ(s.lr_at(50), 0.4);
   s.kind = LrScheduleKind::lr_cosine;
-  EXPECT_DOUBLE_EQ(s.lr_at(4), 0.4);                     // cos 0
-  EXPECT_NEAR(s.lr_at(54), 0.2, 1e-15);                  // half way: ½(1 + cos π/2)
+  EXPECT_DOUBLE_EQ(s.lr_at(4), 0.4);     // cos 0
+  EXPECT_NEAR(s.lr_at(54), 0.2, 1e-15);  // half way: ½(1 + cos π/2)
   EXPECT_NEAR(s.lr_at(103), 0.4 * 0.5 * (1 + std::cos(M_PI * 99 / 100)), 1e-15);
   s.kind = LrScheduleKind::lr_step;
   s.step_every = 10;
@@ -136,8 +158,8 @@ TEST(LrSchedule, WarmupCosineAndStepAtTheirFormulaPoints) {
 
 TEST(LrScaling, LinearAndSqrtOfTheGlobalBatch) {
   EXPECT_DOUBLE_EQ(lr_scaled(0.1, "none", 64, 8, 256), 0.1);
-  EXPECT_DOUBLE_EQ(lr_scaled(0.1, "linear", 64, 8, 256), 0.2);   // B = 512 = 2·B0
-  EXPECT_DOUBLE_EQ(lr_scaled(0.1, "sqrt", 64, 16, 256), 0.2);    // B = 1024 = 4·B0
+  EXPECT_DOUBLE_EQ(lr_scaled(0.1, "linear", 64, 8, 256), 0.2);  // B = 512 = 2·B0
+  EXPECT_DOUBLE_EQ(lr_scaled(0.1, "sqrt", 64, 16, 256), 0.2);   // B = 1024 = 4·B0
   RunConfig cfg;
   cfg.lr = 0.1;
   cfg.batch = 64;
@@ -165,14 +187,39 @@ void expect_rejected(void (*edit)(RunConfig&), const std::string& flag) {
 
 TEST(VariantKnobs, ForeignKnobsAndBadValuesAreRejectedNamingTheFlag) {
   expect_rejected([](RunConfig& c) { c.outer_lr = 0.5; }, "--outer-lr");  // with --algo ssgd
-  expect_rejected([](RunConfig& c) { c.outer_momentum = 0.5; c.algo = "localsgd"; }, "--outer-momentum");
-  expect_rejected([](RunConfig& c) { c.post_local = 10; c.algo = "diloco"; }, "--post-local");
-  expect_rejected([](RunConfig& c) { c.delay = 1; c.algo = "cocod"; }, "--delay");
+  expect_rejected(
+      [](RunConfig& c) {
+        c.outer_momentum = 0.5;
+        c.algo = "localsgd";
+      },
+      "--outer-momentum");
+  expect_rejected(
+      [](RunConfig& c) {
+        c.post_local = 10;
+        c.algo = "diloco";
+      },
+      "--post-local");
+  expect_rejected(
+      [](RunConfig& c) {
+        c.delay = 1;
+        c.algo = "cocod";
+      },
+      "--delay");
   expect_rejected([](RunConfig& c) { c.pull_alpha = 0.2; }, "--pull-alpha");
-  expect_rejected([](RunConfig& c) { c.slow_momentum = 0.2; c.algo = "dasgd"; }, "--slow-momentum");
+  expect_rejected(
+      [](RunConfig& c) {
+        c.slow_momentum = 0.2;
+        c.algo = "dasgd";
+      },
+      "--slow-momentum");
   expect_rejected([](RunConfig& c) { c.bucket_mb = 25; }, "--bucket-mb");  // ssgd without --overlap
   expect_rejected([](RunConfig& c) { c.beta1 = 0.8; }, "--beta1");         // with sgd
-  expect_rejected([](RunConfig& c) { c.momentum = 0.9; c.optimizer = "adamw"; }, "--momentum");
+  expect_rejected(
+      [](RunConfig& c) {
+        c.momentum = 0.9;
+        c.optimizer = "adamw";
+      },
+      "--momentum");
   expect_rejected([](RunConfig& c) { c.nesterov = true; }, "--nesterov");  // needs momentum
   expect_rejected([](RunConfig& c) { c.optimizer = "lamb"; }, "--optimizer");
   expect_rejected([](RunConfig& c) { c.lr_schedule = "linear"; }, "--lr-schedule");
@@ -180,10 +227,31 @@ TEST(VariantKnobs, ForeignKnobsAndBadValuesAreRejectedNamingTheFlag) {
   expect_rejected([](RunConfig& c) { c.lr_step_gamma = 0.5; }, "--lr-step-gamma");
   expect_rejected([](RunConfig& c) { c.lr_scaling = "cubic"; }, "--lr-scaling");
   expect_rejected([](RunConfig& c) { c.lr_base_batch = 32; }, "--lr-base-batch");
-  expect_rejected([](RunConfig& c) { c.algo = "dasgd"; c.period = 4; c.delay = 5; }, "--delay");
-  expect_rejected([](RunConfig& c) { c.algo = "diloco"; c.period = 0; }, "--period");
-  expect_rejected([](RunConfig& c) { c.algo = "diloco"; c.outer_lr = 0; }, "--outer-lr");
-  expect_rejected([](RunConfig& c) { c.algo = "overlap-local"; c.pull_alpha = 1.5; }, "--pull-alpha");
+  expect_rejected(
+      [](RunConfig& c) {
+        c.algo = "dasgd";
+        c.period = 4;
+        c.delay = 5;
+      },
+      "--delay");
+  expect_rejected(
+      [](RunConfig& c) {
+        c.algo = "diloco";
+        c.period = 0;
+      },
+      "--period");
+  expect_rejected(
+      [](RunConfig& c) {
+        c.algo = "diloco";
+        c.outer_lr = 0;
+      },
+      "--outer-lr");
+  expect_rejected(
+      [](RunConfig& c) {
+        c.algo = "overlap-local";
+        c.pull_alpha = 1.5;
+      },
+      "--pull-alpha");
   // Their own algorithm accepts them.
   RunConfig ok;
   ok.algo = "dasgd";

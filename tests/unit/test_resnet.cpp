@@ -3,20 +3,20 @@
 // finite differences, training/evaluation modes, overfitting a small batch, FLOPs and
 // parameter counts, determinism, and the bad-input messages.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <functional>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <tuple>
 #include <vector>
 
-#include <unistd.h>
-
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
+#include "float_compare.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/resnet.hpp"
 
@@ -213,10 +213,10 @@ TEST(ResNet, ParameterAndFlopCounts) {
   auto r8 = resnet_create("resnet8", cifar_like, false, 1);
   // By hand: convs (Cout · Cin·k·k · Ho·Wo multiply-adds) and the head, ×2 FLOPs, ×3 for
   // forward + backward.
-  const double macs = 16.0 * 27 * 1024 + 2 * (16.0 * 144 * 1024)      // stem, stage 1
+  const double macs = 16.0 * 27 * 1024 + 2 * (16.0 * 144 * 1024)               // stem, stage 1
                       + 32.0 * 144 * 256 + 32.0 * 288 * 256 + 32.0 * 16 * 256  // stage 2 (+ shortcut)
                       + 64.0 * 288 * 64 + 64.0 * 576 * 64 + 64.0 * 32 * 64     // stage 3 (+ shortcut)
-                      + 64.0 * 10;                                           // head
+                      + 64.0 * 10;                                             // head
   EXPECT_DOUBLE_EQ(r8->flops_per_sample(), 3 * 2 * macs);
   // resnet20 has 3 blocks per stage: 1 + 18 convs + 2 shortcuts + head = 22 layers.
   EXPECT_EQ(resnet_create("resnet20", cifar_like, false, 1)->layers().size(), 22u);
@@ -271,7 +271,7 @@ TEST(ResNet, ConvBackendsAgreeAndEachIsDeterministic) {
   };
   const auto a = run("im2col"), b = run("onednn");
   EXPECT_EQ(b, run("onednn"));
-  EXPECT_NEAR(std::get<0>(a), std::get<0>(b), 1e-5);
+  EXPECT_TRUE(testing::near_rel(std::get<0>(a), std::get<0>(b), 1e-5));  // ~1e-6 per layer, relative
   EXPECT_NEAR(std::get<2>(a), std::get<2>(b), 1e-4 * std::fabs(std::get<2>(a)));
   expect_layers_close(layers, std::get<1>(a), std::get<1>(b));
   auto base = resnet_create("resnet8", data.train, false, 2);
@@ -294,7 +294,7 @@ TEST(ResNet, ActivationLayoutsAgreeAndAutoPicksBlockedWherePossible) {
     auto base = resnet_create("resnet8", data.train, false, 2);
     auto* wl = dynamic_cast<ResNetWorkload*>(base.get());
     EXPECT_EQ(wl->activation_layout(), ActivationLayout::nchw8c);  // auto, with oneDNN
-    EXPECT_EQ(wl->conv_backend(0), ConvBackend::im2col);             // the 1-channel stem
+    EXPECT_EQ(wl->conv_backend(0), ConvBackend::im2col);           // the 1-channel stem
     wl->set_activation_layout(layout);
     // nChw8c: the 3×3 stride-1 convolutions on the direct kernels, the rest on oneDNN.
     size_t direct = 0;
@@ -326,7 +326,7 @@ TEST(ResNet, ActivationLayoutsAgreeAndAutoPicksBlockedWherePossible) {
   const auto a = run("cnhw"), b = run("nchw8c");
   EXPECT_EQ(b, run("nchw8c"));
   EXPECT_EQ(a, run("cnhw"));
-  EXPECT_NEAR(std::get<0>(a), std::get<0>(b), 1e-5);
+  EXPECT_TRUE(testing::near_rel(std::get<0>(a), std::get<0>(b), 1e-5));  // ~1e-6 per layer, relative
   EXPECT_NEAR(std::get<2>(a), std::get<2>(b), 1e-4 * std::fabs(std::get<2>(a)));
   const auto& ra = std::get<3>(a);
   const auto& rb = std::get<3>(b);

@@ -12,8 +12,9 @@
 #include <vector>
 
 #include "core/errors.hpp"
-#include "core/run_config.hpp"
 #include "core/rng.hpp"
+#include "core/run_config.hpp"
+#include "float_compare.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/svm.hpp"
 #include "workloads/svm_kernels.hpp"
@@ -82,6 +83,35 @@ std::vector<SvmSparseRow> sparse_rows(const Dataset& ds) {
     rows[i] = SvmSparseRow{ds.col_idx.data() + b, ds.values.data() + b, static_cast<size_t>(ds.row_ptr[i + 1]) - b};
   }
   return rows;
+}
+
+// Tolerances of the fast kernels against the naive references: float_compare.hpp's
+// float_sums_close (each score or weight-gradient entry, a sum of k terms, within
+// 4·ε·sqrt(k)·Σ|t_i|; Σ|t_i| from the naive forward on |x|, |w|, |b|, or summed here for the
+// gradients), so the check scales with the feature count (D up to 3000) and the batch.
+
+std::vector<float> to_float(const std::vector<double>& v) {
+  return std::vector<float>(v.begin(), v.end());
+}
+std::vector<double> abs_of(const std::vector<double>& v) {
+  std::vector<double> a(v.size());
+  for (size_t i = 0; i < v.size(); ++i) a[i] = std::fabs(v[i]);
+  return a;
+}
+// ds with every feature value replaced by its absolute value.
+Dataset abs_dataset(Dataset ds) {
+  for (float& v : ds.dense) v = std::fabs(v);
+  for (float& v : ds.values) v = std::fabs(v);
+  return ds;
+}
+// Σ_i |x_id|·|g_ic| for the weight gradient dw (D, C) = xᵀ g, dense x (B, D), g (B, C).
+std::vector<float> dense_grad_abs(const std::vector<float>& x, const std::vector<float>& g, size_t B, size_t D,
+                                  size_t C) {
+  std::vector<double> a(D * C, 0.0);
+  for (size_t i = 0; i < B; ++i)
+    for (size_t d = 0; d < D; ++d)
+      for (size_t c = 0; c < C; ++c) a[d * C + c] += std::fabs(double(x[i * D + d]) * g[i * C + c]);
+  return to_float(a);
 }
 
 // Naive double-precision forward over all rows of ds; returns the loss sum, fills s (B, C).
@@ -281,16 +311,26 @@ TEST(SvmKernels, DenseKernelsMatchNaiveReference) {
         dsgd::svm_scores_dense_blas(ds.dense.data(), B, D, w, b, C, s_blas.data());
         dsgd::svm_scores_dense_fused(rows.data(), B, D, wt.data(), b, C, s_fused.data());
         const std::string where = "B=" + std::to_string(B) + " D=" + std::to_string(D) + " C=" + std::to_string(C);
+        std::vector<double> s_abs(B * C);
+        const Dataset ds_abs = abs_dataset(ds);
+        const std::vector<double> pd_abs = abs_of(pd);
+        dsgd::svm_forward_dense_naive(ds_abs.dense.data(), B, D, pd_abs.data(), pd_abs.data() + D * C, C,
+                                      ds.labels.data(), s_abs.data());
+        const auto s_ref_f = to_float(s_ref), s_abs_f = to_float(s_abs);
+        ASSERT_TRUE(dsgd::testing::float_sums_close(s_blas, s_ref_f, s_abs_f, D + 1)) << "blas " << where;
+        ASSERT_TRUE(dsgd::testing::float_sums_close(s_fused, s_ref_f, s_abs_f, D + 1)) << "fused " << where;
+        // The loss sum adds B·C hinge terms max(0, 1 − t·s) of the float scores: each score's
+        // error (≤ its tolerance) plus a float sum of B·C terms of size ≤ 1 + |s|.
+        double loss_tol = 0, loss_abs = 0;
         for (size_t k = 0; k < B * C; ++k) {
-          ASSERT_NEAR(s_blas[k], s_ref[k], 2e-5 * (1 + std::fabs(s_ref[k]))) << where;
-          ASSERT_NEAR(s_fused[k], s_ref[k], 2e-5 * (1 + std::fabs(s_ref[k]))) << where;
+          loss_tol += dsgd::testing::float_sum_tolerance(D + 1, s_abs[k]);
+          loss_abs += 1 + std::fabs(s_ref[k]);
         }
-        ASSERT_NEAR(dsgd::svm_hinge_loss_sum(s_fused.data(), ds.labels.data(), B, C), loss_ref, 1e-4 * (1 + loss_ref))
-            << where;
+        loss_tol += dsgd::testing::float_sum_tolerance(B * C, loss_abs);
+        ASSERT_NEAR(dsgd::svm_hinge_loss_sum(s_fused.data(), ds.labels.data(), B, C), loss_ref, loss_tol) << where;
 
         // Backward from the reference scores, so the active set is the same up to kink ties
         // (a margin within float rounding of 1 is skipped).
-        std::vector<float> s_ref_f(s_ref.begin(), s_ref.end());
         bool near_kink = false;
         for (size_t i = 0; i < B; ++i)
           for (size_t c = 0; c < C; ++c)
@@ -306,11 +346,13 @@ TEST(SvmKernels, DenseKernelsMatchNaiveReference) {
         std::vector<size_t> active_count(C);
         const dsgd::SvmDenseScratch scratch{dwt.data(), active_rows.data(), active_coef.data(), active_count.data()};
         dsgd::svm_grad_weights_dense_fused(rows.data(), B, D, ds_buf.data(), C, scratch, dw_fused.data());
-        for (size_t c = 0; c < C; ++c) ASSERT_NEAR(db[c], db_ref[c], 1e-6) << where;
-        for (size_t k = 0; k < D * C; ++k) {
-          ASSERT_NEAR(dw_blas[k], dw_ref[k], 1e-6) << where << " k=" << k;
-          ASSERT_NEAR(dw_fused[k], dw_ref[k], 1e-6) << where << " k=" << k;
-        }
+        // db_c = Σ_i g_ic (B terms of size ≤ 1/B); dw = xᵀ g.
+        std::vector<double> db_abs(C, 0.0);
+        for (size_t k = 0; k < B * C; ++k) db_abs[k % C] += std::fabs(ds_buf[k]);
+        ASSERT_TRUE(dsgd::testing::float_sums_close(db, to_float(db_ref), to_float(db_abs), B)) << where;
+        const auto dw_ref_f = to_float(dw_ref), dw_abs = dense_grad_abs(ds.dense, ds_buf, B, D, C);
+        ASSERT_TRUE(dsgd::testing::float_sums_close(dw_blas, dw_ref_f, dw_abs, B)) << "blas " << where;
+        ASSERT_TRUE(dsgd::testing::float_sums_close(dw_fused, dw_ref_f, dw_abs, B)) << "fused " << where;
       }
     }
   }
@@ -343,11 +385,25 @@ TEST(SvmKernels, SparseKernelsMatchNaiveReference) {
                                       db_ref.data());
       std::vector<float> s(B * C);
       dsgd::svm_scores_sparse(rows.data(), B, p.data(), p.data() + D * C, C, s.data());
-      for (size_t k = 0; k < B * C; ++k) ASSERT_NEAR(s[k], s_ref[k], 1e-5 * (1 + std::fabs(s_ref[k])));
+      // Σ|t_i| of each score: the naive forward on |values|, |w|, |b|; at most 40 + 1 terms.
+      const Dataset ds_abs = abs_dataset(ds);
+      const std::vector<SvmSparseRow> rows_abs = sparse_rows(ds_abs);
+      const std::vector<double> pd_abs = abs_of(pd);
+      std::vector<double> s_abs(B * C);
+      dsgd::svm_forward_sparse_naive(rows_abs.data(), B, pd_abs.data(), pd_abs.data() + D * C, C, ds.labels.data(),
+                                     s_abs.data());
+      ASSERT_TRUE(dsgd::testing::float_sums_close(s, to_float(s_ref), to_float(s_abs), 41)) << "C=" << C << " B=" << B;
       std::vector<float> s_ref_f(s_ref.begin(), s_ref.end()), g(B * C), dw(D * C, 42.0f);
       dsgd::svm_hinge_grad(s_ref_f.data(), ds.labels.data(), B, C, 1.0f / static_cast<float>(B), g.data());
       dsgd::svm_grad_weights_sparse(rows.data(), B, g.data(), C, D, dw.data());
-      for (size_t k = 0; k < D * C; ++k) ASSERT_NEAR(dw[k], dw_ref[k], 1e-6) << "C=" << C << " B=" << B;
+      // dw (D, C) = Σ over the samples that touch column d of |x_id|·|g_ic|.
+      std::vector<double> dw_abs(D * C, 0.0);
+      for (size_t i = 0; i < B; ++i)
+        for (size_t j = 0; j < rows[i].nnz; ++j)
+          for (size_t c = 0; c < C; ++c)
+            dw_abs[size_t(rows[i].cols[j]) * C + c] += std::fabs(double(rows[i].vals[j]) * g[i * C + c]);
+      ASSERT_TRUE(dsgd::testing::float_sums_close(dw, to_float(dw_ref), to_float(dw_abs), B))
+          << "C=" << C << " B=" << B;
     }
   }
 }

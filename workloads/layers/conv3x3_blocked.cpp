@@ -21,8 +21,19 @@
 #include "core/errors.hpp"
 #include "workloads/layers/layer_threads.hpp"
 
-#if defined(__AVX2__) && defined(__FMA__)
+// The kernels are compiled for AVX2 + FMA in every x86-64 build. With -march=native on such a
+// machine that is the build's own ISA; in a portable build (-DDSGD_NATIVE=OFF) the code from
+// here to the end of the kernels is compiled under `#pragma GCC target("avx2,fma")` alone (the
+// headers above, and so every inline or template function shared with other files, stay
+// baseline x86-64), and conv3x3_blocked_supported() asks the CPU at run time, so a portable
+// binary runs them only where they can run and falls back (oneDNN / im2col) elsewhere.
+// (GCC's pragma: a Clang build without -mavx2 -mfma gets no direct kernels.)
+#if defined(__x86_64__) && defined(__AVX2__) && defined(__FMA__)
 #define DSGD_CONV3X3_AVX2 1
+#include <immintrin.h>
+#elif defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define DSGD_CONV3X3_AVX2 1
+#define DSGD_CONV3X3_TARGET_PRAGMA 1
 #include <immintrin.h>
 #else
 #define DSGD_CONV3X3_AVX2 0
@@ -34,12 +45,29 @@
 
 namespace dsgd {
 
+bool conv3x3_blocked_cpu_supported() {
+#if DSGD_CONV3X3_AVX2
+  static const bool ok = [] {
+    __builtin_cpu_init();  // in case this runs before the runtime's own initialisation
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+  }();
+  return ok;
+#else
+  return false;
+#endif
+}
+
 bool conv3x3_blocked_supported(const Conv2dShape& s) {
-  return DSGD_CONV3X3_AVX2 && s.k == 3 && s.stride == 1 && s.pad == 1 && s.c_in % 8 == 0 && s.c_out % 8 == 0 &&
-         s.c_in > 0 && s.c_out > 0 && s.n > 0 && s.h > 0 && s.w > 0;
+  return conv3x3_blocked_cpu_supported() && s.k == 3 && s.stride == 1 && s.pad == 1 && s.c_in % 8 == 0 &&
+         s.c_out % 8 == 0 && s.c_in > 0 && s.c_out > 0 && s.n > 0 && s.h > 0 && s.w > 0;
 }
 
 #if DSGD_CONV3X3_AVX2
+
+#ifdef DSGD_CONV3X3_TARGET_PRAGMA
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#endif
 
 namespace {
 
@@ -298,7 +326,16 @@ void bww_item(const float* xb, const float* db, size_t x_img, size_t dy_img, siz
 
 }  // namespace
 
+// The class's own functions stay baseline x86-64 (the constructor must run, and throw, on
+// any CPU); they call the kernels above only once the constructor has checked the CPU.
+#ifdef DSGD_CONV3X3_TARGET_PRAGMA
+#pragma GCC pop_options
+#endif
+
 BlockedConv3x3::BlockedConv3x3(const Conv2dShape& s) : s_(s) {
+  if (!conv3x3_blocked_cpu_supported())
+    DSGD_THROW(InputError, "use DnnlConv2d or the im2col convolution (conv2d.hpp)",
+               "the direct 3x3 convolution kernels need a CPU with AVX2 and FMA, and this CPU lacks one of them");
   if (!conv3x3_blocked_supported(s))
     DSGD_THROW(InputError, "use DnnlConv2d or the im2col convolution (conv2d.hpp) for this shape",
                "BlockedConv3x3 takes 3x3 stride-1 pad-1 convolutions with channel counts that are multiples of 8 "
@@ -360,11 +397,11 @@ void BlockedConv3x3::backward_weights(const float* x, const float* dy, float* dw
   }
 }
 
-#else  // no AVX2 + FMA in this build: every shape is unsupported.
+#else  // not x86-64 (or Clang without AVX2 + FMA): every shape is unsupported.
 
 BlockedConv3x3::BlockedConv3x3(const Conv2dShape& s) : s_(s) {
-  DSGD_THROW(InputError, "rebuild with -DDSGD_NATIVE=ON on an AVX2 + FMA machine, or use DnnlConv2d",
-             "this build has no AVX2 + FMA 3x3 convolution kernels");
+  DSGD_THROW(InputError, "use DnnlConv2d or the im2col convolution (conv2d.hpp)",
+             "the direct 3x3 convolution kernels are x86-64 AVX2 + FMA only");
 }
 void BlockedConv3x3::forward(const float*, const float*, float*) {}
 void BlockedConv3x3::backward_weights(const float*, const float*, float*) {}

@@ -19,7 +19,8 @@
 // (output block, input block, kh, input-lane half); every output value is computed by one
 // thread in a fixed summation order, so results are bitwise the same at any thread count.
 //
-// Needs a build with AVX2 and FMA (-march=native on this machine): otherwise
+// Needs a CPU with AVX2 and FMA, checked at run time (a portable -DDSGD_NATIVE=OFF build
+// compiles the kernels for AVX2 + FMA alone and calls them only on such a CPU): elsewhere
 // conv3x3_blocked_supported() is false for every shape and the constructor throws.
 // Not thread-safe: one object per layer and batch size, used by one thread (scratch buffers
 // are members, sized in the constructor; no call allocates).
@@ -31,8 +32,11 @@
 
 namespace dsgd {
 
+// True when the kernels can run here: an x86-64 build on a CPU with AVX2 and FMA (asked of
+// the CPU at run time, whatever the build's -march).
+bool conv3x3_blocked_cpu_supported();
 // True when s is a shape these kernels take: k == 3, stride == 1, pad == 1, c_in % 8 == 0,
-// c_out % 8 == 0, n, h, w > 0, and the build has AVX2 + FMA.
+// c_out % 8 == 0, n, h, w > 0, and conv3x3_blocked_cpu_supported().
 bool conv3x3_blocked_supported(const Conv2dShape& s);
 
 class BlockedConv3x3 {
