@@ -57,9 +57,10 @@ class Adpsgd final : public Algorithm {
       size_t passive = 0;
       for (int j : topo.neighbors[static_cast<size_t>(r)]) passive += (j % 2 == 1);
       if (passive == 0)
-        DSGD_THROW(InputError, "use a topology in which every even rank has an odd neighbour (complete, ring with even n)",
-                   "--topology {}: active rank {} has no passive (odd) neighbour, adpsgd's bipartite split cannot pair it",
-                   spec_, r);
+        DSGD_THROW(
+            InputError, "use a topology in which every even rank has an odd neighbour (complete, ring with even n)",
+            "--topology {}: active rank {} has no passive (odd) neighbour, adpsgd's bipartite split cannot pair it",
+            spec_, r);
     }
     if (active()) {
       for (int j : topo.neighbors[static_cast<size_t>(rank_)])
@@ -129,8 +130,8 @@ class Adpsgd final : public Algorithm {
     s.comm.window_get(peer_.data(), s.count, rank_, &version);
     s.comm.window_unlock(rank_);
     if (!active()) std::copy(peer_.begin(), peer_.end(), s.params);
-    double mine[4] = {stale_steps_ > 0 ? stale_sum_ / double(stale_steps_) : 0.0, double(stale_max_),
-                      double(averages_), double(version)};
+    double mine[4] = {stale_steps_ > 0 ? stale_sum_ / double(stale_steps_) : 0.0, double(stale_max_), double(averages_),
+                      double(version)};
     std::vector<double> all(static_cast<size_t>(4 * n_));
     s.comm.untimed_gather(mine, 4, all.data(), 0);
     if (rank_ == 0) {

@@ -25,9 +25,9 @@ namespace dsgd {
 // Per-layer costs for an algorithm that plans its communication from them (dreamddp), resolved
 // by the trainer before setup (engine/layer_costs.hpp) and identical on every rank.
 struct LayerCosts {
-  std::vector<double> bwd_s;          // per layer: backward compute seconds of one step
-  double fwd_s = 0;                   // forward seconds of one step (for printing predictions)
-  std::string compute_source;         // where bwd_s came from (calibration, run, estimate)
+  std::vector<double> bwd_s;            // per layer: backward compute seconds of one step
+  double fwd_s = 0;                     // forward seconds of one step (for printing predictions)
+  std::string compute_source;           // where bwd_s came from (calibration, run, estimate)
   std::optional<NetworkModel> network;  // the link all-reduces run on; empty: free (0 s)
   CollAlgo algo = CollAlgo::algo_auto;  // the all-reduce algorithm to cost them with
   std::string network_source;

@@ -53,9 +53,9 @@ class Diloco final : public Algorithm {
   }
   bool replicas_identical() const override { return false; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
-    const double per_call =
-        compressor_ ? compressor_->bytes_sent_per_call(static_cast<size_t>(param_bytes / sizeof(float)), n)
-                    : ring_allreduce_bytes_sent(param_bytes, n);
+    const double per_call = compressor_
+                                ? compressor_->bytes_sent_per_call(static_cast<size_t>(param_bytes / sizeof(float)), n)
+                                : ring_allreduce_bytes_sent(param_bytes, n);
     return per_call / static_cast<double>(period_);
   }
   int max_collectives_per_step() const override { return compressor_ ? compressor_->collectives_per_call() : 1; }

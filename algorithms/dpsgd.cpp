@@ -16,10 +16,11 @@
 // Bytes sent per step by rank i: d_i · 4|x| (d_i its degree); bytes_sent_per_step reports the
 // mean over ranks. Limits: a rank's neighbours must have room for d_i model copies (recv
 // buffer d_max · |x| floats); topologies without neighbours (disconnected, gap 0) are refused.
+#include "algorithms/dpsgd.hpp"
+
 #include <algorithm>
 
 #include "algorithms/algorithm.hpp"
-#include "algorithms/dpsgd.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 

@@ -26,11 +26,11 @@
 // (x̂ + avg(x' − x̂) vs avg(x')). The schedule is searched with the compressed per-layer
 // costs (GradientCompressor::modelled_time); bytes per step: as above with each layer's
 // all-reduce replaced by its compressor's bytes per call.
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/algorithm.hpp"
@@ -192,7 +192,8 @@ class DreamDdp final : public Algorithm {
   double model_state_bytes(size_t count, int n) const override {
     // params, grads, optimizer state (SGD: velocity; AdamW: m and v), the scratch copy
     // (--compress: + the last averages x̂; the compressors' buffers are not counted).
-    const double per_param = (optimizer_resolve_name(cfg_) == "adamw" ? 5.0 : 4.0) + (cfg_.compress.empty() ? 0.0 : 1.0);
+    const double per_param =
+        (optimizer_resolve_name(cfg_) == "adamw" ? 5.0 : 4.0) + (cfg_.compress.empty() ? 0.0 : 1.0);
     return per_param * sizeof(float) * double(count);
   }
   double bytes_sent_per_step(double param_bytes, int n) const override {
@@ -270,9 +271,10 @@ class DreamDdp final : public Algorithm {
     }
     if (!cfg_.compress.empty())
       fmt::print("#   per-layer communication: --compress {} (each layer's compressed collectives)\n", cfg_.compress);
-    fmt::print("# per period: {:.3f} ms of all-reduce, {:.3f} ms hidden behind backward, {:.3f} ms exposed "
-               "(localsgd at this H: one {:.3f} ms uncompressed model all-reduce, none hidden)\n",
-               comm * 1e3, (comm - exposed) * 1e3, exposed * 1e3, full_model_comm_s_ * 1e3);
+    fmt::print(
+        "# per period: {:.3f} ms of all-reduce, {:.3f} ms hidden behind backward, {:.3f} ms exposed "
+        "(localsgd at this H: one {:.3f} ms uncompressed model all-reduce, none hidden)\n",
+        comm * 1e3, (comm - exposed) * 1e3, exposed * 1e3, full_model_comm_s_ * 1e3);
     std::fflush(stdout);
   }
 
@@ -285,9 +287,9 @@ class DreamDdp final : public Algorithm {
   DreamDdpSchedule schedule_;
   std::vector<uint8_t> synced_;  // [slot · layers + layer]: averaged at that slot
   std::vector<LayerView> layers_;
-  std::vector<float> scratch_;   // locally updated copies of the layers being averaged (--compress: x' − x̂)
+  std::vector<float> scratch_;  // locally updated copies of the layers being averaged (--compress: x' − x̂)
   std::vector<std::unique_ptr<GradientCompressor>> compressors_;  // --compress: one per layer
-  std::vector<float> anchor_;    // --compress: x̂, each layer's last average
+  std::vector<float> anchor_;                                     // --compress: x̂, each layer's last average
   std::vector<CollRequest> requests_;
   std::vector<uint8_t> launched_, updated_;
   std::vector<size_t> launch_order_;
@@ -300,6 +302,8 @@ class DreamDdp final : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> algorithm_create_dreamddp(const RunConfig& cfg) { return std::make_unique<DreamDdp>(cfg); }
+std::unique_ptr<Algorithm> algorithm_create_dreamddp(const RunConfig& cfg) {
+  return std::make_unique<DreamDdp>(cfg);
+}
 
 }  // namespace dsgd

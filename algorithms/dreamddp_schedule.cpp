@@ -23,7 +23,9 @@ std::vector<double> ready_times(const std::vector<double>& bwd_s) {
   return ready;
 }
 
-double exposed_of(double free, double backward) { return std::max(0.0, free - backward); }
+double exposed_of(double free, double backward) {
+  return std::max(0.0, free - backward);
+}
 
 struct Search {
   Search(const std::vector<double>& comm_s, const std::vector<double>& ready_s) : comm(comm_s), ready(ready_s) {}
@@ -32,9 +34,9 @@ struct Search {
   double backward = 0;
   size_t slots = 1;
   int64_t max_nodes = 0;
-  std::vector<size_t> order;      // layers in backward order
-  std::vector<double> free;       // per slot: when its link is free
-  std::vector<size_t> assign;     // per layer: slot
+  std::vector<size_t> order;   // layers in backward order
+  std::vector<double> free;    // per slot: when its link is free
+  std::vector<size_t> assign;  // per layer: slot
   std::vector<size_t> best_assign;
   double best = 0;
   double tie = 0;  // improvements of at most this many seconds are ties (float rounding)
@@ -183,9 +185,10 @@ DreamDdpSchedule dreamddp_schedule_search(const std::vector<double>& bwd_s, cons
       for (size_t h = 0; h < slots; ++h) {
         const double nf = std::max(free[h], ready[l]) + comm_s[l];
         const double cost = exposed_of(nf, s.backward) - exposed_of(free[h], s.backward);
-        const bool better = h == 0 || cost < pick_cost - s.tie ||
-                            (cost <= pick_cost + s.tie && (comm_sum[h] < comm_sum[pick] ||
-                                                   (comm_sum[h] == comm_sum[pick] && layers[h] < layers[pick])));
+        const bool better =
+            h == 0 || cost < pick_cost - s.tie ||
+            (cost <= pick_cost + s.tie &&
+             (comm_sum[h] < comm_sum[pick] || (comm_sum[h] == comm_sum[pick] && layers[h] < layers[pick])));
         if (better) {
           pick = h;
           pick_cost = cost;

@@ -12,8 +12,7 @@ namespace dsgd {
 SgdOptimizer::SgdOptimizer(SgdOptions options, size_t count)
     : options_(options), count_(count), velocity_(options.momentum != 0.0 ? count : 0, 0.0f) {}
 
-void sgd_update(const SgdOptions& options, float* params, float* velocity, const float* grads, size_t n,
-                double lr_d) {
+void sgd_update(const SgdOptions& options, float* params, float* velocity, const float* grads, size_t n, double lr_d) {
   const float lr = static_cast<float>(lr_d);
   const float mu = static_cast<float>(options.momentum);
   const float wd = static_cast<float>(options.weight_decay);
@@ -82,8 +81,7 @@ std::unique_ptr<Optimizer> optimizer_create(const RunConfig& cfg, size_t count, 
   const double lr = lr_scaled(cfg.lr, cfg.lr_scaling, cfg.batch, workers, cfg.lr_base_batch);
   const std::string name = optimizer_resolve_name(cfg);
   if (name == "adamw")
-    return std::make_unique<AdamWOptimizer>(AdamWOptions{lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay},
-                                            count);
+    return std::make_unique<AdamWOptimizer>(AdamWOptions{lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, count);
   if (name == "sgd")
     return std::make_unique<SgdOptimizer>(SgdOptions{lr, cfg.momentum, cfg.weight_decay, cfg.nesterov}, count);
   DSGD_THROW(InputError, "available: sgd, adamw, auto", "--optimizer: unknown optimizer '{}'", cfg.optimizer);
@@ -98,15 +96,16 @@ double LrSchedule::lr_at(int64_t t) const {
     const double pi = 3.14159265358979323846;
     return base_lr * 0.5 * (1.0 + std::cos(pi * static_cast<double>(after) / static_cast<double>(span)));
   }
-  if (kind == LrScheduleKind::lr_step && step_every > 0) return base_lr * std::pow(gamma, static_cast<double>(after / step_every));
+  if (kind == LrScheduleKind::lr_step && step_every > 0)
+    return base_lr * std::pow(gamma, static_cast<double>(after / step_every));
   return base_lr;
 }
 
 LrSchedule lr_schedule_from_config(const RunConfig& cfg, double base_lr, int64_t total_steps) {
   LrSchedule s;
   s.kind = cfg.lr_schedule == "cosine" ? LrScheduleKind::lr_cosine
-            : cfg.lr_schedule == "step" ? LrScheduleKind::lr_step
-                                        : LrScheduleKind::lr_constant;
+           : cfg.lr_schedule == "step" ? LrScheduleKind::lr_step
+                                       : LrScheduleKind::lr_constant;
   s.base_lr = base_lr;
   s.warmup = cfg.lr_warmup;
   s.total_steps = total_steps;

@@ -59,25 +59,29 @@ enum class PsMode { ps_sync, ps_async, ps_ssp };
 bool version_at_least(const float*, uint64_t version, const void* ctx) {
   return version >= *static_cast<const uint64_t*>(ctx);
 }
-bool clock_at_least(const float* data, uint64_t, const void* ctx) { return data[0] >= *static_cast<const float*>(ctx); }
+bool clock_at_least(const float* data, uint64_t, const void* ctx) {
+  return data[0] >= *static_cast<const float*>(ctx);
+}
 
 // K for n ranks (core/run_config.hpp: one rule with the configuration check).
-int ps_shards(const RunConfig& cfg, int n) { return static_cast<int>(run_config_ps_shards(cfg, n)); }
+int ps_shards(const RunConfig& cfg, int n) {
+  return static_cast<int>(run_config_ps_shards(cfg, n));
+}
 
 class Ps final : public Algorithm {
  public:
   explicit Ps(const RunConfig& cfg)
       : cfg_(cfg),
-        mode_(cfg.ps_mode == "async" ? PsMode::ps_async : cfg.ps_mode == "ssp" ? PsMode::ps_ssp : PsMode::ps_sync),
+        mode_(cfg.ps_mode == "async" ? PsMode::ps_async
+              : cfg.ps_mode == "ssp" ? PsMode::ps_ssp
+                                     : PsMode::ps_sync),
         bound_(cfg.ps_staleness),
         dedicated_(run_config_ps_dedicated(cfg)),
         delay_(cfg.ps_one_step_delay),
         sgd_{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.nesterov} {}
   std::string name() const override { return "ps"; }
 
-  int worker_count(int n) const override {
-    return dedicated_ ? std::max(1, n - ps_shards(cfg_, n)) : n;
-  }
+  int worker_count(int n) const override { return dedicated_ ? std::max(1, n - ps_shards(cfg_, n)) : n; }
   int worker_index(int rank, int n) const override { return rank < worker_count(n) ? rank : -1; }
 
   void setup(TrainState& s) override {
@@ -89,8 +93,8 @@ class Ps final : public Algorithm {
                  "--ps-shards {}: larger than the model ({} parameters); a shard would be empty", K_, s.count);
     if (dedicated_ && K_ >= n_)
       DSGD_THROW(InputError, "use fewer shards (--ps-shards) or more ranks (--workers), or --ps-placement colocated",
-                 "--ps-placement dedicated with {} shard{} on {} rank{} leaves no worker: the last K ranks only serve", K_,
-                 K_ == 1 ? "" : "s", n_, n_ == 1 ? "" : "s");
+                 "--ps-placement dedicated with {} shard{} on {} rank{} leaves no worker: the last K ranks only serve",
+                 K_, K_ == 1 ? "" : "s", n_, n_ == 1 ? "" : "s");
     if (!dedicated_ && K_ > n_)
       DSGD_THROW(InputError, "pass --ps-shards at most --workers, or --ps-placement dedicated",
                  "--ps-shards {}: colocated placement serves one shard per rank, and there are {} ranks", K_, n_);
@@ -266,8 +270,8 @@ class Ps final : public Algorithm {
   }
 
   void finish(TrainState& s) {
-    double mine[4] = {pushes_ > 0 ? stale_sum_ / double(pushes_) : std::nan(""), pushes_ > 0 ? stale_max_ : std::nan(""),
-                      gap_after_max_, double(ssp_waits_)};
+    double mine[4] = {pushes_ > 0 ? stale_sum_ / double(pushes_) : std::nan(""),
+                      pushes_ > 0 ? stale_max_ : std::nan(""), gap_after_max_, double(ssp_waits_)};
     std::vector<double> all(static_cast<size_t>(4 * n_));
     s.comm.untimed_gather(mine, 4, all.data(), 0);
     if (rank_ == 0) {
@@ -308,6 +312,8 @@ class Ps final : public Algorithm {
 
 }  // namespace
 
-std::unique_ptr<Algorithm> algorithm_create_ps(const RunConfig& cfg) { return std::make_unique<Ps>(cfg); }
+std::unique_ptr<Algorithm> algorithm_create_ps(const RunConfig& cfg) {
+  return std::make_unique<Ps>(cfg);
+}
 
 }  // namespace dsgd

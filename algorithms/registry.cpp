@@ -53,8 +53,9 @@ const std::vector<AlgorithmEntry>& registry() {
       {{"adpsgd", "AD-PSGD: asynchronous; active (even) ranks average atomically with a random passive neighbour",
         "--topology"},
        algorithm_create_adpsgd},
-      {{"dreamddp", "DreamDDP: partial local SGD, each layer averaged once per H steps at its scheduled slot, "
-                    "overlapped with backward",
+      {{"dreamddp",
+        "DreamDDP: partial local SGD, each layer averaged once per H steps at its scheduled slot, "
+        "overlapped with backward",
         "--period H, --schedule"},
        algorithm_create_dreamddp},
       {{"ps", "parameter server: sharded server state in one-sided windows; sync, async or stale-synchronous (SSP)",

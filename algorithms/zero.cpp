@@ -36,7 +36,9 @@ namespace dsgd {
 namespace {
 
 // 4-bit group quantisation: payload = [scales | packed codes], both as float words.
-size_t q4_words(size_t len, size_t group) { return (len + group - 1) / group + (len + 7) / 8; }
+size_t q4_words(size_t len, size_t group) {
+  return (len + group - 1) / group + (len + 7) / 8;
+}
 
 void q4_encode(const float* v, size_t len, size_t group, float* out) {
   const size_t groups = (len + group - 1) / group;
@@ -146,7 +148,8 @@ class Zero final : public Algorithm {
     // n−1 times; the mean per rank is (n−1)/n · Σ_chunks payload.
     double grad_words = 0;
     for (int r = 0; r < n; ++r)
-      grad_words += double(q4_words(Communicator::shard_begin(count, n, r + 1) - Communicator::shard_begin(count, n, r), group_));
+      grad_words +=
+          double(q4_words(Communicator::shard_begin(count, n, r + 1) - Communicator::shard_begin(count, n, r), group_));
     const double grad_bytes = 4.0 * grad_words * double(n - 1) / n;
     const double weight_bytes = ring_scatter_gather_bytes_sent(4.0 * double(n) * double(q4_words(max_len, group_)), n);
     return grad_bytes + weight_bytes;
@@ -178,8 +181,7 @@ class Zero final : public Algorithm {
 }  // namespace
 
 std::unique_ptr<Algorithm> algorithm_create_zero(const RunConfig& cfg) {
-  return std::make_unique<Zero>(cfg, static_cast<int>(cfg.zero_bits),
-                                static_cast<size_t>(cfg.zero_group));
+  return std::make_unique<Zero>(cfg, static_cast<int>(cfg.zero_bits), static_cast<size_t>(cfg.zero_group));
 }
 
 }  // namespace dsgd

@@ -21,12 +21,11 @@
 #include <vector>
 
 #include "algorithms/optimizer.hpp"
+#include "bench/bench_timing.hpp"
 #include "core/rng.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/layers/linear.hpp"
 #include "workloads/transformer.hpp"
-
-#include "bench/bench_timing.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -55,15 +54,24 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const size_t v = std::strtoull(argv[i + 1], nullptr, 10);
-    if (k == "--threads") threads = v;
-    else if (k == "--layers") c.layers = v;
-    else if (k == "--d-model") c.d_model = v;
-    else if (k == "--heads") c.heads = v;
-    else if (k == "--seq") c.seq = v;
-    else if (k == "--batch") batch = v;
-    else if (k == "--vocab") c.vocab = v;
-    else if (k == "--steps") steps = v;
-    else if (k == "--warmup") warmup = v;
+    if (k == "--threads")
+      threads = v;
+    else if (k == "--layers")
+      c.layers = v;
+    else if (k == "--d-model")
+      c.d_model = v;
+    else if (k == "--heads")
+      c.heads = v;
+    else if (k == "--seq")
+      c.seq = v;
+    else if (k == "--batch")
+      batch = v;
+    else if (k == "--vocab")
+      c.vocab = v;
+    else if (k == "--steps")
+      steps = v;
+    else if (k == "--warmup")
+      warmup = v;
     else {
       std::fprintf(stderr, "bench_gpt_step: unknown option %s\n", k.c_str());
       return 2;

@@ -4,10 +4,10 @@
 // counter). The reference measured in the same run, BM_lttb_only, is the downsampling of
 // the same curves alone, so the ratio shows what writing the SVG/HTML costs on top.
 // BM_csv_runs prints the 1,000-row runs table as CSV for scale.
+#include <benchmark/benchmark.h>
+
 #include <cmath>
 #include <sstream>
-
-#include <benchmark/benchmark.h>
 
 #include "results/html_downsample.hpp"
 #include "results/html_report.hpp"

@@ -21,7 +21,9 @@
 
 namespace {
 
-double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 template <typename Fn>
 double median_s(Fn&& fn, int reps) {
@@ -67,8 +69,8 @@ double onednn(const dsgd::Conv2dShape& s, int reps) {
   const memory::desc src({N, C, H, W}, dt::f32, tag::any), wei({O, C, K, K}, dt::f32, tag::any),
       dst({N, O, Ho, Wo}, dt::f32, tag::any);
   convolution_forward::primitive_desc fwd(
-      convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, src, wei, dst, strides,
-                                pad, pad),
+      convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, src, wei, dst, strides, pad,
+                                pad),
       eng);
   convolution_backward_data::primitive_desc bwd_d(
       convolution_backward_data::desc(algorithm::convolution_direct, src, wei, dst, strides, pad, pad), eng, fwd);
@@ -102,17 +104,26 @@ int main(int argc, char** argv) {
   const char* blas = argc > 2 ? argv[2] : "?";
   const std::vector<Case> cases = {
       // ResNet-18 CIFAR, batch 32 (stem, then per stage the 3x3 convs; stride-2 firsts; shortcuts).
-      {"resnet18", {32, 3, 32, 32, 64, 3, 1, 1}, 1},     {"resnet18", {32, 64, 32, 32, 64, 3, 1, 1}, 4},
-      {"resnet18", {32, 64, 32, 32, 128, 3, 2, 1}, 1},   {"resnet18", {32, 128, 16, 16, 128, 3, 1, 1}, 3},
-      {"resnet18", {32, 64, 32, 32, 128, 1, 2, 0}, 1},   {"resnet18", {32, 128, 16, 16, 256, 3, 2, 1}, 1},
-      {"resnet18", {32, 256, 8, 8, 256, 3, 1, 1}, 3},    {"resnet18", {32, 128, 16, 16, 256, 1, 2, 0}, 1},
-      {"resnet18", {32, 256, 8, 8, 512, 3, 2, 1}, 1},    {"resnet18", {32, 512, 4, 4, 512, 3, 1, 1}, 3},
+      {"resnet18", {32, 3, 32, 32, 64, 3, 1, 1}, 1},
+      {"resnet18", {32, 64, 32, 32, 64, 3, 1, 1}, 4},
+      {"resnet18", {32, 64, 32, 32, 128, 3, 2, 1}, 1},
+      {"resnet18", {32, 128, 16, 16, 128, 3, 1, 1}, 3},
+      {"resnet18", {32, 64, 32, 32, 128, 1, 2, 0}, 1},
+      {"resnet18", {32, 128, 16, 16, 256, 3, 2, 1}, 1},
+      {"resnet18", {32, 256, 8, 8, 256, 3, 1, 1}, 3},
+      {"resnet18", {32, 128, 16, 16, 256, 1, 2, 0}, 1},
+      {"resnet18", {32, 256, 8, 8, 512, 3, 2, 1}, 1},
+      {"resnet18", {32, 512, 4, 4, 512, 3, 1, 1}, 3},
       {"resnet18", {32, 256, 8, 8, 512, 1, 2, 0}, 1},
       // ResNet-20, batch 128, 1x28x28.
-      {"resnet20", {128, 1, 28, 28, 16, 3, 1, 1}, 1},    {"resnet20", {128, 16, 28, 28, 16, 3, 1, 1}, 6},
-      {"resnet20", {128, 16, 28, 28, 32, 3, 2, 1}, 1},   {"resnet20", {128, 32, 14, 14, 32, 3, 1, 1}, 5},
-      {"resnet20", {128, 16, 28, 28, 32, 1, 2, 0}, 1},   {"resnet20", {128, 32, 14, 14, 64, 3, 2, 1}, 1},
-      {"resnet20", {128, 64, 7, 7, 64, 3, 1, 1}, 5},     {"resnet20", {128, 32, 14, 14, 64, 1, 2, 0}, 1},
+      {"resnet20", {128, 1, 28, 28, 16, 3, 1, 1}, 1},
+      {"resnet20", {128, 16, 28, 28, 16, 3, 1, 1}, 6},
+      {"resnet20", {128, 16, 28, 28, 32, 3, 2, 1}, 1},
+      {"resnet20", {128, 32, 14, 14, 32, 3, 1, 1}, 5},
+      {"resnet20", {128, 16, 28, 28, 32, 1, 2, 0}, 1},
+      {"resnet20", {128, 32, 14, 14, 64, 3, 2, 1}, 1},
+      {"resnet20", {128, 64, 7, 7, 64, 3, 1, 1}, 5},
+      {"resnet20", {128, 32, 14, 14, 64, 1, 2, 0}, 1},
   };
   std::printf("blas=%s  per shape: forward + weight grad + input grad, median of %d, ms\n", blas, reps);
   std::printf("%-9s %-24s %5s %10s %10s\n", "model", "N Cin HxW -> Cout k s", "count", "im2col", "onednn");

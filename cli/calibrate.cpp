@@ -26,6 +26,7 @@
 #ifdef DSGD_HAVE_MPI
 #include <mpi.h>
 #endif
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -34,11 +35,9 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <vector>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "cli/commands.hpp"
 #include "cluster/communicator.hpp"
@@ -46,13 +45,13 @@
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
+#include "core/run_config.hpp"
 #include "core/system_info.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/compute_profile.hpp"
 #include "results/alpha_beta_fit.hpp"
 #include "results/store.hpp"
 #include "workloads/datasets/dataset.hpp"
-#include "core/run_config.hpp"
 #include "workloads/workload.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -114,9 +113,8 @@ int64_t size_parse(const std::string& option, const std::string& text) {
     std::string_view name;
     int64_t bytes;
   };
-  static constexpr Unit units[] = {{"", 1},          {"B", 1},           {"KiB", 1 << 10}, {"MiB", 1 << 20},
-                                   {"GiB", 1 << 30}, {"kB", 1000},       {"KB", 1000},     {"MB", 1000000},
-                                   {"GB", 1000000000}};
+  static constexpr Unit units[] = {{"", 1},      {"B", 1},     {"KiB", 1 << 10}, {"MiB", 1 << 20},  {"GiB", 1 << 30},
+                                   {"kB", 1000}, {"KB", 1000}, {"MB", 1000000},  {"GB", 1000000000}};
   for (const Unit& u : units) {
     if (unit == u.name) {
       if (value > kMaxSizeBytes / u.bytes) {
@@ -193,17 +191,29 @@ void validate_before_launch(const CalibrateOptions& o) {
 
 // ---- the collective sweep ----------------------------------------------------------------
 
-enum class SweepOp { sweep_allreduce, sweep_allreduce_mpi, sweep_reduce_scatter, sweep_allgather, sweep_broadcast,
-                     sweep_sendrecv };
+enum class SweepOp {
+  sweep_allreduce,
+  sweep_allreduce_mpi,
+  sweep_reduce_scatter,
+  sweep_allgather,
+  sweep_broadcast,
+  sweep_sendrecv
+};
 
 const char* sweep_op_name(SweepOp op) {
   switch (op) {
-    case SweepOp::sweep_allreduce: return "allreduce";
-    case SweepOp::sweep_allreduce_mpi: return "allreduce_mpi";
-    case SweepOp::sweep_reduce_scatter: return "reduce_scatter";
-    case SweepOp::sweep_allgather: return "allgather";
-    case SweepOp::sweep_broadcast: return "broadcast";
-    case SweepOp::sweep_sendrecv: return "sendrecv";
+    case SweepOp::sweep_allreduce:
+      return "allreduce";
+    case SweepOp::sweep_allreduce_mpi:
+      return "allreduce_mpi";
+    case SweepOp::sweep_reduce_scatter:
+      return "reduce_scatter";
+    case SweepOp::sweep_allgather:
+      return "allgather";
+    case SweepOp::sweep_broadcast:
+      return "broadcast";
+    case SweepOp::sweep_sendrecv:
+      return "sendrecv";
   }
   return "unknown";
 }
@@ -213,11 +223,16 @@ const char* sweep_op_description(SweepOp op) {
   switch (op) {
     case SweepOp::sweep_allreduce:
       return "harness Communicator::allreduce_sum (recorded, as in training) | bare MPI_Allreduce; in place, sum";
-    case SweepOp::sweep_allreduce_mpi: return "bare MPI_Allreduce, in place, sum";
-    case SweepOp::sweep_reduce_scatter: return "MPI_Reduce_scatter_block, sum; size = the whole send buffer";
-    case SweepOp::sweep_allgather: return "MPI_Allgather; size = the whole receive buffer";
-    case SweepOp::sweep_broadcast: return "MPI_Bcast from rank 0";
-    case SweepOp::sweep_sendrecv: return "MPI_Send/MPI_Recv ping-pong, ranks 0 and 1; time = half the round trip";
+    case SweepOp::sweep_allreduce_mpi:
+      return "bare MPI_Allreduce, in place, sum";
+    case SweepOp::sweep_reduce_scatter:
+      return "MPI_Reduce_scatter_block, sum; size = the whole send buffer";
+    case SweepOp::sweep_allgather:
+      return "MPI_Allgather; size = the whole receive buffer";
+    case SweepOp::sweep_broadcast:
+      return "MPI_Bcast from rank 0";
+    case SweepOp::sweep_sendrecv:
+      return "MPI_Send/MPI_Recv ping-pong, ranks 0 and 1; time = half the round trip";
   }
   return "";
 }
@@ -290,7 +305,8 @@ void sweep_run_once(SweepOp op, SweepBuffers& buf, size_t count, Communicator& c
       }
       return;
     }
-    case SweepOp::sweep_allreduce: return;
+    case SweepOp::sweep_allreduce:
+      return;
   }
 #else
   DSGD_THROW(Error, "rebuild with MPI (DSGD_WITH_MPI=ON)", "{} needs MPI", sweep_op_name(op));
@@ -358,8 +374,8 @@ CollectiveRow collective_row(SweepOp op, int64_t bytes, int64_t iters, const std
 
 // One group of ops measured together: their repetitions are interleaved at each size so
 // slow drifts of the machine hit them alike (the harness/bare all-reduce pair).
-std::vector<CollectiveRow> sweep_group(const std::vector<SweepOp>& group, const CalibratePlan& plan,
-                                       SweepBuffers& buf, Communicator& comm) {
+std::vector<CollectiveRow> sweep_group(const std::vector<SweepOp>& group, const CalibratePlan& plan, SweepBuffers& buf,
+                                       Communicator& comm) {
   const int n = comm.size();
   const bool root = comm.rank() == 0;
   const bool pair = group.size() == 2;
@@ -475,7 +491,8 @@ void harness_overhead_print(const std::vector<CollectiveRow>& rows) {
   for (const CollectiveRow& harness : rows) {
     if (harness.op != "allreduce" || harness.bytes < (int64_t(1) << 20)) continue;
     for (const CollectiveRow& bare : rows) {
-      if (bare.op == "allreduce_mpi" && bare.bytes == harness.bytes) ratios.push_back(harness.busbw_gbps / bare.busbw_gbps);
+      if (bare.op == "allreduce_mpi" && bare.bytes == harness.bytes)
+        ratios.push_back(harness.busbw_gbps / bare.busbw_gbps);
     }
   }
   if (ratios.empty()) {
@@ -483,17 +500,19 @@ void harness_overhead_print(const std::vector<CollectiveRow>& rows) {
     return;
   }
   const double worst = *std::min_element(ratios.begin(), ratios.end());
-  fmt::print("# harness vs bare MPI_Allreduce busbw at >= 1 MiB ({} sizes): median ratio {:.3f}, worst {:.3f} "
-             "(goal >= 0.95){}\n",
-             ratios.size(), median_of(ratios), worst, worst >= 0.95 ? "" : "  ** below the goal **");
+  fmt::print(
+      "# harness vs bare MPI_Allreduce busbw at >= 1 MiB ({} sizes): median ratio {:.3f}, worst {:.3f} "
+      "(goal >= 0.95){}\n",
+      ratios.size(), median_of(ratios), worst, worst >= 0.95 ? "" : "  ** below the goal **");
 }
 
 // ---- per-layer compute profile -----------------------------------------------------------------
 
 void profile_print(const std::vector<ProfileRow>& rows, const CalibratePlan& plan, int ranks) {
-  fmt::print("\n# per-layer compute profile: median of {} iterations (after {} warm-up), slowest of {} ranks; "
-             "forward split over layers by parameter count\n",
-             plan.profile_iters, kProfileWarmup, ranks);
+  fmt::print(
+      "\n# per-layer compute profile: median of {} iterations (after {} warm-up), slowest of {} ranks; "
+      "forward split over layers by parameter count\n",
+      plan.profile_iters, kProfileWarmup, ranks);
   fmt::print("#{:>7} {:>6} {:<16} {:>12} {:>12}\n", "batch", "layer", "name", "fwd(us)", "bwd(us)");
   for (const ProfileRow& r : rows) {
     fmt::print("{:>8} {:>6} {:<16} {:>12.2f} {:>12.2f}\n", r.batch, r.layer, r.layer_name, r.fwd_s * 1e6,
@@ -578,12 +597,14 @@ int calibrate_on_ranks(const CalibrateOptions& o, int argc, char** argv) {
       print_warnings(o, *comm);
       fmt::print("# dsgd-bench calibrate: {} ranks ({}), host {}, {}\n", n, comm->library_version(), sys.host,
                  sys.cpu_model);
-      fmt::print("# sizes {} .. {} (x{}, {} sizes), float32; {} repetitions of >= {} ms after warm-up; time = "
-                 "slowest rank per iteration, median over repetitions; GB = 1e9 B\n",
-                 size_text(plan.sizes.front()), size_text(plan.sizes.back()), plan.size_factor, plan.sizes.size(),
-                 plan.reps, kMinRepTimeS * 1e3);
-      fmt::print("# busbw = algbw x 2(n-1)/n all-reduce, x (n-1)/n reduce-scatter / all-gather, x 1 broadcast / "
-                 "send-recv (docs/metrics.md)\n");
+      fmt::print(
+          "# sizes {} .. {} (x{}, {} sizes), float32; {} repetitions of >= {} ms after warm-up; time = "
+          "slowest rank per iteration, median over repetitions; GB = 1e9 B\n",
+          size_text(plan.sizes.front()), size_text(plan.sizes.back()), plan.size_factor, plan.sizes.size(), plan.reps,
+          kMinRepTimeS * 1e3);
+      fmt::print(
+          "# busbw = algbw x 2(n-1)/n all-reduce, x (n-1)/n reduce-scatter / all-gather, x 1 broadcast / "
+          "send-recv (docs/metrics.md)\n");
       std::fflush(stdout);
     }
     const double started = clock_now_s();
@@ -634,18 +655,17 @@ void setup_calibrate(CLI::App& app, int argc, char** argv) {
   CLI::App* sub = app.add_subcommand(
       "calibrate",
       "Measure collectives (size sweep, alpha-beta fit) and per-layer compute on N workers; store them in SQLite");
-  opts->workers_option =
-      sub->add_option("--workers", opts->workers,
-                      "number of MPI ranks; outside mpiexec, N>1 re-launches through mpiexec -n N")
-          ->capture_default_str();
+  opts->workers_option = sub->add_option("--workers", opts->workers,
+                                         "number of MPI ranks; outside mpiexec, N>1 re-launches through mpiexec -n N")
+                             ->capture_default_str();
   sub->add_option("--hostfile", opts->hostfile, "MPI hostfile for multi-machine calibration (mpiexec -f)");
   sub->add_option("--db", opts->db, "SQLite results database")->capture_default_str();
   sub->add_option("--min-size", opts->min_size, "smallest buffer (bytes; units B, KiB, MiB, GiB, kB, MB, GB)")
       ->capture_default_str();
   opts->max_size_option =
       sub->add_option("--max-size", opts->max_size, "largest buffer (--quick: 1MiB)")->capture_default_str();
-  opts->reps_option =
-      sub->add_option("--reps", opts->reps, "repetitions per size, each of >= 10 ms (--quick: 2)")->capture_default_str();
+  opts->reps_option = sub->add_option("--reps", opts->reps, "repetitions per size, each of >= 10 ms (--quick: 2)")
+                          ->capture_default_str();
   sub->add_flag("--quick", opts->quick, "sizes x4 up to 1MiB, 2 repetitions, 5 profile iterations: a few seconds");
   sub->add_option("--workload", opts->workload, "workload to profile per layer (dsgd-bench list workloads)")
       ->capture_default_str();

@@ -5,10 +5,10 @@
 // usage error or when nothing matched. Prints the markdown summary; --markdown, --junit,
 // --benchmark-bigger / --benchmark-smaller also write it, JUnit XML and
 // github-action-benchmark JSON to files. Method: results/compare_runs.hpp.
+#include <fmt/format.h>
+
 #include <fstream>
 #include <regex>
-
-#include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"

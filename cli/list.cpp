@@ -21,9 +21,11 @@ void setup_list(CLI::App& app) {
     } else if (*what == "algorithms") {
       for (const auto& a : algorithm_list()) fmt::print("{:<14} {:<62} knobs: {}\n", a.name, a.description, a.knobs);
     } else if (*what == "topologies") {
-      for (const auto& t : topology_list()) fmt::print("{:<14} {}\n{:<14} usage: {}\n", t.name, t.description, "", t.usage);
+      for (const auto& t : topology_list())
+        fmt::print("{:<14} {}\n{:<14} usage: {}\n", t.name, t.description, "", t.usage);
     } else {
-      for (const auto& d : dataset_list()) fmt::print("{:<14} {}\n{:<14} usage: {}\n", d.name, d.description, "", d.usage);
+      for (const auto& d : dataset_list())
+        fmt::print("{:<14} {}\n{:<14} usage: {}\n", d.name, d.description, "", d.usage);
     }
   });
 }

@@ -2,9 +2,9 @@
 // chosen one, and turns any escaped exception into one clear message and an exit code
 // (2 for bad input, 1 for failures). Standard output is flushed and closed here with its
 // errors checked, so output lost to a full disk or a closed pipe is an error, not exit 0.
-#include <cstdio>
-
 #include <fmt/core.h>
+
+#include <cstdio>
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
@@ -21,8 +21,8 @@ int& cli_exit_code() {
 int main(int argc, char** argv) {
   CLI::App app{"dsgd-bench: benchmark distributed SGD variants on real MPI workers; results in SQLite"};
   const dsgd::SystemInfo sys = dsgd::system_info_read();
-  app.set_version_flag("--version", fmt::format("dsgd-bench {} (commit {}, {} build)", sys.tool_version,
-                                                sys.git_commit, sys.build_type));
+  app.set_version_flag("--version", fmt::format("dsgd-bench {} (commit {}, {} build)", sys.tool_version, sys.git_commit,
+                                                sys.build_type));
   app.require_subcommand(1);
   dsgd::setup_run(app, argc, argv);
   dsgd::setup_runs(app);

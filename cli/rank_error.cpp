@@ -1,8 +1,8 @@
 // How a subcommand running on MPI ranks reports an error (shared by run and calibrate).
+#include <fmt/format.h>
+
 #include <chrono>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"

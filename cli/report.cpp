@@ -46,13 +46,15 @@ void report_run(const ReportOptions& o) {
   size_t unrepresentative_count = 0;
   for (const RunWithSummary& r : runs) {
     if (r.run.build_type == "Release" || r.run.build_type == "RelWithDebInfo") continue;
-    if (++unrepresentative_count <= 10) unrepresentative += fmt::format("{}{}", unrepresentative.empty() ? "" : ", ", r.run.id);
+    if (++unrepresentative_count <= 10)
+      unrepresentative += fmt::format("{}{}", unrepresentative.empty() ? "" : ", ", r.run.id);
   }
   if (unrepresentative_count > 0)
-    context.warnings.push_back(fmt::format("{} run{} measured by a Debug (or unknown) build, timings not representative: "
-                                           "{}{}",
-                                           unrepresentative_count, unrepresentative_count == 1 ? " was" : "s were",
-                                           unrepresentative, unrepresentative_count > 10 ? ", ..." : ""));
+    context.warnings.push_back(
+        fmt::format("{} run{} measured by a Debug (or unknown) build, timings not representative: "
+                    "{}{}",
+                    unrepresentative_count, unrepresentative_count == 1 ? " was" : "s were", unrepresentative,
+                    unrepresentative_count > 10 ? ", ..." : ""));
   if (o.format == "html") {
     HtmlReportOptions html_options;
     if (o.curve_points > 0) html_options.max_points_per_chart = o.curve_points;
@@ -91,7 +93,8 @@ void setup_report(CLI::App& app) {
   sub->add_option("--db", opts->db, "SQLite results database")->capture_default_str();
   sub->add_option("--runs", opts->selection.runs, "run ids, e.g. 3,5,9-12 (default: all)");
   sub->add_option("--tag", opts->selection.tag, "runs whose tag has all these comma-separated items, e.g. suite=smoke");
-  sub->add_option("--since", opts->selection.since, "runs created at or after this UTC date/time (2026-11-30[T14:00:00Z])");
+  sub->add_option("--since", opts->selection.since,
+                  "runs created at or after this UTC date/time (2026-11-30[T14:00:00Z])");
   sub->add_option("--format", opts->format, "csv, json or html")
       ->capture_default_str()
       ->check(CLI::IsMember({"csv", "json", "html"}));

@@ -4,9 +4,9 @@
 // table or the terminal.
 #include "cli/run_format.hpp"
 
-#include <cmath>
-
 #include <fmt/format.h>
+
+#include <cmath>
 
 #include "core/output_file.hpp"
 #include "core/run_config.hpp"
@@ -31,8 +31,9 @@ std::string format_config(const RunConfig& cfg, const RunRecord& r) {
 std::string format_eval_line(const EvalRow& e, int64_t total_steps) {
   // No minibatch has been seen before the first step: its train loss is not a number.
   const std::string train = std::isnan(e.train_loss) ? std::string("       -") : fmt::format("{:8.5f}", e.train_loss);
-  std::string line = fmt::format("eval step {:>6}/{:<6} time {:8.3f} s  train_loss {}  test_loss {:8.5f}  test_acc {:6.4f}",
-                                 e.step, total_steps, e.time_s, train, e.test_loss, e.test_acc);
+  std::string line =
+      fmt::format("eval step {:>6}/{:<6} time {:8.3f} s  train_loss {}  test_loss {:8.5f}  test_acc {:6.4f}", e.step,
+                  total_steps, e.time_s, train, e.test_loss, e.test_acc);
   if (e.consensus_distance) line += fmt::format("  consensus {:.3e}", *e.consensus_distance);
   return line;
 }

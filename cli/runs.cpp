@@ -16,7 +16,8 @@ struct RunsOptions {
 
 void setup_runs(CLI::App& app) {
   auto opts = std::make_shared<RunsOptions>();
-  CLI::App* sub = app.add_subcommand("runs", "List stored runs (id, time, workload, algorithm, workers, status, key metrics)");
+  CLI::App* sub =
+      app.add_subcommand("runs", "List stored runs (id, time, workload, algorithm, workers, status, key metrics)");
   sub->add_option("--db", opts->db, "SQLite results database")->capture_default_str();
   sub->add_option("--limit", opts->limit, "show at most this many runs (newest first)")
       ->capture_default_str()

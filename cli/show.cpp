@@ -35,10 +35,13 @@ void setup_show(CLI::App& app) {
       if (opts->evals) {
         nlohmann::json evals = nlohmann::json::array();
         for (const auto& e : store.evals_get(opts->run_id))
-          evals.push_back({{"step", e.step}, {"time_s", e.time_s}, {"train_loss", e.train_loss},
-                           {"test_loss", e.test_loss}, {"test_acc", e.test_acc},
-                           {"consensus_distance", e.consensus_distance ? nlohmann::json(*e.consensus_distance)
-                                                                       : nlohmann::json(nullptr)}});
+          evals.push_back({{"step", e.step},
+                           {"time_s", e.time_s},
+                           {"train_loss", e.train_loss},
+                           {"test_loss", e.test_loss},
+                           {"test_acc", e.test_acc},
+                           {"consensus_distance",
+                            e.consensus_distance ? nlohmann::json(*e.consensus_distance) : nlohmann::json(nullptr)}});
         j["evals"] = evals;
       }
       fmt::print("{}\n", j.dump(2));

@@ -3,16 +3,17 @@
 // hier's link classes and random-perm's first matchings. Limits: the table prints W, the
 // neighbour lists and the link classes only up to 16 workers (a summary above that);
 // --format json always carries everything.
+#include "cluster/topology.hpp"
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
-
 #include "cli/commands.hpp"
-#include "cluster/topology.hpp"
 
 namespace dsgd {
 
@@ -30,7 +31,9 @@ constexpr int kTopologyFullTableMax = 16;
 // random-perm: how many steps' matchings the table shows.
 constexpr int kTopologyShownSteps = 4;
 
-double mixing_at(const Topology& t, int i, int j) { return t.mixing[static_cast<size_t>(i) * t.workers + j]; }
+double mixing_at(const Topology& t, int i, int j) {
+  return t.mixing[static_cast<size_t>(i) * t.workers + j];
+}
 
 // Keys in a fixed, readable order (spec first), mixing as an array of rows.
 nlohmann::ordered_json topology_to_json(const Topology& t) {
@@ -128,8 +131,10 @@ void print_matchings(const Topology& t, uint64_t seed) {
     topology_partner_at_step(t.workers, step, seed, partner, scratch);
     std::string pairs, idle;
     for (int i = 0; i < t.workers; ++i) {
-      if (partner[i] == i) idle = fmt::format("  (idle: {})", i);
-      else if (i < partner[i]) pairs += fmt::format(" {}-{}", i, partner[i]);
+      if (partner[i] == i)
+        idle = fmt::format("  (idle: {})", i);
+      else if (i < partner[i])
+        pairs += fmt::format(" {}-{}", i, partner[i]);
     }
     fmt::print("  step {}:{}{}\n", step, pairs, idle);
   }
@@ -141,12 +146,14 @@ void run_topology(const TopologyOptions& opts) {
     fmt::print("{}\n", topology_to_json(t).dump(2));
     return;
   }
-  fmt::print("topology {}: kind {}, {} worker{}, {} group{}{}\n", t.spec, t.kind, t.workers,
-             t.workers == 1 ? "" : "s", t.groups, t.groups == 1 ? "" : "s", t.time_varying ? ", time-varying (W below is the expectation E[W])" : "");
+  fmt::print("topology {}: kind {}, {} worker{}, {} group{}{}\n", t.spec, t.kind, t.workers, t.workers == 1 ? "" : "s",
+             t.groups, t.groups == 1 ? "" : "s",
+             t.time_varying ? ", time-varying (W below is the expectation E[W])" : "");
   // ||Wx − x̄|| ≤ |λ2|·||x − x̄||; for random matchings (W² = W) E||Wx − x̄||² ≤ λ2(E[W])·||x − x̄||².
-  fmt::print("spectral gap {:.6f} (1 − |λ2| of W: each gossip step shrinks the {} to consensus by a factor "
-             "of at most {:.4f})\n",
-             t.spectral_gap, t.time_varying ? "expected squared distance" : "distance", 1 - t.spectral_gap);
+  fmt::print(
+      "spectral gap {:.6f} (1 − |λ2| of W: each gossip step shrinks the {} to consensus by a factor "
+      "of at most {:.4f})\n",
+      t.spectral_gap, t.time_varying ? "expected squared distance" : "distance", 1 - t.spectral_gap);
   print_neighbours(t);
   print_mixing(t);
   if (t.kind == "hier") print_link_classes(t);
@@ -157,8 +164,8 @@ void run_topology(const TopologyOptions& opts) {
 
 void setup_topology(CLI::App& app) {
   auto opts = std::make_shared<TopologyOptions>();
-  CLI::App* sub = app.add_subcommand(
-      "topology", "Show a worker topology: neighbours, mixing matrix, spectral gap, link classes");
+  CLI::App* sub =
+      app.add_subcommand("topology", "Show a worker topology: neighbours, mixing matrix, spectral gap, link classes");
   std::string kinds;
   for (const auto& k : topology_list()) kinds += (kinds.empty() ? "" : " | ") + k.usage;
   sub->add_option("name", opts->name, kinds)->required();

@@ -4,13 +4,14 @@
 // The file is written beside its destination and renamed into place (core/output_file.hpp),
 // so a failure (a full disk) never leaves half a trace; `-o -` writes to stdout.
 
+#include "results/trace.hpp"
+
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
 #include "results/store.hpp"
-#include "results/trace.hpp"
 
 namespace dsgd {
 
@@ -25,8 +26,8 @@ struct TraceCliOptions {
 };
 
 std::string stats_line(const TraceStats& s, const std::string& where) {
-  std::string sampling = s.sample_every > 1 ? fmt::format(", every {}th step (bounded by --max-events)", s.sample_every)
-                                            : std::string();
+  std::string sampling =
+      s.sample_every > 1 ? fmt::format(", every {}th step (bounded by --max-events)", s.sample_every) : std::string();
   return fmt::format("wrote {} events: {} ranks, steps {}..{} ({} of {} stored in the window){} to {}", s.events,
                      s.ranks, s.first_step, s.last_step, s.steps_written, s.steps_in_window, sampling, where);
 }

@@ -11,14 +11,13 @@
 // and stores them (tables validations / validation_metrics, results/validation_store.hpp).
 // The profile run is independent of the measured one, so the prediction is not fitted to
 // what it predicts. `dsgd-bench validate --list` shows the stored validations.
+#include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-
-#include <fmt/format.h>
 
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
@@ -137,9 +136,10 @@ int run_validate(const ValidateOptions& o) {
   run_config_validate(cfg);
   Store store = Store::open(cfg.db);  // creates and migrates before the children write
   if (!cfg.bandwidth.empty() && !store.calibration_latest(system_info_read().host))
-    fmt::print("# note: no calibration of this host in {}: the measured run adds the emulated link to the real "
-               "fabric instead of replacing it (run `dsgd-bench calibrate` first for a fair comparison)\n",
-               cfg.db);
+    fmt::print(
+        "# note: no calibration of this host in {}: the measured run adds the emulated link to the real "
+        "fabric instead of replacing it (run `dsgd-bench calibrate` first for a fair comparison)\n",
+        cfg.db);
 
   const std::filesystem::path dir = std::filesystem::absolute(cfg.db).parent_path();
   const std::string stem = fmt::format("dsgd-validate-{}", getpid());
@@ -163,7 +163,8 @@ int run_validate(const ValidateOptions& o) {
   const std::string load_before = load_average();
   ValidationRecord v;
   try {
-    v.profile_run_id = run_child("profile (1 worker, no stragglers or emulation)", write_config(profile, path("profile")));
+    v.profile_run_id =
+        run_child("profile (1 worker, no stragglers or emulation)", write_config(profile, path("profile")));
     v.measured_run_id = run_child("measured (mpi, 2 ranks)", write_config(measured, path("measured")));
     RunConfig simulated = cfg;
     simulated.backend = "sim";
@@ -185,9 +186,9 @@ int run_validate(const ValidateOptions& o) {
     double Summary::*member;
   };
   const Field fields[] = {
-      {"step_time_s", &Summary::step_time_s},   {"compute_s", &Summary::compute_s},
-      {"comm_s", &Summary::comm_s},             {"wait_s", &Summary::wait_s},
-      {"injected_s", &Summary::injected_s},     {"throughput_samples_per_s", &Summary::throughput_samples_per_s},
+      {"step_time_s", &Summary::step_time_s}, {"compute_s", &Summary::compute_s},
+      {"comm_s", &Summary::comm_s},           {"wait_s", &Summary::wait_s},
+      {"injected_s", &Summary::injected_s},   {"throughput_samples_per_s", &Summary::throughput_samples_per_s},
   };
   for (const Field& f : fields) {
     const double a = (*m.summary).*(f.member);

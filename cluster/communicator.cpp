@@ -12,19 +12,30 @@ namespace dsgd {
 
 const char* coll_kind_name(CollKind kind) {
   switch (kind) {
-    case CollKind::coll_allreduce: return "allreduce";
-    case CollKind::coll_broadcast: return "broadcast";
-    case CollKind::coll_allgather: return "allgather";
-    case CollKind::coll_reduce_scatter: return "reduce_scatter";
-    case CollKind::coll_barrier: return "barrier";
-    case CollKind::coll_sendrecv: return "sendrecv";
-    case CollKind::coll_onesided: return "onesided";
+    case CollKind::coll_allreduce:
+      return "allreduce";
+    case CollKind::coll_broadcast:
+      return "broadcast";
+    case CollKind::coll_allgather:
+      return "allgather";
+    case CollKind::coll_reduce_scatter:
+      return "reduce_scatter";
+    case CollKind::coll_barrier:
+      return "barrier";
+    case CollKind::coll_sendrecv:
+      return "sendrecv";
+    case CollKind::coll_onesided:
+      return "onesided";
   }
   return "unknown";
 }
 
-double ring_allreduce_bytes_sent(double bytes, int n) { return n <= 1 ? 0.0 : 2.0 * (n - 1) / n * bytes; }
-double ring_scatter_gather_bytes_sent(double bytes, int n) { return n <= 1 ? 0.0 : double(n - 1) / n * bytes; }
+double ring_allreduce_bytes_sent(double bytes, int n) {
+  return n <= 1 ? 0.0 : 2.0 * (n - 1) / n * bytes;
+}
+double ring_scatter_gather_bytes_sent(double bytes, int n) {
+  return n <= 1 ? 0.0 : double(n - 1) / n * bytes;
+}
 
 void Communicator::record(CollKind kind, double arrive, double bytes_sent) {
   if (!log_) return;
@@ -156,8 +167,8 @@ int Communicator::exchange_start(const float* send, size_t send_count, const int
   return r.slot;
 }
 
-void Communicator::isendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count,
-                             int source, CollRequest& r) {
+void Communicator::isendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count, int source,
+                             CollRequest& r) {
   exchange_start(send, send_count, &dest, 1, recv, recv_count, &source, 1, r);
 }
 
@@ -189,8 +200,12 @@ void Communicator::finish_blocking(CollRequest& r) {
   if (log_) log_->push(CollEvent{r.launch, now(), r.bytes_sent, static_cast<int32_t>(r.kind), 0.0, 0.0});
 }
 
-void Communicator::window_create(size_t count) { do_window_create(count); }
-void Communicator::window_free() { do_window_free(); }
+void Communicator::window_create(size_t count) {
+  do_window_create(count);
+}
+void Communicator::window_free() {
+  do_window_free();
+}
 
 void Communicator::window_lock(int rank) {
   epoch_arrive_ = now();
@@ -214,7 +229,8 @@ void Communicator::window_put(const float* src, size_t count, int rank, uint64_t
 void Communicator::window_unlock(int rank) {
   do_window_unlock(rank);
   if (emulation_.extra_s && epoch_remote_bytes_ > 0)
-    hold_until(epoch_arrive_ + emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, epoch_remote_bytes_, size()));
+    hold_until(epoch_arrive_ +
+               emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, epoch_remote_bytes_, size()));
   record(CollKind::coll_onesided, epoch_arrive_, epoch_put_bytes_);
 }
 
@@ -230,7 +246,8 @@ uint64_t Communicator::window_poll(float* dst, size_t count, int rank, WindowRea
     std::this_thread::yield();  // let the writers we wait for take the lock
   }
   if (emulation_.extra_s && rank != this->rank())
-    hold_until(now() + emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, double(count) * sizeof(float), size()));
+    hold_until(now() +
+               emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, double(count) * sizeof(float), size()));
   record(CollKind::coll_onesided, arrive, 0.0);
   return version;
 }
@@ -240,15 +257,33 @@ uint64_t Communicator::window_poll(float* dst, size_t count, int rank, WindowRea
              "backend {} does not implement {}", backend_name(), what);
 }
 
-void Communicator::do_reduce_scatter_sum(const float*, float*, size_t) { unsupported("reduce_scatter"); }
-void Communicator::do_allgather(float*, size_t) { unsupported("allgather"); }
-int Communicator::do_iallgather_start(float*, size_t) { unsupported("iallgather"); }
-void Communicator::do_window_create(size_t) { unsupported("one-sided windows"); }
-void Communicator::do_window_free() { unsupported("one-sided windows"); }
-void Communicator::do_window_lock(int) { unsupported("one-sided windows"); }
-void Communicator::do_window_unlock(int) { unsupported("one-sided windows"); }
-void Communicator::do_window_get(float*, size_t, int, uint64_t*) { unsupported("one-sided windows"); }
-void Communicator::do_window_put(const float*, size_t, int, uint64_t) { unsupported("one-sided windows"); }
+void Communicator::do_reduce_scatter_sum(const float*, float*, size_t) {
+  unsupported("reduce_scatter");
+}
+void Communicator::do_allgather(float*, size_t) {
+  unsupported("allgather");
+}
+int Communicator::do_iallgather_start(float*, size_t) {
+  unsupported("iallgather");
+}
+void Communicator::do_window_create(size_t) {
+  unsupported("one-sided windows");
+}
+void Communicator::do_window_free() {
+  unsupported("one-sided windows");
+}
+void Communicator::do_window_lock(int) {
+  unsupported("one-sided windows");
+}
+void Communicator::do_window_unlock(int) {
+  unsupported("one-sided windows");
+}
+void Communicator::do_window_get(float*, size_t, int, uint64_t*) {
+  unsupported("one-sided windows");
+}
+void Communicator::do_window_put(const float*, size_t, int, uint64_t) {
+  unsupported("one-sided windows");
+}
 int Communicator::do_exchange_start(const float*, size_t, const int*, size_t, float*, size_t, const int*, size_t) {
   unsupported("sendrecv (point-to-point exchange)");
 }
@@ -327,10 +362,14 @@ class SelfCommunicator final : public Communicator {
 
 }  // namespace
 
-std::unique_ptr<Communicator> communicator_create_self() { return std::make_unique<SelfCommunicator>(); }
+std::unique_ptr<Communicator> communicator_create_self() {
+  return std::make_unique<SelfCommunicator>();
+}
 
 #ifndef DSGD_HAVE_MPI
-std::unique_ptr<Communicator> communicator_create_world(int*, char***) { return communicator_create_self(); }
+std::unique_ptr<Communicator> communicator_create_world(int*, char***) {
+  return communicator_create_self();
+}
 #endif
 
 }  // namespace dsgd

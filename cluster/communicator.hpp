@@ -79,7 +79,7 @@ struct EmulationHook {
 
 // Compute phases of a step, for Communicator::compute_done (the sim backend's cost model).
 enum class ComputePhase : int32_t {
-  phase_data = 0,            // load_batch
+  phase_data = 0,  // load_batch
   phase_forward = 1,
   phase_backward_layer = 2,  // one layer's gradient is final (from the layer hook)
   phase_backward = 3,        // backward returned (the part after the last layer hook)
@@ -89,7 +89,7 @@ enum class ComputePhase : int32_t {
 // A non-blocking collective in flight (Communicator::iallreduce_*). Plain data, reusable:
 // an algorithm keeps one per bucket, allocated once.
 struct CollRequest {
-  int slot = -1;        // backend request slot; −1 when not in flight
+  int slot = -1;  // backend request slot; −1 when not in flight
   float* data = nullptr;
   size_t count = 0;
   bool average = false;

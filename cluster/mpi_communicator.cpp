@@ -191,8 +191,8 @@ class MpiCommunicator final : public Communicator {
   }
   void do_allgather(float* data, size_t count) override {
     shard_counts(count);
-    DSGD_MPI_CHECK(
-        MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts_.data(), displs_.data(), MPI_FLOAT, MPI_COMM_WORLD));
+    DSGD_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts_.data(), displs_.data(), MPI_FLOAT,
+                                  MPI_COMM_WORLD));
   }
   // Flat (also on hier topologies, like do_allgather); the slot keeps the block counts
   // until the operation completes.
@@ -258,8 +258,8 @@ class MpiCommunicator final : public Communicator {
   void do_window_unlock(int rank) override { DSGD_MPI_CHECK(MPI_Win_unlock(rank, win_)); }
   void do_window_get(float* dst, size_t count, int rank, uint64_t* version) override {
     DSGD_MPI_CHECK(MPI_Get(dst, checked_count(count), MPI_FLOAT, rank, 0, checked_count(count), MPI_FLOAT, win_));
-    DSGD_MPI_CHECK(MPI_Get(version, 1, MPI_UINT64_T, rank, static_cast<MPI_Aint>(win_version_offset_), 1,
-                           MPI_UINT64_T, win_));
+    DSGD_MPI_CHECK(
+        MPI_Get(version, 1, MPI_UINT64_T, rank, static_cast<MPI_Aint>(win_version_offset_), 1, MPI_UINT64_T, win_));
     DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
   }
   void do_window_put(const float* src, size_t count, int rank, uint64_t version) override {
@@ -321,10 +321,10 @@ class MpiCommunicator final : public Communicator {
     std::vector<MPI_Request> requests;
     bool used = false;
     int hier_phase = 0;
-    bool hier_finished = false;         // phase 3 completed
+    bool hier_finished = false;  // phase 3 completed
     float* data = nullptr;
-    std::vector<float> shard;           // this rank's block of the buffer (grown, never shrunk)
-    std::vector<int> counts, displs;    // the group's blocks of the buffer
+    std::vector<float> shard;         // this rank's block of the buffer (grown, never shrunk)
+    std::vector<int> counts, displs;  // the group's blocks of the buffer
   };
   // The sub-communicators of set_hierarchy. MPI requires the non-blocking collectives on a
   // communicator to start in the same order on every rank. Phase 1 starts at launch (program
@@ -356,8 +356,8 @@ class MpiCommunicator final : public Communicator {
     sl.hier_phase = 1;
     sl.hier_finished = false;
     sl.requests.assign(1, MPI_REQUEST_NULL);
-    DSGD_MPI_CHECK(MPI_Ireduce_scatter(data, sl.shard.data(), sl.counts.data(), MPI_FLOAT, MPI_SUM, hier_.intra,
-                                       &sl.requests[0]));
+    DSGD_MPI_CHECK(
+        MPI_Ireduce_scatter(data, sl.shard.data(), sl.counts.data(), MPI_FLOAT, MPI_SUM, hier_.intra, &sl.requests[0]));
     sl.used = true;
     hier_queue_.push_back(slot);
     return slot;
@@ -370,8 +370,8 @@ class MpiCommunicator final : public Communicator {
       Slot& sl = slots_[static_cast<size_t>(slot)];
       while (!sl.hier_finished) {
         int done = 0;
-        DSGD_MPI_CHECK(MPI_Testall(static_cast<int>(sl.requests.size()), sl.requests.data(), &done,
-                                   MPI_STATUSES_IGNORE));
+        DSGD_MPI_CHECK(
+            MPI_Testall(static_cast<int>(sl.requests.size()), sl.requests.data(), &done, MPI_STATUSES_IGNORE));
         if (!done) break;
         if (sl.hier_phase == 3) {
           sl.hier_finished = true;
@@ -384,8 +384,8 @@ class MpiCommunicator final : public Communicator {
           DSGD_MPI_CHECK(
               MPI_Iallreduce(MPI_IN_PLACE, sl.shard.data(), mine, MPI_FLOAT, MPI_SUM, hier_.inter, &sl.requests[0]));
         } else {
-          DSGD_MPI_CHECK(MPI_Iallgatherv(sl.shard.data(), mine, MPI_FLOAT, sl.data, sl.counts.data(),
-                                         sl.displs.data(), MPI_FLOAT, hier_.intra_gather, &sl.requests[0]));
+          DSGD_MPI_CHECK(MPI_Iallgatherv(sl.shard.data(), mine, MPI_FLOAT, sl.data, sl.counts.data(), sl.displs.data(),
+                                         MPI_FLOAT, hier_.intra_gather, &sl.requests[0]));
         }
         ++sl.hier_phase;
       }
@@ -430,7 +430,7 @@ class MpiCommunicator final : public Communicator {
   }
   std::vector<Slot> slots_ = std::vector<Slot>(256);
   Hierarchy hier_;
-  std::vector<int> hier_queue_;  // slots of the two-level operations in flight, in launch order
+  std::vector<int> hier_queue_;       // slots of the two-level operations in flight, in launch order
   std::vector<int> counts_, displs_;  // per-rank blocks of the last sharded buffer size
   size_t counts_for_ = SIZE_MAX;
   int rank_ = 0;

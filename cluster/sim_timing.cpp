@@ -82,8 +82,11 @@ SimTimingResult sim_timing_run(const SimTimingPlan& plan, const std::function<bo
         clock[i] = depart[i];
         if (wanted) {
           SimStepTiming& r = rows[i];
-          r = SimStepTiming{start, depart[i] - start, c.data_s, c.fwd_s, bwd, c.opt_s, total - wait, wait, delay[i],
-                            plan.workers > 1 ? plan.param_bytes * double(plan.neighbors[i].size()) : 0.0};
+          r = SimStepTiming{start,        depart[i] - start,
+                            c.data_s,     c.fwd_s,
+                            bwd,          c.opt_s,
+                            total - wait, wait,
+                            delay[i],     plan.workers > 1 ? plan.param_bytes * double(plan.neighbors[i].size()) : 0.0};
         }
       }
       if (wanted) sink(step, rows.data());

@@ -52,8 +52,8 @@ struct SimTimingPlan {
   int64_t eval_every = 1;
   int64_t flush_every = 1;
   std::string algo = "ssgd";
-  int64_t period = 1;          // H (localsgd)
-  double param_bytes = 0;      // |x|·4
+  int64_t period = 1;      // H (localsgd)
+  double param_bytes = 0;  // |x|·4
   SimComputeCost cost;
   Stragglers stragglers;
   std::optional<NetworkModel> network;  // empty: ideal
@@ -70,8 +70,8 @@ struct SimStepTiming {
 };
 
 struct SimTimingResult {
-  double end_time = 0;          // the latest worker's clock at the end
-  int64_t worker_steps = 0;     // workers × steps simulated
+  double end_time = 0;       // the latest worker's clock at the end
+  int64_t worker_steps = 0;  // workers × steps simulated
 };
 
 // Runs the plan. keep(step) says whether the step's per-worker timings are wanted; when it

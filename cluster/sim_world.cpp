@@ -1,12 +1,12 @@
 // The simulated cluster's scheduler and communicator; see sim_world.hpp.
 #include "cluster/sim_world.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cstring>
 #include <limits>
 #include <thread>
-
-#include <fmt/format.h>
 
 #include "core/errors.hpp"
 
@@ -87,8 +87,8 @@ void SimWorld::pass_baton() {
       std::any_of(state_.begin(), state_.end(), [](State s) { return s == State::state_blocked; });
   if (anyone_blocked && !failed_) {
     failed_ = true;
-    failure_ = fmt::format("deadlock in the simulated cluster: every unfinished worker is blocked ({})",
-                           blocked_list());
+    failure_ =
+        fmt::format("deadlock in the simulated cluster: every unfinished worker is blocked ({})", blocked_list());
     for (auto& cv : cv_) cv->notify_all();
   }
 }
@@ -125,8 +125,8 @@ void SimWorld::fail_and_throw(int rank, const std::string& why) {
     }
     for (auto& cv : cv_) cv->notify_all();
   }
-  DSGD_THROW(Error, "this is a bug in the algorithm: every worker must run the same collectives", "worker {}: {}",
-             rank, why);
+  DSGD_THROW(Error, "this is a bug in the algorithm: every worker must run the same collectives", "worker {}: {}", rank,
+             why);
 }
 
 void SimWorld::run(const std::function<void(int rank)>& body) {
@@ -171,15 +171,24 @@ namespace {
 
 const char* op_name(SimWorld::Op op) {
   switch (op) {
-    case SimWorld::Op::op_sum_f32: return "all-reduce(sum, float)";
-    case SimWorld::Op::op_sum_f64: return "all-reduce(sum, double)";
-    case SimWorld::Op::op_max_f64: return "all-reduce(max, double)";
-    case SimWorld::Op::op_bcast_f32: return "broadcast(float)";
-    case SimWorld::Op::op_bcast_f64: return "broadcast(double)";
-    case SimWorld::Op::op_gather_f64: return "gather(double)";
-    case SimWorld::Op::op_barrier: return "barrier";
-    case SimWorld::Op::op_reduce_scatter_f32: return "reduce-scatter(sum, float)";
-    case SimWorld::Op::op_allgather_f32: return "all-gather(float)";
+    case SimWorld::Op::op_sum_f32:
+      return "all-reduce(sum, float)";
+    case SimWorld::Op::op_sum_f64:
+      return "all-reduce(sum, double)";
+    case SimWorld::Op::op_max_f64:
+      return "all-reduce(max, double)";
+    case SimWorld::Op::op_bcast_f32:
+      return "broadcast(float)";
+    case SimWorld::Op::op_bcast_f64:
+      return "broadcast(double)";
+    case SimWorld::Op::op_gather_f64:
+      return "gather(double)";
+    case SimWorld::Op::op_barrier:
+      return "barrier";
+    case SimWorld::Op::op_reduce_scatter_f32:
+      return "reduce-scatter(sum, float)";
+    case SimWorld::Op::op_allgather_f32:
+      return "all-gather(float)";
   }
   return "?";
 }
@@ -205,18 +214,29 @@ void broadcast_all(const std::vector<void*>& buffers, size_t count, int root) {
 
 void SimWorld::complete(Collective& c) {
   switch (c.op) {
-    case Op::op_sum_f32: reduce_all<float>(c.data, c.count, [](float a, float b) { return a + b; }); break;
-    case Op::op_sum_f64: reduce_all<double>(c.data, c.count, [](double a, double b) { return a + b; }); break;
-    case Op::op_max_f64: reduce_all<double>(c.data, c.count, [](double a, double b) { return a < b ? b : a; }); break;
-    case Op::op_bcast_f32: broadcast_all<float>(c.data, c.count, c.root); break;
-    case Op::op_bcast_f64: broadcast_all<double>(c.data, c.count, c.root); break;
+    case Op::op_sum_f32:
+      reduce_all<float>(c.data, c.count, [](float a, float b) { return a + b; });
+      break;
+    case Op::op_sum_f64:
+      reduce_all<double>(c.data, c.count, [](double a, double b) { return a + b; });
+      break;
+    case Op::op_max_f64:
+      reduce_all<double>(c.data, c.count, [](double a, double b) { return a < b ? b : a; });
+      break;
+    case Op::op_bcast_f32:
+      broadcast_all<float>(c.data, c.count, c.root);
+      break;
+    case Op::op_bcast_f64:
+      broadcast_all<double>(c.data, c.count, c.root);
+      break;
     case Op::op_gather_f64: {
       auto* out = static_cast<double*>(c.data[static_cast<size_t>(c.root)]);
       for (int r = 0; r < n_; ++r)
         std::memcpy(out + static_cast<size_t>(r) * c.count, c.send[static_cast<size_t>(r)], c.count * sizeof(double));
       break;
     }
-    case Op::op_barrier: break;
+    case Op::op_barrier:
+      break;
     case Op::op_reduce_scatter_f32: {
       // Each rank's block is the sum over ranks in rank order, as reduce_all's.
       for (int r = 0; r < n_; ++r) {
@@ -235,7 +255,8 @@ void SimWorld::complete(Collective& c) {
         const size_t b = Communicator::shard_begin(c.count, n_, r), e = Communicator::shard_begin(c.count, n_, r + 1);
         const float* src = static_cast<const float*>(c.data[static_cast<size_t>(r)]) + b;
         for (int j = 0; j < n_; ++j)
-          if (j != r) std::memcpy(static_cast<float*>(c.data[static_cast<size_t>(j)]) + b, src, (e - b) * sizeof(float));
+          if (j != r)
+            std::memcpy(static_cast<float*>(c.data[static_cast<size_t>(j)]) + b, src, (e - b) * sizeof(float));
       }
       break;
     }
@@ -271,9 +292,10 @@ int64_t SimWorld::collective_start(int rank, Op op, CollKind kind, bool timed, v
     c.data.assign(static_cast<size_t>(n_), nullptr);
     c.send.assign(static_cast<size_t>(n_), nullptr);
   } else if (c.op != op || c.count != count || c.root != root || c.timed != timed) {
-    const std::string why = fmt::format("collective #{} is {} of {} elements (root {}) here but {} of {} (root {}) "
-                                        "on the worker that arrived first",
-                                        seq, op_name(op), count, root, op_name(c.op), c.count, c.root);
+    const std::string why = fmt::format(
+        "collective #{} is {} of {} elements (root {}) here but {} of {} (root {}) "
+        "on the worker that arrived first",
+        seq, op_name(op), count, root, op_name(c.op), c.count, c.root);
     lock.unlock();
     fail_and_throw(rank, why);
   }
@@ -485,14 +507,15 @@ bool SimWorld::exchange_test(int rank, int64_t id) {
 
 SimWorld::Window& SimWorld::window_of(int rank, int target, const char* what) {
   if (target < 0 || target >= n_ || !windows_[static_cast<size_t>(target)].created) {
-    const std::string why = target < 0 || target >= n_
-                                ? fmt::format("{} of worker {} outside 0..{}", what, target, n_ - 1)
-                                : fmt::format("{} of worker {}, which has no window (window_create first)", what, target);
+    const std::string why =
+        target < 0 || target >= n_
+            ? fmt::format("{} of worker {} outside 0..{}", what, target, n_ - 1)
+            : fmt::format("{} of worker {}, which has no window (window_create first)", what, target);
     failed_ = true;
     failure_ = why;
     for (auto& cv : cv_) cv->notify_all();
-    DSGD_THROW(Error, "this is a bug in the algorithm: create the window on every worker first", "worker {}: {}",
-               rank, why);
+    DSGD_THROW(Error, "this is a bug in the algorithm: create the window on every worker first", "worker {}: {}", rank,
+               why);
   }
   return windows_[static_cast<size_t>(target)];
 }
@@ -593,66 +616,90 @@ void SimWorld::window_put(int rank, int target, const float* src, size_t count, 
 
 // ---- SimCommunicator -------------------------------------------------------------------------
 
-int SimCommunicator::size() const { return world_.size(); }
-double SimCommunicator::now() const { return world_.time(rank_); }
-void SimCommunicator::hold_until(double deadline) { world_.hold_until(rank_, deadline); }
+int SimCommunicator::size() const {
+  return world_.size();
+}
+double SimCommunicator::now() const {
+  return world_.time(rank_);
+}
+void SimCommunicator::hold_until(double deadline) {
+  world_.hold_until(rank_, deadline);
+}
 
 void SimCommunicator::compute_done(ComputePhase phase, size_t layer) {
   const SimComputeCost& c = world_.options().cost;
   double s = 0;
   switch (phase) {
-    case ComputePhase::phase_data: s = c.data_s; break;
-    case ComputePhase::phase_forward: s = c.fwd_s; break;
-    case ComputePhase::phase_backward_layer: s = layer < c.bwd_layer_s.size() ? c.bwd_layer_s[layer] : 0.0; break;
-    case ComputePhase::phase_backward: s = c.bwd_rest_s; break;
-    case ComputePhase::phase_optimizer: s = c.opt_s; break;
+    case ComputePhase::phase_data:
+      s = c.data_s;
+      break;
+    case ComputePhase::phase_forward:
+      s = c.fwd_s;
+      break;
+    case ComputePhase::phase_backward_layer:
+      s = layer < c.bwd_layer_s.size() ? c.bwd_layer_s[layer] : 0.0;
+      break;
+    case ComputePhase::phase_backward:
+      s = c.bwd_rest_s;
+      break;
+    case ComputePhase::phase_optimizer:
+      s = c.opt_s;
+      break;
   }
   world_.advance(rank_, s);
 }
 
-std::string SimCommunicator::backend_details() const { return world_.options().details_json; }
+std::string SimCommunicator::backend_details() const {
+  return world_.options().details_json;
+}
 
 using Op = SimWorld::Op;
 
 void SimCommunicator::untimed_allreduce_sum(double* data, size_t count) {
-  world_.collective_wait(rank_,
-                         world_.collective_start(rank_, Op::op_sum_f64, CollKind::coll_allreduce, false, data, nullptr, count, 0));
+  world_.collective_wait(
+      rank_, world_.collective_start(rank_, Op::op_sum_f64, CollKind::coll_allreduce, false, data, nullptr, count, 0));
 }
 void SimCommunicator::untimed_allreduce_sum(float* data, size_t count) {
-  world_.collective_wait(rank_,
-                         world_.collective_start(rank_, Op::op_sum_f32, CollKind::coll_allreduce, false, data, nullptr, count, 0));
+  world_.collective_wait(
+      rank_, world_.collective_start(rank_, Op::op_sum_f32, CollKind::coll_allreduce, false, data, nullptr, count, 0));
 }
 void SimCommunicator::untimed_allreduce_max(double* data, size_t count) {
-  world_.collective_wait(rank_,
-                         world_.collective_start(rank_, Op::op_max_f64, CollKind::coll_allreduce, false, data, nullptr, count, 0));
+  world_.collective_wait(
+      rank_, world_.collective_start(rank_, Op::op_max_f64, CollKind::coll_allreduce, false, data, nullptr, count, 0));
 }
 void SimCommunicator::untimed_gather(const double* send, size_t count, double* recv, int root) {
   world_.collective_wait(rank_, world_.collective_start(rank_, Op::op_gather_f64, CollKind::coll_allgather, false, recv,
                                                         send, count, root));
 }
 void SimCommunicator::untimed_broadcast(double* data, size_t count, int root) {
-  world_.collective_wait(rank_,
-                         world_.collective_start(rank_, Op::op_bcast_f64, CollKind::coll_broadcast, false, data, nullptr, count, root));
+  world_.collective_wait(rank_, world_.collective_start(rank_, Op::op_bcast_f64, CollKind::coll_broadcast, false, data,
+                                                        nullptr, count, root));
 }
-void SimCommunicator::untimed_send(const double* data, size_t count, int peer) { world_.send(rank_, peer, data, count); }
-void SimCommunicator::untimed_recv(double* data, size_t count, int peer) { world_.recv(rank_, peer, data, count); }
+void SimCommunicator::untimed_send(const double* data, size_t count, int peer) {
+  world_.send(rank_, peer, data, count);
+}
+void SimCommunicator::untimed_recv(double* data, size_t count, int peer) {
+  world_.recv(rank_, peer, data, count);
+}
 void SimCommunicator::untimed_barrier() {
-  world_.collective_wait(rank_,
-                         world_.collective_start(rank_, Op::op_barrier, CollKind::coll_barrier, false, nullptr, nullptr, 0, 0));
+  world_.collective_wait(
+      rank_, world_.collective_start(rank_, Op::op_barrier, CollKind::coll_barrier, false, nullptr, nullptr, 0, 0));
 }
-void SimCommunicator::abort(int code) { throw SimPeerFailed(); }
+void SimCommunicator::abort(int code) {
+  throw SimPeerFailed();
+}
 
 void SimCommunicator::do_allreduce_sum(float* data, size_t count) {
-  world_.collective_wait(rank_,
-                         world_.collective_start(rank_, Op::op_sum_f32, CollKind::coll_allreduce, true, data, nullptr, count, 0));
+  world_.collective_wait(
+      rank_, world_.collective_start(rank_, Op::op_sum_f32, CollKind::coll_allreduce, true, data, nullptr, count, 0));
 }
 void SimCommunicator::do_broadcast(float* data, size_t count, int root) {
-  world_.collective_wait(rank_,
-                         world_.collective_start(rank_, Op::op_bcast_f32, CollKind::coll_broadcast, true, data, nullptr, count, root));
+  world_.collective_wait(rank_, world_.collective_start(rank_, Op::op_bcast_f32, CollKind::coll_broadcast, true, data,
+                                                        nullptr, count, root));
 }
 void SimCommunicator::do_barrier() {
-  world_.collective_wait(rank_,
-                         world_.collective_start(rank_, Op::op_barrier, CollKind::coll_barrier, true, nullptr, nullptr, 0, 0));
+  world_.collective_wait(
+      rank_, world_.collective_start(rank_, Op::op_barrier, CollKind::coll_barrier, true, nullptr, nullptr, 0, 0));
 }
 int SimCommunicator::slot_for(int64_t id, bool exchange) {
   for (size_t i = 0; i < slots_.size(); ++i) {
@@ -691,9 +738,9 @@ void SimCommunicator::do_allgather(float* data, size_t count) {
                                                         data, nullptr, count, 0));
 }
 int SimCommunicator::do_iallgather_start(float* data, size_t count) {
-  return slot_for(world_.collective_start(rank_, Op::op_allgather_f32, CollKind::coll_allgather, true, data, nullptr,
-                                          count, 0),
-                  false);
+  return slot_for(
+      world_.collective_start(rank_, Op::op_allgather_f32, CollKind::coll_allgather, true, data, nullptr, count, 0),
+      false);
 }
 int SimCommunicator::do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests,
                                        float* recv, size_t recv_count, const int* sources, size_t n_sources) {
@@ -710,8 +757,12 @@ void SimCommunicator::do_window_free() {
   untimed_barrier();
   world_.window_free(rank_);
 }
-void SimCommunicator::do_window_lock(int rank) { world_.window_lock(rank_, rank); }
-void SimCommunicator::do_window_unlock(int rank) { world_.window_unlock(rank_, rank); }
+void SimCommunicator::do_window_lock(int rank) {
+  world_.window_lock(rank_, rank);
+}
+void SimCommunicator::do_window_unlock(int rank) {
+  world_.window_unlock(rank_, rank);
+}
 void SimCommunicator::do_window_get(float* dst, size_t count, int rank, uint64_t* version) {
   world_.window_get(rank_, rank, dst, count, version);
 }

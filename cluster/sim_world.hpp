@@ -80,7 +80,7 @@ struct SimComputeCost {
   std::vector<double> bwd_layer_s;  // charged when layer l's gradient hook fires
   double bwd_rest_s = 0;            // charged when backward returns
   double opt_s = 0;
-  double step_compute_s() const;    // data + fwd + Σ bwd_layer + bwd_rest + opt
+  double step_compute_s() const;  // data + fwd + Σ bwd_layer + bwd_rest + opt
 };
 
 struct SimWorldOptions {
@@ -212,8 +212,8 @@ class SimWorld {
   void send(int rank, int peer, const double* data, size_t count);
   void recv(int rank, int peer, double* data, size_t count);
   // Point-to-point exchange (see the header comment); returns an id for exchange_wait/test.
-  int64_t exchange_start(int rank, const float* send, size_t send_count, const int* dests, size_t n_dests,
-                         float* recv, size_t recv_count, const int* sources, size_t n_sources);
+  int64_t exchange_start(int rank, const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
+                         size_t recv_count, const int* sources, size_t n_sources);
   void exchange_wait(int rank, int64_t id);
   bool exchange_test(int rank, int64_t id);
   // One-sided windows (see the header comment). create/free synchronise like a barrier.
@@ -252,8 +252,8 @@ class SimWorld {
   // A point-to-point exchange of one worker in flight.
   struct Exchange {
     bool used = false;
-    int pending = 0;         // receives not yet matched
-    double completion = 0;   // max(last send's departure, matched arrivals)
+    int pending = 0;        // receives not yet matched
+    double completion = 0;  // max(last send's departure, matched arrivals)
   };
   // A posted receive not yet matched: the destination's exchange and buffer.
   struct PostedRecv {
@@ -269,9 +269,9 @@ class SimWorld {
   struct Window {
     std::vector<float> data;
     uint64_t version = 0;
-    int holder = -1;             // rank holding the lock (−1: free)
-    double free_at = 0;          // virtual time of the last unlock
-    std::deque<int> waiters;     // ranks blocked in window_lock, in request order
+    int holder = -1;          // rank holding the lock (−1: free)
+    double free_at = 0;       // virtual time of the last unlock
+    std::deque<int> waiters;  // ranks blocked in window_lock, in request order
     bool created = false;
   };
   enum class State { state_ready, state_blocked, state_done };
@@ -297,11 +297,11 @@ class SimWorld {
   double collective_link_free_ = 0;
   std::vector<State> state_;
   std::vector<const char*> blocked_in_;
-  std::vector<int64_t> seq_;  // next collective sequence number, per worker
-  std::vector<int64_t> waiting_seq_;  // collective a blocked worker waits for (−1: none)
-  std::vector<int> waiting_peer_;     // sender a blocked worker's recv waits for (−1: none)
-  std::vector<int64_t> waiting_exchange_;  // exchange a blocked worker waits for (−1: none)
-  std::vector<int> blocked_detail_;        // peer or window named in the deadlock message (−1: none)
+  std::vector<int64_t> seq_;                      // next collective sequence number, per worker
+  std::vector<int64_t> waiting_seq_;              // collective a blocked worker waits for (−1: none)
+  std::vector<int> waiting_peer_;                 // sender a blocked worker's recv waits for (−1: none)
+  std::vector<int64_t> waiting_exchange_;         // exchange a blocked worker waits for (−1: none)
+  std::vector<int> blocked_detail_;               // peer or window named in the deadlock message (−1: none)
   std::vector<std::vector<Exchange>> exchanges_;  // per worker, indexed by exchange id
   // Per (source, destination) pair, key source·n + destination.
   std::unordered_map<int64_t, std::deque<P2pMessage>> p2p_unmatched_;

@@ -110,14 +110,16 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
       if (delay) m.delay_s = parse_delay(*delay, what("delay"));
       if (factor) {
         m.factor = parse_number(*factor, "factor");
-        if (m.factor < 1) DSGD_THROW(InputError, "a slowdown factor is >= 1", "{} = {} is below 1", what("factor"), *factor);
+        if (m.factor < 1)
+          DSGD_THROW(InputError, "a slowdown factor is >= 1", "{} = {} is below 1", what("factor"), *factor);
         m.factor = parse_bounded(*factor, what("factor"), 1, kStragglerMaxFactor, false,
                                  "a slowdown factor is from 1 to 1000");
       }
     } else if (kind == "random") {
       m.kind = StragglerKind::straggler_random;
       m.p = parse_number(need("p"), "p");
-      if (!(m.p >= 0 && m.p <= 1)) DSGD_THROW(InputError, "p is a probability in [0, 1]", "{} is out of range", what("p"));
+      if (!(m.p >= 0 && m.p <= 1))
+        DSGD_THROW(InputError, "p is a probability in [0, 1]", "{} is out of range", what("p"));
       m.delay_s = parse_delay(need("delay"), what("delay"));
     } else if (kind == "lognormal") {
       m.kind = StragglerKind::straggler_lognormal;

@@ -26,19 +26,25 @@ constexpr double kStragglerMaxFactor = 1000.0;
 constexpr double kStragglerMaxSigma = 4.0;
 constexpr double kStragglerMinAlpha = 0.5;
 
-enum class StragglerKind { straggler_fixed, straggler_random, straggler_lognormal, straggler_pareto, straggler_periodic };
+enum class StragglerKind {
+  straggler_fixed,
+  straggler_random,
+  straggler_lognormal,
+  straggler_pareto,
+  straggler_periodic
+};
 
 struct StragglerModel {
   StragglerKind kind = StragglerKind::straggler_fixed;
-  int rank = -1;          // −1: every rank
-  double delay_s = 0;     // fixed / random / periodic
-  double factor = 1;      // fixed:factor
-  double p = 0;           // random
-  double sigma = 0;       // lognormal
-  double alpha = 0;       // pareto
-  double scale_s = 0;     // pareto
-  int64_t every = 0;      // periodic
-  int64_t offset = 0;     // periodic
+  int rank = -1;       // −1: every rank
+  double delay_s = 0;  // fixed / random / periodic
+  double factor = 1;   // fixed:factor
+  double p = 0;        // random
+  double sigma = 0;    // lognormal
+  double alpha = 0;    // pareto
+  double scale_s = 0;  // pareto
+  int64_t every = 0;   // periodic
+  int64_t offset = 0;  // periodic
 };
 
 class Stragglers {

@@ -3,15 +3,15 @@
 // Formulas are in topology.hpp. Limits: dense W and a dense eigen solve (setup only).
 #include "cluster/topology.hpp"
 
+#include <fmt/format.h>
+
+#include <Eigen/Dense>
 #include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <functional>
 #include <numeric>
 #include <string_view>
-
-#include <Eigen/Dense>
-#include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "core/rng.hpp"
@@ -89,18 +89,15 @@ void build_random_perm(Topology& t, Dims dims) {
 }
 
 constexpr TopologyKind kTopologyKinds[] = {
-    {"complete", "complete", "every worker with every other; W = 11ᵀ/n, spectral gap 1", false,
-     build_complete},
+    {"complete", "complete", "every worker with every other; W = 11ᵀ/n, spectral gap 1", false, build_complete},
     {"ring", "ring", "each worker with its two ring neighbours; weights 1/3", false, build_ring},
     {"torus", "torus:RxC", "R×C 2-D torus (R·C = workers), 4 neighbours; weights 1/5", true, build_torus},
-    {"exp", "exp", "exponential graph: i with i ± 2^k mod n; Metropolis-Hastings weights", false,
-     build_exp},
+    {"exp", "exp", "exponential graph: i with i ± 2^k mod n; Metropolis-Hastings weights", false, build_exp},
     {"hier", "hier:GxW",
      "G groups of W consecutive workers: complete inside, ring of group leaders between; "
      "Metropolis-Hastings weights",
      true, build_hier},
-    {"random-perm", "random-perm", "a fresh random perfect matching each step; weights 1/2", false,
-     build_random_perm},
+    {"random-perm", "random-perm", "a fresh random perfect matching each step; weights 1/2", false, build_random_perm},
 };
 
 std::string known_usages() {
@@ -125,8 +122,7 @@ Dims parse_dims(const std::string& spec, const TopologyKind& kind, std::string_v
   if (x == std::string_view::npos || !parse_dim(arg.substr(0, x), dims.a) || !parse_dim(arg.substr(x + 1), dims.b))
     DSGD_THROW(InputError, hint, "topology '{}' has malformed dimensions '{}'", spec, arg);
   const int64_t nodes = int64_t{dims.a} * dims.b;
-  if (nodes != workers)
-    DSGD_THROW(InputError, hint, "{} has {} nodes but --workers is {}", spec, nodes, workers);
+  if (nodes != workers) DSGD_THROW(InputError, hint, "{} has {} nodes but --workers is {}", spec, nodes, workers);
   return dims;
 }
 
@@ -184,8 +180,7 @@ Topology topology_make(const std::string& spec, int workers, uint64_t /*seed: se
   const TopologyKind* kind = nullptr;
   for (const auto& k : kTopologyKinds)
     if (name == k.name) kind = &k;
-  if (kind == nullptr)
-    DSGD_THROW(InputError, "known topologies: " + known_usages(), "unknown topology '{}'", spec);
+  if (kind == nullptr) DSGD_THROW(InputError, "known topologies: " + known_usages(), "unknown topology '{}'", spec);
 
   Dims dims;
   if (kind->takes_dims) {

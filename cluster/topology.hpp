@@ -41,15 +41,15 @@ enum class LinkClass : int { link_self = 0, link_intra = 1, link_inter = 2 };
 //                 n odd:  E[W]_ij = 1/(2n),     E[W]_ii = (n+1)/(2n), gap 1/2;
 //                 its neighbours are all other ranks (the support of E[W]).
 struct Topology {
-  std::string spec;                        // as given, e.g. "torus:2x4"
-  std::string kind;                        // complete | ring | torus | exp | hier | random-perm
+  std::string spec;  // as given, e.g. "torus:2x4"
+  std::string kind;  // complete | ring | torus | exp | hier | random-perm
   int workers = 0;
-  int groups = 1;                          // hier: G; otherwise 1
-  std::vector<int> group_of;               // rank -> group index
-  std::vector<std::vector<int>> neighbors; // excluding self, ascending
-  std::vector<double> mixing;              // workers×workers row-major, doubly stochastic, symmetric
-  double spectral_gap = 0;                 // 1 − |λ2| (second largest eigenvalue modulus of mixing)
-  bool time_varying = false;               // random-perm
+  int groups = 1;                           // hier: G; otherwise 1
+  std::vector<int> group_of;                // rank -> group index
+  std::vector<std::vector<int>> neighbors;  // excluding self, ascending
+  std::vector<double> mixing;               // workers×workers row-major, doubly stochastic, symmetric
+  double spectral_gap = 0;                  // 1 − |λ2| (second largest eigenvalue modulus of mixing)
+  bool time_varying = false;                // random-perm
 
   // Class of the link a message from rank i to rank j travels on: self if i == j, intra if
   // both are in the same group, inter otherwise. It classifies by group only, whether or not

@@ -24,7 +24,7 @@ inline double clock_steady_s() {
 struct ClockTsc {
   bool enabled = false;
   uint64_t tsc0 = 0;
-  double t0 = 0;                // clock_steady_s() at tsc0
+  double t0 = 0;  // clock_steady_s() at tsc0
   double seconds_per_tick = 0;
 };
 
@@ -34,7 +34,8 @@ const ClockTsc& clock_tsc();
 inline double clock_now_s() {
 #if defined(__x86_64__)
   static const ClockTsc& tsc = clock_tsc();
-  if (tsc.enabled) return tsc.t0 + static_cast<double>(static_cast<int64_t>(__rdtsc() - tsc.tsc0)) * tsc.seconds_per_tick;
+  if (tsc.enabled)
+    return tsc.t0 + static_cast<double>(static_cast<int64_t>(__rdtsc() - tsc.tsc0)) * tsc.seconds_per_tick;
 #endif
   return clock_steady_s();
 }

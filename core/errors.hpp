@@ -4,10 +4,10 @@
 // Hot kernels never throw; they only assert.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <string>
-
-#include <fmt/format.h>
 
 namespace dsgd {
 
@@ -15,8 +15,7 @@ class Error : public std::runtime_error {
  public:
   // what: what went wrong, naming the offending thing (file, key, value).
   // hint: what the user should do about it (may be empty).
-  Error(const std::string& what, std::string hint = {})
-      : std::runtime_error(what), hint_(std::move(hint)) {}
+  Error(const std::string& what, std::string hint = {}) : std::runtime_error(what), hint_(std::move(hint)) {}
   const std::string& hint() const { return hint_; }
 
  private:

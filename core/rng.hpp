@@ -47,9 +47,7 @@ class Rng {
   // Uniform in [0, 1).
   double uniform() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
   // Uniform integer in [0, n), n > 0 (Lemire's multiply-shift, negligible bias for our n).
-  uint64_t below(uint64_t n) {
-    return static_cast<uint64_t>((static_cast<unsigned __int128>(next_u64()) * n) >> 64);
-  }
+  uint64_t below(uint64_t n) { return static_cast<uint64_t>((static_cast<unsigned __int128>(next_u64()) * n) >> 64); }
   // Standard normal by Box-Muller (one value per call; simple and portable).
   double normal() {
     double u1 = uniform();

@@ -2,13 +2,13 @@
 // checks, and value validation. See run_config.hpp.
 #include "core/run_config.hpp"
 
+#include <toml++/toml.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <limits>
 #include <sstream>
-
-#include <toml++/toml.h>
 
 #include "core/errors.hpp"
 
@@ -21,15 +21,15 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"dataset", "dataset spec: fashion-mnist | synthetic:n=..,d=.. | libsvm:PATH (dsgd-bench list datasets)",
        &C::dataset},
       {"algo", "SGD variant (dsgd-bench list algorithms)", &C::algo},
-      {"period", "H: local steps between model averages (localsgd, diloco, dasgd, overlap-local, dreamddp; cocod: k)", &C::period},
+      {"period", "H: local steps between model averages (localsgd, diloco, dasgd, overlap-local, dreamddp; cocod: k)",
+       &C::period},
       {"batch", "batch size per worker", &C::batch},
       {"lr", "learning rate", &C::lr},
       {"momentum", "SGD momentum (0 = plain SGD)", &C::momentum},
       {"weight-decay", "L2 weight decay (the SVM's regulariser)", &C::weight_decay},
       {"steps", "training steps per worker (overrides --epochs)", &C::steps},
       {"epochs", "epochs over each worker's shard (used when --steps is 0; default 1)", &C::epochs},
-      {"workers", "number of workers (MPI ranks); outside mpiexec, N>1 re-launches through mpiexec -n N",
-       &C::workers},
+      {"workers", "number of workers (MPI ranks); outside mpiexec, N>1 re-launches through mpiexec -n N", &C::workers},
       {"backend", "execution backend: mpi (real ranks) | sim (virtual clock, real numerics)", &C::backend},
       {"seed", "random seed (data order, initialisation, synthetic data)", &C::seed},
       {"eval-every", "evaluate every K steps (0 = about 10 evaluations)", &C::eval_every},
@@ -45,7 +45,8 @@ const std::vector<RunConfigField>& run_config_fields() {
        &C::overlap},
       {"straggler",
        "injected compute slowdowns, ';'-separated: fixed:rank=R,delay=20ms | fixed:rank=R,factor=2 | "
-       "random:p=0.05,delay=30ms | lognormal:sigma=0.3 | pareto:alpha=2,scale=5ms | periodic:rank=R,every=50,delay=200ms",
+       "random:p=0.05,delay=30ms | lognormal:sigma=0.3 | pareto:alpha=2,scale=5ms | "
+       "periodic:rank=R,every=50,delay=200ms",
        &C::straggler},
       {"topology", "worker topology: complete | ring | torus:RxC | exp | hier:GxW | random-perm", &C::topology},
       {"bandwidth", "emulated link bandwidth, e.g. 10Gbps, 100Mbps (empty: the real fabric, nothing added)",
@@ -114,10 +115,12 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"ps-staleness", "ps --ps-mode ssp: staleness bound s (a worker at clock c waits while the slowest is below c-s)",
        &C::ps_staleness},
       {"ps-shards", "ps: server shards K (0: one per rank colocated, 1 dedicated)", &C::ps_shards},
-      {"ps-placement", "ps: auto (dedicated on > 1 worker) | colocated (every rank trains, ranks 0..K-1 also serve) | "
-                       "dedicated (the last K ranks only serve)",
+      {"ps-placement",
+       "ps: auto (dedicated on > 1 worker) | colocated (every rank trains, ranks 0..K-1 also serve) | "
+       "dedicated (the last K ranks only serve)",
        &C::ps_placement},
-      {"ps-one-step-delay", "ps: OD-SGD, the next gradient is computed on the parameters read before this push completed",
+      {"ps-one-step-delay",
+       "ps: OD-SGD, the next gradient is computed on the parameters read before this push completed",
        &C::ps_one_step_delay},
   };
   return fields;
@@ -229,12 +232,10 @@ std::string known_keys() {
   return out;
 }
 
-void set_from_json(RunConfig& cfg, const RunConfigField& field, const nlohmann::json& v,
-                   const std::string& origin) {
+void set_from_json(RunConfig& cfg, const RunConfigField& field, const nlohmann::json& v, const std::string& origin) {
   auto wrong = [&](const char* expected) {
     DSGD_THROW(InputError, fmt::format("write {} as {}", field.key, expected),
-               "{}: key '{}' has the wrong type ({}; expected {})", origin, field.key, v.type_name(),
-               expected);
+               "{}: key '{}' has the wrong type ({}; expected {})", origin, field.key, v.type_name(), expected);
   };
   std::visit(
       [&](auto member) {
@@ -266,8 +267,8 @@ nlohmann::json toml_to_json(const toml::node& node, const std::string& origin, c
   if (auto i = node.as_integer()) return i->get();
   if (auto f = node.as_floating_point()) return f->get();
   if (auto b = node.as_boolean()) return b->get();
-  DSGD_THROW(InputError, "use a string, a number or a boolean", "{}: key '{}' has an unsupported TOML type",
-             origin, key);
+  DSGD_THROW(InputError, "use a string, a number or a boolean", "{}: key '{}' has an unsupported TOML type", origin,
+             key);
 }
 
 }  // namespace
@@ -281,8 +282,7 @@ void run_config_apply_json(RunConfig& cfg, const nlohmann::json& obj, const std:
     const auto key = normalize_key(raw_key);
     const auto* field = find_field(key);
     if (!field)
-      DSGD_THROW(InputError, fmt::format("known keys: {}", known_keys()), "{}: unknown key '{}'", origin,
-                 raw_key);
+      DSGD_THROW(InputError, fmt::format("known keys: {}", known_keys()), "{}: unknown key '{}'", origin, raw_key);
     if (std::find(seen.begin(), seen.end(), key) != seen.end())
       DSGD_THROW(InputError, "give each key once (dashes and underscores name the same key)",
                  "{}: key '{}' is given twice ('{}' names it too)", origin, key, raw_key);
@@ -373,8 +373,7 @@ nlohmann::json parse_json_unique_keys(const std::string& text, const std::string
 
 void run_config_load_file(RunConfig& cfg, const std::string& path) {
   std::ifstream in(path);
-  if (!in)
-    DSGD_THROW(InputError, "check the path given to --config", "cannot read config file '{}'", path);
+  if (!in) DSGD_THROW(InputError, "check the path given to --config", "cannot read config file '{}'", path);
   // At most one byte past the limit is read (a FIFO or /dev/zero never ends).
   std::string text(kConfigMaxBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
@@ -409,8 +408,7 @@ void run_config_load_text(RunConfig& cfg, const std::string& text, const std::st
 
 nlohmann::json run_config_to_json(const RunConfig& cfg) {
   nlohmann::json out = nlohmann::json::object();
-  for (const auto& f : run_config_fields())
-    std::visit([&](auto member) { out[f.key] = cfg.*member; }, f.member);
+  for (const auto& f : run_config_fields()) std::visit([&](auto member) { out[f.key] = cfg.*member; }, f.member);
   // 0 means "unset" for these two; leave them out so the JSON loads back.
   if (cfg.steps == 0) out.erase("steps");
   if (cfg.epochs == 0) out.erase("epochs");
@@ -471,12 +469,16 @@ void run_config_validate_variants(const RunConfig& cfg) {
   owned("beta1", cfg.beta1 != def.beta1, adamw, "--optimizer adamw");
   owned("beta2", cfg.beta2 != def.beta2, adamw, "--optimizer adamw");
   owned("eps", cfg.eps != def.eps, adamw, "--optimizer adamw");
-  if (!(cfg.beta1 >= 0 && cfg.beta1 < 1)) fail("beta1", fmt::format("must be in [0, 1) (got {})", cfg.beta1), "pass e.g. 0.9");
-  if (!(cfg.beta2 >= 0 && cfg.beta2 < 1)) fail("beta2", fmt::format("must be in [0, 1) (got {})", cfg.beta2), "pass e.g. 0.999");
-  if (!(cfg.eps > 0) || !std::isfinite(cfg.eps)) fail("eps", fmt::format("must be > 0 (got {})", cfg.eps), "pass e.g. 1e-8");
+  if (!(cfg.beta1 >= 0 && cfg.beta1 < 1))
+    fail("beta1", fmt::format("must be in [0, 1) (got {})", cfg.beta1), "pass e.g. 0.9");
+  if (!(cfg.beta2 >= 0 && cfg.beta2 < 1))
+    fail("beta2", fmt::format("must be in [0, 1) (got {})", cfg.beta2), "pass e.g. 0.999");
+  if (!(cfg.eps > 0) || !std::isfinite(cfg.eps))
+    fail("eps", fmt::format("must be > 0 (got {})", cfg.eps), "pass e.g. 1e-8");
   if (cfg.lr_schedule != "constant" && cfg.lr_schedule != "cosine" && cfg.lr_schedule != "step")
     fail("lr-schedule", fmt::format("unknown schedule '{}'", cfg.lr_schedule), "available: constant, cosine, step");
-  if (cfg.lr_warmup < 0) fail("lr-warmup", fmt::format("must be >= 0 (got {})", cfg.lr_warmup), "pass 0 for no warm-up");
+  if (cfg.lr_warmup < 0)
+    fail("lr-warmup", fmt::format("must be >= 0 (got {})", cfg.lr_warmup), "pass 0 for no warm-up");
   const bool step_schedule = cfg.lr_schedule == "step";
   owned("lr-step-every", cfg.lr_step_every != def.lr_step_every, step_schedule, "--lr-schedule step");
   owned("lr-step-gamma", cfg.lr_step_gamma != def.lr_step_gamma, step_schedule, "--lr-schedule step");
@@ -525,22 +527,27 @@ void run_config_validate_variants(const RunConfig& cfg) {
     fail("ps-staleness", fmt::format("applies to --ps-mode ssp only (got --ps-mode {})", cfg.ps_mode),
          "drop --ps-staleness, or pass --ps-mode ssp");
   if (ps && cfg.ps_mode == "ssp" && cfg.ps_staleness < 0)
-    fail("ps-staleness", cfg.ps_staleness == def.ps_staleness ? "is required with --ps-mode ssp"
-                                                               : fmt::format("must be >= 0 (got {})", cfg.ps_staleness),
+    fail("ps-staleness",
+         cfg.ps_staleness == def.ps_staleness ? "is required with --ps-mode ssp"
+                                              : fmt::format("must be >= 0 (got {})", cfg.ps_staleness),
          "pass the bound in clocks, e.g. --ps-staleness 2 (0: every worker within one step of the slowest)");
-  if (cfg.ps_shards < 0) fail("ps-shards", fmt::format("must be >= 0 (got {})", cfg.ps_shards), "pass 0 for the default");
+  if (cfg.ps_shards < 0)
+    fail("ps-shards", fmt::format("must be >= 0 (got {})", cfg.ps_shards), "pass 0 for the default");
   if (cfg.ps_placement != "auto" && cfg.ps_placement != "colocated" && cfg.ps_placement != "dedicated")
     fail("ps-placement", fmt::format("unknown placement '{}'", cfg.ps_placement),
          "available: auto (dedicated on more than one worker), colocated, dedicated");
   const bool ps_dedicated = run_config_ps_dedicated(cfg);
   const int64_t ps_k = run_config_ps_shards(cfg, cfg.workers);
   if (ps && ps_dedicated && ps_k >= cfg.workers)
-    fail("ps-shards", fmt::format("--ps-placement dedicated with {} shard(s) on {} rank(s) leaves no worker: the last K ranks only serve",
-                                  ps_k, cfg.workers),
+    fail("ps-shards",
+         fmt::format(
+             "--ps-placement dedicated with {} shard(s) on {} rank(s) leaves no worker: the last K ranks only serve",
+             ps_k, cfg.workers),
          "use fewer shards or more --workers, or --ps-placement colocated");
   if (ps && !ps_dedicated && ps_k > cfg.workers)
-    fail("ps-shards", fmt::format("{} shards, but colocated placement serves one shard per rank and there are {} ranks",
-                                  ps_k, cfg.workers),
+    fail("ps-shards",
+         fmt::format("{} shards, but colocated placement serves one shard per rank and there are {} ranks", ps_k,
+                     cfg.workers),
          "pass --ps-shards at most --workers, or --ps-placement dedicated");
   if (ps && adamw)
     fail("optimizer", "adamw does not apply to --algo ps: its servers apply SGD (momentum, Nesterov, weight decay)",
@@ -553,21 +560,27 @@ void run_config_validate(const RunConfig& cfg) {
   auto fail = [](const char* flag, const std::string& what, const std::string& hint) {
     DSGD_THROW(InputError, hint, "--{}: {}", flag, what);
   };
-  if (cfg.workers < 1) fail("workers", fmt::format("must be at least 1 (got {})", cfg.workers), "pass --workers 1 or more");
+  if (cfg.workers < 1)
+    fail("workers", fmt::format("must be at least 1 (got {})", cfg.workers), "pass --workers 1 or more");
   if (cfg.workers > 4096) fail("workers", fmt::format("{} is more than 4096", cfg.workers), "use fewer workers");
   if (cfg.batch < 1) fail("batch", fmt::format("must be at least 1 (got {})", cfg.batch), "pass a positive batch size");
-  if (cfg.period < 1) fail("period", fmt::format("must be at least 1 (got {})", cfg.period), "pass a positive period H");
-  if (cfg.steps < 0) fail("steps", fmt::format("must be positive (got {})", cfg.steps), "pass a positive number of steps");
+  if (cfg.period < 1)
+    fail("period", fmt::format("must be at least 1 (got {})", cfg.period), "pass a positive period H");
+  if (cfg.steps < 0)
+    fail("steps", fmt::format("must be positive (got {})", cfg.steps), "pass a positive number of steps");
   if (!(cfg.epochs >= 0) || !std::isfinite(cfg.epochs))
     fail("epochs", fmt::format("must be positive (got {})", cfg.epochs), "pass a positive number of epochs");
-  if (!(cfg.lr > 0) || !std::isfinite(cfg.lr)) fail("lr", fmt::format("must be > 0 (got {})", cfg.lr), "pass a positive learning rate");
+  if (!(cfg.lr > 0) || !std::isfinite(cfg.lr))
+    fail("lr", fmt::format("must be > 0 (got {})", cfg.lr), "pass a positive learning rate");
   if (!(cfg.momentum >= 0 && cfg.momentum < 1))
     fail("momentum", fmt::format("must be in [0, 1) (got {})", cfg.momentum), "pass e.g. --momentum 0.9");
   if (!(cfg.weight_decay >= 0) || !std::isfinite(cfg.weight_decay))
     fail("weight-decay", fmt::format("must be >= 0 (got {})", cfg.weight_decay), "pass e.g. --weight-decay 1e-4");
-  if (cfg.eval_every < 0) fail("eval-every", fmt::format("must be >= 0 (got {})", cfg.eval_every), "pass 0 for automatic");
+  if (cfg.eval_every < 0)
+    fail("eval-every", fmt::format("must be >= 0 (got {})", cfg.eval_every), "pass 0 for automatic");
   if (cfg.warmup < 0) fail("warmup", fmt::format("must be >= 0 (got {})", cfg.warmup), "pass 0 for no warm-up");
-  if (cfg.threads < 1 || cfg.threads > 256) fail("threads", fmt::format("must be in 1..256 (got {})", cfg.threads), "pass e.g. --threads 1");
+  if (cfg.threads < 1 || cfg.threads > 256)
+    fail("threads", fmt::format("must be in 1..256 (got {})", cfg.threads), "pass e.g. --threads 1");
   if (cfg.backend != "mpi" && cfg.backend != "sim")
     fail("backend", fmt::format("unknown backend '{}'", cfg.backend), "available: mpi, sim (nccl is planned)");
   if (cfg.steps > 0 && cfg.epochs > 0)
@@ -576,8 +589,10 @@ void run_config_validate(const RunConfig& cfg) {
     fail("overlap", fmt::format("applies to --algo ssgd only (got {})", cfg.algo), "drop --overlap or use --algo ssgd");
   run_config_validate_variants(cfg);
   if (cfg.db.empty()) fail("db", "is empty", "pass a path such as ./dsgd.db");
-  if (cfg.layers < 1 || cfg.layers > 1024) fail("layers", fmt::format("must be in 1..1024 (got {})", cfg.layers), "pass e.g. --layers 4");
-  if (cfg.d_model < 1) fail("d-model", fmt::format("must be positive (got {})", cfg.d_model), "pass e.g. --d-model 256");
+  if (cfg.layers < 1 || cfg.layers > 1024)
+    fail("layers", fmt::format("must be in 1..1024 (got {})", cfg.layers), "pass e.g. --layers 4");
+  if (cfg.d_model < 1)
+    fail("d-model", fmt::format("must be positive (got {})", cfg.d_model), "pass e.g. --d-model 256");
   if (cfg.heads < 1) fail("heads", fmt::format("must be positive (got {})", cfg.heads), "pass e.g. --heads 4");
   if (cfg.d_model % cfg.heads != 0)
     fail("heads", fmt::format("{} does not divide --d-model {}", cfg.heads, cfg.d_model),
@@ -592,8 +607,8 @@ void run_config_validate(const RunConfig& cfg) {
     fail("dpsgd-delay", fmt::format("must be 0 or 1 (got {})", cfg.dpsgd_delay), "pass --dpsgd-delay 0 or 1");
   if (!cfg.compress.empty() || cfg.given("compress")) {
     // The all-reduce variants take --compress; the others communicate otherwise (why, per variant).
-    static const char* const compressed[] = {"ssgd",  "localsgd",      "diloco",
-                                              "cocod", "dasgd", "overlap-local", "dreamddp"};
+    static const char* const compressed[] = {"ssgd",  "localsgd",      "diloco",  "cocod",
+                                             "dasgd", "overlap-local", "dreamddp"};
     const bool ok = std::find_if(std::begin(compressed), std::end(compressed),
                                  [&](const char* a) { return cfg.algo == a; }) != std::end(compressed);
     if (!ok) {
@@ -605,17 +620,18 @@ void run_config_validate(const RunConfig& cfg) {
       else if (cfg.algo == "zero")
         why = "it shards its collectives (reduce-scatter, all-gather) and has its own quantisation, --zero-bits 4";
       fail("compress",
-           fmt::format("applies to the all-reduce variants ssgd, localsgd, diloco, cocod, dasgd, overlap-local and dreamddp, "
-                       "not {}: {}",
-                       cfg.algo, why),
+           fmt::format(
+               "applies to the all-reduce variants ssgd, localsgd, diloco, cocod, dasgd, overlap-local and dreamddp, "
+               "not {}: {}",
+               cfg.algo, why),
            cfg.algo == "zero" ? "drop --compress (use --zero-bits 4 to quantise zero's communication)"
                               : "drop --compress, or use one of those variants");
     }
   }
   const bool zero_bits_set = cfg.zero_bits != defaults.zero_bits || cfg.given("zero-bits");
   if ((zero_bits_set || cfg.zero_group != defaults.zero_group || cfg.given("zero-group")) && cfg.algo != "zero")
-    fail(zero_bits_set ? "zero-bits" : "zero-group",
-         fmt::format("applies to --algo zero only (got {})", cfg.algo), "drop the --zero-* flags or use --algo zero");
+    fail(zero_bits_set ? "zero-bits" : "zero-group", fmt::format("applies to --algo zero only (got {})", cfg.algo),
+         "drop the --zero-* flags or use --algo zero");
   if (cfg.zero_bits != 32 && cfg.zero_bits != 4)
     fail("zero-bits", fmt::format("must be 32 or 4 (got {})", cfg.zero_bits), "pass --zero-bits 4 or 32");
   if (cfg.zero_group < 1 || cfg.zero_group > (int64_t(1) << 20))

@@ -5,11 +5,10 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace dsgd {
 
@@ -17,43 +16,43 @@ struct RunConfig {
   std::string workload = "svm";
   std::string dataset = "fashion-mnist";
   std::string algo = "ssgd";
-  int64_t period = 4;           // H: local steps between model averages (localsgd)
-  int64_t batch = 64;           // per worker
+  int64_t period = 4;  // H: local steps between model averages (localsgd)
+  int64_t batch = 64;  // per worker
   double lr = 0.05;
   double momentum = 0.0;
   double weight_decay = 1e-4;
-  int64_t steps = 0;            // 0: derived from epochs
-  double epochs = 0.0;          // 0: use steps; default 1 epoch when both are 0
+  int64_t steps = 0;    // 0: derived from epochs
+  double epochs = 0.0;  // 0: use steps; default 1 epoch when both are 0
   int64_t workers = 1;
   std::string backend = "mpi";
   uint64_t seed = 1;
-  int64_t eval_every = 0;       // 0: about 10 evaluations per run
-  std::string target;           // "acc=0.80" or "loss=0.35"; empty: none
+  int64_t eval_every = 0;  // 0: about 10 evaluations per run
+  std::string target;      // "acc=0.80" or "loss=0.35"; empty: none
   std::string db = "./dsgd.db";
   std::string tag;
-  int64_t warmup = 5;           // untimed steps at the start (clamped below the step count)
-  int64_t threads = 1;          // BLAS threads per worker
-  std::string hostfile;         // passed to mpiexec -f when launching
-  std::string save_params;      // write the final averaged parameters (float32, raw) here
-  bool timers = true;           // per-step instrumentation (off only to measure its cost)
-  bool overlap = false;         // ssgd: per-layer non-blocking all-reduce launched during backward
+  int64_t warmup = 5;       // untimed steps at the start (clamped below the step count)
+  int64_t threads = 1;      // BLAS threads per worker
+  std::string hostfile;     // passed to mpiexec -f when launching
+  std::string save_params;  // write the final averaged parameters (float32, raw) here
+  bool timers = true;       // per-step instrumentation (off only to measure its cost)
+  bool overlap = false;     // ssgd: per-layer non-blocking all-reduce launched during backward
   // Cluster settings (cluster/): stragglers, topology, emulated network.
-  std::string straggler;        // "fixed:rank=1,delay=20ms;lognormal:sigma=0.3"; empty: none
+  std::string straggler;  // "fixed:rank=1,delay=20ms;lognormal:sigma=0.3"; empty: none
   std::string topology = "complete";
   std::string bandwidth;        // emulated link bandwidth, e.g. "10Gbps"; empty: native fabric
   std::string latency;          // emulated link latency, e.g. "20us"
   std::string inter_bandwidth;  // between groups of hier:GxW
   std::string inter_latency;
   std::string link_efficiency = "auto";  // emulated goodput / nominal: auto (from mtu) or (0, 1]
-  int64_t mtu = 1500;           // MTU of the emulated links (bytes), for link_efficiency auto
+  int64_t mtu = 1500;                    // MTU of the emulated links (bytes), for link_efficiency auto
   // Model shape (workloads/): which architecture of the workload, and the transformer's size.
-  std::string model;            // resnet: resnet8|resnet20|resnet32|resnet56|resnet18; transformer: gpt; svm: ""
-  int64_t layers = 4;           // transformer blocks
-  int64_t d_model = 256;        // transformer width
-  int64_t heads = 4;            // attention heads (must divide d_model)
-  int64_t seq = 128;            // context length in tokens
-  int64_t vocab = 256;          // token vocabulary (byte-level text: 256)
-  bool augment = false;         // images: random crop (4-pixel padding) and horizontal flip
+  std::string model;      // resnet: resnet8|resnet20|resnet32|resnet56|resnet18; transformer: gpt; svm: ""
+  int64_t layers = 4;     // transformer blocks
+  int64_t d_model = 256;  // transformer width
+  int64_t heads = 4;      // attention heads (must divide d_model)
+  int64_t seq = 128;      // context length in tokens
+  int64_t vocab = 256;    // token vocabulary (byte-level text: 256)
+  bool augment = false;   // images: random crop (4-pixel padding) and horizontal flip
   // Optimizers, schedules and the SGD variants of algorithms/ (docs/algorithms.md).
   std::string optimizer = "auto";  // sgd | adamw | auto (adamw for diloco, sgd otherwise)
   bool nesterov = false;           // sgd: Nesterov momentum
@@ -66,31 +65,31 @@ struct RunConfig {
   double lr_step_gamma = 0.1;            // step schedule: factor
   std::string lr_scaling = "none";       // none | linear | sqrt (global batch / lr-base-batch)
   int64_t lr_base_batch = 256;
-  int64_t post_local = 0;        // localsgd: ssgd for the first K steps
-  double outer_lr = 0.7;         // diloco outer Nesterov SGD
+  int64_t post_local = 0;  // localsgd: ssgd for the first K steps
+  double outer_lr = 0.7;   // diloco outer Nesterov SGD
   double outer_momentum = 0.9;
-  int64_t delay = 0;             // dasgd: steps between starting an average and applying it
-  double pull_alpha = 0.5;       // overlap-local: pull x ← (1−α)x + αz
-  double slow_momentum = 0.0;    // overlap-local: momentum of the anchor update
-  double bucket_mb = 0.0;        // ssgd --overlap: bucket size in MB (0: one bucket per layer)
+  int64_t delay = 0;           // dasgd: steps between starting an average and applying it
+  double pull_alpha = 0.5;     // overlap-local: pull x ← (1−α)x + αz
+  double slow_momentum = 0.0;  // overlap-local: momentum of the anchor update
+  double bucket_mb = 0.0;      // ssgd --overlap: bucket size in MB (0: one bucket per layer)
   // SGD variants, part 2 (algorithms/dpsgd.cpp, zero.cpp, compress/).
-  int64_t dpsgd_delay = 0;      // dpsgd: 1 = exchange x_t while computing g(x_t) (Lian et al.'s form)
-  std::string compress;         // gradient compressor: topk:RATIO | qsgd:bits=B | powersgd:rank=R; empty: none
-  int64_t zero_bits = 32;       // zero: bits of the communicated weight differences and gradients (32 or 4)
-  int64_t zero_group = 128;     // zero: quantisation group size (zero-bits 4)
+  int64_t dpsgd_delay = 0;   // dpsgd: 1 = exchange x_t while computing g(x_t) (Lian et al.'s form)
+  std::string compress;      // gradient compressor: topk:RATIO | qsgd:bits=B | powersgd:rank=R; empty: none
+  int64_t zero_bits = 32;    // zero: bits of the communicated weight differences and gradients (32 or 4)
+  int64_t zero_group = 128;  // zero: quantisation group size (zero-bits 4)
   // Simulated cluster (--backend sim; docs/sim.md).
-  bool timing_only = false;     // sim: advance the clocks only, no numerics
-  double compute_scale = 1.0;   // sim: multiplies the compute profile (0.1 = a 10x faster device)
-  int64_t profile_from = 0;     // sim: compute profile from this stored run (0: the host's calibration)
-  bool schedule = false;        // dreamddp: print the layer→slot schedule at start
-  bool native_floor = false;    // sim: communication lasts at least this host's calibrated native time
+  bool timing_only = false;    // sim: advance the clocks only, no numerics
+  double compute_scale = 1.0;  // sim: multiplies the compute profile (0.1 = a 10x faster device)
+  int64_t profile_from = 0;    // sim: compute profile from this stored run (0: the host's calibration)
+  bool schedule = false;       // dreamddp: print the layer→slot schedule at start
+  bool native_floor = false;   // sim: communication lasts at least this host's calibrated native time
 
   // Parameter server (algorithms/ps.cpp).
-  std::string ps_mode = "sync";          // sync | async | ssp
-  int64_t ps_staleness = -1;             // ssp: staleness bound s in clocks (−1: not set)
-  int64_t ps_shards = 0;                 // K server shards (0: n colocated, 1 dedicated)
-  std::string ps_placement = "auto";     // auto (dedicated on > 1 worker) | colocated | dedicated
-  bool ps_one_step_delay = false;        // OD-SGD: the next gradient on parameters pulled before the push
+  std::string ps_mode = "sync";       // sync | async | ssp
+  int64_t ps_staleness = -1;          // ssp: staleness bound s in clocks (−1: not set)
+  int64_t ps_shards = 0;              // K server shards (0: n colocated, 1 dedicated)
+  std::string ps_placement = "auto";  // auto (dedicated on > 1 worker) | colocated | dedicated
+  bool ps_one_step_delay = false;     // OD-SGD: the next gradient on parameters pulled before the push
 
   // Not a field of the table: the keys the user typed for this run (command-line flags, a
   // suite entry), normalised ("weight-decay"). Validation refuses a knob of another algorithm
@@ -105,8 +104,8 @@ struct RunConfig {
 struct RunConfigField {
   const char* key;   // "weight-decay"
   const char* help;  // one line for --help
-  std::variant<std::string RunConfig::*, int64_t RunConfig::*, uint64_t RunConfig::*,
-               double RunConfig::*, bool RunConfig::*>
+  std::variant<std::string RunConfig::*, int64_t RunConfig::*, uint64_t RunConfig::*, double RunConfig::*,
+               bool RunConfig::*>
       member;
 };
 

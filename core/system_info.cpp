@@ -1,13 +1,13 @@
 // Reads host name, CPU model and governor from the OS; version and commit from the build.
 #include "core/system_info.hpp"
 
-#include "dsgd_git_commit.hpp"  // generated at build time
-
 #include <unistd.h>
 
 #include <ctime>
 #include <fstream>
 #include <thread>
+
+#include "dsgd_git_commit.hpp"  // generated at build time
 
 namespace dsgd {
 

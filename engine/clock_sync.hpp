@@ -13,8 +13,8 @@
 namespace dsgd {
 
 struct ClockOffsets {
-  double taken_at = 0;          // rank 0's clock when measured
-  std::vector<double> offset;   // per rank (size() entries, valid on rank 0; [0] = 0)
+  double taken_at = 0;            // rank 0's clock when measured
+  std::vector<double> offset;     // per rank (size() entries, valid on rank 0; [0] = 0)
   std::vector<double> max_error;  // half the best round trip, per rank
 };
 

@@ -17,14 +17,15 @@ double sgemm_flops_measure(int n, int reps) {
   double best = 0;
   for (int rep = 0; rep <= reps; ++rep) {
     const double t0 = clock_now_s();
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(),
-                n);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, a.data(), n, b.data(), n, 0.0f, c.data(), n);
     const double dt = clock_now_s() - t0;
     if (rep > 0 && dt > 0) best = std::max(best, 2.0 * double(n) * double(n) * double(n) / dt);
   }
   return best > 0 ? best : 1e9;
 }
 
-double peak_flops_measure(int threads) { return sgemm_flops_measure(threads <= 1 ? 256 : 512, 10); }
+double peak_flops_measure(int threads) {
+  return sgemm_flops_measure(threads <= 1 ? 256 : 512, 10);
+}
 
 }  // namespace dsgd

@@ -20,7 +20,7 @@ std::vector<double> u_counts(size_t n1, size_t n2) {
     current[0] = {1.0};
     for (size_t n = 1; n <= n2; ++n) {
       std::vector<double> f(m * n + 1, 0.0);
-      const std::vector<double>& a = previous[n];  // f(m-1, n, .)
+      const std::vector<double>& a = previous[n];     // f(m-1, n, .)
       const std::vector<double>& b = current[n - 1];  // f(m, n-1, .)
       for (size_t u = 0; u < f.size(); ++u) {
         if (u >= n && u - n < a.size()) f[u] += a[u - n];

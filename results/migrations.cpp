@@ -292,15 +292,8 @@ int user_version_read(sqlite3* db) {
 
 const std::vector<const char*>& migrations_all() {
   static const std::vector<const char*> table = {
-      migration_v1,
-      migration_v2,
-      migration_v3,
-      migration_v4,
-      migration_v5,
-      migration_v6,
-      migration_v7,
-      migration_v8,
-      migration_v9,
+      migration_v1, migration_v2, migration_v3, migration_v4, migration_v5,
+      migration_v6, migration_v7, migration_v8, migration_v9,
   };
   return table;
 }
@@ -309,8 +302,7 @@ void migrations_apply(sqlite3* db, int from, int to) {
   const auto& table = migrations_all();
   const int newest = static_cast<int>(table.size());
   if (from < 0 || from > to || to > newest) {
-    DSGD_THROW(Error, "", "migrations_apply: bad range v{} -> v{} (this build knows v0..v{})",
-               from, to, newest);
+    DSGD_THROW(Error, "", "migrations_apply: bad range v{} -> v{} (this build knows v0..v{})", from, to, newest);
   }
   for (int version = from; version < to; ++version) {
     SqlTransaction transaction(db);
@@ -320,8 +312,7 @@ void migrations_apply(sqlite3* db, int from, int to) {
       continue;
     }
     if (current < version) {
-      DSGD_THROW(Error, "", "cannot migrate '{}' from schema v{}: it is at v{}",
-                 sql_db_path(db), version, current);
+      DSGD_THROW(Error, "", "cannot migrate '{}' from schema v{}: it is at v{}", sql_db_path(db), version, current);
     }
     try {
       sql_exec(db, table[static_cast<size_t>(version)]);

@@ -11,10 +11,9 @@
 // per-step table of millions of rows streams).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
-
-#include <nlohmann/json.hpp>
 
 #include "results/report_rows.hpp"
 

@@ -1,11 +1,11 @@
 // The report row schema (see report_rows.hpp): column tables and row builders.
 #include "results/report_rows.hpp"
 
+#include <fmt/format.h>
+
 #include <cmath>
 #include <limits>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
@@ -58,10 +58,9 @@ const std::vector<ReportColumn>& run_context_columns() {
 
 // Configuration keys already covered by identity columns (or meaningless in a report).
 const std::set<std::string>& config_keys_skipped() {
-  static const std::set<std::string> keys = {"workload", "dataset", "algo",   "period", "batch",
-                                             "steps",    "workers", "backend", "seed",  "target",
-                                             "tag",      "warmup",  "db",     "hostfile",
-                                             "save-params"};
+  static const std::set<std::string> keys = {"workload", "dataset", "algo",    "period",   "batch",
+                                             "steps",    "workers", "backend", "seed",     "target",
+                                             "tag",      "warmup",  "db",      "hostfile", "save-params"};
   return keys;
 }
 
@@ -110,10 +109,11 @@ size_t ReportTable::column_index(const std::string& name) const {
   DSGD_THROW(Error, "", "report table '{}' has no column '{}'", this->name, name);
 }
 
-int report_schema_version() { return 1; }
+int report_schema_version() {
+  return 1;
+}
 
-ReportContext report_context_make(const std::string& db_path, int db_schema_version,
-                                  const std::string& selection) {
+ReportContext report_context_make(const std::string& db_path, int db_schema_version, const std::string& selection) {
   const SystemInfo sys = system_info_read();
   ReportContext context;
   context.schema_version = report_schema_version();
@@ -295,10 +295,10 @@ ReportTable report_steps_table(const std::vector<std::pair<int64_t, std::vector<
   for (const auto& [id, rows] : steps) {
     for (const StepRow& s : rows) {
       table.rows.push_back({ReportValue{id}, ReportValue{int64_t{s.rank}}, ReportValue{s.step},
-                            ReportValue{int64_t{s.timed ? 1 : 0}}, real(s.start_s), real(s.step_s),
-                            real(s.data_s), real(s.fwd_s), real(s.bwd_s), real(s.opt_s), real(s.comm_s),
-                            real(s.wait_s), real(s.overlap_s), real(s.injected_s), real(s.bytes_sent),
-                            real(s.train_loss), optional_value(s.staleness)});
+                            ReportValue{int64_t{s.timed ? 1 : 0}}, real(s.start_s), real(s.step_s), real(s.data_s),
+                            real(s.fwd_s), real(s.bwd_s), real(s.opt_s), real(s.comm_s), real(s.wait_s),
+                            real(s.overlap_s), real(s.injected_s), real(s.bytes_sent), real(s.train_loss),
+                            optional_value(s.staleness)});
     }
   }
   return table;
@@ -317,8 +317,8 @@ ReportTable report_evals_table(const std::vector<std::pair<int64_t, std::vector<
   };
   for (const auto& [id, rows] : evals)
     for (const EvalRow& e : rows)
-      table.rows.push_back({ReportValue{id}, ReportValue{e.step}, real(e.time_s), real(e.train_loss),
-                            real(e.test_loss), real(e.test_acc)});
+      table.rows.push_back({ReportValue{id}, ReportValue{e.step}, real(e.time_s), real(e.train_loss), real(e.test_loss),
+                            real(e.test_acc)});
   return table;
 }
 

@@ -10,11 +10,10 @@
 
 #include <cstdint>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "results/store.hpp"
 
@@ -47,7 +46,7 @@ struct ReportContext {
   std::string tool_version, git_commit, build_type, host;
   std::string generated_at;  // ISO 8601 UTC
   std::string db_path;
-  std::string selection;  // how the runs were chosen, e.g. "--tag suite=smoke"
+  std::string selection;              // how the runs were chosen, e.g. "--tag suite=smoke"
   std::vector<std::string> warnings;  // Debug build, scaling governor, ...
 };
 
@@ -55,8 +54,7 @@ struct ReportContext {
 int report_schema_version();
 
 // The context of a report generated now by this build from `db_path`.
-ReportContext report_context_make(const std::string& db_path, int db_schema_version,
-                                  const std::string& selection);
+ReportContext report_context_make(const std::string& db_path, int db_schema_version, const std::string& selection);
 
 // The summary metrics of docs/metrics.md, in order (name, unit, help); shared with compare.
 const std::vector<ReportColumn>& report_summary_columns();

@@ -1,12 +1,12 @@
 // Run selection for reports and comparisons (see report_select.hpp).
 #include "results/report_select.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <regex>
 #include <set>
-
-#include <fmt/format.h>
 
 #include "core/errors.hpp"
 
@@ -86,8 +86,7 @@ std::string report_parse_since(const std::string& text) {
   if (std::regex_match(t, m, date_time))
     return fmt::format("{}-{}-{}T{}:{}:{}Z", m[1].str(), m[2].str(), m[3].str(), m[4].str(), m[5].str(),
                        m[7].matched ? m[7].str() : "00");
-  DSGD_THROW(InputError, "give a UTC date as 2026-11-30 or 2026-11-30T14:00:00Z",
-             "--since: '{}' is not a date", text);
+  DSGD_THROW(InputError, "give a UTC date as 2026-11-30 or 2026-11-30T14:00:00Z", "--since: '{}' is not a date", text);
 }
 
 std::string report_selection_describe(const ReportSelection& s) {
@@ -138,8 +137,8 @@ std::vector<RunWithSummary> report_select_runs(const Store& store, const ReportS
     selected.push_back(std::move(r));
   }
   if (selected.empty()) {
-    DSGD_THROW(InputError, "`dsgd-bench runs` lists the stored runs with their tags",
-               "no run in DB '{}' matches {}", store.path(), report_selection_describe(selection));
+    DSGD_THROW(InputError, "`dsgd-bench runs` lists the stored runs with their tags", "no run in DB '{}' matches {}",
+               store.path(), report_selection_describe(selection));
   }
   return selected;
 }

@@ -1,13 +1,13 @@
 // Suite files (see report_suite.hpp).
 #include "results/report_suite.hpp"
 
+#include <fmt/format.h>
+#include <toml++/toml.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
-
-#include <fmt/format.h>
-#include <toml++/toml.h>
 
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
@@ -129,7 +129,8 @@ Suite suite_load(const std::string& path) {
         } else {
           values.push_back(toml_value(v, origin, key));
         }
-        if (values.empty()) DSGD_THROW(InputError, "give at least one value", "{}: key '{}' has an empty list", origin, key);
+        if (values.empty())
+          DSGD_THROW(InputError, "give at least one value", "{}: key '{}' has an empty list", origin, key);
         axes.emplace_back(key, std::move(values));
       }
       // Cartesian product, the last key varying fastest.
@@ -157,8 +158,8 @@ Suite suite_load(const std::string& path) {
 std::string suite_find(const std::string& name, const std::string& executable_dir) {
   if (name.empty()) DSGD_THROW(InputError, "e.g. dsgd-bench suite smoke", "no suite name given");
   std::error_code ec;
-  const bool is_path = name.find('/') != std::string::npos ||
-                       (name.size() > 5 && name.compare(name.size() - 5, 5, ".toml") == 0);
+  const bool is_path =
+      name.find('/') != std::string::npos || (name.size() > 5 && name.compare(name.size() - 5, 5, ".toml") == 0);
   if (is_path) {
     if (fs::is_regular_file(name, ec)) return name;
     DSGD_THROW(InputError, "pass an existing suite file", "no suite file '{}'", name);
@@ -181,7 +182,9 @@ std::string suite_find(const std::string& name, const std::string& executable_di
              "unknown suite '{}' (looked for {})", name, tried);
 }
 
-std::string suite_tag(const std::string& name, int rep) { return fmt::format("suite={},rep={}", name, rep); }
+std::string suite_tag(const std::string& name, int rep) {
+  return fmt::format("suite={},rep={}", name, rep);
+}
 
 std::string suite_entry_label(const nlohmann::json& entry, const nlohmann::json& defaults) {
   auto get = [&](const char* key, const char* fallback) -> std::string {

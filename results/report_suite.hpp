@@ -7,10 +7,9 @@
 // suite files may not set them.
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace dsgd {
 

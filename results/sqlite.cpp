@@ -24,8 +24,7 @@ std::string sql_excerpt(std::string_view sql) {
   return text;
 }
 
-[[noreturn]] void sql_throw_message(sqlite3* db, int rc, std::string_view message,
-                                    std::string_view sql) {
+[[noreturn]] void sql_throw_message(sqlite3* db, int rc, std::string_view message, std::string_view sql) {
   std::string path = db ? sql_db_path(db) : std::string();
   if ((rc & 0xff) == SQLITE_BUSY) {
     // The busy timeout ran out: say who is in the way rather than "database is locked".
@@ -35,8 +34,8 @@ std::string sql_excerpt(std::string_view sql) {
                "database '{}' is locked: {} (code {}) in: {}", path.empty() ? ":memory:" : path, message, rc,
                sql_excerpt(sql));
   }
-  DSGD_THROW(Error, "", "sqlite error on '{}': {} (code {}) in: {}",
-             path.empty() ? ":memory:" : path, message, rc, sql_excerpt(sql));
+  DSGD_THROW(Error, "", "sqlite error on '{}': {} (code {}) in: {}", path.empty() ? ":memory:" : path, message, rc,
+             sql_excerpt(sql));
 }
 
 }  // namespace
@@ -73,12 +72,13 @@ SqlStatement::SqlStatement(sqlite3* db, std::string_view sql) : db_(db) {
   }
 }
 
-SqlStatement::SqlStatement(SqlStatement&& other) noexcept
-    : db_(other.db_), stmt_(other.stmt_) {
+SqlStatement::SqlStatement(SqlStatement&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
   other.stmt_ = nullptr;
 }
 
-SqlStatement::~SqlStatement() { sqlite3_finalize(stmt_); }
+SqlStatement::~SqlStatement() {
+  sqlite3_finalize(stmt_);
+}
 
 #define DSGD_SQL_CHECK_BIND(call)                                  \
   do {                                                             \
@@ -95,8 +95,7 @@ void SqlStatement::bind(int index, double value) {
 }
 
 void SqlStatement::bind(int index, std::string_view value) {
-  DSGD_SQL_CHECK_BIND(sqlite3_bind_text64(stmt_, index, value.data(), value.size(),
-                                          SQLITE_TRANSIENT, SQLITE_UTF8));
+  DSGD_SQL_CHECK_BIND(sqlite3_bind_text64(stmt_, index, value.data(), value.size(), SQLITE_TRANSIENT, SQLITE_UTF8));
 }
 
 void SqlStatement::bind(int index, std::nullptr_t) {
@@ -144,7 +143,9 @@ void SqlStatement::run() {
   reset();
 }
 
-void SqlStatement::reset() { sqlite3_reset(stmt_); }
+void SqlStatement::reset() {
+  sqlite3_reset(stmt_);
+}
 
 bool SqlStatement::column_is_null(int col) const {
   return sqlite3_column_type(stmt_, col) == SQLITE_NULL;
@@ -154,7 +155,9 @@ bool SqlStatement::column_is_integer(int col) const {
   return sqlite3_column_type(stmt_, col) == SQLITE_INTEGER;
 }
 
-int64_t SqlStatement::column_int64(int col) const { return sqlite3_column_int64(stmt_, col); }
+int64_t SqlStatement::column_int64(int col) const {
+  return sqlite3_column_int64(stmt_, col);
+}
 
 double SqlStatement::column_real(int col) const {
   if (column_is_null(col)) return std::numeric_limits<double>::quiet_NaN();

@@ -64,9 +64,9 @@ class SqlStatement {
 
   bool column_is_null(int col) const;
   bool column_is_integer(int col) const;
-  int64_t column_int64(int col) const;        // 0 when NULL
-  double column_real(int col) const;          // NaN when NULL
-  std::string column_text(int col) const;     // "" when NULL
+  int64_t column_int64(int col) const;     // 0 when NULL
+  double column_real(int col) const;       // NaN when NULL
+  std::string column_text(int col) const;  // "" when NULL
   std::optional<double> column_optional_real(int col) const;
   std::optional<int64_t> column_optional_int64(int col) const;
 

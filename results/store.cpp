@@ -217,8 +217,7 @@ void integrity_check(sqlite3* db, const std::string& path) {
 void file_check_regular(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) {
-    DSGD_THROW(InputError, db_hint, "cannot open database '{}': it is not a regular file",
-               path);
+    DSGD_THROW(InputError, db_hint, "cannot open database '{}': it is not a regular file", path);
   }
 }
 
@@ -233,13 +232,11 @@ void path_check_writable(const std::string& path) {
                "cannot open database '{}': directory '{}' does not exist", path, dir.string());
   }
   if (!fs::is_directory(dir, ec)) {
-    DSGD_THROW(InputError, db_hint, "cannot open database '{}': '{}' is not a directory", path,
-               dir.string());
+    DSGD_THROW(InputError, db_hint, "cannot open database '{}': '{}' is not a directory", path, dir.string());
   }
   if (::access(dir.c_str(), W_OK) != 0) {
     DSGD_THROW(InputError, "make the directory writable or pass another --db",
-               "cannot open database '{}': directory '{}' is not writable", path,
-               dir.string());
+               "cannot open database '{}': directory '{}' is not writable", path, dir.string());
   }
   if (fs::exists(path, ec)) {
     file_check_regular(path);
@@ -399,7 +396,7 @@ std::vector<StepRow> steps_read(sqlite3* db, int version, int64_t run_id) {
     row.bytes_sent = stmt.column_real(c++);
     row.train_loss = stmt.column_real(c++);
     row.injected_s = stmt.column_optional_real(c++).value_or(0.0);  // NULL: before v3
-    row.staleness = stmt.column_optional_real(c++);                  // NULL: none, or before v6
+    row.staleness = stmt.column_optional_real(c++);                 // NULL: none, or before v6
   }
   return rows;
 }
@@ -431,8 +428,7 @@ std::optional<RunRecord> run_find(sqlite3* db, int version, int64_t run_id) {
 }
 
 [[noreturn]] void run_throw_not_found(const std::string& path, int64_t run_id) {
-  DSGD_THROW(InputError, "`dsgd-bench runs` lists the stored runs",
-             "run {} not found in DB '{}'", run_id, path);
+  DSGD_THROW(InputError, "`dsgd-bench runs` lists the stored runs", "run {} not found in DB '{}'", run_id, path);
 }
 
 void summary_write(sqlite3* db, int64_t run_id, const Summary& s) {
@@ -443,11 +439,10 @@ void summary_write(sqlite3* db, int64_t run_id, const Summary& s) {
                     "final_test_loss, final_test_acc, time_to_target_s, steps_to_target, "
                     "injected_s, staleness_mean, staleness_max, model_gflops, peak_gflops, mfu) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  stmt.bind_all(run_id, s.throughput_samples_per_s, s.step_time_s, s.compute_s, s.fwd_s,
-                s.bwd_s, s.opt_s, s.comm_s, s.wait_s, s.overlap_s, s.data_s,
-                s.bytes_sent_per_step, s.timed_steps, s.final_train_loss, s.final_test_loss,
-                s.final_test_acc, s.time_to_target_s, s.steps_to_target, s.injected_s, s.staleness_mean,
-                s.staleness_max, s.model_gflops, s.peak_gflops, s.mfu);
+  stmt.bind_all(run_id, s.throughput_samples_per_s, s.step_time_s, s.compute_s, s.fwd_s, s.bwd_s, s.opt_s, s.comm_s,
+                s.wait_s, s.overlap_s, s.data_s, s.bytes_sent_per_step, s.timed_steps, s.final_train_loss,
+                s.final_test_loss, s.final_test_acc, s.time_to_target_s, s.steps_to_target, s.injected_s,
+                s.staleness_mean, s.staleness_max, s.model_gflops, s.peak_gflops, s.mfu);
   stmt.run();
 }
 
@@ -505,7 +500,9 @@ void summaries_backfill(sqlite3* db) {
 
 // ---- Store ---------------------------------------------------------------------------------
 
-int Store::schema_version() { return static_cast<int>(migrations_all().size()); }
+int Store::schema_version() {
+  return static_cast<int>(migrations_all().size());
+}
 
 Store Store::open(const std::string& path, const StoreOpenOptions& options) {
   path_check_writable(path);
@@ -517,8 +514,7 @@ Store Store::open(const std::string& path, const StoreOpenOptions& options) {
     existed = fs::file_size(path, ec) > 0;
   }
 
-  Connection db =
-      connection_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  Connection db = connection_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
   const int version = version_check_connection(db.get(), path);
   // quick_check reads the whole file (0.05-0.24 s for 100k step rows, 11 MB, on this
   // 2-core machine: docs/reports.md); past integrity_check_max_bytes it would take
@@ -530,8 +526,7 @@ Store Store::open(const std::string& path, const StoreOpenOptions& options) {
     std::string mode = journal.step() ? journal.column_text(0) : std::string();
     if (mode != "wal") {
       DSGD_THROW(InputError, "put the database on a local file system or pass another --db",
-                 "cannot open database '{}': WAL journal mode is not available (got '{}')",
-                 path, mode);
+                 "cannot open database '{}': WAL journal mode is not available (got '{}')", path, mode);
     }
   }
   sql_exec(db.get(), "PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON");
@@ -553,8 +548,7 @@ Store Store::open(const std::string& path, const StoreOpenOptions& options) {
 Store Store::open_readonly(const std::string& path) {
   std::error_code ec;
   if (path.empty() || !fs::exists(path, ec)) {
-    DSGD_THROW(InputError, "run `dsgd-bench run` first or pass --db", "no database at '{}'",
-               path);
+    DSGD_THROW(InputError, "run `dsgd-bench run` first or pass --db", "no database at '{}'", path);
   }
   file_check_regular(path);
   const FileHeader header = header_read(path);
@@ -607,9 +601,13 @@ Store& Store::operator=(Store&& other) noexcept {
   return *this;
 }
 
-Store::~Store() { sqlite3_close_v2(db_); }
+Store::~Store() {
+  sqlite3_close_v2(db_);
+}
 
-int Store::user_version() const { return user_version_read(db_); }
+int Store::user_version() const {
+  return user_version_read(db_);
+}
 
 int64_t Store::run_begin(const RunRecord& run) {
   target_parse(run.target);  // refuse a malformed target before anything is stored
@@ -619,13 +617,13 @@ int64_t Store::run_begin(const RunRecord& run) {
                     "target, tool_version, git_commit, host, cpu_model, mpi_version, "
                     "build_type, pid, pid_start, pid_scope, heartbeat_at, launch_id) VALUES (?, 'running', ?, ?, ?, "
                     "?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  stmt.bind_all(run.created_at.empty() ? system_time_iso8601() : run.created_at, run.workload,
-                run.dataset, run.algorithm, run.backend, run.workers, run.batch, run.period,
-                run.steps, run.warmup, std::to_string(run.seed), run.tag, run.config_json);
+  stmt.bind_all(run.created_at.empty() ? system_time_iso8601() : run.created_at, run.workload, run.dataset,
+                run.algorithm, run.backend, run.workers, run.batch, run.period, run.steps, run.warmup,
+                std::to_string(run.seed), run.tag, run.config_json);
   stmt.bind_text_or_null(14, run.target);
   int index = 15;
-  for (const std::string* text : {&run.tool_version, &run.git_commit, &run.host,
-                                  &run.cpu_model, &run.mpi_version, &run.build_type}) {
+  for (const std::string* text :
+       {&run.tool_version, &run.git_commit, &run.host, &run.cpu_model, &run.mpi_version, &run.build_type}) {
     stmt.bind(index++, *text);
   }
   // The writer (this process) and the launch, so a killed run is recognised (run_liveness.hpp).
@@ -648,9 +646,8 @@ void Store::steps_append(int64_t run_id, const std::vector<StepRow>& rows) {
                     "bwd_s, opt_s, data_s, comm_s, wait_s, overlap_s, bytes_sent, train_loss, "
                     "injected_s, staleness) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const StepRow& r : rows) {
-    stmt.bind_all(run_id, r.rank, r.step, r.timed, r.start_s, r.step_s, r.fwd_s, r.bwd_s,
-                  r.opt_s, r.data_s, r.comm_s, r.wait_s, r.overlap_s, r.bytes_sent,
-                  r.train_loss, r.injected_s, r.staleness);
+    stmt.bind_all(run_id, r.rank, r.step, r.timed, r.start_s, r.step_s, r.fwd_s, r.bwd_s, r.opt_s, r.data_s, r.comm_s,
+                  r.wait_s, r.overlap_s, r.bytes_sent, r.train_loss, r.injected_s, r.staleness);
     stmt.run();
   }
   heartbeat_write(db_, run_id);
@@ -700,9 +697,9 @@ void Store::run_finish(int64_t run_id, const std::string& status, const std::str
   SqlTransaction transaction(db_);
   std::optional<RunRecord> run = run_find(db_, schema_version(), run_id);
   if (!run) run_throw_not_found(path_, run_id);
-  summary_write(db_, run_id,
-                summary_compute(*run, steps_read(db_, schema_version(), run_id),
-                                evals_read(db_, schema_version(), run_id)));
+  summary_write(
+      db_, run_id,
+      summary_compute(*run, steps_read(db_, schema_version(), run_id), evals_read(db_, schema_version(), run_id)));
   SqlStatement update(db_, "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?");
   update.bind_all(status, system_time_iso8601());
   update.bind_text_or_null(3, error);

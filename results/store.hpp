@@ -42,7 +42,7 @@ struct RunRecord {
   std::string target;       // e.g. "acc=0.8", empty when none
   // context
   std::string tool_version, git_commit, host, cpu_model, mpi_version, build_type;
-  std::string error;        // message when failed
+  std::string error;  // message when failed
   std::string finished_at;
   // The writing process (schema v8; filled by run_begin from the calling process and
   // $DSGD_LAUNCH_ID): 0 / empty on runs written before v8.
@@ -55,7 +55,7 @@ struct RunRecord {
 struct StepRow {
   int rank = 0;
   int64_t step = 0;
-  bool timed = true;  // false for warm-up steps
+  bool timed = true;   // false for warm-up steps
   double start_s = 0;  // step start, seconds since the run's time origin (rank 0's clock)
   double step_s = 0, fwd_s = 0, bwd_s = 0, opt_s = 0, data_s = 0;
   double comm_s = 0, wait_s = 0, overlap_s = 0;
@@ -250,7 +250,6 @@ class Store {
 };
 
 // Computes the summary of a run from its stored rows (used by run_finish).
-Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
-                        const std::vector<EvalRow>& evals);
+Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps, const std::vector<EvalRow>& evals);
 
 }  // namespace dsgd

@@ -20,18 +20,16 @@
 //   "peak-gflops-per-worker"; mfu = model_gflops / peak_gflops; null without both inputs.
 #include <algorithm>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "results/store.hpp"
 #include "results/target.hpp"
 
 namespace dsgd {
 
-Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
-                        const std::vector<EvalRow>& evals) {
+Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps, const std::vector<EvalRow>& evals) {
   Summary summary;
 
   // Means over timed (rank, step) rows, and each timed step's slowest rank.
@@ -80,8 +78,7 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
   }
 
   // Sorted by step only: step_s may be NaN, which has no order.
-  std::sort(step_times.begin(), step_times.end(),
-            [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::sort(step_times.begin(), step_times.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   double slowest_total = 0;
   for (size_t begin = 0; begin < step_times.size();) {
     size_t end = begin;
@@ -102,9 +99,8 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
   };
   const double workers = config_number("compute-workers").value_or(static_cast<double>(run.workers));
   if (summary.timed_steps > 0 && slowest_total > 0) {
-    summary.throughput_samples_per_s = workers *
-                                       static_cast<double>(run.batch) *
-                                       static_cast<double>(summary.timed_steps) / slowest_total;
+    summary.throughput_samples_per_s =
+        workers * static_cast<double>(run.batch) * static_cast<double>(summary.timed_steps) / slowest_total;
   }
   const std::optional<double> flops = config_number("flops-per-sample");
   const std::optional<double> peak = config_number("peak-gflops-per-worker");

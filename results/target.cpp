@@ -42,20 +42,17 @@ std::optional<Target> target_parse(const std::string& text) {
   } else if (name == "loss" || name == "test_loss") {
     target.metric = TargetMetric::target_test_loss;
   } else {
-    DSGD_THROW(InputError, target_forms_hint, "bad target '{}': unknown metric '{}'", text,
-               name);
+    DSGD_THROW(InputError, target_forms_hint, "bad target '{}': unknown metric '{}'", text, name);
   }
 
   double value = 0;
   auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (number.empty() || ec != std::errc() || end != number.data() + number.size() ||
-      !std::isfinite(value)) {
-    DSGD_THROW(InputError, target_forms_hint, "bad target '{}': '{}' is not a number", text,
-               number);
+  if (number.empty() || ec != std::errc() || end != number.data() + number.size() || !std::isfinite(value)) {
+    DSGD_THROW(InputError, target_forms_hint, "bad target '{}': '{}' is not a number", text, number);
   }
   if (target.metric == TargetMetric::target_test_acc && !(value > 0 && value <= 1)) {
-    DSGD_THROW(InputError, target_forms_hint,
-               "bad target '{}': accuracy is a fraction in (0, 1] (acc=0.8 means 80%)", text);
+    DSGD_THROW(InputError, target_forms_hint, "bad target '{}': accuracy is a fraction in (0, 1] (acc=0.8 means 80%)",
+               text);
   }
   if (target.metric == TargetMetric::target_test_loss && value < 0) {
     DSGD_THROW(InputError, target_forms_hint, "bad target '{}': a loss target is >= 0", text);

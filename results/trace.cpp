@@ -6,14 +6,14 @@
 // whose duration is not finite is left out of its step.
 #include "results/trace.hpp"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <set>
-
-#include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
 
@@ -30,9 +30,9 @@ struct Phase {
 
 // The layout order inside a step (trace.hpp explains why wait precedes comm).
 constexpr Phase kPhases[] = {
-    {"data", "data", &StepRow::data_s, false},        {"fwd", "compute", &StepRow::fwd_s, false},
-    {"bwd", "compute", &StepRow::bwd_s, false},       {"injected", "straggler", &StepRow::injected_s, true},
-    {"wait", "comm", &StepRow::wait_s, false},        {"comm", "comm", &StepRow::comm_s, false},
+    {"data", "data", &StepRow::data_s, false},  {"fwd", "compute", &StepRow::fwd_s, false},
+    {"bwd", "compute", &StepRow::bwd_s, false}, {"injected", "straggler", &StepRow::injected_s, true},
+    {"wait", "comm", &StepRow::wait_s, false},  {"comm", "comm", &StepRow::comm_s, false},
     {"opt", "compute", &StepRow::opt_s, false},
 };
 
@@ -98,11 +98,10 @@ class EventWriter {
   size_t count_ = 0;
 };
 
-void complete_event(EventWriter& w, const char* name, const char* category, int tid, double ts_s,
-                    double dur_s) {
+void complete_event(EventWriter& w, const char* name, const char* category, int tid, double ts_s, double dur_s) {
   fmt::memory_buffer& buf = w.next();
-  fmt::format_to(std::back_inserter(buf), R"({{"name":"{}","cat":"{}","ph":"X","pid":0,"tid":{},"ts":)", name,
-                 category, tid);
+  fmt::format_to(std::back_inserter(buf), R"({{"name":"{}","cat":"{}","ph":"X","pid":0,"tid":{},"ts":)", name, category,
+                 tid);
   micros_append(buf, ts_s);
   buf.append(std::string_view(R"(,"dur":)"));
   micros_append(buf, dur_s);
@@ -120,8 +119,7 @@ void row_events(EventWriter& w, const StepRow& row) {
   // itself is in args.
   const double step_dur = std::isfinite(row.step_s) ? std::max(row.step_s, phases_total) : phases_total;
   fmt::memory_buffer& buf = w.next();
-  fmt::format_to(std::back_inserter(buf), R"({{"name":"step","cat":"step","ph":"X","pid":0,"tid":{},"ts":)",
-                 row.rank);
+  fmt::format_to(std::back_inserter(buf), R"({{"name":"step","cat":"step","ph":"X","pid":0,"tid":{},"ts":)", row.rank);
   micros_append(buf, row.start_s);
   buf.append(std::string_view(R"(,"dur":)"));
   micros_append(buf, step_dur);
@@ -249,9 +247,8 @@ StepWindow trace_parse_steps(const std::string& text) {
   return window;
 }
 
-TraceStats trace_write(const RunRecord& run, const std::vector<StepRow>& steps,
-                       const std::vector<EvalRow>& evals, const TraceOptions& options,
-                       std::ostream& out) {
+TraceStats trace_write(const RunRecord& run, const std::vector<StepRow>& steps, const std::vector<EvalRow>& evals,
+                       const TraceOptions& options, std::ostream& out) {
   if (steps.empty()) {
     DSGD_THROW(InputError, "runs store step timings unless run with timers off; pick another run",
                "run {} has no stored step timings to trace", run.id);
@@ -290,8 +287,8 @@ TraceStats trace_write(const RunRecord& run, const std::vector<StepRow>& steps,
   for (const EvalRow& eval : evals) {
     if (eval.step < first_window || eval.step > last_window + 1) continue;
     auto lowest_rank_row = [&](int64_t step) -> const StepRow* {
-      auto it = std::lower_bound(rows.begin(), rows.end(), step,
-                                 [](const StepRow* r, int64_t s) { return r->step < s; });
+      auto it =
+          std::lower_bound(rows.begin(), rows.end(), step, [](const StepRow* r, int64_t s) { return r->step < s; });
       return it != rows.end() && (*it)->step == step ? *it : nullptr;
     };
     if (const StepRow* before = lowest_rank_row(eval.step - 1);
@@ -336,9 +333,10 @@ TraceStats trace_write(const RunRecord& run, const std::vector<StepRow>& steps,
   w.raw("{\"traceEvents\":[");
   {
     fmt::memory_buffer& buf = w.next();
-    const std::string name = fmt::format("run {}: {} {} on {} workers", run.id, run.algorithm, run.workload,
-                                         run.workers);
-    fmt::format_to(std::back_inserter(buf), R"({{"name":"process_name","ph":"M","pid":0,"tid":0,"args":{{"name":{}}}}})",
+    const std::string name =
+        fmt::format("run {}: {} {} on {} workers", run.id, run.algorithm, run.workload, run.workers);
+    fmt::format_to(std::back_inserter(buf),
+                   R"({{"name":"process_name","ph":"M","pid":0,"tid":0,"args":{{"name":{}}}}})",
                    json_dump(nlohmann::json(name)));
   }
   for (int rank : ranks) {

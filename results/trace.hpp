@@ -45,23 +45,21 @@ struct TraceOptions {
 
 // What was written.
 struct TraceStats {
-  size_t events = 0;            // entries of traceEvents, metadata included
-  int64_t steps_written = 0;    // distinct steps in the trace
-  int64_t steps_in_window = 0;  // distinct stored steps in the window
-  int64_t sample_every = 1;     // k: every k-th step of the window kept
+  size_t events = 0;                      // entries of traceEvents, metadata included
+  int64_t steps_written = 0;              // distinct steps in the trace
+  int64_t steps_in_window = 0;            // distinct stored steps in the window
+  int64_t sample_every = 1;               // k: every k-th step of the window kept
   int64_t first_step = 0, last_step = 0;  // of the written steps
-  int ranks = 0;                // tracks (thread_name events)
+  int ranks = 0;                          // tracks (thread_name events)
 };
 
 // Writes the trace of `run` from its rows to out. Throws InputError when the run has no
 // step rows in the window, or max_events cannot hold even one step; Error when writing
 // fails.
-TraceStats trace_write(const RunRecord& run, const std::vector<StepRow>& steps,
-                       const std::vector<EvalRow>& evals, const TraceOptions& options,
-                       std::ostream& out);
+TraceStats trace_write(const RunRecord& run, const std::vector<StepRow>& steps, const std::vector<EvalRow>& evals,
+                       const TraceOptions& options, std::ostream& out);
 
 // Loads run_id from the store (InputError when unknown) and writes its trace.
-TraceStats trace_write_run(const Store& store, int64_t run_id, const TraceOptions& options,
-                           std::ostream& out);
+TraceStats trace_write_run(const Store& store, int64_t run_id, const TraceOptions& options, std::ostream& out);
 
 }  // namespace dsgd

@@ -8,6 +8,8 @@
 # convolution on im2col + SGEMM) but installed by default: it is the faster convolution backend
 # for most ResNet layers (workloads/layers/conv2d_dnnl.cpp).
 # iproute2 (ip, tc): scripts/netns-cluster.sh and tests/integration/netns_two_hosts.sh.
+# clang-format: the formatting check of scripts/test.sh. qemu-user: its portable pass on an
+# emulated CPU without AVX.
 set -euo pipefail
 
 packages=(
@@ -18,7 +20,7 @@ packages=(
   libopenblas-dev libeigen3-dev libdnnl-dev
   libgtest-dev libbenchmark-dev
   dataset-fashion-mnist fortunes
-  jq iproute2
+  jq iproute2 clang-format qemu-user
   chromium python3
 )
 if [ "${1:-}" = "--bench-extras" ]; then

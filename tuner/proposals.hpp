@@ -5,8 +5,8 @@
 // the not yet tried candidates with the largest expected improvement weighted by P(reach the
 // target) (tuner/acquisition.hpp acquisition_log_weighted_ei). P(reach) is the share of reached
 // trials near the candidate, weighted by the fitted kernel, with a Beta(1/4, 1/4) prior — one
-// pseudo-trial of 1/2, which keeps unexplored regions possible (gp_reach_probability). Censored trials enter P(reach) only: their
-// time is a lower bound, not an observation of the GP.
+// pseudo-trial of 1/2, which keeps unexplored regions possible (gp_reach_probability). Censored trials enter P(reach)
+// only: their time is a lower bound, not an observation of the GP.
 #pragma once
 
 #include <Eigen/Dense>

@@ -15,8 +15,8 @@ namespace {
 
 std::unique_ptr<Workload> svm_from_config(const RunConfig& cfg, const Dataset& train) {
   if (!cfg.model.empty())
-    DSGD_THROW(InputError, "drop --model (the SVM is a single linear layer)", "--model {} does not apply to --workload svm",
-               cfg.model);
+    DSGD_THROW(InputError, "drop --model (the SVM is a single linear layer)",
+               "--model {} does not apply to --workload svm", cfg.model);
   return svm_create(train);
 }
 
@@ -44,8 +44,10 @@ struct WorkloadEntry {
 
 constexpr WorkloadEntry kWorkloads[] = {
     {"svm", "linear one-vs-rest SVM, hinge loss (L2 via weight decay), dense or sparse CSR features", svm_from_config},
-    {"resnet", "CIFAR-style ResNet (--model resnet8|resnet20|resnet32|resnet56|resnet18) on images", resnet_from_config},
-    {"transformer", "--model gpt: GPT-2-style pre-LN decoder on byte-level text (--layers --d-model --heads --seq --vocab)",
+    {"resnet", "CIFAR-style ResNet (--model resnet8|resnet20|resnet32|resnet56|resnet18) on images",
+     resnet_from_config},
+    {"transformer",
+     "--model gpt: GPT-2-style pre-LN decoder on byte-level text (--layers --d-model --heads --seq --vocab)",
      transformer_from_config},
 };
 

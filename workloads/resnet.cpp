@@ -373,20 +373,19 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
           if (train) {
             batchnorm_blocked_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, nullptr,
                                             batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
-                                            running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out,
-                                            false, batch_affine_.data() + u.stat_off);
+                                            running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out, false,
+                                            batch_affine_.data() + u.stat_off);
           } else {
-            batchnorm_eval_affine(s.c_out, bn_, params + u.gamma_off, params + u.beta_off,
-                                  running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out,
-                                  eval_affine_.data() + u.stat_off);
+            batchnorm_eval_affine(s.c_out, bn_, params + u.gamma_off, params + u.beta_off, running_.data() + u.stat_off,
+                                  running_.data() + u.stat_off + s.c_out, eval_affine_.data() + u.stat_off);
           }
           continue;
         }
         if (train) {
           batchnorm_blocked_forward_train(bs, bn_, z, params + u.gamma_off, params + u.beta_off, out,
                                           batch_mean_.data() + u.stat_off, batch_invstd_.data() + u.stat_off,
-                                          running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out,
-                                          u.relu, batch_affine_.data() + u.stat_off);
+                                          running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out, u.relu,
+                                          batch_affine_.data() + u.stat_off);
         } else {
           batchnorm_blocked_forward_eval(bs, bn_, z, params + u.gamma_off, params + u.beta_off,
                                          running_.data() + u.stat_off, running_.data() + u.stat_off + s.c_out, out,

@@ -24,15 +24,13 @@
 // oneDNN (when the build has it). set_conv_backend forces one for every layer (benchmarks,
 // tests). With the nChw8c layout (below) and the "auto" choice, the 3×3 stride-1
 // convolutions run on our own direct kernels instead of oneDNN (layers/conv3x3_blocked.hpp,
-// faster on these shapes; backend "direct"). Activations (all but the input images, which are CNHW) are stored in one layout
-// for the whole network: nChw8c (layers/blocked_layout.hpp) when every convolution after the
-// stem runs on oneDNN and every channel count is a multiple of 8, so that the oneDNN
-// convolutions read and write them in place with no conversion between layers (an im2col
-// stem writes CNHW into a scratch tensor that is converted once); otherwise CNHW (see
-// layers/conv2d.hpp). set_activation_layout forces one. The layouts round differently (BN
-// sums in another order): same seed → same result for a given backend and layout. With
-// nChw8c each block's second BN map runs fused into the residual join (one pass:
-// out = max(BN(z) + shortcut, 0)), and the join's backward hands the masked gradient to that
+// faster on these shapes; backend "direct"). Activations (all but the input images, which are CNHW) are stored in one
+// layout for the whole network: nChw8c (layers/blocked_layout.hpp) when every convolution after the stem runs on oneDNN
+// and every channel count is a multiple of 8, so that the oneDNN convolutions read and write them in place with no
+// conversion between layers (an im2col stem writes CNHW into a scratch tensor that is converted once); otherwise CNHW
+// (see layers/conv2d.hpp). set_activation_layout forces one. The layouts round differently (BN sums in another order):
+// same seed → same result for a given backend and layout. With nChw8c each block's second BN map runs fused into the
+// residual join (one pass: out = max(BN(z) + shortcut, 0)), and the join's backward hands the masked gradient to that
 // BN's backward directly; with an identity shortcut that gradient is added after conv1's
 // input gradient, which oneDNN then writes in place.
 #pragma once
@@ -121,7 +119,7 @@ class ResNetWorkload final : public Workload {
     size_t offset = 0;       // into the activation arenas (capacity samples)
     size_t grad_offset = 0;  // into the gradient arena (kNoGrad: none)
   };
-  struct Unit {  // conv + BN (+ ReLU)
+  struct Unit {        // conv + BN (+ ReLU)
     Conv2dShape conv;  // n is set per call
     size_t in = 0, z = 0, out = 0;
     bool relu = true;
@@ -130,7 +128,7 @@ class ResNetWorkload final : public Workload {
     size_t layer = 0;
     size_t w_off = 0, gamma_off = 0, beta_off = 0;  // into params
     size_t stat_off = 0;                            // into running_/batch_mean_/batch_invstd_
-    size_t join_block = kNone;  // a block's conv2: with nChw8c its BN map runs in the join
+    size_t join_block = kNone;                      // a block's conv2: with nChw8c its BN map runs in the join
     // A block's conv1 where the shortcut is the identity: with nChw8c the shortcut's gradient
     // is added onto this unit's input gradient after it (which then needs no accumulate).
     size_t identity_block = kNone;
@@ -203,8 +201,8 @@ class ResNetWorkload final : public Workload {
   std::vector<float> pooled_, dpooled_, logits_, eval_pooled_, eval_logits_;
   std::vector<int32_t> labels_;
   std::vector<unsigned char> grad_written_;
-  std::vector<double> unit_seconds_;  // profiling only
-  std::vector<std::vector<std::unique_ptr<DnnlConv2d>>> dnnl_;  // per unit, one per batch size
+  std::vector<double> unit_seconds_;                                  // profiling only
+  std::vector<std::vector<std::unique_ptr<DnnlConv2d>>> dnnl_;        // per unit, one per batch size
   std::vector<std::vector<std::unique_ptr<BlockedConv3x3>>> direct_;  // likewise
 };
 

@@ -91,7 +91,8 @@ class PowerSgd final : public GradientCompressor {
 
   double bytes_sent_per_call(size_t, int n) const override {
     const auto [p, q] = buffer_sizes(layers_view_);
-    return ring_allreduce_bytes_sent(4.0 * double(p), n) + (q > 0 ? ring_allreduce_bytes_sent(4.0 * double(q), n) : 0.0);
+    return ring_allreduce_bytes_sent(4.0 * double(p), n) +
+           (q > 0 ? ring_allreduce_bytes_sent(4.0 * double(q), n) : 0.0);
   }
   double modelled_time(const NetworkModel& model, CollAlgo algo, size_t, int n) const override {
     const auto [p, q] = buffer_sizes(layers_view_);
@@ -207,6 +208,8 @@ class PowerSgd final : public GradientCompressor {
 
 }  // namespace
 
-std::unique_ptr<GradientCompressor> compressor_create_powersgd(int rank) { return std::make_unique<PowerSgd>(rank); }
+std::unique_ptr<GradientCompressor> compressor_create_powersgd(int rank) {
+  return std::make_unique<PowerSgd>(rank);
+}
 
 }  // namespace dsgd

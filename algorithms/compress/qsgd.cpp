@@ -39,8 +39,8 @@ class Qsgd final : public GradientCompressor {
     return ring_scatter_gather_bytes_sent(double(n) * 4.0 * double(payload_words(count)), n);
   }
   double modelled_time(const NetworkModel& model, CollAlgo algo, size_t count, int n) const override {
-    return network_collective_time(model, CollKind::coll_allgather, algo, double(n) * 4.0 * double(payload_words(count)),
-                                   n);
+    return network_collective_time(model, CollKind::coll_allgather, algo,
+                                   double(n) * 4.0 * double(payload_words(count)), n);
   }
 
  protected:
@@ -119,7 +119,8 @@ class Qsgd final : public GradientCompressor {
     const size_t w = bit / 32;
     const uint32_t off = static_cast<uint32_t>(bit % 32);
     words[w] = compress_word_to_float(compress_float_to_word(words[w]) | (code << off));
-    if (off + b > 32) words[w + 1] = compress_word_to_float(compress_float_to_word(words[w + 1]) | (code >> (32 - off)));
+    if (off + b > 32)
+      words[w + 1] = compress_word_to_float(compress_float_to_word(words[w + 1]) | (code >> (32 - off)));
   }
   static uint32_t get_code(const float* words, size_t bit, uint32_t b) {
     const size_t w = bit / 32;

@@ -38,8 +38,8 @@ class TopK final : public GradientCompressor {
     return ring_scatter_gather_bytes_sent(double(n) * 8.0 * double(k_for(ratio_, count)), n);
   }
   double modelled_time(const NetworkModel& model, CollAlgo algo, size_t count, int n) const override {
-    return network_collective_time(model, CollKind::coll_allgather, algo, double(n) * 8.0 * double(k_for(ratio_, count)),
-                                   n);
+    return network_collective_time(model, CollKind::coll_allgather, algo,
+                                   double(n) * 8.0 * double(k_for(ratio_, count)), n);
   }
 
  protected:
@@ -81,13 +81,15 @@ class TopK final : public GradientCompressor {
   double ratio_;
   int n_ = 1, rank_ = 0;
   size_t k_ = 0;
-  std::vector<float> error_;      // e, then a = g + e during a call
-  std::vector<uint32_t> order_;   // indices, the first k selected
-  std::vector<float> gathered_;   // n blocks of [k indices | k values]
+  std::vector<float> error_;     // e, then a = g + e during a call
+  std::vector<uint32_t> order_;  // indices, the first k selected
+  std::vector<float> gathered_;  // n blocks of [k indices | k values]
 };
 
 }  // namespace
 
-std::unique_ptr<GradientCompressor> compressor_create_topk(double ratio) { return std::make_unique<TopK>(ratio); }
+std::unique_ptr<GradientCompressor> compressor_create_topk(double ratio) {
+  return std::make_unique<TopK>(ratio);
+}
 
 }  // namespace dsgd

@@ -69,7 +69,9 @@ void hammer(dsgd::Communicator& comm, size_t count, int iters, Target target, co
   comm.window_free();
 }
 
-bool at_least(const float*, uint64_t version, const void* ctx) { return version >= *static_cast<const uint64_t*>(ctx); }
+bool at_least(const float*, uint64_t version, const void* ctx) {
+  return version >= *static_cast<const uint64_t*>(ctx);
+}
 
 }  // namespace
 
@@ -82,8 +84,10 @@ int main(int argc, char** argv) {
   }
   const int iters = argc > 1 ? std::atoi(argv[1]) : 2000;
   for (size_t count : {size_t(4), size_t(3000)}) {
-    hammer(*comm, count, iters, [](int) { return 1; }, "all ranks on rank 1's window");
-    hammer(*comm, count, iters, [&](int i) { return (i + me) % n; }, "every rank on every window");
+    hammer(
+        *comm, count, iters, [](int) { return 1; }, "all ranks on rank 1's window");
+    hammer(
+        *comm, count, iters, [&](int i) { return (i + me) % n; }, "every rank on every window");
   }
   // window_poll: rank 0 waits until rank 1 has written version 50 in rank 0's window.
   comm->window_create(8);

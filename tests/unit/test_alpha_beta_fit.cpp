@@ -1,10 +1,10 @@
 // Tests of the alpha-beta fit used by `dsgd-bench calibrate` (results/alpha_beta_fit.*):
 // recovery of a known link from noisy synthetic sweeps, exactness on noiseless data,
 // the non-negativity clamps, refusal of degenerate input, and the nccl-tests bus factors.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/errors.hpp"
 #include "core/rng.hpp"
@@ -13,8 +13,8 @@
 namespace dsgd {
 namespace {
 
-constexpr double kAlpha = 20e-6;         // 20 us
-constexpr double kBandwidth = 1.25e9;    // 10 Gbit/s in bytes per second
+constexpr double kAlpha = 20e-6;       // 20 us
+constexpr double kBandwidth = 1.25e9;  // 10 Gbit/s in bytes per second
 constexpr double kBeta = 1.0 / kBandwidth;
 
 // Sizes 4 B .. 256 MiB, x2 (the default calibrate sweep); times from the link with

@@ -1,6 +1,7 @@
 // Tests of the dataset loaders (IDX, LIBSVM, synthetic) and of spec dispatch/validation, on
 // small files each test writes into its own temporary directory; plus one test of the real
 // Fashion-MNIST files, skipped when the Debian package is not installed.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -12,8 +13,6 @@
 #include <fstream>
 #include <string>
 #include <vector>
-
-#include <fmt/format.h>
 
 #include "core/errors.hpp"
 #include "core/memory_info.hpp"

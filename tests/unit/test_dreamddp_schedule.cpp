@@ -139,9 +139,7 @@ TEST(DreamDdpSchedule, SpreadsLayersWhenOneSlotCannotHideThem) {
   const std::vector<double> comm = {0.5e-3, 1e-3, 2e-3};
   const DreamDdpSchedule s = dreamddp_schedule_search(bwd, comm, 2);
   EXPECT_NEAR(s.exposed_primary_s, 0.5e-3, 1e-12);
-  auto slot_of = [&](size_t l) {
-    return std::count(s.slots[0].begin(), s.slots[0].end(), l) ? 0 : 1;
-  };
+  auto slot_of = [&](size_t l) { return std::count(s.slots[0].begin(), s.slots[0].end(), l) ? 0 : 1; };
   EXPECT_NE(slot_of(2), slot_of(1));
   EXPECT_NEAR(dreamddp_slot_exposed(bwd, comm, {0, 1, 2}), 1.5e-3, 1e-12);  // what H = 1 would cost
 }

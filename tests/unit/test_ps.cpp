@@ -16,7 +16,9 @@
 namespace dsgd {
 namespace {
 
-bool at_least(const float*, uint64_t version, const void* ctx) { return version >= *static_cast<const uint64_t*>(ctx); }
+bool at_least(const float*, uint64_t version, const void* ctx) {
+  return version >= *static_cast<const uint64_t*>(ctx);
+}
 
 TEST(Communicator, WindowPollIsOneEventWhateverItWaitedFor) {
   auto comm = communicator_create_self();
@@ -95,8 +97,8 @@ void run_one_worker(const PsCase& c) {
 }
 
 TEST(Ps, OneWorkerIsSerialSgdInEveryMode) {
-  for (const PsCase& c : {PsCase{"sync", false}, PsCase{"async", false}, PsCase{"ssp", false},
-                          PsCase{"sync", true}, PsCase{"async", true}})
+  for (const PsCase& c : {PsCase{"sync", false}, PsCase{"async", false}, PsCase{"ssp", false}, PsCase{"sync", true},
+                          PsCase{"async", true}})
     run_one_worker(c);
 }
 

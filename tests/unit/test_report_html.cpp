@@ -3,19 +3,17 @@
 // sections that appear only with their data (scaling, validations), loading from a store
 // with and without a `validations` table, and the size bound of a 1,000-run x 10,000-step
 // report (< 5 MB; its render time is printed here and measured in bench/bench_report.cpp).
+#include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <regex>
 #include <sstream>
-
-#include <fmt/format.h>
-#include <gtest/gtest.h>
-
-#include <algorithm>
 
 #include "results/html_downsample.hpp"
 #include "results/html_report.hpp"
@@ -90,11 +88,13 @@ HtmlRunData make_run(int64_t id, int workers, double throughput, size_t steps) {
   d.run.summary = s;
   for (size_t step = 0; step < steps; ++step) {
     d.loss_steps.push_back(static_cast<double>(step));
-    d.loss_values.push_back(2.0 / (1.0 + 0.001 * static_cast<double>(step)) + 0.05 * std::sin(static_cast<double>(step + id)));
+    d.loss_values.push_back(2.0 / (1.0 + 0.001 * static_cast<double>(step)) +
+                            0.05 * std::sin(static_cast<double>(step + id)));
   }
   for (size_t e = 0; e <= 10; ++e) {
     const double step = static_cast<double>(steps) * static_cast<double>(e) / 10.0;
-    d.evals.push_back({static_cast<int64_t>(step), step * 0.01, 1.0 / (1 + e), 1.1 / (1 + e), 0.5 + 0.03 * static_cast<double>(e), std::nullopt});
+    d.evals.push_back({static_cast<int64_t>(step), step * 0.01, 1.0 / (1 + e), 1.1 / (1 + e),
+                       0.5 + 0.03 * static_cast<double>(e), std::nullopt});
   }
   return d;
 }
@@ -142,8 +142,9 @@ TEST(HtmlReport, ValidationsRenderWhenPresent) {
   HtmlReportInput input;
   input.runs = {make_run(1, 2, 1000, 50)};
   input.validations.columns = {"run_id", "metric", "predicted_step_time_s", "measured_step_time_s"};
-  input.validations.rows = {{ReportValue{int64_t{1}}, ReportValue{std::string("step")}, ReportValue{0.01}, ReportValue{0.011}},
-                            {ReportValue{int64_t{2}}, ReportValue{std::string("step")}, ReportValue{0.02}, ReportValue{0.019}}};
+  input.validations.rows = {
+      {ReportValue{int64_t{1}}, ReportValue{std::string("step")}, ReportValue{0.01}, ReportValue{0.011}},
+      {ReportValue{int64_t{2}}, ReportValue{std::string("step")}, ReportValue{0.02}, ReportValue{0.019}}};
   const std::string html = render(input);
   EXPECT_NE(html.find("Validations: predicted vs measured"), std::string::npos);
   EXPECT_NE(html.find("id=\"validation-0\""), std::string::npos);
@@ -192,12 +193,13 @@ TEST(HtmlReport, LoadsValidationsOnlyWhenTheTableHasRows) {
     EXPECT_TRUE(html_report_load(store, store.runs_list(0), ReportContext{}).validations.rows.empty());
   }
   ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(raw,
-                         "INSERT INTO validations (id, created_at, config_json) VALUES (1, '2026-11-30T00:00:00Z', '{}');"
-                         "INSERT INTO validation_metrics VALUES (1, 'step_time_s', 0.55, 0.5, 0.0909);"
-                         "INSERT INTO validation_metrics VALUES (1, 'comm_s', 0.2, 0.25, 0.25);",
-                         nullptr, nullptr, nullptr),
-            SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(raw,
+                   "INSERT INTO validations (id, created_at, config_json) VALUES (1, '2026-11-30T00:00:00Z', '{}');"
+                   "INSERT INTO validation_metrics VALUES (1, 'step_time_s', 0.55, 0.5, 0.0909);"
+                   "INSERT INTO validation_metrics VALUES (1, 'comm_s', 0.2, 0.25, 0.25);",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
   sqlite3_close(raw);
   {
     Store store = Store::open_readonly(db);
@@ -219,7 +221,8 @@ TEST(HtmlReport, LoadsValidationsOnlyWhenTheTableHasRows) {
 TEST(HtmlReport, ThousandRunsOfTenThousandStepsStayUnderFiveMegabytes) {
   HtmlReportInput input;
   input.runs.reserve(1000);
-  for (int64_t i = 0; i < 1000; ++i) input.runs.push_back(make_run(i + 1, 1 + static_cast<int>(i % 4), 1000 + i, 10000));
+  for (int64_t i = 0; i < 1000; ++i)
+    input.runs.push_back(make_run(i + 1, 1 + static_cast<int>(i % 4), 1000 + i, 10000));
   const auto start = std::chrono::steady_clock::now();
   const std::string html = render(input);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -4,10 +4,10 @@
 // (--runs / --tag / --since) with its errors. Configuration columns come from the run
 // config field table, so the golden header is assembled from it rather than spelled out
 // (other changes add run keys).
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 #include "core/errors.hpp"
 #include "results/report_print.hpp"
@@ -168,23 +168,26 @@ TEST(ReportRows, JsonGolden) {
   context.generated_at = "2026-11-30T02:00:00Z";
   context.db_path = "t.db";
   context.selection = "--tag x";
-  std::vector<std::pair<int64_t, std::vector<EvalRow>>> evals = {{7, {{0, 0.0, 1.5, 1.25, 0.1, std::nullopt}, {50, 0.75, 0.5, 0.25, 0.8125, std::nullopt}}}};
+  std::vector<std::pair<int64_t, std::vector<EvalRow>>> evals = {
+      {7, {{0, 0.0, 1.5, 1.25, 0.1, std::nullopt}, {50, 0.75, 0.5, 0.25, 0.8125, std::nullopt}}}};
   std::ostringstream out;
   report_write_json(out, context, report_evals_table(evals));
-  EXPECT_EQ(out.str(),
-            "{\n\"context\": {\"build_type\":\"Release\",\"db\":\"t.db\",\"db_schema_version\":3,"
-            "\"generated_at\":\"2026-11-30T02:00:00Z\",\"git_commit\":\"abc123\",\"host\":\"node1\","
-            "\"schema_version\":1,\"selection\":\"--tag x\",\"tool\":\"dsgd-bench\",\"tool_version\":\"0.1.0\","
-            "\"warnings\":[]},\n"
-            "\"table\": \"evals\",\n"
-            "\"columns\": [{\"name\":\"run_id\",\"type\":\"integer\",\"unit\":\"\"},{\"name\":\"step\",\"type\":\"integer\","
-            "\"unit\":\"steps\"},{\"name\":\"time_s\",\"type\":\"real\",\"unit\":\"s\"},{\"name\":\"train_loss\",\"type\":"
-            "\"real\",\"unit\":\"\"},{\"name\":\"test_loss\",\"type\":\"real\",\"unit\":\"\"},{\"name\":\"test_acc\","
-            "\"type\":\"real\",\"unit\":\"1\"}],\n"
-            "\"rows\": [\n"
-            "{\"run_id\": 7, \"step\": 0, \"time_s\": 0.0, \"train_loss\": 1.5, \"test_loss\": 1.25, \"test_acc\": 0.1},\n"
-            "{\"run_id\": 7, \"step\": 50, \"time_s\": 0.75, \"train_loss\": 0.5, \"test_loss\": 0.25, \"test_acc\": 0.8125}\n"
-            "]\n}\n");
+  EXPECT_EQ(
+      out.str(),
+      "{\n\"context\": {\"build_type\":\"Release\",\"db\":\"t.db\",\"db_schema_version\":3,"
+      "\"generated_at\":\"2026-11-30T02:00:00Z\",\"git_commit\":\"abc123\",\"host\":\"node1\","
+      "\"schema_version\":1,\"selection\":\"--tag x\",\"tool\":\"dsgd-bench\",\"tool_version\":\"0.1.0\","
+      "\"warnings\":[]},\n"
+      "\"table\": \"evals\",\n"
+      "\"columns\": [{\"name\":\"run_id\",\"type\":\"integer\",\"unit\":\"\"},{\"name\":\"step\",\"type\":\"integer\","
+      "\"unit\":\"steps\"},{\"name\":\"time_s\",\"type\":\"real\",\"unit\":\"s\"},{\"name\":\"train_loss\",\"type\":"
+      "\"real\",\"unit\":\"\"},{\"name\":\"test_loss\",\"type\":\"real\",\"unit\":\"\"},{\"name\":\"test_acc\","
+      "\"type\":\"real\",\"unit\":\"1\"}],\n"
+      "\"rows\": [\n"
+      "{\"run_id\": 7, \"step\": 0, \"time_s\": 0.0, \"train_loss\": 1.5, \"test_loss\": 1.25, \"test_acc\": 0.1},\n"
+      "{\"run_id\": 7, \"step\": 50, \"time_s\": 0.75, \"train_loss\": 0.5, \"test_loss\": 0.25, \"test_acc\": "
+      "0.8125}\n"
+      "]\n}\n");
   // And it parses, with the tag's special characters intact in the runs table.
   std::ostringstream runs;
   report_write_json(runs, context, report_runs_table({sample_run()}));
@@ -269,9 +272,7 @@ TEST(ReportSelect, FromStore) {
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("--tag nope"), std::string::npos) << e.what();
   }
-  {
-    Store::open((dir / "empty.db").string());
-  }
+  { Store::open((dir / "empty.db").string()); }
   Store empty = Store::open_readonly((dir / "empty.db").string());
   try {
     report_select_runs(empty, {});

@@ -2,12 +2,11 @@
 // and expand with valid run keys; matrices expand to every combination; unknown keys,
 // wrong types, invalid values and db/tag keys are InputErrors naming the file; suite
 // lookup by name.
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
-
-#include <gtest/gtest.h>
 
 #include "core/errors.hpp"
 #include "results/report_suite.hpp"

@@ -129,7 +129,7 @@ TEST(RunConfig, JsonRoundTrip) {
 }
 
 TEST(RunConfig, KnobOfAnotherAlgorithmRefusedWhenGivenEvenAtDefault) {
-  RunConfig cfg;  // ssgd
+  RunConfig cfg;             // ssgd
   run_config_validate(cfg);  // period 4 is the default, not given: accepted
   run_config_mark_given(cfg, "period");
   EXPECT_NE(error_of([&] { run_config_validate(cfg); }).find("--period: applies to"), std::string::npos);

@@ -8,8 +8,8 @@
 #include <numeric>
 
 #include "cluster/sim_world.hpp"
-#include "sim_ring_options.hpp"
 #include "core/errors.hpp"
+#include "sim_ring_options.hpp"
 
 namespace dsgd {
 namespace {

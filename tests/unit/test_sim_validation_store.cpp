@@ -47,8 +47,7 @@ TEST(ValidationStore, RoundTripNewestFirst) {
   v.config_json = R"({"algo":"ssgd"})";
   v.profile_run_id = a;
   v.measured_run_id = b;  // simulated_run_id left 0: stored as NULL
-  v.metrics = {{"step_time_s", 0.010, 0.011, validation_rel_error(0.010, 0.011)},
-               {"comm_s", 0.0, 0.001, std::nullopt}};
+  v.metrics = {{"step_time_s", 0.010, 0.011, validation_rel_error(0.010, 0.011)}, {"comm_s", 0.0, 0.001, std::nullopt}};
   const int64_t first = validation_store(store, v);
   v.metrics.pop_back();
   const int64_t second = validation_store(store, v);

@@ -9,9 +9,9 @@
 
 #include "cluster/sim_timing.hpp"
 #include "cluster/sim_world.hpp"
-#include "sim_ring_options.hpp"
 #include "core/errors.hpp"
 #include "engine/step_recorder.hpp"
+#include "sim_ring_options.hpp"
 
 namespace dsgd {
 namespace {
@@ -75,8 +75,8 @@ TEST(SimWorld, FixedStragglerDelayIsExactlyTheOthersWait) {
       c.allreduce_average(g.data(), g.size());
     }
   });
-  const double model = network_collective_time(*world.options().network, CollKind::coll_allreduce,
-                                               CollAlgo::algo_ring, 1024.0, n);
+  const double model =
+      network_collective_time(*world.options().network, CollKind::coll_allreduce, CollAlgo::algo_ring, 1024.0, n);
   for (int step = 0; step < 3; ++step) {
     std::vector<CollSpan> spans(n);
     std::vector<WaitComm> split(n);
@@ -240,8 +240,8 @@ TEST(SimTiming, MatchesTheThreadedSimulator) {
   plan.network = NetworkModel{LinkModel{50e-6, 1.25e8}, std::nullopt, 1};
   plan.net_algo = CollAlgo::algo_auto;
   std::vector<std::vector<SimStepTiming>> fast(steps);
-  sim_timing_run(plan, [](int64_t) { return true; },
-                 [&](int64_t s, const SimStepTiming* t) { fast[s].assign(t, t + n); });
+  sim_timing_run(
+      plan, [](int64_t) { return true; }, [&](int64_t s, const SimStepTiming* t) { fast[s].assign(t, t + n); });
 
   SimWorldOptions o;
   o.workers = n;

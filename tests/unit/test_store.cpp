@@ -3,6 +3,7 @@
 // and v2, rollback on failure), refusals that must leave files untouched, read-only
 // access, the calibration tables (v3), and the time of a 10 000-row batched append
 // (printed, not asserted). Each test works in its own temporary directory.
+#include <gtest/gtest.h>
 #include <sqlite3.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,8 +20,6 @@
 #include <limits>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "core/errors.hpp"
 #include "results/migrations.hpp"
@@ -132,16 +131,17 @@ EvalRow eval_make(int64_t step, double time_s, double test_loss, double test_acc
 }
 
 // Doubles compare exactly (SQLite REAL is an IEEE double); NaN equals NaN.
-bool same_double(double a, double b) { return (std::isnan(a) && std::isnan(b)) || a == b; }
+bool same_double(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || a == b;
+}
 
 void expect_same_step(const StepRow& a, const StepRow& b) {
   EXPECT_EQ(a.rank, b.rank);
   EXPECT_EQ(a.step, b.step);
   EXPECT_EQ(a.timed, b.timed);
-  for (auto field : {&StepRow::start_s, &StepRow::step_s, &StepRow::fwd_s, &StepRow::bwd_s,
-                     &StepRow::opt_s, &StepRow::data_s, &StepRow::comm_s, &StepRow::wait_s,
-                     &StepRow::overlap_s, &StepRow::injected_s, &StepRow::bytes_sent,
-                     &StepRow::train_loss}) {
+  for (auto field : {&StepRow::start_s, &StepRow::step_s, &StepRow::fwd_s, &StepRow::bwd_s, &StepRow::opt_s,
+                     &StepRow::data_s, &StepRow::comm_s, &StepRow::wait_s, &StepRow::overlap_s, &StepRow::injected_s,
+                     &StepRow::bytes_sent, &StepRow::train_loss}) {
     EXPECT_TRUE(same_double(a.*field, b.*field))
         << "rank " << a.rank << " step " << a.step << ": " << a.*field << " vs " << b.*field;
   }
@@ -150,8 +150,7 @@ void expect_same_step(const StepRow& a, const StepRow& b) {
 
 void expect_same_eval(const EvalRow& a, const EvalRow& b) {
   EXPECT_EQ(a.step, b.step);
-  for (auto field : {&EvalRow::time_s, &EvalRow::train_loss, &EvalRow::test_loss,
-                     &EvalRow::test_acc}) {
+  for (auto field : {&EvalRow::time_s, &EvalRow::train_loss, &EvalRow::test_loss, &EvalRow::test_acc}) {
     EXPECT_TRUE(same_double(a.*field, b.*field)) << "step " << a.step;
   }
   EXPECT_EQ(a.consensus_distance, b.consensus_distance) << "step " << a.step;
@@ -165,10 +164,9 @@ void expect_same_optional(const std::optional<double>& a, const std::optional<do
 }
 
 void expect_same_summary(const Summary& a, const Summary& b) {
-  for (auto field : {&Summary::throughput_samples_per_s, &Summary::step_time_s,
-                     &Summary::compute_s, &Summary::fwd_s, &Summary::bwd_s, &Summary::opt_s,
-                     &Summary::comm_s, &Summary::wait_s, &Summary::overlap_s, &Summary::data_s,
-                     &Summary::injected_s, &Summary::bytes_sent_per_step}) {
+  for (auto field : {&Summary::throughput_samples_per_s, &Summary::step_time_s, &Summary::compute_s, &Summary::fwd_s,
+                     &Summary::bwd_s, &Summary::opt_s, &Summary::comm_s, &Summary::wait_s, &Summary::overlap_s,
+                     &Summary::data_s, &Summary::injected_s, &Summary::bytes_sent_per_step}) {
     EXPECT_DOUBLE_EQ(a.*field, b.*field);
   }
   EXPECT_EQ(a.timed_steps, b.timed_steps);
@@ -332,9 +330,8 @@ struct TwoRankExample {
     run = run_make();
     run.workers = 2;
     run.batch = 8;
-    auto row = [](int rank, int64_t step, bool timed, double step_s, double fwd, double bwd,
-                  double opt, double data, double comm, double wait, double overlap,
-                  double bytes) {
+    auto row = [](int rank, int64_t step, bool timed, double step_s, double fwd, double bwd, double opt, double data,
+                  double comm, double wait, double overlap, double bytes) {
       StepRow r;
       r.rank = rank;
       r.step = step;
@@ -362,8 +359,8 @@ struct TwoRankExample {
     steps[3].injected_s = 0.25;
     steps[4].injected_s = 0.75;
     // Given out of step order: "first" and "last" are by step.
-    evals = {eval_make(4, 4.0, 0.20, 0.85), eval_make(2, 2.0, 0.35, 0.80),
-             eval_make(1, 1.0, 0.60, 0.50), eval_make(3, 3.0, 0.25, 0.90)};
+    evals = {eval_make(4, 4.0, 0.20, 0.85), eval_make(2, 2.0, 0.35, 0.80), eval_make(1, 1.0, 0.60, 0.50),
+             eval_make(3, 3.0, 0.25, 0.90)};
   }
 };
 
@@ -499,12 +496,11 @@ TEST(TargetParse, AcceptsTheDocumentedForms) {
     TargetMetric metric;
     double value;
   };
-  for (const Case& c : {Case{"acc=0.8", TargetMetric::target_test_acc, 0.8},
-                        Case{"test_acc=0.8", TargetMetric::target_test_acc, 0.8},
-                        Case{" acc = 1 ", TargetMetric::target_test_acc, 1.0},
-                        Case{"loss=0.35", TargetMetric::target_test_loss, 0.35},
-                        Case{"test_loss=0.35", TargetMetric::target_test_loss, 0.35},
-                        Case{"loss=0", TargetMetric::target_test_loss, 0.0}}) {
+  for (const Case& c :
+       {Case{"acc=0.8", TargetMetric::target_test_acc, 0.8}, Case{"test_acc=0.8", TargetMetric::target_test_acc, 0.8},
+        Case{" acc = 1 ", TargetMetric::target_test_acc, 1.0}, Case{"loss=0.35", TargetMetric::target_test_loss, 0.35},
+        Case{"test_loss=0.35", TargetMetric::target_test_loss, 0.35},
+        Case{"loss=0", TargetMetric::target_test_loss, 0.0}}) {
     std::optional<Target> target = target_parse(c.text);
     ASSERT_TRUE(target.has_value()) << c.text;
     EXPECT_EQ(target->metric, c.metric) << c.text;
@@ -516,12 +512,11 @@ TEST(TargetParse, AcceptsTheDocumentedForms) {
 }
 
 TEST(TargetParse, RejectsAnythingElseNamingTheText) {
-  for (const char* text : {"accuracy=0.8", "acc", "acc=", "=0.5", "acc=abc", "acc=0.8x",
-                           "acc=80", "acc=0", "acc=nan", "loss=-1", "loss=inf", "acc>0.8"}) {
+  for (const char* text : {"accuracy=0.8", "acc", "acc=", "=0.5", "acc=abc", "acc=0.8x", "acc=80", "acc=0", "acc=nan",
+                           "loss=-1", "loss=inf", "acc>0.8"}) {
     CaughtInputError caught = catch_input_error([&] { target_parse(text); });
     ASSERT_TRUE(caught.thrown) << text;
-    EXPECT_NE(caught.what.find(std::string("'") + text + "'"), std::string::npos)
-        << caught.what;
+    EXPECT_NE(caught.what.find(std::string("'") + text + "'"), std::string::npos) << caught.what;
     EXPECT_NE(caught.hint.find("acc=V"), std::string::npos) << caught.hint;
     EXPECT_NE(caught.hint.find("loss=V"), std::string::npos) << caught.hint;
   }
@@ -584,8 +579,9 @@ TEST_F(StoreTest, MigratesAVersion1DatabaseKeepingItsRuns) {
              "INSERT INTO steps (run_id, rank, step, timed, step_s, fwd_s, bwd_s, opt_s) VALUES "
              "(7, 0, 0, 1, 1.0, 0.1, 0.2, 0.3), (7, 1, 0, 1, 2.0, 0.1, 0.2, 0.3), "
              "(7, 0, 1, 1, 1.0, 0.1, 0.2, 0.3), (7, 1, 1, 1, 1.0, 0.1, 0.2, 0.3)");
-    raw_exec(db, "INSERT INTO evals (run_id, step, time_s, train_loss, test_loss, test_acc) "
-                 "VALUES (7, 2, 3.0, 0.4, 0.5, 0.75)");
+    raw_exec(db,
+             "INSERT INTO evals (run_id, step, time_s, train_loss, test_loss, test_acc) "
+             "VALUES (7, 2, 3.0, 0.4, 0.5, 0.75)");
     EXPECT_EQ(raw_query_text(db, "PRAGMA user_version"), "1");
     sqlite3_close(db);
   }
@@ -637,8 +633,7 @@ TEST_F(StoreTest, FailedMigrationRollsBackAndLosesNothing) {
   EXPECT_EQ(raw_query_text(db, "PRAGMA user_version"), "1");
   EXPECT_EQ(raw_query_text(db, "SELECT count(*) FROM runs"), "1");
   // The ALTER TABLE that ran before the failure was rolled back as well.
-  EXPECT_EQ(raw_query_text(db, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'target'"),
-            "0");
+  EXPECT_EQ(raw_query_text(db, "SELECT count(*) FROM pragma_table_info('runs') WHERE name = 'target'"), "0");
   sqlite3_close(db);
 }
 
@@ -709,9 +704,8 @@ TEST_F(StoreTest, MigratesAVersion2DatabaseKeepingItsDataAndReadingInjectedAsZer
 TEST_F(StoreTest, InjectedDelayRoundTripsAndIsAveragedInTheSummary) {
   Store store = Store::open(db_path());
   const int64_t id = store.run_begin(run_make());
-  std::vector<StepRow> rows = {step_make(0, 0, false, 1.0), step_make(1, 0, false, 1.0),
-                               step_make(0, 1, true, 1.0), step_make(1, 1, true, 1.0),
-                               step_make(0, 2, true, 1.0), step_make(1, 2, true, 1.0)};
+  std::vector<StepRow> rows = {step_make(0, 0, false, 1.0), step_make(1, 0, false, 1.0), step_make(0, 1, true, 1.0),
+                               step_make(1, 1, true, 1.0),  step_make(0, 2, true, 1.0),  step_make(1, 2, true, 1.0)};
   rows[1].injected_s = 9.0;  // warm-up: not in the mean
   rows[3].injected_s = 0.5;
   rows[5].injected_s = 0.25;
@@ -847,8 +841,7 @@ TEST_F(StoreTest, UnknownCalibrationIsAnInputError) {
   CaughtInputError caught = catch_input_error([&] { store.calibration_get(9); });
   ASSERT_TRUE(caught.thrown);
   EXPECT_NE(caught.what.find("calibration 9 not found"), std::string::npos) << caught.what;
-  EXPECT_THROW(store.collectives_append(9, {CollectiveRow{"allreduce", 4, 1, 1e-6, 1e-6, 1e-6, 0, 0}}),
-               InputError);
+  EXPECT_THROW(store.collectives_append(9, {CollectiveRow{"allreduce", 4, 1, 1e-6, 1e-6, 1e-6, 0, 0}}), InputError);
   EXPECT_THROW(store.fits_append(9, {FitRow{"allreduce", 1e-6, 1e-9, 1e9, 0}}), InputError);
   EXPECT_THROW(store.profiles_append(9, {ProfileRow{"svm", "x", 1, 0, "w", 0, 0}}), InputError);
   EXPECT_TRUE(store.collectives_get(9).empty());
@@ -938,9 +931,7 @@ TEST_F(StoreTest, MissingDirectoryIsRefusedAndNothingIsCreated) {
   const std::string path = (missing / "x.db").string();
   CaughtInputError caught = catch_input_error([&] { Store::open(path); });
   ASSERT_TRUE(caught.thrown);
-  EXPECT_NE(caught.what.find("directory '" + missing.string() + "' does not exist"),
-            std::string::npos)
-      << caught.what;
+  EXPECT_NE(caught.what.find("directory '" + missing.string() + "' does not exist"), std::string::npos) << caught.what;
   EXPECT_EQ(caught.hint, "create the directory or pass another --db");
   EXPECT_FALSE(fs::exists(missing));
 }
@@ -949,9 +940,8 @@ TEST_F(StoreTest, UnwritableDirectoryIsRefused) {
   // A 0555 directory stops everyone but root; /proc/self stops root too.
   fs::path locked = dir_ / "locked";
   fs::create_directory(locked);
-  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec |
-                              fs::perms::group_read | fs::perms::group_exec |
-                              fs::perms::others_read | fs::perms::others_exec);
+  fs::permissions(locked, fs::perms::owner_read | fs::perms::owner_exec | fs::perms::group_read |
+                              fs::perms::group_exec | fs::perms::others_read | fs::perms::others_exec);
   if (::access(locked.c_str(), W_OK) == 0) locked = "/proc/self";
   if (::access(locked.c_str(), W_OK) == 0) GTEST_SKIP() << "no unwritable directory available";
 
@@ -1020,8 +1010,7 @@ TEST_F(StoreTest, Append10kStepRowsInOneBatch) {
   }
   const auto start = std::chrono::steady_clock::now();
   store.steps_append(id, rows);
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("[ timing   ] steps_append of %zu rows: %.2f ms\n", rows.size(), seconds * 1e3);
   EXPECT_EQ(store.steps_get(id).size(), rows.size());
 }
@@ -1067,10 +1056,10 @@ TEST_F(StoreTest, MigratesAVersion3DatabaseAddingConsensusDistance) {
   ASSERT_EQ(got.size(), 2u);
   expect_same_eval(got[0], with);
   expect_same_eval(got[1], without);
-  EXPECT_EQ(raw_query_text(store.handle(),
-                           fmt::format("SELECT count(*) FROM evals WHERE run_id = {} AND consensus_distance IS NULL", next)),
-            "1");
-
+  EXPECT_EQ(
+      raw_query_text(store.handle(),
+                     fmt::format("SELECT count(*) FROM evals WHERE run_id = {} AND consensus_distance IS NULL", next)),
+      "1");
 }
 
 // ---- dead runs, statuses, corrupt and foreign files (issue 14) --------------------------------

@@ -19,7 +19,9 @@ using namespace dsgd;
 
 namespace {
 
-double at(const Topology& t, int i, int j) { return t.mixing[static_cast<size_t>(i) * t.workers + j]; }
+double at(const Topology& t, int i, int j) {
+  return t.mixing[static_cast<size_t>(i) * t.workers + j];
+}
 
 // The invariants every topology (static or one step of random-perm) must satisfy.
 void expect_valid_mixing(const Topology& t) {
@@ -81,8 +83,8 @@ TEST(Topology, EveryKindGivesAValidMixingMatrix) {
   std::vector<Case> cases;
   for (const char* kind : {"complete", "ring", "exp", "random-perm"})
     for (int n : {1, 2, 3, 4, 8, 9}) cases.push_back({kind, n});
-  for (const char* dims : {"1x1", "1x2", "2x1", "1x3", "3x1", "2x2", "1x4", "4x1", "2x4", "4x2", "1x8", "3x3", "1x9",
-                           "9x1"}) {
+  for (const char* dims :
+       {"1x1", "1x2", "2x1", "1x3", "3x1", "2x2", "1x4", "4x1", "2x4", "4x2", "1x8", "3x3", "1x9", "9x1"}) {
     const std::string d = dims;
     const int n = (d[0] - '0') * (d[2] - '0');
     cases.push_back({"torus:" + d, n});

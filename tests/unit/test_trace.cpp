@@ -4,19 +4,18 @@
 // is the stored value and that phases lie back to back in the documented order, the
 // evaluation instants, the size bound (sampling every k-th step) and the --steps
 // window, and refusals (unknown run, bad --steps, a bound too small for one step).
+#include <gtest/gtest.h>
 #include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
 #include <limits>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
 #include "results/store.hpp"
@@ -32,9 +31,9 @@ struct PhaseField {
   double StepRow::*field;
 };
 // The documented layout order inside a step.
-const PhaseField kPhaseOrder[] = {{"data", &StepRow::data_s},         {"fwd", &StepRow::fwd_s},
-                                  {"bwd", &StepRow::bwd_s},           {"injected", &StepRow::injected_s},
-                                  {"wait", &StepRow::wait_s},         {"comm", &StepRow::comm_s},
+const PhaseField kPhaseOrder[] = {{"data", &StepRow::data_s}, {"fwd", &StepRow::fwd_s},
+                                  {"bwd", &StepRow::bwd_s},   {"injected", &StepRow::injected_s},
+                                  {"wait", &StepRow::wait_s}, {"comm", &StepRow::comm_s},
                                   {"opt", &StepRow::opt_s}};
 
 RunRecord run_make(int64_t steps) {
@@ -70,8 +69,7 @@ StepRow row_make(int rank, int64_t step, int64_t warmup) {
   row.wait_s = 5e-5 * rank;
   row.comm_s = 1.5e-4;
   row.opt_s = 3e-5;
-  row.step_s = row.data_s + row.fwd_s + row.bwd_s + row.injected_s + row.wait_s + row.comm_s +
-               row.opt_s + 2e-6;
+  row.step_s = row.data_s + row.fwd_s + row.bwd_s + row.injected_s + row.wait_s + row.comm_s + row.opt_s + 2e-6;
   row.bytes_sent = 3216;
   row.train_loss = 1.0 / (1.0 + static_cast<double>(step));
   return row;
@@ -124,7 +122,9 @@ class TraceTest : public ::testing::Test {
   std::vector<StepRow> rows_;
 };
 
-size_t expected_row_events(const StepRow& row) { return 1 + 6 + (row.injected_s > 0 ? 1 : 0); }
+size_t expected_row_events(const StepRow& row) {
+  return 1 + 6 + (row.injected_s > 0 ? 1 : 0);
+}
 
 TEST_F(TraceTest, TwoRankRunHasOneTrackPerRankAndTheStoredDurations) {
   Store store = Store::open((dir_ / "t.db").string());

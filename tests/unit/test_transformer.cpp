@@ -75,8 +75,8 @@ TEST(Transformer, LayoutAndInit) {
   };
   EXPECT_NEAR(stdev(p.data(), 20 * D), 0.02, 0.003);
   const float* b0 = p.data() + w.layers()[1].offset;
-  EXPECT_EQ(b0[0], 1.0f);       // ln1 gamma
-  EXPECT_EQ(b0[D], 0.0f);       // ln1 beta
+  EXPECT_EQ(b0[0], 1.0f);  // ln1 gamma
+  EXPECT_EQ(b0[D], 0.0f);  // ln1 beta
   const size_t w_proj = block - D - 4 * D * D;
   EXPECT_NEAR(stdev(b0 + w_proj, 4 * D * D), 0.02 / std::sqrt(6.0), 0.001);
   const size_t w_fc = w_proj - 4 * D - 4 * D * D;

@@ -78,7 +78,8 @@ void cifar_read_file(const std::string& path, Dataset& ds) {
 namespace detail {
 std::vector<std::string> cifar10_files(const std::string& dir) {
   std::vector<std::string> files;
-  for (int b = 1; b <= 5; ++b) files.push_back((std::filesystem::path(dir) / fmt::format("data_batch_{}.bin", b)).string());
+  for (int b = 1; b <= 5; ++b)
+    files.push_back((std::filesystem::path(dir) / fmt::format("data_batch_{}.bin", b)).string());
   files.push_back((std::filesystem::path(dir) / "test_batch.bin").string());
   return files;
 }

@@ -151,7 +151,8 @@ DatasetPair dataset_load(const std::string& spec, uint64_t seed) {
     return dataset_make_synthetic_images(parts.rest, seed);
   if (parts.prefix == "synthetic") return dataset_make_synthetic(parts.rest, seed);
   if (parts.prefix == "cifar10") return dataset_read_cifar10(cifar10_dir(spec, parts.rest));
-  if (parts.prefix == "fortunes") return detail::text_load_fortunes(parts.rest.empty() ? kFortunesDefaultDir : parts.rest);
+  if (parts.prefix == "fortunes")
+    return detail::text_load_fortunes(parts.rest.empty() ? kFortunesDefaultDir : parts.rest);
   if (parts.prefix == "text") return detail::text_load_file(parts.rest);
   if (parts.prefix == "synthetic-text") return detail::synthetic_text_make(parts.rest, seed);
   throw_unknown_prefix(spec, parts.prefix);

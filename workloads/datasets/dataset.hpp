@@ -11,12 +11,12 @@
 namespace dsgd {
 
 struct Dataset {
-  std::string name;           // e.g. "fashion-mnist/train"
-  size_t rows = 0;            // number of samples
-  size_t features = 0;        // feature dimension d
-  int classes = 0;            // labels are in [0, classes)
-  bool sparse = false;        // CSR when true, dense when false
-  std::vector<float> dense;   // dense: rows × features, row-major
+  std::string name;              // e.g. "fashion-mnist/train"
+  size_t rows = 0;               // number of samples
+  size_t features = 0;           // feature dimension d
+  int classes = 0;               // labels are in [0, classes)
+  bool sparse = false;           // CSR when true, dense when false
+  std::vector<float> dense;      // dense: rows × features, row-major
   std::vector<int64_t> row_ptr;  // sparse: rows + 1 offsets into col_idx / values
   std::vector<int32_t> col_idx;  // sparse: column of each non-zero, ascending within a row
   std::vector<float> values;     // sparse: value of each non-zero

@@ -32,7 +32,7 @@ struct LibsvmRaw {
   std::vector<int32_t> col_idx;  // 0-based
   std::vector<float> values;
   std::vector<int64_t> raw_labels;
-  size_t max_index = 0;  // largest 1-based index seen (= features needed)
+  size_t max_index = 0;       // largest 1-based index seen (= features needed)
   size_t max_index_line = 0;  // the line where it is
   size_t rows() const { return raw_labels.size(); }
 };

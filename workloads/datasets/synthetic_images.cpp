@@ -102,7 +102,9 @@ ImageParams images_parse(const std::string& text) {
 }  // namespace
 
 namespace detail {
-void synthetic_images_validate_params(const std::string& params) { (void)images_parse(params); }
+void synthetic_images_validate_params(const std::string& params) {
+  (void)images_parse(params);
+}
 }  // namespace detail
 
 DatasetPair dataset_make_synthetic_images(const std::string& params, uint64_t seed) {
@@ -141,7 +143,8 @@ DatasetPair dataset_make_synthetic_images(const std::string& params, uint64_t se
     for (size_t i = 0; i < ds.rows; ++i, ++global) {
       Rng rng(rng_derive_seed(seed, kStreamImageRows, global));
       const auto label = static_cast<size_t>(rng.below(uint64_t(p.classes)));
-      const long sy = long(rng.below(2 * kMaxShift + 1)) - kMaxShift, sx = long(rng.below(2 * kMaxShift + 1)) - kMaxShift;
+      const long sy = long(rng.below(2 * kMaxShift + 1)) - kMaxShift,
+                 sx = long(rng.below(2 * kMaxShift + 1)) - kMaxShift;
       ds.labels[i] = static_cast<int32_t>(label);
       float* dst = ds.dense.data() + i * pixels;
       for (size_t c = 0; c < p.c; ++c) {

@@ -161,7 +161,9 @@ double synthetic_text_entropy_nats() {
 
 namespace detail {
 
-void text_validate_fortunes(const std::string& dir) { fortune_files(dir); }
+void text_validate_fortunes(const std::string& dir) {
+  fortune_files(dir);
+}
 
 DatasetPair text_load_fortunes(const std::string& dir) {
   std::string train, test;
@@ -204,7 +206,9 @@ DatasetPair text_load_file(const std::string& path) {
                      text_dataset("text:" + path + "/validation", bytes.substr(split))};
 }
 
-void synthetic_text_validate_params(const std::string& params) { synthetic_text_parse(params); }
+void synthetic_text_validate_params(const std::string& params) {
+  synthetic_text_parse(params);
+}
 
 DatasetPair synthetic_text_make(const std::string& params, uint64_t seed) {
   const SyntheticTextParams p = synthetic_text_parse(params);

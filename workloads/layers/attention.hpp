@@ -18,7 +18,7 @@ namespace dsgd {
 struct AttentionShape {
   size_t batch = 0;
   size_t seq = 0;
-  size_t d = 0;      // model width; heads divides it
+  size_t d = 0;  // model width; heads divides it
   size_t heads = 0;
 };
 
@@ -45,9 +45,9 @@ struct AttentionCache {
 
 // Backward scratch (caller-owned).
 struct AttentionScratch {
-  float* dctx;   // (batch·seq)×d
-  float* dqkv;   // (batch·seq)×3d
-  float* dprobs; // batch×heads×seq×seq (one seq×seq block per (sample, head): they run in parallel)
+  float* dctx;    // (batch·seq)×d
+  float* dqkv;    // (batch·seq)×3d
+  float* dprobs;  // batch×heads×seq×seq (one seq×seq block per (sample, head): they run in parallel)
 };
 
 void attention_forward(const AttentionShape& s, const AttentionParams& p, const float* x, const AttentionCache& c,

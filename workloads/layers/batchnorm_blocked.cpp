@@ -28,7 +28,9 @@ inline v8 load(const float* p) {
   std::memcpy(&v, p, sizeof v);
   return v;
 }
-inline void store(float* p, v8 v) { std::memcpy(p, &v, sizeof v); }
+inline void store(float* p, v8 v) {
+  std::memcpy(p, &v, sizeof v);
+}
 // Per-channel scratch of the calling thread (grown once, so steps do not allocate).
 float* channel_scratch(size_t floats) {
   thread_local std::vector<float> v;
@@ -36,7 +38,9 @@ float* channel_scratch(size_t floats) {
   return v.data();
 }
 
-inline v8 splat(float a) { return v8{a, a, a, a, a, a, a, a}; }
+inline v8 splat(float a) {
+  return v8{a, a, a, a, a, a, a, a};
+}
 
 // x·scale + shift, correctly rounded (one FMA).
 inline v8 affine_value(v8 x, v8 scale, v8 shift) {
@@ -48,7 +52,9 @@ inline v8 affine_value(v8 x, v8 scale, v8 shift) {
   return r;
 #endif
 }
-inline v8 relu(v8 v) { return v > 0.0f ? v : splat(0.0f); }
+inline v8 relu(v8 v) {
+  return v > 0.0f ? v : splat(0.0f);
+}
 
 // f(block b) over the channel blocks, split over threads.
 template <class F>

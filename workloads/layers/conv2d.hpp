@@ -32,8 +32,8 @@ struct Conv2dShape {
 
   size_t h_out() const { return (h + 2 * pad - k) / stride + 1; }
   size_t w_out() const { return (w + 2 * pad - k) / stride + 1; }
-  size_t patch() const { return c_in * k * k; }                    // K of the GEMM
-  size_t cols() const { return n * h_out() * w_out(); }            // N of the GEMM
+  size_t patch() const { return c_in * k * k; }          // K of the GEMM
+  size_t cols() const { return n * h_out() * w_out(); }  // N of the GEMM
   size_t weight_count() const { return c_out * c_in * k * k; }
   // Images per im2col chunk (at least 1).
   size_t chunk_images() const {

@@ -55,7 +55,9 @@ ConvBackend conv2d_pick_backend(const Conv2dShape& s) {
 
 #if DSGD_HAVE_DNNL
 
-bool conv2d_dnnl_available() { return true; }
+bool conv2d_dnnl_available() {
+  return true;
+}
 
 namespace {
 using dnnl::memory;
@@ -69,8 +71,12 @@ memory::desc user_desc(ActivationLayout l, size_t n, size_t c, size_t h, size_t 
   return memory::desc({N, C, H, W}, dt::f32, memory::dims{H * W, N * H * W, W, 1});
 }
 
-int blas_threads() { return std::max(1, openblas_get_num_threads()); }
-void use_blas_thread_count() { omp_set_num_threads(blas_threads()); }
+int blas_threads() {
+  return std::max(1, openblas_get_num_threads());
+}
+void use_blas_thread_count() {
+  omp_set_num_threads(blas_threads());
+}
 
 // An activation operand of a primitive: the caller's tensor (`user`, data handle set per
 // call) and what the primitive reads or writes (`prim`): the same memory when the formats
@@ -83,8 +89,8 @@ struct Operand {
   dnnl::reorder r;  // reorder: user → prim for inputs, prim → user for outputs
   size_t n = 0, c = 0, hw = 0;
 
-  void init(const dnnl::engine& eng, ActivationLayout l, const memory::desc& prim_md, size_t n_, size_t c_,
-            size_t h, size_t w, bool input) {
+  void init(const dnnl::engine& eng, ActivationLayout l, const memory::desc& prim_md, size_t n_, size_t c_, size_t h,
+            size_t w, bool input) {
     n = n_;
     c = c_;
     hw = h * w;
@@ -121,9 +127,9 @@ struct DnnlConv2d::Impl {
   dnnl::convolution_forward fwd;
   dnnl::convolution_backward_data bwd_d;
   dnnl::convolution_backward_weights bwd_w;
-  Operand x_f, y_f;   // forward: source, destination
-  Operand x_w, dy_w;  // backward weights: source, destination gradient
-  Operand dy_d, dx_d; // backward data: destination gradient, source gradient
+  Operand x_f, y_f;    // forward: source, destination
+  Operand x_w, dy_w;   // backward weights: source, destination gradient
+  Operand dy_d, dx_d;  // backward data: destination gradient, source gradient
   // Weights: the caller's OIHW and the primitives' formats.
   memory w_u, dw_u, w_f, dw_w, w_d;
   dnnl::reorder r_w_f, r_dw, r_w_d;
@@ -135,8 +141,8 @@ struct DnnlConv2d::Impl {
   bool have_sum = false;
   std::vector<float> dx_scratch;
   bool x_w_is_x_f = false, dy_d_is_dy_w = false;  // the backward pass reuses the converted copy
-  const float* x_f_from = nullptr;   // the caller's x that x_f holds a converted copy of
-  const float* dy_w_from = nullptr;  // the caller's dy that dy_w holds a converted copy of (this step)
+  const float* x_f_from = nullptr;                // the caller's x that x_f holds a converted copy of
+  const float* dy_w_from = nullptr;               // the caller's dy that dy_w holds a converted copy of (this step)
 };
 
 DnnlConv2d::DnnlConv2d(const Conv2dShape& s, ActivationLayout in, ActivationLayout out)
@@ -213,7 +219,9 @@ DnnlConv2d::DnnlConv2d(const Conv2dShape& s, ActivationLayout in, ActivationLayo
 
 DnnlConv2d::~DnnlConv2d() = default;
 
-int DnnlConv2d::current_threads() { return blas_threads(); }
+int DnnlConv2d::current_threads() {
+  return blas_threads();
+}
 
 void DnnlConv2d::forward(const float* x, const float* w, float* y) {
   Impl& m = *impl_;
@@ -225,8 +233,8 @@ void DnnlConv2d::forward(const float* x, const float* w, float* y) {
   m.fwd.execute(m.str, {{DNNL_ARG_SRC, m.x_f.prim}, {DNNL_ARG_WEIGHTS, m.w_f}, {DNNL_ARG_DST, m.y_f.prim}});
   if (m.y_f.kind == Operand::Kind::transpose) {
     m.str.wait();
-    nchw8c_to_cnhw(static_cast<const float*>(m.y_f.prim.get_data_handle()), y, s_.n, s_.c_out,
-                   s_.h_out() * s_.w_out(), false);
+    nchw8c_to_cnhw(static_cast<const float*>(m.y_f.prim.get_data_handle()), y, s_.n, s_.c_out, s_.h_out() * s_.w_out(),
+                   false);
   } else if (m.y_f.kind == Operand::Kind::reorder) {
     m.y_f.r.execute(m.str, m.y_f.prim, m.y_f.user);
   }
@@ -244,7 +252,8 @@ void DnnlConv2d::backward_weights(const float* x, const float* dy, float* dw) {
   }
   m.dy_w.convert_in(m.str, dy);
   m.dw_u.set_data_handle(dw);
-  m.bwd_w.execute(m.str, {{DNNL_ARG_SRC, m.x_w.prim}, {DNNL_ARG_DIFF_DST, m.dy_w.prim}, {DNNL_ARG_DIFF_WEIGHTS, m.dw_w}});
+  m.bwd_w.execute(m.str,
+                  {{DNNL_ARG_SRC, m.x_w.prim}, {DNNL_ARG_DIFF_DST, m.dy_w.prim}, {DNNL_ARG_DIFF_WEIGHTS, m.dw_w}});
   m.r_dw.execute(m.str, m.dw_w, m.dw_u);
   m.str.wait();
   m.dy_w_from = dy;
@@ -290,11 +299,15 @@ void DnnlConv2d::backward_input(const float* w, const float* dy, float* dx, bool
 
 #else  // no oneDNN in this build
 
-bool conv2d_dnnl_available() { return false; }
+bool conv2d_dnnl_available() {
+  return false;
+}
 
 struct DnnlConv2d::Impl {};
 
-int DnnlConv2d::current_threads() { return 1; }
+int DnnlConv2d::current_threads() {
+  return 1;
+}
 
 DnnlConv2d::DnnlConv2d(const Conv2dShape& s, ActivationLayout in, ActivationLayout out) : s_(s), in_(in), out_(out) {
   DSGD_THROW(InputError, "use the im2col backend, or install libdnnl-dev and rebuild with -DDSGD_WITH_DNNL=ON",

@@ -40,7 +40,8 @@ void embedding_forward_naive(const EmbeddingShape& s, const int32_t* tokens, con
     const size_t t = row % s.seq;
     for (size_t k = 0; k < s.d; ++k) {
       double acc = wpe[t * s.d + k];
-      for (size_t v = 0; v < s.vocab; ++v) acc += (static_cast<int32_t>(v) == tokens[row] ? 1.0 : 0.0) * wte[v * s.d + k];
+      for (size_t v = 0; v < s.vocab; ++v)
+        acc += (static_cast<int32_t>(v) == tokens[row] ? 1.0 : 0.0) * wte[v * s.d + k];
       x[row * s.d + k] = static_cast<float>(acc);
     }
   }

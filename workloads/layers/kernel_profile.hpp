@@ -35,10 +35,10 @@ enum class Kernel : size_t {
 };
 
 inline const char* kernel_name(Kernel k) {
-  static const char* names[] = {"im2col",      "col2im",     "gemm_fwd",     "gemm_bwd_w",    "gemm_bwd_in",
-                                "zero_dx",     "onednn_fwd", "onednn_bwd_w", "onednn_bwd_in", "direct_fwd",
-                                "direct_bwd_w", "direct_bwd_in", "bn_relu_fwd",
-                                "bn_relu_bwd", "join_fwd",   "join_bwd",     "pool_head",     "loss"};
+  static const char* names[] = {"im2col",       "col2im",        "gemm_fwd",     "gemm_bwd_w",    "gemm_bwd_in",
+                                "zero_dx",      "onednn_fwd",    "onednn_bwd_w", "onednn_bwd_in", "direct_fwd",
+                                "direct_bwd_w", "direct_bwd_in", "bn_relu_fwd",  "bn_relu_bwd",   "join_fwd",
+                                "join_bwd",     "pool_head",     "loss"};
   return names[static_cast<size_t>(k)];
 }
 

@@ -18,7 +18,7 @@ void softmax_cross_entropy_backward(const float* logits, const int32_t* targets,
                                     float* dlogits);
 
 double softmax_cross_entropy_forward_naive(const float* logits, const int32_t* targets, size_t n, size_t c);
-void softmax_cross_entropy_backward_naive(const float* logits, const int32_t* targets, size_t n, size_t c,
-                                          float scale, float* dlogits);
+void softmax_cross_entropy_backward_naive(const float* logits, const int32_t* targets, size_t n, size_t c, float scale,
+                                          float* dlogits);
 
 }  // namespace dsgd

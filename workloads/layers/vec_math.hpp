@@ -30,6 +30,8 @@ inline float fast_exp(float x) {
 }
 
 // tanh(u) = 1 − 2 / (e^{2u} + 1); absolute error ≤ 3e-7.
-inline float fast_tanh(float u) { return 1.0f - 2.0f / (fast_exp(2.0f * u) + 1.0f); }
+inline float fast_tanh(float u) {
+  return 1.0f - 2.0f / (fast_exp(2.0f * u) + 1.0f);
+}
 
 }  // namespace dsgd
