@@ -144,6 +144,7 @@ const std::vector<RunConfigRange>& run_config_ranges() {
       {"eval-every", 0, kSteps},
       {"warmup", 0, kSteps},
       {"threads", 1, 256},
+      {"mtu", 68, 65536},  // IPv4 minimum to the largest IP packet (network_tcp_goodput_fraction)
       {"layers", 1, 1024},
       {"d-model", 1, 65536},
       {"heads", 1, 4096},

@@ -64,7 +64,7 @@ bad=$(sql t.db "SELECT count(*) FROM trials WHERE session_id=$S3 AND (reached=1 
 
 # Divergence: an absurd lr makes every trial diverge; they count as not reached, and their runs
 # are stored as 'diverged'.
-"$TUNE" "${tune[@]}" --target acc=0.80 --lr 1e30 --trials 6 > dv.out 2>&1 || { cat dv.out; fail "diverging session failed"; }
+"$TUNE" "${tune[@]}" --target acc=0.80 --lr 1e6 --trials 6 > dv.out 2>&1 || { cat dv.out; fail "diverging session failed"; }
 grep -q "^no configuration reached" dv.out || { cat dv.out; fail "a diverged trial counted as reaching the target"; }
 grep -Eq "^ +1  .*diverged at " dv.out || { cat dv.out; fail "diverged rows not shown as such"; }
 S4=$(tail -n 1 dv.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
