@@ -46,6 +46,7 @@
 #include "core/errors.hpp"
 #include "core/rng.hpp"
 #include "core/run_config.hpp"
+#include "core/stats.hpp"
 #include "core/system_info.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/compute_profile.hpp"
@@ -353,18 +354,12 @@ int64_t sweep_iterations(SweepOp op, SweepBuffers& buf, size_t count, Communicat
   return std::clamp<int64_t>(static_cast<int64_t>(wanted), 1, kMaxIters);
 }
 
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 CollectiveRow collective_row(SweepOp op, int64_t bytes, int64_t iters, const std::vector<double>& samples, int n) {
   CollectiveRow row;
   row.op = sweep_op_name(op);
   row.bytes = bytes;
   row.iters = iters;
-  row.time_s = median_of(samples);
+  row.time_s = stats_median(samples);
   row.time_min_s = *std::min_element(samples.begin(), samples.end());
   row.time_max_s = *std::max_element(samples.begin(), samples.end());
   row.algbw_gbps = static_cast<double>(bytes) / row.time_s / 1e9;
@@ -503,7 +498,7 @@ void harness_overhead_print(const std::vector<CollectiveRow>& rows) {
   fmt::print(
       "# harness vs bare MPI_Allreduce busbw at >= 1 MiB ({} sizes): median ratio {:.3f}, worst {:.3f} "
       "(goal >= 0.95){}\n",
-      ratios.size(), median_of(ratios), worst, worst >= 0.95 ? "" : "  ** below the goal **");
+      ratios.size(), stats_median(ratios), worst, worst >= 0.95 ? "" : "  ** below the goal **");
 }
 
 // ---- per-layer compute profile -----------------------------------------------------------------

@@ -10,17 +10,12 @@
 #include "core/errors.hpp"
 #include "core/rng.hpp"
 #include "core/run_config.hpp"
+#include "core/stats.hpp"
 #include "core/system_info.hpp"
 
 namespace dsgd {
 
 namespace {
-
-double median_of(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
 
 // The layer hook's timestamps: when each layer's gradient became final.
 struct LayerStamps {
@@ -114,10 +109,10 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
     }
     // Per layer: fwd share, bwd; the slowest rank's value (untimed max-reduce).
     std::vector<double> values(2 * nl);
-    const double fwd_median = median_of(fwd_total);
+    const double fwd_median = stats_median(fwd_total);
     for (size_t l = 0; l < nl; ++l) {
       values[2 * l] = fwd_median * static_cast<double>(layers[l].count) / total_params;
-      values[2 * l + 1] = median_of(bwd[l]);
+      values[2 * l + 1] = stats_median(bwd[l]);
     }
     comm.untimed_allreduce_max(values.data(), values.size());
     for (size_t l = 0; l < nl; ++l) {
