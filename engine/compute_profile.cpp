@@ -29,6 +29,20 @@ void layer_stamp(void* ctx, size_t layer) {
   stamps->order.push_back(layer);
 }
 
+// Backward per layer from one backward's hook stamps: from the previous layer's completion (or
+// backward's start t1) to this one's; work after the last hook (until t2) goes to the last layer
+// hooked.
+std::vector<double> backward_per_layer(const LayerStamps& stamps, size_t nl, double t1, double t2) {
+  std::vector<double> per_layer(nl, 0.0);
+  double previous = t1;
+  for (size_t layer : stamps.order) {
+    per_layer[layer] += stamps.at[layer] - previous;
+    previous = stamps.at[layer];
+  }
+  if (!stamps.order.empty()) per_layer[stamps.order.back()] += t2 - previous;
+  return per_layer;
+}
+
 }  // namespace
 
 ComputeProfileSetup compute_profile_setup(const std::string& workload, const std::string& dataset,
@@ -91,15 +105,7 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
       const double t2 = clock_now_s();
       if (it < kComputeProfileWarmup) continue;
       fwd_total.push_back(t1 - t0);
-      // Backward per layer: from the previous layer's completion (or backward's start)
-      // to this one's; work after the last hook is added to the last layer hooked.
-      std::vector<double> per_layer(nl, 0.0);
-      double previous = t1;
-      for (size_t layer : stamps.order) {
-        per_layer[layer] += stamps.at[layer] - previous;
-        previous = stamps.at[layer];
-      }
-      if (!stamps.order.empty()) per_layer[stamps.order.back()] += t2 - previous;
+      const std::vector<double> per_layer = backward_per_layer(stamps, nl, t1, t2);
       missing_hook = missing_hook || stamps.order.size() != nl;
       for (size_t l = 0; l < nl; ++l) bwd[l].push_back(per_layer[l]);
     }

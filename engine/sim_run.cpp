@@ -155,14 +155,11 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
   return r;
 }
 
-TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store, const TrainerCallbacks& callbacks) {
+// The timing-only plan of cfg: its schedule, costs, network, stragglers and dpsgd's graph.
+SimTimingPlan timing_plan_make(const RunConfig& cfg, const Resolved& r, const RunSchedule& schedule) {
   SimTimingPlan plan;
   plan.workers = static_cast<int>(cfg.workers);
-  // Every worker's shard has train_rows / workers samples (the batch sampler's split).
-  const RunSchedule schedule =
-      run_schedule_make(cfg, r.data->train.rows / static_cast<size_t>(cfg.workers) / static_cast<size_t>(cfg.batch));
   plan.steps = schedule.steps;
-  const int64_t warmup = schedule.warmup;
   plan.eval_every = schedule.eval_every;
   plan.flush_every = schedule.flush_every;
   plan.algo = cfg.algo;
@@ -177,59 +174,81 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
     plan.neighbors = r.topology->neighbors;
     plan.group_of = r.topology->group_of;
   }
+  return plan;
+}
+
+// Which steps a timing-only run stores: every step, or (beyond kTimingRowCap rows) one per
+// block of keep_every steps, at an offset in the block drawn from the seed (stratified).
+class StoredSteps {
+ public:
+  StoredSteps(int64_t keep_every, int64_t steps, uint64_t seed) : keep_every_(keep_every), steps_(steps), seed_(seed) {}
+  bool keep(int64_t step) {
+    if (keep_every_ == 1) return true;
+    const int64_t block = step / keep_every_;
+    if (block != block_) {
+      block_ = block;
+      const int64_t len = std::min<int64_t>(keep_every_, steps_ - block * keep_every_);
+      Rng rng(rng_derive_seed(seed_, 0x51D7, static_cast<uint64_t>(block)));
+      chosen_ = block * keep_every_ + static_cast<int64_t>(rng.below(static_cast<uint64_t>(len)));
+    }
+    return step == chosen_;
+  }
+
+ private:
+  int64_t keep_every_, steps_;
+  uint64_t seed_;
+  int64_t block_ = -1, chosen_ = -1;
+};
+
+// One worker's stored row of a timing-only step (no numerics: the loss is empty, not invented).
+StepRow timing_step_row(int rank, int64_t step, int64_t warmup, const SimStepTiming& t) {
+  StepRow row;
+  row.rank = rank;
+  row.step = step;
+  row.timed = step >= warmup;
+  row.start_s = t.start;
+  row.step_s = t.step;
+  row.fwd_s = t.fwd;
+  row.bwd_s = t.bwd;
+  row.opt_s = t.opt;
+  row.data_s = t.data;
+  row.comm_s = t.comm;
+  row.wait_s = t.wait;
+  row.injected_s = t.injected;
+  row.bytes_sent = t.bytes;
+  row.train_loss = std::numeric_limits<double>::quiet_NaN();
+  return row;
+}
+
+TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store, const TrainerCallbacks& callbacks) {
+  // Every worker's shard has train_rows / workers samples (the batch sampler's split).
+  const RunSchedule schedule =
+      run_schedule_make(cfg, r.data->train.rows / static_cast<size_t>(cfg.workers) / static_cast<size_t>(cfg.batch));
+  const SimTimingPlan plan = timing_plan_make(cfg, r, schedule);
+  const int64_t warmup = schedule.warmup;
+  const size_t n = static_cast<size_t>(plan.workers);
+  const int64_t keep_every = std::max<int64_t>(
+      1, static_cast<int64_t>((n * static_cast<size_t>(plan.steps) + kTimingRowCap - 1) / kTimingRowCap));
 
   nlohmann::json config;
   RunRecord record = run_record_from_config(cfg, plan.workers, plan.steps, warmup, plan.eval_every,
                                             "dsgd-bench sim (virtual clock)", config);
   config["backend-details"] = nlohmann::json::parse(r.details_json);
-  const size_t n = static_cast<size_t>(plan.workers);
-  const int64_t keep_every = std::max<int64_t>(
-      1, static_cast<int64_t>((n * static_cast<size_t>(plan.steps) + kTimingRowCap - 1) / kTimingRowCap));
   config["backend-details"]["stored-steps"] =
       keep_every == 1 ? std::string("all") : fmt::format("one step per block of {} (seeded)", keep_every);
   record.config_json = config.dump();
-
   TrainResult result;
   result.steps = plan.steps;
   result.warmup = warmup;
   if (store) result.run_id = store->run_begin(record);
   if (callbacks.on_start) callbacks.on_start(record);
 
-  // Stratified choice: in block b of keep_every steps, the step at offset o_b (seeded).
-  int64_t chosen_block = -1, chosen_step = -1;
-  auto keep = [&](int64_t step) {
-    if (!store) return false;
-    if (keep_every == 1) return true;
-    const int64_t block = step / keep_every;
-    if (block != chosen_block) {
-      chosen_block = block;
-      const int64_t len = std::min<int64_t>(keep_every, plan.steps - block * keep_every);
-      Rng rng(rng_derive_seed(cfg.seed, 0x51D7, static_cast<uint64_t>(block)));
-      chosen_step = block * keep_every + static_cast<int64_t>(rng.below(static_cast<uint64_t>(len)));
-    }
-    return step == chosen_step;
-  };
+  StoredSteps stored(keep_every, plan.steps, cfg.seed);
+  auto keep = [&](int64_t step) { return store != nullptr && stored.keep(step); };
   std::vector<StepRow> rows;
   rows.reserve(kTimingRowCap + n);
   auto sink = [&](int64_t step, const SimStepTiming* t) {
-    for (size_t i = 0; i < n; ++i) {
-      StepRow row;
-      row.rank = static_cast<int>(i);
-      row.step = step;
-      row.timed = step >= warmup;
-      row.start_s = t[i].start;
-      row.step_s = t[i].step;
-      row.fwd_s = t[i].fwd;
-      row.bwd_s = t[i].bwd;
-      row.opt_s = t[i].opt;
-      row.data_s = t[i].data;
-      row.comm_s = t[i].comm;
-      row.wait_s = t[i].wait;
-      row.injected_s = t[i].injected;
-      row.bytes_sent = t[i].bytes;
-      row.train_loss = std::numeric_limits<double>::quiet_NaN();  // no numerics: empty, not invented
-      rows.push_back(row);
-    }
+    for (size_t i = 0; i < n; ++i) rows.push_back(timing_step_row(static_cast<int>(i), step, warmup, t[i]));
   };
   const SimTimingResult out = sim_timing_run(plan, keep, sink);
   // In the table's key order (run, rank, step): appending step-major into the
@@ -267,42 +286,52 @@ TrainResult sim_run_numerics(const RunConfig& cfg, const Resolved& r, Store* sto
 
 }  // namespace
 
-SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const std::string& host,
-                               const std::vector<LayerView>& layers) {
+namespace {
+
+// --profile-from RUN: the run's measured means per step (backward split over layers by
+// parameter count); refused unless it is a completed real run of the same workload, dataset and batch.
+SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const std::vector<LayerView>& layers) {
   SimProfile p;
   const size_t nl = layers.size();
-  if (cfg.profile_from > 0) {
-    if (!store)
-      DSGD_THROW(InputError, "pass --db with the run", "--profile-from {}: no database to read it from",
-                 cfg.profile_from);
-    const RunWithSummary run = store->run_get(cfg.profile_from);
-    const RunRecord& rec = run.run;
-    if (rec.workload != cfg.workload || rec.dataset != cfg.dataset || rec.batch != cfg.batch)
-      DSGD_THROW(InputError,
-                 "pass a run of the same workload, dataset and batch (dsgd-bench runs), or drop --profile-from",
-                 "--profile-from {}: run {} is a profile of workload '{}' on '{}' with batch {}; this run trains '{}' "
-                 "on '{}' with batch {}: a profile of another workload does not apply",
-                 cfg.profile_from, rec.id, rec.workload, rec.dataset, rec.batch, cfg.workload, cfg.dataset, cfg.batch);
-    if (rec.backend == "sim")
-      DSGD_THROW(InputError, "pass a run measured on a real backend (mpi)",
-                 "--profile-from {}: run {} is itself simulated; its compute times are modelled, not measured",
-                 cfg.profile_from, rec.id);
-    if (rec.status != "completed" || !run.summary || !(run.summary->fwd_s + run.summary->bwd_s > 0))
-      DSGD_THROW(InputError, "pass a completed run with per-step timings (--timers true)",
-                 "--profile-from {}: run {} is '{}' and has no measured compute", cfg.profile_from, rec.id, rec.status);
-    const Summary& s = *run.summary;
-    p.cost.data_s = s.data_s;
-    p.cost.fwd_s = s.fwd_s;
-    p.cost.opt_s = s.opt_s;
-    double total = 0;
-    for (const LayerView& l : layers) total += static_cast<double>(l.count);
-    p.cost.bwd_layer_s.assign(nl, 0.0);
-    for (size_t l = 0; l < nl; ++l)
-      p.cost.bwd_layer_s[l] = total > 0 ? s.bwd_s * static_cast<double>(layers[l].count) / total : 0.0;
-    p.source =
-        fmt::format("run {} (measured means per step: data, fwd, bwd split over layers by parameters, opt)", rec.id);
-    return p;
-  }
+  if (!store)
+    DSGD_THROW(InputError, "pass --db with the run", "--profile-from {}: no database to read it from",
+               cfg.profile_from);
+  const RunWithSummary run = store->run_get(cfg.profile_from);
+  const RunRecord& rec = run.run;
+  if (rec.workload != cfg.workload || rec.dataset != cfg.dataset || rec.batch != cfg.batch)
+    DSGD_THROW(InputError,
+               "pass a run of the same workload, dataset and batch (dsgd-bench runs), or drop --profile-from",
+               "--profile-from {}: run {} is a profile of workload '{}' on '{}' with batch {}; this run trains '{}' "
+               "on '{}' with batch {}: a profile of another workload does not apply",
+               cfg.profile_from, rec.id, rec.workload, rec.dataset, rec.batch, cfg.workload, cfg.dataset, cfg.batch);
+  if (rec.backend == "sim")
+    DSGD_THROW(InputError, "pass a run measured on a real backend (mpi)",
+               "--profile-from {}: run {} is itself simulated; its compute times are modelled, not measured",
+               cfg.profile_from, rec.id);
+  if (rec.status != "completed" || !run.summary || !(run.summary->fwd_s + run.summary->bwd_s > 0))
+    DSGD_THROW(InputError, "pass a completed run with per-step timings (--timers true)",
+               "--profile-from {}: run {} is '{}' and has no measured compute", cfg.profile_from, rec.id, rec.status);
+  const Summary& s = *run.summary;
+  p.cost.data_s = s.data_s;
+  p.cost.fwd_s = s.fwd_s;
+  p.cost.opt_s = s.opt_s;
+  double total = 0;
+  for (const LayerView& l : layers) total += static_cast<double>(l.count);
+  p.cost.bwd_layer_s.assign(nl, 0.0);
+  for (size_t l = 0; l < nl; ++l)
+    p.cost.bwd_layer_s[l] = total > 0 ? s.bwd_s * static_cast<double>(layers[l].count) / total : 0.0;
+  p.source =
+      fmt::format("run {} (measured means per step: data, fwd, bwd split over layers by parameters, opt)", rec.id);
+  return p;
+}
+
+}  // namespace
+
+SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const std::string& host,
+                               const std::vector<LayerView>& layers) {
+  if (cfg.profile_from > 0) return sim_profile_from_run(cfg, store, layers);
+  SimProfile p;
+  const size_t nl = layers.size();
   std::vector<int64_t> other_batches;
   if (store) {
     for (const CalibrationRecord& cal : store->calibrations_list(0)) {
