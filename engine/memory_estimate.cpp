@@ -116,7 +116,8 @@ RunPreflight memory_preflight(const RunConfig& cfg, int world_size, int ranks_on
   workload_check_name(cfg.workload);
   p.data = dataset_load_shared(cfg);
   const Dataset& train = p.data->train;
-  const auto algorithm = algorithm_create(cfg.algo, cfg);
+  p.algorithm = algorithm_create(cfg.algo, cfg);
+  const Algorithm* algorithm = p.algorithm.get();
   // The batch sampler's check, before any batch buffer is allocated.
   const int data_ranks = std::max(1, algorithm->worker_count(world_size));
   const size_t shard = train.rows / static_cast<size_t>(data_ranks);
@@ -126,8 +127,8 @@ RunPreflight memory_preflight(const RunConfig& cfg, int world_size, int ranks_on
                "--batch {} is larger than each worker's shard ({} of {} training samples over {} workers)", batch,
                shard, train.rows, data_ranks);
   run_steps_for_shard(cfg, shard);
-  const auto workload = workload_create(cfg, train);
-  p.memory = memory_estimate(cfg, train, p.data->test, workload->param_count(), algorithm.get(), 1, ranks_on_host);
+  p.workload = workload_create(cfg, train);
+  p.memory = memory_estimate(cfg, train, p.data->test, p.workload->param_count(), algorithm, 1, ranks_on_host);
   memory_check(p.memory, cfg, train);
   return p;
 }

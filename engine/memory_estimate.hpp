@@ -17,12 +17,12 @@
 #include <memory>
 #include <string>
 
+#include "algorithms/algorithm.hpp"
 #include "core/run_config.hpp"
 #include "workloads/datasets/dataset.hpp"
+#include "workloads/workload.hpp"
 
 namespace dsgd {
-
-class Algorithm;
 
 struct MemoryEstimate {
   double dataset_bytes = 0;     // per process: features + labels of both splits (+ mixing matrix)
@@ -54,10 +54,13 @@ int64_t run_steps_for_shard(const RunConfig& cfg, size_t shard_rows);
 // here, so the setup's dataset_load_shared finds it loaded), checks that a batch fits each
 // worker's shard and that the step count (--steps, or --epochs over the shard) is at most
 // kRunConfigMaxSteps, and that the memory estimate for ranks_on_host ranks fits. Does
-// nothing for --backend sim (sim_run checks before starting its workers).
+// nothing for --backend sim (sim_run checks before starting its workers). The workload and
+// algorithm it built to size the run are handed over, so setup does not build them twice.
 struct RunPreflight {
   std::shared_ptr<const DatasetPair> data;
   MemoryEstimate memory;
+  std::unique_ptr<Workload> workload;    // null for --backend sim
+  std::unique_ptr<Algorithm> algorithm;  // null for --backend sim
 };
 RunPreflight memory_preflight(const RunConfig& cfg, int world_size, int ranks_on_host);
 

@@ -75,7 +75,7 @@ void hook_trampoline(void* ctx, size_t layer) {
 }
 
 Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
-  const RunPreflight preflight = memory_preflight(cfg, comm.size(), comm.ranks_on_this_host());  // before allocating
+  RunPreflight preflight = memory_preflight(cfg, comm.size(), comm.ranks_on_this_host());  // before allocating
   Worker w;
   openblas_set_num_threads(static_cast<int>(cfg.threads));
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
@@ -84,14 +84,14 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.data = dataset_load_shared(cfg);
   if (w.data->test.rows == 0)
     DSGD_THROW(InputError, "use a dataset with a test split", "dataset '{}' has no test samples", cfg.dataset);
-  w.workload = workload_create(cfg, w.data->train);
+  w.workload = preflight.workload ? std::move(preflight.workload) : workload_create(cfg, w.data->train);
   w.workload->reserve(static_cast<size_t>(cfg.batch));
   const size_t count = w.workload->param_count();
   w.params.assign(count, 0.0f);
   w.grads.assign(count, 0.0f);
   w.eval_params.assign(count, 0.0f);
   w.workload->init_params(w.params.data(), cfg.seed);
-  w.algorithm = algorithm_create(cfg.algo, cfg);
+  w.algorithm = preflight.algorithm ? std::move(preflight.algorithm) : algorithm_create(cfg.algo, cfg);
   // The data is shared by the ranks that compute gradients (all, except ps's dedicated servers).
   const int data_ranks = w.algorithm->worker_count(comm.size());
   w.sampler = std::make_unique<BatchSampler>(w.data->train.rows,
