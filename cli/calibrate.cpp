@@ -203,18 +203,12 @@ enum class SweepOp {
 
 const char* sweep_op_name(SweepOp op) {
   switch (op) {
-    case SweepOp::sweep_allreduce:
-      return "allreduce";
-    case SweepOp::sweep_allreduce_mpi:
-      return "allreduce_mpi";
-    case SweepOp::sweep_reduce_scatter:
-      return "reduce_scatter";
-    case SweepOp::sweep_allgather:
-      return "allgather";
-    case SweepOp::sweep_broadcast:
-      return "broadcast";
-    case SweepOp::sweep_sendrecv:
-      return "sendrecv";
+    case SweepOp::sweep_allreduce: return "allreduce";
+    case SweepOp::sweep_allreduce_mpi: return "allreduce_mpi";
+    case SweepOp::sweep_reduce_scatter: return "reduce_scatter";
+    case SweepOp::sweep_allgather: return "allgather";
+    case SweepOp::sweep_broadcast: return "broadcast";
+    case SweepOp::sweep_sendrecv: return "sendrecv";
   }
   return "unknown";
 }
@@ -224,16 +218,11 @@ const char* sweep_op_description(SweepOp op) {
   switch (op) {
     case SweepOp::sweep_allreduce:
       return "harness Communicator::allreduce_sum (recorded, as in training) | bare MPI_Allreduce; in place, sum";
-    case SweepOp::sweep_allreduce_mpi:
-      return "bare MPI_Allreduce, in place, sum";
-    case SweepOp::sweep_reduce_scatter:
-      return "MPI_Reduce_scatter_block, sum; size = the whole send buffer";
-    case SweepOp::sweep_allgather:
-      return "MPI_Allgather; size = the whole receive buffer";
-    case SweepOp::sweep_broadcast:
-      return "MPI_Bcast from rank 0";
-    case SweepOp::sweep_sendrecv:
-      return "MPI_Send/MPI_Recv ping-pong, ranks 0 and 1; time = half the round trip";
+    case SweepOp::sweep_allreduce_mpi: return "bare MPI_Allreduce, in place, sum";
+    case SweepOp::sweep_reduce_scatter: return "MPI_Reduce_scatter_block, sum; size = the whole send buffer";
+    case SweepOp::sweep_allgather: return "MPI_Allgather; size = the whole receive buffer";
+    case SweepOp::sweep_broadcast: return "MPI_Bcast from rank 0";
+    case SweepOp::sweep_sendrecv: return "MPI_Send/MPI_Recv ping-pong, ranks 0 and 1; time = half the round trip";
   }
   return "";
 }
@@ -306,8 +295,7 @@ void sweep_run_once(SweepOp op, SweepBuffers& buf, size_t count, Communicator& c
       }
       return;
     }
-    case SweepOp::sweep_allreduce:
-      return;
+    case SweepOp::sweep_allreduce: return;
   }
 #else
   DSGD_THROW(Error, "rebuild with MPI (DSGD_WITH_MPI=ON)", "{} needs MPI", sweep_op_name(op));

@@ -1,14 +1,11 @@
-// dsgd-bench: entry point. Builds the CLI from one setup_X per subcommand file, runs the
-// chosen one, and turns any escaped exception into one clear message and an exit code
-// (2 for bad input, 1 for failures). Standard output is flushed and closed here with its
-// errors checked, so output lost to a full disk or a closed pipe is an error, not exit 0.
+// dsgd-bench: entry point. Builds the CLI from one setup_X per subcommand file; app_main_run
+// (cli/app_main.hpp) runs the chosen one, checks stdout and maps errors to exit codes.
 #include <fmt/core.h>
 
 #include <cstdio>
 
+#include "cli/app_main.hpp"
 #include "cli/commands.hpp"
-#include "core/errors.hpp"
-#include "core/output_file.hpp"
 #include "core/system_info.hpp"
 
 namespace dsgd {
@@ -35,25 +32,5 @@ int main(int argc, char** argv) {
   dsgd::setup_report(app);
   dsgd::setup_compare(app);
   dsgd::setup_suite(app);
-  try {
-    try {
-      app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-      const int code = app.exit(e);  // --help / --version print here
-      if (code != 0) return 2;
-    }
-    dsgd::stdout_close_checked();
-  } catch (const dsgd::InputError& e) {
-    fmt::print(stderr, "dsgd-bench: error: {}\n", e.what());
-    if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
-    return 2;
-  } catch (const dsgd::Error& e) {
-    fmt::print(stderr, "dsgd-bench: error: {}\n", e.what());
-    if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
-    return 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "dsgd-bench: error: {}\n", e.what());
-    return 1;
-  }
-  return dsgd::cli_exit_code();
+  return dsgd::app_main_run(app, argc, argv, "dsgd-bench", dsgd::cli_exit_code());
 }

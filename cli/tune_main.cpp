@@ -1,12 +1,12 @@
-// dsgd-tune: entry point of the tuner (DESIGN §8, docs/tuner.md). Builds the CLI from one
-// setup_X per subcommand file, runs the chosen one, and turns any escaped exception into one
-// clear message and an exit code (2 for bad input, 1 for failures), as dsgd-bench does.
+// dsgd-tune: entry point of the tuner (docs/tuner.md). Builds the CLI from one setup_X per
+// subcommand file; app_main_run (cli/app_main.hpp) runs the chosen one, checks stdout and maps
+// errors to exit codes, as for dsgd-bench.
 #include <fmt/core.h>
 
 #include <cstdio>
 
+#include "cli/app_main.hpp"
 #include "cli/tune_commands.hpp"
-#include "core/errors.hpp"
 #include "core/system_info.hpp"
 
 namespace dsgd {
@@ -26,22 +26,5 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   dsgd::setup_tune_recommend(app);
   dsgd::setup_tune_sessions(app);
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  } catch (const dsgd::InputError& e) {
-    fmt::print(stderr, "dsgd-tune: error: {}\n", e.what());
-    if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
-    return 2;
-  } catch (const dsgd::Error& e) {
-    fmt::print(stderr, "dsgd-tune: error: {}\n", e.what());
-    if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
-    return 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "dsgd-tune: error: {}\n", e.what());
-    return 1;
-  }
-  return dsgd::tune_exit_code();
+  return dsgd::app_main_run(app, argc, argv, "dsgd-tune", dsgd::tune_exit_code());
 }

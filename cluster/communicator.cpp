@@ -12,20 +12,13 @@ namespace dsgd {
 
 const char* coll_kind_name(CollKind kind) {
   switch (kind) {
-    case CollKind::coll_allreduce:
-      return "allreduce";
-    case CollKind::coll_broadcast:
-      return "broadcast";
-    case CollKind::coll_allgather:
-      return "allgather";
-    case CollKind::coll_reduce_scatter:
-      return "reduce_scatter";
-    case CollKind::coll_barrier:
-      return "barrier";
-    case CollKind::coll_sendrecv:
-      return "sendrecv";
-    case CollKind::coll_onesided:
-      return "onesided";
+    case CollKind::coll_allreduce: return "allreduce";
+    case CollKind::coll_broadcast: return "broadcast";
+    case CollKind::coll_allgather: return "allgather";
+    case CollKind::coll_reduce_scatter: return "reduce_scatter";
+    case CollKind::coll_barrier: return "barrier";
+    case CollKind::coll_sendrecv: return "sendrecv";
+    case CollKind::coll_onesided: return "onesided";
   }
   return "unknown";
 }

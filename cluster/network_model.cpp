@@ -100,14 +100,10 @@ double flat_time(const LinkModel& l, CollKind kind, CollAlgo algo, double S, int
   switch (kind) {
     case CollKind::coll_allreduce:
       switch (algo) {
-        case CollAlgo::algo_ring:
-          return allreduce_ring(l, S, n);
-        case CollAlgo::algo_tree:
-          return allreduce_tree(l, S, n);
-        case CollAlgo::algo_recursive_doubling:
-          return allreduce_recursive_doubling(l, S, n);
-        case CollAlgo::algo_rabenseifner:
-          return allreduce_rabenseifner(l, S, n);
+        case CollAlgo::algo_ring: return allreduce_ring(l, S, n);
+        case CollAlgo::algo_tree: return allreduce_tree(l, S, n);
+        case CollAlgo::algo_recursive_doubling: return allreduce_recursive_doubling(l, S, n);
+        case CollAlgo::algo_rabenseifner: return allreduce_rabenseifner(l, S, n);
         case CollAlgo::algo_hierarchical:
         case CollAlgo::algo_auto:
           return std::min(
@@ -117,13 +113,10 @@ double flat_time(const LinkModel& l, CollKind kind, CollAlgo algo, double S, int
     case CollKind::coll_reduce_scatter:
     case CollKind::coll_allgather:
       switch (algo) {
-        case CollAlgo::algo_ring:
-          return scatter_gather_ring(l, S, n);
-        case CollAlgo::algo_tree:
-          return scatter_gather_tree(l, S, n);
+        case CollAlgo::algo_ring: return scatter_gather_ring(l, S, n);
+        case CollAlgo::algo_tree: return scatter_gather_tree(l, S, n);
         case CollAlgo::algo_recursive_doubling:
-        case CollAlgo::algo_rabenseifner:
-          return scatter_gather_halving_doubling(l, S, n);
+        case CollAlgo::algo_rabenseifner: return scatter_gather_halving_doubling(l, S, n);
         case CollAlgo::algo_hierarchical:
         case CollAlgo::algo_auto:
           return std::min(scatter_gather_ring(l, S, n), scatter_gather_halving_doubling(l, S, n));
@@ -131,24 +124,19 @@ double flat_time(const LinkModel& l, CollKind kind, CollAlgo algo, double S, int
       break;
     case CollKind::coll_broadcast:
       switch (algo) {
-        case CollAlgo::algo_tree:
-          return broadcast_binomial(l, S, n);
-        case CollAlgo::algo_ring:
-          return broadcast_scatter_ring(l, S, n);
+        case CollAlgo::algo_tree: return broadcast_binomial(l, S, n);
+        case CollAlgo::algo_ring: return broadcast_scatter_ring(l, S, n);
         case CollAlgo::algo_recursive_doubling:
-        case CollAlgo::algo_rabenseifner:
-          return broadcast_scatter_doubling(l, S, n);
+        case CollAlgo::algo_rabenseifner: return broadcast_scatter_doubling(l, S, n);
         case CollAlgo::algo_hierarchical:
         case CollAlgo::algo_auto:
           return std::min(
               {broadcast_binomial(l, S, n), broadcast_scatter_ring(l, S, n), broadcast_scatter_doubling(l, S, n)});
       }
       break;
-    case CollKind::coll_barrier:
-      return barrier_dissemination(l, n);
+    case CollKind::coll_barrier: return barrier_dissemination(l, n);
     case CollKind::coll_sendrecv:
-    case CollKind::coll_onesided:
-      return network_p2p_time(l, S);
+    case CollKind::coll_onesided: return network_p2p_time(l, S);
   }
   return 0.0;
 }
@@ -167,8 +155,7 @@ double hierarchical_time(const NetworkModel& m, CollKind kind, double S, int n) 
     case CollKind::coll_allgather:
       // intra reduce-scatter of S + inter reduce-scatter of S/W among G (all-gather reversed)
       return scatter_gather_ring(in, S, W) + (G > 1 ? scatter_gather_ring(out, S / W, G) : 0.0);
-    case CollKind::coll_broadcast:
-      return (G > 1 ? broadcast_binomial(out, S, G) : 0.0) + broadcast_binomial(in, S, W);
+    case CollKind::coll_broadcast: return (G > 1 ? broadcast_binomial(out, S, G) : 0.0) + broadcast_binomial(in, S, W);
     case CollKind::coll_barrier:
       return 2.0 * barrier_dissemination(in, W) + (G > 1 ? barrier_dissemination(out, G) : 0.0);
     case CollKind::coll_sendrecv:
@@ -401,18 +388,12 @@ std::string network_model_describe(const NetworkModel& model) {
 
 const char* network_algo_name(CollAlgo algo) {
   switch (algo) {
-    case CollAlgo::algo_ring:
-      return "ring";
-    case CollAlgo::algo_tree:
-      return "tree";
-    case CollAlgo::algo_recursive_doubling:
-      return "recursive-doubling";
-    case CollAlgo::algo_rabenseifner:
-      return "rabenseifner";
-    case CollAlgo::algo_hierarchical:
-      return "hierarchical";
-    case CollAlgo::algo_auto:
-      return "auto";
+    case CollAlgo::algo_ring: return "ring";
+    case CollAlgo::algo_tree: return "tree";
+    case CollAlgo::algo_recursive_doubling: return "recursive-doubling";
+    case CollAlgo::algo_rabenseifner: return "rabenseifner";
+    case CollAlgo::algo_hierarchical: return "hierarchical";
+    case CollAlgo::algo_auto: return "auto";
   }
   return "unknown";
 }

@@ -171,24 +171,15 @@ namespace {
 
 const char* op_name(SimWorld::Op op) {
   switch (op) {
-    case SimWorld::Op::op_sum_f32:
-      return "all-reduce(sum, float)";
-    case SimWorld::Op::op_sum_f64:
-      return "all-reduce(sum, double)";
-    case SimWorld::Op::op_max_f64:
-      return "all-reduce(max, double)";
-    case SimWorld::Op::op_bcast_f32:
-      return "broadcast(float)";
-    case SimWorld::Op::op_bcast_f64:
-      return "broadcast(double)";
-    case SimWorld::Op::op_gather_f64:
-      return "gather(double)";
-    case SimWorld::Op::op_barrier:
-      return "barrier";
-    case SimWorld::Op::op_reduce_scatter_f32:
-      return "reduce-scatter(sum, float)";
-    case SimWorld::Op::op_allgather_f32:
-      return "all-gather(float)";
+    case SimWorld::Op::op_sum_f32: return "all-reduce(sum, float)";
+    case SimWorld::Op::op_sum_f64: return "all-reduce(sum, double)";
+    case SimWorld::Op::op_max_f64: return "all-reduce(max, double)";
+    case SimWorld::Op::op_bcast_f32: return "broadcast(float)";
+    case SimWorld::Op::op_bcast_f64: return "broadcast(double)";
+    case SimWorld::Op::op_gather_f64: return "gather(double)";
+    case SimWorld::Op::op_barrier: return "barrier";
+    case SimWorld::Op::op_reduce_scatter_f32: return "reduce-scatter(sum, float)";
+    case SimWorld::Op::op_allgather_f32: return "all-gather(float)";
   }
   return "?";
 }
@@ -214,29 +205,18 @@ void broadcast_all(const std::vector<void*>& buffers, size_t count, int root) {
 
 void SimWorld::complete(Collective& c) {
   switch (c.op) {
-    case Op::op_sum_f32:
-      reduce_all<float>(c.data, c.count, [](float a, float b) { return a + b; });
-      break;
-    case Op::op_sum_f64:
-      reduce_all<double>(c.data, c.count, [](double a, double b) { return a + b; });
-      break;
-    case Op::op_max_f64:
-      reduce_all<double>(c.data, c.count, [](double a, double b) { return a < b ? b : a; });
-      break;
-    case Op::op_bcast_f32:
-      broadcast_all<float>(c.data, c.count, c.root);
-      break;
-    case Op::op_bcast_f64:
-      broadcast_all<double>(c.data, c.count, c.root);
-      break;
+    case Op::op_sum_f32: reduce_all<float>(c.data, c.count, [](float a, float b) { return a + b; }); break;
+    case Op::op_sum_f64: reduce_all<double>(c.data, c.count, [](double a, double b) { return a + b; }); break;
+    case Op::op_max_f64: reduce_all<double>(c.data, c.count, [](double a, double b) { return a < b ? b : a; }); break;
+    case Op::op_bcast_f32: broadcast_all<float>(c.data, c.count, c.root); break;
+    case Op::op_bcast_f64: broadcast_all<double>(c.data, c.count, c.root); break;
     case Op::op_gather_f64: {
       auto* out = static_cast<double*>(c.data[static_cast<size_t>(c.root)]);
       for (int r = 0; r < n_; ++r)
         std::memcpy(out + static_cast<size_t>(r) * c.count, c.send[static_cast<size_t>(r)], c.count * sizeof(double));
       break;
     }
-    case Op::op_barrier:
-      break;
+    case Op::op_barrier: break;
     case Op::op_reduce_scatter_f32: {
       // Each rank's block is the sum over ranks in rank order, as reduce_all's.
       for (int r = 0; r < n_; ++r) {
@@ -630,21 +610,11 @@ void SimCommunicator::compute_done(ComputePhase phase, size_t layer) {
   const SimComputeCost& c = world_.options().cost;
   double s = 0;
   switch (phase) {
-    case ComputePhase::phase_data:
-      s = c.data_s;
-      break;
-    case ComputePhase::phase_forward:
-      s = c.fwd_s;
-      break;
-    case ComputePhase::phase_backward_layer:
-      s = layer < c.bwd_layer_s.size() ? c.bwd_layer_s[layer] : 0.0;
-      break;
-    case ComputePhase::phase_backward:
-      s = c.bwd_rest_s;
-      break;
-    case ComputePhase::phase_optimizer:
-      s = c.opt_s;
-      break;
+    case ComputePhase::phase_data: s = c.data_s; break;
+    case ComputePhase::phase_forward: s = c.fwd_s; break;
+    case ComputePhase::phase_backward_layer: s = layer < c.bwd_layer_s.size() ? c.bwd_layer_s[layer] : 0.0; break;
+    case ComputePhase::phase_backward: s = c.bwd_rest_s; break;
+    case ComputePhase::phase_optimizer: s = c.opt_s; break;
   }
   world_.advance(rank_, s);
 }

@@ -165,9 +165,7 @@ double Stragglers::delay_s(int rank, int64_t step, double compute_s) const {
     if (m.rank >= 0 && m.rank != rank) continue;
     Rng rng(rng_derive_seed(seed_, 0x57A6 + i, static_cast<uint64_t>(rank), static_cast<uint64_t>(step)));
     switch (m.kind) {
-      case StragglerKind::straggler_fixed:
-        total += m.delay_s + (m.factor - 1.0) * compute_s;
-        break;
+      case StragglerKind::straggler_fixed: total += m.delay_s + (m.factor - 1.0) * compute_s; break;
       case StragglerKind::straggler_random:
         if (rng.uniform() < m.p) total += m.delay_s;
         break;

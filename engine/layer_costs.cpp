@@ -129,9 +129,7 @@ LayerCosts layer_costs_resolve(const RunConfig& cfg, Communicator& comm, const S
           fmt::format("native fabric: calibration {} all-reduce fit (alpha {:.3g} s, bus {:.3g} GB/s; ring)",
                       static_cast<int64_t>(msg[1]), msg[2], msg[3] / 1e9);
       break;
-    case net_probe:
-      network_probe(comm, workload.layers(), costs);
-      break;
+    case net_probe: network_probe(comm, workload.layers(), costs); break;
     default:
       costs.network_source = n <= 1 ? "one worker: no communication"
                                     : "free: sim backend without calibration or emulation (ideal network)";

@@ -414,7 +414,7 @@ class Trainer {
     double bad[2] = {first_nonfinite_step_ >= 0 ? -static_cast<double>(first_nonfinite_step_) : -1e300,
                      all_finite(model, w_.params.size()) ? 0.0 : 1.0};
     comm_.untimed_allreduce_max(bad, 2);
-    const bool diverged = bad[0] > -1e299 || bad[1] > 0;
+    const bool loss_bad = bad[0] > -1e299, model_bad = bad[1] > 0, diverged = loss_bad || model_bad;
     EvalRow row;
     row.step = steps_done;
     row.time_s = steps_done == 0 ? 0.0 : (t_eval - loop_start_) - excluded_s_;
@@ -422,9 +422,9 @@ class Trainer {
     if (diverged) {
       row.test_loss = row.test_acc = std::nan("");
       result_.status = "diverged";
-      result_.diverged_step = bad[0] > -1e299 ? static_cast<int64_t>(-bad[0]) : steps_done;
+      result_.diverged_step = loss_bad ? static_cast<int64_t>(-bad[0]) : steps_done;
       result_.error =
-          bad[0] > -1e299
+          loss_bad
               ? fmt::format("diverged: non-finite training loss at step {} (evaluation after step {} stopped the run)",
                             result_.diverged_step, steps_done)
               : fmt::format("diverged: non-finite model parameters at the evaluation after step {}", steps_done);

@@ -164,16 +164,11 @@ const std::vector<CompareMetric>& compare_metrics() {
 
 const char* compare_verdict_name(CompareVerdict verdict) {
   switch (verdict) {
-    case CompareVerdict::compare_ok:
-      return "ok";
-    case CompareVerdict::compare_improved:
-      return "improved";
-    case CompareVerdict::compare_noise:
-      return "noise";
-    case CompareVerdict::compare_regressed:
-      return "REGRESSED";
-    case CompareVerdict::compare_missing:
-      return "missing";
+    case CompareVerdict::compare_ok: return "ok";
+    case CompareVerdict::compare_improved: return "improved";
+    case CompareVerdict::compare_noise: return "noise";
+    case CompareVerdict::compare_regressed: return "REGRESSED";
+    case CompareVerdict::compare_missing: return "missing";
   }
   return "?";
 }

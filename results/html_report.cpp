@@ -622,23 +622,12 @@ std::string html_escape(const std::string& text) {
   out.reserve(text.size());
   for (char c : text) {
     switch (c) {
-      case '&':
-        out += "&amp;";
-        break;
-      case '<':
-        out += "&lt;";
-        break;
-      case '>':
-        out += "&gt;";
-        break;
-      case '"':
-        out += "&quot;";
-        break;
-      case '\'':
-        out += "&#39;";
-        break;
-      default:
-        out += c;
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
     }
   }
   return out;
@@ -717,15 +706,9 @@ HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSu
       std::vector<ReportValue> row;
       for (int c = 0; c < columns; ++c) {
         switch (sqlite3_column_type(raw, c)) {
-          case SQLITE_INTEGER:
-            row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c)));
-            break;
-          case SQLITE_FLOAT:
-            row.emplace_back(sqlite3_column_double(raw, c));
-            break;
-          case SQLITE_NULL:
-            row.emplace_back();
-            break;
+          case SQLITE_INTEGER: row.emplace_back(static_cast<int64_t>(sqlite3_column_int64(raw, c))); break;
+          case SQLITE_FLOAT: row.emplace_back(sqlite3_column_double(raw, c)); break;
+          case SQLITE_NULL: row.emplace_back(); break;
           default: {
             const auto* text = sqlite3_column_text(raw, c);
             row.emplace_back(text ? std::string(reinterpret_cast<const char*>(text)) : std::string());

@@ -11,12 +11,9 @@ namespace {
 
 const char* type_name(ReportType type) {
   switch (type) {
-    case ReportType::report_integer:
-      return "integer";
-    case ReportType::report_real:
-      return "real";
-    case ReportType::report_text:
-      return "text";
+    case ReportType::report_integer: return "integer";
+    case ReportType::report_real: return "real";
+    case ReportType::report_text: return "text";
   }
   return "text";
 }

@@ -757,11 +757,8 @@ std::vector<std::pair<int64_t, std::string>> Store::runs_find_dead() {
                                           "why ({}): killed by SIGKILL (the OOM killer?) or crashed",
                                           pid, host, why));
         break;
-      case RunLiveness::run_alive:
-        checked_alive_.push_back(id);
-        break;
-      case RunLiveness::run_unknown:
-        break;
+      case RunLiveness::run_alive: checked_alive_.push_back(id); break;
+      case RunLiveness::run_unknown: break;
     }
   }
   return dead;

@@ -68,10 +68,8 @@ std::string target_format(const Target& target) {
 
 bool target_reached(const Target& target, const EvalRow& eval) {
   switch (target.metric) {
-    case TargetMetric::target_test_acc:
-      return eval.test_acc >= target.value;
-    case TargetMetric::target_test_loss:
-      return eval.test_loss <= target.value;
+    case TargetMetric::target_test_acc: return eval.test_acc >= target.value;
+    case TargetMetric::target_test_loss: return eval.test_loss <= target.value;
   }
   return false;
 }

@@ -100,11 +100,8 @@ void dot_row_block(const float* const* x, size_t i, size_t B, size_t ahead, cons
   float* out = s + i * C + c0;
   if constexpr (CB > 1) {
     switch (left) {
-      case 0:
-        break;
-      case 1:
-        dot_block<RB, 1>(x + i, wt_rows, D, out, C, pf, block, blocks);
-        break;
+      case 0: break;
+      case 1: dot_block<RB, 1>(x + i, wt_rows, D, out, C, pf, block, blocks); break;
       case 2:
         if constexpr (CB > 2) dot_block<RB, 2>(x + i, wt_rows, D, out, C, pf, block, blocks);
         break;
@@ -114,8 +111,7 @@ void dot_row_block(const float* const* x, size_t i, size_t B, size_t ahead, cons
       case 4:
         if constexpr (CB > 4) dot_block<RB, 4>(x + i, wt_rows, D, out, C, pf, block, blocks);
         break;
-      default:
-        break;
+      default: break;
     }
   }
 }
@@ -272,21 +268,11 @@ void svm_scores_dense_fused(const float* const* x, size_t B, size_t D, const flo
   // blocks for the few outputs; the prefetch runs kPrefetchBlocks row blocks ahead.
   constexpr size_t kPrefetchBlocks = 2;
   switch (C) {
-    case 1:
-      dot_all_rows<8, 1>(x, B, 8 * kPrefetchBlocks, wt, D, C, s);
-      break;
-    case 2:
-      dot_all_rows<4, 2>(x, B, 4 * kPrefetchBlocks, wt, D, C, s);
-      break;
-    case 3:
-      dot_all_rows<4, 3>(x, B, 4 * kPrefetchBlocks, wt, D, C, s);
-      break;
-    case 4:
-      dot_all_rows<3, 4>(x, B, 3 * kPrefetchBlocks, wt, D, C, s);
-      break;
-    default:
-      dot_all_rows<2, 5>(x, B, 2 * kPrefetchBlocks, wt, D, C, s);
-      break;
+    case 1: dot_all_rows<8, 1>(x, B, 8 * kPrefetchBlocks, wt, D, C, s); break;
+    case 2: dot_all_rows<4, 2>(x, B, 4 * kPrefetchBlocks, wt, D, C, s); break;
+    case 3: dot_all_rows<4, 3>(x, B, 4 * kPrefetchBlocks, wt, D, C, s); break;
+    case 4: dot_all_rows<3, 4>(x, B, 3 * kPrefetchBlocks, wt, D, C, s); break;
+    default: dot_all_rows<2, 5>(x, B, 2 * kPrefetchBlocks, wt, D, C, s); break;
   }
   for (size_t i = 0; i < B; ++i)
     for (size_t c = 0; c < C; ++c) s[i * C + c] += b[c];

@@ -21,24 +21,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         for (int64_t step = 0; step < 4; ++step) (void)s.delay_s(workers - 1, step, 0.01);
         break;
       }
-      case 1:
-        (void)dsgd::topology_make(spec, workers, 7);
-        break;
-      case 2:
-        (void)dsgd::network_parse_bandwidth(spec);
-        break;
-      case 3:
-        (void)dsgd::network_parse_duration(spec);
-        break;
-      case 4:
-        (void)dsgd::target_parse(spec);
-        break;
-      case 5:
-        dsgd::dataset_validate_spec(spec);
-        break;
-      case 6:
-        (void)dsgd::compressor_create(spec);
-        break;
+      case 1: (void)dsgd::topology_make(spec, workers, 7); break;
+      case 2: (void)dsgd::network_parse_bandwidth(spec); break;
+      case 3: (void)dsgd::network_parse_duration(spec); break;
+      case 4: (void)dsgd::target_parse(spec); break;
+      case 5: dsgd::dataset_validate_spec(spec); break;
+      case 6: (void)dsgd::compressor_create(spec); break;
       case 7: {
         // Both flags of a hier:GxW network: "BANDWIDTH|LATENCY".
         const size_t bar = spec.find('|');

@@ -38,12 +38,9 @@ namespace dsgd {
 
 const char* conv_backend_name(ConvBackend b) {
   switch (b) {
-    case ConvBackend::onednn:
-      return "onednn";
-    case ConvBackend::direct:
-      return "direct";
-    default:
-      return "im2col";
+    case ConvBackend::onednn: return "onednn";
+    case ConvBackend::direct: return "direct";
+    default: return "im2col";
   }
 }
 

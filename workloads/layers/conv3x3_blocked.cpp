@@ -190,14 +190,10 @@ Kernel pick_ur(int ur, bool l, bool r) {
 }
 Kernel pick_kernel(int m, int ur, bool l, bool r) {
   switch (m) {
-    case 1:
-      return pick_ur<1, 12>(ur, l, r);
-    case 2:
-      return pick_ur<2, 6>(ur, l, r);
-    case 3:
-      return pick_ur<3, 4>(ur, l, r);
-    default:
-      return nullptr;
+    case 1: return pick_ur<1, 12>(ur, l, r);
+    case 2: return pick_ur<2, 6>(ur, l, r);
+    case 3: return pick_ur<3, 4>(ur, l, r);
+    default: return nullptr;
   }
 }
 
