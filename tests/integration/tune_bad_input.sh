@@ -1,7 +1,7 @@
 # dsgd-tune recommend refuses bad input with one clear message, exit 2, and stores nothing:
 # an empty search space, a target the trials cannot measure, a zero budget, an unknown
 # algorithm (listing the valid ones), a space whose every point breaks the constraint, a
-# non-sim backend, no target, no budget.
+# non-sim backend, no target, no budget; and its output to a full disk is an error.
 source "$(dirname "$0")/common.bash"
 TUNE="$(dirname "$BIN")/dsgd-tune"
 [ -x "$TUNE" ] || fail "dsgd-tune is not built next to $BIN"
@@ -36,4 +36,9 @@ expect_error "unknown algorithm" "$TUNE" "${ok[@]}" --algos nope
    $(sqlite3 t.db "SELECT count(*) FROM tune_sessions") == 0 ]] || fail "a refused session was stored"
 expect_error "no tuning session 42" "$TUNE" recommend --resume 42 --db t.db
 expect_error "no tuning session 42" "$TUNE" show 42 --db t.db
+# Output lost to a full disk is an error, not exit 0 (the stdout check of cli/app_main.hpp).
+rc=0
+"$TUNE" sessions --db t.db > /dev/full 2> full.err || rc=$?
+[ "$rc" -eq 1 ] || { cat full.err; fail "dsgd-tune sessions > /dev/full exited $rc, not 1"; }
+grep -q "No space left on device" full.err || { cat full.err; fail "no reason given for the lost output"; }
 echo "ok: tune_bad_input"
