@@ -11,7 +11,7 @@
 #include "core/rng.hpp"
 #include "core/run_config.hpp"
 #include "core/stats.hpp"
-#include "core/system_info.hpp"
+#include "engine/calibration.hpp"
 
 namespace dsgd {
 
@@ -150,24 +150,16 @@ int64_t compute_profile_store_new(Store& store, const std::string& workload, con
   std::unique_ptr<Communicator> self = communicator_create_self();
   ComputeProfileSetup setup = compute_profile_setup(workload, dataset, batches);
   const std::vector<ProfileRow> rows = compute_profile_measure(setup, workload, dataset, batches, iters, *self);
-  const SystemInfo sys = system_info_read();
-  CalibrationRecord record;
-  record.workers = 1;
-  record.host = sys.host;
-  record.cpu_model = sys.cpu_model;
-  record.mpi_version = self->library_version();
-  record.git_commit = sys.git_commit;
-  record.tool_version = sys.tool_version;
-  record.config_json = nlohmann::json{{"workers", 1},
-                                      {"profile-only", true},
-                                      {"by", by},
-                                      {"workload", workload},
-                                      {"dataset", dataset},
-                                      {"batches", batches},
-                                      {"profile_iters", iters},
-                                      {"profile_warmup", kComputeProfileWarmup},
-                                      {"profile_seed", kComputeProfileSeed}}
-                           .dump();
+  const nlohmann::json config = {{"workers", 1},
+                                 {"profile-only", true},
+                                 {"by", by},
+                                 {"workload", workload},
+                                 {"dataset", dataset},
+                                 {"batches", batches},
+                                 {"profile_iters", iters},
+                                 {"profile_warmup", kComputeProfileWarmup},
+                                 {"profile_seed", kComputeProfileSeed}};
+  const CalibrationRecord record = calibration_record_make(*self, 1, config);
   const int64_t id = store.calibration_begin(record);
   store.profiles_append(id, rows);
   return id;
