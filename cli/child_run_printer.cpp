@@ -18,7 +18,8 @@ void ChildRunPrinter::child_begin(const std::string& role, const std::string& wh
 }
 
 void ChildRunPrinter::child_line(const std::string& line) {
-  if (line.rfind("eval step", 0) == 0 || line.rfind("dsgd-bench:", 0) == 0 || line.rfind("  hint", 0) == 0) {
+  const bool eval = line.rfind("eval step", 0) == 0;
+  if ((eval && echo_evals_) || line.rfind("dsgd-bench:", 0) == 0 || line.rfind("  hint", 0) == 0) {
     progress_.clear();
     fmt::print("    {}\n", line);
     std::fflush(stdout);

@@ -12,7 +12,8 @@ namespace dsgd {
 
 class ChildRunPrinter final : public ValidationObserver {
  public:
-  explicit ChildRunPrinter(std::string command) : command_(std::move(command)) {}
+  // echo_evals: also print the children's evaluation lines (errors and hints always).
+  ChildRunPrinter(std::string command, bool echo_evals) : command_(std::move(command)), echo_evals_(echo_evals) {}
   void child_begin(const std::string& role, const std::string& what, int index, int total) override;
   void child_line(const std::string& line) override;
   void note(const std::string& text) override;
@@ -22,6 +23,7 @@ class ChildRunPrinter final : public ValidationObserver {
  private:
   void redraw(bool force);
   std::string command_;
+  bool echo_evals_;
   ProgressLine progress_;
   std::string role_;
   int index_ = 0, total_ = 0;

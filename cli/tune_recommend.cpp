@@ -18,6 +18,7 @@
 #include "tuner/recommend.hpp"
 #include "tuner/tune_output.hpp"
 #include "tuner/tune_store.hpp"
+#include "tuner/tune_validate.hpp"
 
 namespace dsgd {
 
@@ -39,6 +40,7 @@ struct RecommendOptions {
   std::string output;
   std::string format = "table";
   int64_t resume = 0;
+  int64_t validate = 0;  // --validate K: the top K on the real backend afterwards (cli/tune_validate.cpp)
   CLI::Option* trials_option = nullptr;
   CLI::Option* backend_option = nullptr;
 };
@@ -136,6 +138,11 @@ int run_recommend(const RecommendOptions& o) {
   if (o.format != "table" && o.format != "json")
     DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
   TunePlan plan = tune_plan(spec, o.max_trial_steps);  // every input check; no database yet
+  if (o.validate < 0) DSGD_THROW(InputError, "pass --validate 2 (or leave it out)", "--validate must be >= 0");
+  if (o.validate > 0 && o.format != "table")
+    DSGD_THROW(InputError, "run `dsgd-tune validate SESSION --top K` after the JSON output",
+               "--validate prints a table: it cannot be combined with --format {}", o.format);
+  if (o.validate > 0) tune_validate_check_workers(spec.base.workers, spec.base.hostfile, "--validate");
   Store store = Store::open(db);
   plan.missing_profiles = tune_missing_profiles(plan, store);
   if (session_id == 0) {
@@ -218,6 +225,7 @@ int run_recommend(const RecommendOptions& o) {
         result.trials_run, result.trials_resumed > 0 ? fmt::format(", {} kept from before", result.trials_resumed) : "",
         result.trials_reused > 0 ? fmt::format(", {} answered by a shorter trial", result.trials_reused) : "",
         result.used_s, wall, result.trial_wall_s, result.profile_wall_s, other, wall > 0 ? 100.0 * other / wall : 0.0);
+    if (o.validate > 0) tune_validate_print_run(store, session_id, o.validate, "--validate");
     fmt::print("session_id={}\n", session_id);
   } else {
     fmt::print("{}\n", out.dump(2));
@@ -253,6 +261,8 @@ void setup_tune_recommend(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write the recommended configuration as TOML (dsgd-bench run --config)");
   sub->add_option("--format", o->format, "table | json")->capture_default_str();
+  sub->add_option("--validate", o->validate,
+                  "afterwards, run the top K configurations on the real MPI backend: predicted vs measured");
   sub->add_option("--resume", o->resume, "continue SESSION (its stored options; finished trials are not rerun)");
   sub->footer(
       "Examples:\n"

@@ -60,7 +60,7 @@ int run_validate(const ValidateOptions& o) {
   RunConfig file_cfg;
   run_config_load_file(file_cfg, o.config_file);
   if (!o.db.empty()) file_cfg.db = o.db;
-  ChildRunPrinter printer("validate");
+  ChildRunPrinter printer("validate", true);
   const RunConfig cfg = validation_config(file_cfg, o.config_file, printer);
   Store store = Store::open(cfg.db);  // creates and migrates before the children write
   const std::string load_before = load_average();
