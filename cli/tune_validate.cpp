@@ -51,10 +51,12 @@ void print_validation(const TopValidation& v) {
       "(TTT: time-to-target, training time at the first evaluation at or past the target; error: "
       "(predicted - measured) / measured)\n");
   if (v.rows.size() >= 2) {
-    fmt::print("ranking of the top two: {}\n",
-               !v.ranking_agrees   ? "undecided (neither reached the target on MPI)"
-               : *v.ranking_agrees ? "agrees (the recommended configuration is also the faster one measured)"
-                                   : "DISAGREES (the runner-up reached the target sooner on MPI)");
+    const char* verdict =
+        v.ranking_agrees ? (*v.ranking_agrees ? "agrees (the recommended configuration is also the faster one measured)"
+                                              : "DISAGREES (the runner-up reached the target sooner on MPI)")
+        : tune_validate_predicted_tie(v.rows) ? "undecided (the simulator predicts the same time for both)"
+                                              : "undecided (neither reached the target on MPI)";
+    fmt::print("ranking of the top two: {}\n", verdict);
   }
 }
 

@@ -100,8 +100,13 @@ std::string tune_validate_check_workers(int64_t workers, const std::string& host
   }
 }
 
+bool tune_validate_predicted_tie(const std::vector<TopValidationRow>& rows) {
+  return rows.size() >= 2 && rows[0].predicted_time_s && rows[1].predicted_time_s &&
+         *rows[0].predicted_time_s == *rows[1].predicted_time_s;
+}
+
 std::optional<bool> tune_validate_ranking_agrees(const std::vector<TopValidationRow>& rows) {
-  if (rows.size() < 2) return std::nullopt;
+  if (rows.size() < 2 || tune_validate_predicted_tie(rows)) return std::nullopt;
   const auto& a = rows[0].measured_time_s;
   const auto& b = rows[1].measured_time_s;
   if (a && b) return *a <= *b;

@@ -7,7 +7,7 @@
 // run can reach the target a little later than predicted. Per configuration: predicted (the sim
 // trial's) and measured time-to-target and step time; and whether the measured order of the top
 // two agrees with the ranking (both reached: the faster one first; one reached: that one first;
-// neither: undecided). Stored in tune_validations / tune_validation_configs (schema v10).
+// neither, or a predicted tie: undecided). Stored in tune_validations / tune_validation_configs (schema v10).
 // Limits: every run goes through mpiexec on this host (or the session's hostfile); time-to-target
 // is measured at the run's evaluations, so its resolution is --eval-every steps.
 #pragma once
@@ -37,7 +37,7 @@ struct TopValidation {
   std::string created_at, host;
   int64_t top_k = 0;
   std::vector<TopValidationRow> rows;  // by rank
-  std::optional<bool> ranking_agrees;  // the top two's measured order; empty: fewer than 2, or neither reached
+  std::optional<bool> ranking_agrees;  // the top two's measured order; empty: undecided (see below)
 };
 
 // What will run: one MPI configuration per validated rank, with its predicted row filled in.
@@ -62,7 +62,11 @@ std::string tune_validate_check_workers(int64_t workers, const std::string& host
 // Runs the plan's MPI runs one after the other and stores the validation.
 TopValidation tune_validate_run(const TopValidationPlan& plan, Store& store, ValidationObserver& observer);
 
-// The measured order of the top two against the ranking (see the file comment).
+// Whether the simulator predicted the top two to reach the target at the same time (their order
+// is then a tie-break, and no measurement can agree or disagree with it).
+bool tune_validate_predicted_tie(const std::vector<TopValidationRow>& rows);
+// The measured order of the top two against the ranking (see the file comment); empty when
+// fewer than 2 rows, a predicted tie, or neither reached the target on MPI.
 std::optional<bool> tune_validate_ranking_agrees(const std::vector<TopValidationRow>& rows);
 
 // The session's stored validations, oldest first (empty before schema v10).
