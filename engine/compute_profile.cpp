@@ -71,6 +71,7 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
   const size_t nl = layers.size();
   std::vector<float> params(w.param_count()), grads(w.param_count());
   w.init_params(params.data(), kComputeProfileSeed);
+  const float lr = static_cast<float>(RunConfig{}.lr);
   double total_params = 0;
   for (const LayerView& l : layers) total_params += static_cast<double>(l.count);
 
@@ -103,6 +104,9 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
       const double t1 = clock_now_s();
       w.backward(params.data(), grads.data(), hook);
       const double t2 = clock_now_s();
+      // Untimed: a plain SGD step, so the iterations follow a training trajectory (a model's cost
+      // can depend on its state: the SVM's backward only touches the hinge terms still active).
+      for (size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
       if (it < kComputeProfileWarmup) continue;
       fwd_total.push_back(t1 - t0);
       const std::vector<double> per_layer = backward_per_layer(stamps, nl, t1, t2);

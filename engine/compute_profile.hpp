@@ -3,7 +3,12 @@
 // timestamps; forward is one whole-model call, so its time is split over the layers in
 // proportion to their parameter counts. Every rank of `comm` profiles the same batches at
 // once (as they compute in training); the value returned is the slowest rank's median over
-// the iterations, after kComputeProfileWarmup untimed ones. Stored as `profiles` rows of a
+// the iterations, after kComputeProfileWarmup untimed ones. Each batch size starts from the
+// initial model and takes a plain SGD step (untimed, --lr's default) after every iteration, so
+// the profile follows the start of a training trajectory rather than timing the initial
+// weights over and over (a model's cost can depend on its state: the SVM's backward only
+// touches the hinge terms still inside the margin, ~5x fewer after a few steps). The optimizer's
+// own time is not profiled (the simulator charges none for it). Stored as `profiles` rows of a
 // calibration, which sim runs read (engine/sim_run.hpp sim_profile_resolve).
 #pragma once
 
