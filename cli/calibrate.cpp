@@ -267,6 +267,13 @@ void profile_print(const std::vector<ProfileRow>& rows, const CalibratePlan& pla
   }
 }
 
+void optimizers_print(const std::vector<OptimizerProfileRow>& rows) {
+  fmt::print("\n# optimizer step on the model's parameters: median, slowest rank\n");
+  fmt::print("#{:>15} {:>12} {:>12}\n", "optimizer", "params", "opt(us)");
+  for (const OptimizerProfileRow& r : rows)
+    fmt::print("{:>16} {:>12} {:>12.2f}\n", r.optimizer, r.params, r.opt_s * 1e6);
+}
+
 // ---- the command on every rank --------------------------------------------------------------
 
 nlohmann::json config_json(const CalibrateOptions& o, const CalibratePlan& plan, int ranks) {
@@ -375,6 +382,7 @@ int calibrate_on_ranks(const CalibrateOptions& o, int argc, char** argv) {
         harness_overhead_print(result.collectives);
       }
       profile_print(result.profiles, plan, n);
+      optimizers_print(result.optimizers);
       fmt::print("\n# sweep {:.1f} s, total {:.1f} s; stored in {}\n", result.sweep_s, result.total_s, o.db);
       fmt::print("calibration_id={}\n", result.id);
       std::fflush(stdout);

@@ -217,6 +217,8 @@ CalibrationResult calibration_run(const CalibrationRequest& request, ComputeProf
                                                                  {request.batches[i]}, request.profile_iters, comm);
     result.profiles.insert(result.profiles.end(), rows.begin(), rows.end());
   }
+  result.optimizers =
+      compute_profile_measure_optimizers(profile, request.workload, request.dataset, request.profile_iters, comm);
   if (comm.rank() == 0 && store) {
     std::vector<FitRow> fits;
     for (const CalibrationFit& f : result.fits) fits.push_back(f.row);
@@ -224,6 +226,7 @@ CalibrationResult calibration_run(const CalibrationRequest& request, ComputeProf
     store->collectives_append(result.id, result.collectives);
     store->fits_append(result.id, fits);
     store->profiles_append(result.id, result.profiles);
+    optimizer_profiles_append(*store, result.id, result.optimizers);
   }
   result.total_s = clock_now_s() - started;
   return result;

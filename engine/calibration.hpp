@@ -11,8 +11,8 @@
 //  2. the alpha-beta fit t = alpha + beta * S * busbw_factor per op (weights 1/t^2;
 //     results/alpha_beta_fit.hpp);
 //  3. the per-layer compute profile (engine/compute_profile.hpp) of one workload and dataset for
-//     each batch size;
-//  4. the calibration row and its collectives / fits / profiles rows, written by rank 0 at the end
+//     each batch size, and the time of one step of each optimizer on its parameters;
+//  4. the calibration row and its collectives / fits / profiles / optimizer_profiles rows, written by rank 0 at the end
 //     (an interrupted calibration stores nothing).
 // An op that takes no time on a backend (the bare all-reduce on sim: untimed) is left out.
 #pragma once
@@ -91,7 +91,8 @@ struct CalibrationResult {
   std::vector<CollectiveRow> collectives;
   std::vector<CalibrationFit> fits;
   std::vector<ProfileRow> profiles;
-  double sweep_s = 0, total_s = 0;  // wall seconds
+  std::vector<OptimizerProfileRow> optimizers;  // one step of each optimizer (compute_profile_measure_optimizers)
+  double sweep_s = 0, total_s = 0;              // wall seconds
 };
 CalibrationResult calibration_run(const CalibrationRequest& request, ComputeProfileSetup& profile, Communicator& comm,
                                   Store* store, CalibrationObserver& observer);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "algorithms/optimizer.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
@@ -133,6 +134,44 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
   return result;
 }
 
+std::string compute_profile_optimizer_key(const RunConfig& cfg) {
+  const std::string name = optimizer_resolve_name(cfg);
+  if (name == "sgd" && (cfg.momentum > 0 || cfg.nesterov)) return "sgd+momentum";
+  return name;
+}
+
+std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const std::string& workload,
+                                                                    const std::string& dataset, int64_t iters,
+                                                                    Communicator& comm) {
+  const size_t count = s.workload->param_count();
+  std::vector<float> params(count), grads(count);
+  s.workload->init_params(params.data(), kComputeProfileSeed);
+  for (size_t i = 0; i < count; ++i) grads[i] = 1e-3f * static_cast<float>(i % 17);
+  struct Kind {
+    const char* key;
+    const char* optimizer;
+    double momentum;
+  };
+  const Kind kinds[] = {{"sgd", "sgd", 0.0}, {"sgd+momentum", "sgd", 0.9}, {"adamw", "adamw", 0.0}};
+  std::vector<OptimizerProfileRow> rows;
+  for (const Kind& k : kinds) {
+    RunConfig cfg;
+    cfg.optimizer = k.optimizer;
+    cfg.momentum = k.momentum;
+    const std::unique_ptr<Optimizer> opt = optimizer_create(cfg, count, 1);
+    std::vector<double> t;
+    for (int64_t it = 0; it < kComputeProfileWarmup + iters; ++it) {
+      const double t0 = clock_now_s();
+      opt->step(params.data(), grads.data(), 1e-6);
+      if (it >= kComputeProfileWarmup) t.push_back(clock_now_s() - t0);
+    }
+    double median = stats_median(t);
+    comm.untimed_allreduce_max(&median, 1);
+    rows.push_back(OptimizerProfileRow{workload, dataset, k.key, static_cast<int64_t>(count), median});
+  }
+  return rows;
+}
+
 std::vector<int64_t> compute_profile_missing(const Store& store, const std::string& host, const std::string& workload,
                                              const std::string& dataset, const std::vector<int64_t>& batches) {
   std::vector<int64_t> have;
@@ -164,8 +203,11 @@ int64_t compute_profile_store_new(Store& store, const std::string& workload, con
                                  {"profile_warmup", kComputeProfileWarmup},
                                  {"profile_seed", kComputeProfileSeed}};
   const CalibrationRecord record = calibration_record_make(*self, 1, config);
+  const std::vector<OptimizerProfileRow> optimizers =
+      compute_profile_measure_optimizers(setup, workload, dataset, iters, *self);
   const int64_t id = store.calibration_begin(record);
   store.profiles_append(id, rows);
+  optimizer_profiles_append(store, id, optimizers);
   return id;
 }
 

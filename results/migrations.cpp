@@ -286,7 +286,8 @@ CREATE INDEX trials_session ON trials(session_id, id);
 // v10: validations of a tuner session's top configurations on the real backend
 // (`dsgd-tune validate SESSION --top K`, `dsgd-tune recommend --validate K`): one row per
 // invocation, one per configuration linking the session's sim trial run to its MPI run, with the
-// predicted (sim) and measured (mpi) time-to-target and step time.
+// predicted (sim) and measured (mpi) time-to-target and step time; and optimizer_profiles, the
+// optimizer-step time of a calibration's compute profile (results/optimizer_profile_store.hpp).
 constexpr const char* migration_v10 = R"sql(
 CREATE TABLE tune_validations (
   id             INTEGER PRIMARY KEY,
@@ -310,6 +311,15 @@ CREATE TABLE tune_validation_configs (
   PRIMARY KEY (validation_id, rank)
 );
 CREATE INDEX tune_validations_session ON tune_validations(session_id, id);
+CREATE TABLE optimizer_profiles (
+  calibration_id INTEGER NOT NULL REFERENCES calibrations(id),
+  workload       TEXT NOT NULL,
+  dataset        TEXT NOT NULL,
+  optimizer      TEXT NOT NULL,
+  params         INTEGER NOT NULL,
+  opt_s          REAL NOT NULL
+);
+CREATE INDEX optimizer_profiles_calibration ON optimizer_profiles(calibration_id);
 )sql";
 
 int user_version_read(sqlite3* db) {

@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cmath>
 #include <nlohmann/json.hpp>
 
 #include "cluster/launcher.hpp"
@@ -18,10 +17,8 @@ namespace dsgd {
 
 namespace {
 
-constexpr double kStepMargin = 1.25;  // the MPI run gets the sim trial's steps times this
-
 // The MPI run of a sim trial's configuration: same workload, algorithm, knobs, cluster flags and
-// seed; the simulator's own flags dropped; steps from the trial (see the header).
+// seed; the simulator's own flags dropped; the trial's steps (see the header).
 RunConfig mpi_config(const TrialRow& trial, const TuneSessionRow& session, const std::string& db, int64_t rank) {
   RunConfig cfg;
   run_config_apply_json(cfg, nlohmann::json::parse(trial.config_json), fmt::format("trial {}", trial.id));
@@ -35,8 +32,7 @@ RunConfig mpi_config(const TrialRow& trial, const TuneSessionRow& session, const
   cfg.db = db;
   cfg.tag = fmt::format("tune-validate:session={},rank={}", session.id, rank);
   const int64_t every = std::max<int64_t>(cfg.eval_every, 1);
-  const auto wanted = static_cast<int64_t>(
-      std::ceil(static_cast<double>(std::max<int64_t>(trial.steps, 1)) * (trial.reached ? kStepMargin : 1.0)));
+  const int64_t wanted = std::max<int64_t>(trial.steps, 1);
   cfg.epochs = 0;
   cfg.steps = (wanted + every - 1) / every * every;
   return cfg;

@@ -3,13 +3,15 @@
 // run again with `dsgd-bench run --backend mpi` on the session's workers, emulated link and
 // stragglers (a child run of the dsgd-bench binary, which launches itself through mpiexec:
 // engine/child_run.hpp), with the seed of the configuration's representative (median-seed) sim
-// trial, for that trial's steps plus a quarter (rounded up to an evaluation), so the measured
-// run can reach the target a little later than predicted. Per configuration: predicted (the sim
-// trial's) and measured time-to-target and step time; and whether the measured order of the top
-// two agrees with the ranking (both reached: the faster one first; one reached: that one first;
-// neither, or a predicted tie: undecided). Stored in tune_validations / tune_validation_configs (schema v10).
-// Limits: every run goes through mpiexec on this host (or the session's hostfile); time-to-target
-// is measured at the run's evaluations, so its resolution is --eval-every steps.
+// trial, for that trial's steps (rounded up to an evaluation): the same window, so both step
+// times average the same steps (a longer run averages in other syncs of a long period H); the
+// numerics being the same on both backends, the MPI run reaches the target at the same step.
+// Per configuration: predicted (the sim trial's) and measured time-to-target and step time; and
+// whether the measured order of the top two agrees with the ranking (both reached: the faster
+// one first; one reached: that one first; neither, or a predicted tie: undecided). Stored in
+// tune_validations / tune_validation_configs (schema v10).
+// Limits: every run goes through mpiexec on this host (or the session's hostfile);
+// time-to-target is measured at the run's evaluations, so its resolution is --eval-every steps.
 #pragma once
 
 #include <cstdint>

@@ -11,8 +11,11 @@
 #include "cluster/network_model.hpp"
 #include "cluster/sim_world.hpp"
 #include "core/errors.hpp"
+#include "core/system_info.hpp"
 #include "engine/calibration.hpp"
 #include "engine/calibration_ops.hpp"
+#include "engine/sim_run.hpp"
+#include "results/optimizer_profile_store.hpp"
 #include "sim_ring_options.hpp"
 
 namespace dsgd {
@@ -137,7 +140,7 @@ TEST(CalibrationSweep, OnTheSimulatorRecoversTheModel) {
   }
 }
 
-// One rank: no sweep, only the profile, stored as a calibration with its profile rows.
+// One rank: no sweep, only the profile, stored as a calibration with its profile and optimizer rows.
 TEST(CalibrationRun, OneRankStoresTheProfileOnly) {
   const std::string db = (std::filesystem::temp_directory_path() / "dsgd_test_calibration_run.db").string();
   std::filesystem::remove(db);
@@ -162,6 +165,27 @@ TEST(CalibrationRun, OneRankStoresTheProfileOnly) {
     EXPECT_EQ(stored.size(), 2u * setup.workload->layers().size());
     EXPECT_EQ(stored.front().batch, 8);
     EXPECT_EQ(stored.back().batch, 16);
+    // One step of each optimizer, stored, and charged by the simulator as the opt phase of a run
+    // of the same workload and dataset whose optimizer it is (diloco: AdamW).
+    const std::vector<OptimizerProfileRow> opts = optimizer_profiles_get(store, result.id);
+    ASSERT_EQ(opts.size(), 3u);
+    double adamw = 0;
+    for (const OptimizerProfileRow& r : opts) {
+      EXPECT_GT(r.opt_s, 0) << r.optimizer;
+      EXPECT_EQ(r.params, static_cast<int64_t>(setup.workload->param_count()));
+      if (r.optimizer == "adamw") adamw = r.opt_s;
+    }
+    RunConfig cfg;
+    cfg.workload = request.workload;
+    cfg.dataset = request.dataset;
+    cfg.batch = 16;
+    cfg.algo = "diloco";
+    EXPECT_EQ(compute_profile_optimizer_key(cfg), "adamw");
+    const SimProfile p = sim_profile_resolve(cfg, &store, system_info_read().host, setup.workload->layers());
+    EXPECT_EQ(p.cost.opt_s, adamw);
+    cfg.algo = "ssgd";
+    cfg.momentum = 0.9;
+    EXPECT_EQ(compute_profile_optimizer_key(cfg), "sgd+momentum");
   }
   std::filesystem::remove(db);
 }
