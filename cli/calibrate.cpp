@@ -1,19 +1,17 @@
 // `dsgd-bench calibrate`: binds the options, validates them, launches the ranks and prints what the
 // calibration protocol (engine/calibration.hpp: the sweep of engine/calibration_ops.hpp through the
-// Communicator, the alpha-beta fits, the per-layer compute profile, stored as schema v3 tables
-// calibrations / collectives / fits / profiles) reports: one fixed-width table per op (size,
-// count, time, algbw, busbw; docs/metrics.md; the harness/bare all-reduce pair side by side), the
-// fits, the harness overhead and the profile, with one live progress line on a terminal.
+// Communicator, the alpha-beta fits, the per-layer compute profile and optimizer steps, stored in
+// the tables calibrations / collectives / fits / profiles (schema v3) and optimizer_profiles
+// (v10)) reports: one fixed-width table per op (size, count, time, algbw, busbw; docs/metrics.md;
+// the harness/bare all-reduce pair side by side), the fits, the harness overhead and the profile,
+// with one live progress line on a terminal.
 // Outside mpiexec with --workers N > 1 it relaunches itself through mpiexec, as `run` does. Rank 0
 // prints and stores; the last line printed is `calibration_id=<id>`.
 // Limits: sizes up to 2 GiB; without MPI only the profile runs, on 1 rank; under mpiexec the
 // ranks' stdout is a pipe, so the progress line shows only with --workers 1.
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -25,10 +23,8 @@
 #include "cli/progress_line.hpp"
 #include "cluster/communicator.hpp"
 #include "cluster/launcher.hpp"
-#include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
-#include "core/stats.hpp"
 #include "core/system_info.hpp"
 #include "engine/calibration.hpp"
 #include "engine/collective_check.hpp"
