@@ -1,37 +1,17 @@
-// `dsgd-bench calibrate`: measures this cluster for the cost model (docs/cluster.md, docs/metrics.md) and
-// stores it (schema v3 tables calibrations / collectives / fits / profiles):
-//  1. a sweep of collective sizes, from --min-size to --max-size by x2 (x4 with --quick),
-//     float32 buffers, for: allreduce through the harness's recorded path
-//     (Communicator::allreduce_sum with an event log attached, exactly as training calls
-//     it) beside a bare MPI_Allreduce (op allreduce_mpi, repetitions interleaved), and bare
-//     MPI for reduce_scatter (MPI_Reduce_scatter_block), allgather (MPI_Allgather),
-//     broadcast (MPI_Bcast from rank 0) and sendrecv (MPI_Send/MPI_Recv ping-pong between
-//     ranks 0 and 1; time = half the round trip). The timing protocol is nccl-tests':
-//     untimed warm-up, then --reps repetitions of enough iterations for ~10 ms (>= 1); a
-//     repetition's per-iteration time is the slowest rank's (MPI max); the median over
-//     repetitions is kept with the min and max. Printed as one fixed-width table per op
-//     (size, count, time, algbw, busbw; docs/metrics.md);
-//  2. the alpha-beta fit t = alpha + beta * S * busbw_factor per op (weights 1/t^2;
-//     results/alpha_beta_fit.hpp);
-//  3. a per-layer compute profile of --workload on --dataset for each of --batches:
-//     backward per layer from the layer hook's timestamps; forward is one whole-model
-//     call, so its time is split over the layers in proportion to their parameter counts.
-//     All ranks profile at once (as they compute in training); the stored value is the
-//     slowest rank's median over the iterations.
-// Outside mpiexec with --workers N > 1 it relaunches itself through mpiexec, as `run`
-// does. Rank 0 prints and stores; the calibration is written at the end (an interrupted
-// calibration stores nothing). The last line printed is `calibration_id=<id>`.
-// Limits: one fit line per op (protocol switches show as rel_error); sizes up to 2 GiB;
-// the bare-MPI ops need an MPI build (without MPI only the profile runs, on 1 rank).
-#ifdef DSGD_HAVE_MPI
-#include <mpi.h>
-#endif
+// `dsgd-bench calibrate`: binds the options, validates them, launches the ranks and prints what the
+// calibration protocol (engine/calibration.hpp: the sweep of engine/calibration_ops.hpp through the
+// Communicator, the alpha-beta fits, the per-layer compute profile and optimizer steps, stored in
+// the tables calibrations / collectives / fits / profiles (schema v3) and optimizer_profiles
+// (v10)) reports: one fixed-width table per op (size, count, time, algbw, busbw; docs/metrics.md;
+// the harness/bare all-reduce pair side by side), the fits, the harness overhead and the profile,
+// with one live progress line on a terminal.
+// Outside mpiexec with --workers N > 1 it relaunches itself through mpiexec, as `run` does. Rank 0
+// prints and stores; the last line printed is `calibration_id=<id>`.
+// Limits: sizes up to 2 GiB; without MPI only the profile runs, on 1 rank; under mpiexec the
+// ranks' stdout is a pipe, so the progress line shows only with --workers 1.
 #include <fmt/format.h>
-#include <unistd.h>
 
-#include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -40,17 +20,15 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "cli/progress_line.hpp"
 #include "cluster/communicator.hpp"
 #include "cluster/launcher.hpp"
-#include "core/clock.hpp"
 #include "core/errors.hpp"
-#include "core/rng.hpp"
 #include "core/run_config.hpp"
-#include "core/stats.hpp"
 #include "core/system_info.hpp"
+#include "engine/calibration.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/compute_profile.hpp"
-#include "results/alpha_beta_fit.hpp"
 #include "results/store.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
@@ -61,9 +39,6 @@ namespace dsgd {
 
 namespace {
 
-constexpr double kMinRepTimeS = 0.01;     // each repetition runs at least this long (~)
-constexpr int64_t kMaxIters = 1 << 16;    // iterations per repetition, at most
-constexpr double kEstimateTimeS = 0.002;  // the iteration-count estimate runs this long
 constexpr int64_t kMaxSizeBytes = int64_t(2) << 30;
 constexpr int kProfileWarmup = kComputeProfileWarmup;
 constexpr uint64_t kProfileSeed = kComputeProfileSeed;  // dataset synthesis and batch order of the profile
@@ -92,9 +67,8 @@ struct CalibrateOptions {
 struct CalibratePlan {
   int64_t min_bytes = 4, max_bytes = 0;
   int64_t size_factor = 2;
-  int64_t reps = 5;
   int64_t profile_iters = 20;
-  std::vector<int64_t> sizes;  // bytes
+  CalibrationSweepPlan sweep;  // sizes (bytes) and repetitions
 };
 
 // ---- sizes ---------------------------------------------------------------------------------
@@ -143,7 +117,7 @@ CalibratePlan plan_make(const CalibrateOptions& o) {
   plan.max_bytes = o.quick && !max_given ? int64_t(1) << 20 : size_parse("--max-size", o.max_size);
   plan.size_factor = o.quick ? 4 : 2;
   const bool reps_given = o.reps_option && o.reps_option->count() > 0;
-  plan.reps = o.quick && !reps_given ? 2 : o.reps;
+  plan.sweep.reps = o.quick && !reps_given ? 2 : o.reps;
   const bool iters_given = o.profile_iters_option && o.profile_iters_option->count() > 0;
   plan.profile_iters = o.quick && !iters_given ? 5 : o.profile_iters;
   if (plan.min_bytes < 4 || plan.min_bytes % 4 != 0) {
@@ -154,15 +128,15 @@ CalibratePlan plan_make(const CalibrateOptions& o) {
     DSGD_THROW(InputError, "pass --max-size at or above --min-size", "--max-size {} is below --min-size {}",
                size_text(plan.max_bytes), size_text(plan.min_bytes));
   }
-  if (plan.reps < 1 || plan.reps > 1000) {
-    DSGD_THROW(InputError, "pass e.g. --reps 5", "--reps must be in 1..1000 (got {})", plan.reps);
+  if (plan.sweep.reps < 1 || plan.sweep.reps > 1000) {
+    DSGD_THROW(InputError, "pass e.g. --reps 5", "--reps must be in 1..1000 (got {})", plan.sweep.reps);
   }
   if (plan.profile_iters < 1 || plan.profile_iters > 100000) {
     DSGD_THROW(InputError, "pass e.g. --profile-iters 20", "--profile-iters must be in 1..100000 (got {})",
                plan.profile_iters);
   }
   for (int64_t bytes = plan.min_bytes; bytes <= plan.max_bytes; bytes *= plan.size_factor) {
-    plan.sizes.push_back(bytes);
+    plan.sweep.sizes.push_back(bytes);
   }
   if (o.workers < 1 || o.workers > 4096) {
     DSGD_THROW(InputError, "pass --workers 2 or more", "--workers must be in 1..4096 (got {})", o.workers);
@@ -190,181 +164,17 @@ void validate_before_launch(const CalibrateOptions& o) {
   Store::open(o.db);
 }
 
-// ---- the collective sweep ----------------------------------------------------------------
+// ---- printing what the calibration reports --------------------------------------------------
 
-enum class SweepOp {
-  sweep_allreduce,
-  sweep_allreduce_mpi,
-  sweep_reduce_scatter,
-  sweep_allgather,
-  sweep_broadcast,
-  sweep_sendrecv
-};
-
-const char* sweep_op_name(SweepOp op) {
-  switch (op) {
-    case SweepOp::sweep_allreduce: return "allreduce";
-    case SweepOp::sweep_allreduce_mpi: return "allreduce_mpi";
-    case SweepOp::sweep_reduce_scatter: return "reduce_scatter";
-    case SweepOp::sweep_allgather: return "allgather";
-    case SweepOp::sweep_broadcast: return "broadcast";
-    case SweepOp::sweep_sendrecv: return "sendrecv";
-  }
-  return "unknown";
-}
-
-// What each table says it measured.
-const char* sweep_op_description(SweepOp op) {
-  switch (op) {
-    case SweepOp::sweep_allreduce:
-      return "harness Communicator::allreduce_sum (recorded, as in training) | bare MPI_Allreduce; in place, sum";
-    case SweepOp::sweep_allreduce_mpi: return "bare MPI_Allreduce, in place, sum";
-    case SweepOp::sweep_reduce_scatter: return "MPI_Reduce_scatter_block, sum; size = the whole send buffer";
-    case SweepOp::sweep_allgather: return "MPI_Allgather; size = the whole receive buffer";
-    case SweepOp::sweep_broadcast: return "MPI_Bcast from rank 0";
-    case SweepOp::sweep_sendrecv: return "MPI_Send/MPI_Recv ping-pong, ranks 0 and 1; time = half the round trip";
-  }
-  return "";
-}
-
-#ifdef DSGD_HAVE_MPI
-void mpi_check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char message[MPI_MAX_ERROR_STRING] = {0};
-  int len = 0;
-  MPI_Error_string(rc, message, &len);
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  DSGD_THROW(Error, "check the MPI installation and that all ranks run the same command",
-             "{} failed on rank {} ({}): {}", call, rank, system_info_read().host, message);
-}
-#define DSGD_CALIBRATE_MPI_CHECK(call) mpi_check((call), #call)
-#endif
-
-// Buffers allocated once for the largest size (convention: allocate once).
-struct SweepBuffers {
-  std::vector<float> a, b;
-  CollEventLog log;  // the harness all-reduce records into it, as in training
-};
-
-// Elements actually used for `bytes` (a multiple of n for the block collectives), 0 when
-// the op cannot run at that size.
-size_t sweep_count(SweepOp op, int64_t bytes, int n) {
-  const size_t count = static_cast<size_t>(bytes) / sizeof(float);
-  if (op == SweepOp::sweep_reduce_scatter || op == SweepOp::sweep_allgather) {
-    return count / static_cast<size_t>(n) * static_cast<size_t>(n);
-  }
-  return count;
-}
-
-// One iteration of op on count elements (the whole buffer S = count * 4 bytes).
-void sweep_run_once(SweepOp op, SweepBuffers& buf, size_t count, Communicator& comm) {
-  if (op == SweepOp::sweep_allreduce) {
-    comm.allreduce_sum(buf.a.data(), count);
-    return;
-  }
-#ifdef DSGD_HAVE_MPI
-  const int n = comm.size();
-  const int elements = static_cast<int>(count);
-  const int block = static_cast<int>(count / static_cast<size_t>(n));
-  switch (op) {
-    case SweepOp::sweep_allreduce_mpi:
-      DSGD_CALIBRATE_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, buf.a.data(), elements, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
-      return;
-    case SweepOp::sweep_reduce_scatter:
-      DSGD_CALIBRATE_MPI_CHECK(
-          MPI_Reduce_scatter_block(buf.a.data(), buf.b.data(), block, MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
-      return;
-    case SweepOp::sweep_allgather:
-      DSGD_CALIBRATE_MPI_CHECK(
-          MPI_Allgather(buf.a.data(), block, MPI_FLOAT, buf.b.data(), block, MPI_FLOAT, MPI_COMM_WORLD));
-      return;
-    case SweepOp::sweep_broadcast:
-      DSGD_CALIBRATE_MPI_CHECK(MPI_Bcast(buf.a.data(), elements, MPI_FLOAT, 0, MPI_COMM_WORLD));
-      return;
-    case SweepOp::sweep_sendrecv: {
-      constexpr int tag = 7101;
-      if (comm.rank() == 0) {
-        DSGD_CALIBRATE_MPI_CHECK(MPI_Send(buf.a.data(), elements, MPI_FLOAT, 1, tag, MPI_COMM_WORLD));
-        DSGD_CALIBRATE_MPI_CHECK(
-            MPI_Recv(buf.b.data(), elements, MPI_FLOAT, 1, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-      } else if (comm.rank() == 1) {
-        DSGD_CALIBRATE_MPI_CHECK(
-            MPI_Recv(buf.b.data(), elements, MPI_FLOAT, 0, tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
-        DSGD_CALIBRATE_MPI_CHECK(MPI_Send(buf.a.data(), elements, MPI_FLOAT, 0, tag, MPI_COMM_WORLD));
-      }
-      return;
-    }
-    case SweepOp::sweep_allreduce: return;
-  }
-#else
-  DSGD_THROW(Error, "rebuild with MPI (DSGD_WITH_MPI=ON)", "{} needs MPI", sweep_op_name(op));
-#endif
-}
-
-// Seconds per iteration of `iters` back-to-back iterations, the slowest rank's (a
-// collective: every rank calls it with the same arguments).
-double sweep_time(SweepOp op, SweepBuffers& buf, size_t count, int64_t iters, Communicator& comm) {
-  const bool harness = op == SweepOp::sweep_allreduce;
-  if (harness) {
-    buf.log.clear();
-    comm.attach_log(&buf.log);
-  }
-  comm.untimed_barrier();
-  const double start = clock_now_s();
-  for (int64_t i = 0; i < iters; ++i) sweep_run_once(op, buf, count, comm);
-  double per_iter = (clock_now_s() - start) / static_cast<double>(iters);
-  if (harness) comm.attach_log(nullptr);
-  comm.untimed_allreduce_max(&per_iter, 1);
-  // A ping-pong iteration is a round trip: the one-way time is half of it.
-  return op == SweepOp::sweep_sendrecv ? per_iter / 2 : per_iter;
-}
-
-// Warm-up and iteration count: one untimed iteration (first touch, connection setup);
-// if it alone lasted 2 x kMinRepTimeS, one iteration per repetition (even a warm-up twice
-// as slow as steady state leaves repetitions of >= kMinRepTimeS; this keeps the 256 MiB
-// end of the sweep short). Otherwise runs 1, 8, 64, ... iterations until a batch lasts
-// kEstimateTimeS, runs that batch once more and keeps the faster of the two (one
-// preempted batch must not shrink the repetitions), then picks enough iterations for
-// kMinRepTimeS (>= 1). The same on every rank (the times are the ranks' maximum).
-int64_t sweep_iterations(SweepOp op, SweepBuffers& buf, size_t count, Communicator& comm) {
-  const double warmup = sweep_time(op, buf, count, 1, comm);
-  if (warmup >= 2 * kMinRepTimeS) return 1;
-  int64_t batch = 1;
-  double per_iter = 0;
-  for (;;) {
-    per_iter = sweep_time(op, buf, count, batch, comm);
-    if (per_iter * static_cast<double>(batch) >= kEstimateTimeS || batch >= kMaxIters) break;
-    batch = std::min(batch * 8, kMaxIters);
-  }
-  per_iter = std::min(per_iter, sweep_time(op, buf, count, batch, comm));
-  const double wanted = std::ceil(kMinRepTimeS / std::max(per_iter, 1e-9));
-  return std::clamp<int64_t>(static_cast<int64_t>(wanted), 1, kMaxIters);
-}
-
-CollectiveRow collective_row(SweepOp op, int64_t bytes, int64_t iters, const std::vector<double>& samples, int n) {
-  CollectiveRow row;
-  row.op = sweep_op_name(op);
-  row.bytes = bytes;
-  row.iters = iters;
-  row.time_s = stats_median(samples);
-  row.time_min_s = *std::min_element(samples.begin(), samples.end());
-  row.time_max_s = *std::max_element(samples.begin(), samples.end());
-  row.algbw_gbps = static_cast<double>(bytes) / row.time_s / 1e9;
-  row.busbw_gbps = row.algbw_gbps * collective_busbw_factor(row.op, n);
-  return row;
-}
-
-// One group of ops measured together: their repetitions are interleaved at each size so
-// slow drifts of the machine hit them alike (the harness/bare all-reduce pair).
-std::vector<CollectiveRow> sweep_group(const std::vector<SweepOp>& group, const CalibratePlan& plan, SweepBuffers& buf,
-                                       Communicator& comm) {
-  const int n = comm.size();
-  const bool root = comm.rank() == 0;
-  const bool pair = group.size() == 2;
-  if (root) {
-    fmt::print("\n# {}: {}\n", sweep_op_name(group.front()), sweep_op_description(group.front()));
-    if (pair) {
+// Rank 0's tables (one per op group, as rows come) and the progress line; other ranks print nothing.
+class CalibratePrinter final : public CalibrationObserver {
+ public:
+  explicit CalibratePrinter(bool root) : root_(root) {}
+  void group_begin(const std::vector<const CalibrationOp*>& group) override {
+    if (!root_) return;
+    progress_.clear();
+    fmt::print("\n# {}: {}\n", group.front()->name, group.front()->description);
+    if (group.size() == 2) {
       fmt::print("#{:>11} {:>11} {:>7} | {:>10} {:>8} {:>8} | {:>10} {:>8} {:>8} | {:>6}\n", "size(B)", "count",
                  "iters", "time(us)", "algbw", "busbw", "bare(us)", "algbw", "busbw", "ratio");
       fmt::print("#{:>11} {:>11} {:>7} | {:>10} {:>8} {:>8} | {:>10} {:>8} {:>8} | {:>6}\n", "", "(elements)", "",
@@ -377,116 +187,66 @@ std::vector<CollectiveRow> sweep_group(const std::vector<SweepOp>& group, const 
     }
     std::fflush(stdout);
   }
-  std::vector<CollectiveRow> rows;
-  for (int64_t size : plan.sizes) {
-    const size_t count = sweep_count(group.front(), size, n);
-    if (count == 0) continue;  // a block collective needs one element per rank
-    const int64_t bytes = static_cast<int64_t>(count * sizeof(float));
-    std::vector<int64_t> iters;
-    iters.reserve(group.size());
-    for (SweepOp op : group) iters.push_back(sweep_iterations(op, buf, count, comm));
-    const int64_t shared_iters = *std::max_element(iters.begin(), iters.end());
-    std::vector<std::vector<double>> samples(group.size());
-    for (int64_t rep = 0; rep < plan.reps; ++rep) {
-      for (size_t g = 0; g < group.size(); ++g) {
-        samples[g].push_back(sweep_time(group[g], buf, count, pair ? shared_iters : iters[g], comm));
-      }
+  void group_row(const std::vector<const CalibrationOp*>& group, size_t count, const std::vector<CollectiveRow>& rows,
+                 int64_t done, int64_t total) override {
+    if (!root_) return;
+    progress_.clear();
+    const CollectiveRow& r = rows[0];
+    if (rows.size() == 2) {
+      const CollectiveRow& bare = rows[1];
+      fmt::print("{:>12} {:>11} {:>7} | {:>10.2f} {:>8.3f} {:>8.3f} | {:>10.2f} {:>8.3f} {:>8.3f} | {:>6.3f}\n",
+                 r.bytes, count, r.iters, r.time_s * 1e6, r.algbw_gbps, r.busbw_gbps, bare.time_s * 1e6,
+                 bare.algbw_gbps, bare.busbw_gbps, r.busbw_gbps / bare.busbw_gbps);
+    } else {
+      fmt::print("{:>12} {:>11} {:>7} {:>10.2f} {:>10.2f} {:>10.2f} {:>8.3f} {:>8.3f}\n", r.bytes, count, r.iters,
+                 r.time_s * 1e6, r.time_min_s * 1e6, r.time_max_s * 1e6, r.algbw_gbps, r.busbw_gbps);
     }
-    std::vector<CollectiveRow> measured;
-    for (size_t g = 0; g < group.size(); ++g) {
-      measured.push_back(collective_row(group[g], bytes, pair ? shared_iters : iters[g], samples[g], n));
-    }
-    if (root) {
-      const CollectiveRow& r = measured[0];
-      if (pair) {
-        const CollectiveRow& bare = measured[1];
-        fmt::print("{:>12} {:>11} {:>7} | {:>10.2f} {:>8.3f} {:>8.3f} | {:>10.2f} {:>8.3f} {:>8.3f} | {:>6.3f}\n",
-                   r.bytes, count, r.iters, r.time_s * 1e6, r.algbw_gbps, r.busbw_gbps, bare.time_s * 1e6,
-                   bare.algbw_gbps, bare.busbw_gbps, r.busbw_gbps / bare.busbw_gbps);
-      } else {
-        fmt::print("{:>12} {:>11} {:>7} {:>10.2f} {:>10.2f} {:>10.2f} {:>8.3f} {:>8.3f}\n", r.bytes, count, r.iters,
-                   r.time_s * 1e6, r.time_min_s * 1e6, r.time_max_s * 1e6, r.algbw_gbps, r.busbw_gbps);
-      }
-      std::fflush(stdout);
-    }
-    rows.insert(rows.end(), measured.begin(), measured.end());
+    std::fflush(stdout);
+    progress_.draw(fmt::format("  calibrate: {} {}  point {}/{}  elapsed {}", group.front()->name, size_text(r.bytes),
+                               done, total, ProgressLine::duration_text(progress_.elapsed_s())),
+                   true);
   }
-  return rows;
-}
+  void op_skipped(const CalibrationOp& op, const std::string& why) override {
+    if (!root_) return;
+    progress_.clear();
+    fmt::print("# {}: not measured: {}\n", op.name, why);
+  }
+  void profile_batch(int64_t batch, size_t index, size_t total) override {
+    if (!root_) return;
+    progress_.draw(fmt::format("  calibrate: compute profile, batch {} ({}/{})  elapsed {}", batch, index + 1, total,
+                               ProgressLine::duration_text(progress_.elapsed_s())),
+                   true);
+  }
+  void done() {
+    if (root_) progress_.clear();
+  }
 
-std::vector<CollectiveRow> sweep_all(const CalibratePlan& plan, Communicator& comm) {
-  const int64_t max_bytes = plan.sizes.back();
-  SweepBuffers buf;
-  buf.a.assign(static_cast<size_t>(max_bytes) / sizeof(float), 0.0f);  // zeros: sums stay finite
-  buf.b.assign(buf.a.size(), 0.0f);
-  buf.log.reserve(static_cast<size_t>(kMaxIters));
-  const std::vector<std::vector<SweepOp>> groups = {
-      {SweepOp::sweep_allreduce, SweepOp::sweep_allreduce_mpi},
-      {SweepOp::sweep_reduce_scatter},
-      {SweepOp::sweep_allgather},
-      {SweepOp::sweep_broadcast},
-      {SweepOp::sweep_sendrecv},
-  };
-  std::vector<CollectiveRow> rows;
-  for (const auto& group : groups) {
-    std::vector<CollectiveRow> measured = sweep_group(group, plan, buf, comm);
-    rows.insert(rows.end(), measured.begin(), measured.end());
-  }
-  return rows;
-}
+ private:
+  bool root_;
+  ProgressLine progress_;
+};
 
-// ---- alpha-beta fits ------------------------------------------------------------------------
-
-std::vector<FitRow> fits_make(const std::vector<CollectiveRow>& rows, int n, bool print) {
-  std::vector<std::string> ops;
-  for (const CollectiveRow& r : rows) {
-    if (std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
+void fits_print(const std::vector<CalibrationFit>& fits) {
+  fmt::print("\n# alpha-beta fit per op: t = alpha + beta * S * busbw_factor, weighted least squares (1/t^2)\n");
+  fmt::print("#{:>15} {:>11} {:>16} {:>14} {:>6}  {}\n", "op", "alpha(us)", "bandwidth(GB/s)", "median_rel_err",
+             "sizes", "note");
+  for (const CalibrationFit& f : fits) {
+    fmt::print("{:>16} {:>11.2f} {:>16.3f} {:>13.1f}% {:>6}  {}\n", f.row.op, f.row.alpha_s * 1e6,
+               f.row.bandwidth_bytes_per_s / 1e9, f.row.rel_error * 100, f.sizes, f.note);
   }
-  if (print) {
-    fmt::print("\n# alpha-beta fit per op: t = alpha + beta * S * busbw_factor, weighted least squares (1/t^2)\n");
-    fmt::print("#{:>15} {:>11} {:>16} {:>14} {:>6}  {}\n", "op", "alpha(us)", "bandwidth(GB/s)", "median_rel_err",
-               "sizes", "note");
-  }
-  std::vector<FitRow> fits;
-  for (const std::string& op : ops) {
-    std::vector<AlphaBetaPoint> points;
-    for (const CollectiveRow& r : rows) {
-      if (r.op == op) points.push_back({static_cast<double>(r.bytes) * collective_busbw_factor(op, n), r.time_s});
-    }
-    if (points.size() < 2) {
-      if (print) fmt::print("{:>16} (one size only: no fit)\n", op);
-      continue;
-    }
-    const AlphaBetaFit fit = alpha_beta_fit(points);
-    fits.push_back(FitRow{op, fit.alpha_s, fit.beta_s_per_byte, fit.bandwidth_bytes_per_s, fit.rel_error});
-    if (print) {
-      const char* note = fit.alpha_clamped ? "alpha < 0 clamped to 0" : fit.beta_clamped ? "no size dependence" : "";
-      fmt::print("{:>16} {:>11.2f} {:>16.3f} {:>13.1f}% {:>6}  {}\n", op, fit.alpha_s * 1e6,
-                 fit.bandwidth_bytes_per_s / 1e9, fit.rel_error * 100, points.size(), note);
-    }
-  }
-  return fits;
 }
 
 // Harness vs bare all-reduce bus bandwidth at sizes >= 1 MiB (issue: within 5 %).
 void harness_overhead_print(const std::vector<CollectiveRow>& rows) {
-  std::vector<double> ratios;
-  for (const CollectiveRow& harness : rows) {
-    if (harness.op != "allreduce" || harness.bytes < (int64_t(1) << 20)) continue;
-    for (const CollectiveRow& bare : rows) {
-      if (bare.op == "allreduce_mpi" && bare.bytes == harness.bytes)
-        ratios.push_back(harness.busbw_gbps / bare.busbw_gbps);
-    }
-  }
-  if (ratios.empty()) {
+  const HarnessOverhead o = calibration_harness_overhead(rows);
+  if (o.sizes == 0) {
     fmt::print("# harness vs bare MPI_Allreduce: no size >= 1 MiB swept\n");
     return;
   }
-  const double worst = *std::min_element(ratios.begin(), ratios.end());
   fmt::print(
       "# harness vs bare MPI_Allreduce busbw at >= 1 MiB ({} sizes): median ratio {:.3f}, worst {:.3f} "
       "(goal >= 0.95){}\n",
-      ratios.size(), stats_median(ratios), worst, worst >= 0.95 ? "" : "  ** below the goal **");
+      o.sizes, o.median_ratio, o.worst_ratio, o.worst_ratio >= 0.95 ? "" : "  ** below the goal **");
 }
 
 // ---- per-layer compute profile -----------------------------------------------------------------
@@ -503,23 +263,33 @@ void profile_print(const std::vector<ProfileRow>& rows, const CalibratePlan& pla
   }
 }
 
+void optimizers_print(const std::vector<OptimizerProfileRow>& rows) {
+  fmt::print("\n# optimizer step on the model's parameters: median, slowest rank\n");
+  fmt::print("#{:>15} {:>12} {:>12}\n", "optimizer", "params", "opt(us)");
+  for (const OptimizerProfileRow& r : rows)
+    fmt::print("{:>16} {:>12} {:>12.2f}\n", r.optimizer, r.params, r.opt_s * 1e6);
+}
+
 // ---- the command on every rank --------------------------------------------------------------
 
 nlohmann::json config_json(const CalibrateOptions& o, const CalibratePlan& plan, int ranks) {
+  std::vector<std::string> op_names;
+  for (const CalibrationOp& op : calibration_ops())
+    if (calibration_op_runs_on(op, ranks)) op_names.push_back(op.name);
   return {
       {"workers", ranks},
       {"min_size", plan.min_bytes},
       {"max_size", plan.max_bytes},
       {"size_factor", plan.size_factor},
-      {"sizes", plan.sizes.size()},
-      {"reps", plan.reps},
+      {"sizes", plan.sweep.sizes.size()},
+      {"reps", plan.sweep.reps},
       {"quick", o.quick},
       {"dtype", "float32"},
-      {"min_rep_time_s", kMinRepTimeS},
-      {"max_iters", kMaxIters},
+      {"min_rep_time_s", plan.sweep.min_rep_time_s},
+      {"max_iters", plan.sweep.max_iters},
       {"rank_aggregation", "max over ranks of the per-iteration time of a repetition"},
       {"statistic", "median over repetitions (min and max kept)"},
-      {"ops", {"allreduce", "allreduce_mpi", "reduce_scatter", "allgather", "broadcast", "sendrecv"}},
+      {"ops", op_names},
       {"fit", "t = alpha + beta * bytes * busbw_factor, weights 1/t^2"},
       {"workload", o.workload},
       {"dataset", o.dataset},
@@ -583,44 +353,34 @@ int calibrate_on_ranks(const CalibrateOptions& o, int argc, char** argv) {
       fmt::print(
           "# sizes {} .. {} (x{}, {} sizes), float32; {} repetitions of >= {} ms after warm-up; time = "
           "slowest rank per iteration, median over repetitions; GB = 1e9 B\n",
-          size_text(plan.sizes.front()), size_text(plan.sizes.back()), plan.size_factor, plan.sizes.size(), plan.reps,
-          kMinRepTimeS * 1e3);
+          size_text(plan.sweep.sizes.front()), size_text(plan.sweep.sizes.back()), plan.size_factor,
+          plan.sweep.sizes.size(), plan.sweep.reps, plan.sweep.min_rep_time_s * 1e3);
       fmt::print(
           "# busbw = algbw x 2(n-1)/n all-reduce, x (n-1)/n reduce-scatter / all-gather, x 1 broadcast / "
           "send-recv (docs/metrics.md)\n");
       std::fflush(stdout);
     }
-    const double started = clock_now_s();
-
-    std::vector<CollectiveRow> collectives;
-    std::vector<FitRow> fits;
-    if (n < 2) {
-      if (root) fmt::print("# 1 rank: no collective to measure (pass --workers 2 or more); profiling only\n");
-    } else {
-      collectives = sweep_all(plan, *comm);
-      if (root) fmt::print("\n");
-      fits = fits_make(collectives, n, root);
-      if (root) harness_overhead_print(collectives);
-    }
-    const double sweep_s = clock_now_s() - started;
-    std::vector<ProfileRow> profiles =
-        compute_profile_measure(profile, o.workload, o.dataset, o.batches, plan.profile_iters, *comm);
+    if (n < 2 && root) fmt::print("# 1 rank: no collective to measure (pass --workers 2 or more); profiling only\n");
+    CalibrationRequest request;
+    request.sweep = plan.sweep;
+    request.workload = o.workload;
+    request.dataset = o.dataset;
+    request.batches = o.batches;
+    request.profile_iters = plan.profile_iters;
+    request.config = config_json(o, plan, n);
+    CalibratePrinter printer(root);
+    const CalibrationResult result = calibration_run(request, profile, *comm, root ? &*store : nullptr, printer);
+    printer.done();
     if (root) {
-      profile_print(profiles, plan, n);
-      CalibrationRecord record;
-      record.workers = n;
-      record.host = sys.host;
-      record.cpu_model = sys.cpu_model;
-      record.mpi_version = comm->library_version();
-      record.git_commit = sys.git_commit;
-      record.tool_version = sys.tool_version;
-      record.config_json = config_json(o, plan, n).dump();
-      const int64_t id = store->calibration_begin(record);
-      store->collectives_append(id, collectives);
-      store->fits_append(id, fits);
-      store->profiles_append(id, profiles);
-      fmt::print("\n# sweep {:.1f} s, total {:.1f} s; stored in {}\n", sweep_s, clock_now_s() - started, o.db);
-      fmt::print("calibration_id={}\n", id);
+      if (n >= 2) {
+        fmt::print("\n");
+        fits_print(result.fits);
+        harness_overhead_print(result.collectives);
+      }
+      profile_print(result.profiles, plan, n);
+      optimizers_print(result.optimizers);
+      fmt::print("\n# sweep {:.1f} s, total {:.1f} s; stored in {}\n", result.sweep_s, result.total_s, o.db);
+      fmt::print("calibration_id={}\n", result.id);
       std::fflush(stdout);
     }
     return 0;

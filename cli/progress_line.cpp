@@ -22,11 +22,16 @@ std::string clock_text(double s) {
 
 }  // namespace
 
+std::string ProgressLine::duration_text(double s) {
+  return clock_text(s);
+}
+
 ProgressLine::ProgressLine(double samples_per_step)
     : enabled_(::isatty(STDOUT_FILENO) == 1),
       samples_per_step_(samples_per_step),
       start_(Clock::now()),
-      last_draw_(start_) {}
+      last_draw_(start_),
+      created_(start_) {}
 
 std::string ProgressLine::format(int64_t done, int64_t total, double samples_per_s, double elapsed_s,
                                  double remaining_s, double last_loss) {
@@ -51,10 +56,21 @@ void ProgressLine::update(int64_t done, int64_t total, double last_loss) {
   const double rate = elapsed > 0 ? static_cast<double>(steps) * samples_per_step_ / elapsed : 0.0;
   // Remaining from the rate since the first step seen.
   const double remaining = steps > 0 ? elapsed / static_cast<double>(steps) * static_cast<double>(total - done) : NAN;
-  const std::string text = format(done, total, rate, elapsed, remaining, last_loss);
+  draw(format(done, total, rate, elapsed, remaining, last_loss), true);
+}
+
+void ProgressLine::draw(const std::string& text, bool force) {
+  if (!enabled_) return;
+  const Clock::time_point now = Clock::now();
+  if (!force && shown_ && std::chrono::duration<double>(now - last_draw_).count() < kRedrawS) return;
+  last_draw_ = now;
   std::fputs(fmt::format("\r\033[K{}", text).c_str(), stdout);
   std::fflush(stdout);
   shown_ = true;
+}
+
+double ProgressLine::elapsed_s() const {
+  return std::chrono::duration<double>(Clock::now() - created_).count();
 }
 
 void ProgressLine::clear() {

@@ -3,12 +3,20 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <cstdint>
 
 namespace dsgd {
+
+class Store;
 
 int& tune_exit_code();
 
 void setup_tune_recommend(CLI::App& app);
 void setup_tune_sessions(CLI::App& app);  // `sessions` and `show SESSION`
+void setup_tune_validate(CLI::App& app);  // `validate SESSION --top K`
+
+// Validates the top K of a finished session on the real backend and prints it (cli/tune_validate.cpp;
+// `flag` names the option that asked, in errors). Returns the exit code.
+int tune_validate_print_run(Store& store, int64_t session, int64_t top_k, const char* flag);
 
 }  // namespace dsgd

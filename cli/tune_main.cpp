@@ -26,5 +26,6 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   dsgd::setup_tune_recommend(app);
   dsgd::setup_tune_sessions(app);
+  dsgd::setup_tune_validate(app);
   return dsgd::app_main_run(app, argc, argv, "dsgd-tune", dsgd::tune_exit_code());
 }

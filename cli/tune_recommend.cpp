@@ -20,6 +20,7 @@
 #include "tuner/trial_pool.hpp"
 #include "tuner/tune_output.hpp"
 #include "tuner/tune_store.hpp"
+#include "tuner/tune_validate.hpp"
 
 namespace dsgd {
 
@@ -43,7 +44,8 @@ struct RecommendOptions {
   std::string output;
   std::string format = "table";
   int64_t resume = 0;
-  int64_t jobs = 0;  // 0: one per core (trial_pool_default_jobs)
+  int64_t jobs = 0;      // 0: one per core (trial_pool_default_jobs)
+  int64_t validate = 0;  // --validate K: the top K on the real backend afterwards (cli/tune_validate.cpp)
   CLI::Option* trials_option = nullptr;
   CLI::Option* jobs_option = nullptr;
   CLI::Option* backend_option = nullptr;
@@ -150,6 +152,11 @@ int run_recommend(const RecommendOptions& o) {
                "--jobs must be in 1..1024 (got {})", o.jobs);
   TunePlan plan = tune_plan(spec, o.max_trial_steps);  // every input check; no database yet
   plan.jobs = o.jobs > 0 ? static_cast<int>(o.jobs) : trial_pool_default_jobs(spec.base.threads);
+  if (o.validate < 0) DSGD_THROW(InputError, "pass --validate 2 (or leave it out)", "--validate must be >= 0");
+  if (o.validate > 0 && o.format != "table")
+    DSGD_THROW(InputError, "run `dsgd-tune validate SESSION --top K` after the JSON output",
+               "--validate prints a table: it cannot be combined with --format {}", o.format);
+  if (o.validate > 0) tune_validate_check_workers(spec.base.workers, spec.base.hostfile, "--validate");
   Store store = Store::open(db);
   plan.missing_profiles = tune_missing_profiles(plan, store);
   if (session_id == 0) {
@@ -243,6 +250,7 @@ int run_recommend(const RecommendOptions& o) {
         result.trials_reused > 0 ? fmt::format(", {} answered by a shorter trial", result.trials_reused) : "",
         result.used_s, wall, result.busy_wall_s, result.trial_wall_s, result.jobs, result.profile_wall_s, own,
         wall > 0 ? 100.0 * own / wall : 0.0);
+    if (o.validate > 0) tune_validate_print_run(store, session_id, o.validate, "--validate");
     fmt::print("session_id={}\n", session_id);
   } else {
     fmt::print("{}\n", out.dump(2));
@@ -284,6 +292,8 @@ void setup_tune_recommend(CLI::App& app) {
   sub->add_option("-o,--output", o->output, "write the recommended configuration as TOML (dsgd-bench run --config)");
   sub->add_option("--format", o->format, "table | json")->capture_default_str();
   o->jobs_option = sub->add_option("--jobs", o->jobs, "trials run at a time (default: one per core)");
+  sub->add_option("--validate", o->validate,
+                  "afterwards, run the top K configurations on the real MPI backend: predicted vs measured");
   sub->add_option("--resume", o->resume, "continue SESSION (its stored options; finished trials are not rerun)");
   sub->footer(
       "Examples:\n"

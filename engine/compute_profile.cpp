@@ -6,12 +6,14 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "algorithms/optimizer.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
 #include "core/run_config.hpp"
 #include "core/stats.hpp"
 #include "core/system_info.hpp"
+#include "engine/calibration.hpp"
 
 namespace dsgd {
 
@@ -71,6 +73,7 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
   const size_t nl = layers.size();
   std::vector<float> params(w.param_count()), grads(w.param_count());
   w.init_params(params.data(), kComputeProfileSeed);
+  const float lr = static_cast<float>(RunConfig{}.lr);
   double total_params = 0;
   for (const LayerView& l : layers) total_params += static_cast<double>(l.count);
 
@@ -103,6 +106,9 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
       const double t1 = clock_now_s();
       w.backward(params.data(), grads.data(), hook);
       const double t2 = clock_now_s();
+      // Untimed: a plain SGD step, so the iterations follow a training trajectory (a model's cost
+      // can depend on its state: the SVM's backward only touches the hinge terms still active).
+      for (size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
       if (it < kComputeProfileWarmup) continue;
       fwd_total.push_back(t1 - t0);
       const std::vector<double> per_layer = backward_per_layer(stamps, nl, t1, t2);
@@ -129,6 +135,44 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
   return result;
 }
 
+std::string compute_profile_optimizer_key(const RunConfig& cfg) {
+  const std::string name = optimizer_resolve_name(cfg);
+  if (name == "sgd" && (cfg.momentum > 0 || cfg.nesterov)) return "sgd+momentum";
+  return name;
+}
+
+std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const std::string& workload,
+                                                                    const std::string& dataset, int64_t iters,
+                                                                    Communicator& comm) {
+  const size_t count = s.workload->param_count();
+  std::vector<float> params(count), grads(count);
+  s.workload->init_params(params.data(), kComputeProfileSeed);
+  for (size_t i = 0; i < count; ++i) grads[i] = 1e-3f * static_cast<float>(i % 17);
+  struct Kind {
+    const char* key;
+    const char* optimizer;
+    double momentum;
+  };
+  const Kind kinds[] = {{"sgd", "sgd", 0.0}, {"sgd+momentum", "sgd", 0.9}, {"adamw", "adamw", 0.0}};
+  std::vector<OptimizerProfileRow> rows;
+  for (const Kind& k : kinds) {
+    RunConfig cfg;
+    cfg.optimizer = k.optimizer;
+    cfg.momentum = k.momentum;
+    const std::unique_ptr<Optimizer> opt = optimizer_create(cfg, count, 1);
+    std::vector<double> t;
+    for (int64_t it = 0; it < kComputeProfileWarmup + iters; ++it) {
+      const double t0 = clock_now_s();
+      opt->step(params.data(), grads.data(), 1e-6);
+      if (it >= kComputeProfileWarmup) t.push_back(clock_now_s() - t0);
+    }
+    double median = stats_median(t);
+    comm.untimed_allreduce_max(&median, 1);
+    rows.push_back(OptimizerProfileRow{workload, dataset, k.key, static_cast<int64_t>(count), median});
+  }
+  return rows;
+}
+
 std::vector<int64_t> compute_profile_missing(const Store& store, const std::string& host, const std::string& workload,
                                              const std::string& dataset, const std::vector<int64_t>& batches) {
   std::vector<int64_t> have;
@@ -150,26 +194,21 @@ int64_t compute_profile_store_new(Store& store, const std::string& workload, con
   std::unique_ptr<Communicator> self = communicator_create_self();
   ComputeProfileSetup setup = compute_profile_setup(workload, dataset, batches);
   const std::vector<ProfileRow> rows = compute_profile_measure(setup, workload, dataset, batches, iters, *self);
-  const SystemInfo sys = system_info_read();
-  CalibrationRecord record;
-  record.workers = 1;
-  record.host = sys.host;
-  record.cpu_model = sys.cpu_model;
-  record.mpi_version = self->library_version();
-  record.git_commit = sys.git_commit;
-  record.tool_version = sys.tool_version;
-  record.config_json = nlohmann::json{{"workers", 1},
-                                      {"profile-only", true},
-                                      {"by", by},
-                                      {"workload", workload},
-                                      {"dataset", dataset},
-                                      {"batches", batches},
-                                      {"profile_iters", iters},
-                                      {"profile_warmup", kComputeProfileWarmup},
-                                      {"profile_seed", kComputeProfileSeed}}
-                           .dump();
+  const nlohmann::json config = {{"workers", 1},
+                                 {"profile-only", true},
+                                 {"by", by},
+                                 {"workload", workload},
+                                 {"dataset", dataset},
+                                 {"batches", batches},
+                                 {"profile_iters", iters},
+                                 {"profile_warmup", kComputeProfileWarmup},
+                                 {"profile_seed", kComputeProfileSeed}};
+  const CalibrationRecord record = calibration_record_make(*self, 1, config);
+  const std::vector<OptimizerProfileRow> optimizers =
+      compute_profile_measure_optimizers(setup, workload, dataset, iters, *self);
   const int64_t id = store.calibration_begin(record);
   store.profiles_append(id, rows);
+  optimizer_profiles_append(store, id, optimizers);
   return id;
 }
 

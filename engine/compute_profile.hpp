@@ -3,7 +3,12 @@
 // timestamps; forward is one whole-model call, so its time is split over the layers in
 // proportion to their parameter counts. Every rank of `comm` profiles the same batches at
 // once (as they compute in training); the value returned is the slowest rank's median over
-// the iterations, after kComputeProfileWarmup untimed ones. Stored as `profiles` rows of a
+// the iterations, after kComputeProfileWarmup untimed ones. Each batch size starts from the
+// initial model and takes a plain SGD step (untimed, --lr's default) after every iteration, so
+// the profile follows the start of a training trajectory rather than timing the initial
+// weights over and over (a model's cost can depend on its state: the SVM's backward only
+// touches the hinge terms still inside the margin, ~5x fewer after a few steps). The optimizer
+// step is profiled apart, once per optimizer (compute_profile_measure_optimizers). Stored as `profiles` rows of a
 // calibration, which sim runs read (engine/sim_run.hpp sim_profile_resolve).
 #pragma once
 
@@ -14,6 +19,8 @@
 #include <vector>
 
 #include "cluster/communicator.hpp"
+#include "core/run_config.hpp"
+#include "results/optimizer_profile_store.hpp"
 #include "results/store.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
@@ -38,6 +45,16 @@ ComputeProfileSetup compute_profile_setup(const std::string& workload, const std
 std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const std::string& workload,
                                                 const std::string& dataset, const std::vector<int64_t>& batches,
                                                 int64_t iters, Communicator& comm);
+
+// The cost class of the optimizer step a run takes: "adamw", "sgd+momentum" (momentum or
+// Nesterov) or "sgd" (engine/sim_run.cpp looks its time up under this key).
+std::string compute_profile_optimizer_key(const RunConfig& cfg);
+
+// Collective over comm: the seconds of one optimizer step of each key above on the workload's
+// parameters (median of `iters` after kComputeProfileWarmup untimed, the slowest rank's).
+std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const std::string& workload,
+                                                                    const std::string& dataset, int64_t iters,
+                                                                    Communicator& comm);
 
 // Batches of `batches` that have no calibration profile of workload/dataset on `host` in
 // `store` (the lookup sim_profile_resolve makes).

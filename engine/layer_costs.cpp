@@ -11,6 +11,7 @@
 #include "core/errors.hpp"
 #include "core/stats.hpp"
 #include "core/system_info.hpp"
+#include "engine/calibration.hpp"
 #include "engine/peak_flops.hpp"
 #include "engine/sim_run.hpp"
 
@@ -19,21 +20,6 @@ namespace dsgd {
 namespace {
 
 enum NetKind : int { net_free = 0, net_emulated = 1, net_calibrated = 2, net_probe = 3 };
-
-// Seconds of an untimed all-reduce of `count` floats: median of 5 after a warm-up, slowest rank.
-double probe_allreduce(Communicator& comm, size_t count) {
-  std::vector<float> buf(count, 1.0f);
-  std::vector<double> t;
-  for (int rep = 0; rep < 6; ++rep) {
-    comm.untimed_barrier();
-    const double t0 = clock_now_s();
-    comm.untimed_allreduce_sum(buf.data(), count);
-    if (rep > 0) t.push_back(clock_now_s() - t0);
-  }
-  double m = stats_median(t);
-  comm.untimed_allreduce_max(&m, 1);
-  return m;
-}
 
 // Rank 0: the per-layer compute costs into msg[4..] (profile, else a FLOP estimate); returns
 // where they came from.
@@ -80,18 +66,23 @@ void network_kind_rank0(const RunConfig& cfg, const Store* store, int n, bool em
   }
 }
 
-// Every rank: the native fabric probed now (an untimed all-reduce of 1 and of the largest
-// layer's floats), fitted as alpha and bus bandwidth.
+// Every rank: the native fabric probed now: a two-point calibration sweep (engine/calibration.hpp)
+// of the bare all-reduce at 1 float and the largest layer, 5 repetitions of >= 1 ms, fitted as
+// alpha and bus bandwidth.
 void network_probe(Communicator& comm, const std::vector<LayerView>& layers, LayerCosts& costs) {
   const int n = comm.size();
-  size_t largest = 1;
+  size_t largest = 2;
   for (const LayerView& v : layers) largest = std::max(largest, v.count);
-  const double t0 = probe_allreduce(comm, 1);
-  const double t1 = probe_allreduce(comm, largest);
-  const double s0 = sizeof(float), s1 = double(largest) * sizeof(float);
-  const double factor = 2.0 * (n - 1) / n;
-  const double bus = t1 > t0 && s1 > s0 ? factor * (s1 - s0) / (t1 - t0) : INFINITY;
-  const double alpha = std::max(0.0, t0 - (std::isfinite(bus) ? factor * s0 / bus : 0.0));
+  CalibrationSweepPlan plan;
+  plan.sizes = {static_cast<int64_t>(sizeof(float)), static_cast<int64_t>(largest * sizeof(float))};
+  plan.reps = 5;
+  plan.min_rep_time_s = 1e-3;
+  plan.estimate_time_s = 2e-4;
+  plan.ops = {"allreduce_mpi"};
+  CalibrationObserver quiet;
+  const std::vector<CalibrationFit> fits = calibration_fits(calibration_sweep(plan, comm, quiet), n);
+  const double alpha = fits.empty() ? 0.0 : fits.front().row.alpha_s;
+  const double bus = fits.empty() ? INFINITY : fits.front().row.bandwidth_bytes_per_s;
   costs.network = NetworkModel{network_link_from_allreduce_fit(alpha, bus, n), std::nullopt, 1};
   costs.algo = CollAlgo::algo_ring;
   costs.network_source = fmt::format(

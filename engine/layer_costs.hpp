@@ -8,8 +8,8 @@
 //   network: the emulated link (--bandwidth/--latency; hierarchical on hier:GxW), else the
 //     native fabric from this host's latest calibration (all-reduce fit, ring formulas), else
 //     (real backend, n > 1) a two-point all-reduce probe at setup (1 float and the largest
-//     layer, median of 5, slowest rank), else free (1 worker, or sim without calibration,
-//     whose network is then ideal too).
+//     layer: engine/calibration.hpp's sweep of the bare all-reduce, median of 5, slowest rank), else free (1 worker, or
+//     sim without calibration, whose network is then ideal too).
 // Rank 0 decides and broadcasts the numbers (untimed); the text sources are rank 0's.
 #pragma once
 

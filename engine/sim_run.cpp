@@ -27,6 +27,7 @@
 #include "engine/run_schedule.hpp"
 #include "engine/shared_dataset.hpp"
 #include "engine/shared_topology.hpp"
+#include "results/optimizer_profile_store.hpp"
 
 namespace dsgd {
 
@@ -336,6 +337,27 @@ SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const 
 
 }  // namespace
 
+namespace {
+
+// The optimizer step of cfg's optimizer on workload/dataset: from calibration `first` if it has
+// one, else from the newest calibration of `host` that has; empty when none (before schema v10).
+std::optional<double> optimizer_profile_find(const Store& store, const std::string& host, const RunConfig& cfg,
+                                             int64_t first) {
+  const std::string key = compute_profile_optimizer_key(cfg);
+  auto in = [&](int64_t id) -> std::optional<double> {
+    for (const OptimizerProfileRow& r : optimizer_profiles_get(store, id))
+      if (r.workload == cfg.workload && r.dataset == cfg.dataset && r.optimizer == key) return r.opt_s;
+    return std::nullopt;
+  };
+  if (const auto opt = in(first)) return opt;
+  for (const CalibrationRecord& cal : store.calibrations_list(0))
+    if (cal.host == host)
+      if (const auto opt = in(cal.id)) return opt;
+  return std::nullopt;
+}
+
+}  // namespace
+
 SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const std::string& host,
                                const std::vector<LayerView>& layers) {
   if (cfg.profile_from > 0) return sim_profile_from_run(cfg, store, layers);
@@ -363,7 +385,10 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
         p.cost.fwd_s += row.fwd_s;
         p.cost.bwd_layer_s[static_cast<size_t>(row.layer) % nl] = row.bwd_s;
       }
-      p.source = fmt::format("calibration {} (per-layer fwd/bwd; data and opt not profiled: 0)", cal.id);
+      const std::optional<double> opt = optimizer_profile_find(*store, host, cfg, cal.id);
+      p.cost.opt_s = opt.value_or(0.0);
+      p.source = fmt::format("calibration {} (per-layer fwd/bwd; opt {}; data not profiled: 0)", cal.id,
+                             opt ? compute_profile_optimizer_key(cfg) : std::string("not profiled: 0"));
       return p;
     }
   }

@@ -91,13 +91,4 @@ double alpha_beta_predict(const AlphaBetaFit& fit, double bytes) {
   return fit.alpha_s + fit.beta_s_per_byte * bytes;
 }
 
-double collective_busbw_factor(std::string_view op, int ranks) {
-  const double n = ranks;
-  if (ranks < 1) DSGD_THROW(Error, "", "collective_busbw_factor: {} ranks", ranks);
-  if (op == "allreduce" || op == "allreduce_mpi") return 2.0 * (n - 1) / n;
-  if (op == "reduce_scatter" || op == "allgather") return (n - 1) / n;
-  if (op == "broadcast" || op == "sendrecv") return 1.0;
-  DSGD_THROW(Error, "", "collective_busbw_factor: unknown collective '{}'", op);
-}
-
 }  // namespace dsgd

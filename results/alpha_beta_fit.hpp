@@ -5,11 +5,10 @@
 //
 // S is the buffer size in bytes as nccl-tests counts it, busbw_factor the nccl-tests bus
 // factor (2(n-1)/n all-reduce, (n-1)/n reduce-scatter / all-gather, 1 broadcast /
-// send-recv), so 1/beta is the asymptotic bus bandwidth and alpha the whole collective's
-// fixed cost. The fit is weighted least squares with weights 1/t^2 (it minimises the sum
-// of squared *relative* residuals, so 8-byte and 256 MiB points count alike).
-// Limits: one straight line per collective; protocol switches (eager / rendezvous) show
-// up as a larger rel_error, not as extra segments.
+// send-recv; each operation's row in engine/calibration_ops.hpp), so 1/beta is the asymptotic bus bandwidth and alpha
+// the whole collective's fixed cost. The fit is weighted least squares with weights 1/t^2 (it minimises the sum of
+// squared *relative* residuals, so 8-byte and 256 MiB points count alike). Limits: one straight line per collective;
+// protocol switches (eager / rendezvous) show up as a larger rel_error, not as extra segments.
 #pragma once
 
 #include <string_view>
@@ -39,10 +38,5 @@ AlphaBetaFit alpha_beta_fit(const std::vector<AlphaBetaPoint>& points);
 
 // alpha + beta * bytes (bytes already multiplied by the bus factor).
 double alpha_beta_predict(const AlphaBetaFit& fit, double bytes);
-
-// The nccl-tests bus-bandwidth factor of a collective on n ranks: allreduce (and
-// allreduce_mpi) 2(n-1)/n, reduce_scatter and allgather (n-1)/n, broadcast and sendrecv 1.
-// For n = 1 the factors of the first two groups are 0. Throws Error for an unknown op.
-double collective_busbw_factor(std::string_view op, int ranks);
 
 }  // namespace dsgd

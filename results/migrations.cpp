@@ -283,6 +283,45 @@ CREATE TABLE trials (
 CREATE INDEX trials_session ON trials(session_id, id);
 )sql";
 
+// v10: validations of a tuner session's top configurations on the real backend
+// (`dsgd-tune validate SESSION --top K`, `dsgd-tune recommend --validate K`): one row per
+// invocation, one per configuration linking the session's sim trial run to its MPI run, with the
+// predicted (sim) and measured (mpi) time-to-target and step time; and optimizer_profiles, the
+// optimizer-step time of a calibration's compute profile (results/optimizer_profile_store.hpp).
+constexpr const char* migration_v10 = R"sql(
+CREATE TABLE tune_validations (
+  id             INTEGER PRIMARY KEY,
+  session_id     INTEGER NOT NULL REFERENCES tune_sessions(id),
+  created_at     TEXT NOT NULL,
+  top_k          INTEGER NOT NULL,
+  host           TEXT,
+  ranking_agrees INTEGER
+);
+CREATE TABLE tune_validation_configs (
+  validation_id          INTEGER NOT NULL REFERENCES tune_validations(id),
+  rank                   INTEGER NOT NULL,
+  config_key             TEXT NOT NULL,
+  sim_run_id             INTEGER REFERENCES runs(id),
+  mpi_run_id             INTEGER REFERENCES runs(id),
+  predicted_time_s       REAL,
+  measured_time_s        REAL,
+  predicted_step_s       REAL,
+  measured_step_s        REAL,
+  measured_steps         INTEGER,
+  PRIMARY KEY (validation_id, rank)
+);
+CREATE INDEX tune_validations_session ON tune_validations(session_id, id);
+CREATE TABLE optimizer_profiles (
+  calibration_id INTEGER NOT NULL REFERENCES calibrations(id),
+  workload       TEXT NOT NULL,
+  dataset        TEXT NOT NULL,
+  optimizer      TEXT NOT NULL,
+  params         INTEGER NOT NULL,
+  opt_s          REAL NOT NULL
+);
+CREATE INDEX optimizer_profiles_calibration ON optimizer_profiles(calibration_id);
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -293,7 +332,7 @@ int user_version_read(sqlite3* db) {
 const std::vector<const char*>& migrations_all() {
   static const std::vector<const char*> table = {
       migration_v1, migration_v2, migration_v3, migration_v4, migration_v5,
-      migration_v6, migration_v7, migration_v8, migration_v9,
+      migration_v6, migration_v7, migration_v8, migration_v9, migration_v10,
   };
   return table;
 }

@@ -89,7 +89,7 @@ void store_copy_calibrations(Store& to, const std::string& from_path) {
   sqlite3* db = to.handle();
   Attached attached(db, from_path);
   SqlTransaction tx(db);
-  for (const char* table : {"calibrations", "collectives", "fits", "profiles", "host_peaks"})
+  for (const char* table : {"calibrations", "collectives", "fits", "profiles", "optimizer_profiles", "host_peaks"})
     sql_exec(db, copy_sql(table_columns(db, table), table, "", ""));
   tx.commit();
 }

@@ -18,7 +18,7 @@ namespace dsgd {
 int64_t store_copy_run(Store& to, const std::string& from_path, int64_t run_id);
 
 // Copies the measured calibrations of `from_path` into `to`, keeping their ids: the tables
-// calibrations, collectives, fits, profiles and host_peaks (what a run reads from its
+// calibrations, collectives, fits, profiles, optimizer_profiles and host_peaks (what a run reads from its
 // database besides its own rows). `to` must have none yet (a fresh database).
 void store_copy_calibrations(Store& to, const std::string& from_path);
 

@@ -1,5 +1,5 @@
 # `dsgd-bench calibrate --workers 2 --quick` self-launches through mpiexec, prints the
-# per-op tables, the fits and the profile with calibration_id=<id> last, and stores rows
+# per-op tables (the 8 operations of engine/calibration_ops.hpp), the fits and the profile with calibration_id=<id> last, and stores rows
 # in calibrations / collectives / fits / profiles; bad sizes are refused before anything
 # is created. Then `trace` of a short 2-rank run writes Chrome trace-event JSON that jq
 # parses, with exactly one named track per rank, a --steps window, a bounded size, and
@@ -12,14 +12,14 @@ cat cal.txt
 last=$(tail -n 1 cal.txt)
 [[ "$last" =~ ^calibration_id=([0-9]+)$ ]] || fail "last line of calibrate is not calibration_id=<id>: '$last'"
 cid="${BASH_REMATCH[1]}"
-for op in allreduce reduce_scatter allgather broadcast sendrecv; do
+for op in allreduce reduce_scatter allgather broadcast sendrecv onesided_put onesided_get; do
   grep -q "^# $op: " cal.txt || fail "no table for $op"
 done
 grep -q "harness vs bare MPI_Allreduce busbw" cal.txt || fail "no harness vs bare comparison"
 [ "$(sql t.db "select workers from calibrations where id=$cid")" = 2 ] || fail "calibration workers not 2"
 sql t.db "select mpi_version from calibrations where id=$cid" | grep -q MPICH || fail "MPI version not recorded"
-[ "$(sql t.db "select count(distinct op) from collectives where calibration_id=$cid")" = 6 ] ||
-  fail "expected 6 ops in collectives"
+[ "$(sql t.db "select count(distinct op) from collectives where calibration_id=$cid")" = 8 ] ||
+  fail "expected 8 ops in collectives"
 # --quick: 4 B .. 1 MiB by x4 = 10 sizes
 [ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce'")" = 10 ] ||
   fail "expected 10 allreduce sizes"
@@ -28,11 +28,14 @@ sql t.db "select mpi_version from calibrations where id=$cid" | grep -q MPICH ||
 # busbw = algbw x 2(n-1)/n = algbw on 2 ranks; algbw = bytes / time / 1e9
 [ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce' and abs(algbw_gbps - bytes / time_s / 1e9) > 1e-9 * algbw_gbps")" = 0 ] ||
   fail "algbw is not bytes / time"
-[ "$(sql t.db "select count(*) from fits where calibration_id=$cid and alpha_s >= 0 and bandwidth_bytes_per_s > 0 and rel_error >= 0")" = 6 ] ||
-  fail "expected 6 fits with alpha >= 0 and bandwidth > 0"
+[ "$(sql t.db "select count(*) from fits where calibration_id=$cid and alpha_s >= 0 and bandwidth_bytes_per_s > 0 and rel_error >= 0")" = 8 ] ||
+  fail "expected 8 fits with alpha >= 0 and bandwidth > 0"
 # svm has 2 layers (weights, bias); default batches 16,64,256
 [ "$(sql t.db "select count(*) from profiles where calibration_id=$cid and workload='svm' and fwd_s > 0 and bwd_s > 0")" = 6 ] ||
   fail "expected 6 profile rows with positive times"
+# one step of each optimizer on the model's parameters (schema v10)
+[ "$(sql t.db "select group_concat(optimizer) from (select optimizer from optimizer_profiles where calibration_id=$cid and opt_s > 0 and params > 0 order by optimizer)")" = "adamw,sgd,sgd+momentum" ] ||
+  fail "expected an optimizer profile of adamw, sgd and sgd+momentum"
 [ "$(sql t.db "select group_concat(distinct batch) from (select batch from profiles where calibration_id=$cid order by batch)")" = "16,64,256" ] ||
   fail "profiled batches are not 16,64,256"
 

@@ -1,7 +1,8 @@
 # The live progress line of `run` (cli/progress_line.hpp): on a terminal (a pseudo-terminal
 # from `script`) it is drawn in place with step of total, samples/s, elapsed, remaining and
 # the last loss, and erased before each evaluation line; when stdout is not a terminal,
-# nothing of it is printed.
+# nothing of it is printed. The same for `calibrate` (1 rank: its stdout is the terminal; under
+# mpiexec the ranks' stdout is a pipe) and `validate` (the parent of its child runs).
 source "$(dirname "$0")/common.bash"
 
 common=(--dataset "$SMALL" --steps 3000 --batch 32 --eval-every 1500 --db t.db)
@@ -17,4 +18,21 @@ script -qec "$BIN run ${common[*]} --straggler fixed:rank=0,delay=1ms" /dev/null
 grep -Eq $'\r\e\\[K  step [0-9]+/3000  [0-9]+ samples/s  elapsed [0-9]+:[0-9]{2}  remaining [0-9?:]+  loss [0-9.]+' tty.out ||
   { cat -v tty.out | head -20; fail "no progress line on a terminal"; }
 grep -q "run_id=" tty.out || fail "no run id on a terminal"
+
+# calibrate and validate: no carriage return into a file; a progress line on a terminal.
+"$BIN" calibrate --workers 1 --quick --dataset "$SMALL" --db c.db > cal_plain.out 2>&1 || { cat cal_plain.out; fail "calibrate failed"; }
+! grep -q $'\r' cal_plain.out || fail "calibrate: carriage return in output that is not a terminal"
+script -qec "$BIN calibrate --workers 1 --quick --dataset $SMALL --db c.db" /dev/null > cal_tty.out 2>&1 ||
+  { cat cal_tty.out; fail "calibrate on a pseudo-terminal failed"; }
+grep -Eq $'\r\e\\[K  calibrate: compute profile, batch [0-9]+ \\([0-9]/3\\)  elapsed [0-9]+:[0-9]{2}' cal_tty.out ||
+  { cat -v cal_tty.out | head -20; fail "calibrate: no progress line on a terminal"; }
+cat > v.json <<JSON
+{"dataset": "$SMALL", "algo": "ssgd", "steps": 20, "batch": 32, "warmup": 2, "bandwidth": "1Gbps", "db": "v.db"}
+JSON
+"$BIN" validate --config v.json > val_plain.out 2>&1 || { cat val_plain.out; fail "validate failed"; }
+! grep -q $'\r' val_plain.out || fail "validate: carriage return in output that is not a terminal"
+script -qec "$BIN validate --config v.json" /dev/null > val_tty.out 2>&1 || { cat val_tty.out; fail "validate on a pseudo-terminal failed"; }
+grep -Eq $'\r\e\\[K  validate: (profile|measured|predicted) \\([1-3]/3\\)  elapsed [0-9]+:[0-9]{2}' val_tty.out ||
+  { cat -v val_tty.out | head -20; fail "validate: no progress line on a terminal"; }
+grep -q "^validation_id=" <(tr -d '\r' < val_tty.out) || fail "validate: no validation id on a terminal"
 echo "ok: progress line on a terminal only"

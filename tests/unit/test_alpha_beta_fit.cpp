@@ -79,18 +79,5 @@ TEST(AlphaBetaFit, DegenerateInputThrows) {
   EXPECT_THROW(alpha_beta_fit({{-1, 1e-5}, {2048, 1e-5}}), Error);
 }
 
-TEST(CollectiveBusbwFactor, MatchesNcclTests) {
-  EXPECT_DOUBLE_EQ(collective_busbw_factor("allreduce", 2), 1.0);
-  EXPECT_DOUBLE_EQ(collective_busbw_factor("allreduce", 4), 1.5);
-  EXPECT_DOUBLE_EQ(collective_busbw_factor("allreduce_mpi", 8), 1.75);
-  EXPECT_DOUBLE_EQ(collective_busbw_factor("reduce_scatter", 4), 0.75);
-  EXPECT_DOUBLE_EQ(collective_busbw_factor("allgather", 2), 0.5);
-  EXPECT_DOUBLE_EQ(collective_busbw_factor("broadcast", 4), 1.0);
-  EXPECT_DOUBLE_EQ(collective_busbw_factor("sendrecv", 2), 1.0);
-  EXPECT_DOUBLE_EQ(collective_busbw_factor("allreduce", 1), 0.0);
-  EXPECT_THROW(collective_busbw_factor("alltoall", 2), Error);
-  EXPECT_THROW(collective_busbw_factor("allreduce", 0), Error);
-}
-
 }  // namespace
 }  // namespace dsgd

@@ -1,0 +1,121 @@
+// See calibration_ops.hpp.
+#include "engine/calibration_ops.hpp"
+
+#include "core/errors.hpp"
+
+namespace dsgd {
+
+namespace {
+
+constexpr int kPeerA = 0, kPeerB = 1;  // the pair of the point-to-point and one-sided rows
+
+double factor_allreduce(int n) {
+  return n < 1 ? 0.0 : 2.0 * (n - 1) / n;
+}
+double factor_scatter_gather(int n) {
+  return n < 1 ? 0.0 : double(n - 1) / n;
+}
+double factor_one(int) {
+  return 1.0;
+}
+
+double sent_allreduce(double bytes, int n) {
+  return ring_allreduce_bytes_sent(bytes, n);
+}
+double sent_scatter_gather(double bytes, int n) {
+  return ring_scatter_gather_bytes_sent(bytes, n);
+}
+double sent_whole(double bytes, int) {
+  return bytes;
+}  // rank 0 sends the whole buffer (root / first peer)
+double sent_nothing(double, int) {
+  return 0.0;
+}
+
+void run_allreduce(Communicator& comm, CalibrationBuffers& buf, size_t count) {
+  comm.allreduce_sum(buf.a.data(), count);
+}
+void run_allreduce_bare(Communicator& comm, CalibrationBuffers& buf, size_t count) {
+  comm.untimed_allreduce_sum(buf.a.data(), count);
+}
+void run_reduce_scatter(Communicator& comm, CalibrationBuffers& buf, size_t count) {
+  comm.reduce_scatter_sum(buf.a.data(), buf.b.data(), count);
+}
+void run_allgather(Communicator& comm, CalibrationBuffers& buf, size_t count) {
+  comm.allgather(buf.b.data(), count);
+}
+void run_broadcast(Communicator& comm, CalibrationBuffers& buf, size_t count) {
+  comm.broadcast(buf.a.data(), count, 0);
+}
+
+// Ping-pong: A sends `count` floats to B, then B sends them back (each leg an exchange whose
+// other direction is an empty message, so the leg's time is the one-way transfer).
+void run_pingpong(Communicator& comm, CalibrationBuffers& buf, size_t count) {
+  const int r = comm.rank();
+  if (r == kPeerA) {
+    comm.sendrecv(buf.a.data(), count, kPeerB, buf.b.data(), 0, kPeerB);
+    comm.sendrecv(buf.a.data(), 0, kPeerB, buf.b.data(), count, kPeerB);
+  } else if (r == kPeerB) {
+    comm.sendrecv(buf.a.data(), 0, kPeerA, buf.b.data(), count, kPeerA);
+    comm.sendrecv(buf.a.data(), count, kPeerA, buf.b.data(), 0, kPeerA);
+  }
+}
+
+// One access epoch of A on B's window: lock, put (or get) `count` floats, unlock.
+void run_put(Communicator& comm, CalibrationBuffers& buf, size_t count) {
+  if (comm.rank() != kPeerA) return;
+  comm.window_lock(kPeerB);
+  comm.window_put(buf.a.data(), count, kPeerB, 1);
+  comm.window_unlock(kPeerB);
+}
+void run_get(Communicator& comm, CalibrationBuffers& buf, size_t count) {
+  if (comm.rank() != kPeerA) return;
+  uint64_t version = 0;
+  comm.window_lock(kPeerB);
+  comm.window_get(buf.b.data(), count, kPeerB, &version);
+  comm.window_unlock(kPeerB);
+}
+
+}  // namespace
+
+const std::vector<CalibrationOp>& calibration_ops() {
+  // name, description, min ranks, per-rank blocks, recorded, window, interleaved, time scale,
+  // busbw factor, bytes rank 0 sends, run.
+  static const std::vector<CalibrationOp> ops = {
+      {"allreduce", "harness Communicator::allreduce_sum (recorded, as in training) | bare all-reduce; in place, sum",
+       2, false, true, false, false, 1.0, factor_allreduce, sent_allreduce, run_allreduce},
+      {"allreduce_mpi", "bare backend all-reduce (untimed_allreduce_sum: not recorded), in place, sum", 2, false, false,
+       false, true, 1.0, factor_allreduce, sent_allreduce, run_allreduce_bare},
+      {"reduce_scatter", "Communicator::reduce_scatter_sum; size = the whole send buffer", 2, true, true, false, false,
+       1.0, factor_scatter_gather, sent_scatter_gather, run_reduce_scatter},
+      {"allgather", "Communicator::allgather, in place; size = the whole receive buffer", 2, true, true, false, false,
+       1.0, factor_scatter_gather, sent_scatter_gather, run_allgather},
+      {"broadcast", "Communicator::broadcast from rank 0", 2, false, true, false, false, 1.0, factor_one, sent_whole,
+       run_broadcast},
+      {"sendrecv", "Communicator::sendrecv ping-pong, ranks 0 and 1; time = half the round trip", 2, false, true, false,
+       false, 0.5, factor_one, sent_whole, run_pingpong},
+      {"onesided_put", "one-sided epoch of rank 0 on rank 1's window: lock, put, unlock", 2, false, true, true, false,
+       1.0, factor_one, sent_whole, run_put},
+      {"onesided_get", "one-sided epoch of rank 0 on rank 1's window: lock, get, unlock", 2, false, true, true, false,
+       1.0, factor_one, sent_nothing, run_get},
+  };
+  return ops;
+}
+
+const CalibrationOp& calibration_op_find(std::string_view name) {
+  for (const CalibrationOp& op : calibration_ops())
+    if (name == op.name) return op;
+  DSGD_THROW(Error, "", "calibration: unknown operation '{}'", name);
+}
+
+size_t calibration_op_count(const CalibrationOp& op, int64_t bytes, int n) {
+  const size_t count = static_cast<size_t>(bytes) / sizeof(float);
+  if (!op.per_rank_blocks || n < 1) return count;
+  return count / static_cast<size_t>(n) * static_cast<size_t>(n);
+}
+
+bool calibration_op_runs_on(const CalibrationOp& op, int n) {
+  return n >= op.min_ranks;
+}
+
+}  // namespace dsgd

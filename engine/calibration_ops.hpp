@@ -1,0 +1,52 @@
+// The operations `dsgd-bench calibrate` sweeps, as one table (nccl-tests' struct testColl per
+// collective): for each, the name stored in the `collectives` and `fits` tables, what it
+// measures, how many float32 elements a buffer of S bytes uses, the bytes the busiest rank
+// sends per iteration, the nccl-tests bus-bandwidth factor (docs/metrics.md), and one
+// iteration run through the Communicator, so that every backend that implements the
+// operation is calibrated by the same code. Adding an operation is one row here.
+//
+// Limits: float32 only; the point-to-point and one-sided rows move data between ranks 0 and 1
+// only (the other ranks idle), so their time is the slowest rank's = rank 0's.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/communicator.hpp"
+
+namespace dsgd {
+
+// Buffers of an operation, allocated once for the largest size (convention: allocate once).
+struct CalibrationBuffers {
+  std::vector<float> a, b;
+  CollEventLog log;  // the recorded operations record into it, as in training
+};
+
+struct CalibrationOp {
+  const char* name;         // stored op name
+  const char* description;  // what a table of it measured
+  int min_ranks;            // ranks it needs (2: a pair)
+  bool per_rank_blocks;     // the buffer is n equal blocks: the count is rounded down to a multiple of n
+  bool recorded;            // runs through a recorded Communicator call (the log attached, as in training)
+  bool needs_window;        // needs Communicator::window_create of the largest count first
+  bool interleaved;         // measured with the row before it, repetitions interleaved (a harness/bare pair)
+  double time_scale;        // per-iteration time x this (0.5: a ping-pong's one-way time)
+  double (*busbw_factor)(int n);
+  // Bytes rank 0 sends in one iteration on a buffer of `bytes` bytes (the ring algorithm's for
+  // the collectives; what the Communicator records for the recorded ones).
+  double (*bytes_sent)(double bytes, int n);
+  void (*run)(Communicator& comm, CalibrationBuffers& buf, size_t count);
+};
+
+// Every operation, in sweep order.
+const std::vector<CalibrationOp>& calibration_ops();
+// Throws Error for an unknown name (a bug: names come from the table).
+const CalibrationOp& calibration_op_find(std::string_view name);
+// Elements a buffer of `bytes` bytes uses (0: the op cannot run at that size on n ranks).
+size_t calibration_op_count(const CalibrationOp& op, int64_t bytes, int n);
+// Whether the op can run on this communicator (its rank count).
+bool calibration_op_runs_on(const CalibrationOp& op, int n);
+
+}  // namespace dsgd

@@ -1,0 +1,84 @@
+// See validation.hpp.
+#include "engine/validation.hpp"
+
+#include <fmt/format.h>
+
+#include "core/errors.hpp"
+#include "core/system_info.hpp"
+#include "engine/child_run.hpp"
+
+namespace dsgd {
+
+RunConfig validation_config(RunConfig cfg, const std::string& source, ValidationObserver& observer) {
+  if (cfg.backend == "sim" || cfg.timing_only || cfg.profile_from != 0 || cfg.compute_scale != 1.0)
+    DSGD_THROW(InputError, "describe the real run in the file; validate adds the simulated one",
+               "{}: validate compares a real run with its simulation; drop backend/timing-only/profile-from/"
+               "compute-scale",
+               source);
+  if (cfg.workers != 2 && cfg.workers != 1)
+    observer.note(fmt::format("validate runs 2 MPI ranks against 2 simulated workers (the file says {})", cfg.workers));
+  cfg.backend = "mpi";
+  cfg.workers = 2;
+  cfg.save_params.clear();
+  run_config_validate(cfg);
+  return cfg;
+}
+
+ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer) {
+  if (!cfg.bandwidth.empty() && !store.calibration_latest(system_info_read().host))
+    observer.note(fmt::format(
+        "no calibration of this host in {}: the measured run adds the emulated link to the real fabric instead of "
+        "replacing it (run `dsgd-bench calibrate` first for a fair comparison)",
+        cfg.db));
+  RunConfig profile = cfg;
+  profile.workers = 1;
+  profile.straggler.clear();
+  profile.bandwidth.clear();
+  profile.latency.clear();
+  profile.inter_bandwidth.clear();
+  profile.inter_latency.clear();
+  profile.topology = "complete";
+  profile.target.clear();
+  profile.tag = "validate:profile";
+  RunConfig measured = cfg;
+  measured.tag = "validate:measured";
+  auto child = [&](const RunConfig& c, const char* role, const char* what, int index) {
+    observer.child_begin(role, what, index, 3);
+    return child_run_config(c, fmt::format("validate: {}", role), "",
+                            [&](const std::string& line) { observer.child_line(line); });
+  };
+  ValidationRecord v;
+  v.profile_run_id = child(profile, "profile", "1 worker, no stragglers or emulation", 1);
+  v.measured_run_id = child(measured, "measured", "mpi, 2 ranks", 2);
+  RunConfig simulated = cfg;
+  simulated.backend = "sim";
+  simulated.profile_from = v.profile_run_id;
+  simulated.native_floor = true;  // the measured collectives last at least the native fabric's time
+  simulated.tag = "validate:simulated";
+  v.simulated_run_id = child(simulated, "predicted", "sim, 2 workers", 3);
+
+  const RunWithSummary m = store.run_get(v.measured_run_id);
+  const RunWithSummary s = store.run_get(v.simulated_run_id);
+  if (!m.summary || !s.summary) DSGD_THROW(Error, "", "validate: a run has no summary");
+  struct Field {
+    const char* name;
+    double Summary::*member;
+  };
+  const Field fields[] = {
+      {"step_time_s", &Summary::step_time_s}, {"compute_s", &Summary::compute_s},
+      {"comm_s", &Summary::comm_s},           {"wait_s", &Summary::wait_s},
+      {"injected_s", &Summary::injected_s},   {"throughput_samples_per_s", &Summary::throughput_samples_per_s},
+  };
+  for (const Field& f : fields) {
+    const double a = (*m.summary).*(f.member);
+    const double b = (*s.summary).*(f.member);
+    v.metrics.push_back(ValidationMetric{f.name, a, b, validation_rel_error(a, b)});
+  }
+  v.host = system_info_read().host;
+  v.config_json = run_config_to_json(cfg).dump();
+  v.id = validation_store(store, v);
+  v.created_at = validations_list(store, 1).front().created_at;
+  return v;
+}
+
+}  // namespace dsgd

@@ -1,0 +1,43 @@
+// The validation protocol of `dsgd-bench validate` (docs/sim.md): the simulator's predictions
+// against a real run of one configuration, each run a child `dsgd-bench run`
+// (engine/child_run.hpp):
+//   1. profile:   1 worker on the real backend, no stragglers, no emulated network: the
+//                 compute profile of this machine (its measured data/fwd/bwd/opt per step);
+//   2. measured:  2 MPI ranks with the configuration's emulated network and stragglers;
+//   3. predicted: 2 simulated workers (--backend sim --profile-from <profile run>
+//                 --native-floor: emulation only adds time to a real collective, so each
+//                 simulated communication lasts at least this host's calibrated native time).
+// Then, per metric (step time, compute, comm, wait, injected delay, throughput), the measured
+// value, the prediction and |predicted − measured| / measured, stored in the tables
+// validations / validation_metrics (results/validation_store.hpp). The profile run is
+// independent of the measured one, so the prediction is not fitted to what it predicts.
+#pragma once
+
+#include <string>
+
+#include "core/run_config.hpp"
+#include "results/store.hpp"
+#include "results/validation_store.hpp"
+
+namespace dsgd {
+
+// What the protocol reports as it goes (the CLI prints it).
+class ValidationObserver {
+ public:
+  virtual ~ValidationObserver() = default;
+  // Child run `index` of `total` starts; `what` describes it.
+  virtual void child_begin(const std::string& role, const std::string& what, int index, int total) {}
+  // One output line of the running child.
+  virtual void child_line(const std::string& line) {}
+  virtual void note(const std::string& text) {}
+};
+
+// Checks and normalises the real run's configuration (backend mpi, 2 workers, no saved
+// parameters). Throws InputError when it asks for the simulator itself (`source` names the file).
+RunConfig validation_config(RunConfig cfg, const std::string& source, ValidationObserver& observer);
+
+// Runs the three children of validation_config(...)'s result and stores the validation in
+// `store` (cfg.db, opened and migrated by the caller). Returns it, with its id.
+ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer);
+
+}  // namespace dsgd

@@ -1,0 +1,194 @@
+// The calibration's operation table and protocol (engine/calibration_ops.hpp,
+// engine/calibration.hpp): bus-bandwidth factors as nccl-tests defines them, the elements a
+// buffer uses, the bytes each operation's recorded events carry, and a whole sweep run through
+// the simulated cluster's Communicator, whose virtual clock makes every measured time the
+// network model's exactly, so the fit recovers the modelled link.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cluster/network_model.hpp"
+#include "cluster/sim_world.hpp"
+#include "core/errors.hpp"
+#include "core/system_info.hpp"
+#include "engine/calibration.hpp"
+#include "engine/calibration_ops.hpp"
+#include "engine/sim_run.hpp"
+#include "results/optimizer_profile_store.hpp"
+#include "sim_ring_options.hpp"
+
+namespace dsgd {
+namespace {
+
+TEST(CalibrationOps, BusBandwidthFactorsAreNcclTests) {
+  struct Case {
+    const char* op;
+    int n;
+    double factor;
+  };
+  const Case cases[] = {
+      {"allreduce", 2, 1.0},    {"allreduce", 4, 1.5},    {"allreduce_mpi", 8, 1.75}, {"reduce_scatter", 4, 0.75},
+      {"allgather", 2, 0.5},    {"allgather", 8, 0.875},  {"broadcast", 4, 1.0},      {"sendrecv", 2, 1.0},
+      {"onesided_put", 2, 1.0}, {"onesided_get", 4, 1.0}, {"allreduce", 1, 0.0},      {"reduce_scatter", 1, 0.0},
+  };
+  for (const Case& c : cases) EXPECT_DOUBLE_EQ(calibration_op_find(c.op).busbw_factor(c.n), c.factor) << c.op;
+  EXPECT_THROW(calibration_op_find("alltoall"), Error);
+}
+
+TEST(CalibrationOps, NamesAreUniqueAndTheBarePairFollowsTheHarness) {
+  const auto& ops = calibration_ops();
+  for (size_t i = 0; i < ops.size(); ++i)
+    for (size_t j = i + 1; j < ops.size(); ++j) EXPECT_STRNE(ops[i].name, ops[j].name);
+  ASSERT_GE(ops.size(), 2u);
+  EXPECT_FALSE(ops[0].interleaved);  // an interleaved op needs a row before it
+  EXPECT_STREQ(ops[1].name, "allreduce_mpi");
+  EXPECT_TRUE(ops[1].interleaved);
+}
+
+TEST(CalibrationOps, CountRoundsBlockCollectivesToTheRanks) {
+  EXPECT_EQ(calibration_op_count(calibration_op_find("allreduce"), 4, 3), 1u);
+  EXPECT_EQ(calibration_op_count(calibration_op_find("allreduce"), 1000, 3), 250u);
+  EXPECT_EQ(calibration_op_count(calibration_op_find("reduce_scatter"), 1000, 3), 249u);
+  EXPECT_EQ(calibration_op_count(calibration_op_find("allgather"), 8, 4), 0u);  // fewer elements than ranks
+  EXPECT_EQ(calibration_op_count(calibration_op_find("allgather"), 1024, 4), 256u);
+  EXPECT_FALSE(calibration_op_runs_on(calibration_op_find("sendrecv"), 1));
+  EXPECT_TRUE(calibration_op_runs_on(calibration_op_find("sendrecv"), 2));
+}
+
+// One iteration of every recorded op on 4 simulated workers: the bytes rank 0's events carry are
+// the op's formula, and the collectives compute what they say.
+TEST(CalibrationOps, RecordedBytesMatchTheTable) {
+  const int n = 4;
+  const size_t count = 1024;
+  SimWorld world(sim_ring_options(n, 1e-5, 1e9));
+  for (const CalibrationOp& op : calibration_ops()) {
+    if (!op.recorded) continue;
+    std::vector<double> sent(n, 0.0);
+    std::vector<CalibrationBuffers> bufs(n);
+    world.run([&](int r) {
+      SimCommunicator& c = world.comm(r);
+      CalibrationBuffers& b = bufs[r];
+      b.a.assign(count, 1.0f);
+      b.b.assign(count, 1.0f);
+      b.log.reserve(8);
+      if (op.needs_window) c.window_create(count);
+      c.attach_log(&b.log);
+      op.run(c, b, calibration_op_count(op, 4 * count, n));
+      c.attach_log(nullptr);
+      if (op.needs_window) c.window_free();
+      for (size_t e = 0; e < b.log.size(); ++e) sent[r] += b.log.data()[e].bytes_sent;
+    });
+    EXPECT_DOUBLE_EQ(sent[0], op.bytes_sent(4.0 * count, n)) << op.name;
+    if (std::string(op.name) == "allreduce") EXPECT_EQ(bufs[2].a[17], float(n));
+    if (std::string(op.name) == "reduce_scatter") EXPECT_EQ(bufs[1].b[0], float(n));  // rank 1's block of the sum
+  }
+}
+
+struct Recorder final : CalibrationObserver {
+  std::vector<std::string> skipped;
+  int64_t last_done = 0, total = 0;
+  void op_skipped(const CalibrationOp& op, const std::string&) override { skipped.push_back(op.name); }
+  void group_row(const std::vector<const CalibrationOp*>&, size_t, const std::vector<CollectiveRow>&, int64_t done,
+                 int64_t t) override {
+    last_done = done;
+    total = t;
+  }
+};
+
+// The sweep on 2 simulated workers: each point's time is the network model's (the virtual clock
+// measures exactly), so the all-reduce fit returns the modelled link; the bare all-reduce, which
+// takes no virtual time, is left out.
+TEST(CalibrationSweep, OnTheSimulatorRecoversTheModel) {
+  const int n = 2;
+  const double alpha = 20e-6, bw = 1.25e9;
+  const SimWorldOptions options = sim_ring_options(n, alpha, bw);
+  SimWorld world(options);
+  CalibrationSweepPlan plan;
+  for (int64_t s = 4; s <= (int64_t(1) << 16); s *= 4) plan.sizes.push_back(s);
+  plan.reps = 2;
+  plan.min_rep_time_s = 1e-3;
+  plan.estimate_time_s = 2e-4;
+  std::vector<std::vector<CollectiveRow>> rows(n);
+  std::vector<Recorder> seen(n);
+  world.run([&](int r) { rows[r] = calibration_sweep(plan, world.comm(r), seen[r]); });
+  EXPECT_EQ(seen[0].skipped, std::vector<std::string>{"allreduce_mpi"});
+  EXPECT_EQ(seen[0].last_done, seen[0].total);
+  const LinkModel link{alpha, bw};
+  size_t checked = 0;
+  for (const CollectiveRow& row : rows[0]) {
+    const double S = static_cast<double>(row.bytes);
+    double model = 0;
+    const NetworkModel& net = *options.network;
+    if (row.op == "allreduce") model = network_collective_time(net, CollKind::coll_allreduce, options.algo, S, n);
+    if (row.op == "reduce_scatter")
+      model = network_collective_time(net, CollKind::coll_reduce_scatter, options.algo, S, n);
+    if (row.op == "allgather") model = network_collective_time(net, CollKind::coll_allgather, options.algo, S, n);
+    if (row.op == "broadcast") model = network_collective_time(net, CollKind::coll_broadcast, options.algo, S, n);
+    if (row.op == "sendrecv" || row.op == "onesided_put" || row.op == "onesided_get") model = network_p2p_time(link, S);
+    ASSERT_GT(model, 0) << row.op;
+    EXPECT_NEAR(row.time_s, model, 1e-9 * model) << row.op << " " << row.bytes;
+    EXPECT_NEAR(row.busbw_gbps, S / row.time_s / 1e9 * calibration_op_find(row.op).busbw_factor(n), 1e-12);
+    ++checked;
+  }
+  EXPECT_EQ(checked, 7 * plan.sizes.size() - 2);  // 7 ops; reduce_scatter / allgather need >= 2 floats at 4 B
+  for (const CalibrationFit& f : calibration_fits(rows[0], n)) {
+    if (f.row.op != "allreduce") continue;
+    // Ring on 2 workers: 2(n-1)(alpha + S/(nB)) = 2 alpha + S/B, busbw factor 1.
+    EXPECT_NEAR(f.row.alpha_s, 2 * alpha, 1e-6 * alpha);
+    EXPECT_NEAR(f.row.bandwidth_bytes_per_s, bw, 1e-6 * bw);
+  }
+}
+
+// One rank: no sweep, only the profile, stored as a calibration with its profile and optimizer rows.
+TEST(CalibrationRun, OneRankStoresTheProfileOnly) {
+  const std::string db = (std::filesystem::temp_directory_path() / "dsgd_test_calibration_run.db").string();
+  std::filesystem::remove(db);
+  {
+    Store store = Store::open(db);
+    std::unique_ptr<Communicator> self = communicator_create_self();
+    CalibrationRequest request;
+    request.sweep.sizes = {4, 16};
+    request.workload = "svm";
+    request.dataset = "synthetic:n=200,d=20,classes=2,test=20";
+    request.batches = {8, 16};
+    request.profile_iters = 2;
+    request.config = {{"by", "test"}};
+    ComputeProfileSetup setup = compute_profile_setup(request.workload, request.dataset, request.batches);
+    Recorder seen;
+    const CalibrationResult result = calibration_run(request, setup, *self, &store, seen);
+    EXPECT_GT(result.id, 0);
+    EXPECT_TRUE(result.collectives.empty());
+    EXPECT_TRUE(result.fits.empty());
+    const std::vector<ProfileRow> stored = store.profiles_get(result.id);
+    ASSERT_EQ(stored.size(), result.profiles.size());
+    EXPECT_EQ(stored.size(), 2u * setup.workload->layers().size());
+    EXPECT_EQ(stored.front().batch, 8);
+    EXPECT_EQ(stored.back().batch, 16);
+    // One step of each optimizer, stored, and charged by the simulator as the opt phase of a run
+    // of the same workload and dataset whose optimizer it is (diloco: AdamW).
+    const std::vector<OptimizerProfileRow> opts = optimizer_profiles_get(store, result.id);
+    ASSERT_EQ(opts.size(), 3u);
+    double adamw = 0;
+    for (const OptimizerProfileRow& r : opts) {
+      EXPECT_GT(r.opt_s, 0) << r.optimizer;
+      EXPECT_EQ(r.params, static_cast<int64_t>(setup.workload->param_count()));
+      if (r.optimizer == "adamw") adamw = r.opt_s;
+    }
+    RunConfig cfg;
+    cfg.workload = request.workload;
+    cfg.dataset = request.dataset;
+    cfg.batch = 16;
+    cfg.algo = "diloco";
+    EXPECT_EQ(compute_profile_optimizer_key(cfg), "adamw");
+    const SimProfile p = sim_profile_resolve(cfg, &store, system_info_read().host, setup.workload->layers());
+    EXPECT_EQ(p.cost.opt_s, adamw);
+    cfg.algo = "ssgd";
+    cfg.momentum = 0.9;
+    EXPECT_EQ(compute_profile_optimizer_key(cfg), "sgd+momentum");
+  }
+  std::filesystem::remove(db);
+}
+
+}  // namespace
+}  // namespace dsgd
