@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "core/run_config.hpp"
 #include "tuner/proposals.hpp"
 
 namespace dsgd {
@@ -118,8 +119,15 @@ std::vector<Neighbour> neighbours_of(const TuneSpec& spec, const Candidate& w, c
         c.topology = topo;
         add("topology", topo, c);
       }
-  // Other algorithms at the same batch and rule: the nearest H (log2) and the same topology
-  // where they take them.
+  if (run_config_uses_compress(w.algo))
+    for (const std::string& comp : spec.compressors)
+      if (comp != w.compress) {
+        Candidate c = w;
+        c.compress = comp;
+        add("compress", comp.empty() ? "none" : comp, c);
+      }
+  // Other algorithms at the same batch and rule: the nearest H (log2), the same topology and
+  // compressor where they take them.
   for (const std::string& algo : spec.algos) {
     if (algo == w.algo) continue;
     double best = 1e300;
@@ -131,6 +139,7 @@ std::vector<Neighbour> neighbours_of(const TuneSpec& spec, const Candidate& w, c
       if (c.period > 0 && w.period > 0)
         d += std::abs(std::log2(static_cast<double>(c.period)) - std::log2(static_cast<double>(w.period)));
       if (!c.topology.empty() && c.topology != w.topology) d += 0.5;
+      if (c.compress != w.compress) d += 0.5;
       if (d < best) best = d, pick = i;
     }
     if (pick < space.size()) out.push_back({"algo", algo, pick});

@@ -3,8 +3,9 @@
 //    the target times the step time, the step time split into compute / comm / wait, and bytes
 //    per step — and which of the two factors decides;
 //  - how sensitive the objective is to each knob around the winner: for every knob (H, batch,
-//    lr rule, topology, algorithm) the winner's neighbours along it (the next value below and
-//    above in the searched list; the other rules, topologies and algorithms), each with its
+//    lr rule, topology, compressor, algorithm) the winner's neighbours along it (the next value
+//    below and above in the searched list; the other rules, topologies, compressors and
+//    algorithms), each with its
 //    evaluated score where the session ran it (the largest budget it reached, base seed), else
 //    the GP's prediction there (tuner/proposals.hpp: the GP on log time-to-target of the
 //    reached trials, and P(reach)), saying which.
@@ -30,7 +31,7 @@ struct ExplainSide {
 };
 
 struct ExplainNeighbour {
-  std::string knob;   // "H", "batch", "lr", "topology", "algo"
+  std::string knob;   // "H", "batch", "lr", "topology", "compress", "algo"
   std::string value;  // the neighbour's value of that knob
   std::string config;
   bool evaluated = false;  // else the GP's prediction

@@ -234,6 +234,34 @@ TEST(TunerExplain, BreakdownAndNeighbours) {
   EXPECT_FALSE(tune_explain(s, e.feasible, {{h4, c, 600}}, {c}).available);
 }
 
+// The compressor is one of the winner's knobs: its uncompressed neighbour is listed.
+TEST(TunerExplain, CompressorIsAKnobOfTheWinner) {
+  TuneSpec s = small_spec();
+  s.algos = {"ssgd"};
+  s.batches = {16};
+  s.compressors = {"", "topk:0.1"};
+  s.base.seed = 1;
+  const SpaceEnumeration e = space_enumerate(s, 1000);
+  ASSERT_EQ(e.feasible.size(), 2u);
+  const Candidate plain = e.feasible[0], topk = e.feasible[1];
+  ASSERT_EQ(topk.compress, "topk:0.1");
+  TrialRow w, r;
+  w.config_key = candidate_key(topk);
+  r.config_key = candidate_key(plain);
+  w.seed = r.seed = 1;
+  w.status = r.status = "completed";
+  w.reached = true;
+  w.time_s = 0.1;
+  r.time_s = 0.3;  // censored
+  const Explanation x = tune_explain(s, e.feasible, {{topk, w, 100}, {plain, r, 1000}}, {w, r});
+  ASSERT_EQ(x.sensitivity.size(), 1u);
+  EXPECT_EQ(x.sensitivity[0].knob, "compress");
+  EXPECT_EQ(x.sensitivity[0].value, "none");
+  EXPECT_TRUE(x.sensitivity[0].evaluated);
+  EXPECT_FALSE(x.sensitivity[0].reached);
+  EXPECT_NE(x.why.find("did not reach"), std::string::npos) << x.why;
+}
+
 TEST(TunerObjective, CensoredTrialsRankAfterReachedOnes) {
   const TrialScore fast{true, 10, 0.8}, slow{true, 100, 0.8};
   const TrialScore censored_short{false, 5, 0.7}, censored_close{false, 5, 0.79}, censored_long{false, 50, 0.79};
