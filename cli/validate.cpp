@@ -19,6 +19,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "algorithms/config_check.hpp"
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
@@ -133,7 +134,7 @@ int run_validate(const ValidateOptions& o) {
   cfg.backend = "mpi";
   cfg.workers = 2;
   cfg.save_params.clear();
-  run_config_validate(cfg);
+  config_validate(cfg);
   Store store = Store::open(cfg.db);  // creates and migrates before the children write
   if (!cfg.bandwidth.empty() && !store.calibration_latest(system_info_read().host))
     fmt::print(

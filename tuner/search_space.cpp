@@ -9,6 +9,8 @@
 #include <set>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/config_check.hpp"
+#include "algorithms/variant.hpp"
 #include "cluster/network_model.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
@@ -217,7 +219,7 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count) {
   const int n = static_cast<int>(spec.base.workers);
   const double param_bytes = static_cast<double>(param_count) * sizeof(float);
   for (const std::string& algo : spec.algos) {
-    std::vector<int64_t> periods = run_config_uses_period(algo) ? spec.periods : std::vector<int64_t>{0};
+    std::vector<int64_t> periods = variant_uses_period(algo) ? spec.periods : std::vector<int64_t>{0};
     std::vector<std::string> topologies = tune_algo_is_gossip(algo) ? spec.topologies : std::vector<std::string>{""};
     if (periods.empty() || topologies.empty())
       DSGD_THROW(
@@ -231,7 +233,7 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count) {
             Candidate c{algo, h, b, topo, rule};
             const RunConfig cfg = candidate_config(spec, c, spec.base.seed);
             try {
-              run_config_validate(cfg);
+              config_validate(cfg);
             } catch (const InputError& e) {
               out.refused.push_back({c, e.what()});
               continue;
