@@ -32,6 +32,8 @@
 #include <cstdio>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/config_check.hpp"
+#include "algorithms/variant.hpp"
 #include "cluster/topology.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
@@ -170,6 +172,19 @@ class Adpsgd final : public Algorithm {
 
 std::unique_ptr<Algorithm> algorithm_create_adpsgd(const RunConfig& cfg) {
   return std::make_unique<Adpsgd>(cfg.topology, cfg.seed);
+}
+
+const Variant& variant_adpsgd() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "adpsgd";
+    v.description = "AD-PSGD: asynchronous; active (even) ranks average atomically with a random passive neighbour";
+    v.knobs = "--topology";
+    v.no_compress = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";
+    v.create = algorithm_create_adpsgd;
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

@@ -10,12 +10,27 @@
 // --compress KIND: the snapshot's difference to the last applied average is compressed
 // with error feedback and aggregated in the background (delayed_average.hpp); bytes per
 // step are the compressor's bytes per call / k.
+#include "algorithms/config_check.hpp"
 #include "algorithms/delayed_average.hpp"
+#include "algorithms/variant.hpp"
 
 namespace dsgd {
 
 std::unique_ptr<Algorithm> algorithm_create_cocod(const RunConfig& cfg) {
   return std::make_unique<DelayedAveraging>("cocod", cfg.period, cfg.period, cfg.compress, cfg.seed);
+}
+
+const Variant& variant_cocod() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "cocod";
+    v.description = "CoCoD-SGD: snapshot all-reduce overlapping the next k local steps";
+    v.knobs = "--period k";
+    v.takes_period = true;
+    v.create = algorithm_create_cocod;
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

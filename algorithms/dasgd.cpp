@@ -9,12 +9,39 @@
 // --compress KIND: the snapshot's difference to the last applied average is compressed
 // with error feedback and aggregated in the background (delayed_average.hpp); d = 0 is
 // localsgd --compress KIND (bit-identical).
+#include "algorithms/config_check.hpp"
 #include "algorithms/delayed_average.hpp"
+#include "algorithms/variant.hpp"
 
 namespace dsgd {
 
 std::unique_ptr<Algorithm> algorithm_create_dasgd(const RunConfig& cfg) {
   return std::make_unique<DelayedAveraging>("dasgd", cfg.period, cfg.delay, cfg.compress, cfg.seed);
+}
+
+namespace {
+
+void dasgd_validate(const RunConfig& cfg) {
+  if (cfg.delay < 0 || cfg.delay > cfg.period)
+    config_fail("delay", fmt::format("must be in 0..H = 0..{} (got {})", cfg.period, cfg.delay),
+                "an average must be applied before the next one starts: pass --delay at most --period");
+}
+
+}  // namespace
+
+const Variant& variant_dasgd() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "dasgd";
+    v.description = "local SGD with delayed averaging: an average applied d steps after it started";
+    v.knobs = "--period H, --delay d";
+    v.flags = {{"delay"}};
+    v.takes_period = true;
+    v.validate = dasgd_validate;
+    v.create = algorithm_create_dasgd;
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

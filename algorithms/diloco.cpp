@@ -16,9 +16,12 @@
 // x_g − avg_j x_j; bytes per step are the compressor's per call / H. At identity settings
 // this equals uncompressed DiLoCo to float rounding.
 #include <algorithm>
+#include <cmath>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
+#include "algorithms/config_check.hpp"
+#include "algorithms/variant.hpp"
 
 namespace dsgd {
 
@@ -73,6 +76,36 @@ class Diloco final : public Algorithm {
 
 std::unique_ptr<Algorithm> algorithm_create_diloco(const RunConfig& cfg) {
   return std::make_unique<Diloco>(cfg.period, cfg.outer_lr, cfg.outer_momentum, cfg.compress, cfg.seed);
+}
+
+void localsgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
+
+namespace {
+
+void diloco_validate(const RunConfig& cfg) {
+  if (!(cfg.outer_lr > 0) || !std::isfinite(cfg.outer_lr))
+    config_fail("outer-lr", fmt::format("must be > 0 (got {})", cfg.outer_lr), "pass e.g. 0.7");
+  if (!(cfg.outer_momentum >= 0 && cfg.outer_momentum < 1))
+    config_fail("outer-momentum", fmt::format("must be in [0, 1) (got {})", cfg.outer_momentum), "pass e.g. 0.9");
+}
+
+}  // namespace
+
+const Variant& variant_diloco() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "diloco";
+    v.description = "DiLoCo: inner optimizer H steps, outer Nesterov SGD on the averaged pseudo-gradient";
+    v.knobs = "--period H, --outer-lr, --outer-momentum";
+    v.flags = {{"outer-lr"}, {"outer-momentum"}};
+    v.takes_period = true;
+    v.optimizer = "adamw";
+    v.validate = diloco_validate;
+    v.create = algorithm_create_diloco;
+    v.timing = localsgd_timing;
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

@@ -21,6 +21,9 @@
 #include <algorithm>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/config_check.hpp"
+#include "algorithms/timing_rules.hpp"
+#include "algorithms/variant.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 
@@ -156,6 +159,34 @@ class Dpsgd final : public Algorithm {
 
 std::unique_ptr<Algorithm> algorithm_create_dpsgd(const RunConfig& cfg) {
   return std::make_unique<Dpsgd>(cfg.topology, cfg.seed, cfg.dpsgd_delay == 1);
+}
+
+namespace {
+
+void dpsgd_validate(const RunConfig& cfg) {
+  if (cfg.dpsgd_delay != 0 && cfg.dpsgd_delay != 1)
+    config_fail("dpsgd-delay", fmt::format("must be 0 or 1 (got {})", cfg.dpsgd_delay), "pass --dpsgd-delay 0 or 1");
+}
+
+}  // namespace
+
+const Variant& variant_dpsgd() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "dpsgd";
+    v.description = "D-PSGD: gossip averaging with the topology's neighbours (mixing matrix W) every step";
+    v.knobs = "--topology, --dpsgd-delay 0|1";
+    v.flags = {{"dpsgd-delay"}};
+    v.no_compress = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";
+    v.validate = dpsgd_validate;
+    v.create = algorithm_create_dpsgd;
+    v.timing = timing_step_gossip;
+    v.timing_applies = [](const RunConfig& cfg) { return cfg.dpsgd_delay == 0; };
+    v.timing_text = "dpsgd (--dpsgd-delay 0, static topology)";
+    v.timing_needs_neighbors = true;
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

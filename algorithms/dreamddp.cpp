@@ -35,7 +35,9 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
+#include "algorithms/config_check.hpp"
 #include "algorithms/dreamddp_schedule.hpp"
+#include "algorithms/variant.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
@@ -304,6 +306,22 @@ class DreamDdp final : public Algorithm {
 
 std::unique_ptr<Algorithm> algorithm_create_dreamddp(const RunConfig& cfg) {
   return std::make_unique<DreamDdp>(cfg);
+}
+
+const Variant& variant_dreamddp() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "dreamddp";
+    v.description =
+        "DreamDDP: partial local SGD, each layer averaged once per H steps at its scheduled slot, "
+        "overlapped with backward";
+    v.knobs = "--period H, --schedule";
+    v.flags = {{"schedule"}};
+    v.takes_period = true;
+    v.create = algorithm_create_dreamddp;
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

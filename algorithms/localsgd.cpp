@@ -17,6 +17,9 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
+#include "algorithms/config_check.hpp"
+#include "algorithms/timing_rules.hpp"
+#include "algorithms/variant.hpp"
 
 namespace dsgd {
 
@@ -96,6 +99,38 @@ class LocalSgd final : public Algorithm {
 
 std::unique_ptr<Algorithm> algorithm_create_localsgd(const RunConfig& cfg) {
   return std::make_unique<LocalSgd>(cfg.period, cfg.post_local, cfg.compress, cfg.seed);
+}
+
+namespace {
+
+void localsgd_validate(const RunConfig& cfg) {
+  if (cfg.post_local < 0)
+    config_fail("post-local", fmt::format("must be >= 0 (got {})", cfg.post_local), "pass 0 for none");
+}
+
+}  // namespace
+
+// Timing-only (plain Local SGD; post-local SGD's first K steps are not modelled): the model
+// all-reduce after the update on steps with (t+1) mod H = 0. diloco shares it (its outer
+// step has no modelled compute phase).
+void localsgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+  timing_step_allreduce(plan, step, clock, rows, (step + 1) % std::max<int64_t>(1, plan.period) == 0, true);
+}
+
+const Variant& variant_localsgd() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "localsgd";
+    v.description = "Local SGD: local steps, all-reduce of the model every H steps; post-local SGD";
+    v.knobs = "--period H, --post-local K";
+    v.flags = {{"post-local"}};
+    v.takes_period = true;
+    v.validate = localsgd_validate;
+    v.create = algorithm_create_localsgd;
+    v.timing = localsgd_timing;
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "algorithms/variant.hpp"
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
 
@@ -67,7 +68,8 @@ void AdamWOptimizer::step(float* params, const float* grads, double lr_d) {
 
 std::string optimizer_resolve_name(const RunConfig& cfg) {
   if (cfg.optimizer != "auto") return cfg.optimizer;
-  return cfg.algo == "diloco" ? "adamw" : "sgd";
+  const Variant* v = variant_find(cfg.algo);
+  return v ? v->optimizer : "sgd";
 }
 
 double lr_scaled(double lr, const std::string& rule, int64_t batch, int workers, int64_t base_batch) {

@@ -23,6 +23,8 @@
 #include "algorithms/algorithm.hpp"
 #include "algorithms/background_poll.hpp"
 #include "algorithms/compress/compressor.hpp"
+#include "algorithms/config_check.hpp"
+#include "algorithms/variant.hpp"
 
 namespace dsgd {
 
@@ -124,6 +126,32 @@ class OverlapLocal final : public Algorithm {
 
 std::unique_ptr<Algorithm> algorithm_create_overlap_local(const RunConfig& cfg) {
   return std::make_unique<OverlapLocal>(cfg.period, cfg.pull_alpha, cfg.slow_momentum, cfg.compress, cfg.seed);
+}
+
+namespace {
+
+void overlap_local_validate(const RunConfig& cfg) {
+  if (!(cfg.pull_alpha >= 0 && cfg.pull_alpha <= 1))
+    config_fail("pull-alpha", fmt::format("must be in [0, 1] (got {})", cfg.pull_alpha), "pass e.g. 0.5");
+  if (!(cfg.slow_momentum >= 0 && cfg.slow_momentum < 1))
+    config_fail("slow-momentum", fmt::format("must be in [0, 1) (got {})", cfg.slow_momentum), "pass e.g. 0.5");
+}
+
+}  // namespace
+
+const Variant& variant_overlap_local() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "overlap-local";
+    v.description = "Overlap Local-SGD: pull towards an anchor from a background all-reduce";
+    v.knobs = "--period tau, --pull-alpha, --slow-momentum";
+    v.flags = {{"pull-alpha"}, {"slow-momentum"}};
+    v.takes_period = true;
+    v.validate = overlap_local_validate;
+    v.create = algorithm_create_overlap_local;
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

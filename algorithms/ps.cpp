@@ -48,6 +48,9 @@
 #include <limits>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/config_check.hpp"
+#include "algorithms/optimizer.hpp"
+#include "algorithms/variant.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
@@ -314,6 +317,67 @@ class Ps final : public Algorithm {
 
 std::unique_ptr<Algorithm> algorithm_create_ps(const RunConfig& cfg) {
   return std::make_unique<Ps>(cfg);
+}
+
+namespace {
+
+void ps_validate(const RunConfig& cfg) {
+  const RunConfig def;
+  if (cfg.ps_mode != "sync" && cfg.ps_mode != "async" && cfg.ps_mode != "ssp")
+    config_fail("ps-mode", fmt::format("unknown mode '{}'", cfg.ps_mode), "available: sync, async, ssp");
+  if (cfg.ps_staleness != def.ps_staleness && cfg.ps_mode != "ssp")
+    config_fail("ps-staleness", fmt::format("applies to --ps-mode ssp only (got --ps-mode {})", cfg.ps_mode),
+                "drop --ps-staleness, or pass --ps-mode ssp");
+  if (cfg.ps_mode == "ssp" && cfg.ps_staleness < 0)
+    config_fail("ps-staleness",
+                cfg.ps_staleness == def.ps_staleness ? "is required with --ps-mode ssp"
+                                                     : fmt::format("must be >= 0 (got {})", cfg.ps_staleness),
+                "pass the bound in clocks, e.g. --ps-staleness 2 (0: every worker within one step of the slowest)");
+  if (cfg.ps_shards < 0)
+    config_fail("ps-shards", fmt::format("must be >= 0 (got {})", cfg.ps_shards), "pass 0 for the default");
+  if (cfg.ps_placement != "auto" && cfg.ps_placement != "colocated" && cfg.ps_placement != "dedicated")
+    config_fail("ps-placement", fmt::format("unknown placement '{}'", cfg.ps_placement),
+                "available: auto (dedicated on more than one worker), colocated, dedicated");
+  const bool dedicated = run_config_ps_dedicated(cfg);
+  const int64_t k = run_config_ps_shards(cfg, cfg.workers);
+  if (dedicated && k >= cfg.workers)
+    config_fail(
+        "ps-shards",
+        fmt::format(
+            "--ps-placement dedicated with {} shard(s) on {} rank(s) leaves no worker: the last K ranks only serve", k,
+            cfg.workers),
+        "use fewer shards or more --workers, or --ps-placement colocated");
+  if (!dedicated && k > cfg.workers)
+    config_fail("ps-shards",
+                fmt::format("{} shards, but colocated placement serves one shard per rank and there are {} ranks", k,
+                            cfg.workers),
+                "pass --ps-shards at most --workers, or --ps-placement dedicated");
+  if (optimizer_resolve_name(cfg) == "adamw")
+    config_fail("optimizer",
+                "adamw does not apply to --algo ps: its servers apply SGD (momentum, Nesterov, weight decay)",
+                "pass --optimizer sgd (or auto) with --algo ps");
+}
+
+}  // namespace
+
+const Variant& variant_ps() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "ps";
+    v.description =
+        "parameter server: sharded server state in one-sided windows; sync, async or stale-synchronous (SSP)";
+    v.knobs = "--ps-mode, --ps-staleness s, --ps-shards K, --ps-placement, --ps-one-step-delay";
+    v.flags = {{"ps-mode"},
+               {"ps-staleness", "--algo ps --ps-mode ssp"},
+               {"ps-shards"},
+               {"ps-placement"},
+               {"ps-one-step-delay"}};
+    v.no_compress = "it pushes to and pulls from server shards in one-sided windows, not by all-reduce";
+    v.validate = ps_validate;
+    v.create = algorithm_create_ps;
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

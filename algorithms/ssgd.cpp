@@ -19,8 +19,13 @@
 // is launched (advance, PowerSGD's Q all-reduce) and then each is finished, both in launch
 // order, the same on every rank. One bucket = blocking --compress bit-identically; bytes per
 // step = Σ over buckets of the compressor's bytes per call on the bucket.
+#include <cmath>
+
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
+#include "algorithms/config_check.hpp"
+#include "algorithms/timing_rules.hpp"
+#include "algorithms/variant.hpp"
 #include "core/clock.hpp"
 
 namespace dsgd {
@@ -152,6 +157,40 @@ class Ssgd final : public Algorithm {
 
 std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg) {
   return std::make_unique<Ssgd>(cfg.overlap, cfg.bucket_mb, cfg.compress, cfg.seed);
+}
+
+namespace {
+
+void ssgd_validate(const RunConfig& cfg) {
+  if (config_changed(cfg, "bucket-mb") && !cfg.overlap)
+    config_fail("bucket-mb", "applies to --algo ssgd --overlap true only (got --overlap false)",
+                "drop --bucket-mb or add --overlap true");
+  if (!(cfg.bucket_mb >= 0) || !std::isfinite(cfg.bucket_mb))
+    config_fail("bucket-mb", fmt::format("must be >= 0 (got {})", cfg.bucket_mb), "pass e.g. 25");
+}
+
+// One gradient all-reduce per step between backward and the update.
+void ssgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+  timing_step_allreduce(plan, step, clock, rows, true, false);
+}
+
+}  // namespace
+
+const Variant& variant_ssgd() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "ssgd";
+    v.description = "synchronous SGD: all-reduce of the gradient every step";
+    v.knobs = "--overlap, --bucket-mb";
+    v.flags = {{"overlap"}, {"bucket-mb", "--algo ssgd --overlap true"}};
+    v.validate = ssgd_validate;
+    v.create = algorithm_create_ssgd;
+    v.timing = ssgd_timing;
+    v.timing_applies = [](const RunConfig& cfg) { return !cfg.overlap; };
+    v.timing_text = "ssgd (without --overlap)";
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

@@ -29,6 +29,8 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
+#include "algorithms/config_check.hpp"
+#include "algorithms/variant.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
@@ -182,6 +184,35 @@ class Zero final : public Algorithm {
 
 std::unique_ptr<Algorithm> algorithm_create_zero(const RunConfig& cfg) {
   return std::make_unique<Zero>(cfg, static_cast<int>(cfg.zero_bits), static_cast<size_t>(cfg.zero_group));
+}
+
+namespace {
+
+void zero_validate(const RunConfig& cfg) {
+  if (cfg.zero_bits != 32 && cfg.zero_bits != 4)
+    config_fail("zero-bits", fmt::format("must be 32 or 4 (got {})", cfg.zero_bits), "pass --zero-bits 4 or 32");
+  if (cfg.zero_group < 1 || cfg.zero_group > (int64_t(1) << 20))
+    config_fail("zero-group", fmt::format("must be in 1..1048576 (got {})", cfg.zero_group),
+                "pass e.g. --zero-group 128");
+}
+
+}  // namespace
+
+const Variant& variant_zero() {
+  static const Variant v = [] {
+    Variant v;
+    v.name = "zero";
+    v.description = "sharded data parallel (ZeRO-2): reduce-scatter gradients, step on the own shard, all-gather";
+    v.knobs = "--zero-bits 32|4, --zero-group G";
+    v.flags = {{"zero-bits"}, {"zero-group"}};
+    v.no_compress =
+        "it shards its collectives (reduce-scatter, all-gather) and has its own quantisation, --zero-bits 4";
+    v.no_compress_hint = "drop --compress (use --zero-bits 4 to quantise zero's communication)";
+    v.validate = zero_validate;
+    v.create = algorithm_create_zero;
+    return v;
+  }();
+  return v;
 }
 
 }  // namespace dsgd

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "algorithms/optimizer.hpp"
+#include "algorithms/variant.hpp"
 #include "cluster/sim_timing.hpp"
 #include "cluster/sim_world.hpp"
 #include "cluster/topology.hpp"
@@ -37,9 +38,9 @@ void BM_SimTimingOnly(benchmark::State& state, const char* algo) {
   plan.steps = state.range(1);
   plan.eval_every = std::max<int64_t>(1, plan.steps / 10);
   plan.flush_every = std::min<int64_t>(plan.eval_every, 1000);
-  plan.algo = algo;
+  const Variant& variant = variant_get(algo);
   plan.period = 8;
-  if (plan.algo == "dpsgd") {  // neighbour exchanges on the exp topology (log2 n peers)
+  if (variant.timing_needs_neighbors) {  // neighbour exchanges on the exp topology (log2 n peers)
     const Topology t = topology_make("exp", plan.workers, 1);
     plan.neighbors = t.neighbors;
     plan.group_of = t.group_of;
@@ -54,7 +55,7 @@ void BM_SimTimingOnly(benchmark::State& state, const char* algo) {
   double worker_steps = 0;
   double end = 0;
   for (auto _ : state) {
-    const SimTimingResult r = sim_timing_run(plan, nullptr, nullptr);
+    const SimTimingResult r = sim_timing_run(plan, variant.timing, nullptr, nullptr);
     worker_steps += static_cast<double>(r.worker_steps);
     end = r.end_time;
   }

@@ -9,6 +9,7 @@
 #include <thread>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/config_check.hpp"
 #include "cli/commands.hpp"
 #include "cli/progress_line.hpp"
 #include "cli/run_format.hpp"
@@ -41,7 +42,7 @@ struct RunCommandOptions : RunOptionBinding {
 // Everything checkable before starting workers, cheapest first; the database last so a
 // bad flag never creates a file.
 void validate_before_launch(const RunConfig& cfg) {
-  run_config_validate(cfg);
+  config_validate(cfg);
   workload_check_name(cfg.workload);
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);
   dataset_validate_spec(cfg.dataset);
@@ -292,7 +293,7 @@ void setup_run(CLI::App& app, int argc, char** argv) {
         return;
       }
     } else {
-      run_config_validate(cfg);
+      config_validate(cfg);
     }
     cli_exit_code() = run_on_ranks(cfg, argc, argv);
   });

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "algorithms/variant.hpp"
 #include "core/output_file.hpp"
 #include "core/run_config.hpp"
 
@@ -50,7 +51,7 @@ std::string format_run_summary(const RunWithSummary& rs) {
   const RunRecord& r = rs.run;
   std::string out;
   // H only for the variants that take --period (ssgd's stored default 4 means nothing).
-  const std::string period = run_config_uses_period(r.algorithm) ? fmt::format(", H={}", r.period) : "";
+  const std::string period = variant_uses_period(r.algorithm) ? fmt::format(", H={}", r.period) : "";
   const auto esc = text_escape_controls;
   out += fmt::format("run {}  {}  {} on {}, {} x {} workers (batch {} per worker{}), {} steps, seed {}\n", r.id,
                      esc(r.status), esc(r.algorithm), esc(r.workload), esc(r.backend), r.workers, r.batch, period,

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "algorithms/config_check.hpp"
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
 #include "results/report_suite.hpp"
@@ -70,6 +71,13 @@ int suite_run(const SuiteOptions& o) {
   const std::string exe = executable_path();
   const std::string path = suite_find(o.name, exe.empty() ? "" : fs::path(exe).parent_path().string());
   const Suite suite = suite_load(path);
+  // suite_load checks what results/ can (core's checks); the variants' knobs need the registry.
+  for (const auto& entry : suite.entries) {
+    RunConfig cfg;
+    run_config_apply_json(cfg, entry, path);
+    for (const auto& [key, value] : entry.items()) run_config_mark_given(cfg, key);
+    config_validate(cfg);
+  }
   if (!o.dry_run) Store::open(o.db);  // refuse a bad --db before the first run
   const size_t total = suite.entries.size() * static_cast<size_t>(o.repeat);
   fmt::print("suite {} ({}): {} entr{} x {} repetition{} = {} runs into {}\n", suite.name, path, suite.entries.size(),

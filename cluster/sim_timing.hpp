@@ -3,29 +3,19 @@
 // same rules the threaded simulator applies (sim_world.hpp), for throughput and breakdown
 // predictions of thousands of workers.
 //
-// Per worker i and step t (costs from the compute profile, δ from the straggler models):
+// The driver here owns the clocks, the evaluation / flush points and the stored rows; each
+// variant that has a timing model declares its step rule (a SimTimingStep) in its registry
+// entry (algorithms/variant.hpp), stated next to its update rule, with the same arithmetic
+// the threaded simulator applies to its communication. Per worker i and step t (costs from
+// the compute profile, δ from the straggler models) a rule starts from
 //   arrive_i = start_i + data + fwd + bwd + δ_i(t, fwd + bwd)
-//   ssgd:      A = max_j arrive_j;  T = A + model(all-reduce, |x|·4, n)
-//              wait_i = A − arrive_i;  comm_i = T − A;  end_i = T + opt
-//   localsgd:  local_i = arrive_i + opt; on steps with (t+1) mod H = 0 the same collective
-//              from A = max_j local_j (wait_i = A − local_i); otherwise end_i = local_i
-//   diloco:    as localsgd (the outer step has no modelled compute phase)
-//   dpsgd (--dpsgd-delay 0, static topology): a_i = arrive_i + opt, then the neighbour
-//              exchange of sim_world.hpp: the message to the k-th neighbour j arrives at
-//              a_i + α_ij + Σ_{m≤k} S/B_m; end_i = max(a_i + Σ_k S/B_k, arrivals at i);
-//              wait/comm split as the recorder does (docs/metrics.md): wait_i =
-//              min(end_i, max_j a_j) − a_i, comm_i = end_i − a_i − wait_i
-// and start_i(t+1) = end_i(t). Like the trainer, every worker leaves an evaluation or
-// flush point at the latest worker's time (untimed collectives synchronise); those points
-// are the trainer's: before step 0, after steps that are multiples of eval_every, the last
-// step, and whenever flush_every steps have passed since the previous one.
-// The threaded simulator gives the same times for the same configuration (up to float
-// rounding of sums in a different order); tests/integration/sim_backend.sh checks that.
-//
-// Limits: only the synchronous algorithms whose communication pattern is fixed (ssgd
-// without --overlap, localsgd, diloco, dpsgd with --dpsgd-delay 0 on a static topology);
-// others need the numerics (their pattern depends on the interleaving, or non-blocking
-// requests whose overlap accounting is not modelled here).
+// (sim_timing_compute) and sets end_i; start_i(t+1) = end_i(t). Like the trainer, every
+// worker leaves an evaluation or flush point at the latest worker's time (untimed collectives
+// synchronise); those points are the trainer's: before step 0, after steps that are
+// multiples of eval_every, the last step, and whenever flush_every steps have passed since
+// the previous one. The threaded simulator gives the same times for the same configuration
+// (up to float rounding of sums in a different order); tests/integration/sim_backend.sh and
+// tests/unit/test_sim_world.cpp check that per variant.
 #pragma once
 
 #include <cstdint>
@@ -40,19 +30,12 @@
 
 namespace dsgd {
 
-// Whether the timing-only path models this algorithm (ssgd without overlap, localsgd,
-// diloco, dpsgd with delay 0; dpsgd also needs a static topology, checked by the caller).
-bool sim_timing_supports(const std::string& algo, bool overlap, int64_t dpsgd_delay = 0);
-// What the timing-only path supports, for messages.
-extern const char* const sim_timing_supported_text;
-
 struct SimTimingPlan {
   int workers = 1;
   int64_t steps = 0;
   int64_t eval_every = 1;
   int64_t flush_every = 1;
-  std::string algo = "ssgd";
-  int64_t period = 1;      // H (localsgd)
+  int64_t period = 1;      // H (--period)
   double param_bytes = 0;  // |x|·4
   SimComputeCost cost;
   Stragglers stragglers;
@@ -69,15 +52,31 @@ struct SimStepTiming {
   double start = 0, step = 0, data = 0, fwd = 0, bwd = 0, opt = 0, comm = 0, wait = 0, injected = 0, bytes = 0;
 };
 
+// A variant's timing rule for one step: clock[i] holds worker i's time at the step's start;
+// the rule fills rows[i] (every field) and moves clock[i] to the step's end.
+using SimTimingStep = void (*)(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock,
+                               SimStepTiming* rows);
+
+// The compute part of a step, the same for every variant.
+struct SimTimingCompute {
+  double bwd = 0;             // Σ backward (per layer and the rest)
+  double compute_before = 0;  // data + fwd + bwd: from the step's start to the end of backward
+  double fwd_bwd = 0;         // what the straggler models scale
+};
+SimTimingCompute sim_timing_compute(const SimComputeCost& c);
+// Worker i's injected straggler delay at `step` (0 without stragglers).
+double sim_timing_delay(const SimTimingPlan& plan, int i, int64_t step, double fwd_bwd);
+// Fills a row's compute fields (data, fwd, bwd, opt) from the plan's cost.
+void sim_timing_fill_compute(const SimTimingPlan& plan, const SimTimingCompute& k, SimStepTiming& row);
+
 struct SimTimingResult {
   double end_time = 0;       // the latest worker's clock at the end
   int64_t worker_steps = 0;  // workers × steps simulated
 };
 
-// Runs the plan. keep(step) says whether the step's per-worker timings are wanted; when it
+// Runs the plan with a variant's step rule. keep(step) says whether the step's per-worker timings are wanted; when it
 // returns true, sink(step, timings) receives `workers` entries (valid during the call).
-// Throws InputError when the algorithm is not supported.
-SimTimingResult sim_timing_run(const SimTimingPlan& plan, const std::function<bool(int64_t)>& keep,
+SimTimingResult sim_timing_run(const SimTimingPlan& plan, SimTimingStep rule, const std::function<bool(int64_t)>& keep,
                                const std::function<void(int64_t, const SimStepTiming*)>& sink);
 
 }  // namespace dsgd

@@ -420,18 +420,6 @@ bool RunConfig::given(const char* key) const {
   return std::find(given_keys.begin(), given_keys.end(), key) != given_keys.end();
 }
 
-bool run_config_uses_period(const std::string& algo) {
-  static const char* const periodic[] = {"localsgd", "diloco", "cocod", "dasgd", "overlap-local", "dreamddp"};
-  return std::find_if(std::begin(periodic), std::end(periodic), [&](const char* a) { return algo == a; }) !=
-         std::end(periodic);
-}
-
-bool run_config_uses_compress(const std::string& algo) {
-  static const char* const compressed[] = {"ssgd", "localsgd", "diloco", "cocod", "dasgd", "overlap-local", "dreamddp"};
-  return std::find_if(std::begin(compressed), std::end(compressed), [&](const char* a) { return algo == a; }) !=
-         std::end(compressed);
-}
-
 bool run_config_ps_dedicated(const RunConfig& cfg) {
   return cfg.ps_placement == "dedicated" || (cfg.ps_placement == "auto" && cfg.workers > 1);
 }
@@ -451,119 +439,7 @@ void run_config_copy_field(RunConfig& dst, const RunConfig& src, const RunConfig
   std::visit([&](auto member) { dst.*member = src.*member; }, field.member);
 }
 
-namespace {
-
-// Optimizer, schedule and SGD-variant knobs (algorithms/): ranges, and a knob of another
-// algorithm or optimizer (given explicitly, or set to other than its default) is an error
-// naming the flag: it would be silently ignored.
-void run_config_validate_variants(const RunConfig& cfg) {
-  auto fail = [](const char* flag, const std::string& what, const std::string& hint) {
-    DSGD_THROW(InputError, hint, "--{}: {}", flag, what);
-  };
-  const RunConfig def;
-  auto owned = [&](const char* flag, bool changed, bool applies, const char* owner) {
-    if ((changed || cfg.given(flag)) && !applies)
-      fail(flag, fmt::format("applies to {} only (got --algo {}, --optimizer {})", owner, cfg.algo, cfg.optimizer),
-           fmt::format("drop --{} or use {}", flag, owner));
-  };
-  if (cfg.optimizer != "auto" && cfg.optimizer != "sgd" && cfg.optimizer != "adamw")
-    fail("optimizer", fmt::format("unknown optimizer '{}'", cfg.optimizer), "available: sgd, adamw, auto");
-  const bool adamw = cfg.optimizer == "adamw" || (cfg.optimizer == "auto" && cfg.algo == "diloco");
-  owned("nesterov", cfg.nesterov, !adamw, "--optimizer sgd");
-  owned("momentum", cfg.momentum != def.momentum, !adamw, "--optimizer sgd");
-  if (cfg.nesterov && !(cfg.momentum > 0))
-    fail("nesterov", "needs momentum", "pass --momentum 0.9 (for example) with --nesterov");
-  owned("beta1", cfg.beta1 != def.beta1, adamw, "--optimizer adamw");
-  owned("beta2", cfg.beta2 != def.beta2, adamw, "--optimizer adamw");
-  owned("eps", cfg.eps != def.eps, adamw, "--optimizer adamw");
-  if (!(cfg.beta1 >= 0 && cfg.beta1 < 1))
-    fail("beta1", fmt::format("must be in [0, 1) (got {})", cfg.beta1), "pass e.g. 0.9");
-  if (!(cfg.beta2 >= 0 && cfg.beta2 < 1))
-    fail("beta2", fmt::format("must be in [0, 1) (got {})", cfg.beta2), "pass e.g. 0.999");
-  if (!(cfg.eps > 0) || !std::isfinite(cfg.eps))
-    fail("eps", fmt::format("must be > 0 (got {})", cfg.eps), "pass e.g. 1e-8");
-  if (cfg.lr_schedule != "constant" && cfg.lr_schedule != "cosine" && cfg.lr_schedule != "step")
-    fail("lr-schedule", fmt::format("unknown schedule '{}'", cfg.lr_schedule), "available: constant, cosine, step");
-  if (cfg.lr_warmup < 0)
-    fail("lr-warmup", fmt::format("must be >= 0 (got {})", cfg.lr_warmup), "pass 0 for no warm-up");
-  const bool step_schedule = cfg.lr_schedule == "step";
-  owned("lr-step-every", cfg.lr_step_every != def.lr_step_every, step_schedule, "--lr-schedule step");
-  owned("lr-step-gamma", cfg.lr_step_gamma != def.lr_step_gamma, step_schedule, "--lr-schedule step");
-  if (step_schedule && cfg.lr_step_every < 1)
-    fail("lr-step-every", fmt::format("must be at least 1 with --lr-schedule step (got {})", cfg.lr_step_every),
-         "pass e.g. --lr-step-every 1000");
-  if (!(cfg.lr_step_gamma > 0 && cfg.lr_step_gamma <= 1))
-    fail("lr-step-gamma", fmt::format("must be in (0, 1] (got {})", cfg.lr_step_gamma), "pass e.g. 0.1");
-  if (cfg.lr_scaling != "none" && cfg.lr_scaling != "linear" && cfg.lr_scaling != "sqrt")
-    fail("lr-scaling", fmt::format("unknown rule '{}'", cfg.lr_scaling), "available: none, linear, sqrt");
-  owned("lr-base-batch", cfg.lr_base_batch != def.lr_base_batch, cfg.lr_scaling != "none", "--lr-scaling linear|sqrt");
-  if (cfg.lr_base_batch < 1)
-    fail("lr-base-batch", fmt::format("must be at least 1 (got {})", cfg.lr_base_batch), "pass e.g. 256");
-  owned("period", cfg.period != def.period, run_config_uses_period(cfg.algo),
-        "--algo localsgd|diloco|cocod|dasgd|overlap-local|dreamddp");
-  owned("post-local", cfg.post_local != def.post_local, cfg.algo == "localsgd", "--algo localsgd");
-  if (cfg.post_local < 0) fail("post-local", fmt::format("must be >= 0 (got {})", cfg.post_local), "pass 0 for none");
-  owned("outer-lr", cfg.outer_lr != def.outer_lr, cfg.algo == "diloco", "--algo diloco");
-  owned("outer-momentum", cfg.outer_momentum != def.outer_momentum, cfg.algo == "diloco", "--algo diloco");
-  if (!(cfg.outer_lr > 0) || !std::isfinite(cfg.outer_lr))
-    fail("outer-lr", fmt::format("must be > 0 (got {})", cfg.outer_lr), "pass e.g. 0.7");
-  if (!(cfg.outer_momentum >= 0 && cfg.outer_momentum < 1))
-    fail("outer-momentum", fmt::format("must be in [0, 1) (got {})", cfg.outer_momentum), "pass e.g. 0.9");
-  owned("delay", cfg.delay != def.delay, cfg.algo == "dasgd", "--algo dasgd");
-  if (cfg.delay < 0 || cfg.delay > cfg.period)
-    fail("delay", fmt::format("must be in 0..H = 0..{} (got {})", cfg.period, cfg.delay),
-         "an average must be applied before the next one starts: pass --delay at most --period");
-  owned("pull-alpha", cfg.pull_alpha != def.pull_alpha, cfg.algo == "overlap-local", "--algo overlap-local");
-  owned("slow-momentum", cfg.slow_momentum != def.slow_momentum, cfg.algo == "overlap-local", "--algo overlap-local");
-  if (!(cfg.pull_alpha >= 0 && cfg.pull_alpha <= 1))
-    fail("pull-alpha", fmt::format("must be in [0, 1] (got {})", cfg.pull_alpha), "pass e.g. 0.5");
-  if (!(cfg.slow_momentum >= 0 && cfg.slow_momentum < 1))
-    fail("slow-momentum", fmt::format("must be in [0, 1) (got {})", cfg.slow_momentum), "pass e.g. 0.5");
-  owned("bucket-mb", cfg.bucket_mb != def.bucket_mb, cfg.algo == "ssgd" && cfg.overlap, "--algo ssgd --overlap true");
-  if (!(cfg.bucket_mb >= 0) || !std::isfinite(cfg.bucket_mb))
-    fail("bucket-mb", fmt::format("must be >= 0 (got {})", cfg.bucket_mb), "pass e.g. 25");
-  const bool ps = cfg.algo == "ps";
-  owned("ps-mode", cfg.ps_mode != def.ps_mode, ps, "--algo ps");
-  owned("ps-staleness", cfg.ps_staleness != def.ps_staleness, ps, "--algo ps --ps-mode ssp");
-  owned("ps-shards", cfg.ps_shards != def.ps_shards, ps, "--algo ps");
-  owned("ps-placement", cfg.ps_placement != def.ps_placement, ps, "--algo ps");
-  owned("ps-one-step-delay", cfg.ps_one_step_delay, ps, "--algo ps");
-  if (cfg.ps_mode != "sync" && cfg.ps_mode != "async" && cfg.ps_mode != "ssp")
-    fail("ps-mode", fmt::format("unknown mode '{}'", cfg.ps_mode), "available: sync, async, ssp");
-  if (cfg.ps_staleness != def.ps_staleness && cfg.ps_mode != "ssp")
-    fail("ps-staleness", fmt::format("applies to --ps-mode ssp only (got --ps-mode {})", cfg.ps_mode),
-         "drop --ps-staleness, or pass --ps-mode ssp");
-  if (ps && cfg.ps_mode == "ssp" && cfg.ps_staleness < 0)
-    fail("ps-staleness",
-         cfg.ps_staleness == def.ps_staleness ? "is required with --ps-mode ssp"
-                                              : fmt::format("must be >= 0 (got {})", cfg.ps_staleness),
-         "pass the bound in clocks, e.g. --ps-staleness 2 (0: every worker within one step of the slowest)");
-  if (cfg.ps_shards < 0)
-    fail("ps-shards", fmt::format("must be >= 0 (got {})", cfg.ps_shards), "pass 0 for the default");
-  if (cfg.ps_placement != "auto" && cfg.ps_placement != "colocated" && cfg.ps_placement != "dedicated")
-    fail("ps-placement", fmt::format("unknown placement '{}'", cfg.ps_placement),
-         "available: auto (dedicated on more than one worker), colocated, dedicated");
-  const bool ps_dedicated = run_config_ps_dedicated(cfg);
-  const int64_t ps_k = run_config_ps_shards(cfg, cfg.workers);
-  if (ps && ps_dedicated && ps_k >= cfg.workers)
-    fail("ps-shards",
-         fmt::format(
-             "--ps-placement dedicated with {} shard(s) on {} rank(s) leaves no worker: the last K ranks only serve",
-             ps_k, cfg.workers),
-         "use fewer shards or more --workers, or --ps-placement colocated");
-  if (ps && !ps_dedicated && ps_k > cfg.workers)
-    fail("ps-shards",
-         fmt::format("{} shards, but colocated placement serves one shard per rank and there are {} ranks", ps_k,
-                     cfg.workers),
-         "pass --ps-shards at most --workers, or --ps-placement dedicated");
-  if (ps && adamw)
-    fail("optimizer", "adamw does not apply to --algo ps: its servers apply SGD (momentum, Nesterov, weight decay)",
-         "pass --optimizer sgd (or auto) with --algo ps");
-}
-
-}  // namespace
-
-void run_config_validate(const RunConfig& cfg) {
+void run_config_validate_generic(const RunConfig& cfg) {
   auto fail = [](const char* flag, const std::string& what, const std::string& hint) {
     DSGD_THROW(InputError, hint, "--{}: {}", flag, what);
   };
@@ -592,9 +468,6 @@ void run_config_validate(const RunConfig& cfg) {
     fail("backend", fmt::format("unknown backend '{}'", cfg.backend), "available: mpi, sim (nccl is planned)");
   if (cfg.steps > 0 && cfg.epochs > 0)
     fail("steps", "and --epochs are both set", "pass only one of --steps and --epochs");
-  if ((cfg.overlap || cfg.given("overlap")) && cfg.algo != "ssgd")
-    fail("overlap", fmt::format("applies to --algo ssgd only (got {})", cfg.algo), "drop --overlap or use --algo ssgd");
-  run_config_validate_variants(cfg);
   if (cfg.db.empty()) fail("db", "is empty", "pass a path such as ./dsgd.db");
   if (cfg.layers < 1 || cfg.layers > 1024)
     fail("layers", fmt::format("must be in 1..1024 (got {})", cfg.layers), "pass e.g. --layers 4");
@@ -606,39 +479,6 @@ void run_config_validate(const RunConfig& cfg) {
          "pick --heads that divides --d-model (e.g. --d-model 256 --heads 4)");
   if (cfg.seq < 1) fail("seq", fmt::format("must be positive (got {})", cfg.seq), "pass e.g. --seq 128");
   if (cfg.vocab < 2) fail("vocab", fmt::format("must be at least 2 (got {})", cfg.vocab), "pass e.g. --vocab 256");
-  // Knobs of one algorithm given to another are refused (they would be silently ignored).
-  const RunConfig defaults;
-  if ((cfg.dpsgd_delay != defaults.dpsgd_delay || cfg.given("dpsgd-delay")) && cfg.algo != "dpsgd")
-    fail("dpsgd-delay", fmt::format("applies to --algo dpsgd only (got {})", cfg.algo), "drop --dpsgd-delay");
-  if (cfg.dpsgd_delay != 0 && cfg.dpsgd_delay != 1)
-    fail("dpsgd-delay", fmt::format("must be 0 or 1 (got {})", cfg.dpsgd_delay), "pass --dpsgd-delay 0 or 1");
-  if (!cfg.compress.empty() || cfg.given("compress")) {
-    // The all-reduce variants take --compress; the others communicate otherwise (why, per variant).
-    if (!run_config_uses_compress(cfg.algo)) {
-      std::string why = "it does not average by all-reduce";
-      if (cfg.algo == "dpsgd" || cfg.algo == "adpsgd")
-        why = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";
-      else if (cfg.algo == "ps")
-        why = "it pushes to and pulls from server shards in one-sided windows, not by all-reduce";
-      else if (cfg.algo == "zero")
-        why = "it shards its collectives (reduce-scatter, all-gather) and has its own quantisation, --zero-bits 4";
-      fail("compress",
-           fmt::format(
-               "applies to the all-reduce variants ssgd, localsgd, diloco, cocod, dasgd, overlap-local and dreamddp, "
-               "not {}: {}",
-               cfg.algo, why),
-           cfg.algo == "zero" ? "drop --compress (use --zero-bits 4 to quantise zero's communication)"
-                              : "drop --compress, or use one of those variants");
-    }
-  }
-  const bool zero_bits_set = cfg.zero_bits != defaults.zero_bits || cfg.given("zero-bits");
-  if ((zero_bits_set || cfg.zero_group != defaults.zero_group || cfg.given("zero-group")) && cfg.algo != "zero")
-    fail(zero_bits_set ? "zero-bits" : "zero-group", fmt::format("applies to --algo zero only (got {})", cfg.algo),
-         "drop the --zero-* flags or use --algo zero");
-  if (cfg.zero_bits != 32 && cfg.zero_bits != 4)
-    fail("zero-bits", fmt::format("must be 32 or 4 (got {})", cfg.zero_bits), "pass --zero-bits 4 or 32");
-  if (cfg.zero_group < 1 || cfg.zero_group > (int64_t(1) << 20))
-    fail("zero-group", fmt::format("must be in 1..1048576 (got {})", cfg.zero_group), "pass e.g. --zero-group 128");
   if ((cfg.timing_only || cfg.given("timing-only")) && cfg.backend != "sim")
     fail("timing-only", fmt::format("needs --backend sim (got {})", cfg.backend), "add --backend sim");
   if (cfg.timing_only && !cfg.target.empty())
@@ -654,9 +494,10 @@ void run_config_validate(const RunConfig& cfg) {
     fail("native-floor", "applies to --backend sim only", "add --backend sim, or drop the flag");
   if (cfg.profile_from < 0)
     fail("profile-from", fmt::format("must be a run id (got {})", cfg.profile_from), "pass an id from dsgd-bench runs");
-  if ((cfg.schedule || cfg.given("schedule")) && cfg.algo != "dreamddp")
-    fail("schedule", fmt::format("applies to --algo dreamddp only (got {})", cfg.algo),
-         "drop --schedule or use --algo dreamddp");
+}
+
+void run_config_validate(const RunConfig& cfg) {
+  run_config_validate_generic(cfg);
   run_config_check_ranges(cfg);  // last: the checks above give the more specific messages
 }
 

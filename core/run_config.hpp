@@ -146,18 +146,16 @@ void run_config_apply_json(RunConfig& cfg, const nlohmann::json& obj, const std:
 
 nlohmann::json run_config_to_json(const RunConfig& cfg);
 
-// Checks values that do not need files or the network: positive counts, known
-// backend, lr > 0, ... Throws InputError naming the flag.
+// Checks values that do not need files, the network or the SGD variants: positive counts,
+// known backend, lr > 0, ..., then the ranges. Throws InputError naming the flag. The full
+// check, with every variant's knobs, is config_validate (algorithms/config_check.hpp).
 void run_config_validate(const RunConfig& cfg);
+// The same without the range check (config_validate checks the ranges last).
+void run_config_validate_generic(const RunConfig& cfg);
 
 // Records that `key` was given explicitly (normalised: underscores become dashes).
 void run_config_mark_given(RunConfig& cfg, const std::string& key);
 
-// Whether --algo takes --period H (localsgd, diloco, cocod, dasgd, overlap-local, dreamddp).
-bool run_config_uses_period(const std::string& algo);
-// Whether --algo takes --compress (the all-reduce variants: ssgd, localsgd, diloco, cocod,
-// dasgd, overlap-local, dreamddp).
-bool run_config_uses_compress(const std::string& algo);
 // ps: whether the servers are dedicated ranks (--ps-placement dedicated, or auto on more
 // than one worker) and the shard count K for n ranks (--ps-shards, else 1 dedicated / n
 // colocated). One rule for the configuration check and algorithms/ps.cpp.

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/variant.hpp"
 #include "cluster/network_model.hpp"
 #include "cluster/sim_timing.hpp"
 #include "cluster/straggler.hpp"
@@ -106,9 +107,9 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
   const std::string host = system_info_read().host;
   const int n = static_cast<int>(cfg.workers);
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
-  if (cfg.timing_only && !sim_timing_supports(cfg.algo, cfg.overlap, cfg.dpsgd_delay))
+  if (cfg.timing_only && !variant_timing_supported(cfg))
     DSGD_THROW(InputError, "use one of those, or drop --timing-only to simulate with numerics",
-               "--timing-only models {} only (got {}{})", sim_timing_supported_text, cfg.algo,
+               "--timing-only models {} only (got {}{})", variant_timing_supported_text(), cfg.algo,
                cfg.overlap           ? " with --overlap"
                : cfg.algo == "dpsgd" ? " with --dpsgd-delay 1"
                                      : "");
@@ -132,9 +133,9 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
                r.memory.available_bytes / 1e9);
   r.topology = topology_make_shared(cfg.topology, n, cfg.seed);
   r.network = sim_network_resolve(cfg, store, host, r.topology->groups);
-  if (cfg.timing_only && cfg.algo == "dpsgd" && r.topology->time_varying)
+  if (cfg.timing_only && variant_get(cfg.algo).timing_needs_neighbors && r.topology->time_varying)
     DSGD_THROW(InputError, "use a static topology (ring, torus:RxC, exp, complete, hier:GxW), or drop --timing-only",
-               "--timing-only models dpsgd on a static topology only (got --topology {})", cfg.topology);
+               "--timing-only models {} on a static topology only (got --topology {})", cfg.algo, cfg.topology);
   // Last of the checks, so bad input stores no profile.
   if (missing.measure && writable && cfg.profile_from == 0) {
     const ComputeProfileFill fill = compute_profile_fill_missing(*writable, cfg.workload, cfg.dataset, {cfg.batch},
@@ -172,7 +173,6 @@ SimTimingPlan timing_plan_make(const RunConfig& cfg, const Resolved& r, const Ru
   plan.steps = schedule.steps;
   plan.eval_every = schedule.eval_every;
   plan.flush_every = schedule.flush_every;
-  plan.algo = cfg.algo;
   plan.period = cfg.period;
   plan.param_bytes = static_cast<double>(r.param_count) * sizeof(float);
   plan.cost = r.profile.cost;
@@ -180,7 +180,7 @@ SimTimingPlan timing_plan_make(const RunConfig& cfg, const Resolved& r, const Ru
   plan.network = r.network.model;
   plan.net_algo = r.network.algo;
   plan.native = r.network.native;
-  if (cfg.algo == "dpsgd") {
+  if (variant_get(cfg.algo).timing_needs_neighbors) {
     plan.neighbors = r.topology->neighbors;
     plan.group_of = r.topology->group_of;
   }
@@ -260,7 +260,7 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
   auto sink = [&](int64_t step, const SimStepTiming* t) {
     for (size_t i = 0; i < n; ++i) rows.push_back(timing_step_row(static_cast<int>(i), step, warmup, t[i]));
   };
-  const SimTimingResult out = sim_timing_run(plan, keep, sink);
+  const SimTimingResult out = sim_timing_run(plan, variant_get(cfg.algo).timing, keep, sink);
   // In the table's key order (run, rank, step): appending step-major into the
   // (run_id, rank, step) B-tree costs a page read per row once the table outgrows the cache.
   std::sort(rows.begin(), rows.end(),

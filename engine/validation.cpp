@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include "algorithms/config_check.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
 #include "engine/child_run.hpp"
@@ -20,7 +21,7 @@ RunConfig validation_config(RunConfig cfg, const std::string& source, Validation
   cfg.backend = "mpi";
   cfg.workers = 2;
   cfg.save_params.clear();
-  run_config_validate(cfg);
+  config_validate(cfg);
   return cfg;
 }
 

@@ -11,6 +11,7 @@ foreach(entry
     "test_store:dsgd_results"
     "test_run_copy:dsgd_results"
     "test_run_config:dsgd_core"
+    "test_config_check:dsgd_algorithms"
     "test_clock:dsgd_core"
     "test_output_file:dsgd_core"
     "test_trainer:dsgd_engine"

@@ -8,6 +8,7 @@
 #include <map>
 #include <set>
 
+#include "algorithms/variant.hpp"
 #include "core/run_config.hpp"
 #include "tuner/proposals.hpp"
 
@@ -119,7 +120,7 @@ std::vector<Neighbour> neighbours_of(const TuneSpec& spec, const Candidate& w, c
         c.topology = topo;
         add("topology", topo, c);
       }
-  if (run_config_uses_compress(w.algo))
+  if (variant_uses_compress(w.algo))
     for (const std::string& comp : spec.compressors)
       if (comp != w.compress) {
         Candidate c = w;

@@ -9,6 +9,7 @@
 #include <memory>
 #include <set>
 
+#include "algorithms/config_check.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
@@ -85,7 +86,7 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
   {
     RunConfig check = base;
     check.given_keys.clear();
-    run_config_validate(check);
+    config_validate(check);
   }
   workload_check_name(base.workload);
   dataset_validate_spec(base.dataset);

@@ -10,6 +10,8 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
+#include "algorithms/config_check.hpp"
+#include "algorithms/variant.hpp"
 #include "cluster/network_model.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
@@ -240,7 +242,7 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const
   const int n = static_cast<int>(spec.base.workers);
   const double param_bytes = static_cast<double>(param_count) * sizeof(float);
   for (const std::string& algo : spec.algos) {
-    std::vector<int64_t> periods = run_config_uses_period(algo) ? spec.periods : std::vector<int64_t>{0};
+    std::vector<int64_t> periods = variant_uses_period(algo) ? spec.periods : std::vector<int64_t>{0};
     std::vector<std::string> topologies = tune_algo_is_gossip(algo) ? spec.topologies : std::vector<std::string>{""};
     if (periods.empty() || topologies.empty())
       DSGD_THROW(
@@ -248,7 +250,7 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const
           fmt::format("pass at least one value of {} for {}", periods.empty() ? "--period" : "--topologies", algo),
           "the search space of {} is empty", algo);
     const std::vector<std::string> compressors =
-        run_config_uses_compress(algo) ? spec.compressors : std::vector<std::string>{""};
+        variant_uses_compress(algo) ? spec.compressors : std::vector<std::string>{""};
     for (int64_t h : periods)
       for (const std::string& topo : topologies)
         for (int64_t b : spec.batches)
@@ -257,7 +259,7 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const
               Candidate c{algo, h, b, topo, rule, comp};
               const RunConfig cfg = candidate_config(spec, c, spec.base.seed);
               try {
-                run_config_validate(cfg);
+                config_validate(cfg);
               } catch (const InputError& e) {
                 out.refused.push_back({c, e.what()});
                 continue;

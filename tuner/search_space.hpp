@@ -79,13 +79,13 @@ struct SpaceEnumeration {
 // compressor_create; throws InputError naming --compress.
 std::vector<std::string> tune_parse_compressors(const std::string& text);
 
-// Every combination of the space, then the analytic filter: run_config_validate on the
+// Every combination of the space, then the analytic filter: config_validate on the
 // candidate's configuration, bytes per step (Algorithm::bytes_sent_per_step for a model of
 // param_count floats on base.workers, with the candidate's compressor) against
 // max_bytes_per_step, and the memory one worker needs (engine/memory_estimate.hpp with one
 // worker per process, as a real rank: dataset, model copies and algorithm state, batch; needs
 // `data`) against max_memory_bytes. Compressors apply to the algorithms that take --compress
-// (run_config_uses_compress); the others are enumerated uncompressed. Throws InputError for an
+// (variant_uses_compress); the others are enumerated uncompressed. Throws InputError for an
 // unknown algorithm (listing the valid ones) or an empty list.
 SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const DatasetPair* data = nullptr);
 

@@ -8,6 +8,7 @@
 #include <exception>
 #include <limits>
 
+#include "algorithms/variant.hpp"
 #include "cluster/sim_timing.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
@@ -31,12 +32,12 @@ struct TrialStop {
 double trial_step_time_estimate(const RunConfig& base, Store& store) {
   RunConfig cfg = base;
   // At least 4 sync periods, so a periodic average is in the mean (H = 64: 256 steps).
-  const int64_t steps = std::max<int64_t>(kPilotSteps, run_config_uses_period(cfg.algo) ? 4 * cfg.period : 0);
+  const int64_t steps = std::max<int64_t>(kPilotSteps, variant_uses_period(cfg.algo) ? 4 * cfg.period : 0);
   cfg.warmup = 0;
   cfg.steps = steps;
   cfg.eval_every = steps;
   cfg.target.clear();
-  cfg.timing_only = sim_timing_supports(cfg.algo, cfg.overlap, cfg.dpsgd_delay);
+  cfg.timing_only = variant_timing_supported(cfg);
   const TrainResult r = sim_run_unstored(cfg, store, TrainerCallbacks{});
   return r.timed_wall_s / static_cast<double>(steps);
 }

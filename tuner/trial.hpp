@@ -36,7 +36,7 @@ struct TrialOutcome {
 TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& target, Store& store);
 
 // Virtual seconds per step of cfg, from a short run (20 steps, at least 4 periods H) without storing: timing-only where
-// the simulator models the algorithm (sim_timing_supports), else with numerics. Throws as sim_run.
+// the simulator models the algorithm (variant_timing_supported), else with numerics. Throws as sim_run.
 double trial_step_time_estimate(const RunConfig& cfg, Store& store);
 
 }  // namespace dsgd

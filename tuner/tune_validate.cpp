@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
+#include "algorithms/config_check.hpp"
 #include "cluster/launcher.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
@@ -81,7 +82,7 @@ TopValidationPlan tune_validate_plan(const Store& store, int64_t session_id, int
     plan.rows.push_back(row);
   }
   plan.warning = tune_validate_check_workers(plan.runs.front().workers, plan.runs.front().hostfile, flag);
-  for (const RunConfig& cfg : plan.runs) run_config_validate(cfg);
+  for (const RunConfig& cfg : plan.runs) config_validate(cfg);
   return plan;
 }
 

@@ -10,6 +10,7 @@
 #include <new>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/config_check.hpp"
 #include "algorithms/optimizer.hpp"
 #include "cluster/communicator.hpp"
 #include "core/errors.hpp"
@@ -178,7 +179,7 @@ void expect_rejected(void (*edit)(RunConfig&), const std::string& flag) {
   RunConfig cfg;
   edit(cfg);
   try {
-    run_config_validate(cfg);
+    config_validate(cfg);
     FAIL() << "accepted; expected an error naming " << flag;
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
@@ -256,18 +257,18 @@ TEST(VariantKnobs, ForeignKnobsAndBadValuesAreRejectedNamingTheFlag) {
   RunConfig ok;
   ok.algo = "dasgd";
   ok.delay = 2;
-  EXPECT_NO_THROW(run_config_validate(ok));
+  EXPECT_NO_THROW(config_validate(ok));
   ok = RunConfig{};
   ok.algo = "diloco";
   ok.outer_lr = 1.0;
   ok.beta1 = 0.8;
-  EXPECT_NO_THROW(run_config_validate(ok));
+  EXPECT_NO_THROW(config_validate(ok));
   ok = RunConfig{};
   ok.overlap = true;
   ok.bucket_mb = 1;
   ok.momentum = 0.9;
   ok.nesterov = true;
-  EXPECT_NO_THROW(run_config_validate(ok));
+  EXPECT_NO_THROW(config_validate(ok));
 }
 
 TEST(VariantBytes, OneRingAllReduceOfTheModelPerPeriod) {

@@ -128,23 +128,6 @@ TEST(RunConfig, JsonRoundTrip) {
   EXPECT_EQ(run_config_to_json(a), run_config_to_json(b));
 }
 
-TEST(RunConfig, KnobOfAnotherAlgorithmRefusedWhenGivenEvenAtDefault) {
-  RunConfig cfg;             // ssgd
-  run_config_validate(cfg);  // period 4 is the default, not given: accepted
-  run_config_mark_given(cfg, "period");
-  EXPECT_NE(error_of([&] { run_config_validate(cfg); }).find("--period: applies to"), std::string::npos);
-  cfg.algo = "localsgd";
-  EXPECT_EQ(error_of([&] { run_config_validate(cfg); }), "");
-  RunConfig other;
-  other.algo = "localsgd";
-  run_config_mark_given(other, "outer_momentum");  // normalised to outer-momentum
-  EXPECT_TRUE(other.given("outer-momentum"));
-  EXPECT_NE(error_of([&] { run_config_validate(other); }).find("--outer-momentum"), std::string::npos);
-  RunConfig changed;  // built in code: a changed knob of another algorithm is still refused
-  changed.delay = 2;
-  EXPECT_NE(error_of([&] { run_config_validate(changed); }).find("--delay"), std::string::npos);
-}
-
 // ---- ranges (issue 14 item 7) ------------------------------------------------------------------
 
 TEST(RunConfigRanges, EveryNumericFieldHasARange) {

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <numeric>
 
+#include "algorithms/variant.hpp"
 #include "cluster/sim_timing.hpp"
 #include "cluster/sim_world.hpp"
 #include "core/errors.hpp"
@@ -229,7 +230,7 @@ TEST(SimTiming, MatchesTheThreadedSimulator) {
   plan.steps = steps;
   plan.eval_every = 1000;
   plan.flush_every = 1000;
-  plan.algo = "localsgd";
+  const SimTimingStep rule = variant_get("localsgd").timing;
   plan.period = period;
   plan.param_bytes = 4.0 * 1000;
   plan.cost.data_s = 1e-4;
@@ -241,7 +242,7 @@ TEST(SimTiming, MatchesTheThreadedSimulator) {
   plan.net_algo = CollAlgo::algo_auto;
   std::vector<std::vector<SimStepTiming>> fast(steps);
   sim_timing_run(
-      plan, [](int64_t) { return true; }, [&](int64_t s, const SimStepTiming* t) { fast[s].assign(t, t + n); });
+      plan, rule, [](int64_t) { return true; }, [&](int64_t s, const SimStepTiming* t) { fast[s].assign(t, t + n); });
 
   SimWorldOptions o;
   o.workers = n;

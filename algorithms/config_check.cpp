@@ -1,0 +1,126 @@
+// See config_check.hpp.
+#include "algorithms/config_check.hpp"
+
+#include <cmath>
+
+#include "algorithms/optimizer.hpp"
+#include "algorithms/variant.hpp"
+#include "core/errors.hpp"
+
+namespace dsgd {
+
+void config_fail(const char* flag, const std::string& what, const std::string& hint) {
+  DSGD_THROW(InputError, hint, "--{}: {}", flag, what);
+}
+
+bool config_changed(const RunConfig& cfg, const char* key) {
+  if (cfg.given(key)) return true;
+  static const RunConfig def;
+  for (const auto& f : run_config_fields())
+    if (std::string(f.key) == key) return std::visit([&](auto m) { return !(cfg.*m == def.*m); }, f.member);
+  DSGD_THROW(Error, "this is a bug: a variant declares a flag the field table lacks", "unknown run flag '{}'", key);
+}
+
+namespace {
+
+// Optimizer and learning-rate schedule knobs: a knob of the other optimizer or schedule
+// (given, or set to other than its default) is refused, as it would be silently ignored.
+void check_optimizer(const RunConfig& cfg) {
+  auto owned = [&](const char* flag, bool applies, const char* owner) {
+    if (config_changed(cfg, flag) && !applies)
+      config_fail(flag,
+                  fmt::format("applies to {} only (got --algo {}, --optimizer {})", owner, cfg.algo, cfg.optimizer),
+                  fmt::format("drop --{} or use {}", flag, owner));
+  };
+  if (cfg.optimizer != "auto" && cfg.optimizer != "sgd" && cfg.optimizer != "adamw")
+    config_fail("optimizer", fmt::format("unknown optimizer '{}'", cfg.optimizer), "available: sgd, adamw, auto");
+  const bool adamw = optimizer_resolve_name(cfg) == "adamw";
+  owned("nesterov", !adamw, "--optimizer sgd");
+  owned("momentum", !adamw, "--optimizer sgd");
+  if (cfg.nesterov && !(cfg.momentum > 0))
+    config_fail("nesterov", "needs momentum", "pass --momentum 0.9 (for example) with --nesterov");
+  owned("beta1", adamw, "--optimizer adamw");
+  owned("beta2", adamw, "--optimizer adamw");
+  owned("eps", adamw, "--optimizer adamw");
+  if (!(cfg.beta1 >= 0 && cfg.beta1 < 1))
+    config_fail("beta1", fmt::format("must be in [0, 1) (got {})", cfg.beta1), "pass e.g. 0.9");
+  if (!(cfg.beta2 >= 0 && cfg.beta2 < 1))
+    config_fail("beta2", fmt::format("must be in [0, 1) (got {})", cfg.beta2), "pass e.g. 0.999");
+  if (!(cfg.eps > 0) || !std::isfinite(cfg.eps))
+    config_fail("eps", fmt::format("must be > 0 (got {})", cfg.eps), "pass e.g. 1e-8");
+  if (cfg.lr_schedule != "constant" && cfg.lr_schedule != "cosine" && cfg.lr_schedule != "step")
+    config_fail("lr-schedule", fmt::format("unknown schedule '{}'", cfg.lr_schedule),
+                "available: constant, cosine, step");
+  if (cfg.lr_warmup < 0)
+    config_fail("lr-warmup", fmt::format("must be >= 0 (got {})", cfg.lr_warmup), "pass 0 for no warm-up");
+  const bool step_schedule = cfg.lr_schedule == "step";
+  owned("lr-step-every", step_schedule, "--lr-schedule step");
+  owned("lr-step-gamma", step_schedule, "--lr-schedule step");
+  if (step_schedule && cfg.lr_step_every < 1)
+    config_fail("lr-step-every", fmt::format("must be at least 1 with --lr-schedule step (got {})", cfg.lr_step_every),
+                "pass e.g. --lr-step-every 1000");
+  if (!(cfg.lr_step_gamma > 0 && cfg.lr_step_gamma <= 1))
+    config_fail("lr-step-gamma", fmt::format("must be in (0, 1] (got {})", cfg.lr_step_gamma), "pass e.g. 0.1");
+  if (cfg.lr_scaling != "none" && cfg.lr_scaling != "linear" && cfg.lr_scaling != "sqrt")
+    config_fail("lr-scaling", fmt::format("unknown rule '{}'", cfg.lr_scaling), "available: none, linear, sqrt");
+  owned("lr-base-batch", cfg.lr_scaling != "none", "--lr-scaling linear|sqrt");
+  if (cfg.lr_base_batch < 1)
+    config_fail("lr-base-batch", fmt::format("must be at least 1 (got {})", cfg.lr_base_batch), "pass e.g. 256");
+}
+
+// "--algo A|B" for the variants that declare `key`, or a declared owner text.
+std::string owners_of(const char* key) {
+  std::string out;
+  for (const Variant* v : variant_all())
+    for (const VariantFlag& f : v->flags)
+      if (std::string(f.key) == key) {
+        if (f.owner) return f.owner;
+        out += (out.empty() ? "--algo " : "|") + v->name;
+      }
+  return out;
+}
+
+// A variant's knob given to another variant is refused, naming the flag and its owners.
+void check_ownership(const RunConfig& cfg, const Variant& self) {
+  for (const Variant* v : variant_all())
+    for (const VariantFlag& f : v->flags) {
+      if (!config_changed(cfg, f.key)) continue;
+      const bool mine = std::any_of(self.flags.begin(), self.flags.end(),
+                                    [&](const VariantFlag& g) { return std::string(g.key) == f.key; });
+      if (mine) continue;
+      const std::string owner = owners_of(f.key);
+      config_fail(f.key, fmt::format("applies to {} only (got --algo {})", owner, cfg.algo),
+                  fmt::format("drop --{} or use {}", f.key, owner));
+    }
+  if (config_changed(cfg, "period") && !self.takes_period) {
+    std::string owner;
+    for (const Variant* v : variant_all())
+      if (v->takes_period) owner += (owner.empty() ? "--algo " : "|") + v->name;
+    config_fail("period",
+                fmt::format("applies to {} only (got --algo {}, --optimizer {})", owner, cfg.algo, cfg.optimizer),
+                fmt::format("drop --period or use {}", owner));
+  }
+  if ((!cfg.compress.empty() || cfg.given("compress")) && !self.no_compress.empty()) {
+    std::vector<std::string> users;
+    for (const Variant* v : variant_all())
+      if (v->no_compress.empty()) users.push_back(v->name);
+    std::string list;
+    for (size_t i = 0; i < users.size(); ++i) list += (i == 0 ? "" : i + 1 == users.size() ? " and " : ", ") + users[i];
+    config_fail(
+        "compress", fmt::format("applies to the all-reduce variants {}, not {}: {}", list, cfg.algo, self.no_compress),
+        self.no_compress_hint.empty() ? "drop --compress, or use one of those variants" : self.no_compress_hint);
+  }
+}
+
+}  // namespace
+
+void config_validate(const RunConfig& cfg) {
+  run_config_validate_generic(cfg);
+  const Variant& self = variant_get(cfg.algo);
+  check_optimizer(cfg);
+  check_ownership(cfg, self);
+  if (self.validate) self.validate(cfg);
+  run_config_check_ranges(cfg);  // last: the checks above give the more specific messages
+}
+
+}  // namespace dsgd

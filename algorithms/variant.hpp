@@ -1,0 +1,63 @@
+// A variant's registry entry: everything the rest of the program knows about one SGD variant,
+// declared in the variant's own file (algorithms/<name>.cpp, `const Variant& variant_<name>()`)
+// and listed once in algorithms/registry.cpp. The configuration check (config_check.hpp), the
+// printed configuration, `list algorithms`, the tuner and the timing-only simulator ask the
+// registry instead of naming variants.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cluster/sim_timing.hpp"
+#include "core/run_config.hpp"
+
+namespace dsgd {
+
+class Algorithm;
+
+// A run flag (a key of the run-config field table, core/run_config.cpp, which holds its help
+// line and range) that belongs to this variant: given with any other --algo it is refused.
+struct VariantFlag {
+  const char* key;              // "delay"
+  const char* owner = nullptr;  // where it applies, for the message, when more than "--algo NAME"
+};
+
+struct Variant {
+  std::string name;
+  std::string description;  // one line for `dsgd-bench list algorithms`
+  std::string knobs;        // the flags it reads, for the same listing
+  std::vector<VariantFlag> flags;
+  bool takes_period = false;      // reads --period H
+  std::string no_compress;        // why --compress does not apply to it; empty: it takes --compress
+  std::string no_compress_hint;   // what to do instead (empty: drop --compress or use another variant)
+  std::string optimizer = "sgd";  // what --optimizer auto means for it (sgd | adamw)
+  // Its own value checks, after the generic ones (throws InputError naming the flag); may be null.
+  void (*validate)(const RunConfig& cfg) = nullptr;
+  std::unique_ptr<Algorithm> (*create)(const RunConfig& cfg) = nullptr;
+  // Timing-only model (--backend sim --timing-only): the step rule, null when the variant has
+  // none; timing_applies narrows it to some settings (null: all) and timing_text names what is
+  // modelled, for messages ("ssgd (without --overlap)").
+  SimTimingStep timing = nullptr;
+  bool (*timing_applies)(const RunConfig& cfg) = nullptr;
+  std::string timing_text;
+  bool timing_needs_neighbors = false;  // the rule reads the topology (static ones only)
+};
+
+// The registry (algorithms/registry.cpp), in listing order.
+const std::vector<const Variant*>& variant_all();
+// The entry of `name`; InputError listing the known names when there is none.
+const Variant& variant_get(const std::string& name);
+// The entry of `name`, or nullptr.
+const Variant* variant_find(const std::string& name);
+
+// Whether --algo takes --period H.
+bool variant_uses_period(const std::string& algo);
+// Whether --algo takes --compress (its entry gives no reason why not).
+bool variant_uses_compress(const std::string& algo);
+// Whether cfg's variant has a timing-only model for cfg's settings; and the list of what is
+// modelled, for messages ("ssgd (without --overlap), localsgd, diloco and dpsgd (...)").
+bool variant_timing_supported(const RunConfig& cfg);
+std::string variant_timing_supported_text();
+
+}  // namespace dsgd
