@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -128,6 +129,7 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
   fflush(stderr);
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0) DSGD_THROW(Error, "", "pipe failed: {}", std::strerror(errno));
+  const std::string launcher_pid = std::to_string(getpid());  // formatted before fork
   const pid_t pid = fork();
   if (pid < 0) DSGD_THROW(Error, "", "fork failed: {}", std::strerror(errno));
   if (pid == 0) {
@@ -137,6 +139,9 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
     prctl(PR_SET_PDEATHSIG, SIGINT);
     setenv("DSGD_LAUNCHED", "1", 1);
     setenv("DSGD_LAUNCH_ID", outcome.launch_id.c_str(), 1);
+    // The ranks tell a SIGINT from the death of this launcher (PDEATHSIG above) by whether
+    // this pid still runs (engine/interrupt.cpp): the run is then `killed`, not `interrupted`.
+    setenv("DSGD_LAUNCHER_PID", launcher_pid.c_str(), 1);
     // Idle BLAS/OpenMP threads sleep instead of spinning (read when the libraries load, so
     // only settable here): with --threads > 1 a spinning OpenMP pool (oneDNN, layer loops)
     // and OpenBLAS's own pool steal each other's cores (docs/workloads.md). A value the user

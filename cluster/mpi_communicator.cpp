@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <thread>
 #include <vector>
 
 #include "cluster/communicator.hpp"
@@ -233,11 +234,22 @@ class MpiCommunicator final : public Communicator {
   // use the real base: lost updates and torn reads that look like a lock that does not
   // exclude (docs/cluster.md, tests/mpi/test_window_lock.cpp). window_check_addressing
   // verifies at creation that every rank's puts land in the target's memory.
+  // Mutual exclusion does not rely on MPI_Win_lock(EXCLUSIVE): whether an MPI excludes
+  // other ranks' exclusive locks from a rank's lock on its own window is the implementation's
+  // business (issue 17 reports it does not on MPICH 4.0.2 over UCX). Instead two lock words
+  // follow the version (a ticket lock: next ticket, now serving); after the addressing check
+  // every rank opens one shared epoch on every window (MPI_Win_lock_all) for the window's
+  // life, and window_lock / window_unlock are MPI atomics (MPI_Fetch_and_op) on the target's
+  // lock words, each followed by MPI_Win_flush. Atomic operations on one location with one
+  // datatype are atomic with respect to each other whoever the origin is, the target itself
+  // included (MPI 4.0 section 12.7), and the flushes order the epoch's data accesses between
+  // acquire and release.
   void do_window_create(size_t count) override {
     if (win_ != MPI_WIN_NULL) DSGD_THROW(Error, "this is a bug: free the window first", "window already created");
     checked_count(count);
     win_version_offset_ = (count * sizeof(float) + 7) / 8 * 8;
-    const size_t bytes = win_version_offset_ + sizeof(uint64_t);
+    win_lock_offset_ = win_version_offset_ + sizeof(uint64_t);
+    const size_t bytes = win_lock_offset_ + 2 * sizeof(uint64_t);
     const long page_size = sysconf(_SC_PAGESIZE);
     const size_t page = page_size > 0 ? static_cast<size_t>(page_size) : 4096;
     win_mem_bytes_ = (bytes + page - 1) / page * page;
@@ -248,14 +260,43 @@ class MpiCommunicator final : public Communicator {
     win_mem_ = static_cast<char*>(base);
     DSGD_MPI_CHECK(MPI_Win_create(base, static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win_));
     window_check_addressing();
+    DSGD_MPI_CHECK(MPI_Win_lock_all(0, win_));
   }
   void do_window_free() override {
-    if (win_ != MPI_WIN_NULL) DSGD_MPI_CHECK(MPI_Win_free(&win_));
+    if (win_ != MPI_WIN_NULL) {
+      DSGD_MPI_CHECK(MPI_Win_unlock_all(win_));
+      DSGD_MPI_CHECK(MPI_Win_free(&win_));
+    }
     std::free(win_mem_);
     win_mem_ = nullptr;
   }
-  void do_window_lock(int rank) override { DSGD_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank, 0, win_)); }
-  void do_window_unlock(int rank) override { DSGD_MPI_CHECK(MPI_Win_unlock(rank, win_)); }
+  // A ticket lock, so that a rank cannot starve others: a compare-and-swap spin lock let a
+  // passive adpsgd rank, whose own-window attempts are local while a remote attempt is served
+  // only when it enters MPI, take its lock again and again (an active's averagings then all
+  // landed after the passive's last step). Acquire: take a ticket (fetch-and-add 1 on the next
+  // word), then read the serving word (atomic no-op fetch) until it equals the ticket,
+  // driving progress between reads so that others' atomics on this rank's window complete.
+  void do_window_lock(int rank) override {
+    const uint64_t one = 1;
+    uint64_t ticket = 0, serving = 0;
+    DSGD_MPI_CHECK(MPI_Fetch_and_op(&one, &ticket, MPI_UINT64_T, rank, lock_disp(kNextTicket), MPI_SUM, win_));
+    DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
+    for (;;) {
+      DSGD_MPI_CHECK(MPI_Fetch_and_op(nullptr, &serving, MPI_UINT64_T, rank, lock_disp(kServing), MPI_NO_OP, win_));
+      DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
+      if (serving == ticket) return;
+      do_window_progress();
+      std::this_thread::yield();
+    }
+  }
+  // Release: the epoch's data accesses complete (flush), then the serving word advances.
+  void do_window_unlock(int rank) override {
+    const uint64_t one = 1;
+    uint64_t before = 0;
+    DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
+    DSGD_MPI_CHECK(MPI_Fetch_and_op(&one, &before, MPI_UINT64_T, rank, lock_disp(kServing), MPI_SUM, win_));
+    DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
+  }
   void do_window_get(float* dst, size_t count, int rank, uint64_t* version) override {
     DSGD_MPI_CHECK(MPI_Get(dst, checked_count(count), MPI_FLOAT, rank, 0, checked_count(count), MPI_FLOAT, win_));
     DSGD_MPI_CHECK(
@@ -310,6 +351,9 @@ class MpiCommunicator final : public Communicator {
   char* win_mem_ = nullptr;  // page-aligned window memory (do_window_create)
   size_t win_mem_bytes_ = 0;
   size_t win_version_offset_ = 0;
+  size_t win_lock_offset_ = 0;  // two uint64 lock words after the version (do_window_lock)
+  static constexpr size_t kNextTicket = 0, kServing = 1;
+  MPI_Aint lock_disp(size_t word) const { return static_cast<MPI_Aint>(win_lock_offset_ + word * sizeof(uint64_t)); }
   uint64_t put_version_ = 0;
   static constexpr int kHarnessTag = 7001;
   static constexpr int kExchangeTag = 7002;

@@ -9,7 +9,10 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <string>
 #include <thread>
 
 #include "core/signal_name.hpp"
@@ -21,6 +24,23 @@ namespace dsgd {
 namespace {
 
 int g_pipe[2] = {-1, -1};
+
+// The launcher's pid given to the ranks ($DSGD_LAUNCHER_PID) when that process has ended
+// (no /proc entry, or a zombie its shell has not reaped); 0 otherwise or when not launched.
+// The launcher forwards every signal it can catch and records the end itself, so it ends
+// before its ranks only when killed by SIGKILL; mpiexec then gets SIGINT (PR_SET_PDEATHSIG).
+long launcher_gone_pid() {
+  const char* env = std::getenv("DSGD_LAUNCHER_PID");
+  const long pid = env ? std::atol(env) : 0;
+  if (pid <= 1) return 0;
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string line;
+  if (!std::getline(stat, line)) return pid;
+  const size_t paren = line.rfind(')');
+  if (paren == std::string::npos || paren + 2 >= line.size()) return 0;
+  const char state = line[paren + 2];
+  return state == 'Z' || state == 'X' ? pid : 0;
+}
 
 void on_signal(int sig) {
   const unsigned char byte = static_cast<unsigned char>(sig);
@@ -51,9 +71,17 @@ void interrupt_start_watcher(const std::string& db_path) {
     if (!db_path.empty() && run_id > 0) {
       try {
         Store store = Store::open(db_path, StoreOpenOptions{false, false});  // quick: no checks
-        store.run_finish(run_id, "interrupted", "stopped by " + name);
-        std::fprintf(stderr, "dsgd-bench: interrupted by %s; run %lld kept as 'interrupted' in %s\n", name.c_str(),
-                     static_cast<long long>(run_id), db_path.c_str());
+        if (const long launcher = launcher_gone_pid(); launcher > 0) {
+          const std::string why = "its launcher (dsgd-bench pid " + std::to_string(launcher) +
+                                  ") was killed (SIGKILL: nothing forwarded) and mpiexec stopped the ranks";
+          store.run_finish(run_id, "killed", why);
+          std::fprintf(stderr, "dsgd-bench: run %lld marked 'killed' in %s: %s\n", static_cast<long long>(run_id),
+                       db_path.c_str(), why.c_str());
+        } else {
+          store.run_finish(run_id, "interrupted", "stopped by " + name);
+          std::fprintf(stderr, "dsgd-bench: interrupted by %s; run %lld kept as 'interrupted' in %s\n", name.c_str(),
+                       static_cast<long long>(run_id), db_path.c_str());
+        }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "dsgd-bench: interrupted by %s; could not mark run %lld: %s\n", name.c_str(),
                      static_cast<long long>(run_id), e.what());

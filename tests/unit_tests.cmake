@@ -57,4 +57,7 @@ if(DSGD_HAVE_MPI AND DSGD_MPIEXEC)
     add_test(NAME mpi.${name} COMMAND ${DSGD_MPIEXEC} -n 2 $<TARGET_FILE:${name}>)
     set_tests_properties(mpi.${name} PROPERTIES TIMEOUT 300 RUN_SERIAL ON)
   endforeach()
+  # The window lock with two ranks contending for each window besides its owner (500 epochs each).
+  add_test(NAME mpi.test_window_lock_4 COMMAND ${DSGD_MPIEXEC} -n 4 $<TARGET_FILE:test_window_lock> 500)
+  set_tests_properties(mpi.test_window_lock_4 PROPERTIES TIMEOUT 300 RUN_SERIAL ON)
 endif()
