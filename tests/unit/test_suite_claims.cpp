@@ -196,5 +196,21 @@ TEST(SuiteClaims, BadClaimsNameTheClaimAndKey) {
   }
 }
 
+// The shipped papers suite: its claims name existing runs (checked by the parser), some are
+// declared not testable here with a reason.
+TEST(SuiteClaims, PapersSuiteLoads) {
+  const fs::path repo = fs::path(__FILE__).parent_path().parent_path().parent_path();
+  const Suite s = suite_load((repo / "suites" / "papers.toml").string());
+  EXPECT_EQ(s.name, "papers");
+  EXPECT_GE(s.claims.size(), 15u);
+  size_t untestable = 0;
+  for (const SuiteClaim& c : s.claims) {
+    EXPECT_FALSE(c.text.empty()) << c.id;
+    if (!c.untestable.empty()) ++untestable;
+  }
+  EXPECT_GE(untestable, 1u);
+  for (const auto& e : s.entries) EXPECT_EQ(e.at("backend"), "sim");
+}
+
 }  // namespace
 }  // namespace dsgd
