@@ -153,7 +153,7 @@ void setup_suite(CLI::App& app) {
   auto opts = std::make_shared<SuiteOptions>();
   CLI::App* sub =
       app.add_subcommand("suite", "Run a standardized benchmark suite (suites/NAME.toml), tagged suite=NAME,rep=R");
-  sub->add_option("name", opts->name, "suite name (smoke, standard) or a suite file path")->required();
+  sub->add_option("name", opts->name, "suite name (smoke, standard, papers) or a suite file path")->required();
   sub->add_option("--repeat", opts->repeat, "repetitions of every entry (9 or more for a reliable compare)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

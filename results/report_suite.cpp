@@ -218,7 +218,8 @@ std::string suite_find(const std::string& name, const std::string& executable_di
     if (fs::is_regular_file(file, ec)) return file.string();
     tried += (tried.empty() ? "" : ", ") + file.string();
   }
-  DSGD_THROW(InputError, "suites shipped: smoke, standard (suites/*.toml); or pass a file path, or set DSGD_SUITES_DIR",
+  DSGD_THROW(InputError,
+             "suites shipped: smoke, standard, papers (suites/*.toml); or pass a file path, or set DSGD_SUITES_DIR",
              "unknown suite '{}' (looked for {})", name, tried);
 }
 
