@@ -118,7 +118,7 @@ int suite_run(const SuiteOptions& o) {
       if (at != std::string::npos) id = output.substr(at + 7, output.find('\n', at) - at - 7);
       if (code == 0 && !id.empty()) {
         ids.push_back(id);
-        runs_per_entry[e].push_back(std::stoll(id));
+        if (id.find_first_not_of("0123456789") == std::string::npos) runs_per_entry[e].push_back(std::stoll(id));
         fmt::print("[{}/{}] {} rep={}: run_id={} ({:.1f} s)\n", index, total, label, rep, id, seconds);
       } else {
         ++failed;
