@@ -211,7 +211,20 @@ int run_simulated(const RunConfig& cfg) {
       fmt::print(stderr, "dsgd-bench: warning: this is a {} build; the simulator runs slowly\n", sys.build_type);
     RunPrinter printer(cfg);
     const TrainerCallbacks callbacks = printer.callbacks();
-    const TrainResult result = sim_run(cfg, &*store, callbacks);
+    // No profile of this batch on this host: the engine measures it and stores it; say so.
+    SimProfileMissing missing;
+    missing.measure = true;
+    missing.by = "dsgd-bench run --backend sim";
+    missing.before = [&](const std::vector<int64_t>&) {
+      fmt::print("no compute profile of {} on {} with batch {} for this host: measuring it ({} iterations) ...",
+                 cfg.workload, cfg.dataset, cfg.batch, kComputeProfileIters);
+      std::fflush(stdout);
+    };
+    missing.after = [](const ComputeProfileFill& fill) {
+      fmt::print(" {:.2g} s, stored as calibration {}\n", fill.wall_s, fill.calibration_id);
+      std::fflush(stdout);
+    };
+    const TrainResult result = sim_run(cfg, &*store, callbacks, missing);
     printer.finished(*store, result.run_id);
     return run_exit_code(result, true, cfg.db);
   } catch (const std::exception& e) {

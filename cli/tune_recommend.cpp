@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -16,6 +17,7 @@
 #include "core/system_info.hpp"
 #include "results/store.hpp"
 #include "tuner/recommend.hpp"
+#include "tuner/trial_pool.hpp"
 #include "tuner/tune_output.hpp"
 #include "tuner/tune_store.hpp"
 #include "tuner/tune_validate.hpp"
@@ -35,19 +37,24 @@ struct RecommendOptions {
   int64_t trials = 0;
   std::string trial_time;
   std::string max_bytes;
+  std::string compress = "none";
+  std::string max_memory;
   int64_t race_seeds = 3;
   int64_t max_trial_steps = 20000;
   std::string output;
   std::string format = "table";
   int64_t resume = 0;
+  int64_t jobs = 0;      // 0: one per core (trial_pool_default_jobs)
   int64_t validate = 0;  // --validate K: the top K on the real backend afterwards (cli/tune_validate.cpp)
   CLI::Option* trials_option = nullptr;
+  CLI::Option* jobs_option = nullptr;
   CLI::Option* backend_option = nullptr;
 };
 
 // The run flags the tuner owns (searched, or decided per trial).
-const std::vector<std::string> kTunerOwnedKeys = {"algo",   "period",     "batch", "topology", "lr-scaling", "steps",
-                                                  "epochs", "eval-every", "tag",   "hostfile", "save-params"};
+const std::vector<std::string> kTunerOwnedKeys = {"algo",       "period",     "batch",    "topology",
+                                                  "compress",   "lr-scaling", "steps",    "epochs",
+                                                  "eval-every", "tag",        "hostfile", "save-params"};
 
 TuneSpec spec_from_options(const RecommendOptions& o) {
   TuneSpec spec;
@@ -71,6 +78,8 @@ TuneSpec spec_from_options(const RecommendOptions& o) {
   }
   if (!o.trial_time.empty()) spec.trial_time_s = tune_parse_duration("--trial-time", o.trial_time);
   if (!o.max_bytes.empty()) spec.max_bytes_per_step = tune_parse_bytes("--max-bytes-per-step", o.max_bytes);
+  spec.compressors = tune_parse_compressors(o.compress);
+  if (!o.max_memory.empty()) spec.max_memory_bytes = tune_parse_bytes("--max-memory", o.max_memory);
   if (o.race_seeds < 1 || o.race_seeds > 100)
     DSGD_THROW(InputError, "pass e.g. --race-seeds 3", "--race-seeds must be in 1..100 (got {})", o.race_seeds);
   spec.race_seeds = o.race_seeds;
@@ -118,6 +127,7 @@ void print_table(const TunePlan& plan, const TuneResult& r) {
 }
 
 int run_recommend(const RecommendOptions& o) {
+  const double started = clock_now_s();  // the session's real time, planning (the dataset's load) included
   TuneSpec spec;
   int64_t session_id = 0;
   std::string db;
@@ -137,7 +147,11 @@ int run_recommend(const RecommendOptions& o) {
   }
   if (o.format != "table" && o.format != "json")
     DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
+  if (o.jobs_option && o.jobs_option->count() > 0 && (o.jobs < 1 || o.jobs > 1024))
+    DSGD_THROW(InputError, "pass e.g. --jobs 2 (trials at a time; default: one per core)",
+               "--jobs must be in 1..1024 (got {})", o.jobs);
   TunePlan plan = tune_plan(spec, o.max_trial_steps);  // every input check; no database yet
+  plan.jobs = o.jobs > 0 ? static_cast<int>(o.jobs) : trial_pool_default_jobs(spec.base.threads);
   if (o.validate < 0) DSGD_THROW(InputError, "pass --validate 2 (or leave it out)", "--validate must be >= 0");
   if (o.validate > 0 && o.format != "table")
     DSGD_THROW(InputError, "run `dsgd-tune validate SESSION --top K` after the JSON output",
@@ -166,18 +180,20 @@ int run_recommend(const RecommendOptions& o) {
                spec.budget_s > 0 ? fmt::format("{:.4g} s of evaluation (virtual) time", spec.budget_s) : "",
                spec.trials > 0 ? fmt::format("{}{} trials", spec.budget_s > 0 ? ", at most " : "", spec.trials) : "");
     for (const std::string& n : plan.notes) fmt::print("  {}\n", n);
+    fmt::print("  trials at a time: {} (--jobs{})\n", plan.jobs, o.jobs > 0 ? "" : ": one per core");
     std::fflush(stdout);
   }
   const bool tty = isatty(STDERR_FILENO) != 0;
   auto progress = [&](const TuneProgress& p) {
     if (!tty) return;
-    std::string budget =
-        p.budget_s > 0 ? fmt::format("{:.4g}/{:.4g} s", p.used_s, p.budget_s) : fmt::format("{:.4g} s", p.used_s);
-    fmt::print(stderr, "\r\033[K[dsgd-tune] trial {} of ~{} | best {} | budget used {} | {}", p.trial + 1, p.planned,
-               p.best, budget, p.current);
+    std::string budget = p.budget_s > 0 ? fmt::format("budget {:.4g} of {:.4g} s used, {:.4g} s left", p.used_s,
+                                                      p.budget_s, std::max(0.0, p.budget_s - p.used_s))
+                                        : fmt::format("{:.4g} s of evaluation used", p.used_s);
+    if (spec.trials > 0) budget += fmt::format(", {} of {} trials", p.trial, spec.trials);
+    fmt::print(stderr, "\r\033[K[dsgd-tune] trial {} of ~{} | best {} | {:.0f} s elapsed | {} | running {}",
+               p.trial + 1, p.planned, p.best, clock_now_s() - started, budget, p.current);
     std::fflush(stderr);
   };
-  const double started = clock_now_s();
   TuneResult result;
   try {
     result = tune_run(plan, store, session_id, progress);
@@ -192,6 +208,13 @@ int run_recommend(const RecommendOptions& o) {
   out["wall_s"] = wall;
   out["trial_wall_s"] = result.trial_wall_s;
   out["profile_wall_s"] = result.profile_wall_s;
+  // The tuner's own time: the session's real time during which no trial was running
+  // (planning, loading the dataset, the GP, ranking, copying runs between rungs), profiling apart.
+  const double own = std::max(0.0, wall - result.busy_wall_s - result.profile_wall_s);
+  out["jobs"] = result.jobs;
+  out["busy_wall_s"] = result.busy_wall_s;
+  out["overhead_s"] = own;
+  out["overhead_share"] = wall > 0 ? own / wall : 0.0;
   std::string command, toml;
   if (!result.ranking.empty() && result.ranking.front().median.reached) {
     RunConfig winner;
@@ -211,6 +234,8 @@ int run_recommend(const RecommendOptions& o) {
     for (const std::string& n : result.notes) fmt::print("  {}\n", n);
     print_table(plan, result);
     fmt::print("\n{}\n", result.verdict);
+    const std::vector<std::string> why = explain_lines(result.explanation);
+    if (!why.empty()) fmt::print("\n{}\n", fmt::join(why, "\n"));
     if (!command.empty()) fmt::print("\nrun it:\n  {}\n", command);
     if (!o.output.empty()) {
       if (!toml.empty())
@@ -218,13 +243,13 @@ int run_recommend(const RecommendOptions& o) {
       else
         fmt::print("  (nothing written to {}: no recommendation)\n", o.output);
     }
-    const double other = wall - result.trial_wall_s - result.profile_wall_s;
     fmt::print(
-        "\n{} trials run{}{}, {:.4g} s of evaluation time; {:.1f} s real, of which trials {:.1f} s, profiling "
-        "{:.1f} s, the tuner itself {:.1f} s ({:.1f} %)\n",
+        "\n{} trials run{}{}, {:.4g} s of evaluation time; {:.1f} s real: trials running {:.1f} s ({:.1f} s of "
+        "trials, {} at a time), profiling {:.1f} s, the tuner itself {:.1f} s ({:.1f} % of the session)\n",
         result.trials_run, result.trials_resumed > 0 ? fmt::format(", {} kept from before", result.trials_resumed) : "",
         result.trials_reused > 0 ? fmt::format(", {} answered by a shorter trial", result.trials_reused) : "",
-        result.used_s, wall, result.trial_wall_s, result.profile_wall_s, other, wall > 0 ? 100.0 * other / wall : 0.0);
+        result.used_s, wall, result.busy_wall_s, result.trial_wall_s, result.jobs, result.profile_wall_s, own,
+        wall > 0 ? 100.0 * own / wall : 0.0);
     if (o.validate > 0) tune_validate_print_run(store, session_id, o.validate, "--validate");
     fmt::print("session_id={}\n", session_id);
   } else {
@@ -256,11 +281,17 @@ void setup_tune_recommend(CLI::App& app) {
   o->trials_option = sub->add_option("--trials", o->trials, "trial runs in all");
   sub->add_option("--trial-time", o->trial_time, "a trial's full budget R (default: --budget / 20, or 60s)");
   sub->add_option("--max-bytes-per-step", o->max_bytes, "constraint: bytes a worker sends per step (e.g. 1MB)");
+  sub->add_option("--compress", o->compress,
+                  "compressors to search for the all-reduce variants: none, topk:RATIO, qsgd:bits=B, powersgd:rank=R")
+      ->capture_default_str();
+  sub->add_option("--max-memory", o->max_memory,
+                  "constraint: memory one worker needs (dataset, model copies, algorithm state, batch; e.g. 2GB)");
   sub->add_option("--race-seeds", o->race_seeds, "seeds per configuration in the final race")->capture_default_str();
   sub->add_option("--max-trial-steps", o->max_trial_steps, "a trial stops after this many steps (real-time guard)")
       ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write the recommended configuration as TOML (dsgd-bench run --config)");
   sub->add_option("--format", o->format, "table | json")->capture_default_str();
+  o->jobs_option = sub->add_option("--jobs", o->jobs, "trials run at a time (default: one per core)");
   sub->add_option("--validate", o->validate,
                   "afterwards, run the top K configurations on the real MPI backend: predicted vs measured");
   sub->add_option("--resume", o->resume, "continue SESSION (its stored options; finished trials are not rerun)");

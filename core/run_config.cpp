@@ -426,6 +426,12 @@ bool run_config_uses_period(const std::string& algo) {
          std::end(periodic);
 }
 
+bool run_config_uses_compress(const std::string& algo) {
+  static const char* const compressed[] = {"ssgd", "localsgd", "diloco", "cocod", "dasgd", "overlap-local", "dreamddp"};
+  return std::find_if(std::begin(compressed), std::end(compressed), [&](const char* a) { return algo == a; }) !=
+         std::end(compressed);
+}
+
 bool run_config_ps_dedicated(const RunConfig& cfg) {
   return cfg.ps_placement == "dedicated" || (cfg.ps_placement == "auto" && cfg.workers > 1);
 }
@@ -608,11 +614,7 @@ void run_config_validate(const RunConfig& cfg) {
     fail("dpsgd-delay", fmt::format("must be 0 or 1 (got {})", cfg.dpsgd_delay), "pass --dpsgd-delay 0 or 1");
   if (!cfg.compress.empty() || cfg.given("compress")) {
     // The all-reduce variants take --compress; the others communicate otherwise (why, per variant).
-    static const char* const compressed[] = {"ssgd",  "localsgd",      "diloco",  "cocod",
-                                             "dasgd", "overlap-local", "dreamddp"};
-    const bool ok = std::find_if(std::begin(compressed), std::end(compressed),
-                                 [&](const char* a) { return cfg.algo == a; }) != std::end(compressed);
-    if (!ok) {
+    if (!run_config_uses_compress(cfg.algo)) {
       std::string why = "it does not average by all-reduce";
       if (cfg.algo == "dpsgd" || cfg.algo == "adpsgd")
         why = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";

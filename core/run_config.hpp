@@ -155,6 +155,9 @@ void run_config_mark_given(RunConfig& cfg, const std::string& key);
 
 // Whether --algo takes --period H (localsgd, diloco, cocod, dasgd, overlap-local, dreamddp).
 bool run_config_uses_period(const std::string& algo);
+// Whether --algo takes --compress (the all-reduce variants: ssgd, localsgd, diloco, cocod,
+// dasgd, overlap-local, dreamddp).
+bool run_config_uses_compress(const std::string& algo);
 // ps: whether the servers are dedicated ranks (--ps-placement dedicated, or auto on more
 // than one worker) and the shard count K for n ranks (--ps-shards, else 1 dedicated / n
 // colocated). One rule for the configuration check and algorithms/ps.cpp.

@@ -12,6 +12,7 @@
 #include "core/rng.hpp"
 #include "core/run_config.hpp"
 #include "core/stats.hpp"
+#include "core/system_info.hpp"
 #include "engine/calibration.hpp"
 
 namespace dsgd {
@@ -209,6 +210,21 @@ int64_t compute_profile_store_new(Store& store, const std::string& workload, con
   store.profiles_append(id, rows);
   optimizer_profiles_append(store, id, optimizers);
   return id;
+}
+
+ComputeProfileFill compute_profile_fill_missing(Store& store, const std::string& workload, const std::string& dataset,
+                                                const std::vector<int64_t>& batches, const std::string& by,
+                                                const std::function<void(const std::vector<int64_t>&)>& before,
+                                                int64_t iters) {
+  ComputeProfileFill fill;
+  fill.batches = compute_profile_missing(store, system_info_read().host, workload, dataset, batches);
+  if (fill.batches.empty()) return fill;
+  if (before) before(fill.batches);
+  fill.iters = iters;
+  const double t0 = clock_now_s();
+  fill.calibration_id = compute_profile_store_new(store, workload, dataset, fill.batches, iters, by);
+  fill.wall_s = clock_now_s() - t0;
+  return fill;
 }
 
 }  // namespace dsgd

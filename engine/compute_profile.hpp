@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -65,5 +66,25 @@ std::vector<int64_t> compute_profile_missing(const Store& store, const std::stri
 // the calibration's config. Returns the calibration id.
 int64_t compute_profile_store_new(Store& store, const std::string& workload, const std::string& dataset,
                                   const std::vector<int64_t>& batches, int64_t iters, const std::string& by);
+
+inline constexpr int64_t kComputeProfileIters = 20;  // timed iterations when measuring what is missing (as calibrate)
+
+// What compute_profile_fill_missing measured: nothing (batches empty) when every batch had a profile.
+struct ComputeProfileFill {
+  std::vector<int64_t> batches;  // the batches measured
+  int64_t calibration_id = 0;    // the profile-only calibration they were stored as
+  int64_t iters = 0;
+  double wall_s = 0;  // real seconds measuring
+};
+
+// "When no calibration exists for the workload, batch and host, measure what is needed and
+// store it": the batches of `batches` without a profile of this host (compute_profile_missing)
+// measured and stored by compute_profile_store_new. `before` (may be empty) is called with the
+// missing batches before measuring, so the caller can say why it waits. The sim runs of
+// `dsgd-bench run --backend sim` and of `dsgd-tune` call it before they resolve their profile.
+ComputeProfileFill compute_profile_fill_missing(Store& store, const std::string& workload, const std::string& dataset,
+                                                const std::vector<int64_t>& batches, const std::string& by,
+                                                const std::function<void(const std::vector<int64_t>&)>& before = {},
+                                                int64_t iters = kComputeProfileIters);
 
 }  // namespace dsgd

@@ -16,7 +16,8 @@ struct RunConfig;
 
 // dataset_load(cfg.dataset, cfg.seed) prepared for cfg.workload (workload_prepare_data:
 // text is cut into windows of --seq + 1 tokens), loaded at most once at a time per
-// (dataset, seed, workload, seq); thread-safe.
+// (dataset, seed, workload, seq) — the seed only for datasets generated from it
+// (dataset_depends_on_seed); thread-safe.
 std::shared_ptr<const DatasetPair> dataset_load_shared(const RunConfig& cfg);
 
 }  // namespace dsgd

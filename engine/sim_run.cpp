@@ -101,7 +101,7 @@ struct Resolved {
   std::string details_json;
 };
 
-Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
+Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, const SimProfileMissing& missing) {
   Resolved r;
   const std::string host = system_info_read().host;
   const int n = static_cast<int>(cfg.workers);
@@ -130,6 +130,19 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
                "dataset), more than the {:.3g} GB of memory available on this machine",
                n, r.memory.total_bytes / 1e9, r.memory.per_worker_bytes / 1e6, r.memory.dataset_bytes / 1e6,
                r.memory.available_bytes / 1e9);
+  r.topology = topology_make_shared(cfg.topology, n, cfg.seed);
+  r.network = sim_network_resolve(cfg, store, host, r.topology->groups);
+  if (cfg.timing_only && cfg.algo == "dpsgd" && r.topology->time_varying)
+    DSGD_THROW(InputError, "use a static topology (ring, torus:RxC, exp, complete, hier:GxW), or drop --timing-only",
+               "--timing-only models dpsgd on a static topology only (got --topology {})", cfg.topology);
+  // Last of the checks, so bad input stores no profile.
+  if (missing.measure && writable && cfg.profile_from == 0) {
+    const ComputeProfileFill fill = compute_profile_fill_missing(*writable, cfg.workload, cfg.dataset, {cfg.batch},
+                                                                 missing.by, [&](const std::vector<int64_t>& batches) {
+                                                                   if (missing.before) missing.before(batches);
+                                                                 });
+    if (!fill.batches.empty() && missing.after) missing.after(fill);
+  }
   r.profile = sim_profile_resolve(cfg, store, host, r.layers);
   SimComputeCost& c = r.profile.cost;
   const double k = cfg.compute_scale;
@@ -138,11 +151,6 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store) {
   c.bwd_rest_s *= k;
   c.opt_s *= k;
   for (double& b : c.bwd_layer_s) b *= k;
-  r.topology = topology_make_shared(cfg.topology, n, cfg.seed);
-  r.network = sim_network_resolve(cfg, store, host, r.topology->groups);
-  if (cfg.timing_only && cfg.algo == "dpsgd" && r.topology->time_varying)
-    DSGD_THROW(InputError, "use a static topology (ring, torus:RxC, exp, complete, hier:GxW), or drop --timing-only",
-               "--timing-only models dpsgd on a static topology only (got --topology {})", cfg.topology);
   nlohmann::json details = {
       {"clock", "virtual"},
       {"profile", r.profile.source},
@@ -242,7 +250,7 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
   TrainResult result;
   result.steps = plan.steps;
   result.warmup = warmup;
-  if (store) result.run_id = store->run_begin(record);
+  if (store) record.id = result.run_id = store->run_begin(record);
   if (callbacks.on_start) callbacks.on_start(record);
 
   StoredSteps stored(keep_every, plan.steps, cfg.seed);
@@ -398,13 +406,14 @@ SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const 
   return memory_estimate(cfg, train, test, param_count, algorithm, static_cast<int>(cfg.workers), 1);
 }
 
-TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& callbacks) {
-  const Resolved r = sim_resolve(cfg, store);
+TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& callbacks,
+                    const SimProfileMissing& missing) {
+  const Resolved r = sim_resolve(cfg, store, store, missing);
   return cfg.timing_only ? sim_run_timing(cfg, r, store, callbacks) : sim_run_numerics(cfg, r, store, callbacks);
 }
 
 TrainResult sim_run_unstored(const RunConfig& cfg, const Store& read, const TrainerCallbacks& callbacks) {
-  const Resolved r = sim_resolve(cfg, &read);
+  const Resolved r = sim_resolve(cfg, &read, nullptr, SimProfileMissing{});
   return cfg.timing_only ? sim_run_timing(cfg, r, nullptr, callbacks) : sim_run_numerics(cfg, r, nullptr, callbacks);
 }
 

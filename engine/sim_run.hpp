@@ -10,15 +10,19 @@
 //   - the network: the emulated link of --bandwidth/--latency (--inter-* for hier:GxW),
 //     else this host's calibrated all-reduce fit, else an ideal network (0 s, with a note);
 //   - the memory it needs (shared dataset + per-worker replicas), refusing when it exceeds
-//     the memory available.
+//     the memory available;
+//   - a missing compute profile measured and stored first when asked (SimProfileMissing).
 // The run is stored like a real one (backend = sim) by the rank-0 worker; its times are
 // virtual seconds. docs/sim.md.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <vector>
 
 #include "cluster/sim_world.hpp"
 #include "core/run_config.hpp"
+#include "engine/compute_profile.hpp"
 #include "engine/memory_estimate.hpp"
 #include "engine/trainer.hpp"
 #include "results/store.hpp"
@@ -46,8 +50,20 @@ class Algorithm;
 SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,
                               const Algorithm* algorithm = nullptr);
 
+// When this host has no compute profile of the run's workload, dataset and batch (and no
+// --profile-from): with `measure`, sim_run measures it and stores it in its store as a
+// profile-only calibration (engine/compute_profile.hpp compute_profile_fill_missing), after
+// every other check of the configuration; without, it refuses (InputError naming calibrate).
+struct SimProfileMissing {
+  bool measure = false;
+  std::string by;                                           // names the caller in the calibration's config
+  std::function<void(const std::vector<int64_t>&)> before;  // before measuring these batches
+  std::function<void(const ComputeProfileFill&)> after;     // after storing them
+};
+
 // Runs cfg (backend sim) and stores it in `store` when not null. callbacks as for the trainer.
-TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& callbacks);
+TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& callbacks,
+                    const SimProfileMissing& missing = {});
 // The same, reading the profile and network calibration from `read` but storing nothing (the
 // tuner's step-time probe).
 TrainResult sim_run_unstored(const RunConfig& cfg, const Store& read, const TrainerCallbacks& callbacks);

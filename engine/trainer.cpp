@@ -275,9 +275,10 @@ class Trainer {
     if (timers_) comm_.attach_log(&recorder_.events());
     result_.steps = w_.plan.steps;
     result_.warmup = w_.plan.warmup;
-    const RunRecord record = run_record_make(cfg_, comm_, w_);
+    RunRecord record = run_record_make(cfg_, comm_, w_);
     if (store_) {
       result_.run_id = store_->run_begin(record);
+      record.id = result_.run_id;  // on_start sees the stored id (a thread-safe alternative to trainer_active_run_id)
       g_active_run_id = result_.run_id;
     }
     if (callbacks_.on_start) callbacks_.on_start(record);

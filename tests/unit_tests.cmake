@@ -9,6 +9,7 @@ foreach(entry
     "test_attention_layers:dsgd_workloads"
     "test_transformer:dsgd_algorithms"
     "test_store:dsgd_results"
+    "test_run_copy:dsgd_results"
     "test_run_config:dsgd_core"
     "test_clock:dsgd_core"
     "test_output_file:dsgd_core"

@@ -12,9 +12,6 @@ namespace {
 double time_key(double t) {
   return std::isnan(t) ? std::numeric_limits<double>::infinity() : t;
 }
-double lower_bound_key(double t) {
-  return std::isnan(t) ? -std::numeric_limits<double>::infinity() : t;
-}
 double progress_key(double p) {
   return std::isnan(p) ? -std::numeric_limits<double>::infinity() : p;
 }
@@ -23,10 +20,11 @@ double progress_key(double p) {
 
 bool objective_better(const TrialScore& a, const TrialScore& b) {
   if (a.reached != b.reached) return a.reached;
-  if (a.reached) return time_key(a.time_s) < time_key(b.time_s);
-  const double pa = progress_key(a.progress), pb = progress_key(b.progress);
-  if (pa != pb) return pa > pb;
-  return lower_bound_key(a.time_s) > lower_bound_key(b.time_s);
+  if (!a.reached) {
+    const double pa = progress_key(a.progress), pb = progress_key(b.progress);
+    if (pa != pb) return pa > pb;  // censored: closer to the target first
+  }
+  return time_key(a.time_s) < time_key(b.time_s);  // reached: sooner; censored at equal progress: got there sooner
 }
 
 std::vector<size_t> objective_rank(const std::vector<TrialScore>& scores) {

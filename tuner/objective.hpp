@@ -19,11 +19,11 @@ struct TrialScore {
 //   1. reached before censored (whatever the times: a censored trial is only "at least its
 //      elapsed time", so it never ranks above any reached one);
 //   2. among reached, smaller time_s;
-//   3. among censored, larger progress, then larger elapsed time_s (the higher lower bound: at
-//      equal progress, the trial that was allowed to run longer, i.e. promoted further, first).
-// A NaN time counts as +infinity for reached trials and -infinity for censored ones (the worst
-// either way) and a NaN progress as -infinity, so the order stays strict weak. Equal on all
-// keys → neither is better (callers break ties, e.g. by trial id).
+//   3. among censored, larger progress, then smaller elapsed time_s: at equal progress the
+//      trial that got as far in less time is ahead (docs/tuner_math.md gives the argument).
+// A NaN time counts as +infinity (the worst, reached or censored) and a NaN progress as
+// -infinity, so the order stays strict weak. Equal on all keys → neither is better (callers
+// break ties, e.g. by trial id).
 bool objective_better(const TrialScore& a, const TrialScore& b);
 
 // Indices 0..n-1 of `scores`, best first by objective_better, ties by index (stable).

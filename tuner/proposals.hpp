@@ -1,7 +1,7 @@
 // Surrogate proposals of the tuner (DESIGN §8, strategy step 4): after a rung of successive
 // halving, a Gaussian process (tuner/gaussian_process.hpp, Matérn 5/2 ARD) on the log
 // time-to-target of the rung's reached trials, over the candidates' knobs scaled to [0,1]
-// (algorithm, topology and lr rule one-hot; log2 H and log2 batch over their ranges), proposes
+// (algorithm, topology, lr rule and compressor one-hot; log2 H and log2 batch over their ranges), proposes
 // the not yet tried candidates with the largest expected improvement weighted by P(reach the
 // target) (tuner/acquisition.hpp acquisition_log_weighted_ei). P(reach) is the share of reached
 // trials near the candidate, weighted by the fitted kernel, with a Beta(1/4, 1/4) prior — one

@@ -17,6 +17,7 @@
 #include "tuner/proposals.hpp"
 #include "tuner/successive_halving.hpp"
 #include "tuner/trial.hpp"
+#include "tuner/trial_pool.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
 
@@ -28,7 +29,6 @@ constexpr double kDefaultTrialTimeS = 60;   // R with --trials alone
 constexpr double kTrialShareOfBudget = 20;  // R = budget / 20 by default
 constexpr double kEvalsPerRung0 = 40;       // evaluations within the first rung's budget (resolution r0/40)
 constexpr double kStepMargin = 1.25;        // steps sized for 1.25 R at the estimated step time
-constexpr int64_t kProfileIters = 20;       // as `dsgd-bench calibrate`
 
 std::string fmt_s(double s) {
   return fmt::format("{:.4g} s", s);
@@ -92,8 +92,9 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
 
   // The model's size, for the bytes-per-step formula (the dataset is loaded once, shared).
   const auto data = dataset_load_shared(base);
+  plan.data = data;
   plan.param_count = workload_create(base, data->train)->param_count();
-  plan.space = space_enumerate(spec, plan.param_count);
+  plan.space = space_enumerate(spec, plan.param_count, data.get());
   if (plan.space.feasible.empty()) {
     std::string why;
     for (size_t i = 0; i < plan.space.refused.size() && i < 4; ++i)
@@ -162,12 +163,32 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
 
 namespace {
 
+// One trial to decide: run, take from the store, or answer from a shorter trial.
+struct TrialRequest {
+  Candidate candidate;
+  uint64_t seed = 0;
+  double budget = 0;
+  std::string phase;
+};
+
+// What a pool task hands back (written by the task's thread, read by the coordinator after
+// TrialPool::wait_any).
+struct TrialJob {
+  int64_t ticket = -1;
+  std::optional<std::pair<int64_t, int64_t>> schedule;  // (steps, eval_every), probed when not cached
+  std::string config_json;
+  TrialOutcome outcome;
+  std::string error;  // the step-time probe failed: the configuration cannot run
+  double wall_s = 0;
+};
+
 struct Runner {
   const TunePlan& plan;
   Store& store;
   int64_t session_id;
   const std::function<void(const TuneProgress&)>& progress;
   TuneResult& result;
+  TrialPool& pool;
   std::map<std::string, TrialRow> stored;                          // this session's trials by key
   std::map<std::string, std::vector<TrialRow>> by_config;          // config key|seed -> its trials
   std::map<std::string, std::pair<int64_t, int64_t>> steps_cache;  // config -> (steps, eval_every)
@@ -204,12 +225,11 @@ struct Runner {
   }
 
   // Steps and evaluation interval of a candidate: fixed per (candidate, R), so every rung and
-  // seed trains the same schedule and a shorter trial is a prefix of a longer one.
-  std::pair<int64_t, int64_t> steps_of(const Candidate& c, const std::string& key) {
-    auto it = steps_cache.find(key);
-    if (it != steps_cache.end()) return it->second;
+  // seed trains the same schedule and a shorter trial is a prefix of a longer one. Reads only
+  // `read` (a pool slot's database): runs inside a pool task.
+  std::pair<int64_t, int64_t> schedule_probe(const Candidate& c, Store& read) const {
     const RunConfig cfg = candidate_config(plan.spec, c, plan.spec.base.seed);
-    const double step_s = trial_step_time_estimate(cfg, store);
+    const double step_s = trial_step_time_estimate(cfg, read);
     const double R = plan.trial_time_s;
     int64_t steps = plan.max_trial_steps;
     int64_t every = 1;
@@ -219,57 +239,78 @@ struct Runner {
     }
     steps = std::min(steps, plan.max_trial_steps);
     every = std::min(every, steps);
-    return steps_cache[key] = {steps, every};
+    return {steps, every};
   }
 
-  // The trial of (c, seed, budget): stored already, answered by a lower budget that stopped
-  // before its end (same schedule: a longer trial would stop there too), or run now. nullopt
-  // when the budget does not allow a new one.
-  std::optional<TrialRow> trial(const Candidate& c, uint64_t seed, double budget, const std::string& phase) {
-    const std::string ck = candidate_key(c);
-    const std::string key = trial_key(ck, seed, budget);
+  // The pool task of a request: the schedule (cached, or probed here) and the trial, both on
+  // the slot's database.
+  void launch(const TrialRequest& q, TrialJob& job) {
+    std::optional<std::pair<int64_t, int64_t>> cached;
+    if (auto it = steps_cache.find(candidate_key(q.candidate)); it != steps_cache.end()) cached = it->second;
+    job.ticket = pool.submit([this, q, cached, &job](Store& slot) {
+      RunConfig cfg = candidate_config(plan.spec, q.candidate, q.seed);
+      const double t0 = clock_now_s();
+      try {
+        job.schedule = cached ? *cached : schedule_probe(q.candidate, slot);
+        cfg.steps = job.schedule->first;
+        cfg.eval_every = job.schedule->second;
+        cfg.tag = fmt::format("tune-session={}", session_id);
+        job.config_json = run_config_to_json(cfg).dump();
+        job.outcome = trial_run(cfg, q.budget, plan.target, slot);
+      } catch (const std::exception& e) {  // the step-time estimate failed: the configuration cannot run
+        job.config_json = run_config_to_json(cfg).dump();
+        job.error = e.what();
+      }
+      job.wall_s = clock_now_s() - t0;
+    });
+  }
+
+  // A stored trial (resume) or one answered by a shorter trial that stopped for a reason a
+  // longer budget would not change (same schedule: a longer trial would stop there too).
+  std::optional<TrialRow> answered(const TrialRequest& q, bool count) {
+    const std::string ck = candidate_key(q.candidate);
+    const std::string key = trial_key(ck, q.seed, q.budget);
     if (auto it = stored.find(key); it != stored.end()) {
-      if (counted.insert(key).second) {  // stored before this invocation (resume): count it once
+      if (count && counted.insert(key).second) {  // stored before this invocation (resume): count it once
         ++result.trials_resumed;
         ++trials_counted;
         result.used_s += it->second.time_s;
         note_best(ck, it->second);
-        by_config[ck + "|" + std::to_string(seed)].push_back(it->second);
+        by_config[ck + "|" + std::to_string(q.seed)].push_back(it->second);
         report(ck);
       }
       return it->second;
     }
-    for (const TrialRow& t : by_config[ck + "|" + std::to_string(seed)]) {
+    for (const TrialRow& t : by_config[ck + "|" + std::to_string(q.seed)]) {
       // Stopped for a reason a longer budget would not change (not "budget: ...").
       const bool final_stop = t.reached || t.status == "failed" || t.stop_reason.rfind("budget", 0) != 0;
-      if (t.budget_s < budget && final_stop) {
-        ++result.trials_reused;
+      if (t.budget_s < q.budget && final_stop) {
+        if (count) ++result.trials_reused;
         return t;
       }
     }
-    if (exhausted || !budget_allows(budget)) {
-      exhausted = true;
-      return std::nullopt;
-    }
+    return std::nullopt;
+  }
+
+  // The finished job of q as a stored trial row (its run copied into the session database).
+  TrialRow record(const TrialRequest& q, const TrialJob& job) {
+    const std::string ck = candidate_key(q.candidate);
     TrialRow row;
     row.session_id = session_id;
-    row.trial_key = key;
-    row.phase = phase;
+    row.trial_key = trial_key(ck, q.seed, q.budget);
+    row.phase = q.phase;
     row.config_key = ck;
-    row.seed = seed;
-    row.budget_s = budget;
-    report(ck);
-    RunConfig cfg = candidate_config(plan.spec, c, seed);
-    try {
-      const auto [steps, every] = steps_of(c, ck);
-      cfg.steps = steps;
-      cfg.eval_every = every;
-      cfg.tag = fmt::format("tune-session={}", session_id);
-      row.config_json = run_config_to_json(cfg).dump();
-      const double t0 = clock_now_s();
-      const TrialOutcome o = trial_run(cfg, budget, plan.target, store);
-      result.trial_wall_s += clock_now_s() - t0;
-      row.run_id = o.run_id;
+    row.seed = q.seed;
+    row.budget_s = q.budget;
+    row.config_json = job.config_json;
+    if (job.schedule) steps_cache[ck] = *job.schedule;
+    if (!job.error.empty()) {
+      row.status = "failed";
+      row.stop_reason = fmt::format("error: {}", job.error);
+      row.progress = -1e30;
+    } else {
+      const TrialOutcome& o = job.outcome;
+      row.run_id = o.run_id > 0 ? pool.copy_run(job.ticket, o.run_id) : 0;
       row.status = o.status;
       row.stop_reason = o.stop_reason;
       row.reached = o.reached;
@@ -282,22 +323,84 @@ struct Runner {
       row.wait_s = o.wait_s;
       row.bytes_per_step = o.bytes_per_step;
       row.wall_s = o.wall_s;
-    } catch (const std::exception& e) {  // the step-time estimate failed: the configuration cannot run
-      row.config_json = run_config_to_json(cfg).dump();
-      row.status = "failed";
-      row.stop_reason = fmt::format("error: {}", e.what());
-      row.progress = -1e30;
     }
+    result.trial_wall_s += job.wall_s;
     tune_trial_insert(store, row);
-    stored[key] = row;
-    counted.insert(key);
-    by_config[ck + "|" + std::to_string(seed)].push_back(row);
+    stored[row.trial_key] = row;
+    counted.insert(row.trial_key);
+    by_config[ck + "|" + std::to_string(q.seed)].push_back(row);
     ++result.trials_run;
     ++trials_counted;
     result.used_s += row.time_s;
     note_best(ck, row);
-    report(ck);
     return row;
+  }
+
+  // The requests' trials, in order, each exactly as if they were decided one after another
+  // (stored, answered by a shorter trial, run, or nullopt once the budget does not allow a new
+  // one). Up to pool.jobs() run at the same time: a request is started ahead when the budget
+  // left after the decided ones allows it, and its result is dropped if the requests before it
+  // used up the budget meanwhile. Trial rows and runs are written in request order.
+  // With stop_at_missing, the first nullopt ends the list (the requests after it are not decided).
+  std::vector<std::optional<TrialRow>> trials(const std::vector<TrialRequest>& reqs, bool stop_at_missing) {
+    const size_t n = reqs.size();
+    std::vector<std::optional<TrialRow>> out(n);
+    std::vector<std::unique_ptr<TrialJob>> jobs(n);
+    // The tasks write into jobs: wait for every started one before they go, also on an error.
+    struct WaitAll {
+      TrialPool& pool;
+      std::vector<std::unique_ptr<TrialJob>>& jobs;
+      ~WaitAll() {
+        for (const auto& j : jobs)
+          while (j && !pool.done(j->ticket)) try {
+              pool.wait_any();
+            } catch (...) {
+            }
+      }
+    } wait_all{pool, jobs};
+    size_t next_launch = 0;
+    auto running = [&] {
+      std::vector<std::string> names;
+      for (size_t i = 0; i < n; ++i)
+        if (jobs[i] && !pool.done(jobs[i]->ticket)) names.push_back(candidate_key(reqs[i].candidate));
+      return fmt::format("{}", fmt::join(names, " | "));
+    };
+    auto launch_ahead = [&](size_t from) {
+      next_launch = std::max(next_launch, from);
+      while (next_launch < n && pool.has_free_slot() && !exhausted) {
+        const TrialRequest& q = reqs[next_launch];
+        if (!answered(q, false)) {
+          if (!budget_allows(q.budget)) break;  // may still fit once the decided ones are known: wait
+          jobs[next_launch] = std::make_unique<TrialJob>();
+          launch(q, *jobs[next_launch]);
+        }
+        ++next_launch;
+      }
+      report(running());
+    };
+    for (size_t i = 0; i < n; ++i) {
+      launch_ahead(i);
+      const TrialRequest& q = reqs[i];
+      if (auto t = answered(q, true)) {
+        out[i] = t;
+        continue;
+      }
+      if (exhausted || !budget_allows(q.budget)) {
+        exhausted = true;
+        if (stop_at_missing) break;
+        continue;
+      }
+      if (!jobs[i]) {  // not started ahead: start it now
+        while (!pool.has_free_slot()) pool.wait_any();
+        jobs[i] = std::make_unique<TrialJob>();
+        launch(q, *jobs[i]);
+        report(running());
+      }
+      while (!pool.done(jobs[i]->ticket)) pool.wait_any();
+      out[i] = record(q, *jobs[i]);
+      report(candidate_key(q.candidate));
+    }
+    return out;  // tasks started ahead whose requests were not run (the budget ran out): waited for, dropped
   }
 };
 
@@ -308,21 +411,24 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   TuneResult result;
   result.session_id = session_id;
   const TuneSpec& spec = plan.spec;
-  const auto data = dataset_load_shared(spec.base);  // held: every trial of this seed shares it
+  // Held: every trial of this seed shares it (tune_plan loaded it; the same copy).
+  const auto data = plan.data ? plan.data : dataset_load_shared(spec.base);
 
   if (!plan.missing_profiles.empty()) {
-    const double t0 = clock_now_s();
-    const int64_t id = compute_profile_store_new(store, spec.base.workload, spec.base.dataset, plan.missing_profiles,
-                                                 kProfileIters, fmt::format("dsgd-tune session {}", session_id));
-    result.profile_wall_s = clock_now_s() - t0;
-    result.notes.push_back(fmt::format(
-        "no compute profile of {} on {} for batch {} on this host: measured it ({} iterations, {:.2g} s) and stored "
-        "it as calibration {}",
-        spec.base.workload, spec.base.dataset, fmt::join(plan.missing_profiles, ", "), kProfileIters,
-        result.profile_wall_s, id));
+    const ComputeProfileFill fill =
+        compute_profile_fill_missing(store, spec.base.workload, spec.base.dataset, plan.missing_profiles,
+                                     fmt::format("dsgd-tune session {}", session_id));
+    result.profile_wall_s = fill.wall_s;
+    if (!fill.batches.empty())
+      result.notes.push_back(fmt::format(
+          "no compute profile of {} on {} for batch {} on this host: measured it ({} iterations, {:.2g} s) and "
+          "stored it as calibration {}",
+          spec.base.workload, spec.base.dataset, fmt::join(fill.batches, ", "), fill.iters, fill.wall_s,
+          fill.calibration_id));
   }
 
-  Runner runner{plan, store, session_id, progress, result, {}, {}, {}, {}};
+  TrialPool pool(store, std::max(1, plan.jobs));  // after the profiles: the slots copy them
+  Runner runner{plan, store, session_id, progress, result, pool, {}, {}, {}, {}};
   for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
 
   const std::vector<Candidate>& all = plan.space.feasible;
@@ -342,11 +448,14 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   for (size_t rung = 0; rung < plan.rungs.size() && !alive.empty(); ++rung) {
     const double budget = plan.rungs[rung];
     std::vector<size_t> ran;
-    for (size_t i : alive) {
-      auto t = runner.trial(all[i], seed0, budget, fmt::format("rung {}", rung));
-      if (!t) break;
-      standing[i] = {static_cast<int>(rung), *t};
-      ran.push_back(i);
+    {
+      std::vector<TrialRequest> reqs;
+      for (size_t i : alive) reqs.push_back({all[i], seed0, budget, fmt::format("rung {}", rung)});
+      const auto got = runner.trials(reqs, true);
+      for (size_t k = 0; k < alive.size() && got[k]; ++k) {
+        standing[alive[k]] = {static_cast<int>(rung), *got[k]};
+        ran.push_back(alive[k]);
+      }
     }
     if (rung == 0 && plan.proposals > 0 && !runner.exhausted && ran.size() == alive.size()) {
       std::vector<std::pair<size_t, TrialScore>> observed;
@@ -359,10 +468,12 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
         result.notes.push_back(fmt::format("GP proposals skipped: {}", e.what()));
       }
       std::vector<std::string> names;
-      for (const Proposal& p : props) {
-        auto t = runner.trial(all[p.index], seed0, budget, "rung 0 ei");
-        if (!t) break;
-        standing[p.index] = {0, *t};
+      std::vector<TrialRequest> reqs;
+      for (const Proposal& p : props) reqs.push_back({all[p.index], seed0, budget, "rung 0 ei"});
+      const auto got = runner.trials(reqs, true);
+      for (size_t k = 0; k < props.size() && got[k]; ++k) {
+        const Proposal& p = props[k];
+        standing[p.index] = {0, *got[k]};
         ran.push_back(p.index);
         names.push_back(fmt::format("{} (P(reach) {:.2f}, predicted {:.3g} s)", candidate_key(all[p.index]), p.p_reach,
                                     std::exp(p.mean_log_time)));
@@ -402,18 +513,28 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   const double R = plan.trial_time_s;
   std::map<size_t, std::vector<TrialRow>> race;
   runner.exhausted = false;  // the race may use what successive halving left
-  // Seed by seed, holding that seed's dataset (the shared copy is keyed by seed) so the top
-  // configurations' trials of one seed load it once.
-  for (int64_t s = 0; s < spec.race_seeds; ++s) {
-    RunConfig seeded = spec.base;
-    seeded.seed = seed0 + static_cast<uint64_t>(s);
-    const auto seed_data = s == 0 ? data : dataset_load_shared(seeded);
-    for (size_t k = 0; k < top; ++k) {
-      auto t = runner.trial(all[ranked[k]], seeded.seed, R, "race");
-      if (t) race[ranked[k]].push_back(*t);
+  // Seed by seed, as one list of independent trials; every seed's dataset held meanwhile (one
+  // copy for all of them unless the dataset is generated from the seed).
+  {
+    std::vector<std::shared_ptr<const DatasetPair>> seed_data{data};
+    std::vector<TrialRequest> reqs;
+    std::vector<size_t> which;
+    for (int64_t s = 0; s < spec.race_seeds; ++s) {
+      RunConfig seeded = spec.base;
+      seeded.seed = seed0 + static_cast<uint64_t>(s);
+      if (s > 0) seed_data.push_back(dataset_load_shared(seeded));
+      for (size_t k = 0; k < top; ++k) {
+        reqs.push_back({all[ranked[k]], seeded.seed, R, "race"});
+        which.push_back(ranked[k]);
+      }
     }
+    const auto got = runner.trials(reqs, false);
+    for (size_t k = 0; k < reqs.size(); ++k)
+      if (got[k]) race[which[k]].push_back(*got[k]);
   }
   if (runner.exhausted) result.notes.push_back("the budget ran out during the final race: some seeds are missing");
+  result.busy_wall_s = pool.busy_s();
+  result.jobs = pool.jobs();
 
   // The ranking: raced configurations by median, then the others by their best standing.
   for (size_t k = 0; k < ranked.size(); ++k) {
@@ -492,6 +613,12 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
         result.verdict += fmt::format("; ahead of {} beyond the seed-to-seed spread", r.key);
     }
   }
+  std::vector<ExplainRanked> explain_ranking;
+  for (const RankedConfig& rc : result.ranking)
+    explain_ranking.push_back({rc.candidate, rc.representative, rc.bytes_per_step});
+  std::vector<TrialRow> session_trials;
+  for (const auto& [key, t] : runner.stored) session_trials.push_back(t);
+  result.explanation = tune_explain(spec, all, explain_ranking, session_trials);
   return result;
 }
 
@@ -549,6 +676,7 @@ nlohmann::json tune_result_json(const TunePlan& plan, const TuneResult& result) 
           {"top_two_overlap", result.top_two_overlap},
           {"notes", result.notes},
           {"ranking", ranking},
+          {"explanation", explain_json(result.explanation)},
           {"refused", refused}};
 }
 

@@ -11,21 +11,27 @@
 //     then compete in that rung's promotion; then a final race of the top
 //     race_top configurations over race_seeds seeds at R; the recommendation is the best
 //     median, with a note when the top two's spreads overlap.
-// Every trial goes through tuner/trial.hpp (the engine's sim path) and is stored as a trial
-// row before the next starts; a trial already stored in the session (resume) is not run again.
+// Every trial goes through tuner/trial.hpp (the engine's sim path). Independent trials (one
+// rung, the race) run up to plan.jobs at a time (tuner/trial_pool.hpp), each on a private
+// database; this thread copies their runs into the session database and writes the trial rows
+// in the order a sequential session would, so --jobs changes neither the trials nor their
+// scores. A trial already stored in the session (resume) is not run again.
 #pragma once
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "results/store.hpp"
 #include "results/target.hpp"
+#include "tuner/explain.hpp"
 #include "tuner/objective.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/tune_store.hpp"
+#include "workloads/datasets/dataset.hpp"
 
 namespace dsgd {
 
@@ -34,14 +40,16 @@ struct TunePlan {
   Target target;
   SpaceEnumeration space;
   size_t param_count = 0;
-  double trial_time_s = 0;                // R: a trial's full budget
-  std::vector<double> rungs;              // budgets of the successive-halving rungs (last = R)
-  size_t initial_design = 0;              // configurations started at the first rung
-  size_t proposals = 0;                   // added after the first rung by GP + weighted EI (tuner/proposals.hpp)
-  int64_t planned_trials = 0;             // trial runs if nothing is cut short or reused
-  int64_t max_trial_steps = 0;            // a trial stops at this many steps (a real-time guard)
-  std::vector<int64_t> missing_profiles;  // batches without a compute profile on this host (tune_missing_profiles)
-  std::vector<std::string> notes;         // how R and the design were chosen
+  double trial_time_s = 0;                  // R: a trial's full budget
+  std::vector<double> rungs;                // budgets of the successive-halving rungs (last = R)
+  size_t initial_design = 0;                // configurations started at the first rung
+  size_t proposals = 0;                     // added after the first rung by GP + weighted EI (tuner/proposals.hpp)
+  int64_t planned_trials = 0;               // trial runs if nothing is cut short or reused
+  int64_t max_trial_steps = 0;              // a trial stops at this many steps (a real-time guard)
+  std::vector<int64_t> missing_profiles;    // batches without a compute profile on this host (tune_missing_profiles)
+  std::vector<std::string> notes;           // how R and the design were chosen
+  std::shared_ptr<const DatasetPair> data;  // the base seed's dataset, loaded once for the plan and the trials
+  int jobs = 1;                             // trials at a time (--jobs; tuner/trial_pool.hpp)
 };
 
 // Validates and plans without a database (so bad input creates no file). Throws InputError
@@ -79,7 +87,10 @@ struct TuneResult {
   int64_t trials_reused = 0;   // answered by a lower-budget trial that had already stopped
   double trial_wall_s = 0;     // real seconds inside trial runs (this invocation)
   double profile_wall_s = 0;   // real seconds measuring missing profiles
+  double busy_wall_s = 0;      // real seconds during which at least one trial was running
+  int jobs = 1;                // trials at a time
   std::vector<std::string> notes;
+  Explanation explanation;  // the winner against the runner-up, and per knob around it (tuner/explain.hpp)
 };
 
 struct TuneProgress {

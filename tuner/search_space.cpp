@@ -9,9 +9,11 @@
 #include <set>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/compress/compressor.hpp"
 #include "cluster/network_model.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
+#include "engine/memory_estimate.hpp"
 
 namespace dsgd {
 
@@ -155,6 +157,8 @@ nlohmann::json tune_spec_to_json(const TuneSpec& s) {
           {"trials", s.trials},
           {"trial-time-s", s.trial_time_s},
           {"max-bytes-per-step", s.max_bytes_per_step},
+          {"compressors", s.compressors},
+          {"max-memory", s.max_memory_bytes},
           {"race-top", s.race_top},
           {"race-seeds", s.race_seeds},
           {"eta", s.eta}};
@@ -172,6 +176,9 @@ TuneSpec tune_spec_from_json(const nlohmann::json& j) {
   s.trials = j.at("trials").get<int64_t>();
   s.trial_time_s = j.at("trial-time-s").get<double>();
   s.max_bytes_per_step = j.at("max-bytes-per-step").get<double>();
+  // Sessions stored before these knobs searched no compression and had no memory constraint.
+  s.compressors = j.value("compressors", std::vector<std::string>{""});
+  s.max_memory_bytes = j.value("max-memory", 0.0);
   s.race_top = j.at("race-top").get<int64_t>();
   s.race_seeds = j.at("race-seeds").get<int64_t>();
   s.eta = j.at("eta").get<double>();
@@ -183,6 +190,7 @@ std::string candidate_key(const Candidate& c) {
   if (c.period > 0) k += fmt::format(" H={}", c.period);
   if (!c.topology.empty()) k += " " + c.topology;
   k += fmt::format(" b={} lr={}", c.batch, c.lr_scaling);
+  if (!c.compress.empty()) k += " c=" + c.compress;
   return k;
 }
 
@@ -197,12 +205,27 @@ RunConfig candidate_config(const TuneSpec& spec, const Candidate& c, uint64_t se
   cfg.batch = c.batch;
   if (!c.topology.empty()) cfg.topology = c.topology;
   cfg.lr_scaling = c.lr_scaling;
+  cfg.compress = c.compress;
   cfg.seed = seed;
   cfg.backend = "sim";
   return cfg;
 }
 
-SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count) {
+std::vector<std::string> tune_parse_compressors(const std::string& text) {
+  std::vector<std::string> out;
+  for (const std::string& item : tune_parse_list("--compress", text)) {
+    const std::string spec = item == "none" ? std::string() : item;
+    if (!spec.empty()) compressor_create(spec);  // throws InputError naming --compress
+    if (std::find(out.begin(), out.end(), spec) == out.end()) out.push_back(spec);
+  }
+  return out;
+}
+
+SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const DatasetPair* data) {
+  if (spec.max_memory_bytes > 0 && !data)
+    DSGD_THROW(Error, "this is a bug", "space_enumerate: --max-memory needs the dataset");
+  if (spec.compressors.empty())
+    DSGD_THROW(InputError, "pass e.g. --compress none,topk:0.01", "--compress is empty: the search space is empty");
   if (spec.algos.empty())
     DSGD_THROW(InputError, "pass e.g. --algos ssgd,localsgd", "--algos is empty: the search space is empty");
   std::vector<std::string> names;
@@ -224,29 +247,45 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count) {
           InputError,
           fmt::format("pass at least one value of {} for {}", periods.empty() ? "--period" : "--topologies", algo),
           "the search space of {} is empty", algo);
+    const std::vector<std::string> compressors =
+        run_config_uses_compress(algo) ? spec.compressors : std::vector<std::string>{""};
     for (int64_t h : periods)
       for (const std::string& topo : topologies)
         for (int64_t b : spec.batches)
-          for (const std::string& rule : spec.lr_scalings) {
-            Candidate c{algo, h, b, topo, rule};
-            const RunConfig cfg = candidate_config(spec, c, spec.base.seed);
-            try {
-              run_config_validate(cfg);
-            } catch (const InputError& e) {
-              out.refused.push_back({c, e.what()});
-              continue;
+          for (const std::string& rule : spec.lr_scalings)
+            for (const std::string& comp : compressors) {
+              Candidate c{algo, h, b, topo, rule, comp};
+              const RunConfig cfg = candidate_config(spec, c, spec.base.seed);
+              try {
+                run_config_validate(cfg);
+              } catch (const InputError& e) {
+                out.refused.push_back({c, e.what()});
+                continue;
+              }
+              const auto algorithm = algorithm_create(algo, cfg);
+              // With a compressor: what the compressor sends (its own formula per call).
+              const double bytes = algorithm->bytes_sent_per_step(param_bytes, n);
+              if (spec.max_bytes_per_step > 0 && bytes > spec.max_bytes_per_step) {
+                out.refused.push_back(
+                    {c, fmt::format("sends {:.4g} bytes per step per worker, above --max-bytes-per-step {:.4g}", bytes,
+                                    spec.max_bytes_per_step)});
+                continue;
+              }
+              if (spec.max_memory_bytes > 0) {
+                const MemoryEstimate m =
+                    memory_estimate(cfg, data->train, data->test, param_count, algorithm.get(), 1, 1);
+                if (m.total_bytes > spec.max_memory_bytes) {
+                  out.refused.push_back(
+                      {c, fmt::format("needs about {:.4g} MB per worker ({:.4g} MB of model copies and algorithm "
+                                      "state, {:.4g} MB of batch, {:.4g} MB of dataset), above --max-memory {:.4g} MB",
+                                      m.total_bytes / 1e6, m.replicas_bytes / 1e6, m.batch_bytes / 1e6,
+                                      m.dataset_bytes / 1e6, spec.max_memory_bytes / 1e6)});
+                  continue;
+                }
+              }
+              out.feasible.push_back(c);
+              out.bytes_per_step.push_back(bytes);
             }
-            const auto algorithm = algorithm_create(algo, cfg);
-            const double bytes = algorithm->bytes_sent_per_step(param_bytes, n);
-            if (spec.max_bytes_per_step > 0 && bytes > spec.max_bytes_per_step) {
-              out.refused.push_back(
-                  {c, fmt::format("sends {:.4g} bytes per step per worker, above --max-bytes-per-step {:.4g}", bytes,
-                                  spec.max_bytes_per_step)});
-              continue;
-            }
-            out.feasible.push_back(c);
-            out.bytes_per_step.push_back(bytes);
-          }
   }
   return out;
 }
@@ -278,6 +317,7 @@ std::vector<size_t> space_fill_sample(const std::vector<Candidate>& cands, size_
     d += a.algo == b.algo ? 0.0 : 1.0;
     d += a.topology == b.topology ? 0.0 : 0.5;
     d += a.lr_scaling == b.lr_scaling ? 0.0 : 0.5;
+    d += a.compress == b.compress ? 0.0 : 0.5;
     const double dh = scaled(static_cast<double>(a.period), hr) - scaled(static_cast<double>(b.period), hr);
     const double db = scaled(static_cast<double>(a.batch), br) - scaled(static_cast<double>(b.batch), br);
     return d + dh * dh + db * db;

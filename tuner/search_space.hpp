@@ -13,23 +13,26 @@
 #include <vector>
 
 #include "core/run_config.hpp"
+#include "workloads/datasets/dataset.hpp"
 
 namespace dsgd {
 
 struct TuneSpec {
-  RunConfig base;                        // workload, dataset, cluster, target, seed, db
-  std::vector<std::string> algos;        // --algos
-  std::vector<int64_t> periods;          // --period (algorithms with H only)
-  std::vector<int64_t> batches;          // --batch (per worker)
-  std::vector<std::string> topologies;   // --topologies (gossip algorithms only)
-  std::vector<std::string> lr_scalings;  // --lr-scaling
-  double budget_s = 0;                   // --budget: evaluation (virtual) seconds in all; 0: none
-  int64_t trials = 0;                    // --trials: trial runs in all; 0: none
-  double trial_time_s = 0;               // --trial-time: a trial's full budget R; 0: from --budget
-  double max_bytes_per_step = 0;         // --max-bytes-per-step; 0: no constraint
-  int64_t race_top = 3;                  // configurations in the final race
-  int64_t race_seeds = 3;                // seeds each in the final race
-  double eta = 3;                        // successive halving keeps 1/eta per rung
+  RunConfig base;                            // workload, dataset, cluster, target, seed, db
+  std::vector<std::string> algos;            // --algos
+  std::vector<int64_t> periods;              // --period (algorithms with H only)
+  std::vector<int64_t> batches;              // --batch (per worker)
+  std::vector<std::string> topologies;       // --topologies (gossip algorithms only)
+  std::vector<std::string> lr_scalings;      // --lr-scaling
+  double budget_s = 0;                       // --budget: evaluation (virtual) seconds in all; 0: none
+  int64_t trials = 0;                        // --trials: trial runs in all; 0: none
+  double trial_time_s = 0;                   // --trial-time: a trial's full budget R; 0: from --budget
+  double max_bytes_per_step = 0;             // --max-bytes-per-step; 0: no constraint
+  std::vector<std::string> compressors{""};  // --compress ("" = none; the all-reduce variants only)
+  double max_memory_bytes = 0;               // --max-memory: bytes one worker needs; 0: no constraint
+  int64_t race_top = 3;                      // configurations in the final race
+  int64_t race_seeds = 3;                    // seeds each in the final race
+  double eta = 3;                            // successive halving keeps 1/eta per rung
 };
 
 nlohmann::json tune_spec_to_json(const TuneSpec& spec);
@@ -53,9 +56,11 @@ struct Candidate {
   int64_t batch = 0;
   std::string topology;  // empty: not a knob of this algorithm (base topology)
   std::string lr_scaling;
+  std::string compress;  // --compress of the candidate; empty: none (or not a knob of this algorithm)
 };
 
-// "localsgd H=16 b=64 lr=sqrt", "dpsgd ring b=32 lr=linear": unique within a space.
+// "localsgd H=16 b=64 lr=sqrt", "dpsgd ring b=32 lr=linear", "ssgd b=32 lr=sqrt c=topk:0.01":
+// unique within a space.
 std::string candidate_key(const Candidate& c);
 // The run configuration of c over spec.base with this seed (steps and eval-every left to the caller).
 RunConfig candidate_config(const TuneSpec& spec, const Candidate& c, uint64_t seed);
@@ -70,11 +75,19 @@ struct SpaceEnumeration {
   std::vector<double> bytes_per_step;  // per feasible candidate, the algorithm's own formula
 };
 
+// "none,topk:0.01,qsgd:bits=4" → {"", "topk:0.01", "qsgd:bits=4"}: each checked by
+// compressor_create; throws InputError naming --compress.
+std::vector<std::string> tune_parse_compressors(const std::string& text);
+
 // Every combination of the space, then the analytic filter: run_config_validate on the
 // candidate's configuration, bytes per step (Algorithm::bytes_sent_per_step for a model of
-// param_count floats on base.workers) against max_bytes_per_step. Throws InputError for an
+// param_count floats on base.workers, with the candidate's compressor) against
+// max_bytes_per_step, and the memory one worker needs (engine/memory_estimate.hpp with one
+// worker per process, as a real rank: dataset, model copies and algorithm state, batch; needs
+// `data`) against max_memory_bytes. Compressors apply to the algorithms that take --compress
+// (run_config_uses_compress); the others are enumerated uncompressed. Throws InputError for an
 // unknown algorithm (listing the valid ones) or an empty list.
-SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count);
+SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const DatasetPair* data = nullptr);
 
 // k indices of `cands` spread over the space (greedy farthest-point on the scaled knobs,
 // algorithm and topology as categories; the start and ties from a seeded shuffle). All of

@@ -49,7 +49,7 @@ TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& targ
   int64_t last_step = 0;
   bool any_progress = false;
   TrainerCallbacks callbacks;
-  callbacks.on_start = [&](const RunRecord&) { run_id = trainer_active_run_id(); };
+  callbacks.on_start = [&](const RunRecord& record) { run_id = record.id; };
   callbacks.on_eval = [&](const EvalRow& row) {
     last_time = row.time_s;
     last_step = row.step;

@@ -5,8 +5,9 @@
 #  - the run is stored like a real one (backend sim) and its trace is on the virtual clock;
 #  - a fixed straggler's delay is exactly the other worker's wait;
 #  - --timing-only predicts the same step time as the numerics, stores no accuracy;
+#  - no profile of the batch on this host: measured, stored and said (not refused);
 #  - bad input: --workers 0, a target with --timing-only, a profile of another workload,
-#    no profile at all, a memory estimate above the machine's memory.
+#    a memory estimate above the machine's memory.
 source "$(dirname "$0")/common.bash"
 
 common=(--dataset "$SMALL" --steps 60 --batch 32 --lr 0.05 --momentum 0 --seed 11 --db t.db --eval-every 20)
@@ -101,7 +102,20 @@ expect_error "cannot be reached in a --timing-only run" "$BIN" run --backend sim
   "${common[@]}"
 expect_error "a profile of another workload" "$BIN" run --workers 2 "${common[@]}" --backend sim --profile-from "$PROF" \
   --dataset "synthetic:n=2000,d=50,classes=3,test=100"
-expect_error "no compute profile of workload" "$BIN" run --workers 2 "${common[@]}" --backend sim --db empty.db
+# No profile of this batch on this host: the run measures it, says so, stores it as a
+# profile-only calibration and uses it; the next run finds it. Bad input measures nothing.
+expect_error "models ssgd \(without --overlap\)" "$BIN" run --backend sim --workers 2 --timing-only true --algo ssgd \
+  --overlap true "${common[@]}" --db empty.db
+[[ $(sql empty.db "SELECT count(*) FROM calibrations") == 0 ]] || fail "a refused run stored a profile"
+"$BIN" run --workers 2 "${common[@]}" --backend sim --db empty.db > m1.out 2>&1 || { cat m1.out; fail "sim without a profile failed"; }
+grep -Eq "^no compute profile of svm on .* with batch 32 for this host: measuring it \(20 iterations\) ... [0-9.e-]+ s, stored as calibration 1$" m1.out ||
+  { cat m1.out; fail "the missing profile was not measured and reported"; }
+grep -q "profile calibration 1 (per-layer" m1.out || { cat m1.out; fail "the measured profile was not used"; }
+[[ $(sql empty.db "SELECT count(DISTINCT batch) || ' ' || min(batch) FROM profiles") == "1 32" ]] ||
+  fail "the stored profile is not the run's batch"
+"$BIN" run --workers 2 "${common[@]}" --backend sim --db empty.db > m2.out 2>&1 || fail "second sim run failed"
+grep -q "no compute profile" m2.out && fail "the profile was measured again"
+[[ $(sql empty.db "SELECT count(*) FROM calibrations") == 1 ]] || fail "a second calibration was stored"
 expect_error "more than the" "$BIN" run --backend sim --workers 1024 --profile-from "$PROF" --db t.db --steps 5 \
   --dataset "synthetic:n=5000,d=2000000,density=0.000005,classes=10,test=100"
 expect_error "models ssgd \(without --overlap\), localsgd, diloco and dpsgd" "$BIN" run --backend sim --workers 2 --timing-only true --algo ssgd --overlap true \

@@ -1,6 +1,7 @@
 # dsgd-tune recommend refuses bad input with one clear message, exit 2, and stores nothing:
 # an empty search space, a target the trials cannot measure, a zero budget, an unknown
-# algorithm (listing the valid ones), a space whose every point breaks the constraint, a
+# algorithm (listing the valid ones), a space whose every point breaks a constraint
+# (--max-bytes-per-step, --max-memory), an unknown or malformed compressor, --jobs 0, a
 # non-sim backend, no target, no budget; and its output to a full disk is an error.
 source "$(dirname "$0")/common.bash"
 TUNE="$(dirname "$BIN")/dsgd-tune"
@@ -25,6 +26,15 @@ grep -q "above --max-bytes-per-step" err.txt || fail "the refusal does not say w
 expect_error "simulated cluster only" "$TUNE" "${ok[@]}" --backend mpi
 expect_error "is not known" "$TUNE" "${ok[@]}" --format yaml
 expect_error "no database at .t.db." "$TUNE" recommend --resume 3 --db t.db
+# The compression and memory knobs, and --jobs.
+expect_error "--compress warp:3: unknown compressor 'warp'" "$TUNE" "${ok[@]}" --compress none,warp:3
+expect_error "--compress topk:2: ratio must be in" "$TUNE" "${ok[@]}" --compress topk:2
+expect_error "--compress is empty" "$TUNE" "${ok[@]}" --compress ""
+expect_error "--max-memory '0': must be positive" "$TUNE" "${ok[@]}" --max-memory 0
+expect_error "--max-memory 'lots' is not a size" "$TUNE" "${ok[@]}" --max-memory lots
+expect_error "every one of the [0-9]+ configurations of the search space is refused" "$TUNE" "${ok[@]}" --max-memory 10kB
+grep -q "above --max-memory" err.txt || fail "the memory refusal does not say why"
+expect_error "--jobs must be in 1..1024" "$TUNE" "${ok[@]}" --jobs 0
 
 # With an existing database: still nothing stored (no session, no run).
 "$BIN" run --backend sim --dataset "$SMALL" --workers 1 --steps 2 --db t.db > /dev/null 2>&1 || true

@@ -184,17 +184,31 @@ TEST(TunerObjective, CensoredNeverAboveAReachedOneAndTheOrderIsStrictWeak) {
       }
 }
 
-TEST(TunerObjective, CensoredRankByProgressThenLowerBound) {
+TEST(TunerObjective, CensoredRankByProgressThenSoonerFirst) {
   const TrialScore reached_slow{true, 500, 0}, censored_fast{false, 10, 0.99};
   EXPECT_TRUE(objective_better(reached_slow, censored_fast));
   const TrialScore near{false, 100, 0.8}, far{false, 100, 0.6};
   EXPECT_TRUE(objective_better(near, far));
-  // Equal progress: the higher lower bound (ran longer, e.g. promoted further) first.
+  // Equal progress: the trial that got as far in less time first (docs/tuner_math.md).
   const TrialScore same_progress_shorter{false, 60, 0.8};
-  EXPECT_TRUE(objective_better(near, same_progress_shorter));
-  EXPECT_FALSE(objective_better(same_progress_shorter, near));
+  EXPECT_TRUE(objective_better(same_progress_shorter, near));
+  EXPECT_FALSE(objective_better(near, same_progress_shorter));
+  // A NaN elapsed time is the worst of its progress, as a NaN time-to-target is of the reached.
+  EXPECT_TRUE(objective_better(near, TrialScore{false, std::nan(""), 0.8}));
   const std::vector<size_t> order = objective_rank({far, censored_fast, near, reached_slow, {true, 20, 0}});
   EXPECT_EQ(order, (std::vector<size_t>{4, 3, 1, 2, 0}));
+}
+
+// "A censored trial never ranks above a finished one with a smaller time" — nor above any
+// finished one, whatever its progress and elapsed time, with the tie-break in either direction.
+TEST(TunerObjective, CensoredNeverAboveAFinishedOneWithASmallerTime) {
+  for (double finished : {0.001, 1.0, 50.0, 1e6})
+    for (double elapsed : {0.0, 0.0005, 2.0, 49.0, 50.0, 51.0, 1e9})
+      for (double progress : {-1e30, 0.0, 0.5, 0.999, 1.0}) {
+        const TrialScore reached{true, finished, 0.0}, censored{false, elapsed, progress};
+        EXPECT_TRUE(objective_better(reached, censored)) << finished << " " << elapsed << " " << progress;
+        EXPECT_FALSE(objective_better(censored, reached)) << finished << " " << elapsed << " " << progress;
+      }
 }
 
 // ---- successive halving and Hyperband -------------------------------------------------------

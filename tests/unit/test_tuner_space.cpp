@@ -1,5 +1,6 @@
-// The tuner's search space, analytic filter, space-filling design, censored order and the
-// winner's command / TOML (tuner/search_space.hpp, recommend.hpp, tune_output.hpp).
+// The tuner's search space (with compression and memory), analytic filter, space-filling
+// design, censored order, the explanation and the winner's command / TOML
+// (tuner/search_space.hpp, explain.hpp, recommend.hpp, tune_output.hpp).
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
 #include "results/store.hpp"
+#include "tuner/explain.hpp"
 #include "tuner/proposals.hpp"
 #include "tuner/recommend.hpp"
 #include "tuner/search_space.hpp"
@@ -115,6 +117,151 @@ TEST(TunerSpace, SpaceFillingSampleIsSeededAndSpread) {
   EXPECT_EQ(space_fill_sample(e.feasible, 100, 7).size(), e.feasible.size());
 }
 
+// --compress is a knob of the all-reduce variants only; the bytes per step are the
+// compressor's, so --max-bytes-per-step keeps a compressed ssgd and refuses the plain one.
+TEST(TunerSpace, CompressionIsAKnobOfTheAllReduceVariantsAndCountsInTheBytes) {
+  TuneSpec s = small_spec();
+  s.compressors = tune_parse_compressors("none, topk:0.01");
+  EXPECT_EQ(s.compressors, (std::vector<std::string>{"", "topk:0.01"}));
+  EXPECT_THROW(tune_parse_compressors("none,warp:3"), InputError);
+  EXPECT_THROW(tune_parse_compressors("topk:2"), InputError);
+  const size_t params = 100000;
+  const SpaceEnumeration e = space_enumerate(s, params);
+  double plain = 0, topk = 0;
+  size_t dpsgd_compressed = 0;
+  for (size_t i = 0; i < e.feasible.size(); ++i) {
+    const Candidate& c = e.feasible[i];
+    if (c.algo == "dpsgd" && !c.compress.empty()) ++dpsgd_compressed;
+    if (c.algo == "ssgd" && c.batch == 16) (c.compress.empty() ? plain : topk) = e.bytes_per_step[i];
+  }
+  EXPECT_EQ(dpsgd_compressed, 0u) << "gossip takes no --compress";
+  EXPECT_GT(plain, 0);
+  EXPECT_GT(topk, 0);
+  EXPECT_LT(topk, plain / 10) << "top-1% sends far less than the ring all-reduce";
+  EXPECT_EQ(candidate_key(Candidate{"ssgd", 0, 16, "", "linear", "topk:0.01"}), "ssgd b=16 lr=linear c=topk:0.01");
+  EXPECT_EQ(candidate_config(s, Candidate{"ssgd", 0, 16, "", "linear", "topk:0.01"}, 1).compress, "topk:0.01");
+
+  s.algos = {"ssgd"};
+  s.max_bytes_per_step = (topk + plain) / 2;
+  const SpaceEnumeration f = space_enumerate(s, params);
+  ASSERT_FALSE(f.feasible.empty());
+  for (const Candidate& c : f.feasible) EXPECT_EQ(c.compress, "topk:0.01");
+  for (const Refusal& r : f.refused) {
+    EXPECT_EQ(r.candidate.compress, "");
+    EXPECT_NE(r.reason.find("above --max-bytes-per-step"), std::string::npos) << r.reason;
+  }
+  // The stored spec round-trips the new knobs; an older spec (without them) reads as before.
+  s.max_memory_bytes = 2e9;
+  const TuneSpec back = tune_spec_from_json(tune_spec_to_json(s));
+  EXPECT_EQ(back.compressors, s.compressors);
+  EXPECT_EQ(back.max_memory_bytes, 2e9);
+  nlohmann::json old = tune_spec_to_json(small_spec());
+  old.erase("compressors");
+  old.erase("max-memory");
+  EXPECT_EQ(tune_spec_from_json(old).compressors, (std::vector<std::string>{""}));
+}
+
+// --max-memory: engine/memory_estimate for one worker per process; a larger batch needs more.
+TEST(TunerSpace, MaxMemoryRefusesByTheEstimate) {
+  TuneSpec s = small_spec();
+  s.algos = {"ssgd"};
+  s.batches = {16, 4096};
+  DatasetPair data;
+  data.train.rows = 8192;
+  data.train.features = 1000;
+  data.train.classes = 4;
+  data.train.dense.assign(data.train.rows * data.train.features, 0.0f);
+  data.train.labels.assign(data.train.rows, 0);
+  data.test = data.train;
+  s.max_memory_bytes = 1;  // nothing fits
+  EXPECT_THROW(space_enumerate(s, 1000), Error) << "--max-memory needs the dataset";
+  const SpaceEnumeration none = space_enumerate(s, 1000, &data);
+  EXPECT_TRUE(none.feasible.empty());
+  ASSERT_FALSE(none.refused.empty());
+  EXPECT_NE(none.refused[0].reason.find("above --max-memory"), std::string::npos) << none.refused[0].reason;
+  s.max_memory_bytes = 1e12;
+  EXPECT_EQ(space_enumerate(s, 1000, &data).feasible.size(), 2u);
+}
+
+// The explanation: the winner's breakdown against the runner-up's, and its neighbours along each
+// knob, evaluated where the session ran them, else predicted (here too few reached: none).
+TEST(TunerExplain, BreakdownAndNeighbours) {
+  TuneSpec s = small_spec();
+  s.algos = {"localsgd"};
+  s.periods = {2, 4, 8};
+  s.batches = {16};
+  s.base.seed = 1;
+  const SpaceEnumeration e = space_enumerate(s, 1000);
+  ASSERT_EQ(e.feasible.size(), 3u);
+  auto trial = [&](const Candidate& c, bool reached, double time, int64_t steps, double step_s, double comm_s) {
+    TrialRow t;
+    t.config_key = candidate_key(c);
+    t.seed = 1;
+    t.budget_s = 1;
+    t.status = "completed";
+    t.reached = reached;
+    t.time_s = time;
+    t.steps = steps;
+    t.step_s = step_s;
+    t.comm_s = comm_s;
+    t.compute_s = step_s - comm_s;
+    return t;
+  };
+  const Candidate h2 = e.feasible[0], h4 = e.feasible[1], h8 = e.feasible[2];
+  ASSERT_EQ(h4.period, 4);
+  const TrialRow w = trial(h4, true, 0.1, 100, 1e-3, 0.5e-3), r = trial(h2, true, 0.2, 80, 2.5e-3, 2e-3);
+  const Explanation x = tune_explain(s, e.feasible, {{h4, w, 600}, {h2, r, 1200}}, {w, r});
+  ASSERT_TRUE(x.available);
+  EXPECT_EQ(x.winner.config, candidate_key(h4));
+  EXPECT_EQ(x.runner_up.steps, 80);
+  EXPECT_NE(x.why.find("wins on step time"), std::string::npos) << x.why;
+  EXPECT_NE(x.why.find("comm"), std::string::npos) << x.why;
+  ASSERT_EQ(x.sensitivity.size(), 2u);  // H=2 below, H=8 above
+  EXPECT_EQ(x.sensitivity[0].value, "2");
+  EXPECT_TRUE(x.sensitivity[0].evaluated);
+  EXPECT_DOUBLE_EQ(x.sensitivity[0].time_s, 0.2);
+  EXPECT_EQ(x.sensitivity[1].value, "8");
+  EXPECT_FALSE(x.sensitivity[1].evaluated);
+  EXPECT_TRUE(x.sensitivity[1].predicted) << "two reached trials: the GP predicts the untried neighbour";
+  EXPECT_GT(x.sensitivity[1].predicted_s, 0);
+  const nlohmann::json j = explain_json(x);
+  EXPECT_EQ(j["sensitivity"][0]["source"], "evaluated");
+  EXPECT_EQ(j["sensitivity"][1]["source"], "gp");
+  EXPECT_FALSE(explain_lines(x).empty());
+  // No winner that reached the target: no explanation.
+  TrialRow c = w;
+  c.reached = false;
+  EXPECT_FALSE(tune_explain(s, e.feasible, {{h4, c, 600}}, {c}).available);
+}
+
+// The compressor is one of the winner's knobs: its uncompressed neighbour is listed.
+TEST(TunerExplain, CompressorIsAKnobOfTheWinner) {
+  TuneSpec s = small_spec();
+  s.algos = {"ssgd"};
+  s.batches = {16};
+  s.compressors = {"", "topk:0.1"};
+  s.base.seed = 1;
+  const SpaceEnumeration e = space_enumerate(s, 1000);
+  ASSERT_EQ(e.feasible.size(), 2u);
+  const Candidate plain = e.feasible[0], topk = e.feasible[1];
+  ASSERT_EQ(topk.compress, "topk:0.1");
+  TrialRow w, r;
+  w.config_key = candidate_key(topk);
+  r.config_key = candidate_key(plain);
+  w.seed = r.seed = 1;
+  w.status = r.status = "completed";
+  w.reached = true;
+  w.time_s = 0.1;
+  r.time_s = 0.3;  // censored
+  const Explanation x = tune_explain(s, e.feasible, {{topk, w, 100}, {plain, r, 1000}}, {w, r});
+  ASSERT_EQ(x.sensitivity.size(), 1u);
+  EXPECT_EQ(x.sensitivity[0].knob, "compress");
+  EXPECT_EQ(x.sensitivity[0].value, "none");
+  EXPECT_TRUE(x.sensitivity[0].evaluated);
+  EXPECT_FALSE(x.sensitivity[0].reached);
+  EXPECT_NE(x.why.find("did not reach"), std::string::npos) << x.why;
+}
+
 TEST(TunerObjective, CensoredTrialsRankAfterReachedOnes) {
   const TrialScore fast{true, 10, 0.8}, slow{true, 100, 0.8};
   const TrialScore censored_short{false, 5, 0.7}, censored_close{false, 5, 0.79}, censored_long{false, 50, 0.79};
@@ -122,7 +269,7 @@ TEST(TunerObjective, CensoredTrialsRankAfterReachedOnes) {
   EXPECT_TRUE(tune_objective_better(slow, censored_long)) << "a reached trial beats any censored one";
   EXPECT_FALSE(tune_objective_better(censored_short, slow));
   EXPECT_TRUE(tune_objective_better(censored_close, censored_short)) << "closer to the target first";
-  EXPECT_TRUE(tune_objective_better(censored_long, censored_close)) << "then the higher lower bound";
+  EXPECT_TRUE(tune_objective_better(censored_close, censored_long)) << "then as far in less time";
   EXPECT_FALSE(tune_objective_better(fast, fast));
 }
 

@@ -158,6 +158,11 @@ DatasetPair dataset_load(const std::string& spec, uint64_t seed) {
   throw_unknown_prefix(spec, parts.prefix);
 }
 
+bool dataset_depends_on_seed(const std::string& spec) {
+  const SpecParts parts = spec_split(spec);
+  return parts.prefix == "synthetic" || parts.prefix == "synthetic-text";
+}
+
 void dataset_validate_spec(const std::string& spec) {
   const SpecParts parts = spec_split(spec);
   if (parts.prefix == "fashion-mnist") {

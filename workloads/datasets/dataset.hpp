@@ -60,6 +60,10 @@ struct DatasetInfo {
 // Throws InputError naming the file (and line) or the bad parameter.
 DatasetPair dataset_load(const std::string& spec, uint64_t seed);
 
+// Whether dataset_load(spec, seed) depends on the seed (the generated datasets: synthetic,
+// synthetic-text); files read from disk do not, so one loaded copy serves every seed.
+bool dataset_depends_on_seed(const std::string& spec);
+
 // Checks a spec without loading the data (known prefix, parameters parse, files exist).
 void dataset_validate_spec(const std::string& spec);
 
