@@ -3,7 +3,9 @@
 // process (the same binary) with a generated JSON config, tagged suite=NAME,rep=R.
 // Repetitions are interleaved (rep 1 of every entry, then rep 2, ...) so slow drift of the
 // machine spreads over all entries. A failed run is reported and the suite goes on; the
-// exit code is 1 when any run failed, 2 for a bad suite file or flag.
+// exit code is 1 when any run failed, 2 for a bad suite file or flag. A suite with [[claims]]
+// ends with the claims table (results/suite_claims.hpp): a claim that does not reproduce is a
+// result, not a failure, and does not change the exit code.
 #include <fmt/format.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -18,6 +20,7 @@
 #include "core/errors.hpp"
 #include "results/report_suite.hpp"
 #include "results/store.hpp"
+#include "results/suite_claims.hpp"
 
 namespace dsgd {
 
@@ -67,6 +70,15 @@ std::pair<int, std::string> run_child(const std::vector<std::string>& args) {
   return {code, output};
 }
 
+// The claims table of the runs just completed (`runs_per_entry[e]`: entry e's run ids).
+void print_suite_claims(const Suite& suite, const std::vector<std::vector<int64_t>>& runs_per_entry,
+                        const std::string& db) {
+  if (suite.claims.empty()) return;
+  const Store store = Store::open(db);
+  fmt::print("claims of suite {} (mean over repetitions):\n{}", suite.name,
+             suite_claims_table(suite_claims_evaluate(suite.claims, suite.entry_ids, runs_per_entry, store)));
+}
+
 int suite_run(const SuiteOptions& o) {
   const std::string exe = executable_path();
   const std::string path = suite_find(o.name, exe.empty() ? "" : fs::path(exe).parent_path().string());
@@ -87,6 +99,7 @@ int suite_run(const SuiteOptions& o) {
   if (!o.dry_run) fs::create_directories(config_dir);
   size_t index = 0, failed = 0;
   std::vector<std::string> ids;
+  std::vector<std::vector<int64_t>> runs_per_entry(suite.entries.size());
   const auto suite_start = std::chrono::steady_clock::now();
   for (int rep = 1; rep <= o.repeat; ++rep) {
     for (size_t e = 0; e < suite.entries.size(); ++e) {
@@ -113,6 +126,7 @@ int suite_run(const SuiteOptions& o) {
       if (at != std::string::npos) id = output.substr(at + 7, output.find('\n', at) - at - 7);
       if (code == 0 && !id.empty()) {
         ids.push_back(id);
+        if (id.find_first_not_of("0123456789") == std::string::npos) runs_per_entry[e].push_back(std::stoll(id));
         fmt::print("[{}/{}] {} rep={}: run_id={} ({:.1f} s)\n", index, total, label, rep, id, seconds);
       } else {
         ++failed;
@@ -124,10 +138,16 @@ int suite_run(const SuiteOptions& o) {
   }
   std::error_code ec;
   fs::remove_all(config_dir, ec);
-  if (o.dry_run) return 0;
+  if (o.dry_run) {
+    for (const SuiteClaim& c : suite.claims)
+      fmt::print("claim {}: {}\n", c.id,
+                 c.untestable.empty() ? fmt::format("{} of {} vs {}", c.metric, c.lhs, c.rhs) : "not testable here");
+    return 0;
+  }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - suite_start).count();
   fmt::print("suite {}: {} of {} runs completed in {:.0f} s{}\n", suite.name, total - failed, total, seconds,
              failed ? fmt::format(", {} FAILED", failed) : "");
+  print_suite_claims(suite, runs_per_entry, o.db);
   fmt::print("  report:  dsgd-bench report --db {} --tag suite={} --format html -o {}.html\n", o.db, suite.name,
              suite.name);
   fmt::print("  compare: dsgd-bench compare --base-db BASE.db --cand-db {} suite={} suite={}\n", o.db, suite.name,
@@ -141,7 +161,7 @@ void setup_suite(CLI::App& app) {
   auto opts = std::make_shared<SuiteOptions>();
   CLI::App* sub =
       app.add_subcommand("suite", "Run a standardized benchmark suite (suites/NAME.toml), tagged suite=NAME,rep=R");
-  sub->add_option("name", opts->name, "suite name (smoke, standard) or a suite file path")->required();
+  sub->add_option("name", opts->name, "suite name (smoke, standard, papers) or a suite file path")->required();
   sub->add_option("--repeat", opts->repeat, "repetitions of every entry (9 or more for a reliable compare)")
       ->capture_default_str()
       ->check(CLI::Range(1, 1000));

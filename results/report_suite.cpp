@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <toml++/toml.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -55,6 +56,39 @@ void entry_check(const nlohmann::json& entry, const std::string& origin) {
   run_config_validate(cfg);
 }
 
+// Removes a [[runs]] entry's `id` (its name for [[claims]]) from `table` and returns it ("" when
+// absent); InputError for a non-string, empty or repeated id.
+std::string suite_entry_take_id(nlohmann::json& table, const std::vector<std::string>& taken,
+                                const std::string& origin) {
+  auto it = table.find("id");
+  if (it == table.end()) return "";
+  if (!it->is_string() || it->get<std::string>().empty())
+    DSGD_THROW(InputError, "name the run with a non-empty string, e.g. id = \"ssgd_slow\"",
+               "{}: key 'id' must be a non-empty string", origin);
+  std::string id = it->get<std::string>();
+  if (std::find(taken.begin(), taken.end(), id) != taken.end())
+    DSGD_THROW(InputError, "give every named run its own id", "{}: key 'id': '{}' names an earlier run too", origin,
+               id);
+  table.erase(it);
+  return id;
+}
+
+// The [[claims]] array as JSON objects, then parsed and checked against the named runs.
+std::vector<SuiteClaim> suite_claims_load(const toml::node* node, const std::vector<std::string>& ids,
+                                          const std::string& path) {
+  const toml::array* claims = node ? node->as_array() : nullptr;
+  if (!claims)
+    DSGD_THROW(InputError, "write claims as [[claims]] tables", "suite '{}': 'claims' is not an array", path);
+  std::vector<nlohmann::json> tables;
+  for (const toml::node& item : *claims) {
+    const std::string origin = fmt::format("{} [[claims]] #{}", path, tables.size() + 1);
+    const toml::table* t = item.as_table();
+    if (!t) DSGD_THROW(InputError, "write [[claims]] entries as tables", "{}: not a table", origin);
+    tables.push_back(toml_table(*t, origin));
+  }
+  return suite_claims_parse(tables, ids, path);
+}
+
 }  // namespace
 
 Suite suite_load(const std::string& path) {
@@ -78,8 +112,9 @@ Suite suite_load(const std::string& path) {
   suite.description = root["description"].value_or(std::string());
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
-    if (key != "name" && key != "description" && key != "defaults" && key != "runs" && key != "matrix")
-      DSGD_THROW(InputError, "top-level keys: name, description, [defaults], [[runs]], [[matrix]]",
+    if (key != "name" && key != "description" && key != "defaults" && key != "runs" && key != "matrix" &&
+        key != "claims")
+      DSGD_THROW(InputError, "top-level keys: name, description, [defaults], [[runs]], [[matrix]], [[claims]]",
                  "suite '{}': unknown top-level key '{}'", path, key);
   }
   nlohmann::json defaults = nlohmann::json::object();
@@ -107,9 +142,12 @@ Suite suite_load(const std::string& path) {
       const std::string origin = fmt::format("{} [[runs]] #{}", path, index);
       const toml::table* t = node.as_table();
       if (!t) DSGD_THROW(InputError, "write [[runs]] entries as tables", "{}: not a table", origin);
-      nlohmann::json entry = merged(toml_table(*t, origin));
+      nlohmann::json table = toml_table(*t, origin);
+      const std::string id = suite_entry_take_id(table, suite.entry_ids, origin);
+      nlohmann::json entry = merged(table);
       entry_check(entry, origin);
       suite.entries.push_back(std::move(entry));
+      suite.entry_ids.push_back(id);
     }
   }
   if (const toml::array* matrices = root["matrix"].as_array()) {
@@ -147,11 +185,13 @@ Suite suite_load(const std::string& path) {
         entry = merged(entry);
         entry_check(entry, fmt::format("{} ({})", origin, suite_entry_label(entry, defaults)));
         suite.entries.push_back(std::move(entry));
+        suite.entry_ids.emplace_back();
       }
     }
   }
   if (suite.entries.empty())
     DSGD_THROW(InputError, "add [[runs]] or [[matrix]] entries", "suite '{}' has no runs", path);
+  if (root.contains("claims")) suite.claims = suite_claims_load(root["claims"].node(), suite.entry_ids, path);
   return suite;
 }
 
@@ -178,7 +218,8 @@ std::string suite_find(const std::string& name, const std::string& executable_di
     if (fs::is_regular_file(file, ec)) return file.string();
     tried += (tried.empty() ? "" : ", ") + file.string();
   }
-  DSGD_THROW(InputError, "suites shipped: smoke, standard (suites/*.toml); or pass a file path, or set DSGD_SUITES_DIR",
+  DSGD_THROW(InputError,
+             "suites shipped: smoke, standard, papers (suites/*.toml); or pass a file path, or set DSGD_SUITES_DIR",
              "unknown suite '{}' (looked for {})", name, tried);
 }
 

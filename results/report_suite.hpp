@@ -1,7 +1,8 @@
 // Benchmark suites as data files (suites/*.toml), run by `dsgd-bench suite NAME`.
 // A suite file has a name, a description, [defaults] (run keys applied to every entry),
 // [[runs]] (one run each) and [[matrix]] tables (every combination of the listed values,
-// sweeps by list). Keys are those of `dsgd-bench run` (the one
+// sweeps by list) and [[claims]] (results/suite_claims.hpp; a [[runs]] entry a claim compares
+// is named by its `id` key, which is not a run key). Keys are those of `dsgd-bench run` (the one
 // field table, core/run_config.hpp); each expanded entry is checked against it before
 // anything runs. `db` and `tag` are set by the suite command (tag: suite=NAME,rep=R), so
 // suite files may not set them.
@@ -11,12 +12,16 @@
 #include <string>
 #include <vector>
 
+#include "results/suite_claims.hpp"
+
 namespace dsgd {
 
 struct Suite {
   std::string name, description, path;
   std::vector<nlohmann::json> entries;  // each a complete object of run keys (defaults merged)
   nlohmann::json defaults = nlohmann::json::object();
+  std::vector<std::string> entry_ids;  // parallel to entries: a [[runs]] entry's id, else empty
+  std::vector<SuiteClaim> claims;
 };
 
 // Reads and expands a suite file; InputError naming the file (and entry) on unknown keys,

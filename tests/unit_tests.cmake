@@ -27,6 +27,7 @@ foreach(entry
     "test_report_rows:dsgd_results"
     "test_report_html:dsgd_results"
     "test_report_suite:dsgd_results"
+    "test_suite_claims:dsgd_results"
     "test_compare:dsgd_results"
     "test_dreamddp_schedule:dsgd_algorithms"
     "test_sim_p2p:dsgd_cluster"
