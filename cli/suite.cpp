@@ -135,7 +135,7 @@ int suite_run(const SuiteOptions& o) {
       auto [code, output] = run_child(args, [&](const std::string& so_far) {
         if (!progress.enabled()) return;
         const std::string step = last_eval_step(so_far);
-        progress.draw(fmt::format("suite {}: run {}/{} {} rep={}  elapsed {}{}", suite.name, index, total, label, rep,
+        progress.draw(fmt::format("  suite {}: run {}/{} {} rep={}  elapsed {}{}", suite.name, index, total, label, rep,
                                   ProgressLine::duration_text(progress.elapsed_s()),
                                   step.empty() ? std::string() : "  step " + step));
       });

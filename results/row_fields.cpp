@@ -36,6 +36,8 @@ const std::vector<RowField<EvalRow>>& eval_fields() {
       {"test_acc", "1", "test accuracy of the consensus model (fraction)", &E::test_acc},
       {"consensus_distance", "", "mean squared distance of the replicas to their average; null: identical",
        &E::consensus_distance, 4, false},
+      {"eval_s", "s", "wall time of the evaluation on rank 0 (excluded from time_s); null before schema v11",
+       &E::eval_s, 11},
   };
   return fields;
 }
