@@ -53,5 +53,5 @@ TOML
 script -qec "$BIN suite live.toml --db s.db" /dev/null > suite_tty.out 2>&1 || { cat suite_tty.out; fail "suite on a pseudo-terminal failed"; }
 grep -Eq $'\r\e\\[K  suite live: run [12]/2 .* rep=1  elapsed [0-9]+:[0-9]{2}  step [0-9]+/1500' suite_tty.out ||
   { cat -v suite_tty.out | head -20; fail "suite: no progress line with the run's step on a terminal"; }
-grep -q "^\[2/2\] .*run_id=" <(tr -d '\r' < suite_tty.out | sed 's/\x1b\[K//g') || fail "suite: no result line on a terminal"
+grep -q "^\[2/2\] .*run_id=" <(tr '\r' '\n' < suite_tty.out | sed 's/\x1b\[K//g') || fail "suite: no result line on a terminal"
 echo "ok: progress line on a terminal only"
