@@ -18,7 +18,7 @@ const std::vector<RowField<StepRow>>& step_fields() {
       {"comm_s", "s", "blocked while data moves", &S::comm_s},
       {"wait_s", "s", "blocked waiting for the last rank", &S::wait_s},
       {"overlap_s", "s", "communication in flight during compute", &S::overlap_s},
-      {"injected_s", "s", "injected straggler delay", &S::injected_s, 3},
+      {"injected_s", "s", "injected straggler delay", &S::injected_s, 3, true, true},
       {"bytes_sent", "bytes", "bytes this rank sent in the step", &S::bytes_sent},
       {"train_loss", "", "this rank's minibatch loss", &S::train_loss},
       {"staleness", "updates", "mean staleness of this rank's updates in the step; null: none", &S::staleness, 6},

@@ -29,6 +29,9 @@ struct RowField {
   // Whether the report's table has this column (false keeps a column out of reports
   // written before the table existed; the store and JSON still carry it).
   bool in_report = true;
+  // A plain double column whose NULL reads as 0 instead of NaN (injected_s: rows migrated
+  // from before the column had no injected delay). Elsewhere NULL is a stored NaN.
+  bool null_is_zero = false;
 };
 
 // In report column order. Readers rely on (run_id, rank, step) being stored as well;

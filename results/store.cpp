@@ -398,7 +398,7 @@ void fields_read(const SqlStatement& stmt, const std::vector<RowField<Row>>& fie
           if constexpr (std::is_same_v<M, std::optional<double>>)
             row.*member = stmt.column_optional_real(c);
           else if constexpr (std::is_same_v<M, double>)
-            row.*member = stmt.column_real(c);
+            row.*member = f.null_is_zero && stmt.column_is_null(c) ? 0.0 : stmt.column_real(c);
           else if constexpr (std::is_same_v<M, bool>)
             row.*member = stmt.column_int64(c) != 0;
           else
