@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/run_format.hpp"
+#include "results/row_fields.hpp"
 #include "results/run_json.hpp"
 #include "results/store.hpp"
 
@@ -34,14 +35,7 @@ void setup_show(CLI::App& app) {
       nlohmann::json j = run_to_json(run);
       if (opts->evals) {
         nlohmann::json evals = nlohmann::json::array();
-        for (const auto& e : store.evals_get(opts->run_id))
-          evals.push_back({{"step", e.step},
-                           {"time_s", e.time_s},
-                           {"train_loss", e.train_loss},
-                           {"test_loss", e.test_loss},
-                           {"test_acc", e.test_acc},
-                           {"consensus_distance",
-                            e.consensus_distance ? nlohmann::json(*e.consensus_distance) : nlohmann::json(nullptr)}});
+        for (const auto& e : store.evals_get(opts->run_id)) evals.push_back(row_to_json(eval_fields(), e));
         j["evals"] = evals;
       }
       fmt::print("{}\n", j.dump(2));

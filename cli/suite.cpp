@@ -5,18 +5,24 @@
 // machine spreads over all entries. A failed run is reported and the suite goes on; the
 // exit code is 1 when any run failed, 2 for a bad suite file or flag. A suite with [[claims]]
 // ends with the claims table (results/suite_claims.hpp): a claim that does not reproduce is a
-// result, not a failure, and does not change the exit code.
+// result, not a failure, and does not change the exit code. On a terminal one
+// live line shows which run of how many, the suite's elapsed time and the current run's
+// step as of its last evaluation (cli/progress_line.hpp; nothing when stdout is not one).
 #include <fmt/format.h>
+#include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "algorithms/config_check.hpp"
 #include "cli/commands.hpp"
+#include "cli/progress_line.hpp"
 #include "core/errors.hpp"
 #include "results/report_suite.hpp"
 #include "results/store.hpp"
@@ -41,8 +47,24 @@ std::string executable_path() {
   return ec ? std::string() : exe.string();
 }
 
+// The step of the child's last evaluation line ("eval step  10/30 ..."), as "10/30";
+// empty before its first evaluation.
+std::string last_eval_step(const std::string& output) {
+  const size_t at = output.rfind("eval step ");
+  if (at == std::string::npos) return {};
+  std::string text;
+  for (size_t i = at + 10; i < output.size() && output[i] != '\n' && text.size() < 32; ++i) {
+    if (output[i] == ' ' && !text.empty() && text.back() != '/') break;
+    if (output[i] != ' ') text += output[i];
+  }
+  return text;
+}
+
 // Runs argv with stdout captured; stderr passes through. Returns (exit status, stdout).
-std::pair<int, std::string> run_child(const std::vector<std::string>& args) {
+// `tick` is called with the output so far whenever some arrives, and at least every
+// 250 ms while the child runs.
+std::pair<int, std::string> run_child(const std::vector<std::string>& args,
+                                      const std::function<void(const std::string&)>& tick) {
   int fds[2];
   if (::pipe(fds) != 0) DSGD_THROW(Error, "", "suite: pipe() failed");
   const pid_t pid = ::fork();
@@ -62,7 +84,18 @@ std::pair<int, std::string> run_child(const std::vector<std::string>& args) {
   std::string output;
   char buffer[4096];
   ssize_t got = 0;
-  while ((got = ::read(fds[0], buffer, sizeof buffer)) > 0) output.append(buffer, static_cast<size_t>(got));
+  for (;;) {
+    pollfd pfd{fds[0], POLLIN, 0};
+    const int ready = ::poll(&pfd, 1, 250);
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready > 0) {
+      got = ::read(fds[0], buffer, sizeof buffer);
+      if (got < 0 && errno == EINTR) continue;
+      if (got <= 0) break;
+      output.append(buffer, static_cast<size_t>(got));
+    }
+    tick(output);
+  }
   ::close(fds[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -101,6 +134,7 @@ int suite_run(const SuiteOptions& o) {
   std::vector<std::string> ids;
   std::vector<std::vector<int64_t>> runs_per_entry(suite.entries.size());
   const auto suite_start = std::chrono::steady_clock::now();
+  ProgressLine progress;  // draws nothing when stdout is not a terminal
   for (int rep = 1; rep <= o.repeat; ++rep) {
     for (size_t e = 0; e < suite.entries.size(); ++e) {
       ++index;
@@ -119,7 +153,14 @@ int suite_run(const SuiteOptions& o) {
       }
       std::fflush(stdout);
       const auto start = std::chrono::steady_clock::now();
-      auto [code, output] = run_child(args);
+      auto [code, output] = run_child(args, [&](const std::string& so_far) {
+        if (!progress.enabled()) return;
+        const std::string step = last_eval_step(so_far);
+        progress.draw(fmt::format("  suite {}: run {}/{} {} rep={}  elapsed {}{}", suite.name, index, total, label, rep,
+                                  ProgressLine::duration_text(progress.elapsed_s()),
+                                  step.empty() ? std::string() : "  step " + step));
+      });
+      progress.clear();
       const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       std::string id;
       const size_t at = output.rfind("run_id=");

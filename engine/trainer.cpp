@@ -435,6 +435,7 @@ class Trainer {
       row.test_loss = sums.count > 0 ? sums.loss_sum / sums.count : std::nan("");
       row.test_acc = sums.count > 0 ? sums.correct / sums.count : std::nan("");
     }
+    row.eval_s = comm_.now() - t_eval;
     if (comm_.rank() == 0) {
       if (store_) store_->evals_append(result_.run_id, {row});
       if (callbacks_.on_eval) callbacks_.on_eval(row);

@@ -9,6 +9,7 @@
 //   the store reads that NULL as 0 (no straggler delay was injected then).
 // - evals.consensus_distance (v4) is NULL when it does not apply (replicas identical) and
 //   on rows written before v4; the store reads NULL as an empty optional.
+// - evals.eval_s (v11) is NULL on rows written before v11 (read as empty).
 // - steps.staleness, summaries.staleness_mean / staleness_max (v6) are NULL for algorithms
 //   without staleness and on rows written before v6; the store reads NULL as empty.
 // - summaries.model_gflops / peak_gflops / mfu (v7) are NULL when the run's config has no
@@ -322,6 +323,12 @@ CREATE TABLE optimizer_profiles (
 CREATE INDEX optimizer_profiles_calibration ON optimizer_profiles(calibration_id);
 )sql";
 
+// v10 -> v11: evals.eval_s, the wall time of each evaluation on rank 0 (docs/metrics.md);
+// NULL on rows written before v11.
+constexpr const char* migration_v11 = R"sql(
+ALTER TABLE evals ADD COLUMN eval_s REAL;
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -331,8 +338,8 @@ int user_version_read(sqlite3* db) {
 
 const std::vector<const char*>& migrations_all() {
   static const std::vector<const char*> table = {
-      migration_v1, migration_v2, migration_v3, migration_v4, migration_v5,
-      migration_v6, migration_v7, migration_v8, migration_v9, migration_v10,
+      migration_v1, migration_v2, migration_v3, migration_v4,  migration_v5,  migration_v6,
+      migration_v7, migration_v8, migration_v9, migration_v10, migration_v11,
   };
   return table;
 }

@@ -6,10 +6,14 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <type_traits>
+#include <utility>
+#include <variant>
 
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
 #include "core/system_info.hpp"
+#include "results/row_fields.hpp"
 
 namespace dsgd {
 
@@ -267,59 +271,71 @@ ReportTable report_runs_table(const std::vector<RunWithSummary>& runs) {
   return table;
 }
 
-ReportTable report_steps_table(const std::vector<std::pair<int64_t, std::vector<StepRow>>>& steps) {
-  ReportTable table;
-  table.name = "steps";
-  table.columns = {
-      col("run_id", "", T::report_integer, "run id"),
-      col("rank", "", T::report_integer, "worker rank"),
-      col("step", "steps", T::report_integer, "step index (0-based)"),
-      col("timed", "", T::report_integer, "1 for timed steps, 0 for warm-up"),
-      col("start_s", "s", T::report_real, "step start since the run's time origin (rank 0's clock)"),
-      col("step_s", "s", T::report_real, "wall time of the step on this rank"),
-      col("data_s", "s", T::report_real, "batch loading"),
-      col("fwd_s", "s", T::report_real, "forward pass"),
-      col("bwd_s", "s", T::report_real, "backward pass"),
-      col("opt_s", "s", T::report_real, "optimizer update"),
-      col("comm_s", "s", T::report_real, "blocked while data moves"),
-      col("wait_s", "s", T::report_real, "blocked waiting for the last rank"),
-      col("overlap_s", "s", T::report_real, "communication in flight during compute"),
-      col("injected_s", "s", T::report_real, "injected straggler delay"),
-      col("bytes_sent", "bytes", T::report_real, "bytes this rank sent in the step"),
-      col("train_loss", "", T::report_real, "this rank's minibatch loss"),
-      col("staleness", "updates", T::report_real, "mean staleness of this rank's updates in the step; null: none"),
-  };
-  size_t total = 0;
-  for (const auto& [id, rows] : steps) total += rows.size();
-  table.rows.reserve(total);
-  for (const auto& [id, rows] : steps) {
-    for (const StepRow& s : rows) {
-      table.rows.push_back({ReportValue{id}, ReportValue{int64_t{s.rank}}, ReportValue{s.step},
-                            ReportValue{int64_t{s.timed ? 1 : 0}}, real(s.start_s), real(s.step_s), real(s.data_s),
-                            real(s.fwd_s), real(s.bwd_s), real(s.opt_s), real(s.comm_s), real(s.wait_s),
-                            real(s.overlap_s), real(s.injected_s), real(s.bytes_sent), real(s.train_loss),
-                            optional_value(s.staleness)});
-    }
+namespace {
+
+// The report columns of a row type's field table, after run_id.
+template <class Row>
+std::vector<ReportColumn> field_report_columns(const std::vector<RowField<Row>>& fields) {
+  std::vector<ReportColumn> columns = {col("run_id", "", T::report_integer, "run id")};
+  for (const RowField<Row>& f : fields) {
+    if (!f.in_report) continue;
+    const bool integer = std::visit(
+        [](auto member) {
+          using M = std::decay_t<decltype(std::declval<Row>().*member)>;
+          return std::is_integral_v<M>;
+        },
+        f.member);
+    columns.push_back(col(f.column, f.unit, integer ? T::report_integer : T::report_real, f.help));
   }
+  return columns;
+}
+
+// The report row of one stored row (run_id first), in field_report_columns' order.
+template <class Row>
+std::vector<ReportValue> field_report_row(int64_t run_id, const std::vector<RowField<Row>>& fields, const Row& row) {
+  std::vector<ReportValue> values;
+  values.reserve(fields.size() + 1);
+  values.emplace_back(run_id);
+  for (const RowField<Row>& f : fields) {
+    if (!f.in_report) continue;
+    values.push_back(std::visit(
+        [&](auto member) -> ReportValue {
+          const auto& v = row.*member;
+          using M = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<M, std::optional<double>>)
+            return optional_value(v);
+          else if constexpr (std::is_same_v<M, double>)
+            return real(v);
+          else
+            return ReportValue{static_cast<int64_t>(v)};
+        },
+        f.member));
+  }
+  return values;
+}
+
+template <class Row>
+ReportTable field_report_table(const char* name, const std::vector<RowField<Row>>& fields,
+                               const std::vector<std::pair<int64_t, std::vector<Row>>>& runs) {
+  ReportTable table;
+  table.name = name;
+  table.columns = field_report_columns(fields);
+  size_t total = 0;
+  for (const auto& [id, rows] : runs) total += rows.size();
+  table.rows.reserve(total);
+  for (const auto& [id, rows] : runs)
+    for (const Row& row : rows) table.rows.push_back(field_report_row(id, fields, row));
   return table;
 }
 
+}  // namespace
+
+ReportTable report_steps_table(const std::vector<std::pair<int64_t, std::vector<StepRow>>>& steps) {
+  return field_report_table("steps", step_fields(), steps);
+}
+
 ReportTable report_evals_table(const std::vector<std::pair<int64_t, std::vector<EvalRow>>>& evals) {
-  ReportTable table;
-  table.name = "evals";
-  table.columns = {
-      col("run_id", "", T::report_integer, "run id"),
-      col("step", "steps", T::report_integer, "steps completed at the evaluation"),
-      col("time_s", "s", T::report_real, "training wall-clock (evaluations excluded)"),
-      col("train_loss", "", T::report_real, "mean minibatch loss since the previous evaluation"),
-      col("test_loss", "", T::report_real, "test loss of the consensus model"),
-      col("test_acc", "1", T::report_real, "test accuracy of the consensus model (fraction)"),
-  };
-  for (const auto& [id, rows] : evals)
-    for (const EvalRow& e : rows)
-      table.rows.push_back({ReportValue{id}, ReportValue{e.step}, real(e.time_s), real(e.train_loss), real(e.test_loss),
-                            real(e.test_acc)});
-  return table;
+  return field_report_table("evals", eval_fields(), evals);
 }
 
 nlohmann::json report_value_json(const ReportValue& value) {

@@ -45,11 +45,14 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <type_traits>
 #include <utility>
+#include <variant>
 
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
 #include "results/migrations.hpp"
+#include "results/row_fields.hpp"
 #include "results/run_liveness.hpp"
 #include "results/sqlite.hpp"
 #include "results/target.hpp"
@@ -370,54 +373,75 @@ RunWithSummary run_with_summary_read(const SqlStatement& stmt, int version) {
   return result;
 }
 
-// A database at `version` < 3 has no injected_s column; its rows read injected_s = 0.
-std::vector<StepRow> steps_read(sqlite3* db, int version, int64_t run_id) {
-  SqlStatement stmt(db, fmt::format("SELECT rank, step, timed, start_s, step_s, fwd_s, bwd_s, "
-                                    "opt_s, data_s, comm_s, wait_s, overlap_s, bytes_sent, "
-                                    "train_loss, {}, {} FROM steps WHERE run_id = ? ORDER BY step, rank",
-                                    version >= 3 ? "injected_s" : "NULL", version >= 6 ? "staleness" : "NULL"));
-  stmt.bind(1, run_id);
-  std::vector<StepRow> rows;
-  while (stmt.step()) {
-    StepRow& row = rows.emplace_back();
-    int c = 0;
-    row.rank = static_cast<int>(stmt.column_int64(c++));
-    row.step = stmt.column_int64(c++);
-    row.timed = stmt.column_int64(c++) != 0;
-    row.start_s = stmt.column_real(c++);
-    row.step_s = stmt.column_real(c++);
-    row.fwd_s = stmt.column_real(c++);
-    row.bwd_s = stmt.column_real(c++);
-    row.opt_s = stmt.column_real(c++);
-    row.data_s = stmt.column_real(c++);
-    row.comm_s = stmt.column_real(c++);
-    row.wait_s = stmt.column_real(c++);
-    row.overlap_s = stmt.column_real(c++);
-    row.bytes_sent = stmt.column_real(c++);
-    row.train_loss = stmt.column_real(c++);
-    row.injected_s = stmt.column_optional_real(c++).value_or(0.0);  // NULL: before v3
-    row.staleness = stmt.column_optional_real(c++);                 // NULL: none, or before v6
+// The columns of `fields` a database at `version` has, comma-separated; a column added
+// after `version` is left out and its member keeps its default.
+template <class Row>
+std::string field_columns(const std::vector<RowField<Row>>& fields, int version) {
+  std::string sql;
+  for (const RowField<Row>& f : fields) {
+    if (f.since_version > version) continue;
+    if (!sql.empty()) sql += ", ";
+    sql += f.column;
   }
+  return sql;
+}
+
+// Reads the columns selected by field_columns(fields, version) from the current row.
+template <class Row>
+void fields_read(const SqlStatement& stmt, const std::vector<RowField<Row>>& fields, int version, Row& row) {
+  int c = 0;
+  for (const RowField<Row>& f : fields) {
+    if (f.since_version > version) continue;
+    std::visit(
+        [&](auto member) {
+          using M = std::decay_t<decltype(row.*member)>;
+          if constexpr (std::is_same_v<M, std::optional<double>>)
+            row.*member = stmt.column_optional_real(c);
+          else if constexpr (std::is_same_v<M, double>)
+            row.*member = f.null_is_zero && stmt.column_is_null(c) ? 0.0 : stmt.column_real(c);
+          else if constexpr (std::is_same_v<M, bool>)
+            row.*member = stmt.column_int64(c) != 0;
+          else
+            row.*member = static_cast<M>(stmt.column_int64(c));
+        },
+        f.member);
+    ++c;
+  }
+}
+
+template <class Row>
+std::vector<Row> rows_read(sqlite3* db, const char* table, const std::vector<RowField<Row>>& fields, int version,
+                           int64_t run_id, const char* order) {
+  SqlStatement stmt(
+      db, fmt::format("SELECT {} FROM {} WHERE run_id = ? ORDER BY {}", field_columns(fields, version), table, order));
+  stmt.bind(1, run_id);
+  std::vector<Row> rows;
+  while (stmt.step()) fields_read(stmt, fields, version, rows.emplace_back());
   return rows;
 }
 
-// A database at `version` < 4 has no consensus_distance column; it reads as empty.
-std::vector<EvalRow> evals_read(sqlite3* db, int version, int64_t run_id) {
-  SqlStatement stmt(db, fmt::format("SELECT step, time_s, train_loss, test_loss, test_acc, {} FROM evals "
-                                    "WHERE run_id = ? ORDER BY step",
-                                    version >= 4 ? "consensus_distance" : "NULL"));
-  stmt.bind(1, run_id);
-  std::vector<EvalRow> rows;
-  while (stmt.step()) {
-    EvalRow& row = rows.emplace_back();
-    row.step = stmt.column_int64(0);
-    row.time_s = stmt.column_real(1);
-    row.train_loss = stmt.column_real(2);
-    row.test_loss = stmt.column_real(3);
-    row.test_acc = stmt.column_real(4);
-    row.consensus_distance = stmt.column_optional_real(5);
+// Inserts rows into `table` under run_id, one column per field (the current schema).
+template <class Row>
+void rows_insert(sqlite3* db, const char* table, const std::vector<RowField<Row>>& fields, int64_t run_id,
+                 const std::vector<Row>& rows) {
+  std::string placeholders = "?";
+  for (size_t i = 0; i < fields.size(); ++i) placeholders += ", ?";
+  SqlStatement stmt(db, fmt::format("INSERT INTO {} (run_id, {}) VALUES ({})", table,
+                                    field_columns(fields, Store::schema_version()), placeholders));
+  for (const Row& row : rows) {
+    stmt.bind(1, run_id);
+    int index = 2;
+    for (const RowField<Row>& f : fields) std::visit([&](auto member) { stmt.bind(index++, row.*member); }, f.member);
+    stmt.run();
   }
-  return rows;
+}
+
+std::vector<StepRow> steps_read(sqlite3* db, int version, int64_t run_id) {
+  return rows_read(db, "steps", step_fields(), version, run_id, "step, rank");
+}
+
+std::vector<EvalRow> evals_read(sqlite3* db, int version, int64_t run_id) {
+  return rows_read(db, "evals", eval_fields(), version, run_id, "step");
 }
 
 std::optional<RunRecord> run_find(sqlite3* db, int version, int64_t run_id) {
@@ -641,15 +665,7 @@ int64_t Store::run_begin(const RunRecord& run) {
 void Store::steps_append(int64_t run_id, const std::vector<StepRow>& rows) {
   if (rows.empty()) return;
   SqlTransaction transaction(db_);
-  SqlStatement stmt(db_,
-                    "INSERT INTO steps (run_id, rank, step, timed, start_s, step_s, fwd_s, "
-                    "bwd_s, opt_s, data_s, comm_s, wait_s, overlap_s, bytes_sent, train_loss, "
-                    "injected_s, staleness) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  for (const StepRow& r : rows) {
-    stmt.bind_all(run_id, r.rank, r.step, r.timed, r.start_s, r.step_s, r.fwd_s, r.bwd_s, r.opt_s, r.data_s, r.comm_s,
-                  r.wait_s, r.overlap_s, r.bytes_sent, r.train_loss, r.injected_s, r.staleness);
-    stmt.run();
-  }
+  rows_insert(db_, "steps", step_fields(), run_id, rows);
   heartbeat_write(db_, run_id);
   transaction.commit();
 }
@@ -657,13 +673,7 @@ void Store::steps_append(int64_t run_id, const std::vector<StepRow>& rows) {
 void Store::evals_append(int64_t run_id, const std::vector<EvalRow>& rows) {
   if (rows.empty()) return;
   SqlTransaction transaction(db_);
-  SqlStatement stmt(db_,
-                    "INSERT INTO evals (run_id, step, time_s, train_loss, test_loss, test_acc, "
-                    "consensus_distance) VALUES (?, ?, ?, ?, ?, ?, ?)");
-  for (const EvalRow& r : rows) {
-    stmt.bind_all(run_id, r.step, r.time_s, r.train_loss, r.test_loss, r.test_acc, r.consensus_distance);
-    stmt.run();
-  }
+  rows_insert(db_, "evals", eval_fields(), run_id, rows);
   heartbeat_write(db_, run_id);
   transaction.commit();
 }

@@ -25,6 +25,7 @@ foreach(entry
     "test_sim_world:dsgd_engine"
     "test_sim_validation_store:dsgd_results"
     "test_report_rows:dsgd_results"
+    "test_row_fields:dsgd_results"
     "test_report_html:dsgd_results"
     "test_report_suite:dsgd_results"
     "test_suite_claims:dsgd_results"

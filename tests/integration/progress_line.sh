@@ -2,7 +2,8 @@
 # from `script`) it is drawn in place with step of total, samples/s, elapsed, remaining and
 # the last loss, and erased before each evaluation line; when stdout is not a terminal,
 # nothing of it is printed. The same for `calibrate` (1 rank: its stdout is the terminal; under
-# mpiexec the ranks' stdout is a pipe) and `validate` (the parent of its child runs).
+# mpiexec the ranks' stdout is a pipe), `validate` (the parent of its child runs) and `suite`
+# (which run of how many, elapsed, the current run's step as of its last evaluation).
 source "$(dirname "$0")/common.bash"
 
 common=(--dataset "$SMALL" --steps 3000 --batch 32 --eval-every 1500 --db t.db)
@@ -35,4 +36,22 @@ script -qec "$BIN validate --config v.json" /dev/null > val_tty.out 2>&1 || { ca
 grep -Eq $'\r\e\\[K  validate: (profile|measured|predicted) \\([1-3]/3\\)  elapsed [0-9]+:[0-9]{2}' val_tty.out ||
   { cat -v val_tty.out | head -20; fail "validate: no progress line on a terminal"; }
 grep -q "^validation_id=" <(tr -d '\r' < val_tty.out) || fail "validate: no validation id on a terminal"
+cat > live.toml <<TOML
+name = "live"
+[defaults]
+workers = 1
+dataset = "$SMALL"
+batch = 32
+steps = 1500
+eval-every = 300
+straggler = "fixed:rank=0,delay=1ms"
+[[matrix]]
+algo = ["ssgd", "localsgd"]
+TOML
+"$BIN" suite live.toml --db s.db > suite_plain.out 2>&1 || { cat suite_plain.out; fail "suite failed"; }
+! grep -q $'\r' suite_plain.out || fail "suite: carriage return in output that is not a terminal"
+script -qec "$BIN suite live.toml --db s.db" /dev/null > suite_tty.out 2>&1 || { cat suite_tty.out; fail "suite on a pseudo-terminal failed"; }
+grep -Eq $'\r\e\\[K  suite live: run [12]/2 .* rep=1  elapsed [0-9]+:[0-9]{2}  step [0-9]+/1500' suite_tty.out ||
+  { cat -v suite_tty.out | head -20; fail "suite: no progress line with the run's step on a terminal"; }
+grep -q "^\[2/2\] .*run_id=" <(tr '\r' '\n' < suite_tty.out | sed 's/\x1b\[K//g') || fail "suite: no result line on a terminal"
 echo "ok: progress line on a terminal only"

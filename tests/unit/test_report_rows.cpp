@@ -169,7 +169,7 @@ TEST(ReportRows, JsonGolden) {
   context.db_path = "t.db";
   context.selection = "--tag x";
   std::vector<std::pair<int64_t, std::vector<EvalRow>>> evals = {
-      {7, {{0, 0.0, 1.5, 1.25, 0.1, std::nullopt}, {50, 0.75, 0.5, 0.25, 0.8125, std::nullopt}}}};
+      {7, {{0, 0.0, 1.5, 1.25, 0.1, std::nullopt, 0.5}, {50, 0.75, 0.5, 0.25, 0.8125, std::nullopt, std::nullopt}}}};
   std::ostringstream out;
   report_write_json(out, context, report_evals_table(evals));
   EXPECT_EQ(
@@ -182,11 +182,12 @@ TEST(ReportRows, JsonGolden) {
       "\"columns\": [{\"name\":\"run_id\",\"type\":\"integer\",\"unit\":\"\"},{\"name\":\"step\",\"type\":\"integer\","
       "\"unit\":\"steps\"},{\"name\":\"time_s\",\"type\":\"real\",\"unit\":\"s\"},{\"name\":\"train_loss\",\"type\":"
       "\"real\",\"unit\":\"\"},{\"name\":\"test_loss\",\"type\":\"real\",\"unit\":\"\"},{\"name\":\"test_acc\","
-      "\"type\":\"real\",\"unit\":\"1\"}],\n"
+      "\"type\":\"real\",\"unit\":\"1\"},{\"name\":\"eval_s\",\"type\":\"real\",\"unit\":\"s\"}],\n"
       "\"rows\": [\n"
-      "{\"run_id\": 7, \"step\": 0, \"time_s\": 0.0, \"train_loss\": 1.5, \"test_loss\": 1.25, \"test_acc\": 0.1},\n"
+      "{\"run_id\": 7, \"step\": 0, \"time_s\": 0.0, \"train_loss\": 1.5, \"test_loss\": 1.25, \"test_acc\": 0.1, "
+      "\"eval_s\": 0.5},\n"
       "{\"run_id\": 7, \"step\": 50, \"time_s\": 0.75, \"train_loss\": 0.5, \"test_loss\": 0.25, \"test_acc\": "
-      "0.8125}\n"
+      "0.8125, \"eval_s\": null}\n"
       "]\n}\n");
   // And it parses, with the tag's special characters intact in the runs table.
   std::ostringstream runs;

@@ -154,6 +154,7 @@ void expect_same_eval(const EvalRow& a, const EvalRow& b) {
     EXPECT_TRUE(same_double(a.*field, b.*field)) << "step " << a.step;
   }
   EXPECT_EQ(a.consensus_distance, b.consensus_distance) << "step " << a.step;
+  EXPECT_EQ(a.eval_s, b.eval_s) << "step " << a.step;
 }
 
 void expect_same_optional(const std::optional<double>& a, const std::optional<double>& b) {
@@ -1060,6 +1061,42 @@ TEST_F(StoreTest, MigratesAVersion3DatabaseAddingConsensusDistance) {
       raw_query_text(store.handle(),
                      fmt::format("SELECT count(*) FROM evals WHERE run_id = {} AND consensus_distance IS NULL", next)),
       "1");
+}
+
+// v10 -> v11: evals.eval_s. An older database is read without the column (empty), both
+// read-only and after migrating; a new row keeps its value.
+TEST_F(StoreTest, MigratesAVersion10DatabaseAddingEvalSeconds) {
+  {
+    sqlite3* db = raw_open(db_path());
+    migrations_apply(db, 0, 10);
+    raw_exec(db,
+             "INSERT INTO runs (id, created_at, finished_at, status, workload, workers, batch, "
+             "steps, seed) VALUES (4, '2026-11-01T10:00:00Z', '2026-11-01T10:01:00Z', "
+             "'completed', 'svm', 2, 8, 2, '5')");
+    raw_exec(db,
+             "INSERT INTO evals (run_id, step, time_s, train_loss, test_loss, test_acc) VALUES "
+             "(4, 0, 0.0, NULL, 0.9, 0.1), (4, 2, 1.5, 0.7, 0.6, 0.5)");
+    sqlite3_close(db);
+  }
+  {
+    Store old = Store::open_readonly(db_path());
+    EXPECT_EQ(old.user_version(), 10);
+    const std::vector<EvalRow> rows = old.evals_get(4);
+    ASSERT_EQ(rows.size(), 2u);
+    EXPECT_FALSE(rows[1].eval_s.has_value());
+    EXPECT_DOUBLE_EQ(rows[1].test_acc, 0.5);
+  }
+  Store store = Store::open(db_path());
+  EXPECT_GE(Store::schema_version(), 11);
+  EXPECT_EQ(raw_query_text(store.handle(), "SELECT count(*) FROM evals WHERE eval_s IS NULL"), "2");
+  EXPECT_FALSE(store.evals_get(4)[0].eval_s.has_value());
+  const int64_t next = store.run_begin(run_make());
+  EvalRow with = eval_make(10, 2.0, 0.4, 0.8);
+  with.eval_s = 0.125;
+  store.evals_append(next, {with});
+  const std::vector<EvalRow> got = store.evals_get(next);
+  ASSERT_EQ(got.size(), 1u);
+  expect_same_eval(got[0], with);
 }
 
 // ---- dead runs, statuses, corrupt and foreign files (issue 14) --------------------------------
