@@ -10,5 +10,7 @@ int& tune_exit_code();
 
 void setup_tune_recommend(CLI::App& app);
 void setup_tune_sessions(CLI::App& app);  // `sessions` and `show SESSION`
+void setup_tune_grid(CLI::App& app);      // `grid`: a whole small space, for `bench`
+void setup_tune_bench(CLI::App& app);     // `bench`: strategies replayed against a grid
 
 }  // namespace dsgd

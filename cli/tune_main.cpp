@@ -26,5 +26,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   dsgd::setup_tune_recommend(app);
   dsgd::setup_tune_sessions(app);
+  dsgd::setup_tune_grid(app);
+  dsgd::setup_tune_bench(app);
   return dsgd::app_main_run(app, argc, argv, "dsgd-tune", dsgd::tune_exit_code());
 }

@@ -9,8 +9,8 @@
 #include <cstdio>
 #include <fstream>
 
-#include "cli/run_options.hpp"
 #include "cli/tune_commands.hpp"
+#include "cli/tune_space_options.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
@@ -24,18 +24,10 @@ namespace dsgd {
 namespace {
 
 struct RecommendOptions {
-  RunOptionBinding run;
-  std::string algos = "ssgd,localsgd,diloco,dpsgd";
-  std::string periods = "1..64";
-  std::string batches = "16..128";
-  std::string topologies = "ring,exp,complete";
-  std::string lr_scalings = "linear,sqrt";
+  TuneSpaceOptions space;  // run flags, search space, --trial-time, --max-bytes-per-step, --max-trial-steps
   std::string budget;
   int64_t trials = 0;
-  std::string trial_time;
-  std::string max_bytes;
   int64_t race_seeds = 3;
-  int64_t max_trial_steps = 20000;
   std::string output;
   std::string format = "table";
   int64_t resume = 0;
@@ -43,23 +35,8 @@ struct RecommendOptions {
   CLI::Option* backend_option = nullptr;
 };
 
-// The run flags the tuner owns (searched, or decided per trial).
-const std::vector<std::string> kTunerOwnedKeys = {"algo",   "period",     "batch", "topology", "lr-scaling", "steps",
-                                                  "epochs", "eval-every", "tag",   "hostfile", "save-params"};
-
 TuneSpec spec_from_options(const RecommendOptions& o) {
-  TuneSpec spec;
-  spec.base = run_options_resolve(o.run);
-  bool backend_given = false;
-  for (const auto& [field, option] : o.run.bound)
-    if (std::string(field->key) == "backend" && option->count() > 0) backend_given = true;
-  if (!backend_given && o.run.config_file.empty()) spec.base.backend = "sim";
-  if (spec.base.backend == "mpi" && !backend_given) spec.base.backend = "sim";
-  spec.algos = tune_parse_list("--algos", o.algos);
-  spec.periods = tune_parse_int_space("--period", o.periods);
-  spec.batches = tune_parse_int_space("--batch", o.batches);
-  spec.topologies = tune_parse_list("--topologies", o.topologies);
-  spec.lr_scalings = tune_parse_list("--lr-scaling", o.lr_scalings);
+  TuneSpec spec = tune_space_options_spec(o.space);
   if (!o.budget.empty()) spec.budget_s = tune_parse_duration("--budget", o.budget);
   if (o.trials_option && o.trials_option->count() > 0) {
     if (o.trials < 1)
@@ -67,8 +44,6 @@ TuneSpec spec_from_options(const RecommendOptions& o) {
                  o.trials);
     spec.trials = o.trials;
   }
-  if (!o.trial_time.empty()) spec.trial_time_s = tune_parse_duration("--trial-time", o.trial_time);
-  if (!o.max_bytes.empty()) spec.max_bytes_per_step = tune_parse_bytes("--max-bytes-per-step", o.max_bytes);
   if (o.race_seeds < 1 || o.race_seeds > 100)
     DSGD_THROW(InputError, "pass e.g. --race-seeds 3", "--race-seeds must be in 1..100 (got {})", o.race_seeds);
   spec.race_seeds = o.race_seeds;
@@ -120,7 +95,7 @@ int run_recommend(const RecommendOptions& o) {
   int64_t session_id = 0;
   std::string db;
   if (o.resume > 0) {
-    db = run_options_resolve(o.run).db;
+    db = run_options_resolve(o.space.run).db;
     Store store = Store::open_readonly(db);
     const TuneSessionRow s = tune_session_get(store, o.resume);
     if (s.status == "completed")
@@ -135,7 +110,7 @@ int run_recommend(const RecommendOptions& o) {
   }
   if (o.format != "table" && o.format != "json")
     DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
-  TunePlan plan = tune_plan(spec, o.max_trial_steps);  // every input check; no database yet
+  TunePlan plan = tune_plan(spec, o.space.max_trial_steps);  // every input check; no database yet
   Store store = Store::open(db);
   plan.missing_profiles = tune_missing_profiles(plan, store);
   if (session_id == 0) {
@@ -232,25 +207,10 @@ void setup_tune_recommend(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "recommend", "Search algorithm, sync period, batch, topology and lr rule for the least time to --target");
   sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag wins
-  sub->add_option("--config", o->run.config_file, "base configuration (JSON or TOML, keys of dsgd-bench run)")
-      ->check(CLI::ExistingFile);
-  run_options_bind(sub, o->run, kTunerOwnedKeys);
-  for (auto& [field, option] : o->run.bound)
-    if (std::string(field->key) == "backend")
-      option->default_str("sim")->description("where trials run: sim only (virtual clock, real numerics)");
-  sub->add_option("--algos", o->algos, "algorithms to search (dsgd-bench list algorithms)")->capture_default_str();
-  sub->add_option("--period", o->periods, "sync period H: MIN..MAX (powers of 2) or a list")->capture_default_str();
-  sub->add_option("--batch", o->batches, "per-worker batch: MIN..MAX (powers of 2) or a list")->capture_default_str();
-  sub->add_option("--topologies", o->topologies, "gossip topologies (dpsgd, adpsgd only)")->capture_default_str();
-  sub->add_option("--lr-scaling", o->lr_scalings, "learning-rate scaling rules to search (none, linear, sqrt)")
-      ->capture_default_str();
+  tune_space_options_bind(sub, o->space, "a trial's full budget R (default: --budget / 20, or 60s)");
   sub->add_option("--budget", o->budget, "evaluation time in all: virtual seconds simulated (300s, 5min, 1h)");
   o->trials_option = sub->add_option("--trials", o->trials, "trial runs in all");
-  sub->add_option("--trial-time", o->trial_time, "a trial's full budget R (default: --budget / 20, or 60s)");
-  sub->add_option("--max-bytes-per-step", o->max_bytes, "constraint: bytes a worker sends per step (e.g. 1MB)");
   sub->add_option("--race-seeds", o->race_seeds, "seeds per configuration in the final race")->capture_default_str();
-  sub->add_option("--max-trial-steps", o->max_trial_steps, "a trial stops after this many steps (real-time guard)")
-      ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write the recommended configuration as TOML (dsgd-bench run --config)");
   sub->add_option("--format", o->format, "table | json")->capture_default_str();
   sub->add_option("--resume", o->resume, "continue SESSION (its stored options; finished trials are not rerun)");

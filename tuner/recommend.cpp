@@ -14,6 +14,7 @@
 #include "core/system_info.hpp"
 #include "engine/compute_profile.hpp"
 #include "engine/shared_dataset.hpp"
+#include "tuner/live_evaluator.hpp"
 #include "tuner/proposals.hpp"
 #include "tuner/successive_halving.hpp"
 #include "tuner/trial.hpp"
@@ -26,8 +27,6 @@ namespace {
 
 constexpr double kDefaultTrialTimeS = 60;   // R with --trials alone
 constexpr double kTrialShareOfBudget = 20;  // R = budget / 20 by default
-constexpr double kEvalsPerRung0 = 40;       // evaluations within the first rung's budget (resolution r0/40)
-constexpr double kStepMargin = 1.25;        // steps sized for 1.25 R at the estimated step time
 constexpr int64_t kProfileIters = 20;       // as `dsgd-bench calibrate`
 
 std::string fmt_s(double s) {
@@ -35,15 +34,7 @@ std::string fmt_s(double s) {
 }
 
 TrialScore score_of(const TrialRow& t) {
-  TrialScore s;
-  s.reached = t.reached;
-  s.time_s = std::isfinite(t.time_s) ? t.time_s : 0.0;
-  s.progress = std::isfinite(t.progress) ? t.progress : -1e30;
-  return s;
-}
-
-std::string trial_key(const std::string& config_key, uint64_t seed, double budget) {
-  return fmt::format("{}|seed={}|budget={:.6g}", config_key, seed, budget);
+  return trial_score(t);
 }
 
 }  // namespace
@@ -162,16 +153,16 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
 
 namespace {
 
+// The search's bookkeeping around the evaluator: trials already stored (resume), trials
+// answered by a shorter one, the budget, the best so far.
 struct Runner {
   const TunePlan& plan;
-  Store& store;
-  int64_t session_id;
+  TrialEvaluator& eval;
   const std::function<void(const TuneProgress&)>& progress;
   TuneResult& result;
-  std::map<std::string, TrialRow> stored;                          // this session's trials by key
-  std::map<std::string, std::vector<TrialRow>> by_config;          // config key|seed -> its trials
-  std::map<std::string, std::pair<int64_t, int64_t>> steps_cache;  // config -> (steps, eval_every)
-  std::set<std::string> counted;                                   // keys counted against the budget in this invocation
+  std::map<std::string, TrialRow> stored;                  // this session's trials by key
+  std::map<std::string, std::vector<TrialRow>> by_config;  // config key|seed -> its trials
+  std::set<std::string> counted;                           // keys counted against the budget in this invocation
   int64_t trials_counted = 0;
   std::string best_text = "none reached yet";
   TrialScore best_score{false, 0, -1e300};
@@ -203,25 +194,6 @@ struct Runner {
     progress(p);
   }
 
-  // Steps and evaluation interval of a candidate: fixed per (candidate, R), so every rung and
-  // seed trains the same schedule and a shorter trial is a prefix of a longer one.
-  std::pair<int64_t, int64_t> steps_of(const Candidate& c, const std::string& key) {
-    auto it = steps_cache.find(key);
-    if (it != steps_cache.end()) return it->second;
-    const RunConfig cfg = candidate_config(plan.spec, c, plan.spec.base.seed);
-    const double step_s = trial_step_time_estimate(cfg, store);
-    const double R = plan.trial_time_s;
-    int64_t steps = plan.max_trial_steps;
-    int64_t every = 1;
-    if (step_s > 0) {
-      steps = static_cast<int64_t>(std::ceil(R * kStepMargin / step_s)) + cfg.warmup + 1;
-      every = std::max<int64_t>(1, static_cast<int64_t>(std::floor(plan.rungs.front() / kEvalsPerRung0 / step_s)));
-    }
-    steps = std::min(steps, plan.max_trial_steps);
-    every = std::min(every, steps);
-    return steps_cache[key] = {steps, every};
-  }
-
   // The trial of (c, seed, budget): stored already, answered by a lower budget that stopped
   // before its end (same schedule: a longer trial would stop there too), or run now. nullopt
   // when the budget does not allow a new one.
@@ -232,7 +204,7 @@ struct Runner {
       if (counted.insert(key).second) {  // stored before this invocation (resume): count it once
         ++result.trials_resumed;
         ++trials_counted;
-        result.used_s += it->second.time_s;
+        result.used_s += trial_cost_s(it->second);
         note_best(ck, it->second);
         by_config[ck + "|" + std::to_string(seed)].push_back(it->second);
         report(ck);
@@ -251,50 +223,14 @@ struct Runner {
       exhausted = true;
       return std::nullopt;
     }
-    TrialRow row;
-    row.session_id = session_id;
-    row.trial_key = key;
-    row.phase = phase;
-    row.config_key = ck;
-    row.seed = seed;
-    row.budget_s = budget;
     report(ck);
-    RunConfig cfg = candidate_config(plan.spec, c, seed);
-    try {
-      const auto [steps, every] = steps_of(c, ck);
-      cfg.steps = steps;
-      cfg.eval_every = every;
-      cfg.tag = fmt::format("tune-session={}", session_id);
-      row.config_json = run_config_to_json(cfg).dump();
-      const double t0 = clock_now_s();
-      const TrialOutcome o = trial_run(cfg, budget, plan.target, store);
-      result.trial_wall_s += clock_now_s() - t0;
-      row.run_id = o.run_id;
-      row.status = o.status;
-      row.stop_reason = o.stop_reason;
-      row.reached = o.reached;
-      row.time_s = o.time_s;
-      row.progress = o.progress;
-      row.steps = o.steps;
-      row.step_s = o.step_s;
-      row.compute_s = o.compute_s;
-      row.comm_s = o.comm_s;
-      row.wait_s = o.wait_s;
-      row.bytes_per_step = o.bytes_per_step;
-      row.wall_s = o.wall_s;
-    } catch (const std::exception& e) {  // the step-time estimate failed: the configuration cannot run
-      row.config_json = run_config_to_json(cfg).dump();
-      row.status = "failed";
-      row.stop_reason = fmt::format("error: {}", e.what());
-      row.progress = -1e30;
-    }
-    tune_trial_insert(store, row);
+    TrialRow row = eval.evaluate(c, seed, budget, phase);
     stored[key] = row;
     counted.insert(key);
     by_config[ck + "|" + std::to_string(seed)].push_back(row);
     ++result.trials_run;
     ++trials_counted;
-    result.used_s += row.time_s;
+    result.used_s += trial_cost_s(row);
     note_best(ck, row);
     report(ck);
     return row;
@@ -303,6 +239,19 @@ struct Runner {
 
 }  // namespace
 
+double tune_profiles_measure(const TunePlan& plan, Store& store, int64_t session_id, std::vector<std::string>& notes) {
+  const TuneSpec& spec = plan.spec;
+  const double t0 = clock_now_s();
+  const int64_t id = compute_profile_store_new(store, spec.base.workload, spec.base.dataset, plan.missing_profiles,
+                                               kProfileIters, fmt::format("dsgd-tune session {}", session_id));
+  const double wall = clock_now_s() - t0;
+  notes.push_back(fmt::format(
+      "no compute profile of {} on {} for batch {} on this host: measured it ({} iterations, {:.2g} s) and stored "
+      "it as calibration {}",
+      spec.base.workload, spec.base.dataset, fmt::join(plan.missing_profiles, ", "), kProfileIters, wall, id));
+  return wall;
+}
+
 TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
                     const std::function<void(const TuneProgress&)>& progress) {
   TuneResult result;
@@ -310,20 +259,20 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   const TuneSpec& spec = plan.spec;
   const auto data = dataset_load_shared(spec.base);  // held: every trial of this seed shares it
 
-  if (!plan.missing_profiles.empty()) {
-    const double t0 = clock_now_s();
-    const int64_t id = compute_profile_store_new(store, spec.base.workload, spec.base.dataset, plan.missing_profiles,
-                                                 kProfileIters, fmt::format("dsgd-tune session {}", session_id));
-    result.profile_wall_s = clock_now_s() - t0;
-    result.notes.push_back(fmt::format(
-        "no compute profile of {} on {} for batch {} on this host: measured it ({} iterations, {:.2g} s) and stored "
-        "it as calibration {}",
-        spec.base.workload, spec.base.dataset, fmt::join(plan.missing_profiles, ", "), kProfileIters,
-        result.profile_wall_s, id));
-  }
+  if (!plan.missing_profiles.empty())
+    result.profile_wall_s = tune_profiles_measure(plan, store, session_id, result.notes);
 
-  Runner runner{plan, store, session_id, progress, result, {}, {}, {}, {}};
-  for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
+  LiveTrialEvaluator live(plan, store, session_id);
+  tune_search(plan, live, tune_trials_get(store, session_id), progress, result);
+  result.trial_wall_s = live.trial_wall_s();
+  return result;
+}
+
+void tune_search(const TunePlan& plan, TrialEvaluator& eval, const std::vector<TrialRow>& stored,
+                 const std::function<void(const TuneProgress&)>& progress, TuneResult& result) {
+  const TuneSpec& spec = plan.spec;
+  Runner runner{plan, eval, progress, result, {}, {}, {}};
+  for (const TrialRow& t : stored) runner.stored[t.trial_key] = t;
 
   const std::vector<Candidate>& all = plan.space.feasible;
   std::vector<size_t> alive = space_fill_sample(all, plan.initial_design, spec.base.seed);
@@ -405,11 +354,10 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   // Seed by seed, holding that seed's dataset (the shared copy is keyed by seed) so the top
   // configurations' trials of one seed load it once.
   for (int64_t s = 0; s < spec.race_seeds; ++s) {
-    RunConfig seeded = spec.base;
-    seeded.seed = seed0 + static_cast<uint64_t>(s);
-    const auto seed_data = s == 0 ? data : dataset_load_shared(seeded);
+    const uint64_t seed = seed0 + static_cast<uint64_t>(s);
+    if (s > 0) eval.begin_seed(seed);
     for (size_t k = 0; k < top; ++k) {
-      auto t = runner.trial(all[ranked[k]], seeded.seed, R, "race");
+      auto t = runner.trial(all[ranked[k]], seed, R, "race");
       if (t) race[ranked[k]].push_back(*t);
     }
   }
@@ -492,7 +440,6 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
         result.verdict += fmt::format("; ahead of {} beyond the seed-to-seed spread", r.key);
     }
   }
-  return result;
 }
 
 nlohmann::json tune_result_json(const TunePlan& plan, const TuneResult& result) {
