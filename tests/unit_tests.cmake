@@ -33,6 +33,7 @@ foreach(entry
     "test_tuner_gp:dsgd_tuner_core"
     "test_tuner_search:dsgd_tuner_core"
     "test_tuner_space:dsgd_tuner"
+    "test_tuner_replay:dsgd_tuner"
     "test_memory_estimate:dsgd_engine")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
