@@ -88,7 +88,7 @@ void setup_tune_bench(CLI::App& app) {
   sub->add_option("--grid", o->grid, "grid session (dsgd-tune grid; dsgd-tune sessions)")->required();
   sub->add_option("--db", o->db, "SQLite results database")->capture_default_str();
   sub->add_option("--reps", o->reps, "repetitions (strategy seeds) per strategy")->capture_default_str();
-  sub->add_option("--strategies", o->strategies, "tuner, random")->capture_default_str();
+  sub->add_option("--strategies", o->strategies, "tuner, random, hyperband")->capture_default_str();
   sub->add_option("--budget-fraction", o->fractions, "budget as a share of the grid's evaluation time (list)")
       ->capture_default_str();
   sub->add_option("--format", o->format, "table | json")->capture_default_str();

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "tuner/hyperband.hpp"
 #include "tuner/recommend.hpp"
 #include "tuner/tune_store.hpp"
 
@@ -19,7 +20,7 @@ namespace dsgd {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-const std::vector<std::string> kStrategies = {"tuner", "random"};
+const std::vector<std::string> kStrategies = {"tuner", "random", "hyperband"};
 
 double truth_time(const StoredGrid& grid, const std::string& key, uint64_t seed) {
   auto it = grid.trials.find({key, seed});
@@ -70,6 +71,15 @@ StrategyOutcome strategy_random(const StoredGrid& grid, const TunePlan& plan, ui
   }
   if (any && best.reached) out.recommended = best.config_key;
   return out;
+}
+
+StrategyOutcome strategy_hyperband(const StoredGrid& grid, const TunePlan& base, uint64_t strategy_seed,
+                                   const std::vector<uint64_t>& search_seeds) {
+  TunePlan plan = base;
+  plan.spec.base.seed = strategy_seed;
+  ReplayEvaluator ev(grid, plan.target, strategy_seed, search_seeds);
+  const HyperbandOutcome h = hyperband_search(plan, ev, strategy_seed);
+  return {h.recommended, h.cost_s};
 }
 
 }  // namespace
@@ -237,8 +247,10 @@ BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o) {
         StrategyOutcome out;
         if (strategy == "tuner")
           out = strategy_tuner(grid, plan, strategy_seed, search);
-        else
+        else if (strategy == "random")
           out = strategy_random(grid, plan, strategy_seed, search);
+        else
+          out = strategy_hyperband(grid, plan, strategy_seed, search);
         rep.recommended = out.recommended;
         rep.cost_share = grid.total_cost_s > 0 ? out.cost_s / grid.total_cost_s : 0;
         if (out.recommended.empty()) {

@@ -11,6 +11,7 @@
 #include "core/errors.hpp"
 #include "results/store.hpp"
 #include "results/target.hpp"
+#include "tuner/hyperband.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/tune_store.hpp"
 
@@ -211,6 +212,50 @@ TEST(TunerReplay, RefusesBadInput) {
     EXPECT_THROW(replay_grid_load(store, gid), InputError);  // a grid without trials
   }
   std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace dsgd
+
+namespace dsgd {
+namespace {
+
+// Counts the budgets the strategy asks for, answering through the replay.
+class CountingEvaluator : public TrialEvaluator {
+ public:
+  explicit CountingEvaluator(TrialEvaluator& inner) : inner_(inner) {}
+  TrialRow evaluate(const Candidate& c, uint64_t seed, double budget_s, const std::string& phase) override {
+    budgets.push_back(budget_s);
+    return inner_.evaluate(c, seed, budget_s, phase);
+  }
+  std::vector<double> budgets;
+
+ private:
+  TrialEvaluator& inner_;
+};
+
+TEST(TunerHyperband, FirstBracketHalvesFromROver9AndTheWholeBudgetFindsTheBest) {
+  const StoredGrid grid = synthetic_grid({1});
+  TuneSpec spec = grid.spec;
+  spec.budget_s = grid.total_cost_s * 10;  // room for every bracket
+  const TunePlan plan = tune_plan(spec, grid.max_trial_steps);
+  ReplayEvaluator replay(grid, plan.target, 1, {1});
+  CountingEvaluator counting(replay);
+  const HyperbandOutcome h = hyperband_search(plan, counting, 1);
+  EXPECT_EQ(h.recommended, "localsgd H=4 b=16 lr=linear");
+  // Bracket s = 2 (eta 3): min(9, 6 configurations) at R/9, then 3 at R/3 and 1 at R, less the
+  // ones a shorter trial already answered (reached, so they cost nothing more).
+  ASSERT_GE(counting.budgets.size(), 6u);
+  for (size_t k = 0; k < 6; ++k) EXPECT_NEAR(counting.budgets[k], kR / 9, 1e-12);
+  for (double b : counting.budgets)
+    EXPECT_TRUE(std::abs(b - kR / 9) < 1e-12 || std::abs(b - kR / 3) < 1e-12 || std::abs(b - kR) < 1e-12) << b;
+  EXPECT_LE(h.cost_s, spec.budget_s);
+  // A budget below one trial at R/9 runs nothing and recommends nothing.
+  TunePlan tiny = plan;
+  tiny.spec.budget_s = kR / 10;
+  const HyperbandOutcome none = hyperband_search(tiny, replay, 1);
+  EXPECT_EQ(none.trials, 0);
+  EXPECT_TRUE(none.recommended.empty());
 }
 
 }  // namespace
