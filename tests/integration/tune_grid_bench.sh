@@ -1,7 +1,8 @@
-# dsgd-tune grid on a tiny space (every configuration x 2 seeds at R, a session of kind grid,
-# resumable), then dsgd-tune bench replaying the strategies against it (no training: no new
-# runs), and bad input: a grid without --trial-time, bench on an unknown session, on a session
-# that is not a grid, with --reps 0, an unknown strategy, a budget fraction outside (0, 1].
+# dsgd-tune grid on a tiny space (every configuration x 2 seeds at R, a session of kind grid;
+# resumable: a grid that lost trials runs only those), then dsgd-tune bench replaying the
+# strategies against it (no training: no new runs), and bad input: a grid without
+# --trial-time, bench on an unknown session, on a session that is not a grid, with --reps 0,
+# an unknown strategy, a budget fraction outside (0, 1].
 source "$(dirname "$0")/common.bash"
 TUNE="$(dirname "$BIN")/dsgd-tune"
 [ -x "$TUNE" ] || fail "dsgd-tune is not built next to $BIN"
@@ -19,6 +20,14 @@ G=$(tail -n 1 grid.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
 [[ $(sql t.db "SELECT count(*) FROM trials WHERE session_id=$G") == 12 ]] || fail "expected 6 configurations x 2 seeds"
 [[ $(sql t.db "SELECT count(DISTINCT budget_s) FROM trials WHERE session_id=$G") == 1 ]] || fail "grid trials at several budgets"
 "$TUNE" sessions --db t.db | grep -q "grid" || fail "dsgd-tune sessions does not show the kind"
+
+# Resume: a grid that lost its last 3 trials (as if killed) runs only those again.
+sql t.db "DELETE FROM trials WHERE session_id=$G AND id IN (SELECT id FROM trials WHERE session_id=$G ORDER BY id DESC LIMIT 3);
+          UPDATE tune_sessions SET status='running' WHERE id=$G"
+"$TUNE" grid --resume "$G" --db t.db > resumed.out 2>&1 || { cat resumed.out; fail "grid --resume failed"; }
+grep -q "3 trials run, 9 kept from before" resumed.out || { cat resumed.out; fail "resume did not keep the 9 stored trials"; }
+[[ $(sql t.db "SELECT count(*) FROM trials WHERE session_id=$G") == 12 ]] || fail "resumed grid is not complete"
+expect_error "already completed" "$TUNE" grid --resume "$G" --db t.db
 
 runs=$(sql t.db "SELECT count(*) FROM runs")
 "$TUNE" bench --grid "$G" --db t.db --reps 4 --strategies tuner,random,hyperband --budget-fraction 0.5,1 \
