@@ -13,6 +13,8 @@ int& tune_exit_code();
 
 void setup_tune_recommend(CLI::App& app);
 void setup_tune_sessions(CLI::App& app);  // `sessions` and `show SESSION`
+void setup_tune_grid(CLI::App& app);      // `grid`: a whole small space, for `bench`
+void setup_tune_bench(CLI::App& app);     // `bench`: strategies replayed against a grid
 void setup_tune_validate(CLI::App& app);  // `validate SESSION --top K`
 
 // Validates the top K of a finished session on the real backend and prints it (cli/tune_validate.cpp;

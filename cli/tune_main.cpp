@@ -27,5 +27,7 @@ int main(int argc, char** argv) {
   dsgd::setup_tune_recommend(app);
   dsgd::setup_tune_sessions(app);
   dsgd::setup_tune_validate(app);
+  dsgd::setup_tune_grid(app);
+  dsgd::setup_tune_bench(app);
   return dsgd::app_main_run(app, argc, argv, "dsgd-tune", dsgd::tune_exit_code());
 }

@@ -10,8 +10,8 @@
 #include <cstdio>
 #include <fstream>
 
-#include "cli/run_options.hpp"
 #include "cli/tune_commands.hpp"
+#include "cli/tune_space_options.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
@@ -27,20 +27,10 @@ namespace dsgd {
 namespace {
 
 struct RecommendOptions {
-  RunOptionBinding run;
-  std::string algos = "ssgd,localsgd,diloco,dpsgd";
-  std::string periods = "1..64";
-  std::string batches = "16..128";
-  std::string topologies = "ring,exp,complete";
-  std::string lr_scalings = "linear,sqrt";
+  TuneSpaceOptions space;  // run flags, search space, --trial-time, --max-bytes-per-step, --max-trial-steps
   std::string budget;
   int64_t trials = 0;
-  std::string trial_time;
-  std::string max_bytes;
-  std::string compress = "none";
-  std::string max_memory;
   int64_t race_seeds = 3;
-  int64_t max_trial_steps = 20000;
   std::string output;
   std::string format = "table";
   int64_t resume = 0;
@@ -51,24 +41,8 @@ struct RecommendOptions {
   CLI::Option* backend_option = nullptr;
 };
 
-// The run flags the tuner owns (searched, or decided per trial).
-const std::vector<std::string> kTunerOwnedKeys = {"algo",       "period",     "batch",    "topology",
-                                                  "compress",   "lr-scaling", "steps",    "epochs",
-                                                  "eval-every", "tag",        "hostfile", "save-params"};
-
 TuneSpec spec_from_options(const RecommendOptions& o) {
-  TuneSpec spec;
-  spec.base = run_options_resolve(o.run);
-  bool backend_given = false;
-  for (const auto& [field, option] : o.run.bound)
-    if (std::string(field->key) == "backend" && option->count() > 0) backend_given = true;
-  if (!backend_given && o.run.config_file.empty()) spec.base.backend = "sim";
-  if (spec.base.backend == "mpi" && !backend_given) spec.base.backend = "sim";
-  spec.algos = tune_parse_list("--algos", o.algos);
-  spec.periods = tune_parse_int_space("--period", o.periods);
-  spec.batches = tune_parse_int_space("--batch", o.batches);
-  spec.topologies = tune_parse_list("--topologies", o.topologies);
-  spec.lr_scalings = tune_parse_list("--lr-scaling", o.lr_scalings);
+  TuneSpec spec = tune_space_options_spec(o.space);
   if (!o.budget.empty()) spec.budget_s = tune_parse_duration("--budget", o.budget);
   if (o.trials_option && o.trials_option->count() > 0) {
     if (o.trials < 1)
@@ -76,10 +50,6 @@ TuneSpec spec_from_options(const RecommendOptions& o) {
                  o.trials);
     spec.trials = o.trials;
   }
-  if (!o.trial_time.empty()) spec.trial_time_s = tune_parse_duration("--trial-time", o.trial_time);
-  if (!o.max_bytes.empty()) spec.max_bytes_per_step = tune_parse_bytes("--max-bytes-per-step", o.max_bytes);
-  spec.compressors = tune_parse_compressors(o.compress);
-  if (!o.max_memory.empty()) spec.max_memory_bytes = tune_parse_bytes("--max-memory", o.max_memory);
   if (o.race_seeds < 1 || o.race_seeds > 100)
     DSGD_THROW(InputError, "pass e.g. --race-seeds 3", "--race-seeds must be in 1..100 (got {})", o.race_seeds);
   spec.race_seeds = o.race_seeds;
@@ -132,7 +102,7 @@ int run_recommend(const RecommendOptions& o) {
   int64_t session_id = 0;
   std::string db;
   if (o.resume > 0) {
-    db = run_options_resolve(o.run).db;
+    db = run_options_resolve(o.space.run).db;
     Store store = Store::open_readonly(db);
     const TuneSessionRow s = tune_session_get(store, o.resume);
     if (s.status == "completed")
@@ -150,7 +120,7 @@ int run_recommend(const RecommendOptions& o) {
   if (o.jobs_option && o.jobs_option->count() > 0 && (o.jobs < 1 || o.jobs > 1024))
     DSGD_THROW(InputError, "pass e.g. --jobs 2 (trials at a time; default: one per core)",
                "--jobs must be in 1..1024 (got {})", o.jobs);
-  TunePlan plan = tune_plan(spec, o.max_trial_steps);  // every input check; no database yet
+  TunePlan plan = tune_plan(spec, o.space.max_trial_steps);  // every input check; no database yet
   plan.jobs = o.jobs > 0 ? static_cast<int>(o.jobs) : trial_pool_default_jobs(spec.base.threads);
   if (o.validate < 0) DSGD_THROW(InputError, "pass --validate 2 (or leave it out)", "--validate must be >= 0");
   if (o.validate > 0 && o.format != "table")
@@ -265,30 +235,10 @@ void setup_tune_recommend(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "recommend", "Search algorithm, sync period, batch, topology and lr rule for the least time to --target");
   sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag wins
-  sub->add_option("--config", o->run.config_file, "base configuration (JSON or TOML, keys of dsgd-bench run)")
-      ->check(CLI::ExistingFile);
-  run_options_bind(sub, o->run, kTunerOwnedKeys);
-  for (auto& [field, option] : o->run.bound)
-    if (std::string(field->key) == "backend")
-      option->default_str("sim")->description("where trials run: sim only (virtual clock, real numerics)");
-  sub->add_option("--algos", o->algos, "algorithms to search (dsgd-bench list algorithms)")->capture_default_str();
-  sub->add_option("--period", o->periods, "sync period H: MIN..MAX (powers of 2) or a list")->capture_default_str();
-  sub->add_option("--batch", o->batches, "per-worker batch: MIN..MAX (powers of 2) or a list")->capture_default_str();
-  sub->add_option("--topologies", o->topologies, "gossip topologies (dpsgd, adpsgd only)")->capture_default_str();
-  sub->add_option("--lr-scaling", o->lr_scalings, "learning-rate scaling rules to search (none, linear, sqrt)")
-      ->capture_default_str();
+  tune_space_options_bind(sub, o->space, "a trial's full budget R (default: --budget / 20, or 60s)");
   sub->add_option("--budget", o->budget, "evaluation time in all: virtual seconds simulated (300s, 5min, 1h)");
   o->trials_option = sub->add_option("--trials", o->trials, "trial runs in all");
-  sub->add_option("--trial-time", o->trial_time, "a trial's full budget R (default: --budget / 20, or 60s)");
-  sub->add_option("--max-bytes-per-step", o->max_bytes, "constraint: bytes a worker sends per step (e.g. 1MB)");
-  sub->add_option("--compress", o->compress,
-                  "compressors to search for the all-reduce variants: none, topk:RATIO, qsgd:bits=B, powersgd:rank=R")
-      ->capture_default_str();
-  sub->add_option("--max-memory", o->max_memory,
-                  "constraint: memory one worker needs (dataset, model copies, algorithm state, batch; e.g. 2GB)");
   sub->add_option("--race-seeds", o->race_seeds, "seeds per configuration in the final race")->capture_default_str();
-  sub->add_option("--max-trial-steps", o->max_trial_steps, "a trial stops after this many steps (real-time guard)")
-      ->capture_default_str();
   sub->add_option("-o,--output", o->output, "write the recommended configuration as TOML (dsgd-bench run --config)");
   sub->add_option("--format", o->format, "table | json")->capture_default_str();
   o->jobs_option = sub->add_option("--jobs", o->jobs, "trials run at a time (default: one per core)");

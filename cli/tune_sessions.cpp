@@ -27,10 +27,11 @@ std::string verdict_of(const TuneSessionRow& s) {
 int run_sessions(const SessionsOptions& o) {
   Store store = Store::open_readonly(o.db);
   const auto sessions = tune_sessions_list(store);
-  fmt::print("{:>4}  {:<20} {:<11} {:<12} {:>6}  {}\n", "id", "created", "status", "target", "trials", "result");
+  fmt::print("{:>4}  {:<9} {:<20} {:<11} {:<12} {:>6}  {}\n", "id", "kind", "created", "status", "target", "trials",
+             "result");
   for (const TuneSessionRow& s : sessions)
-    fmt::print("{:>4}  {:<20} {:<11} {:<12} {:>6}  {}\n", s.id, s.created_at.substr(0, 19), s.status, s.target,
-               tune_session_trial_count(store, s.id), verdict_of(s));
+    fmt::print("{:>4}  {:<9} {:<20} {:<11} {:<12} {:>6}  {}\n", s.id, s.kind, s.created_at.substr(0, 19), s.status,
+               s.target, tune_session_trial_count(store, s.id), verdict_of(s));
   return 0;
 }
 
@@ -56,6 +57,7 @@ int run_show(const SessionsOptions& o) {
                    {"step_s", r.step_s},
                    {"wall_s", r.wall_s}});
     nlohmann::json j = {{"session", s.id},
+                        {"kind", s.kind},
                         {"status", s.status},
                         {"target", s.target},
                         {"created_at", s.created_at},
@@ -65,7 +67,7 @@ int run_show(const SessionsOptions& o) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("session {}: {}, target {}, created {}{}\n", s.id, s.status, s.target, s.created_at,
+  fmt::print("session {} ({}): {}, target {}, created {}{}\n", s.id, s.kind, s.status, s.target, s.created_at,
              s.finished_at.empty() ? "" : ", finished " + s.finished_at);
   fmt::print("{}\n\n", verdict_of(s));
   fmt::print("{:>5} {:<7} {:<30} {:>5} {:>10} {:<10} {:>7} {:>12} {:>7} {:>8} {:>7}  {}\n", "trial", "phase",

@@ -329,6 +329,13 @@ constexpr const char* migration_v11 = R"sql(
 ALTER TABLE evals ADD COLUMN eval_s REAL;
 )sql";
 
+// v11 -> v12: the kind of a dsgd-tune session: 'recommend' (a search) or 'grid' (every
+// configuration of a small space at the full trial time, for `dsgd-tune bench` to replay;
+// tuner/grid.hpp). Sessions stored before are searches.
+constexpr const char* migration_v12 = R"sql(
+ALTER TABLE tune_sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'recommend';
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -339,7 +346,7 @@ int user_version_read(sqlite3* db) {
 const std::vector<const char*>& migrations_all() {
   static const std::vector<const char*> table = {
       migration_v1, migration_v2, migration_v3, migration_v4,  migration_v5,  migration_v6,
-      migration_v7, migration_v8, migration_v9, migration_v10, migration_v11,
+      migration_v7, migration_v8, migration_v9, migration_v10, migration_v11, migration_v12,
   };
   return table;
 }

@@ -15,6 +15,7 @@
 #include "core/system_info.hpp"
 #include "engine/compute_profile.hpp"
 #include "engine/shared_dataset.hpp"
+#include "tuner/evaluator.hpp"
 #include "tuner/proposals.hpp"
 #include "tuner/successive_halving.hpp"
 #include "tuner/trial.hpp"
@@ -36,15 +37,7 @@ std::string fmt_s(double s) {
 }
 
 TrialScore score_of(const TrialRow& t) {
-  TrialScore s;
-  s.reached = t.reached;
-  s.time_s = std::isfinite(t.time_s) ? t.time_s : 0.0;
-  s.progress = std::isfinite(t.progress) ? t.progress : -1e30;
-  return s;
-}
-
-std::string trial_key(const std::string& config_key, uint64_t seed, double budget) {
-  return fmt::format("{}|seed={}|budget={:.6g}", config_key, seed, budget);
+  return trial_score(t);
 }
 
 }  // namespace
@@ -185,12 +178,13 @@ struct TrialJob {
 
 struct Runner {
   const TunePlan& plan;
-  Store& store;
+  Store* store;  // the session's database (live search); null against an evaluator
   int64_t session_id;
   const std::function<void(const TuneProgress&)>& progress;
   TuneResult& result;
-  TrialPool& pool;
-  std::map<std::string, TrialRow> stored;                          // this session's trials by key
+  TrialPool* pool;                         // the live search: trials run here, up to pool->jobs() at a time
+  TrialEvaluator* serial;                  // or: every trial asked of this evaluator, one after another (replay)
+  std::map<std::string, TrialRow> stored;  // this session's trials by key
   std::map<std::string, std::vector<TrialRow>> by_config;          // config key|seed -> its trials
   std::map<std::string, std::pair<int64_t, int64_t>> steps_cache;  // config -> (steps, eval_every)
   std::set<std::string> counted;                                   // keys counted against the budget in this invocation
@@ -248,7 +242,7 @@ struct Runner {
   void launch(const TrialRequest& q, TrialJob& job) {
     std::optional<std::pair<int64_t, int64_t>> cached;
     if (auto it = steps_cache.find(candidate_key(q.candidate)); it != steps_cache.end()) cached = it->second;
-    job.ticket = pool.submit([this, q, cached, &job](Store& slot) {
+    job.ticket = pool->submit([this, q, cached, &job](Store& slot) {
       RunConfig cfg = candidate_config(plan.spec, q.candidate, q.seed);
       const double t0 = clock_now_s();
       try {
@@ -311,7 +305,7 @@ struct Runner {
       row.progress = -1e30;
     } else {
       const TrialOutcome& o = job.outcome;
-      row.run_id = o.run_id > 0 ? pool.copy_run(job.ticket, o.run_id) : 0;
+      row.run_id = o.run_id > 0 ? pool->copy_run(job.ticket, o.run_id) : 0;
       row.status = o.status;
       row.stop_reason = o.stop_reason;
       row.reached = o.reached;
@@ -326,7 +320,7 @@ struct Runner {
       row.wall_s = o.wall_s;
     }
     result.trial_wall_s += job.wall_s;
-    tune_trial_insert(store, row);
+    tune_trial_insert(*store, row);
     stored[row.trial_key] = row;
     counted.insert(row.trial_key);
     by_config[ck + "|" + std::to_string(q.seed)].push_back(row);
@@ -337,13 +331,44 @@ struct Runner {
     return row;
   }
 
+  // trials() against the evaluator: each request decided and, when it must run, evaluated in turn.
+  std::vector<std::optional<TrialRow>> trials_serial(const std::vector<TrialRequest>& reqs, bool stop_at_missing) {
+    std::vector<std::optional<TrialRow>> out(reqs.size());
+    for (size_t i = 0; i < reqs.size(); ++i) {
+      const TrialRequest& q = reqs[i];
+      if (auto t = answered(q, true)) {
+        out[i] = t;
+        continue;
+      }
+      if (exhausted || !budget_allows(q.budget)) {
+        exhausted = true;
+        if (stop_at_missing) break;
+        continue;
+      }
+      const std::string ck = candidate_key(q.candidate);
+      report(ck);
+      TrialRow row = serial->evaluate(q.candidate, q.seed, q.budget, q.phase);
+      stored[row.trial_key] = row;
+      counted.insert(row.trial_key);
+      by_config[ck + "|" + std::to_string(q.seed)].push_back(row);
+      ++result.trials_run;
+      ++trials_counted;
+      result.used_s += trial_cost_s(row);
+      note_best(ck, row);
+      report(ck);
+      out[i] = row;
+    }
+    return out;
+  }
+
   // The requests' trials, in order, each exactly as if they were decided one after another
   // (stored, answered by a shorter trial, run, or nullopt once the budget does not allow a new
-  // one). Up to pool.jobs() run at the same time: a request is started ahead when the budget
+  // one). Up to pool->jobs() run at the same time: a request is started ahead when the budget
   // left after the decided ones allows it, and its result is dropped if the requests before it
   // used up the budget meanwhile. Trial rows and runs are written in request order.
   // With stop_at_missing, the first nullopt ends the list (the requests after it are not decided).
   std::vector<std::optional<TrialRow>> trials(const std::vector<TrialRequest>& reqs, bool stop_at_missing) {
+    if (serial) return trials_serial(reqs, stop_at_missing);
     const size_t n = reqs.size();
     std::vector<std::optional<TrialRow>> out(n);
     std::vector<std::unique_ptr<TrialJob>> jobs(n);
@@ -358,17 +383,17 @@ struct Runner {
             } catch (...) {
             }
       }
-    } wait_all{pool, jobs};
+    } wait_all{*pool, jobs};
     size_t next_launch = 0;
     auto running = [&] {
       std::vector<std::string> names;
       for (size_t i = 0; i < n; ++i)
-        if (jobs[i] && !pool.done(jobs[i]->ticket)) names.push_back(candidate_key(reqs[i].candidate));
+        if (jobs[i] && !pool->done(jobs[i]->ticket)) names.push_back(candidate_key(reqs[i].candidate));
       return fmt::format("{}", fmt::join(names, " | "));
     };
     auto launch_ahead = [&](size_t from) {
       next_launch = std::max(next_launch, from);
-      while (next_launch < n && pool.has_free_slot() && !exhausted) {
+      while (next_launch < n && pool->has_free_slot() && !exhausted) {
         const TrialRequest& q = reqs[next_launch];
         if (!answered(q, false)) {
           if (!budget_allows(q.budget)) break;  // may still fit once the decided ones are known: wait
@@ -392,12 +417,12 @@ struct Runner {
         continue;
       }
       if (!jobs[i]) {  // not started ahead: start it now
-        while (!pool.has_free_slot()) pool.wait_any();
+        while (!pool->has_free_slot()) pool->wait_any();
         jobs[i] = std::make_unique<TrialJob>();
         launch(q, *jobs[i]);
         report(running());
       }
-      while (!pool.done(jobs[i]->ticket)) pool.wait_any();
+      while (!pool->done(jobs[i]->ticket)) pool->wait_any();
       out[i] = record(q, *jobs[i]);
       report(candidate_key(q.candidate));
     }
@@ -407,31 +432,13 @@ struct Runner {
 
 }  // namespace
 
-TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
-                    const std::function<void(const TuneProgress&)>& progress) {
-  TuneResult result;
-  result.session_id = session_id;
+namespace {
+
+// The search (successive halving, GP proposals, the final race, the ranking and the verdict)
+// through `runner`: the live pool or an evaluator. `data`: the base seed's dataset, held (null
+// against an evaluator).
+void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std::shared_ptr<const DatasetPair>& data) {
   const TuneSpec& spec = plan.spec;
-  // Held: every trial of this seed shares it (tune_plan loaded it; the same copy).
-  const auto data = plan.data ? plan.data : dataset_load_shared(spec.base);
-
-  if (!plan.missing_profiles.empty()) {
-    const ComputeProfileFill fill =
-        compute_profile_fill_missing(store, spec.base.workload, spec.base.dataset, plan.missing_profiles,
-                                     fmt::format("dsgd-tune session {}", session_id));
-    result.profile_wall_s = fill.wall_s;
-    if (!fill.batches.empty())
-      result.notes.push_back(fmt::format(
-          "no compute profile of {} on {} for batch {} on this host: measured it ({} iterations, {:.2g} s) and "
-          "stored it as calibration {}",
-          spec.base.workload, spec.base.dataset, fmt::join(fill.batches, ", "), fill.iters, fill.wall_s,
-          fill.calibration_id));
-  }
-
-  TrialPool pool(store, std::max(1, plan.jobs));  // after the profiles: the slots copy them
-  Runner runner{plan, store, session_id, progress, result, pool, {}, {}, {}, {}};
-  for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
-
   const std::vector<Candidate>& all = plan.space.feasible;
   std::vector<size_t> alive = space_fill_sample(all, plan.initial_design, spec.base.seed);
   const uint64_t seed0 = spec.base.seed;
@@ -517,13 +524,14 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   // Seed by seed, as one list of independent trials; every seed's dataset held meanwhile (one
   // copy for all of them unless the dataset is generated from the seed).
   {
-    std::vector<std::shared_ptr<const DatasetPair>> seed_data{data};
+    std::vector<std::shared_ptr<const DatasetPair>> seed_data{data};  // empty against an evaluator
     std::vector<TrialRequest> reqs;
     std::vector<size_t> which;
     for (int64_t s = 0; s < spec.race_seeds; ++s) {
       RunConfig seeded = spec.base;
       seeded.seed = seed0 + static_cast<uint64_t>(s);
-      if (s > 0) seed_data.push_back(dataset_load_shared(seeded));
+      if (s > 0 && runner.serial) runner.serial->begin_seed(seeded.seed);
+      if (s > 0 && !runner.serial) seed_data.push_back(dataset_load_shared(seeded));
       for (size_t k = 0; k < top; ++k) {
         reqs.push_back({all[ranked[k]], seeded.seed, R, "race"});
         which.push_back(ranked[k]);
@@ -534,8 +542,6 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
       if (got[k]) race[which[k]].push_back(*got[k]);
   }
   if (runner.exhausted) result.notes.push_back("the budget ran out during the final race: some seeds are missing");
-  result.busy_wall_s = pool.busy_s();
-  result.jobs = pool.jobs();
 
   // The ranking: raced configurations by median, then the others by their best standing.
   for (size_t k = 0; k < ranked.size(); ++k) {
@@ -614,13 +620,56 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
         result.verdict += fmt::format("; ahead of {} beyond the seed-to-seed spread", r.key);
     }
   }
+}
+
+}  // namespace
+
+double tune_profiles_measure(const TunePlan& plan, Store& store, int64_t session_id, std::vector<std::string>& notes) {
+  const TuneSpec& spec = plan.spec;
+  const ComputeProfileFill fill =
+      compute_profile_fill_missing(store, spec.base.workload, spec.base.dataset, plan.missing_profiles,
+                                   fmt::format("dsgd-tune session {}", session_id));
+  if (!fill.batches.empty())
+    notes.push_back(fmt::format(
+        "no compute profile of {} on {} for batch {} on this host: measured it ({} iterations, {:.2g} s) and "
+        "stored it as calibration {}",
+        spec.base.workload, spec.base.dataset, fmt::join(fill.batches, ", "), fill.iters, fill.wall_s,
+        fill.calibration_id));
+  return fill.wall_s;
+}
+
+TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
+                    const std::function<void(const TuneProgress&)>& progress) {
+  TuneResult result;
+  result.session_id = session_id;
+  const TuneSpec& spec = plan.spec;
+  // Held: every trial of this seed shares it (tune_plan loaded it; the same copy).
+  const auto data = plan.data ? plan.data : dataset_load_shared(spec.base);
+
+  if (!plan.missing_profiles.empty())
+    result.profile_wall_s = tune_profiles_measure(plan, store, session_id, result.notes);
+
+  TrialPool pool(store, std::max(1, plan.jobs));  // after the profiles: the slots copy them
+  Runner runner{plan, &store, session_id, progress, result, &pool, nullptr, {}, {}, {}, {}};
+  for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
+
+  search(plan, runner, result, data);
+  result.busy_wall_s = pool.busy_s();
+  result.jobs = pool.jobs();
   std::vector<ExplainRanked> explain_ranking;
   for (const RankedConfig& rc : result.ranking)
     explain_ranking.push_back({rc.candidate, rc.representative, rc.bytes_per_step});
   std::vector<TrialRow> session_trials;
   for (const auto& [key, t] : runner.stored) session_trials.push_back(t);
-  result.explanation = tune_explain(spec, all, explain_ranking, session_trials);
+  result.explanation = tune_explain(spec, plan.space.feasible, explain_ranking, session_trials);
   return result;
+}
+
+void tune_search(const TunePlan& plan, TrialEvaluator& eval, const std::vector<TrialRow>& stored,
+                 const std::function<void(const TuneProgress&)>& progress, TuneResult& result) {
+  Runner runner{plan, nullptr, 0, progress, result, nullptr, &eval, {}, {}, {}, {}};
+  for (const TrialRow& t : stored) runner.stored[t.trial_key] = t;
+  search(plan, runner, result, nullptr);
 }
 
 nlohmann::json tune_result_json(const TunePlan& plan, const TuneResult& result) {

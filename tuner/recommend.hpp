@@ -100,9 +100,23 @@ struct TuneProgress {
   std::string current;
 };
 
-// Runs the plan in session `session_id` (trials already stored there are reused).
+// Measures plan.missing_profiles (engine compute_profile_fill_missing) and stores them as a
+// profile-only calibration; appends a note saying so; returns the real seconds it took.
+double tune_profiles_measure(const TunePlan& plan, Store& store, int64_t session_id, std::vector<std::string>& notes);
+
+// Runs the plan in session `session_id` (trials already stored there are reused): measures the
+// missing compute profiles, then the search of tune_search with its trials run up to plan.jobs at
+// a time (tuner/trial_pool.hpp), each copied into the session database in request order.
 TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
                     const std::function<void(const TuneProgress&)>& progress);
+
+class TrialEvaluator;
+// The search itself (successive halving, GP proposals, the final race, the ranking and the
+// verdict) against any evaluator (tuner/evaluator.hpp): the live runner, or the replay of a
+// stored grid (tuner/replay.hpp). `stored`: trials kept from before (resume), looked up by key
+// before the evaluator is asked. Fills result (ranking, verdict, used_s, trial counts, notes).
+void tune_search(const TunePlan& plan, TrialEvaluator& eval, const std::vector<TrialRow>& stored,
+                 const std::function<void(const TuneProgress&)>& progress, TuneResult& result);
 
 // The result as JSON (ranking, verdict, budget); `dsgd-tune recommend --format json`, and
 // stored as the session's result_json.

@@ -17,7 +17,7 @@ bool tuner_tables_exist(const Store& store) {
 }
 
 constexpr const char* session_columns =
-    "id, created_at, finished_at, status, target, seed, spec_json, result_json, host, git_commit, error";
+    "id, created_at, finished_at, status, target, seed, spec_json, result_json, host, git_commit, error, kind";
 
 TuneSessionRow session_read(const SqlStatement& s) {
   TuneSessionRow r;
@@ -33,6 +33,7 @@ TuneSessionRow session_read(const SqlStatement& s) {
   r.host = s.column_text(c++);
   r.git_commit = s.column_text(c++);
   r.error = s.column_text(c++);
+  r.kind = s.column_text(c++);
   return r;
 }
 
@@ -45,10 +46,10 @@ constexpr const char* trial_columns =
 int64_t tune_session_begin(Store& store, const TuneSessionRow& row) {
   const SystemInfo sys = system_info_read();
   SqlStatement stmt(store.handle(),
-                    "INSERT INTO tune_sessions (created_at, status, target, seed, spec_json, host, git_commit) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)");
+                    "INSERT INTO tune_sessions (created_at, status, target, seed, spec_json, host, git_commit, kind) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
   stmt.bind_all(system_time_iso8601(), std::string("running"), row.target, std::to_string(row.seed), row.spec_json,
-                sys.host, sys.git_commit);
+                sys.host, sys.git_commit, row.kind.empty() ? std::string("recommend") : row.kind);
   stmt.run();
   SqlStatement id(store.handle(), "SELECT last_insert_rowid()");
   id.step();

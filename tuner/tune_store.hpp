@@ -23,6 +23,7 @@ struct TuneSessionRow {
   std::string spec_json;    // tuner/search_space.hpp TuneSpec
   std::string result_json;  // the recommendation (empty until finished)
   std::string host, git_commit, error;
+  std::string kind = "recommend";  // recommend | grid (tuner/grid.hpp)
 };
 
 struct TrialRow {

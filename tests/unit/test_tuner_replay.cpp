@@ -1,0 +1,262 @@
+// The replay benchmark of `dsgd-tune bench` (tuner/replay.hpp) on a synthetic grid: a trial cut
+// at a budget as the live callback would cut it, the regret and cost arithmetic, a strategy
+// given the whole budget finding the best, and bad input (unknown session, a session that is
+// not a grid, reps 0, an unknown strategy, a budget fraction outside (0, 1]).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "core/errors.hpp"
+#include "results/store.hpp"
+#include "results/target.hpp"
+#include "tuner/hyperband.hpp"
+#include "tuner/replay.hpp"
+#include "tuner/tune_store.hpp"
+
+namespace dsgd {
+namespace {
+
+constexpr double kR = 0.3;       // the grid's trial time
+constexpr double kEvery = 0.01;  // its evaluation interval (virtual seconds)
+
+TuneSpec replay_spec() {
+  TuneSpec s;
+  s.base.workers = 4;
+  s.base.backend = "sim";
+  s.base.dataset = "synthetic:n=200,d=8,classes=2,test=50";
+  s.base.target = "acc=0.8";
+  s.base.seed = 1;
+  s.algos = {"ssgd", "localsgd"};
+  s.periods = {2, 4};
+  s.batches = {16, 32};
+  s.lr_scalings = {"linear"};
+  s.trial_time_s = kR;
+  return s;
+}
+
+// A grid trial whose accuracy rises linearly to 0.8 at `reach_s` (never, when reach_s > R: it
+// tops out below the target), evaluated every kEvery up to the target or the first time >= R.
+GridTrial synthetic_trial(const std::string& key, uint64_t seed, double reach_s) {
+  GridTrial g;
+  TrialRow& t = g.trial;
+  t.config_key = key;
+  t.seed = seed;
+  t.budget_s = kR;
+  t.status = "completed";
+  t.run_id = 1;
+  for (int k = 0;; ++k) {
+    EvalRow e;
+    e.step = 10 * k;
+    e.time_s = k * kEvery;
+    e.train_loss = e.test_loss = 1.0;
+    e.test_acc = reach_s <= kR ? 0.8 * (e.time_s + 1e-9) / reach_s : 0.7 * e.time_s / kR;
+    g.evals.push_back(e);
+    if (e.test_acc >= 0.8) {
+      t.reached = true;
+      t.time_s = e.time_s;
+      t.stop_reason = "target: reached";
+      break;
+    }
+    if (e.time_s >= kR - 1e-12) {
+      t.time_s = e.time_s;
+      t.stop_reason = "budget: reached";
+      break;
+    }
+  }
+  t.progress = g.evals.back().test_acc;
+  return g;
+}
+
+// Times to the target per configuration and seed: A is best on seed 1, B on seed 2.
+StoredGrid synthetic_grid(const std::vector<uint64_t>& seeds) {
+  const std::map<std::string, std::vector<double>> reach = {
+      {"localsgd H=4 b=16 lr=linear", {0.10, 0.12}},  // A
+      {"localsgd H=4 b=32 lr=linear", {0.11, 0.11}},  // B
+      {"localsgd H=2 b=16 lr=linear", {0.20, 0.20}},
+      {"localsgd H=2 b=32 lr=linear", {0.25, 0.25}},
+      {"ssgd b=16 lr=linear", {9, 9}},  // never
+      {"ssgd b=32 lr=linear", {9, 9}},
+  };
+  StoredGrid g;
+  g.session_id = 7;
+  g.spec = replay_spec();
+  g.max_trial_steps = 20000;
+  g.trial_time_s = kR;
+  g.seeds = seeds;
+  for (const auto& [key, times] : reach)
+    for (size_t s = 0; s < seeds.size(); ++s) {
+      GridTrial t = synthetic_trial(key, seeds[s], times[s]);
+      g.total_cost_s += t.trial.time_s;
+      g.trials[{key, seeds[s]}] = t;
+    }
+  return g;
+}
+
+TEST(TunerReplay, CutsTheCurveAtTheBudgetAsALiveTrialWould) {
+  const Target target = *target_parse("acc=0.8");
+  const GridTrial g = synthetic_trial("localsgd H=2 b=16 lr=linear", 1, 0.20);
+  const TrialRow full = replay_trial(g, target, kR);
+  EXPECT_TRUE(full.reached);
+  EXPECT_NEAR(full.time_s, 0.20, 1e-12);
+  // At 0.1 s: censored at the first evaluation at or past 0.1 s, with its accuracy as progress.
+  const TrialRow cut = replay_trial(g, target, 0.1);
+  EXPECT_FALSE(cut.reached);
+  EXPECT_NEAR(cut.time_s, 0.10, 1e-12);
+  EXPECT_NEAR(cut.progress, 0.4, 1e-6);
+  EXPECT_NEAR(trial_cost_s(cut), 0.10, 1e-12);
+  // Between evaluations: the next one stops it.
+  EXPECT_NEAR(replay_trial(g, target, 0.095).time_s, 0.10, 1e-12);
+  // Never reached: censored at R with the cost of the whole trial.
+  const TrialRow never = replay_trial(synthetic_trial("ssgd b=16 lr=linear", 1, 9), target, kR);
+  EXPECT_FALSE(never.reached);
+  EXPECT_NEAR(never.time_s, kR, 1e-12);
+}
+
+TEST(TunerReplay, RegretAndCostArithmeticWithAHeldOutSeed) {
+  const StoredGrid grid = synthetic_grid({1, 2});
+  BenchOptions o;
+  o.reps = 2;
+  o.strategies = {"random"};
+  o.budget_fractions = {1.0};  // random search then tries every configuration on the search seed
+  const BenchReport r = bench_run(grid, o);
+  ASSERT_EQ(r.rows.size(), 1u);
+  const BenchRow& row = r.rows[0];
+  ASSERT_EQ(row.reps.size(), 2u);
+  // Rep 0 holds seed 1 out and searches on seed 2, whose best is B (0.11): on seed 1 B takes
+  // 0.11 against A's 0.10. Rep 1 the other way: A, 0.12 against B's 0.11 on seed 2.
+  EXPECT_EQ(row.reps[0].held_out_seed, 1u);
+  EXPECT_EQ(row.reps[0].recommended, "localsgd H=4 b=32 lr=linear");
+  EXPECT_NEAR(row.reps[0].regret, 0.11 / 0.10 - 1, 1e-9);
+  EXPECT_EQ(row.reps[1].recommended, "localsgd H=4 b=16 lr=linear");
+  EXPECT_NEAR(row.reps[1].regret, 0.12 / 0.11 - 1, 1e-9);
+  // Cost: one seed's trials of the two; the seeds cost the same but for A (0.10 vs 0.12).
+  const double seed1 = 0.10 + 0.11 + 0.20 + 0.25 + 2 * kR, seed2 = seed1 + 0.02;
+  EXPECT_NEAR(grid.total_cost_s, seed1 + seed2, 1e-9);
+  EXPECT_NEAR(row.reps[0].cost_share, seed2 / (seed1 + seed2), 1e-9);
+  EXPECT_NEAR(row.reps[1].cost_share, seed1 / (seed1 + seed2), 1e-9);
+  EXPECT_NEAR(row.regret_median, ((0.11 / 0.10 - 1) + (0.12 / 0.11 - 1)) / 2, 1e-9);
+  EXPECT_EQ(row.within_5pct, 0);
+  // The grid's best by the median over seeds: A and B tie at 0.11; the first by key wins.
+  EXPECT_EQ(r.grid_best, "localsgd H=4 b=16 lr=linear");
+  EXPECT_NEAR(r.grid_best_time_s, 0.11, 1e-12);
+}
+
+TEST(TunerReplay, StrategiesGivenTheWholeBudgetFindTheBest) {
+  const StoredGrid grid = synthetic_grid({1});  // one seed: searched and scored on the same
+  BenchOptions o;
+  o.reps = 3;
+  o.strategies = {"tuner"};  // (random search starts a trial only while a full R fits: not all of them)
+  o.budget_fractions = {1.0};
+  const BenchReport r = bench_run(grid, o);
+  for (const BenchRow& row : r.rows) {
+    SCOPED_TRACE(row.strategy);
+    EXPECT_EQ(row.no_recommendation, 0);
+    for (const BenchRep& rep : row.reps) {
+      EXPECT_EQ(rep.recommended, "localsgd H=4 b=16 lr=linear");
+      EXPECT_NEAR(rep.regret, 0, 1e-12);
+      EXPECT_GT(rep.cost_share, 0);
+      EXPECT_LE(rep.cost_share, 1 + 1e-9);
+    }
+  }
+  // With a tenth of the grid's time random search affords no full trial of R beyond its budget.
+  o.budget_fractions = {0.1};
+  o.strategies = {"random"};
+  for (const BenchRep& rep : bench_run(grid, o).rows[0].reps) EXPECT_LE(rep.cost_share, 0.1 + 1e-9);
+}
+
+TEST(TunerReplay, QuantilesInterpolateAndKeepInfinity) {
+  EXPECT_DOUBLE_EQ(bench_quantile({3, 1, 2, 4}, 0.5), 2.5);
+  EXPECT_DOUBLE_EQ(bench_quantile({3, 1, 2, 4}, 0.25), 1.75);
+  EXPECT_TRUE(std::isinf(bench_quantile({1, INFINITY, INFINITY}, 0.5)));
+  EXPECT_DOUBLE_EQ(bench_quantile({1, 2, INFINITY}, 0.5), 2);
+}
+
+TEST(TunerReplay, RefusesBadInput) {
+  BenchOptions o;
+  o.strategies = {"tuner"};
+  o.reps = 0;
+  EXPECT_THROW(bench_options_validate(o), InputError);
+  o.reps = 20;
+  o.strategies = {"simulated-annealing"};
+  EXPECT_THROW(bench_options_validate(o), InputError);
+  o.strategies = {"tuner"};
+  o.budget_fractions = {0};
+  EXPECT_THROW(bench_options_validate(o), InputError);
+  o.budget_fractions = {1.5};
+  EXPECT_THROW(bench_options_validate(o), InputError);
+
+  const std::string path = (std::filesystem::temp_directory_path() / "dsgd_test_tuner_replay.db").string();
+  std::filesystem::remove(path);
+  {
+    Store store = Store::open(path);
+    EXPECT_THROW(replay_grid_load(store, 1), InputError);  // unknown session
+    TuneSessionRow recommend;
+    recommend.target = "acc=0.8";
+    recommend.spec_json = "{}";
+    const int64_t id = tune_session_begin(store, recommend);
+    EXPECT_EQ(tune_session_get(store, id).kind, "recommend");
+    try {
+      replay_grid_load(store, id);
+      ADD_FAILURE() << "a recommend session replayed as a grid";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("not a grid"), std::string::npos) << e.what();
+    }
+    TuneSessionRow grid;
+    grid.kind = "grid";
+    grid.target = "acc=0.8";
+    grid.spec_json = tune_spec_to_json(replay_spec()).dump();
+    const int64_t gid = tune_session_begin(store, grid);
+    EXPECT_EQ(tune_session_get(store, gid).kind, "grid");
+    EXPECT_THROW(replay_grid_load(store, gid), InputError);  // a grid without trials
+  }
+  std::filesystem::remove(path);
+}
+
+}  // namespace
+}  // namespace dsgd
+
+namespace dsgd {
+namespace {
+
+// Counts the budgets the strategy asks for, answering through the replay.
+class CountingEvaluator : public TrialEvaluator {
+ public:
+  explicit CountingEvaluator(TrialEvaluator& inner) : inner_(inner) {}
+  TrialRow evaluate(const Candidate& c, uint64_t seed, double budget_s, const std::string& phase) override {
+    budgets.push_back(budget_s);
+    return inner_.evaluate(c, seed, budget_s, phase);
+  }
+  std::vector<double> budgets;
+
+ private:
+  TrialEvaluator& inner_;
+};
+
+TEST(TunerHyperband, FirstBracketHalvesFromROver9AndTheWholeBudgetFindsTheBest) {
+  const StoredGrid grid = synthetic_grid({1});
+  TuneSpec spec = grid.spec;
+  spec.budget_s = grid.total_cost_s * 10;  // room for every bracket
+  const TunePlan plan = tune_plan(spec, grid.max_trial_steps);
+  ReplayEvaluator replay(grid, plan.target, 1, {1});
+  CountingEvaluator counting(replay);
+  const HyperbandOutcome h = hyperband_search(plan, counting, 1);
+  EXPECT_EQ(h.recommended, "localsgd H=4 b=16 lr=linear");
+  // Bracket s = 2 (eta 3): min(9, 6 configurations) at R/9, then 3 at R/3 and 1 at R, less the
+  // ones a shorter trial already answered (reached, so they cost nothing more).
+  ASSERT_GE(counting.budgets.size(), 6u);
+  for (size_t k = 0; k < 6; ++k) EXPECT_NEAR(counting.budgets[k], kR / 9, 1e-12);
+  for (double b : counting.budgets)
+    EXPECT_TRUE(std::abs(b - kR / 9) < 1e-12 || std::abs(b - kR / 3) < 1e-12 || std::abs(b - kR) < 1e-12) << b;
+  EXPECT_LE(h.cost_s, spec.budget_s);
+  // A budget below one trial at R/9 runs nothing and recommends nothing.
+  TunePlan tiny = plan;
+  tiny.spec.budget_s = kR / 10;
+  const HyperbandOutcome none = hyperband_search(tiny, replay, 1);
+  EXPECT_EQ(none.trials, 0);
+  EXPECT_TRUE(none.recommended.empty());
+}
+
+}  // namespace
+}  // namespace dsgd
