@@ -1,8 +1,8 @@
 // The tuner's access to trials, one small interface between the search strategy
 // (tuner/recommend.hpp tune_search: successive halving, GP proposals, the race) and what
-// answers a trial: the live runner (tuner/live_evaluator.hpp: trains on the simulator and
-// stores the run) or the replay oracle (tuner/replay.hpp: cuts a stored grid's curve at the
-// budget). The search code is the same against both.
+// answers a trial other than the live runner: the replay oracle (tuner/replay.hpp: cuts a stored
+// grid's curve at the budget). The search code (recommend.cpp's search) is the same whether its
+// trials run on the live pool (`recommend`, `grid`) or are asked of an evaluator.
 #pragma once
 
 #include <cstdint>

@@ -9,7 +9,6 @@
 #include "core/errors.hpp"
 #include "engine/shared_dataset.hpp"
 #include "tuner/evaluator.hpp"
-#include "tuner/live_evaluator.hpp"
 #include "tuner/tune_store.hpp"
 
 namespace dsgd {
@@ -55,35 +54,25 @@ GridResult grid_run(const GridPlan& grid, Store& store, int64_t session_id,
   GridResult result;
   if (!plan.missing_profiles.empty())
     result.profile_wall_s = tune_profiles_measure(plan, store, session_id, result.notes);
-  std::map<std::string, TrialRow> stored;
-  for (const TrialRow& t : tune_trials_get(store, session_id)) stored[t.trial_key] = t;
-  LiveTrialEvaluator live(plan, store, session_id);
-  const double R = plan.trial_time_s;
-  int64_t k = 0;
+  // Seed by seed; every seed's dataset held meanwhile (the trials of one seed share it).
+  std::vector<std::shared_ptr<const DatasetPair>> seed_data;
+  std::vector<TuneTrialRequest> requests;
   for (int64_t s = 0; s < grid.seeds; ++s) {
-    const uint64_t seed = plan.spec.base.seed + static_cast<uint64_t>(s);
-    bool held = false;
-    for (const Candidate& c : plan.space.feasible) {
-      const std::string key = trial_key(candidate_key(c), seed, R);
-      ++k;
-      if (auto it = stored.find(key); it != stored.end()) {
-        ++result.trials_kept;
-        result.used_s += trial_cost_s(it->second);
-        result.trials.push_back(it->second);
-        continue;
-      }
-      if (!held) {  // this seed's dataset, loaded once for its trials
-        live.begin_seed(seed);
-        held = true;
-      }
-      if (progress) progress({k, grid.trials, candidate_key(c)});
-      const TrialRow row = live.evaluate(c, seed, R, fmt::format("grid seed {}", s));
-      ++result.trials_run;
-      result.used_s += trial_cost_s(row);
-      result.trials.push_back(row);
-    }
+    RunConfig seeded = plan.spec.base;
+    seeded.seed = plan.spec.base.seed + static_cast<uint64_t>(s);
+    seed_data.push_back(dataset_load_shared(seeded));
+    for (const Candidate& c : plan.space.feasible)
+      requests.push_back({c, seeded.seed, plan.trial_time_s, fmt::format("grid seed {}", s)});
   }
-  result.trial_wall_s = live.trial_wall_s();
+  TuneResult run;
+  const auto report = [&](const TuneProgress& p) {
+    if (progress) progress({p.trial, grid.trials, p.current});
+  };
+  result.trials = tune_trials_run(plan, store, session_id, requests, report, run);
+  result.trials_run = run.trials_run;
+  result.trials_kept = run.trials_resumed;
+  result.used_s = run.used_s;
+  result.trial_wall_s = run.trial_wall_s;
   return result;
 }
 

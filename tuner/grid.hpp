@@ -1,7 +1,7 @@
 // `dsgd-tune grid`: every configuration of a (small) search space, each with N seeds, at the
 // full trial time R, stored as a tuning session of kind 'grid' (tune_sessions.kind, schema
-// v11). Each trial is an ordinary trial of the live runner (tuner/live_evaluator.hpp: the same
-// schedule as `recommend` with the same R, so evaluations every R/9/40 of virtual time), stopped
+// v12). Each trial is an ordinary trial of the live runner (tuner/recommend.hpp tune_trials_run:
+// the same code and schedule as `recommend` with the same R, so evaluations every R/9/40 of virtual time), stopped
 // at the target or at R; its run keeps the per-evaluation curve (the evals table), from which
 // `dsgd-tune bench` (tuner/replay.hpp) answers a trial at any budget up to R without training.
 // Resumable: trials already stored in the session are not run again.

@@ -665,6 +665,22 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   return result;
 }
 
+std::vector<TrialRow> tune_trials_run(const TunePlan& plan, Store& store, int64_t session_id,
+                                      const std::vector<TuneTrialRequest>& requests,
+                                      const std::function<void(const TuneProgress&)>& progress, TuneResult& result) {
+  TrialPool pool(store, std::max(1, plan.jobs));
+  Runner runner{plan, &store, session_id, progress, result, &pool, nullptr, {}, {}, {}, {}};
+  for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
+  std::vector<TrialRequest> reqs;
+  for (const TuneTrialRequest& r : requests) reqs.push_back({r.candidate, r.seed, r.budget_s, r.phase});
+  std::vector<TrialRow> out;
+  for (const auto& t : runner.trials(reqs, false))
+    if (t) out.push_back(*t);
+  result.busy_wall_s += pool.busy_s();
+  result.jobs = pool.jobs();
+  return out;
+}
+
 void tune_search(const TunePlan& plan, TrialEvaluator& eval, const std::vector<TrialRow>& stored,
                  const std::function<void(const TuneProgress&)>& progress, TuneResult& result) {
   Runner runner{plan, nullptr, 0, progress, result, nullptr, &eval, {}, {}, {}, {}};

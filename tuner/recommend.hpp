@@ -110,6 +110,19 @@ double tune_profiles_measure(const TunePlan& plan, Store& store, int64_t session
 TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
                     const std::function<void(const TuneProgress&)>& progress);
 
+// Trials of the live runner outside a search (`dsgd-tune grid`): each request stored already in
+// the session is kept, the others run up to plan.jobs at a time with recommend's schedule and are
+// stored in request order; plan's budget and trial limit apply. Counts go to `result`.
+struct TuneTrialRequest {
+  Candidate candidate;
+  uint64_t seed = 0;
+  double budget_s = 0;
+  std::string phase;
+};
+std::vector<TrialRow> tune_trials_run(const TunePlan& plan, Store& store, int64_t session_id,
+                                      const std::vector<TuneTrialRequest>& requests,
+                                      const std::function<void(const TuneProgress&)>& progress, TuneResult& result);
+
 class TrialEvaluator;
 // The search itself (successive halving, GP proposals, the final race, the ranking and the
 // verdict) against any evaluator (tuner/evaluator.hpp): the live runner, or the replay of a
