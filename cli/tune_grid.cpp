@@ -50,6 +50,7 @@ int run_grid(const GridOptions& o) {
     grid = grid_plan(tune_space_options_spec(o.space), o.seeds, o.space.max_trial_steps);
     db = grid.plan.spec.base.db;
   }
+  grid.plan.jobs = tune_space_options_jobs(o.space, grid.plan.spec.base.threads);
   Store store = Store::open(db);
   grid.plan.missing_profiles = tune_missing_profiles(grid.plan, store);
   if (session_id == 0) {

@@ -34,10 +34,8 @@ struct RecommendOptions {
   std::string output;
   std::string format = "table";
   int64_t resume = 0;
-  int64_t jobs = 0;      // 0: one per core (trial_pool_default_jobs)
   int64_t validate = 0;  // --validate K: the top K on the real backend afterwards (cli/tune_validate.cpp)
   CLI::Option* trials_option = nullptr;
-  CLI::Option* jobs_option = nullptr;
   CLI::Option* backend_option = nullptr;
 };
 
@@ -117,11 +115,9 @@ int run_recommend(const RecommendOptions& o) {
   }
   if (o.format != "table" && o.format != "json")
     DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
-  if (o.jobs_option && o.jobs_option->count() > 0 && (o.jobs < 1 || o.jobs > 1024))
-    DSGD_THROW(InputError, "pass e.g. --jobs 2 (trials at a time; default: one per core)",
-               "--jobs must be in 1..1024 (got {})", o.jobs);
+  const int jobs = tune_space_options_jobs(o.space, spec.base.threads);
   TunePlan plan = tune_plan(spec, o.space.max_trial_steps);  // every input check; no database yet
-  plan.jobs = o.jobs > 0 ? static_cast<int>(o.jobs) : trial_pool_default_jobs(spec.base.threads);
+  plan.jobs = jobs;
   if (o.validate < 0) DSGD_THROW(InputError, "pass --validate 2 (or leave it out)", "--validate must be >= 0");
   if (o.validate > 0 && o.format != "table")
     DSGD_THROW(InputError, "run `dsgd-tune validate SESSION --top K` after the JSON output",
@@ -150,7 +146,7 @@ int run_recommend(const RecommendOptions& o) {
                spec.budget_s > 0 ? fmt::format("{:.4g} s of evaluation (virtual) time", spec.budget_s) : "",
                spec.trials > 0 ? fmt::format("{}{} trials", spec.budget_s > 0 ? ", at most " : "", spec.trials) : "");
     for (const std::string& n : plan.notes) fmt::print("  {}\n", n);
-    fmt::print("  trials at a time: {} (--jobs{})\n", plan.jobs, o.jobs > 0 ? "" : ": one per core");
+    fmt::print("  trials at a time: {} (--jobs{})\n", plan.jobs, o.space.jobs > 0 ? "" : ": one per core");
     std::fflush(stdout);
   }
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -241,7 +237,6 @@ void setup_tune_recommend(CLI::App& app) {
   sub->add_option("--race-seeds", o->race_seeds, "seeds per configuration in the final race")->capture_default_str();
   sub->add_option("-o,--output", o->output, "write the recommended configuration as TOML (dsgd-bench run --config)");
   sub->add_option("--format", o->format, "table | json")->capture_default_str();
-  o->jobs_option = sub->add_option("--jobs", o->jobs, "trials run at a time (default: one per core)");
   sub->add_option("--validate", o->validate,
                   "afterwards, run the top K configurations on the real MPI backend: predicted vs measured");
   sub->add_option("--resume", o->resume, "continue SESSION (its stored options; finished trials are not rerun)");

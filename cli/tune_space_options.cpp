@@ -3,6 +3,9 @@
 
 #include <vector>
 
+#include "core/errors.hpp"
+#include "tuner/trial_pool.hpp"
+
 namespace dsgd {
 
 namespace {
@@ -34,6 +37,7 @@ void tune_space_options_bind(CLI::App* sub, TuneSpaceOptions& o, const std::stri
       ->capture_default_str();
   sub->add_option("--max-memory", o.max_memory,
                   "constraint: memory one worker needs (dataset, model copies, algorithm state, batch; e.g. 2GB)");
+  o.jobs_option = sub->add_option("--jobs", o.jobs, "trials run at a time (default: one per core)");
   sub->add_option("--max-trial-steps", o.max_trial_steps, "a trial stops after this many steps (real-time guard)")
       ->capture_default_str();
 }
@@ -56,6 +60,13 @@ TuneSpec tune_space_options_spec(const TuneSpaceOptions& o) {
   spec.compressors = tune_parse_compressors(o.compress);
   if (!o.max_memory.empty()) spec.max_memory_bytes = tune_parse_bytes("--max-memory", o.max_memory);
   return spec;
+}
+
+int tune_space_options_jobs(const TuneSpaceOptions& o, int64_t threads_per_trial) {
+  if (o.jobs_option && o.jobs_option->count() > 0 && (o.jobs < 1 || o.jobs > 1024))
+    DSGD_THROW(InputError, "pass e.g. --jobs 2 (trials at a time; default: one per core)",
+               "--jobs must be in 1..1024 (got {})", o.jobs);
+  return o.jobs > 0 ? static_cast<int>(o.jobs) : trial_pool_default_jobs(threads_per_trial);
 }
 
 }  // namespace dsgd

@@ -25,6 +25,8 @@ struct TuneSpaceOptions {
   std::string compress = "none";
   std::string max_memory;
   int64_t max_trial_steps = 20000;
+  int64_t jobs = 0;  // --jobs: trials at a time; 0: one per core (trial_pool_default_jobs)
+  CLI::Option* jobs_option = nullptr;
 };
 
 // Binds them on `sub` (--config, the run flags, the space; --trial-time with `trial_time_help`).
@@ -32,5 +34,8 @@ void tune_space_options_bind(CLI::App* sub, TuneSpaceOptions& o, const std::stri
 // The spec they describe (budget, trials and race left at their defaults). Throws InputError
 // naming the flag for a malformed value.
 TuneSpec tune_space_options_spec(const TuneSpaceOptions& o);
+// Trials at a time: --jobs, or one per core for trials of `threads_per_trial` threads. Throws
+// InputError for a --jobs outside 1..1024.
+int tune_space_options_jobs(const TuneSpaceOptions& o, int64_t threads_per_trial);
 
 }  // namespace dsgd

@@ -21,6 +21,14 @@ G=$(tail -n 1 grid.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
 [[ $(sql t.db "SELECT count(DISTINCT budget_s) FROM trials WHERE session_id=$G") == 1 ]] || fail "grid trials at several budgets"
 "$TUNE" sessions --db t.db | grep -q "grid" || fail "dsgd-tune sessions does not show the kind"
 
+# --jobs 2: the same trials and scores as one at a time (the grid runs on recommend's pool), on a
+# copy of the database so both simulate with the same compute profile.
+cp t.db j2.db
+"$TUNE" grid "${space[@]}" --trial-time 0.5s --seeds 2 --jobs 2 --db j2.db > grid2.out 2>&1 || { cat grid2.out; fail "grid --jobs 2 failed"; }
+J=$(tail -n 1 grid2.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
+gtrials() { sql "$1" "SELECT config_key, seed, budget_s, reached, time_s, progress, steps FROM trials WHERE session_id=$2 ORDER BY id"; }
+[[ "$(gtrials t.db "$G")" == "$(gtrials j2.db "$J")" ]] || { diff <(gtrials t.db "$G") <(gtrials j2.db "$J"); fail "grid --jobs 2 ran other trials or scored them differently"; }
+
 # Resume: a grid that lost its last 3 trials (as if killed) runs only those again.
 sql t.db "DELETE FROM trials WHERE session_id=$G AND id IN (SELECT id FROM trials WHERE session_id=$G ORDER BY id DESC LIMIT 3);
           UPDATE tune_sessions SET status='running' WHERE id=$G"
