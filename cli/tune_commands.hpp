@@ -8,6 +8,7 @@
 namespace dsgd {
 
 class Store;
+struct TopValidation;
 
 int& tune_exit_code();
 
@@ -20,5 +21,7 @@ void setup_tune_validate(CLI::App& app);  // `validate SESSION --top K`
 // Validates the top K of a finished session on the real backend and prints it (cli/tune_validate.cpp;
 // `flag` names the option that asked, in errors). Returns the exit code.
 int tune_validate_print_run(Store& store, int64_t session, int64_t top_k, const char* flag);
+// One stored validation as a table (`validate --list`, `show`).
+void tune_validation_print(const TopValidation& v);
 
 }  // namespace dsgd

@@ -7,6 +7,7 @@
 #include "cli/tune_commands.hpp"
 #include "results/store.hpp"
 #include "tuner/tune_store.hpp"
+#include "tuner/tune_validate.hpp"
 
 namespace dsgd {
 
@@ -77,6 +78,10 @@ int run_show(const SessionsOptions& o) {
     fmt::print("{:>5} {:<7} {:<30} {:>5} {:>8.4g} s {:<10} {:>7} {:>12.4g} {:>7} {:>8} {:>7.2f}  {}\n", r.id, r.phase,
                r.config_key, r.seed, r.budget_s, r.status, r.reached ? "yes" : "no", r.time_s, r.steps,
                r.run_id > 0 ? std::to_string(r.run_id) : "-", r.wall_s, r.stop_reason);
+  for (const TopValidation& v : tune_validations_get(store, s.id)) {  // dsgd-tune validate / recommend --validate
+    fmt::print("\n");
+    tune_validation_print(v);
+  }
   return 0;
 }
 

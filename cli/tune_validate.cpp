@@ -35,7 +35,21 @@ std::string error_cell(double predicted, double measured) {
   return fmt::format("{:+.1f}%", 100.0 * (predicted - measured) / measured);
 }
 
-void print_validation(const TopValidation& v) {
+int run_validate(const ValidateOptions& o) {
+  if (o.list) {
+    const Store store = Store::open_readonly(o.db);
+    const auto all = tune_validations_get(store, o.session);
+    if (all.empty()) fmt::print("no validations of session {} in {}\n", o.session, o.db);
+    for (const TopValidation& v : all) tune_validation_print(v);
+    return 0;
+  }
+  Store store = Store::open(o.db);
+  return tune_validate_print_run(store, o.session, o.top, "--top");
+}
+
+}  // namespace
+
+void tune_validation_print(const TopValidation& v) {
   fmt::print("validation {} of session {}  {}  host {}\n", v.id, v.session_id, v.created_at, v.host);
   fmt::print("{:>4}  {:<30} {:>14} {:>14} {:>8}   {:>11} {:>11} {:>8}   {:>7} {:>7}\n", "rank", "configuration",
              "predicted TTT", "measured TTT", "error", "pred.step", "meas.step", "error", "sim run", "mpi run");
@@ -60,20 +74,6 @@ void print_validation(const TopValidation& v) {
   }
 }
 
-int run_validate(const ValidateOptions& o) {
-  if (o.list) {
-    const Store store = Store::open_readonly(o.db);
-    const auto all = tune_validations_get(store, o.session);
-    if (all.empty()) fmt::print("no validations of session {} in {}\n", o.session, o.db);
-    for (const TopValidation& v : all) print_validation(v);
-    return 0;
-  }
-  Store store = Store::open(o.db);
-  return tune_validate_print_run(store, o.session, o.top, "--top");
-}
-
-}  // namespace
-
 int tune_validate_print_run(Store& store, int64_t session, int64_t top_k, const char* flag) {
   const TopValidationPlan plan = tune_validate_plan(store, session, top_k, flag);
   if (!plan.warning.empty()) fmt::print(stderr, "dsgd-tune: warning: {}\n", plan.warning);
@@ -84,7 +84,7 @@ int tune_validate_print_run(Store& store, int64_t session, int64_t top_k, const 
   const TopValidation v = tune_validate_run(plan, store, printer);
   printer.done();
   fmt::print("\n");
-  print_validation(v);
+  tune_validation_print(v);
   fmt::print("tune_validation_id={}\n", v.id);
   return 0;
 }

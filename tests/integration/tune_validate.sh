@@ -50,6 +50,9 @@ grep -q "^tune_validation_id=" v1.out || fail "validate: last line is not tune_v
 "$TUNE" validate "$S" --list --db t.db > list.out || fail "validate --list failed"
 [[ $(grep -c "^validation [0-9]* of session $S" list.out) == 2 ]] || { cat list.out; fail "expected 2 stored validations"; }
 
+"$TUNE" show "$S" --db t.db > show.out || fail "show failed"
+[[ $(grep -c "^validation [0-9]* of session $S" show.out) == 2 ]] || { cat show.out; fail "show does not list the 2 validations"; }
+
 # Bad input: exit 2, one message naming the flag.
 ranked=$(sql t.db "SELECT json_array_length(result_json, '$.ranking') FROM tune_sessions WHERE id=$S")
 expect_error "--top 0 is not in 1\.\.$ranked" "$TUNE" validate "$S" --top 0 --db t.db
