@@ -4,6 +4,10 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
+#include <cstdio>
+#include <exception>
+
+#include "tuner/tune_store.hpp"
 
 namespace dsgd {
 
@@ -23,5 +27,19 @@ void setup_tune_validate(CLI::App& app);  // `validate SESSION --top K`
 int tune_validate_print_run(Store& store, int64_t session, int64_t top_k, const char* flag);
 // One stored validation as a table (`validate --list`, `show`).
 void tune_validation_print(const TopValidation& v);
+
+// Runs a session's work (`body`: the search of recommend, the trials of grid) and returns its
+// result; on an error ends the progress line on a terminal (`tty`), marks the session failed with
+// the message and rethrows, so `sessions` never shows a dead session as running.
+template <class Body>
+auto tune_session_run(Store& store, int64_t session_id, bool tty, Body&& body) -> decltype(body()) {
+  try {
+    return body();
+  } catch (const std::exception& e) {
+    if (tty) std::fputs("\n", stderr);
+    tune_session_finish(store, session_id, "failed", "", e.what());
+    throw;
+  }
+}
 
 }  // namespace dsgd

@@ -77,14 +77,8 @@ int run_grid(const GridOptions& o) {
     std::fflush(stderr);
   };
   const double started = clock_now_s();
-  GridResult result;
-  try {
-    result = grid_run(grid, store, session_id, progress);
-  } catch (const std::exception& e) {
-    if (tty) fmt::print(stderr, "\n");
-    tune_session_finish(store, session_id, "failed", "", e.what());
-    throw;
-  }
+  const GridResult result =
+      tune_session_run(store, session_id, tty, [&] { return grid_run(grid, store, session_id, progress); });
   if (tty) fmt::print(stderr, "\r\033[K");
   const double wall = clock_now_s() - started;
   for (const std::string& n : result.notes) fmt::print("  {}\n", n);

@@ -160,14 +160,8 @@ int run_recommend(const RecommendOptions& o) {
                p.trial + 1, p.planned, p.best, clock_now_s() - started, budget, p.current);
     std::fflush(stderr);
   };
-  TuneResult result;
-  try {
-    result = tune_run(plan, store, session_id, progress);
-  } catch (const std::exception& e) {
-    if (tty) fmt::print(stderr, "\n");
-    tune_session_finish(store, session_id, "failed", "", e.what());
-    throw;
-  }
+  const TuneResult result =
+      tune_session_run(store, session_id, tty, [&] { return tune_run(plan, store, session_id, progress); });
   if (tty) fmt::print(stderr, "\r\033[K");
   const double wall = clock_now_s() - started;
   nlohmann::json out = tune_result_json(plan, result);

@@ -269,7 +269,7 @@ struct Runner {
       if (count && counted.insert(key).second) {  // stored before this invocation (resume): count it once
         ++result.trials_resumed;
         ++trials_counted;
-        result.used_s += it->second.time_s;
+        result.used_s += trial_cost_s(it->second);
         note_best(ck, it->second);
         by_config[ck + "|" + std::to_string(q.seed)].push_back(it->second);
         report(ck);
@@ -321,69 +321,44 @@ struct Runner {
     }
     result.trial_wall_s += job.wall_s;
     tune_trial_insert(*store, row);
-    stored[row.trial_key] = row;
-    counted.insert(row.trial_key);
-    by_config[ck + "|" + std::to_string(q.seed)].push_back(row);
-    ++result.trials_run;
-    ++trials_counted;
-    result.used_s += row.time_s;
-    note_best(ck, row);
+    account(ck, q.seed, row);
     return row;
   }
 
-  // trials() against the evaluator: each request decided and, when it must run, evaluated in turn.
-  std::vector<std::optional<TrialRow>> trials_serial(const std::vector<TrialRequest>& reqs, bool stop_at_missing) {
-    std::vector<std::optional<TrialRow>> out(reqs.size());
-    for (size_t i = 0; i < reqs.size(); ++i) {
-      const TrialRequest& q = reqs[i];
-      if (auto t = answered(q, true)) {
-        out[i] = t;
-        continue;
-      }
-      if (exhausted || !budget_allows(q.budget)) {
-        exhausted = true;
-        if (stop_at_missing) break;
-        continue;
-      }
-      const std::string ck = candidate_key(q.candidate);
-      report(ck);
-      TrialRow row = serial->evaluate(q.candidate, q.seed, q.budget, q.phase);
-      stored[row.trial_key] = row;
-      counted.insert(row.trial_key);
-      by_config[ck + "|" + std::to_string(q.seed)].push_back(row);
-      ++result.trials_run;
-      ++trials_counted;
-      result.used_s += trial_cost_s(row);
-      note_best(ck, row);
-      report(ck);
-      out[i] = row;
-    }
-    return out;
+  // The bookkeeping of a trial run in this invocation, on the pool or by the evaluator.
+  void account(const std::string& ck, uint64_t seed, const TrialRow& row) {
+    stored[row.trial_key] = row;
+    counted.insert(row.trial_key);
+    by_config[ck + "|" + std::to_string(seed)].push_back(row);
+    ++result.trials_run;
+    ++trials_counted;
+    result.used_s += trial_cost_s(row);
+    note_best(ck, row);
   }
 
   // The requests' trials, in order, each exactly as if they were decided one after another
   // (stored, answered by a shorter trial, run, or nullopt once the budget does not allow a new
   // one). Up to pool->jobs() run at the same time: a request is started ahead when the budget
   // left after the decided ones allows it, and its result is dropped if the requests before it
-  // used up the budget meanwhile. Trial rows and runs are written in request order.
+  // used up the budget meanwhile. Trial rows and runs are written in request order. Against an
+  // evaluator (`serial`), each request is decided the same way and evaluated in turn.
   // With stop_at_missing, the first nullopt ends the list (the requests after it are not decided).
   std::vector<std::optional<TrialRow>> trials(const std::vector<TrialRequest>& reqs, bool stop_at_missing) {
-    if (serial) return trials_serial(reqs, stop_at_missing);
     const size_t n = reqs.size();
     std::vector<std::optional<TrialRow>> out(n);
     std::vector<std::unique_ptr<TrialJob>> jobs(n);
     // The tasks write into jobs: wait for every started one before they go, also on an error.
     struct WaitAll {
-      TrialPool& pool;
+      TrialPool* pool;  // null against an evaluator: nothing started
       std::vector<std::unique_ptr<TrialJob>>& jobs;
       ~WaitAll() {
         for (const auto& j : jobs)
-          while (j && !pool.done(j->ticket)) try {
-              pool.wait_any();
+          while (j && !pool->done(j->ticket)) try {
+              pool->wait_any();
             } catch (...) {
             }
       }
-    } wait_all{*pool, jobs};
+    } wait_all{pool, jobs};
     size_t next_launch = 0;
     auto running = [&] {
       std::vector<std::string> names;
@@ -405,7 +380,7 @@ struct Runner {
       report(running());
     };
     for (size_t i = 0; i < n; ++i) {
-      launch_ahead(i);
+      if (pool) launch_ahead(i);
       const TrialRequest& q = reqs[i];
       if (auto t = answered(q, true)) {
         out[i] = t;
@@ -414,6 +389,14 @@ struct Runner {
       if (exhausted || !budget_allows(q.budget)) {
         exhausted = true;
         if (stop_at_missing) break;
+        continue;
+      }
+      if (serial) {
+        const std::string ck = candidate_key(q.candidate);
+        report(ck);
+        out[i] = serial->evaluate(q.candidate, q.seed, q.budget, q.phase);
+        account(ck, q.seed, *out[i]);
+        report(ck);
         continue;
       }
       if (!jobs[i]) {  // not started ahead: start it now
