@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "cli/tune_commands.hpp"
 #include "core/errors.hpp"
@@ -52,7 +53,9 @@ int run_bench(const BenchCliOptions& o) {
   bench_options_validate(b);
   Store store = Store::open_readonly(o.db);
   const StoredGrid grid = replay_grid_load(store, o.grid);
-  const BenchReport r = bench_run(grid, b);
+  std::optional<TunePrior> prior;
+  if (bench_needs_prior(b)) prior = bench_prior_build(grid, store);
+  const BenchReport r = bench_run(grid, b, prior ? &*prior : nullptr);
   if (o.format == "json") {
     fmt::print("{}\n", bench_report_json(grid, r).dump(2));
     return 0;
@@ -64,6 +67,11 @@ int run_bench(const BenchCliOptions& o) {
              r.grid_best_time_s);
   for (const auto& [seed, kb] : r.best_per_seed)
     fmt::print("  best on seed {}: {} at {:.4g} s\n", seed, kb.first, kb.second);
+  if (prior) {
+    // The prior needs the grid's plan for its notes: the same space as every strategy's.
+    fmt::print("  prior (probe seed {}): recommends {}\n", prior->probe.seed, r.prior_best);
+    for (const std::string& n : r.prior_notes) fmt::print("    {}\n", n);
+  }
   fmt::print("\n{:<10} {:>8} {:>5} {:>24} {:>10} {:>24} {:>8}\n", "strategy", "budget", "reps", "regret median [IQR]",
              "<=5%", "cost share median [IQR]", "no rec.");
   for (const BenchRow& row : r.rows)
@@ -88,7 +96,7 @@ void setup_tune_bench(CLI::App& app) {
   sub->add_option("--grid", o->grid, "grid session (dsgd-tune grid; dsgd-tune sessions)")->required();
   sub->add_option("--db", o->db, "SQLite results database")->capture_default_str();
   sub->add_option("--reps", o->reps, "repetitions (strategy seeds) per strategy")->capture_default_str();
-  sub->add_option("--strategies", o->strategies, "tuner, random, hyperband")->capture_default_str();
+  sub->add_option("--strategies", o->strategies, "tuner, random, hyperband, prior, tuner-prior")->capture_default_str();
   sub->add_option("--budget-fraction", o->fractions, "budget as a share of the grid's evaluation time (list)")
       ->capture_default_str();
   sub->add_option("--format", o->format, "table | json")->capture_default_str();
