@@ -27,7 +27,8 @@ struct BenchCliOptions {
 };
 
 std::string pct(double x) {
-  return std::isfinite(x) ? fmt::format("{:.1f}%", 100 * x) : std::string("inf");
+  if (!std::isfinite(x)) return "inf";
+  return std::abs(x) < 0.01 && x != 0 ? fmt::format("{:.2f}%", 100 * x) : fmt::format("{:.1f}%", 100 * x);
 }
 
 int run_bench(const BenchCliOptions& o) {
@@ -68,15 +69,14 @@ int run_bench(const BenchCliOptions& o) {
   for (const auto& [seed, kb] : r.best_per_seed)
     fmt::print("  best on seed {}: {} at {:.4g} s\n", seed, kb.first, kb.second);
   if (prior) {
-    // The prior needs the grid's plan for its notes: the same space as every strategy's.
     fmt::print("  prior (probe seed {}): recommends {}\n", prior->probe.seed, r.prior_best);
     for (const std::string& n : r.prior_notes) fmt::print("    {}\n", n);
   }
-  fmt::print("\n{:<10} {:>8} {:>5} {:>24} {:>10} {:>24} {:>8}\n", "strategy", "budget", "reps", "regret median [IQR]",
+  fmt::print("\n{:<11} {:>8} {:>5} {:>24} {:>10} {:>24} {:>8}\n", "strategy", "budget", "reps", "regret median [IQR]",
              "<=5%", "cost share median [IQR]", "no rec.");
   for (const BenchRow& row : r.rows)
     fmt::print(
-        "{:<10} {:>7.3g}x {:>5} {:>24} {:>6}/{:<3} {:>24} {:>8}\n", row.strategy, row.budget_fraction, row.reps.size(),
+        "{:<11} {:>7.3g}x {:>5} {:>24} {:>6}/{:<3} {:>24} {:>8}\n", row.strategy, row.budget_fraction, row.reps.size(),
         fmt::format("{} [{}, {}]", pct(row.regret_median), pct(row.regret_q25), pct(row.regret_q75)), row.within_5pct,
         row.reps.size(), fmt::format("{} [{}, {}]", pct(row.cost_median), pct(row.cost_q25), pct(row.cost_q75)),
         row.no_recommendation);

@@ -34,8 +34,9 @@ struct RecommendOptions {
   std::string output;
   std::string format = "table";
   int64_t resume = 0;
-  int64_t validate = 0;      // --validate K: the top K on the real backend afterwards (cli/tune_validate.cpp)
-  std::string prior = "on";  // --prior on|off: the theory prior (tuner/prior.hpp)
+  int64_t validate = 0;  // --validate K: the top K on the real backend afterwards (cli/tune_validate.cpp)
+  std::string prior =
+      "off";  // --prior on|off: the theory prior (tuner/prior.hpp); off: measured no better (docs/tuner.md)
   CLI::Option* trials_option = nullptr;
   CLI::Option* backend_option = nullptr;
 };
