@@ -81,7 +81,8 @@ int run_bench(const BenchCliOptions& o) {
         row.reps.size(), fmt::format("{} [{}, {}]", pct(row.cost_median), pct(row.cost_q25), pct(row.cost_q75)),
         row.no_recommendation);
   fmt::print(
-      "(regret: the recommendation's time-to-target on the held-out seed / the best there - 1; budget: share of the "
+      "(regret: the recommendation's time-to-target / the best, - 1, the mean over the grid seeds the strategy did not "
+      "evaluate (the held-out one among them); budget: share of the "
       "grid's total evaluation time; cost: evaluation time spent / the grid's total)\n");
   return 0;
 }
