@@ -242,7 +242,7 @@ TEST(TunerPrior, TimeCountsThePeriodicAveragesDoneBeforeTheTarget) {
 
 std::vector<Candidate> design_space() {
   std::vector<Candidate> s;
-  for (const std::string& a : {"ssgd", "localsgd", "diloco", "dpsgd"})
+  for (const std::string a : {"ssgd", "localsgd", "diloco", "dpsgd"})
     for (int64_t h : {1, 4, 16, 64})
       for (int64_t b : {16, 32, 64}) {
         if (a == "ssgd" && h > 1) continue;
@@ -267,8 +267,9 @@ TEST(TunerPrior, InitialDesignHoldsEachAlgorithmsBestThePriorsNextBestAndAThirdS
   for (size_t k = 0; k < 4; ++k) {
     const Candidate& c = space[d[k]];
     algos.insert(c.algo);
-    for (size_t i = 0; i < space.size(); ++i)
+    for (size_t i = 0; i < space.size(); ++i) {
       if (space[i].algo == c.algo) EXPECT_LE(log_time[d[k]], log_time[i]) << candidate_key(c);
+    }
     if (k > 0) EXPECT_LE(log_time[d[k - 1]], log_time[d[k]]);
   }
   EXPECT_EQ(algos.size(), 4u);
