@@ -268,9 +268,13 @@ TEST(TunerPrior, InitialDesignHoldsEachAlgorithmsBestThePriorsNextBestAndAThirdS
     const Candidate& c = space[d[k]];
     algos.insert(c.algo);
     for (size_t i = 0; i < space.size(); ++i) {
-      if (space[i].algo == c.algo) EXPECT_LE(log_time[d[k]], log_time[i]) << candidate_key(c);
+      if (space[i].algo == c.algo) {
+        EXPECT_LE(log_time[d[k]], log_time[i]) << candidate_key(c);
+      }
     }
-    if (k > 0) EXPECT_LE(log_time[d[k - 1]], log_time[d[k]]);
+    if (k > 0) {
+      EXPECT_LE(log_time[d[k - 1]], log_time[d[k]]);
+    }
   }
   EXPECT_EQ(algos.size(), 4u);
   // Up to n − ⌊n/3⌋ = 8: then the next best by the prior.
