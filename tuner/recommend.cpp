@@ -643,18 +643,22 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   TunePlan searched = plan;
   if (spec.prior) {
     std::optional<PriorProbe> probe = prior_probe_load(store, session_id);
-    if (!probe) {
-      probe = prior_probe_run(plan, store, spec.base.seed);
-      prior_probe_store(store, session_id, *probe);
-      result.probe_wall_s = probe->wall_s;
-    } else {
-      result.notes.push_back("prior: the probe stored with the session (not run again)");
+    try {
+      if (!probe) {
+        probe = prior_probe_run(plan, store, spec.base.seed);
+        prior_probe_store(store, session_id, *probe);
+        result.probe_wall_s = probe->wall_s;
+      } else {
+        result.notes.push_back("prior: the probe stored with the session (not run again)");
+      }
+      const TunePrior prior = prior_build(plan, store, *probe);
+      searched.prior_log_time = prior.log_time;
+      result.probe_s = probe->cost_s;
+      result.used_s += probe->cost_s;
+      for (const std::string& n : prior_describe(plan, prior)) result.notes.push_back(n);
+    } catch (const Error& e) {  // the probe's synchronous run failed: search without the prior
+      result.notes.push_back(fmt::format("prior skipped (the search goes on without it): {}", e.what()));
     }
-    const TunePrior prior = prior_build(plan, store, *probe);
-    searched.prior_log_time = prior.log_time;
-    result.probe_s = probe->cost_s;
-    result.used_s += probe->cost_s;
-    for (const std::string& n : prior_describe(plan, prior)) result.notes.push_back(n);
   }
 
   TrialPool pool(store, std::max(1, plan.jobs));  // after the profiles: the slots copy them
