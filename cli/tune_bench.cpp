@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "cli/tune_commands.hpp"
 #include "core/errors.hpp"
@@ -26,7 +27,8 @@ struct BenchCliOptions {
 };
 
 std::string pct(double x) {
-  return std::isfinite(x) ? fmt::format("{:.1f}%", 100 * x) : std::string("inf");
+  if (!std::isfinite(x)) return "inf";
+  return std::abs(x) < 0.01 && x != 0 ? fmt::format("{:.2f}%", 100 * x) : fmt::format("{:.1f}%", 100 * x);
 }
 
 int run_bench(const BenchCliOptions& o) {
@@ -52,7 +54,9 @@ int run_bench(const BenchCliOptions& o) {
   bench_options_validate(b);
   Store store = Store::open_readonly(o.db);
   const StoredGrid grid = replay_grid_load(store, o.grid);
-  const BenchReport r = bench_run(grid, b);
+  std::optional<TunePrior> prior;
+  if (bench_needs_prior(b)) prior = bench_prior_build(grid, store);
+  const BenchReport r = bench_run(grid, b, prior ? &*prior : nullptr);
   if (o.format == "json") {
     fmt::print("{}\n", bench_report_json(grid, r).dump(2));
     return 0;
@@ -64,16 +68,21 @@ int run_bench(const BenchCliOptions& o) {
              r.grid_best_time_s);
   for (const auto& [seed, kb] : r.best_per_seed)
     fmt::print("  best on seed {}: {} at {:.4g} s\n", seed, kb.first, kb.second);
-  fmt::print("\n{:<10} {:>8} {:>5} {:>24} {:>10} {:>24} {:>8}\n", "strategy", "budget", "reps", "regret median [IQR]",
+  if (prior) {
+    fmt::print("  prior (probe seed {}): recommends {}\n", prior->probe.seed, r.prior_best);
+    for (const std::string& n : r.prior_notes) fmt::print("    {}\n", n);
+  }
+  fmt::print("\n{:<11} {:>8} {:>5} {:>24} {:>10} {:>24} {:>8}\n", "strategy", "budget", "reps", "regret median [IQR]",
              "<=5%", "cost share median [IQR]", "no rec.");
   for (const BenchRow& row : r.rows)
     fmt::print(
-        "{:<10} {:>7.3g}x {:>5} {:>24} {:>6}/{:<3} {:>24} {:>8}\n", row.strategy, row.budget_fraction, row.reps.size(),
+        "{:<11} {:>7.3g}x {:>5} {:>24} {:>6}/{:<3} {:>24} {:>8}\n", row.strategy, row.budget_fraction, row.reps.size(),
         fmt::format("{} [{}, {}]", pct(row.regret_median), pct(row.regret_q25), pct(row.regret_q75)), row.within_5pct,
         row.reps.size(), fmt::format("{} [{}, {}]", pct(row.cost_median), pct(row.cost_q25), pct(row.cost_q75)),
         row.no_recommendation);
   fmt::print(
-      "(regret: the recommendation's time-to-target on the held-out seed / the best there - 1; budget: share of the "
+      "(regret: the recommendation's time-to-target / the best, - 1, the mean over the grid seeds the strategy did not "
+      "evaluate (the held-out one among them); budget: share of the "
       "grid's total evaluation time; cost: evaluation time spent / the grid's total)\n");
   return 0;
 }
@@ -88,7 +97,7 @@ void setup_tune_bench(CLI::App& app) {
   sub->add_option("--grid", o->grid, "grid session (dsgd-tune grid; dsgd-tune sessions)")->required();
   sub->add_option("--db", o->db, "SQLite results database")->capture_default_str();
   sub->add_option("--reps", o->reps, "repetitions (strategy seeds) per strategy")->capture_default_str();
-  sub->add_option("--strategies", o->strategies, "tuner, random, hyperband")->capture_default_str();
+  sub->add_option("--strategies", o->strategies, "tuner, random, hyperband, prior, tuner-prior")->capture_default_str();
   sub->add_option("--budget-fraction", o->fractions, "budget as a share of the grid's evaluation time (list)")
       ->capture_default_str();
   sub->add_option("--format", o->format, "table | json")->capture_default_str();

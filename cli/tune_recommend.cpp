@@ -35,6 +35,8 @@ struct RecommendOptions {
   std::string format = "table";
   int64_t resume = 0;
   int64_t validate = 0;  // --validate K: the top K on the real backend afterwards (cli/tune_validate.cpp)
+  std::string prior =
+      "off";  // --prior on|off: the theory prior (tuner/prior.hpp); off: measured no better (docs/tuner.md)
   CLI::Option* trials_option = nullptr;
   CLI::Option* backend_option = nullptr;
 };
@@ -51,6 +53,9 @@ TuneSpec spec_from_options(const RecommendOptions& o) {
   if (o.race_seeds < 1 || o.race_seeds > 100)
     DSGD_THROW(InputError, "pass e.g. --race-seeds 3", "--race-seeds must be in 1..100 (got {})", o.race_seeds);
   spec.race_seeds = o.race_seeds;
+  if (o.prior != "on" && o.prior != "off")
+    DSGD_THROW(InputError, "pass --prior on or --prior off", "--prior '{}' is not known", o.prior);
+  spec.prior = o.prior == "on";
   return spec;
 }
 
@@ -169,12 +174,15 @@ int run_recommend(const RecommendOptions& o) {
   out["trial_wall_s"] = result.trial_wall_s;
   out["profile_wall_s"] = result.profile_wall_s;
   // The tuner's own time: the session's real time during which no trial was running
-  // (planning, loading the dataset, the GP, ranking, copying runs between rungs), profiling apart.
-  const double own = std::max(0.0, wall - result.busy_wall_s - result.profile_wall_s);
+  // (planning, loading the dataset, the GP, ranking, copying runs between rungs), profiling and the
+  // prior's probe apart.
+  const double own = std::max(0.0, wall - result.busy_wall_s - result.profile_wall_s - result.probe_wall_s);
   out["jobs"] = result.jobs;
   out["busy_wall_s"] = result.busy_wall_s;
   out["overhead_s"] = own;
   out["overhead_share"] = wall > 0 ? own / wall : 0.0;
+  out["probe_s"] = result.probe_s;
+  out["probe_wall_s"] = result.probe_wall_s;
   std::string command, toml;
   if (!result.ranking.empty() && result.ranking.front().median.reached) {
     RunConfig winner;
@@ -205,11 +213,14 @@ int run_recommend(const RecommendOptions& o) {
     }
     fmt::print(
         "\n{} trials run{}{}, {:.4g} s of evaluation time; {:.1f} s real: trials running {:.1f} s ({:.1f} s of "
-        "trials, {} at a time), profiling {:.1f} s, the tuner itself {:.1f} s ({:.1f} % of the session)\n",
+        "trials, {} at a time), profiling {:.1f} s, {}the tuner itself {:.1f} s ({:.1f} % of the session)\n",
         result.trials_run, result.trials_resumed > 0 ? fmt::format(", {} kept from before", result.trials_resumed) : "",
         result.trials_reused > 0 ? fmt::format(", {} answered by a shorter trial", result.trials_reused) : "",
-        result.used_s, wall, result.busy_wall_s, result.trial_wall_s, result.jobs, result.profile_wall_s, own,
-        wall > 0 ? 100.0 * own / wall : 0.0);
+        result.used_s, wall, result.busy_wall_s, result.trial_wall_s, result.jobs, result.profile_wall_s,
+        spec.prior ? fmt::format("the prior's probe {:.4g} s of evaluation and {:.1f} s real, ", result.probe_s,
+                                 result.probe_wall_s)
+                   : std::string(),
+        own, wall > 0 ? 100.0 * own / wall : 0.0);
     if (o.validate > 0) tune_validate_print_run(store, session_id, o.validate, "--validate");
     fmt::print("session_id={}\n", session_id);
   } else {
@@ -233,6 +244,9 @@ void setup_tune_recommend(CLI::App& app) {
   sub->add_option("--format", o->format, "table | json")->capture_default_str();
   sub->add_option("--validate", o->validate,
                   "afterwards, run the top K configurations on the real MPI backend: predicted vs measured");
+  sub->add_option("--prior", o->prior,
+                  "on | off: a probe and the theory prior seed the initial design and are the GP's mean")
+      ->capture_default_str();
   sub->add_option("--resume", o->resume, "continue SESSION (its stored options; finished trials are not rerun)");
   sub->footer(
       "Examples:\n"

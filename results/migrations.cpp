@@ -336,6 +336,19 @@ constexpr const char* migration_v12 = R"sql(
 ALTER TABLE tune_sessions ADD COLUMN kind TEXT NOT NULL DEFAULT 'recommend';
 )sql";
 
+// v12 -> v13: the probe of a dsgd-tune session's theory prior (tuner/prior_probe.hpp), one row
+// per session, so --resume does not run it again: the probe as JSON, its evaluation (simulated)
+// seconds and its real seconds.
+constexpr const char* migration_v13 = R"sql(
+CREATE TABLE tune_probes (
+  session_id  INTEGER PRIMARY KEY REFERENCES tune_sessions(id) ON DELETE CASCADE,
+  created_at  TEXT NOT NULL,
+  probe_json  TEXT NOT NULL,
+  cost_s      REAL NOT NULL,
+  wall_s      REAL NOT NULL
+);
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -345,8 +358,8 @@ int user_version_read(sqlite3* db) {
 
 const std::vector<const char*>& migrations_all() {
   static const std::vector<const char*> table = {
-      migration_v1, migration_v2, migration_v3, migration_v4,  migration_v5,  migration_v6,
-      migration_v7, migration_v8, migration_v9, migration_v10, migration_v11, migration_v12,
+      migration_v1, migration_v2, migration_v3,  migration_v4,  migration_v5,  migration_v6,  migration_v7,
+      migration_v8, migration_v9, migration_v10, migration_v11, migration_v12, migration_v13,
   };
   return table;
 }

@@ -40,7 +40,8 @@ foreach(entry
     "test_memory_estimate:dsgd_engine"
     "test_calibration_ops:dsgd_engine"
     "test_tune_validate:dsgd_tuner"
-    "test_tuner_replay:dsgd_tuner")
+    "test_tuner_replay:dsgd_tuner"
+    "test_tuner_prior:dsgd_tuner")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)

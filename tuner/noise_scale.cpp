@@ -20,7 +20,9 @@ void check_positive(double v, const char* what) {
   if (!(v > 0) || !std::isfinite(v)) DSGD_THROW(Error, "", "noise scale: {} must be finite and > 0, got {}", what, v);
 }
 
-NoiseScaleEstimate from_parts(double grad_sq, double trace_sigma) {
+}  // namespace
+
+NoiseScaleEstimate noise_scale_from_estimators(double grad_sq, double trace_sigma) {
   NoiseScaleEstimate e;
   e.grad_sq = grad_sq;
   e.trace_sigma = trace_sigma;
@@ -29,13 +31,11 @@ NoiseScaleEstimate from_parts(double grad_sq, double trace_sigma) {
   return e;
 }
 
-}  // namespace
-
 NoiseScaleEstimate noise_scale_estimate(double b_small, double grad_sq_small, double b_big, double grad_sq_big) {
   check_pair(b_small, grad_sq_small, b_big, grad_sq_big);
   const double grad_sq = (b_big * grad_sq_big - b_small * grad_sq_small) / (b_big - b_small);
   const double trace_sigma = (grad_sq_small - grad_sq_big) / (1.0 / b_small - 1.0 / b_big);
-  return from_parts(grad_sq, trace_sigma);
+  return noise_scale_from_estimators(grad_sq, trace_sigma);
 }
 
 void NoiseScaleAccumulator::add(double b_small, double grad_sq_small, double b_big, double grad_sq_big) {
@@ -45,10 +45,16 @@ void NoiseScaleAccumulator::add(double b_small, double grad_sq_small, double b_b
   ++count_;
 }
 
+void NoiseScaleAccumulator::add_estimate(const NoiseScaleEstimate& e, int64_t count) {
+  sum_grad_sq_ += e.grad_sq * static_cast<double>(count);
+  sum_trace_sigma_ += e.trace_sigma * static_cast<double>(count);
+  count_ += count;
+}
+
 NoiseScaleEstimate NoiseScaleAccumulator::estimate() const {
   if (count_ == 0) return {};
   const double n = static_cast<double>(count_);
-  return from_parts(sum_grad_sq_ / n, sum_trace_sigma_ / n);
+  return noise_scale_from_estimators(sum_grad_sq_ / n, sum_trace_sigma_ / n);
 }
 
 double noise_scale_steps(double s_min, double b_noise, double batch) {

@@ -34,10 +34,15 @@ struct NoiseScaleEstimate {
 // 0 < b_small < b_big and both norms are finite and >= 0.
 NoiseScaleEstimate noise_scale_estimate(double b_small, double grad_sq_small, double b_big, double grad_sq_big);
 
+// The estimate of the estimators |G|² and tr(Σ): B_simple = tr(Σ)/|G|² (+inf when |G|² <= 0).
+NoiseScaleEstimate noise_scale_from_estimators(double grad_sq, double trace_sigma);
+
 // Averages the two unbiased estimators over many pairs before taking the ratio.
 class NoiseScaleAccumulator {
  public:
   void add(double b_small, double grad_sq_small, double b_big, double grad_sq_big);
+  // `count` pairs whose averaged estimators are e's (another accumulator's estimate()).
+  void add_estimate(const NoiseScaleEstimate& e, int64_t count);
   int64_t count() const { return count_; }
   NoiseScaleEstimate estimate() const;  // of the means; valid == false when count() == 0
 

@@ -57,7 +57,8 @@ Eigen::MatrixXd proposal_encode(const std::vector<Candidate>& space) {
 
 std::vector<Proposal> proposals_weighted_ei(const std::vector<Candidate>& space,
                                             const std::vector<std::pair<size_t, TrialScore>>& observed,
-                                            const std::set<size_t>& tried, size_t k, uint64_t seed) {
+                                            const std::set<size_t>& tried, size_t k, uint64_t seed,
+                                            const std::vector<double>& prior_log_time) {
   std::vector<Proposal> out;
   if (k == 0) return out;
   const Eigen::MatrixXd X = proposal_encode(space);
@@ -67,16 +68,18 @@ std::vector<Proposal> proposals_weighted_ei(const std::vector<Candidate>& space,
   if (reached.size() < 2) return out;
   const auto n = static_cast<Eigen::Index>(reached.size());
   Eigen::MatrixXd Xo(n, X.cols());
-  Eigen::VectorXd y(n);
+  Eigen::VectorXd y(n), mu0 = Eigen::VectorXd::Zero(n);
+  auto prior_at = [&](size_t index) { return prior_log_time.empty() ? 0.0 : prior_log_time.at(index); };
   double best = std::numeric_limits<double>::infinity();
   for (Eigen::Index r = 0; r < n; ++r) {
     const auto& [index, score] = observed[reached[static_cast<size_t>(r)]];
     Xo.row(r) = X.row(static_cast<Eigen::Index>(index));
     y(r) = std::log(score.time_s);
+    mu0(r) = prior_at(index);
     best = std::min(best, y(r));
   }
   GaussianProcess gp;
-  gp.fit(Xo, y, Eigen::VectorXd::Zero(n), seed);
+  gp.fit(Xo, y, mu0, seed);
   Eigen::MatrixXd Xall(static_cast<Eigen::Index>(observed.size()), X.cols());
   std::vector<bool> reached_flags;
   for (size_t j = 0; j < observed.size(); ++j) {
@@ -86,7 +89,7 @@ std::vector<Proposal> proposals_weighted_ei(const std::vector<Candidate>& space,
   for (size_t i = 0; i < space.size(); ++i) {
     if (tried.count(i)) continue;
     const Eigen::VectorXd x = X.row(static_cast<Eigen::Index>(i)).transpose();
-    const GpPrediction p = gp.predict(x, 0.0);
+    const GpPrediction p = gp.predict(x, prior_at(i));
     // P(reach): kernel-weighted share of reached trials near x, one pseudo-trial of 1/2
     // (a Beta(1/4, 1/4) prior) under the fitted length scales.
     const double p_reach = gp_reach_probability(Xall, reached_flags, x, gp.hyper().length_scales, 0.25, 0.25);

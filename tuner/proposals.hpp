@@ -30,9 +30,12 @@ struct Proposal {
 
 // Up to k candidates of `space` not in `tried`, best weighted EI first (ties by index), from the
 // observations (index into space, score at one budget). None when fewer than 2 observations
-// reached the target (nothing to fit). Deterministic for a seed.
+// reached the target (nothing to fit). Deterministic for a seed. prior_log_time: the theory
+// prior's log time-to-target per candidate of the space (tuner/prior.hpp), the GP's mean (the GP
+// then models the residual); empty: a zero mean.
 std::vector<Proposal> proposals_weighted_ei(const std::vector<Candidate>& space,
                                             const std::vector<std::pair<size_t, TrialScore>>& observed,
-                                            const std::set<size_t>& tried, size_t k, uint64_t seed);
+                                            const std::set<size_t>& tried, size_t k, uint64_t seed,
+                                            const std::vector<double>& prior_log_time = {});
 
 }  // namespace dsgd

@@ -16,6 +16,8 @@
 #include "engine/compute_profile.hpp"
 #include "engine/shared_dataset.hpp"
 #include "tuner/evaluator.hpp"
+#include "tuner/prior.hpp"
+#include "tuner/prior_store.hpp"
 #include "tuner/proposals.hpp"
 #include "tuner/successive_halving.hpp"
 #include "tuner/trial.hpp"
@@ -148,7 +150,9 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
   plan.notes.push_back(fmt::format(
       "{} configurations feasible ({} refused by formula); initial design {} ({}{}); rungs {}",
       plan.space.feasible.size(), plan.space.refused.size(), plan.initial_design,
-      plan.initial_design >= plan.space.feasible.size() ? "all of them" : "seeded space-filling sample",
+      plan.initial_design >= plan.space.feasible.size() ? "all of them"
+      : spec.prior ? "the prior's best per algorithm and next best, a third space-filling"
+                   : "seeded space-filling sample",
       plan.proposals > 0 ? fmt::format(", then {} proposed by GP + weighted EI after rung 0", plan.proposals)
                          : std::string(),
       fmt::format("{:.4g} s", fmt::join(plan.rungs, " s, "))));
@@ -423,7 +427,9 @@ namespace {
 void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std::shared_ptr<const DatasetPair>& data) {
   const TuneSpec& spec = plan.spec;
   const std::vector<Candidate>& all = plan.space.feasible;
-  std::vector<size_t> alive = space_fill_sample(all, plan.initial_design, spec.base.seed);
+  std::vector<size_t> alive = plan.prior_log_time.empty()
+                                  ? space_fill_sample(all, plan.initial_design, spec.base.seed)
+                                  : prior_design(all, plan.prior_log_time, plan.initial_design, spec.base.seed);
   const uint64_t seed0 = spec.base.seed;
   // Best standing per candidate: (rung index reached, its trial).
   std::map<size_t, std::pair<int, TrialRow>> standing;
@@ -454,7 +460,7 @@ void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std:
       const std::set<size_t> tried(ran.begin(), ran.end());
       std::vector<Proposal> props;
       try {
-        props = proposals_weighted_ei(all, observed, tried, plan.proposals, seed0);
+        props = proposals_weighted_ei(all, observed, tried, plan.proposals, seed0, plan.prior_log_time);
       } catch (const Error& e) {
         result.notes.push_back(fmt::format("GP proposals skipped: {}", e.what()));
       }
@@ -632,11 +638,34 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   if (!plan.missing_profiles.empty())
     result.profile_wall_s = tune_profiles_measure(plan, store, session_id, result.notes);
 
+  // The theory prior (--prior on): its probe run once per session (stored; --resume reads it),
+  // its cost charged to the budget like a trial's.
+  TunePlan searched = plan;
+  if (spec.prior) {
+    std::optional<PriorProbe> probe = prior_probe_load(store, session_id);
+    try {
+      if (!probe) {
+        probe = prior_probe_run(plan, store, spec.base.seed);
+        prior_probe_store(store, session_id, *probe);
+        result.probe_wall_s = probe->wall_s;
+      } else {
+        result.notes.push_back("prior: the probe stored with the session (not run again)");
+      }
+      const TunePrior prior = prior_build(plan, store, *probe);
+      searched.prior_log_time = prior.log_time;
+      result.probe_s = probe->cost_s;
+      result.used_s += probe->cost_s;
+      for (const std::string& n : prior_describe(plan, prior)) result.notes.push_back(n);
+    } catch (const Error& e) {  // the probe's synchronous run failed: search without the prior
+      result.notes.push_back(fmt::format("prior skipped (the search goes on without it): {}", e.what()));
+    }
+  }
+
   TrialPool pool(store, std::max(1, plan.jobs));  // after the profiles: the slots copy them
-  Runner runner{plan, &store, session_id, progress, result, &pool, nullptr, {}, {}, {}, {}};
+  Runner runner{searched, &store, session_id, progress, result, &pool, nullptr, {}, {}, {}, {}};
   for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
 
-  search(plan, runner, result, data);
+  search(searched, runner, result, data);
   result.busy_wall_s = pool.busy_s();
   result.jobs = pool.jobs();
   std::vector<ExplainRanked> explain_ranking;

@@ -50,6 +50,9 @@ struct TunePlan {
   std::vector<std::string> notes;           // how R and the design were chosen
   std::shared_ptr<const DatasetPair> data;  // the base seed's dataset, loaded once for the plan and the trials
   int jobs = 1;                             // trials at a time (--jobs; tuner/trial_pool.hpp)
+  // The theory prior's log time-to-target per feasible candidate (tuner/prior.hpp); empty: none.
+  // When set, the initial design is prior_design's and the GP's mean is the prior.
+  std::vector<double> prior_log_time;
 };
 
 // Validates and plans without a database (so bad input creates no file). Throws InputError
@@ -88,6 +91,8 @@ struct TuneResult {
   double trial_wall_s = 0;     // real seconds inside trial runs (this invocation)
   double profile_wall_s = 0;   // real seconds measuring missing profiles
   double busy_wall_s = 0;      // real seconds during which at least one trial was running
+  double probe_s = 0;          // evaluation seconds of the prior's probe (in used_s)
+  double probe_wall_s = 0;     // real seconds of the prior's probe run in this invocation (0: stored before)
   int jobs = 1;                // trials at a time
   std::vector<std::string> notes;
   Explanation explanation;  // the winner against the runner-up, and per knob around it (tuner/explain.hpp)

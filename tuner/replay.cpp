@@ -20,7 +20,7 @@ namespace dsgd {
 namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
-const std::vector<std::string> kStrategies = {"tuner", "random", "hyperband"};
+const std::vector<std::string> kStrategies = {"tuner", "random", "hyperband", "prior", "tuner-prior"};
 
 double truth_time(const StoredGrid& grid, const std::string& key, uint64_t seed) {
   auto it = grid.trials.find({key, seed});
@@ -32,18 +32,34 @@ double truth_time(const StoredGrid& grid, const std::string& key, uint64_t seed)
 struct StrategyOutcome {
   std::string recommended;
   double cost_s = 0;
+  std::set<uint64_t> used;  // grid seeds evaluated
 };
 
+// recommend's search; with `prior`, as `recommend --prior on` (its design, the GP's mean, the
+// probe's cost charged first).
 StrategyOutcome strategy_tuner(const StoredGrid& grid, const TunePlan& base, uint64_t strategy_seed,
-                               const std::vector<uint64_t>& search_seeds) {
+                               const std::vector<uint64_t>& search_seeds, const TunePrior* prior) {
   TunePlan plan = base;
   plan.spec.base.seed = strategy_seed;
   ReplayEvaluator ev(grid, plan.target, strategy_seed, search_seeds);
   TuneResult result;
+  if (prior) {
+    plan.prior_log_time = prior->log_time;
+    result.used_s = prior->probe.cost_s;
+  }
   tune_search(plan, ev, {}, nullptr, result);
   StrategyOutcome out;
   out.cost_s = result.used_s;
+  out.used = ev.used_seeds();
   if (!result.ranking.empty() && result.ranking.front().median.reached) out.recommended = result.ranking.front().key;
+  return out;
+}
+
+// The prior's argmin: no trial; its cost is the probe's.
+StrategyOutcome strategy_prior(const TunePlan& plan, const TunePrior& prior) {
+  StrategyOutcome out;
+  out.recommended = candidate_key(plan.space.feasible.at(prior.argmin));
+  out.cost_s = prior.probe.cost_s;
   return out;
 }
 
@@ -70,6 +86,7 @@ StrategyOutcome strategy_random(const StoredGrid& grid, const TunePlan& plan, ui
     }
   }
   if (any && best.reached) out.recommended = best.config_key;
+  out.used = ev.used_seeds();
   return out;
 }
 
@@ -79,7 +96,7 @@ StrategyOutcome strategy_hyperband(const StoredGrid& grid, const TunePlan& base,
   plan.spec.base.seed = strategy_seed;
   ReplayEvaluator ev(grid, plan.target, strategy_seed, search_seeds);
   const HyperbandOutcome h = hyperband_search(plan, ev, strategy_seed);
-  return {h.recommended, h.cost_s};
+  return {h.recommended, h.cost_s, ev.used_seeds()};
 }
 
 }  // namespace
@@ -154,6 +171,7 @@ TrialRow ReplayEvaluator::evaluate(const Candidate& c, uint64_t seed, double bud
   const std::string key = candidate_key(c);
   const uint64_t offset = seed >= seed0_ ? seed - seed0_ : 0;
   const uint64_t grid_seed = search_seeds_[offset % search_seeds_.size()];
+  used_.insert(grid_seed);
   auto it = grid_.trials.find({key, grid_seed});
   if (it == grid_.trials.end())
     DSGD_THROW(Error, "rerun or resume the grid so it holds every configuration",
@@ -195,8 +213,35 @@ double bench_quantile(std::vector<double> v, double q) {
   return v[lo] + w * (v[hi] - v[lo]);
 }
 
-BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o) {
+bool bench_needs_prior(const BenchOptions& o) {
+  for (const std::string& s : o.strategies)
+    if (s == "prior" || s == "tuner-prior") return true;
+  return false;
+}
+
+namespace {
+
+TunePlan bench_plan(const StoredGrid& grid, double budget_s) {
+  TuneSpec spec = grid.spec;
+  spec.budget_s = budget_s;
+  spec.trials = 0;
+  spec.trial_time_s = grid.trial_time_s;
+  const size_t n_seeds = grid.seeds.size();
+  spec.race_seeds = static_cast<int64_t>(std::max<size_t>(1, n_seeds > 1 ? n_seeds - 1 : 1));
+  return tune_plan(spec, grid.max_trial_steps);
+}
+
+}  // namespace
+
+TunePrior bench_prior_build(const StoredGrid& grid, Store& read) {
+  const TunePlan plan = bench_plan(grid, grid.total_cost_s);
+  const uint64_t seed = grid.seeds.empty() ? grid.spec.base.seed : grid.seeds.back() + 1;
+  return prior_build(plan, read, prior_probe_run(plan, read, seed));
+}
+
+BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o, const TunePrior* prior) {
   bench_options_validate(o);
+  if (bench_needs_prior(o) && !prior) DSGD_THROW(Error, "this is a bug", "bench_run: a prior strategy without a prior");
   BenchReport report;
   const size_t n_seeds = grid.seeds.size();
   // The grid's best by median over all seeds, and per seed.
@@ -225,13 +270,18 @@ BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o) {
     best_at[s] = best;
     report.best_per_seed.push_back({s, {arg, best}});
   }
+  if (prior) {
+    const TunePlan plan = bench_plan(grid, grid.total_cost_s);
+    report.prior_best = candidate_key(plan.space.feasible.at(prior->argmin));
+    report.prior_notes = prior_describe(plan, *prior);
+    for (size_t i = 0; i < plan.space.feasible.size() && i < prior->predictions.size(); ++i)
+      report.prior_times.push_back({candidate_key(plan.space.feasible[i]), prior->predictions[i].time_s});
+  }
   for (double fraction : o.budget_fractions) {
-    TuneSpec spec = grid.spec;
-    spec.budget_s = fraction * grid.total_cost_s;
-    spec.trials = 0;
-    spec.trial_time_s = grid.trial_time_s;
-    spec.race_seeds = static_cast<int64_t>(std::max<size_t>(1, n_seeds > 1 ? n_seeds - 1 : 1));
-    const TunePlan plan = tune_plan(spec, grid.max_trial_steps);
+    const TunePlan plan = bench_plan(grid, fraction * grid.total_cost_s);
+    if (prior && prior->log_time.size() != plan.space.feasible.size())
+      DSGD_THROW(Error, "this is a bug", "bench_run: the prior has {} candidates, the space {}", prior->log_time.size(),
+                 plan.space.feasible.size());
     for (const std::string& strategy : o.strategies) {
       BenchRow row;
       row.strategy = strategy;
@@ -245,19 +295,26 @@ BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o) {
           if (k != held || n_seeds == 1) search.push_back(grid.seeds[k]);
         const uint64_t strategy_seed = 1000003ULL * static_cast<uint64_t>(r + 1) + grid.spec.base.seed;
         StrategyOutcome out;
-        if (strategy == "tuner")
-          out = strategy_tuner(grid, plan, strategy_seed, search);
+        if (strategy == "tuner" || strategy == "tuner-prior")
+          out = strategy_tuner(grid, plan, strategy_seed, search, strategy == "tuner-prior" ? prior : nullptr);
+        else if (strategy == "prior")
+          out = strategy_prior(plan, *prior);
         else if (strategy == "random")
           out = strategy_random(grid, plan, strategy_seed, search);
         else
           out = strategy_hyperband(grid, plan, strategy_seed, search);
         rep.recommended = out.recommended;
         rep.cost_share = grid.total_cost_s > 0 ? out.cost_s / grid.total_cost_s : 0;
+        // Regret on every grid seed the strategy did not evaluate (the held-out one among them).
+        for (uint64_t s : grid.seeds)
+          if (s == rep.held_out_seed || !out.used.count(s)) rep.regret_seeds.push_back(s);
         if (out.recommended.empty()) {
           ++row.no_recommendation;
           rep.regret = kInf;
         } else {
-          rep.regret = truth_time(grid, out.recommended, rep.held_out_seed) / best_at[rep.held_out_seed] - 1;
+          double sum = 0;
+          for (uint64_t s : rep.regret_seeds) sum += truth_time(grid, out.recommended, s) / best_at[s] - 1;
+          rep.regret = sum / static_cast<double>(rep.regret_seeds.size());
         }
         if (rep.regret <= 0.05) ++row.within_5pct;
         row.reps.push_back(rep);
@@ -288,7 +345,8 @@ nlohmann::json bench_report_json(const StoredGrid& grid, const BenchReport& r) {
       reps.push_back({{"recommended", rep.recommended},
                       {"regret", num(rep.regret)},
                       {"cost_share", rep.cost_share},
-                      {"held_out_seed", rep.held_out_seed}});
+                      {"held_out_seed", rep.held_out_seed},
+                      {"regret_seeds", rep.regret_seeds}});
     rows.push_back(
         {{"strategy", b.strategy},
          {"budget_fraction", b.budget_fraction},
@@ -301,15 +359,21 @@ nlohmann::json bench_report_json(const StoredGrid& grid, const BenchReport& r) {
   nlohmann::json best = nlohmann::json::array();
   for (const auto& [seed, kb] : r.best_per_seed)
     best.push_back({{"seed", seed}, {"config", kb.first}, {"time_s", num(kb.second)}});
-  return {{"grid", grid.session_id},
-          {"configurations", grid.trials.size() / std::max<size_t>(1, grid.seeds.size())},
-          {"seeds", grid.seeds},
-          {"trial_time_s", grid.trial_time_s},
-          {"total_cost_s", grid.total_cost_s},
-          {"grid_best", r.grid_best},
-          {"grid_best_median_s", r.grid_best_time_s},
-          {"best_per_seed", best},
-          {"strategies", rows}};
+  nlohmann::json out = {{"grid", grid.session_id},
+                        {"configurations", grid.trials.size() / std::max<size_t>(1, grid.seeds.size())},
+                        {"seeds", grid.seeds},
+                        {"trial_time_s", grid.trial_time_s},
+                        {"total_cost_s", grid.total_cost_s},
+                        {"grid_best", r.grid_best},
+                        {"grid_best_median_s", r.grid_best_time_s},
+                        {"best_per_seed", best},
+                        {"strategies", rows}};
+  if (!r.prior_best.empty()) {
+    nlohmann::json times = nlohmann::json::array();
+    for (const auto& [key, t] : r.prior_times) times.push_back({{"config", key}, {"time_s", num(t)}});
+    out["prior"] = {{"recommended", r.prior_best}, {"notes", r.prior_notes}, {"predicted", times}};
+  }
+  return out;
 }
 
 }  // namespace dsgd

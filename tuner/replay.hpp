@@ -16,12 +16,19 @@
 // Strategies: "tuner" (tune_search: successive halving + GP proposals + race, the code of
 // `recommend`), "random" (configurations in a seeded random order at the full R on the first
 // search seed until the budget is spent; the best in the censored order), "hyperband"
-// (tuner/hyperband.hpp). (No "prior" yet: the theory prior of DESIGN §8 is not built.)
+// (tuner/hyperband.hpp), "prior" (the theory prior's argmin, tuner/prior.hpp: no trial, its cost
+// the probe's) and "tuner-prior" (the search of "tuner" with the prior: its design and the GP's
+// mean, the probe's cost charged to its budget).
+//
+// Regret is measured on every grid seed the strategy did not evaluate (the held-out seed of the
+// repetition always among them): the mean over those seeds of the recommendation's time there
+// over the best time there − 1 (+inf when it does not reach the target on one of them).
 #pragma once
 
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -29,6 +36,7 @@
 #include "results/store.hpp"
 #include "tuner/evaluator.hpp"
 #include "tuner/grid.hpp"
+#include "tuner/prior.hpp"
 
 namespace dsgd {
 
@@ -60,17 +68,20 @@ class ReplayEvaluator : public TrialEvaluator {
   ReplayEvaluator(const StoredGrid& grid, const Target& target, uint64_t seed0, std::vector<uint64_t> search_seeds)
       : grid_(grid), target_(target), seed0_(seed0), search_seeds_(std::move(search_seeds)) {}
   TrialRow evaluate(const Candidate& c, uint64_t seed, double budget_s, const std::string& phase) override;
+  // The grid seeds asked for so far.
+  const std::set<uint64_t>& used_seeds() const { return used_; }
 
  private:
   const StoredGrid& grid_;
   Target target_;
   uint64_t seed0_;
   std::vector<uint64_t> search_seeds_;
+  std::set<uint64_t> used_;
 };
 
 struct BenchOptions {
   int64_t reps = 20;
-  std::vector<std::string> strategies = {"tuner", "random"};  // also "hyperband"
+  std::vector<std::string> strategies = {"tuner", "random"};  // also "hyperband", "prior", "tuner-prior"
   std::vector<double> budget_fractions = {0.1};               // of the grid's total evaluation time
 };
 
@@ -80,6 +91,7 @@ struct BenchRep {
   double regret = 0;        // +inf: the recommendation does not reach the target on the held-out seed
   double cost_share = 0;    // evaluation seconds / the grid's total
   uint64_t held_out_seed = 0;
+  std::vector<uint64_t> regret_seeds;  // the grid seeds the regret is measured on (not evaluated by the strategy)
 };
 struct BenchRow {
   std::string strategy;
@@ -96,12 +108,21 @@ struct BenchReport {
   std::vector<std::pair<uint64_t, std::pair<std::string, double>>> best_per_seed;
   std::string grid_best;  // by the median over all seeds
   double grid_best_time_s = 0;
+  std::string prior_best;                                   // the prior's argmin (with a prior)
+  std::vector<std::string> prior_notes;                     // the probe and the constants (prior_describe)
+  std::vector<std::pair<std::string, double>> prior_times;  // per configuration, the prior's time-to-target
 };
 
 // Throws InputError for reps < 1, an unknown strategy (listing the known ones), a budget
 // fraction outside (0, 1].
 void bench_options_validate(const BenchOptions& o);
-BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o);
+// Whether one of the strategies needs the prior (bench_prior_build's).
+bool bench_needs_prior(const BenchOptions& o);
+// The prior for the grid's space: its probe run now (unstored) with a seed that is none of the
+// grid's (one past the largest), step times and calibrations from `read` (the grid's database).
+TunePrior bench_prior_build(const StoredGrid& grid, Store& read);
+// prior: required when a strategy needs it (else Error).
+BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o, const TunePrior* prior = nullptr);
 nlohmann::json bench_report_json(const StoredGrid& grid, const BenchReport& r);
 
 // The q-quantile (0..1) of `v` by linear interpolation between order statistics (+inf allowed).

@@ -163,7 +163,8 @@ nlohmann::json tune_spec_to_json(const TuneSpec& s) {
           {"max-memory", s.max_memory_bytes},
           {"race-top", s.race_top},
           {"race-seeds", s.race_seeds},
-          {"eta", s.eta}};
+          {"eta", s.eta},
+          {"prior", s.prior}};
 }
 
 TuneSpec tune_spec_from_json(const nlohmann::json& j) {
@@ -184,6 +185,7 @@ TuneSpec tune_spec_from_json(const nlohmann::json& j) {
   s.race_top = j.at("race-top").get<int64_t>();
   s.race_seeds = j.at("race-seeds").get<int64_t>();
   s.eta = j.at("eta").get<double>();
+  s.prior = j.value("prior", false);  // sessions stored before the prior searched without it
   return s;
 }
 
@@ -292,7 +294,8 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const
   return out;
 }
 
-std::vector<size_t> space_fill_sample(const std::vector<Candidate>& cands, size_t k, uint64_t seed) {
+std::vector<size_t> space_fill_sample(const std::vector<Candidate>& cands, size_t k, uint64_t seed,
+                                      const std::vector<size_t>& start) {
   std::vector<size_t> all(cands.size());
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
   if (k >= cands.size()) return all;
@@ -327,8 +330,10 @@ std::vector<size_t> space_fill_sample(const std::vector<Candidate>& cands, size_
   Rng rng(rng_derive_seed(seed, 0x7E5A));
   std::vector<size_t> order = all;
   for (size_t i = order.size(); i > 1; --i) std::swap(order[i - 1], order[rng.below(i)]);
-  std::vector<size_t> chosen{order[0]};
+  std::vector<size_t> chosen = start.empty() ? std::vector<size_t>{order[0]} : start;
   std::vector<double> nearest(cands.size(), std::numeric_limits<double>::infinity());
+  for (size_t j = 0; j + 1 < chosen.size(); ++j)
+    for (size_t i : order) nearest[i] = std::min(nearest[i], distance(cands[i], cands[chosen[j]]));
   while (chosen.size() < k) {
     const size_t last = chosen.back();
     size_t best = cands.size();

@@ -33,6 +33,7 @@ struct TuneSpec {
   int64_t race_top = 3;                      // configurations in the final race
   int64_t race_seeds = 3;                    // seeds each in the final race
   double eta = 3;                            // successive halving keeps 1/eta per rung
+  bool prior = false;  // --prior on: the theory prior (tuner/prior.hpp) seeds the design, is the GP's mean
 };
 
 nlohmann::json tune_spec_to_json(const TuneSpec& spec);
@@ -91,7 +92,9 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const
 
 // k indices of `cands` spread over the space (greedy farthest-point on the scaled knobs,
 // algorithm and topology as categories; the start and ties from a seeded shuffle). All of
-// them, in order, when k >= cands.size(). Deterministic for a seed.
-std::vector<size_t> space_fill_sample(const std::vector<Candidate>& cands, size_t k, uint64_t seed);
+// them, in order, when k >= cands.size(). Deterministic for a seed. With `start` (indices already
+// chosen, fewer than k), the sample begins with them and adds the points farthest from them.
+std::vector<size_t> space_fill_sample(const std::vector<Candidate>& cands, size_t k, uint64_t seed,
+                                      const std::vector<size_t>& start = {});
 
 }  // namespace dsgd

@@ -12,6 +12,7 @@
 #include "results/store.hpp"
 #include "results/target.hpp"
 #include "tuner/hyperband.hpp"
+#include "tuner/prior.hpp"
 #include "tuner/replay.hpp"
 #include "tuner/tune_store.hpp"
 
@@ -164,6 +165,44 @@ TEST(TunerReplay, StrategiesGivenTheWholeBudgetFindTheBest) {
   o.budget_fractions = {0.1};
   o.strategies = {"random"};
   for (const BenchRep& rep : bench_run(grid, o).rows[0].reps) EXPECT_LE(rep.cost_share, 0.1 + 1e-9);
+}
+
+TEST(TunerReplay, PriorStrategyRecommendsTheArgminAtTheProbesCostScoredOnEverySeed) {
+  const StoredGrid grid = synthetic_grid({1, 2});
+  TuneSpec spec = grid.spec;
+  spec.budget_s = grid.total_cost_s;
+  const TunePlan plan = tune_plan(spec, grid.max_trial_steps);
+  // A prior that ranks B (localsgd H=4 b=32) first: on seed 1 it takes 0.11 against A's 0.10,
+  // on seed 2 it is the best (0.11).
+  TunePrior prior;
+  prior.probe.cost_s = 0.05 * grid.total_cost_s;
+  for (size_t i = 0; i < plan.space.feasible.size(); ++i) {
+    const std::string key = candidate_key(plan.space.feasible[i]);
+    prior.log_time.push_back(key == "localsgd H=4 b=32 lr=linear" ? -3.0 : static_cast<double>(i));
+    if (key == "localsgd H=4 b=32 lr=linear") prior.argmin = i;
+  }
+  BenchOptions o;
+  o.reps = 2;
+  o.strategies = {"prior", "tuner-prior"};
+  o.budget_fractions = {1.0};
+  EXPECT_THROW(bench_run(grid, o), Error);  // a prior strategy needs the prior
+  const BenchReport r = bench_run(grid, o, &prior);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.prior_best, "localsgd H=4 b=32 lr=linear");
+  for (const BenchRep& rep : r.rows[0].reps) {
+    EXPECT_EQ(rep.recommended, "localsgd H=4 b=32 lr=linear");
+    EXPECT_NEAR(rep.cost_share, 0.05, 1e-12);  // no trial: the probe's cost alone
+    // It evaluated no seed of the grid: regret over both, the mean of 0.11/0.10 − 1 and 0.
+    EXPECT_EQ(rep.regret_seeds, (std::vector<uint64_t>{1, 2}));
+    EXPECT_NEAR(rep.regret, (0.11 / 0.10 - 1) / 2, 1e-9);
+  }
+  // The search with the prior charges the probe first, then finds the held-out seed's answer
+  // on the other seed with the whole budget (regret on the held-out seed alone: it used the other).
+  for (const BenchRep& rep : r.rows[1].reps) {
+    EXPECT_GT(rep.cost_share, 0.05);
+    EXPECT_EQ(rep.regret_seeds, (std::vector<uint64_t>{rep.held_out_seed}));
+    EXPECT_FALSE(rep.recommended.empty());
+  }
 }
 
 TEST(TunerReplay, QuantilesInterpolateAndKeepInfinity) {
