@@ -65,7 +65,7 @@ std::vector<double> mtdao_parse_betas(const std::string& text) {
 class Mtdao final : public Algorithm {
  public:
   explicit Mtdao(const RunConfig& cfg)
-      : adamw_(optimizer_resolve_name(cfg) == "adamw"),
+      : adamw_(cfg.optimizer == "adamw" || (cfg.optimizer == "auto" && variant_get("mtdao").optimizer == "adamw")),
         period_x_(cfg.period),
         period_m_(cfg.period_m),
         period_v_(cfg.period_v),

@@ -42,7 +42,7 @@ class Osp final : public Algorithm {
   explicit Osp(const RunConfig& cfg)
       : fraction_(cfg.osp_fraction),
         magnitude_(cfg.osp_select == "magnitude"),
-        adamw_(optimizer_resolve_name(cfg) == "adamw"),
+        adamw_(cfg.optimizer == "adamw" || (cfg.optimizer == "auto" && variant_get("osp").optimizer == "adamw")),
         sgd_{0.0, cfg.momentum, cfg.weight_decay, cfg.nesterov},
         adam_{0.0, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay} {}
   std::string name() const override { return "osp"; }

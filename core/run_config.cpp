@@ -437,9 +437,10 @@ void run_config_load_text(RunConfig& cfg, const std::string& text, const std::st
 nlohmann::json run_config_to_json(const RunConfig& cfg) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& f : run_config_fields()) std::visit([&](auto member) { out[f.key] = cfg.*member; }, f.member);
-  // 0 means "unset" for these two; leave them out so the JSON loads back.
+  // 0 means "unset" for these three; leave them out so the JSON loads back.
   if (cfg.steps == 0) out.erase("steps");
   if (cfg.epochs == 0) out.erase("epochs");
+  if (cfg.lr == 0) out.erase("lr");
   return out;
 }
 

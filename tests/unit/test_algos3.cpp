@@ -221,7 +221,7 @@ TEST(VariantsOnOneWorker, OspAndOldsgdEqualTheSerialOptimizer) {
 TEST(VariantBytes, PartThreeVariantsSendTheirFormula) {
   // R = 2(n−1)/n·bytes: 1000 bytes on 2 workers send 1000, on 4 workers 1500.
   RunConfig cfg;
-  cfg.period = 4;
+  cfg.period = 4;  // cfg.algo stays ssgd: each variant reads what --optimizer auto means from its own entry
   EXPECT_DOUBLE_EQ(algorithm_create("palsgd", cfg)->bytes_sent_per_step(1000, 2), 250.0);
   EXPECT_DOUBLE_EQ(algorithm_create("palsgd", cfg)->bytes_sent_per_step(1000, 4), 375.0);
   // mtdao (AdamW): R/4 + R/8 + R/16; two momenta: R/4 + 2R/8 + R/16; SGD without momentum: R/4.
@@ -413,10 +413,18 @@ TEST(DefaultLr, AnExplicitZeroIsRefusedAndAFileWithoutLrKeepsTheDefault) {
   EXPECT_DOUBLE_EQ(optimizer_base_lr(cfg), 1e-3);
   run_config_load_text(cfg, "lr = 0.004\n", "d.toml", true);
   EXPECT_DOUBLE_EQ(optimizer_base_lr(cfg), 0.004);
-  // A stored configuration (the run's config JSON holds the effective rate) loads back the same.
+  // A stored configuration (the run's config JSON holds the effective rate) loads back the same;
+  // one without lr leaves the key out, so it loads back as not given (the tuner's session base).
   RunConfig back;
   run_config_apply_json(back, run_config_to_json(cfg), "stored");
   EXPECT_DOUBLE_EQ(optimizer_base_lr(back), 0.004);
+  RunConfig unset;
+  unset.algo = "diloco";
+  EXPECT_FALSE(run_config_to_json(unset).contains("lr"));
+  RunConfig back2;
+  run_config_apply_json(back2, run_config_to_json(unset), "stored");
+  EXPECT_EQ(back2.lr, 0.0);
+  EXPECT_DOUBLE_EQ(optimizer_base_lr(back2), 1e-3);
 }
 
 }  // namespace
