@@ -1,12 +1,13 @@
 # Equivalences of the part-3 variants (palsgd, mtdao, osp, oldsgd; docs/algorithms.md) on real MPI
 # ranks (2, and 4 where the topology matters) and on the sim backend (same code, virtual clock):
 #  - palsgd with --pull-prob 0 or --pull-alpha 0 = localsgd (bit-identical); with --delay d and no
-#    pulls = dasgd --delay d (bit-identical); with pulls it differs;
+#    pulls = dasgd --delay d (bit-identical, also with --compress); with pulls it differs;
 #  - mtdao with the moments kept local (--period-m 0 --period-v 0) = localsgd with the same
 #    optimizer (AdamW, SGD with momentum: bit-identical); every period 1 with SGD and momentum =
 #    ssgd within 1e-5; its default periods differ from localsgd;
-#  - osp --osp-fraction 1 = ssgd bit-identical (with momentum); f < 1 differs, learns, and the
-#    recorded bytes split into its two stages as the formula says;
+#  - osp --osp-fraction 1 = ssgd bit-identical (with momentum); f < 1 differs, stays close, the
+#    recorded bytes split into its two stages as the formula says, and the replicas are identical
+#    after the last correction (consensus 0) but not while stage 2 is in flight;
 #  - oldsgd --period 1 --gossip-overlap false = dpsgd and oldsgd --period 1 = dpsgd --dpsgd-delay 1,
 #    bit-identical, on a 4-rank ring; oldsgd --period 4 differs and sends 1/4 of the bytes;
 #  - the sim backend gives the same parameters as MPI (palsgd with pulls, mtdao, osp f < 1: bit-identical on
@@ -33,6 +34,11 @@ same pal_a0.bin local4.bin "palsgd --pull-alpha 0 = localsgd"
 run dasgd2.bin --algo dasgd --period 4 --delay 2 --lr 0.05
 run pal_d2.bin --algo palsgd --period 4 --delay 2 --pull-prob 0 --lr 0.05
 same pal_d2.bin dasgd2.bin "palsgd --delay 2 without pulls = dasgd --delay 2"
+run dasgd2q.bin --algo dasgd --period 4 --delay 2 --lr 0.05 --compress qsgd:bits=4
+run pal_d2q.bin --algo palsgd --period 4 --delay 2 --pull-prob 0 --lr 0.05 --compress qsgd:bits=4
+same pal_d2q.bin dasgd2q.bin "palsgd --delay 2 --compress qsgd:bits=4 without pulls = dasgd with the same"
+run pal_q.bin --algo palsgd --period 4 --delay 2 --pull-prob 0.5 --lr 0.05 --compress qsgd:bits=4
+differ pal_q.bin dasgd2q.bin "compressed palsgd with pulls differs from compressed dasgd"
 run pal.bin --algo palsgd --period 4 --delay 2 --pull-prob 0.5 --pull-alpha 0.5 --lr 0.05
 differ pal.bin dasgd2.bin "palsgd with pulls differs from dasgd"
 expect_bytes palsgd 804 # 3216 (one 2-rank all-reduce of 804 floats) / H
@@ -77,6 +83,12 @@ ido=$(last_run_id osp.bin.txt)
 [ "$(sql t.db "select group_concat(distinct bytes_sent) from steps where run_id=$ido and step=63")" = 5628.0 ] ||
   fail "osp: the last step should record 804 + 2·2412 bytes"
 [ "$(sql t.db "select sum(overlap_s) > 0 from steps where run_id=$ido")" = 1 ] || fail "osp: stage 2 was not in flight"
+# The correction makes the replicas identical again once stage 2 has arrived: at the end (the last
+# step waits for it) the consensus distance is 0; between steps (stage 2 in flight) it is not.
+[ "$(sql t.db "select consensus_distance from evals where run_id=$ido and step=64")" = 0.0 ] ||
+  fail "osp: replicas differ after the last correction"
+[ "$(sql t.db "select min(consensus_distance) > 0 from evals where run_id=$ido and step in (20, 40, 60)")" = 1 ] ||
+  fail "osp: replicas identical while stage 2 was in flight (was the local gradient used?)"
 run osp_static.bin --algo osp --osp-fraction 0.25 --osp-select static --momentum 0.9 --lr 0.02
 differ osp_static.bin osp.bin "osp --osp-select static differs from magnitude"
 run osp_sim.bin --algo osp --osp-fraction 0.25 --momentum 0.9 --lr 0.02 --backend sim
