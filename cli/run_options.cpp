@@ -50,7 +50,7 @@ RunConfig run_options_resolve(const RunOptionBinding& b) {
     run_config_mark_given(cfg, field->key);
     const std::string key = field->key;
     // 0 means "not given" for these (lr: the optimizer's default), so an explicit 0 is refused.
-    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)) || (key == "lr" && !(cfg.lr > 0)))
+    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)) || (key == "lr" && cfg.lr == 0))
       DSGD_THROW(InputError, fmt::format("pass a positive --{}", key), "--{} must be positive (got {})", key,
                  key == "steps"    ? fmt::format("{}", cfg.steps)
                  : key == "epochs" ? fmt::format("{}", cfg.epochs)

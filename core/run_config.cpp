@@ -317,7 +317,7 @@ void run_config_apply_json(RunConfig& cfg, const nlohmann::json& obj, const std:
     seen.push_back(key);
     set_from_json(cfg, *field, value, origin);
     // 0 means "unset" for steps, epochs and lr internally, so an explicit 0 is an error here.
-    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)) || (key == "lr" && !(cfg.lr > 0)))
+    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)) || (key == "lr" && cfg.lr == 0))
       DSGD_THROW(InputError, fmt::format("give a positive number of {}", key), "{}: key '{}' must be positive (got {})",
                  origin, raw_key, value.dump());
   }
