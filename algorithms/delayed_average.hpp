@@ -45,6 +45,7 @@ class DelayedAverage {
     if (!compress.empty()) compressor_ = compressor_create(compress);
   }
   void setup(TrainState& s) {
+    if (keep_) keep_->assign(s.params, s.params + s.count);  // x_0 until the first average
     snapshot_.assign(s.count, 0.0f);
     reduced_.assign(s.count, 0.0f);
     if (compressor_) {
@@ -86,6 +87,9 @@ class DelayedAverage {
   // Recorded collectives of one average (a step can apply one average and, at the last
   // step, the one it just started).
   int collectives_per_average() const { return compressor_ ? compressor_->collectives_per_call() : 1; }
+  // Each applied average r (avg_j s_j; compressed: x̂ + D) is also copied into *out (sized in
+  // setup to the model), for a variant that uses the last global model (palsgd).
+  void keep_applied(std::vector<float>* out) { keep_ = out; }
 
  private:
   bool in_flight() const { return compressor_ ? compressor_->in_flight() : request_.active(); }
@@ -104,6 +108,7 @@ class DelayedAverage {
     float* x = s.params;
     for (size_t i = 0; i < s.count; ++i)
       if (r[i] != snap[i]) x[i] = r[i] + (x[i] - snap[i]);
+    if (keep_) std::copy(r, r + s.count, keep_->begin());
   }
 
   int64_t period_, delay_;
@@ -113,7 +118,8 @@ class DelayedAverage {
   std::vector<float> snapshot_, reduced_;
   CollRequest request_;
   std::unique_ptr<GradientCompressor> compressor_;
-  std::vector<float> base_;  // x̂: the last applied average (compressed only)
+  std::vector<float> base_;             // x̂: the last applied average (compressed only)
+  std::vector<float>* keep_ = nullptr;  // keep_applied's copy of each applied average
 };
 
 // The algorithm that is nothing but a DelayedAverage (cocod: delay = period; dasgd: delay

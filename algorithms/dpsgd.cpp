@@ -12,8 +12,18 @@
 //     the exchange of x_t is launched non-blocking right after the previous update and
 //     completes while g_i(x_t) is computed (overlap recorded); the mix is applied after
 //     backward, then the local step (its weight-decay term sees the mixed model).
+// Gossip rounds every H steps (the oldsgd variant, algorithms/oldsgd.cpp; dpsgd itself is H = 1):
+//   blocking: the adapt-then-combine mix above, after every H-th step only;
+//   overlapped (OLDSGD, overlapping local decentralized SGD): after every H-th step,
+//       wait for the exchange launched a round before, x_i ← Σ_j W_ij s_j + (x_i − s_i) (the
+//       snapshots' mix plus the local progress since the snapshot; an element whose mix equals
+//       s_i keeps x_i, as delayed_average.hpp), then s_i ← x_i and launch the exchange of s_i,
+//       which runs during the next H local steps; at the last step the exchange in flight is
+//       waited for and applied. At H = 1 the overlapped form is Lian et al.'s delay-1 rule above
+//       (the same in real arithmetic, Σ_j W_ij s_j − η·opt(g_i(s_i)), but mixed before the local
+//       step: that code path is kept for H = 1).
 // random-perm (time-varying): the step's matching from topology_partner_at_step, W = 1/2.
-// Bytes sent per step by rank i: d_i · 4|x| (d_i its degree); bytes_sent_per_step reports the
+// Bytes sent per step by rank i: d_i · 4|x| / H (d_i its degree); bytes_sent_per_step reports the
 // mean over ranks. Limits: a rank's neighbours must have room for d_i model copies (recv
 // buffer d_max · |x| floats); topologies without neighbours (disconnected, gap 0) are refused.
 #include "algorithms/dpsgd.hpp"
@@ -53,8 +63,9 @@ double topology_mean_degree(const Topology& t) {
 
 class Dpsgd final : public Algorithm {
  public:
-  Dpsgd(std::string topology, uint64_t seed, bool delay) : spec_(std::move(topology)), seed_(seed), delay_(delay) {}
-  std::string name() const override { return "dpsgd"; }
+  Dpsgd(std::string name, std::string topology, uint64_t seed, bool delay, int64_t period)
+      : name_(std::move(name)), spec_(std::move(topology)), seed_(seed), delay_(delay), period_(period) {}
+  std::string name() const override { return name_; }
 
   void setup(TrainState& s) override {
     const int n = s.comm.size();
@@ -67,11 +78,19 @@ class Dpsgd final : public Algorithm {
     recv_.assign(max_degree * s.count, 0.0f);
     peers_.reserve(max_degree);
     weights_.reserve(max_degree);
+    if (rounds()) {
+      mixed_.assign(s.count, 0.0f);
+      return;
+    }
     if (delay_) launch(s, 0);
   }
 
+  void on_layer_grad_ready(TrainState& s, size_t) override {
+    if (rounds()) s.comm.progress(request_);
+  }
+
   void reduce_gradients(TrainState& s) override {
-    if (!delay_) return;
+    if (!delay_ || rounds()) return;
     // The exchange of x_t was launched after the previous update (or in setup); an evaluation
     // between steps is not compute, so the overlap counts from this step's start.
     request_.launch = std::max(request_.launch, s.step_start);
@@ -80,10 +99,15 @@ class Dpsgd final : public Algorithm {
   }
 
   void after_update(TrainState& s) override {
+    if (rounds()) {
+      overlapped_round(s);
+      return;
+    }
     if (delay_) {
       if (s.step + 1 < s.total_steps) launch(s, s.step + 1);
       return;
     }
+    if ((s.step + 1) % period_ != 0) return;
     select_peers(s.comm.size(), s.step);
     std::copy(s.params, s.params + s.count, send_.data());
     s.comm.neighbor_exchange(send_.data(), s.count, peers_.data(), peers_.size(), recv_.data());
@@ -92,7 +116,7 @@ class Dpsgd final : public Algorithm {
 
   bool replicas_identical() const override { return false; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
-    return topology_mean_degree(topology_make(spec_, n, seed_)) * param_bytes;
+    return topology_mean_degree(topology_make(spec_, n, seed_)) * param_bytes / static_cast<double>(period_);
   }
   int max_collectives_per_step() const override { return 1; }
   // Parameters, gradient, velocity, the send copy and d_max received models.
@@ -100,10 +124,34 @@ class Dpsgd final : public Algorithm {
     const Topology t = topology_make(spec_, n, seed_);
     size_t max_degree = 1;
     for (const auto& nb : t.neighbors) max_degree = std::max(max_degree, nb.size());
-    return sizeof(float) * double(count) * double(4 + max_degree);
+    return sizeof(float) * double(count) * double(4 + max_degree + (rounds() ? 1 : 0));
   }
 
  private:
+  // OLDSGD: --dpsgd-delay 1 with --period H > 1 (gossip rounds overlapped with local steps).
+  bool rounds() const { return delay_ && period_ > 1; }
+
+  // After every step of an overlapped run: polls; after every H-th, applies the round in
+  // flight (x ← mix(s) + (x − s)) and launches the next; at the last step applies only.
+  void overlapped_round(TrainState& s) {
+    const bool last = s.step + 1 == s.total_steps;
+    const bool sync = (s.step + 1) % period_ == 0;
+    if (!sync && !last) {
+      s.comm.progress(request_);
+      return;
+    }
+    if (request_.active()) {
+      s.comm.wait(request_, s.comm.now());
+      float* m = mixed_.data();
+      const float* snap = send_.data();
+      mix(m, snap, s.count);
+      float* x = s.params;
+      for (size_t i = 0; i < s.count; ++i)
+        if (m[i] != snap[i]) x[i] = m[i] + (x[i] - snap[i]);
+    }
+    if (sync && !last) launch(s, s.step);
+  }
+
   // peers_ and weights_ for the exchange whose result is mixed at `step`.
   void select_peers(int n, int64_t step) {
     peers_.clear();
@@ -143,12 +191,14 @@ class Dpsgd final : public Algorithm {
     }
   }
 
+  std::string name_;
   std::string spec_;
   uint64_t seed_;
   bool delay_;
+  int64_t period_;
   int rank_ = 0;
   Topology topo_;
-  std::vector<float> send_, recv_;
+  std::vector<float> send_, recv_, mixed_;  // mixed_: OLDSGD's mix of the snapshots
   std::vector<int> peers_, partner_, scratch_;
   std::vector<float> weights_;
   float self_weight_ = 1.0f;
@@ -157,8 +207,12 @@ class Dpsgd final : public Algorithm {
 
 }  // namespace
 
+std::unique_ptr<Algorithm> dpsgd_create(const RunConfig& cfg, const std::string& name, bool overlap, int64_t period) {
+  return std::make_unique<Dpsgd>(name, cfg.topology, cfg.seed, overlap, period);
+}
+
 std::unique_ptr<Algorithm> algorithm_create_dpsgd(const RunConfig& cfg) {
-  return std::make_unique<Dpsgd>(cfg.topology, cfg.seed, cfg.dpsgd_delay == 1);
+  return dpsgd_create(cfg, "dpsgd", cfg.dpsgd_delay == 1, 1);
 }
 
 namespace {

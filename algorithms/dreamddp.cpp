@@ -4,10 +4,9 @@
 //   every layer l:        x_i,l ← x_i,l − η·opt(g_i,l)             (local update)
 //   l ∈ S_(t mod H) ∪ E_(t mod H):  x_i,l ← avg_j x_j,l            (after the local update)
 // so every layer is averaged once per H steps by its slot (E: extra averages that fill idle
-// link time). With H = 1 every layer is averaged every step: avg_j(x − η·g_j) = x − η·avg g_j,
-// ssgd up to float32 rounding.
-// Overlap: the moment a synchronised layer's gradient is final (backward hook), its local
-// update is computed into a scratch copy (the workload may still read the layer's weights
+// link time; --dreamddp-fill false: none, the pure schedule). With H = 1 every layer is averaged every step: avg_j(x −
+// η·g_j) = x − η·avg g_j, ssgd up to float32 rounding. Overlap: the moment a synchronised layer's gradient is final
+// (backward hook), its local update is computed into a scratch copy (the workload may still read the layer's weights
 // later in backward: ResNet computes dX with W after dW) and a non-blocking all-reduce of
 // that copy is launched; it runs while earlier layers' backward and the other layers'
 // updates compute, and is waited for after the optimizer step, when the average is copied
@@ -95,7 +94,7 @@ class DreamDdp final : public Algorithm {
                                                  static_cast<double>(layers[l].count) * sizeof(float), n)
                        : compressors_[l]->modelled_time(*costs_.network, costs_.algo, layers[l].count, n);
     }
-    schedule_ = dreamddp_schedule_search(costs_.bwd_s, comm_s_, period_);
+    schedule_ = dreamddp_schedule_search(costs_.bwd_s, comm_s_, period_, 2000000, cfg_.dreamddp_fill);
     synced_.assign(static_cast<size_t>(period_) * nl, 0);
     for (int64_t h = 0; h < period_; ++h) {
       for (size_t l : schedule_.slots[h]) synced_[h * nl + l] = 1;
@@ -238,6 +237,7 @@ class DreamDdp final : public Algorithm {
             {"period", period_},
             {"compress", cfg_.compress},
             {"search", schedule_.optimal ? "optimal" : "node budget reached: best found"},
+            {"fill", cfg_.dreamddp_fill},
             {"search-nodes", schedule_.nodes},
             {"compute-source", costs_.compute_source},
             {"network-source", costs_.network_source},
@@ -315,8 +315,8 @@ const Variant& variant_dreamddp() {
     v.description =
         "DreamDDP: partial local SGD, each layer averaged once per H steps at its scheduled slot, "
         "overlapped with backward";
-    v.knobs = "--period H, --schedule";
-    v.flags = {{"schedule"}};
+    v.knobs = "--period H, --schedule, --dreamddp-fill";
+    v.flags = {{"schedule"}, {"dreamddp-fill"}};
     v.takes_period = true;
     v.create = algorithm_create_dreamddp;
     return v;

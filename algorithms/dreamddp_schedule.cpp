@@ -154,7 +154,7 @@ double dreamddp_slot_exposed(const std::vector<double>& bwd_s, const std::vector
 }
 
 DreamDdpSchedule dreamddp_schedule_search(const std::vector<double>& bwd_s, const std::vector<double>& comm_s,
-                                          int64_t period, int64_t max_nodes) {
+                                          int64_t period, int64_t max_nodes, bool fill) {
   check_inputs(bwd_s, comm_s, period);
   const size_t nl = bwd_s.size();
   const size_t slots = static_cast<size_t>(period);
@@ -217,11 +217,13 @@ DreamDdpSchedule dreamddp_schedule_search(const std::vector<double>& bwd_s, cons
   for (size_t l : s.order) out.slots[s.best_assign[l]].push_back(l);
   for (size_t h = 0; h < slots; ++h) out.exposed_primary_s += dreamddp_slot_exposed(bwd_s, comm_s, out.slots[h]);
 
-  // Fill idle link time with extra syncs that cost nothing in the model.
+  // Fill idle link time with extra syncs that cost nothing in the model (fill: not for the
+  // pure schedule).
   for (size_t h = 0; h < slots; ++h) {
     std::vector<size_t> all = out.slots[h];
     double exposed = dreamddp_slot_exposed(bwd_s, comm_s, all);
     for (size_t l : s.order) {
+      if (!fill) break;
       if (comm_s[l] <= 0) continue;  // no cost information: an extra sync would be a guess
       if (std::find(out.slots[h].begin(), out.slots[h].end(), l) != out.slots[h].end()) continue;
       all.push_back(l);

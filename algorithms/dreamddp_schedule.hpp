@@ -26,7 +26,7 @@
 // whose measured times differ by noise.
 // Then idle link time is filled (the paper's extra synchronisation): in each slot, every
 // layer not yet averaged in that slot, in backward order, is added as an extra all-reduce
-// when that does not increase the slot's exposed time.
+// when that does not increase the slot's exposed time (unless fill is false).
 #pragma once
 
 #include <cstddef>
@@ -58,7 +58,8 @@ double dreamddp_slot_exposed(const std::vector<double>& bwd_s, const std::vector
 
 // The schedule for period H (>= 1). bwd_s and comm_s: one non-negative entry per layer (at
 // least one layer). Throws InputError on sizes that differ, negative or non-finite values, H < 1.
+// fill = false: no extra syncs (every extra[h] empty; the pure once-per-period schedule).
 DreamDdpSchedule dreamddp_schedule_search(const std::vector<double>& bwd_s, const std::vector<double>& comm_s,
-                                          int64_t period, int64_t max_nodes = 2000000);
+                                          int64_t period, int64_t max_nodes = 2000000, bool fill = true);
 
 }  // namespace dsgd

@@ -43,20 +43,17 @@ void SgdOptimizer::step(float* params, const float* grads, double lr_d) {
 AdamWOptimizer::AdamWOptimizer(AdamWOptions options, size_t count)
     : options_(options), m_(count, 0.0f), v_(count, 0.0f) {}
 
-void AdamWOptimizer::step(float* params, const float* grads, double lr_d) {
-  ++t_;
-  const float b1 = static_cast<float>(options_.beta1);
-  const float b2 = static_cast<float>(options_.beta2);
-  const float eps = static_cast<float>(options_.eps);
-  const float decay = static_cast<float>(1.0 - lr_d * options_.weight_decay);
+void adamw_update(const AdamWOptions& options, float* params, float* m, float* v, const float* grads, size_t n,
+                  double lr_d, int64_t t) {
+  const float b1 = static_cast<float>(options.beta1);
+  const float b2 = static_cast<float>(options.beta2);
+  const float eps = static_cast<float>(options.eps);
+  const float decay = static_cast<float>(1.0 - lr_d * options.weight_decay);
   // Bias corrections in double, then one step size and one denominator scale per step.
-  const double c1 = 1.0 - std::pow(options_.beta1, static_cast<double>(t_));
-  const double c2 = 1.0 - std::pow(options_.beta2, static_cast<double>(t_));
+  const double c1 = 1.0 - std::pow(options.beta1, static_cast<double>(t));
+  const double c2 = 1.0 - std::pow(options.beta2, static_cast<double>(t));
   const float step_size = static_cast<float>(lr_d / c1);
   const float inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(c2));
-  float* m = m_.data();
-  float* v = v_.data();
-  const size_t n = m_.size();
   for (size_t i = 0; i < n; ++i) {
     const float g = grads[i];
     m[i] = b1 * m[i] + (1.0f - b1) * g;
@@ -66,10 +63,23 @@ void AdamWOptimizer::step(float* params, const float* grads, double lr_d) {
   }
 }
 
+void AdamWOptimizer::step(float* params, const float* grads, double lr_d) {
+  ++t_;
+  adamw_update(options_, params, m_.data(), v_.data(), grads, m_.size(), lr_d, t_);
+}
+
 std::string optimizer_resolve_name(const RunConfig& cfg) {
   if (cfg.optimizer != "auto") return cfg.optimizer;
   const Variant* v = variant_find(cfg.algo);
   return v ? v->optimizer : "sgd";
+}
+
+double optimizer_default_lr(const std::string& name) {
+  return name == "adamw" ? 1e-3 : 0.05;
+}
+
+double optimizer_base_lr(const RunConfig& cfg) {
+  return cfg.lr > 0 ? cfg.lr : optimizer_default_lr(optimizer_resolve_name(cfg));
 }
 
 double lr_scaled(double lr, const std::string& rule, int64_t batch, int workers, int64_t base_batch) {
@@ -80,7 +90,7 @@ double lr_scaled(double lr, const std::string& rule, int64_t batch, int workers,
 }
 
 std::unique_ptr<Optimizer> optimizer_create(const RunConfig& cfg, size_t count, int workers) {
-  const double lr = lr_scaled(cfg.lr, cfg.lr_scaling, cfg.batch, workers, cfg.lr_base_batch);
+  const double lr = lr_scaled(optimizer_base_lr(cfg), cfg.lr_scaling, cfg.batch, workers, cfg.lr_base_batch);
   const std::string name = optimizer_resolve_name(cfg);
   if (name == "adamw")
     return std::make_unique<AdamWOptimizer>(AdamWOptions{lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, count);

@@ -67,6 +67,12 @@ class SgdOptimizer final : public Optimizer {
   std::vector<float> velocity_;  // empty when μ = 0
 };
 
+// The adamw rule above on caller-owned moments m, v (n floats each) at step count t (from 1),
+// for algorithms that keep or synchronise the state themselves (mtdao, osp).
+// AdamWOptimizer::step is this function on its own state, so both round identically.
+void adamw_update(const AdamWOptions& options, float* params, float* m, float* v, const float* grads, size_t n,
+                  double lr, int64_t t);
+
 class AdamWOptimizer final : public Optimizer {
  public:
   AdamWOptimizer(AdamWOptions options, size_t count);
@@ -86,6 +92,11 @@ class AdamWOptimizer final : public Optimizer {
 // The optimizer a run asks for ("sgd" | "adamw"; "auto": the algorithm's default, adamw
 // for diloco, sgd otherwise), with the scaled base learning rate.
 std::string optimizer_resolve_name(const RunConfig& cfg);
+// The learning rate an optimizer starts from when --lr is not given: sgd 0.05, adamw 0.001.
+double optimizer_default_lr(const std::string& name);
+// The run's base learning rate before batch scaling: --lr when given (cfg.lr > 0), else the
+// default of the resolved optimizer.
+double optimizer_base_lr(const RunConfig& cfg);
 std::unique_ptr<Optimizer> optimizer_create(const RunConfig& cfg, size_t count, int workers);
 
 // Batch-size scaling of the base learning rate, B = batch · workers (the global batch):

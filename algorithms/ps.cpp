@@ -81,7 +81,7 @@ class Ps final : public Algorithm {
         bound_(cfg.ps_staleness),
         dedicated_(run_config_ps_dedicated(cfg)),
         delay_(cfg.ps_one_step_delay),
-        sgd_{cfg.lr, cfg.momentum, cfg.weight_decay, cfg.nesterov} {}
+        sgd_{optimizer_base_lr(cfg), cfg.momentum, cfg.weight_decay, cfg.nesterov} {}
   std::string name() const override { return "ps"; }
 
   int worker_count(int n) const override { return dedicated_ ? std::max(1, n - ps_shards(cfg_, n)) : n; }

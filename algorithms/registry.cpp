@@ -20,12 +20,17 @@ const Variant& variant_zero();
 const Variant& variant_adpsgd();
 const Variant& variant_dreamddp();
 const Variant& variant_ps();
+const Variant& variant_palsgd();
+const Variant& variant_mtdao();
+const Variant& variant_osp();
+const Variant& variant_oldsgd();
 
 const std::vector<const Variant*>& variant_all() {
   static const std::vector<const Variant*> entries = {
       &variant_ssgd(),   &variant_localsgd(),      &variant_diloco(), &variant_cocod(),
       &variant_dasgd(),  &variant_overlap_local(), &variant_dpsgd(),  &variant_zero(),
-      &variant_adpsgd(), &variant_dreamddp(),      &variant_ps(),
+      &variant_adpsgd(), &variant_dreamddp(),      &variant_ps(),     &variant_palsgd(),
+      &variant_mtdao(),  &variant_osp(),           &variant_oldsgd(),
   };
   return entries;
 }

@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "algorithms/optimizer.hpp"
 #include "algorithms/variant.hpp"
 #include "core/output_file.hpp"
 #include "core/run_config.hpp"
@@ -21,6 +22,9 @@ std::string format_config(const RunConfig& cfg, const RunRecord& r) {
     std::visit([&](auto member) { value = fmt::format("{}", cfg.*member); }, f.member);
     if (std::string(f.key) == "steps") value = fmt::format("{}", r.steps);
     if (std::string(f.key) == "warmup") value = fmt::format("{}", r.warmup);
+    if (std::string(f.key) == "lr")
+      value = cfg.lr > 0 ? fmt::format("{}", cfg.lr)
+                         : fmt::format("{} (the default of {})", optimizer_base_lr(cfg), optimizer_resolve_name(cfg));
     out += fmt::format("  {:<13} {}\n", f.key, text_escape_controls(value));
   }
   const auto esc = text_escape_controls;

@@ -49,9 +49,12 @@ RunConfig run_options_resolve(const RunOptionBinding& b) {
     run_config_copy_field(cfg, b.flags, *field);
     run_config_mark_given(cfg, field->key);
     const std::string key = field->key;
-    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)))
+    // 0 means "not given" for these (lr: the optimizer's default), so an explicit 0 is refused.
+    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)) || (key == "lr" && cfg.lr == 0))
       DSGD_THROW(InputError, fmt::format("pass a positive --{}", key), "--{} must be positive (got {})", key,
-                 key == "steps" ? fmt::format("{}", cfg.steps) : fmt::format("{}", cfg.epochs));
+                 key == "steps"    ? fmt::format("{}", cfg.steps)
+                 : key == "epochs" ? fmt::format("{}", cfg.epochs)
+                                   : fmt::format("{}", cfg.lr));
   }
   return cfg;
 }

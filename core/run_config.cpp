@@ -21,10 +21,12 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"dataset", "dataset spec: fashion-mnist | synthetic:n=..,d=.. | libsvm:PATH (dsgd-bench list datasets)",
        &C::dataset},
       {"algo", "SGD variant (dsgd-bench list algorithms)", &C::algo},
-      {"period", "H: local steps between model averages (localsgd, diloco, dasgd, overlap-local, dreamddp; cocod: k)",
+      {"period",
+       "H: local steps between model averages (localsgd, diloco, dasgd, overlap-local, dreamddp, palsgd, mtdao; "
+       "cocod: k; oldsgd: between gossip rounds)",
        &C::period},
       {"batch", "batch size per worker", &C::batch},
-      {"lr", "learning rate", &C::lr},
+      {"lr", "learning rate (default: the optimizer's, sgd 0.05, adamw 0.001)", &C::lr},
       {"momentum", "SGD momentum (0 = plain SGD)", &C::momentum},
       {"weight-decay", "L2 weight decay (the SVM's regulariser)", &C::weight_decay},
       {"steps", "training steps per worker (overrides --epochs)", &C::steps},
@@ -122,6 +124,27 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"ps-one-step-delay",
        "ps: OD-SGD, the next gradient is computed on the parameters read before this push completed",
        &C::ps_one_step_delay},
+      {"pull-prob", "palsgd: probability that a worker pulls towards the last global model after a step",
+       &C::pull_prob},
+      {"period-m", "mtdao: H_m, steps between averages of the optimizer's first moments (0: never, kept local)",
+       &C::period_m},
+      {"period-v", "mtdao: H_v, steps between averages of AdamW's second moment (0: never, kept local)", &C::period_v},
+      {"betas",
+       "mtdao: comma-separated decays of momenta at several time scales (AdamW: each first moment's beta1; SGD: "
+       "each velocity's momentum); the update uses their mean (empty: one, --beta1 or --momentum)",
+       &C::betas},
+      {"osp-fraction", "osp: share f of the gradient's values synchronised in stage 1, before the update (0 < f <= 1)",
+       &C::osp_fraction},
+      {"osp-select",
+       "osp: which values are stage 1: magnitude (largest |g| of the last averaged gradient) | static (the first "
+       "f*|x| values)",
+       &C::osp_select},
+      {"dreamddp-fill",
+       "dreamddp: fill idle link time with extra syncs of other slots' layers (false: the pure schedule)",
+       &C::dreamddp_fill},
+      {"gossip-overlap",
+       "oldsgd: overlap each gossip round with the next H local steps (false: blocking, dpsgd's mix every H steps)",
+       &C::gossip_overlap},
   };
   return fields;
 }
@@ -134,7 +157,7 @@ const std::vector<RunConfigRange>& run_config_ranges() {
   static const std::vector<RunConfigRange> ranges = {
       {"period", 1, 1e6},
       {"batch", 1, 1 << 24},
-      {"lr", 0, 1e12, true},  // huge rates are how the divergence tests diverge
+      {"lr", 0, 1e12},  // 0: not given (the optimizer's default); huge rates are how the divergence tests diverge
       {"momentum", 0, 1, false, true},
       {"weight-decay", 0, 1e3},
       {"steps", 0, kSteps},
@@ -171,6 +194,10 @@ const std::vector<RunConfigRange>& run_config_ranges() {
       {"profile-from", 0, kInt63},
       {"ps-staleness", -1, kSteps},
       {"ps-shards", 0, 1 << 20},
+      {"pull-prob", 0, 1},
+      {"period-m", 0, 1e6},
+      {"period-v", 0, 1e6},
+      {"osp-fraction", 0, 1, true},
   };
   return ranges;
 }
@@ -289,8 +316,8 @@ void run_config_apply_json(RunConfig& cfg, const nlohmann::json& obj, const std:
                  "{}: key '{}' is given twice ('{}' names it too)", origin, key, raw_key);
     seen.push_back(key);
     set_from_json(cfg, *field, value, origin);
-    // 0 means "unset" for steps and epochs internally, so an explicit 0 is an error here.
-    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)))
+    // 0 means "unset" for steps, epochs and lr internally, so an explicit 0 is an error here.
+    if ((key == "steps" && cfg.steps <= 0) || (key == "epochs" && !(cfg.epochs > 0)) || (key == "lr" && cfg.lr == 0))
       DSGD_THROW(InputError, fmt::format("give a positive number of {}", key), "{}: key '{}' must be positive (got {})",
                  origin, raw_key, value.dump());
   }
@@ -410,9 +437,10 @@ void run_config_load_text(RunConfig& cfg, const std::string& text, const std::st
 nlohmann::json run_config_to_json(const RunConfig& cfg) {
   nlohmann::json out = nlohmann::json::object();
   for (const auto& f : run_config_fields()) std::visit([&](auto member) { out[f.key] = cfg.*member; }, f.member);
-  // 0 means "unset" for these two; leave them out so the JSON loads back.
+  // 0 means "unset" for these three; leave them out so the JSON loads back.
   if (cfg.steps == 0) out.erase("steps");
   if (cfg.epochs == 0) out.erase("epochs");
+  if (cfg.lr == 0) out.erase("lr");
   return out;
 }
 
@@ -453,7 +481,7 @@ void run_config_validate_generic(const RunConfig& cfg) {
     fail("steps", fmt::format("must be positive (got {})", cfg.steps), "pass a positive number of steps");
   if (!(cfg.epochs >= 0) || !std::isfinite(cfg.epochs))
     fail("epochs", fmt::format("must be positive (got {})", cfg.epochs), "pass a positive number of epochs");
-  if (!(cfg.lr > 0) || !std::isfinite(cfg.lr))
+  if (!(cfg.lr >= 0) || !std::isfinite(cfg.lr))  // 0: not given (the optimizer's default)
     fail("lr", fmt::format("must be > 0 (got {})", cfg.lr), "pass a positive learning rate");
   if (!(cfg.momentum >= 0 && cfg.momentum < 1))
     fail("momentum", fmt::format("must be in [0, 1) (got {})", cfg.momentum), "pass e.g. --momentum 0.9");

@@ -18,7 +18,7 @@ struct RunConfig {
   std::string algo = "ssgd";
   int64_t period = 4;  // H: local steps between model averages (localsgd)
   int64_t batch = 64;  // per worker
-  double lr = 0.05;
+  double lr = 0.0;     // 0: not given, the optimizer's default (optimizer_base_lr: sgd 0.05, adamw 0.001)
   double momentum = 0.0;
   double weight_decay = 1e-4;
   int64_t steps = 0;    // 0: derived from epochs
@@ -90,6 +90,16 @@ struct RunConfig {
   int64_t ps_shards = 0;              // K server shards (0: n colocated, 1 dedicated)
   std::string ps_placement = "auto";  // auto (dedicated on > 1 worker) | colocated | dedicated
   bool ps_one_step_delay = false;     // OD-SGD: the next gradient on parameters pulled before the push
+
+  // SGD variants, part 3 (algorithms/palsgd.cpp, mtdao.cpp, osp.cpp; dreamddp's filling).
+  double pull_prob = 0.1;                // palsgd: probability of a pull towards the last global model per step
+  int64_t period_m = 8;                  // mtdao: H_m, steps between averages of the first moments (0: never)
+  int64_t period_v = 16;                 // mtdao: H_v, steps between averages of the second moment (0: never)
+  std::string betas;                     // mtdao: decays of the momenta at several time scales; empty: one
+  double osp_fraction = 0.25;            // osp: share of the gradient synchronised in stage 1
+  std::string osp_select = "magnitude";  // osp: stage-1 selection rule: magnitude | static
+  bool dreamddp_fill = true;             // dreamddp: fill idle link time with extra syncs
+  bool gossip_overlap = true;            // oldsgd: overlap each gossip round with the next H local steps
 
   // Not a field of the table: the keys the user typed for this run (command-line flags, a
   // suite entry), normalised ("weight-decay"). Validation refuses a knob of another algorithm

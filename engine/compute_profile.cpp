@@ -73,7 +73,7 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
   const size_t nl = layers.size();
   std::vector<float> params(w.param_count()), grads(w.param_count());
   w.init_params(params.data(), kComputeProfileSeed);
-  const float lr = static_cast<float>(RunConfig{}.lr);
+  const float lr = static_cast<float>(optimizer_default_lr("sgd"));
   double total_params = 0;
   for (const LayerView& l : layers) total_params += static_cast<double>(l.count);
 

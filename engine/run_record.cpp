@@ -1,6 +1,7 @@
 // See run_record.hpp.
 #include "engine/run_record.hpp"
 
+#include "algorithms/optimizer.hpp"
 #include "core/system_info.hpp"
 
 namespace dsgd {
@@ -23,6 +24,7 @@ RunRecord run_record_from_config(const RunConfig& cfg, int workers, int64_t step
   r.tag = cfg.tag;
   r.target = cfg.target;
   config = run_config_to_json(cfg);
+  config["lr"] = optimizer_base_lr(cfg);  // the effective rate when --lr was not given
   config["steps"] = steps;
   config["warmup"] = warmup;
   config["eval-every"] = eval_every;

@@ -22,6 +22,7 @@ foreach(entry
     "test_alpha_beta_fit:dsgd_results"
     "test_optimizer:dsgd_engine"
     "test_algos2:dsgd_algorithms"
+    "test_algos3:dsgd_engine"
     "test_sim_world:dsgd_engine"
     "test_sim_validation_store:dsgd_results"
     "test_report_rows:dsgd_results"

@@ -24,4 +24,9 @@ check "cocod k=8" --algo cocod --period 8 --lr 0.4
 check "dasgd H=8 d=4" --algo dasgd --period 8 --delay 4 --lr 0.4
 check "overlap-local tau=8 alpha=0.6 beta=0.5" --algo overlap-local --period 8 --pull-alpha 0.6 --slow-momentum 0.5 --lr 0.4
 check "ssgd bucketed overlap" --algo ssgd --overlap true --bucket-mb 0.01 --lr 0.4
+check "palsgd H=8 d=4 p=0.1 alpha=0.5" --algo palsgd --period 8 --delay 4 --pull-prob 0.1 --pull-alpha 0.5 --lr 0.4
+check "mtdao H=8 H_m=16 H_v=32 (AdamW, constant lr)" --algo mtdao --period 8 --period-m 16 --period-v 32 --lr 0.02 \
+  --lr-schedule constant
+check "osp f=0.25" --algo osp --osp-fraction 0.25 --lr 0.4
+check "oldsgd H=8 (overlapped gossip)" --algo oldsgd --period 8 --lr 0.4
 echo PASS

@@ -6,7 +6,7 @@ source "$(dirname "$0")/common.bash"
 R=("$BIN" run --db t.db --steps 5 --batch 16 --dataset "$SMALL")
 expect_error "--dpsgd-delay: applies to --algo dpsgd only" "${R[@]}" --algo ssgd --dpsgd-delay 1
 expect_error "--dpsgd-delay: must be 0 or 1" "${R[@]}" --algo dpsgd --dpsgd-delay 2
-expect_error "--compress: applies to the all-reduce variants ssgd, localsgd, diloco, cocod, dasgd, overlap-local and dreamddp, not dpsgd: it exchanges models point-to-point" "${R[@]}" --algo dpsgd --compress topk:0.1
+expect_error "--compress: applies to the all-reduce variants ssgd, localsgd, diloco, cocod, dasgd, overlap-local, dreamddp and palsgd, not dpsgd: it exchanges models point-to-point" "${R[@]}" --algo dpsgd --compress topk:0.1
 expect_error "--compress: .*not adpsgd: it exchanges models point-to-point with its neighbours \(gossip\)" "${R[@]}" --algo adpsgd --compress topk:0.1
 expect_error "--compress: .*not ps: it pushes to and pulls from server shards" "${R[@]}" --algo ps --compress qsgd:bits=4
 expect_error "--compress: .*not zero: it shards its collectives .*--zero-bits 4" "${R[@]}" --algo zero --compress qsgd:bits=4

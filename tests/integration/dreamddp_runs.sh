@@ -9,6 +9,7 @@
 #    layer of their own (local steps);
 #  - a ResNet and a transformer smoke run complete on 2 ranks under an emulated slow link,
 #    with communication in flight during backward (overlap_s > 0);
+#  - --dreamddp-fill false: no extra syncs in the stored schedule, R/H bytes per step;
 #  - bad input: --period 0, --schedule with another algorithm.
 source "$(dirname "$0")/common.bash"
 
@@ -40,6 +41,19 @@ jq -e '[.["algorithm-details"].schedule[] | select((.layers | length) == 0)] | l
 jq -e '.["algorithm-details"]["compute-source"] | length > 0' d4.json > /dev/null || fail "no compute source"
 [ "$(sql t.db "select count(*) from evals where run_id=$id and consensus_distance is null")" = 0 ] ||
   fail "dreamddp H=4 evaluation without consensus distance"
+
+# --dreamddp-fill false: the pure schedule, each layer averaged once per period (no extra syncs):
+# over 60 = 15·4 steps without warm-up, R/H = 3216/4 bytes per step; the stored schedule says so.
+run pure.bin --workers 2 --algo dreamddp --period 4 --dreamddp-fill false --warmup 0
+id=$(last_run_id pure.bin.txt)
+sql t.db "select config_json from runs where id=$id" > pure.json
+jq -e '.["algorithm-details"].fill == false and ([.["algorithm-details"].schedule[].extra[]] | length == 0)' pure.json \
+  > /dev/null || fail "--dreamddp-fill false stored extra syncs: $(jq -c '.["algorithm-details"]' pure.json)"
+jq -e '[.["algorithm-details"].schedule[].layers[]] | sort == [0, 1]' pure.json > /dev/null ||
+  fail "pure schedule: SVM layers not each in exactly one slot"
+[ "$(sql t.db "select bytes_sent_per_step from summaries where run_id=$id")" = 804.0 ] ||
+  fail "pure schedule: $(sql t.db "select bytes_sent_per_step from summaries where run_id=$id") bytes per step, R/H = 804"
+jq -e '.["algorithm-details"].fill == true' d4.json > /dev/null || fail "the default run does not say fill true"
 
 # 1 worker: the serial optimizer, bit for bit.
 for opt in "--momentum 0" "--momentum 0.9" "--optimizer adamw --lr 0.005"; do

@@ -61,11 +61,12 @@ metrics() {
 [[ "$(grep staleness ad1.out)" == "$(grep staleness ad2.out)" ]] || fail "adpsgd: the staleness differs between runs"
 [[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$A1") == 384 ]] || fail "adpsgd: 64 x 6 step rows not stored"
 
-# --timing-only models dpsgd (delay 0, per-pair link classes) and diloco with the same times
+# --timing-only models dpsgd (delay 0, per-pair link classes), diloco and blocking oldsgd (gossip every
+# H steps) with the same times
 # as the numerics, with a straggler.
 tcommon=(--workers 8 "${common[@]}" "${sim[@]}" --straggler "lognormal:sigma=0.3")
 for algo in "dpsgd --topology exp" "dpsgd --topology hier:2x4 --inter-bandwidth 100Mbps --inter-latency 1ms" \
-  "diloco --period 4"; do
+  "diloco --period 4" "oldsgd --period 3 --gossip-overlap false --topology exp"; do
   # shellcheck disable=SC2086
   "$BIN" run --algo $algo "${tcommon[@]}" > num.out || fail "numerics $algo failed"
   # shellcheck disable=SC2086

@@ -69,7 +69,7 @@ TEST(ConfigCheck, PeriodAndCompressUsersComeFromTheRegistry) {
   std::string periodic;
   for (const Variant* v : variant_all())
     if (v->takes_period) periodic += (periodic.empty() ? "" : "|") + v->name;
-  EXPECT_EQ(periodic, "localsgd|diloco|cocod|dasgd|overlap-local|dreamddp");
+  EXPECT_EQ(periodic, "localsgd|diloco|cocod|dasgd|overlap-local|dreamddp|palsgd|mtdao|oldsgd");
   EXPECT_TRUE(variant_uses_period("cocod"));
   EXPECT_FALSE(variant_uses_period("ssgd"));
   EXPECT_FALSE(variant_uses_period("no-such-variant"));
@@ -77,8 +77,8 @@ TEST(ConfigCheck, PeriodAndCompressUsersComeFromTheRegistry) {
   cfg.algo = "dpsgd";
   cfg.compress = "topk:0.1";
   EXPECT_NE(error_of([&] { config_validate(cfg); })
-                .find("applies to the all-reduce variants ssgd, localsgd, diloco, cocod, dasgd, overlap-local and "
-                      "dreamddp, not dpsgd: it exchanges models point-to-point"),
+                .find("applies to the all-reduce variants ssgd, localsgd, diloco, cocod, dasgd, overlap-local, "
+                      "dreamddp and palsgd, not dpsgd: it exchanges models point-to-point"),
             std::string::npos);
   cfg.algo = "dasgd";
   EXPECT_EQ(error_of([&] { config_validate(cfg); }), "");
@@ -90,12 +90,14 @@ TEST(ConfigCheck, DefaultOptimizerIsTheVariants) {
     EXPECT_NE(v->create, nullptr) << v->name;
   }
   EXPECT_EQ(variant_get("diloco").optimizer, "adamw");
+  EXPECT_EQ(variant_get("mtdao").optimizer, "adamw");
   EXPECT_NE(error_of([] { variant_get("sgdx"); }).find("unknown algorithm 'sgdx'"), std::string::npos);
 }
 
 TEST(ConfigCheck, TimingOnlyListIsTheRegistrys) {
   EXPECT_EQ(variant_timing_supported_text(),
-            "ssgd (without --overlap), localsgd, diloco and dpsgd (--dpsgd-delay 0, static topology)");
+            "ssgd (without --overlap), localsgd, diloco, dpsgd (--dpsgd-delay 0, static topology) and oldsgd "
+            "(--gossip-overlap false, static topology)");
   RunConfig cfg;
   EXPECT_TRUE(variant_timing_supported(cfg));
   cfg.overlap = true;

@@ -159,6 +159,29 @@ TEST(DreamDdpSchedule, RealTiesGiveTheSameScheduleWhateverTheRounding) {
   }
 }
 
+TEST(DreamDdpSchedule, WithoutFillingTheSlotsAreTheSameAndNothingExtra) {
+  // Layer 1 is ready at 5 ms (0.5 ms all-reduce, hidden), layer 0 at 6 ms (2 ms, exposed):
+  // whichever slot does not hold layer 1 has idle link time before 6 ms, where the filling
+  // adds layer 1 again; the pure schedule (fill = false) averages each layer once per period.
+  const std::vector<double> bwd = {1e-3, 5e-3}, comm = {2e-3, 0.5e-3};
+  const DreamDdpSchedule filled = dreamddp_schedule_search(bwd, comm, 2);
+  const DreamDdpSchedule pure = dreamddp_schedule_search(bwd, comm, 2, 2000000, false);
+  size_t extras = 0;
+  for (const auto& e : filled.extra) extras += e.size();
+  EXPECT_EQ(extras, 1u);
+  EXPECT_EQ(pure.slots, filled.slots);
+  EXPECT_EQ(pure.exposed_primary_s, filled.exposed_primary_s);
+  double comm_pure = 0, comm_filled = 0;
+  for (size_t h = 0; h < 2; ++h) {
+    EXPECT_TRUE(pure.extra[h].empty());
+    EXPECT_NEAR(pure.exposed_s[h], dreamddp_slot_exposed(bwd, comm, pure.slots[h]), 1e-15);
+    comm_pure += pure.comm_s[h];
+    comm_filled += filled.comm_s[h];
+  }
+  EXPECT_NEAR(comm_pure, 2.5e-3, 1e-15);  // each layer's all-reduce once per period
+  EXPECT_NEAR(comm_filled, 3.0e-3, 1e-15);
+}
+
 TEST(DreamDdpSchedule, FreeNetworkStillSpreadsLayersOverThePeriod) {
   const std::vector<double> bwd(8, 1e-3), comm(8, 0.0);
   const DreamDdpSchedule s = dreamddp_schedule_search(bwd, comm, 4);

@@ -97,6 +97,11 @@ TEST(RunConfig, ZeroStepsInFileRejected) {
   RunConfig cfg;
   EXPECT_NE(error_of([&] { run_config_load_file(cfg, write_file("zero.json", R"({"steps": 0})")); }).find("steps"),
             std::string::npos);
+  // lr 0 means "not given" internally, so a file's explicit 0 is refused like steps'.
+  EXPECT_NE(error_of([&] {
+              run_config_load_file(cfg, write_file("zero_lr.json", R"({"lr": 0})"));
+            }).find("key 'lr' must be positive"),
+            std::string::npos);
 }
 
 TEST(RunConfig, ValidateRejectsBadValues) {
@@ -109,7 +114,7 @@ TEST(RunConfig, ValidateRejectsBadValues) {
   check([](RunConfig& c) { c.workers = 0; }, "--workers");
   check([](RunConfig& c) { c.batch = 0; }, "--batch");
   check([](RunConfig& c) { c.steps = -3; }, "--steps");
-  check([](RunConfig& c) { c.lr = 0; }, "--lr");
+  check([](RunConfig& c) { c.lr = -0.1; }, "--lr");  // 0 is "not given" (the optimizer's default)
   check([](RunConfig& c) { c.momentum = 1.5; }, "--momentum");
   check([](RunConfig& c) { c.backend = "carrier-pigeon"; }, "--backend");
   check([](RunConfig& c) { c.steps = 10, c.epochs = 2; }, "--steps");
