@@ -20,8 +20,11 @@ namespace {
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
-double lr_of(const TuneSpec& spec, const std::string& rule, int64_t batch) {
-  return lr_scaled(spec.base.lr, rule, batch, static_cast<int>(spec.base.workers), spec.base.lr_base_batch);
+// The learning rate candidate c would train with under `rule`: the base rate of c's optimizer
+// (--lr, or that optimizer's default when --lr is not given) scaled by the rule.
+double lr_of(const TuneSpec& spec, const Candidate& c, const std::string& rule) {
+  const double base = optimizer_base_lr(candidate_config(spec, c, spec.base.seed));
+  return lr_scaled(base, rule, c.batch, static_cast<int>(spec.base.workers), spec.base.lr_base_batch);
 }
 
 double gap_of(const TuneSpec& spec, const std::string& topology) {
@@ -110,7 +113,7 @@ PriorModel prior_fit(const PriorProbe& probe, const TuneSpec& spec) {
 }
 
 double prior_steps(const PriorModel& m, const TuneSpec& spec, const Candidate& c) {
-  const double u = lr_of(spec, c.lr_scaling, c.batch) / lr_of(spec, m.ref_rule, c.batch);
+  const double u = lr_of(spec, c, c.lr_scaling) / lr_of(spec, c, m.ref_rule);
   double s = prior_sync_steps(m, static_cast<double>(m.workers * c.batch), u);
   if (auto it = m.kappa_period.find(c.algo); it != m.kappa_period.end() && variant_uses_period(c.algo))
     s *= prior_period_penalty(it->second, c.period);

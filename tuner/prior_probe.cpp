@@ -90,14 +90,19 @@ std::vector<ProbePoint> prior_probe_points(const TunePlan& plan) {
   }
   const std::string rule = spec.lr_scalings.empty() ? std::string("none") : spec.lr_scalings.front();
   const auto workers = static_cast<int>(spec.base.workers);
-  auto lr_of = [&](int64_t batch) { return lr_scaled(spec.base.lr, rule, batch, workers, spec.base.lr_base_batch); };
+  // The rate the probe run trains with: its optimizer's base rate (--lr, or the default when
+  // --lr is not given) scaled by the rule.
+  auto lr_of = [&](const Candidate& c) {
+    return lr_scaled(optimizer_base_lr(candidate_config(spec, c, spec.base.seed)), rule, c.batch, workers,
+                     spec.base.lr_base_batch);
+  };
   std::vector<ProbePoint> points;
   auto add = [&](const std::string& role, Candidate c) {
     c.lr_scaling = rule;
     ProbePoint p;
     p.role = role;
     p.candidate = c;
-    p.lr = lr_of(c.batch);
+    p.lr = lr_of(c);
     if (!c.topology.empty()) p.spectral_gap = gap_of(c.topology, spec.base.workers, spec.base.seed);
     points.push_back(p);
   };
