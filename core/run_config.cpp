@@ -122,6 +122,13 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"ps-one-step-delay",
        "ps: OD-SGD, the next gradient is computed on the parameters read before this push completed",
        &C::ps_one_step_delay},
+      {"local-threads",
+       "lasgd, hogwild: threads per worker, each computing gradients on its own batches and updating the worker's "
+       "model asynchronously (1: none)",
+       &C::local_threads},
+      {"across", "hogwild: exchange across workers: ps (asynchronous parameter server) | gossip (D-PSGD)", &C::across},
+      {"pd-staleness", "pdasgd: steps by which a layer's weights in the forward pass may lag its updates (0: ssgd)",
+       &C::pd_staleness},
   };
   return fields;
 }
@@ -171,6 +178,8 @@ const std::vector<RunConfigRange>& run_config_ranges() {
       {"profile-from", 0, kInt63},
       {"ps-staleness", -1, kSteps},
       {"ps-shards", 0, 1 << 20},
+      {"local-threads", 1, 64},
+      {"pd-staleness", 0, 1000},
   };
   return ranges;
 }

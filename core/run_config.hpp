@@ -91,6 +91,11 @@ struct RunConfig {
   std::string ps_placement = "auto";  // auto (dedicated on > 1 worker) | colocated | dedicated
   bool ps_one_step_delay = false;     // OD-SGD: the next gradient on parameters pulled before the push
 
+  // Locally asynchronous and decoupled variants (algorithms/lasgd.cpp, hogwild.cpp, pdasgd.cpp).
+  int64_t local_threads = 1;  // lasgd, hogwild: gradient threads per worker
+  std::string across = "ps";  // hogwild: ps (async parameter server) | gossip (dpsgd)
+  int64_t pd_staleness = 0;   // pdasgd: bound on a layer's weight staleness in steps
+
   // Not a field of the table: the keys the user typed for this run (command-line flags, a
   // suite entry), normalised ("weight-decay"). Validation refuses a knob of another algorithm
   // when it was given, even at its default value. Config files are not marked (a file

@@ -95,11 +95,24 @@ TEST(ConfigCheck, DefaultOptimizerIsTheVariants) {
 
 TEST(ConfigCheck, TimingOnlyListIsTheRegistrys) {
   EXPECT_EQ(variant_timing_supported_text(),
-            "ssgd (without --overlap), localsgd, diloco and dpsgd (--dpsgd-delay 0, static topology)");
+            "ssgd, localsgd, diloco, cocod, dasgd, overlap-local, dpsgd (--dpsgd-delay 0, static topology), zero (32 "
+            "bits), lasgd and pdasgd, without --compress");
   RunConfig cfg;
   EXPECT_TRUE(variant_timing_supported(cfg));
   cfg.overlap = true;
+  EXPECT_TRUE(variant_timing_supported(cfg));
+  cfg.compress = "topk:0.1";
+  EXPECT_FALSE(variant_timing_supported(cfg));  // no compressor is modelled
+  cfg = RunConfig{};
+  cfg.algo = "zero";
+  EXPECT_TRUE(variant_timing_supported(cfg));
+  cfg.zero_bits = 4;
   EXPECT_FALSE(variant_timing_supported(cfg));
+  for (const char* algo : {"adpsgd", "hogwild", "dreamddp"}) {
+    cfg = RunConfig{};
+    cfg.algo = algo;
+    EXPECT_FALSE(variant_timing_supported(cfg)) << algo;
+  }
   cfg = RunConfig{};
   cfg.algo = "dpsgd";
   cfg.dpsgd_delay = 1;
