@@ -69,7 +69,7 @@ TEST(ConfigCheck, PeriodAndCompressUsersComeFromTheRegistry) {
   std::string periodic;
   for (const Variant* v : variant_all())
     if (v->takes_period) periodic += (periodic.empty() ? "" : "|") + v->name;
-  EXPECT_EQ(periodic, "localsgd|diloco|cocod|dasgd|overlap-local|dreamddp");
+  EXPECT_EQ(periodic, "localsgd|diloco|cocod|dasgd|overlap-local|dreamddp|lasgd");
   EXPECT_TRUE(variant_uses_period("cocod"));
   EXPECT_FALSE(variant_uses_period("ssgd"));
   EXPECT_FALSE(variant_uses_period("no-such-variant"));

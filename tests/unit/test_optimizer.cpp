@@ -291,6 +291,7 @@ TEST(VariantBytes, OneRingAllReduceOfTheModelPerPeriod) {
   EXPECT_EQ(lasgd->worker_index(2, 4), 6);
   EXPECT_DOUBLE_EQ(lasgd->bytes_sent_per_step(1000, 4), 375.0);
   // hogwild: the exchange's bytes and servers (ps dedicated: 1 server of 4 ranks, W = 3).
+  cfg.workers = 4;
   const auto hps = algorithm_create("hogwild", cfg);
   EXPECT_EQ(hps->worker_count(4), 9);
   EXPECT_EQ(hps->worker_index(3, 4), -1);  // the server
