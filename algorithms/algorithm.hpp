@@ -33,6 +33,16 @@ struct LayerCosts {
   std::string network_source;
 };
 
+// A helper thread's own resources (algorithms with local_threads() > 1), made by the trainer:
+// a workload instance (a workload reserves its activations once and is not re-entrant, so
+// every thread needs its own) and its data stream's next batch.
+struct LocalStream {
+  Workload* workload = nullptr;
+  const uint32_t* (*next_batch)(void* ctx) = nullptr;  // indices of its next batch (`batch` entries)
+  void* ctx = nullptr;
+  size_t batch = 0;
+};
+
 // What an algorithm acts on; owned by the trainer.
 struct TrainState {
   Communicator& comm;
@@ -46,6 +56,8 @@ struct TrainState {
   double step_start = 0;    // comm.now() at the current step's start (0 when timers are off)
   double lr = 0;            // this step's learning rate (schedule applied), for algorithms that own the optimizer
   const LayerCosts* layer_costs = nullptr;  // set for algorithms with wants_layer_costs()
+  const Dataset* train = nullptr;           // the training set (read-only; helper threads draw batches from it)
+  std::vector<LocalStream> streams;         // threads 1..T−1 of local_threads() (empty when T = 1)
   // Mean staleness of the updates this rank applied or read in this step (ps, adpsgd;
   // docs/metrics.md). The trainer sets NaN (none) before each step and records it.
   double staleness = std::numeric_limits<double>::quiet_NaN();
@@ -57,6 +69,9 @@ class Algorithm {
   virtual std::string name() const = 0;
   // Allocates what the algorithm needs (called once, before the first step).
   virtual void setup(TrainState& state) {}
+  // At the start of each step of a rank that computes, before its data phase (state.lr is
+  // already this step's learning rate); its time counts in data_s.
+  virtual void begin_step(TrainState& state) {}
   // Called from backward the moment `layer`'s gradient is final.
   virtual void on_layer_grad_ready(TrainState& state, size_t layer) {}
   // After backward, before the optimizer step: turn grads into what the optimizer applies.
@@ -67,11 +82,16 @@ class Algorithm {
   // trainer then calls optimizer_step in place of its own optimizer, which holds no state.
   virtual bool owns_optimizer() const { return false; }
   virtual void optimizer_step(TrainState& state) {}
-  // Ranks that compute gradients, of n, and this rank's index among them (it draws that
-  // share of the data); −1: this rank only serves (ps --ps-placement dedicated): the
+  // Data streams that compute gradients, of n ranks, and this rank's (first) stream among
+  // them (it draws that share of the data): the ranks, or with local threads (lasgd,
+  // hogwild) T streams per rank, the rank's threads drawing streams index..index+T−1;
+  // −1: this rank only serves (ps --ps-placement dedicated): the
   // trainer skips its data, forward, backward and optimizer and calls after_update only.
   virtual int worker_count(int n) const { return n; }
   virtual int worker_index(int rank, int n) const { return rank; }
+  // Threads that compute gradients inside this rank (lasgd, hogwild: --local-threads T);
+  // the trainer gives threads 1..T−1 their own workload and data stream (TrainState::streams).
+  virtual int local_threads() const { return 1; }
   // The model to evaluate when it lives outside the replicas (ps: in the servers' shards),
   // on every rank; nullptr: the trainer's consensus model. Called by every rank at each
   // evaluation and at the end, untimed (the trainer detaches the event log).

@@ -12,6 +12,7 @@
 // step are the compressor's bytes per call / k.
 #include "algorithms/config_check.hpp"
 #include "algorithms/delayed_average.hpp"
+#include "algorithms/timing_rules.hpp"
 #include "algorithms/variant.hpp"
 
 namespace dsgd {
@@ -28,6 +29,10 @@ const Variant& variant_cocod() {
     v.knobs = "--period k";
     v.takes_period = true;
     v.create = algorithm_create_cocod;
+    // Timing-only: the average launched every k steps and waited for k steps later.
+    v.timing = [](const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+      timing_step_background(plan, step, clock, rows, plan.period, true);
+    };
     return v;
   }();
   return v;

@@ -11,6 +11,7 @@
 // localsgd --compress KIND (bit-identical).
 #include "algorithms/config_check.hpp"
 #include "algorithms/delayed_average.hpp"
+#include "algorithms/timing_rules.hpp"
 #include "algorithms/variant.hpp"
 
 namespace dsgd {
@@ -39,6 +40,10 @@ const Variant& variant_dasgd() {
     v.takes_period = true;
     v.validate = dasgd_validate;
     v.create = algorithm_create_dasgd;
+    // Timing-only: the average launched every H steps and waited for d steps later.
+    v.timing = [](const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+      timing_step_background(plan, step, clock, rows, plan.delay, true);
+    };
     return v;
   }();
   return v;

@@ -24,6 +24,7 @@
 #include "algorithms/background_poll.hpp"
 #include "algorithms/compress/compressor.hpp"
 #include "algorithms/config_check.hpp"
+#include "algorithms/timing_rules.hpp"
 #include "algorithms/variant.hpp"
 
 namespace dsgd {
@@ -149,6 +150,11 @@ const Variant& variant_overlap_local() {
     v.takes_period = true;
     v.validate = overlap_local_validate;
     v.create = algorithm_create_overlap_local;
+    // Timing-only: the average launched every τ steps (not at the last) and waited for at the
+    // next round (the pull is not a modelled compute phase).
+    v.timing = [](const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+      timing_step_background(plan, step, clock, rows, plan.period, false);
+    };
     return v;
   }();
   return v;

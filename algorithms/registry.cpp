@@ -24,13 +24,17 @@ const Variant& variant_palsgd();
 const Variant& variant_mtdao();
 const Variant& variant_osp();
 const Variant& variant_oldsgd();
+const Variant& variant_lasgd();
+const Variant& variant_hogwild();
+const Variant& variant_pdasgd();
 
 const std::vector<const Variant*>& variant_all() {
   static const std::vector<const Variant*> entries = {
-      &variant_ssgd(),   &variant_localsgd(),      &variant_diloco(), &variant_cocod(),
-      &variant_dasgd(),  &variant_overlap_local(), &variant_dpsgd(),  &variant_zero(),
-      &variant_adpsgd(), &variant_dreamddp(),      &variant_ps(),     &variant_palsgd(),
-      &variant_mtdao(),  &variant_osp(),           &variant_oldsgd(),
+      &variant_ssgd(),    &variant_localsgd(),      &variant_diloco(), &variant_cocod(),
+      &variant_dasgd(),   &variant_overlap_local(), &variant_dpsgd(),  &variant_zero(),
+      &variant_adpsgd(),  &variant_dreamddp(),      &variant_ps(),     &variant_palsgd(),
+      &variant_mtdao(),   &variant_osp(),           &variant_oldsgd(), &variant_lasgd(),
+      &variant_hogwild(), &variant_pdasgd(),
   };
   return entries;
 }
@@ -61,7 +65,7 @@ bool variant_uses_compress(const std::string& algo) {
 
 bool variant_timing_supported(const RunConfig& cfg) {
   const Variant* v = variant_find(cfg.algo);
-  return v && v->timing && (!v->timing_applies || v->timing_applies(cfg));
+  return v && v->timing && cfg.compress.empty() && (!v->timing_applies || v->timing_applies(cfg));
 }
 
 std::string variant_timing_supported_text() {
@@ -70,7 +74,7 @@ std::string variant_timing_supported_text() {
     if (v->timing) names.push_back(v->timing_text.empty() ? v->name : v->timing_text);
   std::string out;
   for (size_t i = 0; i < names.size(); ++i) out += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
-  return out;
+  return out + ", without --compress";
 }
 
 std::vector<AlgorithmInfo> algorithm_list() {

@@ -170,7 +170,9 @@ void ssgd_validate(const RunConfig& cfg) {
 }
 
 // One gradient all-reduce per step between backward and the update.
+// With --overlap: the bucketed non-blocking all-reduces (timing_rules.hpp).
 void ssgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+  if (plan.overlap) return timing_step_buckets(plan, step, clock, rows);
   timing_step_allreduce(plan, step, clock, rows, true, false);
 }
 
@@ -186,8 +188,6 @@ const Variant& variant_ssgd() {
     v.validate = ssgd_validate;
     v.create = algorithm_create_ssgd;
     v.timing = ssgd_timing;
-    v.timing_applies = [](const RunConfig& cfg) { return !cfg.overlap; };
-    v.timing_text = "ssgd (without --overlap)";
     return v;
   }();
   return v;

@@ -89,4 +89,198 @@ void timing_step_gossip(const SimTimingPlan& plan, int64_t step, std::vector<dou
   }
 }
 
+namespace {
+
+// The recorder's split of one blocking wait (docs/metrics.md): arrival W_i, departure D_i,
+// A = max_j W_j.
+void timing_split(const std::vector<double>& w, const std::vector<double>& d, SimStepTiming* rows) {
+  const double a = *std::max_element(w.begin(), w.end());
+  for (size_t i = 0; i < w.size(); ++i) {
+    if (d[i] <= a) {
+      rows[i].wait += d[i] - w[i];
+    } else {
+      rows[i].wait += a - w[i];
+      rows[i].comm += d[i] - a;
+    }
+  }
+}
+
+// Fills the step's row of every worker from its start and end (compute fields from the plan).
+void timing_close(const SimTimingPlan& plan, const SimTimingCompute& k, std::vector<double>& clock,
+                  const std::vector<double>& end, SimStepTiming* rows) {
+  for (size_t i = 0; i < clock.size(); ++i) {
+    rows[i].start = clock[i];
+    rows[i].step = end[i] - clock[i];
+    sim_timing_fill_compute(plan, k, rows[i]);
+    clock[i] = end[i];
+  }
+}
+
+}  // namespace
+
+void timing_step_sharded(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+  const size_t n = clock.size();
+  const SimTimingCompute k = sim_timing_compute(plan.cost);
+  const double rs = sim_collective_time(plan.network, plan.native, CollKind::coll_reduce_scatter, plan.net_algo,
+                                        plan.param_bytes, plan.workers);
+  const double ag = sim_collective_time(plan.network, plan.native, CollKind::coll_allgather, plan.net_algo,
+                                        plan.param_bytes, plan.workers);
+  std::vector<double> arrive(n), end(n);
+  for (size_t i = 0; i < n; ++i) {
+    rows[i] = SimStepTiming{};
+    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
+    arrive[i] = clock[i] + k.compute_before + rows[i].injected;
+  }
+  const double a = *std::max_element(arrive.begin(), arrive.end());
+  const double bytes = 2.0 * ring_scatter_gather_bytes_sent(plan.param_bytes, plan.workers);
+  for (size_t i = 0; i < n; ++i) {
+    rows[i].wait = a - arrive[i];
+    rows[i].comm = rs + ag;
+    rows[i].bytes = bytes;
+    end[i] = a + rs + plan.cost.opt_s + ag;
+  }
+  timing_close(plan, k, clock, end, rows);
+}
+
+void timing_step_background(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
+                            int64_t delay, bool launch_at_last) {
+  const size_t n = clock.size();
+  // state: [0] the step that waits (−1: none in flight), [1] its completion, [2] the end of
+  // the last collective, [3 + i] worker i's launch, [3 + n + i] when worker i's poll saw the
+  // completion (0: not yet).
+  std::vector<double>& st = plan.state;
+  if (st.empty()) {
+    st.assign(3 + 2 * n, 0.0);
+    st[0] = -1;
+  }
+  const SimComputeCost& c = plan.cost;
+  const SimTimingCompute k = sim_timing_compute(c);
+  const double model = sim_collective_time(plan.network, plan.native, CollKind::coll_allreduce, plan.net_algo,
+                                           plan.param_bytes, plan.workers);
+  const double bytes = ring_allreduce_bytes_sent(plan.param_bytes, plan.workers);
+  auto poll = [&](size_t i, double at) {  // a progress() call of worker i at time `at`
+    if (st[0] >= 0 && st[3 + n + i] == 0 && at >= st[1]) st[3 + n + i] = at;
+  };
+  std::vector<double> t(n), w(n);
+  for (size_t i = 0; i < n; ++i) {
+    rows[i] = SimStepTiming{};
+    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
+    // The layer hooks poll, in backward order, as each layer's cost is charged.
+    double at = clock[i] + c.data_s + c.fwd_s;
+    for (size_t l = c.bwd_layer_s.size(); l-- > 0;) {
+      at += c.bwd_layer_s[l];
+      poll(i, at);
+    }
+    t[i] = clock[i] + k.compute_before + rows[i].injected + c.opt_s;  // after the update
+  }
+  auto wait_all = [&] {
+    w = t;
+    for (size_t i = 0; i < n; ++i) {
+      const double seen = st[3 + n + i];
+      const double until = seen > 0 && seen < w[i] ? seen : w[i];
+      rows[i].overlap += std::max(0.0, until - st[3 + i]);
+      rows[i].bytes += bytes;
+      t[i] = std::max(w[i], st[1]);
+    }
+    timing_split(w, t, rows);
+    st[0] = -1;
+  };
+  const bool last = step + 1 == plan.steps;
+  const bool sync = (step + 1) % std::max<int64_t>(1, plan.period) == 0;
+  if (st[0] >= 0 && double(step) == st[0]) wait_all();
+  if (sync && (launch_at_last || !last)) {
+    const double launch = *std::max_element(t.begin(), t.end());
+    for (size_t i = 0; i < n; ++i) {
+      st[3 + i] = t[i];
+      st[3 + n + i] = 0;
+    }
+    const double start = model > 0 ? std::max(launch, st[2]) : launch;
+    st[1] = start + model;
+    if (model > 0) st[2] = st[1];
+    st[0] = double(step + delay);
+    if (delay == 0) wait_all();
+  } else if (!sync) {
+    for (size_t i = 0; i < n; ++i) poll(i, t[i]);  // after_update's poll
+  }
+  if (st[0] >= 0 && last) wait_all();
+  timing_close(plan, k, clock, t, rows);
+}
+
+void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+  const size_t n = clock.size();
+  const SimComputeCost& c = plan.cost;
+  const SimTimingCompute k = sim_timing_compute(c);
+  const size_t layers = plan.layer_counts.size();
+  if (c.bwd_layer_s.size() != layers)
+    DSGD_THROW(Error, "this is a bug: the profile's layers and the plan's differ", "{} layer costs for {} layers",
+               c.bwd_layer_s.size(), layers);
+  // Buckets in backward order (ssgd.cpp): [first layer index, last layer index] and floats;
+  // the launch hook of bucket b is its lowest layer (the last to become ready).
+  struct Bucket {
+    size_t low = 0, count = 0;
+  };
+  std::vector<Bucket> buckets;
+  std::vector<size_t> offset(layers + 1, 0);
+  for (size_t l = 0; l < layers; ++l) offset[l + 1] = offset[l] + plan.layer_counts[l];
+  for (size_t l = layers; l-- > 0;) {
+    const bool full = !buckets.empty() && double(buckets.back().count) * sizeof(float) >= plan.bucket_bytes;
+    if (buckets.empty() || full) buckets.push_back(Bucket{l, 0});
+    buckets.back().low = l;
+    buckets.back().count += plan.layer_counts[l];
+  }
+  // Hook times relative to the step's start: layer l's hook after Σ_{m ≥ l} bwd_m.
+  std::vector<double> hook(layers, 0.0);
+  double at = c.data_s + c.fwd_s;
+  for (size_t l = layers; l-- > 0;) {
+    at += c.bwd_layer_s[l];
+    hook[l] = at;
+  }
+  std::vector<double> e(n), t(n), w(n);
+  for (size_t i = 0; i < n; ++i) {
+    rows[i] = SimStepTiming{};
+    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
+    e[i] = clock[i] + k.compute_before + rows[i].injected;
+    t[i] = e[i];
+  }
+  double link_free = plan.state.empty() ? 0.0 : plan.state[0];
+  std::vector<double> seen_end(n * buckets.size(), 0.0);  // per (bucket, worker): min(E, first hook ≥ C)
+  for (size_t b = 0; b < buckets.size(); ++b) {
+    const size_t low = buckets[b].low;
+    double launch = 0;
+    for (size_t i = 0; i < n; ++i) launch = std::max(launch, clock[i] + hook[low]);
+    const double model = sim_collective_time(plan.network, plan.native, CollKind::coll_allreduce, plan.net_algo,
+                                             double(buckets[b].count) * sizeof(float), plan.workers);
+    const double done = (model > 0 ? std::max(launch, link_free) : launch) + model;
+    if (model > 0) link_free = done;
+    for (size_t i = 0; i < n; ++i) {
+      double seen = e[i];
+      for (size_t l = low + 1; l-- > 0;)  // hooks from the launch on, in backward order
+        if (clock[i] + hook[l] >= done) {
+          seen = std::min(seen, clock[i] + hook[l]);
+          break;
+        }
+      seen_end[b * n + i] = seen;
+    }
+    w = t;
+    for (size_t i = 0; i < n; ++i) t[i] = std::max(w[i], done);
+    timing_split(w, t, rows);
+  }
+  if (plan.state.empty()) plan.state.assign(1, 0.0);
+  plan.state[0] = link_free;
+  const double bytes = ring_allreduce_bytes_sent(plan.param_bytes, plan.workers);
+  for (size_t i = 0; i < n; ++i) {
+    // Union of [L_b, seen_b] over buckets (launched in time order).
+    double covered = 0, reach = -1e300;
+    for (size_t b = 0; b < buckets.size(); ++b) {
+      const double lo = std::max(clock[i] + hook[buckets[b].low], reach), hi = seen_end[b * n + i];
+      if (hi > lo) covered += hi - lo;
+      reach = std::max(reach, hi);
+    }
+    rows[i].overlap = covered;
+    rows[i].bytes = bytes;
+    t[i] += c.opt_s;
+  }
+  timing_close(plan, k, clock, t, rows);
+}
+
 }  // namespace dsgd

@@ -25,4 +25,31 @@ void timing_step_allreduce(const SimTimingPlan& plan, int64_t step, std::vector<
 // the recorder does (docs/metrics.md): wait_i = min(end_i, max_j a_j) − a_i, comm_i = end_i − a_i − wait_i.
 void timing_step_gossip(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
 
+// zero (32 bits): a blocking reduce-scatter after backward, the update, a blocking all-gather:
+//   a_i = start_i + data + fwd + bwd + δ_i;  A = max_j a_j;  T1 = A + model(reduce-scatter, 4|x|, n);
+//   end_i = T1 + opt + model(all-gather, 4|x|, n);  wait_i = A − a_i, comm_i = the two models.
+void timing_step_sharded(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
+
+// A background model average (cocod, dasgd, overlap-local): a non-blocking all-reduce launched
+// after the update of every step with (t+1) ≡ 0 mod H (at the last step only if launch_at_last)
+// and waited for after the update of step t + delay (or of the run's last step), as the
+// SimCommunicator times it: launched at L_i = the end of the update, it completes at
+//   C = max(max_j L_j, end of the previous collective) + model(all-reduce, 4|x|, n);
+// the wait, called at W_i, returns at D_i = max(W_i, C), split with A = max_j W_j as the
+// recorder does: D_i ≤ A: wait D_i − W_i; else wait A − W_i, comm D_i − A; overlap_i =
+// min(W_i, P_i) − L_i with P_i the first poll at or after C (the layer hooks of the later
+// steps, as each layer's backward cost is charged, and the update's end of a step that
+// neither waits nor launches); bytes 2(n−1)/n·4|x| in the waiting step.
+void timing_step_background(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
+                            int64_t delay, bool launch_at_last);
+
+// ssgd --overlap: buckets of about bucket_bytes in backward order (ssgd.cpp's rule), bucket b's
+// non-blocking all-reduce launched at the hook of its last layer, h = start_i + data + fwd +
+// Σ_{m ≥ l} bwd_l (hooks fire as each layer's backward cost is charged), completing at
+// C_b = max(max_j L_bj, C_{b−1}) + model(all-reduce, 4|x_b|, n). After backward (+ δ_i) the
+// waits run in launch order: W_b = (first: E_i; then D_{b−1}), D_b = max(W_b, C_b), each split
+// into wait and comm with A_b = max_j W_bj; then the update; overlap_i = the union of
+// [L_b, min(E_i, the first hook at or after C_b)].
+void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
+
 }  // namespace dsgd

@@ -30,6 +30,7 @@
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
 #include "algorithms/config_check.hpp"
+#include "algorithms/timing_rules.hpp"
 #include "algorithms/variant.hpp"
 #include "core/errors.hpp"
 
@@ -210,6 +211,9 @@ const Variant& variant_zero() {
     v.no_compress_hint = "drop --compress (use --zero-bits 4 to quantise zero's communication)";
     v.validate = zero_validate;
     v.create = algorithm_create_zero;
+    v.timing = timing_step_sharded;
+    v.timing_applies = [](const RunConfig& cfg) { return cfg.zero_bits == 32; };
+    v.timing_text = "zero (32 bits)";
     return v;
   }();
   return v;

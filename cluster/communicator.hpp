@@ -86,6 +86,16 @@ enum class ComputePhase : int32_t {
   phase_optimizer = 4,
 };
 
+// The run's link classes (docs/cluster.md), for algorithms that adapt to them (adatopk): G
+// groups of consecutive ranks (hier:GxW; 1: flat) and the bandwidth of a link inside a group
+// and between groups as configured (--bandwidth, --inter-bandwidth), bytes/s; 0: not known
+// (the native fabric, taken as uniform).
+struct LinkClasses {
+  int groups = 1;
+  double intra_bytes_per_s = 0;
+  double inter_bytes_per_s = 0;
+};
+
 // A non-blocking collective in flight (Communicator::iallreduce_*). Plain data, reusable:
 // an algorithm keeps one per bucket, allocated once.
 struct CollRequest {
@@ -118,6 +128,10 @@ class Communicator {
   virtual double now() const { return clock_now_s(); }
   virtual void hold_until(double deadline) { clock_hold_until(deadline); }
   virtual void compute_done(ComputePhase phase, size_t layer = 0) {}
+  // Whether now() is a virtual clock on which compute is modelled, not timed (sim): an
+  // algorithm's helper threads then run inline on the worker's thread, so that a seed
+  // reproduces the run (algorithms/local_threads.hpp).
+  virtual bool virtual_clock() const { return false; }
   // Backend details stored with the run's configuration (a JSON object's text; empty: none).
   virtual std::string backend_details() const { return {}; }
 
@@ -200,6 +214,9 @@ class Communicator {
   // split (self: one rank) stays flat. hierarchy_groups(): the G in effect (1: flat).
   void set_hierarchy(int groups) { hier_groups_ = do_set_hierarchy(groups) ? groups : 1; }
   int hierarchy_groups() const { return hier_groups_; }
+  // The run's link classes (set by the trainer before the algorithm's setup; default: flat, unknown).
+  void set_link_classes(const LinkClasses& links) { links_ = links; }
+  const LinkClasses& link_classes() const { return links_; }
 
   // Events are recorded only while a log is attached.
   void attach_log(CollEventLog* log) { log_ = log; }
@@ -273,6 +290,7 @@ class Communicator {
   EmulationHook emulation_;
   double epoch_arrive_ = 0, epoch_remote_bytes_ = 0, epoch_put_bytes_ = 0;
   int hier_groups_ = 1;
+  LinkClasses links_;
   double emulated_link_free_ = 0;  // end of the last non-blocking request's emulated link time
 };
 

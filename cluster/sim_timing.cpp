@@ -33,6 +33,7 @@ SimTimingResult sim_timing_run(const SimTimingPlan& plan, SimTimingStep rule, co
   const size_t n = static_cast<size_t>(plan.workers);
   std::vector<double> clock(n, 0.0);
   std::vector<SimStepTiming> rows(n);
+  plan.state.clear();
   int64_t since_sync = 0;
   for (int64_t step = 0; step < plan.steps; ++step) {
     rule(plan, step, clock, rows.data());

@@ -36,6 +36,7 @@ struct SimTimingPlan {
   int64_t eval_every = 1;
   int64_t flush_every = 1;
   int64_t period = 1;      // H (--period)
+  int64_t delay = 0;       // d (--delay, dasgd)
   double param_bytes = 0;  // |x|·4
   SimComputeCost cost;
   Stragglers stragglers;
@@ -45,11 +46,19 @@ struct SimTimingPlan {
   // dpsgd: each rank's neighbours (ascending) and the ranks' groups (link classes).
   std::vector<std::vector<int>> neighbors;
   std::vector<int> group_of;
+  // Layer sizes in floats, in layer order (ssgd --overlap's buckets).
+  std::vector<size_t> layer_counts;
+  bool overlap = false;     // ssgd --overlap
+  double bucket_bytes = 0;  // ssgd --overlap: --bucket-mb · 1e6
+  // What a rule keeps from one step to the next (a request in flight: its launch times and
+  // completion); sim_timing_run clears it at the start of a run.
+  mutable std::vector<double> state;
 };
 
 // One worker's timings in one step (seconds on the virtual clock; start relative to 0).
 struct SimStepTiming {
   double start = 0, step = 0, data = 0, fwd = 0, bwd = 0, opt = 0, comm = 0, wait = 0, injected = 0, bytes = 0;
+  double overlap = 0;  // a non-blocking request's time in flight during compute (docs/metrics.md)
 };
 
 // A variant's timing rule for one step: clock[i] holds worker i's time at the step's start;

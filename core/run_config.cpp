@@ -145,6 +145,13 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"gossip-overlap",
        "oldsgd: overlap each gossip round with the next H local steps (false: blocking, dpsgd's mix every H steps)",
        &C::gossip_overlap},
+      {"local-threads",
+       "lasgd, hogwild: threads per worker, each computing gradients on its own batches and updating the worker's "
+       "model asynchronously (1: none)",
+       &C::local_threads},
+      {"across", "hogwild: exchange across workers: ps (asynchronous parameter server) | gossip (D-PSGD)", &C::across},
+      {"pd-staleness", "pdasgd: steps by which a layer's weights in the forward pass may lag its updates (0: ssgd)",
+       &C::pd_staleness},
   };
   return fields;
 }
@@ -198,6 +205,8 @@ const std::vector<RunConfigRange>& run_config_ranges() {
       {"period-m", 0, 1e6},
       {"period-v", 0, 1e6},
       {"osp-fraction", 0, 1, true},
+      {"local-threads", 1, 64},
+      {"pd-staleness", 0, 1000},
   };
   return ranges;
 }

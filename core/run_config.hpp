@@ -100,6 +100,10 @@ struct RunConfig {
   std::string osp_select = "magnitude";  // osp: stage-1 selection rule: magnitude | static
   bool dreamddp_fill = true;             // dreamddp: fill idle link time with extra syncs
   bool gossip_overlap = true;            // oldsgd: overlap each gossip round with the next H local steps
+  // Locally asynchronous and decoupled variants (algorithms/lasgd.cpp, hogwild.cpp, pdasgd.cpp).
+  int64_t local_threads = 1;  // lasgd, hogwild: gradient threads per worker
+  std::string across = "ps";  // hogwild: ps (async parameter server) | gossip (dpsgd)
+  int64_t pd_staleness = 0;   // pdasgd: bound on a layer's weight staleness in steps
 
   // Not a field of the table: the keys the user typed for this run (command-line flags, a
   // suite entry), normalised ("weight-decay"). Validation refuses a knob of another algorithm

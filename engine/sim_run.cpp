@@ -110,7 +110,7 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
   if (cfg.timing_only && !variant_timing_supported(cfg))
     DSGD_THROW(InputError, "use one of those, or drop --timing-only to simulate with numerics",
                "--timing-only models {} only (got {}{})", variant_timing_supported_text(), cfg.algo,
-               cfg.overlap           ? " with --overlap"
+               !cfg.compress.empty() ? " with --compress"
                : cfg.algo == "dpsgd" ? " with --dpsgd-delay 1"
                                      : "");
   r.data = dataset_load_shared(cfg);
@@ -174,6 +174,10 @@ SimTimingPlan timing_plan_make(const RunConfig& cfg, const Resolved& r, const Ru
   plan.eval_every = schedule.eval_every;
   plan.flush_every = schedule.flush_every;
   plan.period = cfg.period;
+  plan.delay = cfg.delay;
+  plan.overlap = cfg.overlap;
+  plan.bucket_bytes = cfg.bucket_mb * 1e6;
+  for (const LayerView& v : r.layers) plan.layer_counts.push_back(v.count);
   plan.param_bytes = static_cast<double>(r.param_count) * sizeof(float);
   plan.cost = r.profile.cost;
   plan.stragglers = Stragglers::parse(cfg.straggler, plan.workers, cfg.seed);
@@ -224,6 +228,7 @@ StepRow timing_step_row(int rank, int64_t step, int64_t warmup, const SimStepTim
   row.data_s = t.data;
   row.comm_s = t.comm;
   row.wait_s = t.wait;
+  row.overlap_s = t.overlap;
   row.injected_s = t.injected;
   row.bytes_sent = t.bytes;
   row.train_loss = std::numeric_limits<double>::quiet_NaN();

@@ -47,6 +47,10 @@ std::atomic<bool> g_past_setup{false};
 struct Worker {
   std::shared_ptr<const DatasetPair> data;  // shared by the sim backend's workers (read-only)
   std::unique_ptr<Workload> workload;
+  // Local threads 1..T−1 (Algorithm::local_threads): their workloads and data streams,
+  // declared before the algorithm so that its threads are joined before these go.
+  std::vector<std::unique_ptr<Workload>> helper_workloads;
+  std::vector<std::unique_ptr<BatchSampler>> helper_samplers;
   std::unique_ptr<Algorithm> algorithm;
   std::unique_ptr<Optimizer> optimizer;
   LrSchedule lr_schedule;
@@ -60,6 +64,10 @@ struct Worker {
   std::vector<float> params, grads, eval_params;
   RunSchedule plan;  // steps, warm-up, evaluation and flush periods
 };
+
+const uint32_t* sampler_next(void* ctx) {
+  return static_cast<BatchSampler*>(ctx)->next();
+}
 
 void hook_trampoline(void* ctx, size_t layer);
 
@@ -98,12 +106,27 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
                                              std::max(0, w.algorithm->worker_index(comm.rank(), comm.size())),
                                              data_ranks, static_cast<size_t>(cfg.batch), cfg.seed);
   w.plan = run_schedule_make(cfg, w.sampler->batches_per_epoch());
+  // Threads 1..T−1 of a rank that computes draw streams index+1 .. index+T−1 of data_ranks.
+  if (const int index = w.algorithm->worker_index(comm.rank(), comm.size()); index >= 0)
+    for (int k = 1; k < w.algorithm->local_threads(); ++k) {
+      w.helper_workloads.push_back(workload_create(cfg, w.data->train));
+      w.helper_workloads.back()->reserve(static_cast<size_t>(cfg.batch));
+      w.helper_samplers.push_back(std::make_unique<BatchSampler>(w.data->train.rows, index + k, data_ranks,
+                                                                 static_cast<size_t>(cfg.batch), cfg.seed));
+    }
   w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
   w.topology = topology_make_shared(cfg.topology, comm.size(), cfg.seed);
   // hier:GxW: every recorded all-reduce runs in two levels (Communicator::set_hierarchy).
   comm.set_hierarchy(w.topology->groups);
   w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,
                                         w.topology->groups, cfg.link_efficiency, cfg.mtu);
+  LinkClasses links;  // for algorithms that adapt to the links (adatopk)
+  links.groups = w.topology->groups;
+  if (w.emulated) {
+    links.intra_bytes_per_s = w.emulated->intra.bytes_per_s;
+    links.inter_bytes_per_s = w.emulated->inter ? w.emulated->inter->bytes_per_s : w.emulated->intra.bytes_per_s;
+  }
+  comm.set_link_classes(links);
   // An algorithm that owns the optimizer (zero: state for its shard only) leaves the
   // trainer's optimizer without state; the schedule still comes from it.
   w.optimizer = optimizer_create(cfg, w.algorithm->owns_optimizer() ? 0 : count, data_ranks);
@@ -220,6 +243,10 @@ class Trainer {
 
     state_ = std::make_unique<TrainState>(TrainState{comm_, *w_.workload, *w_.optimizer, w_.params.data(),
                                                      w_.grads.data(), w_.params.size(), 0, w_.plan.steps});
+    state_->train = &w_.data->train;
+    for (size_t k = 0; k < w_.helper_workloads.size(); ++k)
+      state_->streams.push_back(LocalStream{w_.helper_workloads[k].get(), sampler_next, w_.helper_samplers[k].get(),
+                                            w_.helper_samplers[k]->batch()});
     if (w_.algorithm->wants_layer_costs()) {  // per-layer costs, for algorithms that plan from them
       layer_costs_ = layer_costs_resolve(cfg_, comm_, store_, *w_.workload, w_.emulated, w_.topology->groups);
       state_->layer_costs = &layer_costs_;
@@ -331,7 +358,9 @@ class Trainer {
       t->start = t0;
       state.step_start = t0;
     }
+    state.lr = w_.lr_schedule.lr_at(step);
     if (!computes_) return serve_once(t, t0);
+    w_.algorithm->begin_step(state);
     const bool stragglers = !w_.stragglers.empty();
     const uint32_t* idx = w_.sampler->next();
     w_.workload->load_batch(w_.data->train, idx, w_.sampler->batch());
@@ -356,7 +385,6 @@ class Trainer {
     }
     w_.algorithm->reduce_gradients(state);
     const double t4 = clock();
-    state.lr = w_.lr_schedule.lr_at(step);
     if (w_.algorithm->owns_optimizer()) {
       w_.algorithm->optimizer_step(state);
     } else {
@@ -448,6 +476,7 @@ class Trainer {
     comm_.attach_log(nullptr);
     comm_.set_emulation({});
     comm_.set_hierarchy(1);
+    comm_.set_link_classes({});
     if (recorder_.events().dropped() > 0)
       DSGD_THROW(Error, "this is a bug: max_collectives_per_step is too small for the algorithm",
                  "{} collective events were dropped", recorder_.events().dropped());

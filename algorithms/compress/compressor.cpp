@@ -15,7 +15,9 @@ void GradientCompressor::allreduce_average(Communicator& comm, float* data, size
                name());
   for (int k = 0; k < phases(); ++k) {
     const PhaseCollective c = phase(k, data, count, step);
-    if (c.allgather) {
+    if (c.peers) {
+      comm.neighbor_exchange(c.buffer, c.count, c.peers, c.n_peers, c.recv);
+    } else if (c.allgather) {
       comm.allgather(c.buffer, c.count);
     } else {
       comm.allreduce_average(c.buffer, c.count);
@@ -25,7 +27,9 @@ void GradientCompressor::allreduce_average(Communicator& comm, float* data, size
 }
 
 void GradientCompressor::launch(Communicator& comm, const PhaseCollective& c) {
-  if (c.allgather) {
+  if (c.peers) {
+    comm.ineighbor_exchange(c.buffer, c.count, c.peers, c.n_peers, c.recv, request_);
+  } else if (c.allgather) {
     comm.iallgather(c.buffer, c.count, request_);
   } else {
     comm.iallreduce_average(c.buffer, c.count, request_);
@@ -74,7 +78,7 @@ uint32_t compress_float_to_word(float f) {
 
 namespace {
 
-constexpr const char* kUsage = "write --compress topk:0.01 | qsgd:bits=4 | powersgd:rank=2";
+constexpr const char* kUsage = "write --compress topk:0.01 | qsgd:bits=4 | powersgd:rank=2 | adatopk:budget=0.01";
 
 // "topk:0.01", "topk:ratio=0.01" → the number after the optional "key=".
 double parse_value(const std::string& spec, const std::string& rest, const char* key) {
@@ -117,6 +121,13 @@ std::unique_ptr<GradientCompressor> compressor_create(const std::string& spec) {
     if (!(rank >= 1 && rank <= 1024 && rank == std::floor(rank)))
       DSGD_THROW(InputError, "pass a rank in 1..1024, e.g. powersgd:rank=2", "--compress {}: bad rank", spec);
     return compressor_create_powersgd(static_cast<int>(rank));
+  }
+  if (kind == "adatopk") {
+    const double budget = parse_value(spec, rest, "budget");
+    if (!(budget > 0 && budget <= 1))
+      DSGD_THROW(InputError, "pass the fraction kept on the fastest link in (0, 1], e.g. adatopk:budget=0.01",
+                 "--compress {}: budget must be in (0, 1]", spec);
+    return compressor_create_adatopk(budget);
   }
   DSGD_THROW(InputError, kUsage, "--compress {}: unknown compressor '{}'", spec, kind);
 }

@@ -5,6 +5,8 @@
 //   topk:RATIO      top-k sparsification with error feedback (compress/topk.cpp)
 //   qsgd:bits=B     QSGD stochastic quantisation, seeded (compress/qsgd.cpp)
 //   powersgd:rank=R PowerSGD rank-R with warm start and error feedback (compress/powersgd.cpp)
+//   adatopk:budget=ρ bandwidth-adaptive top-k (FusionLLM's AdaTopK): ρ on the fastest link
+//                   class, less on slower ones (compress/adatopk.cpp)
 //
 // A compressor replaces "all-reduce the vector, divide by n": afterwards every worker holds
 // the same aggregated (decompressed) vector. Each states its bytes sent per worker per call,
@@ -73,10 +75,15 @@ class GradientCompressor {
  protected:
   // One phase's collective on a compressor-owned buffer: an all-gather (in place, the
   // rank's block = its payload) or an all-reduce average.
+  // With peers (adatopk): a neighbour exchange instead, buffer (count floats) sent to each of
+  // peers[0..n_peers) and count floats received from each into recv (block k from peers[k]).
   struct PhaseCollective {
     float* buffer = nullptr;
     size_t count = 0;
     bool allgather = false;
+    const int* peers = nullptr;
+    size_t n_peers = 0;
+    float* recv = nullptr;
   };
   virtual int phases() const = 0;
   // The computation before phase k's collective (k = 0: encode data, of `count` floats);
@@ -101,6 +108,14 @@ std::unique_ptr<GradientCompressor> compressor_create(const std::string& spec);
 std::unique_ptr<GradientCompressor> compressor_create_topk(double ratio);
 std::unique_ptr<GradientCompressor> compressor_create_qsgd(int bits, size_t bucket);
 std::unique_ptr<GradientCompressor> compressor_create_powersgd(int rank);
+// budget: the fraction of values kept on the run's fastest link class (compress/adatopk.cpp).
+std::unique_ptr<GradientCompressor> compressor_create_adatopk(double budget);
+
+// Top-k selection shared by topk and adatopk: k = ⌈ratio·count⌉ clamped to 1..count; and
+// order[0..k) ← the indices of the k largest |a_i| (ties: lower index first), ascending
+// (order has count entries; the rest is scratch).
+size_t compress_topk_k(double ratio, size_t count);
+void compress_topk_select(const float* a, size_t count, size_t k, uint32_t* order);
 
 // Packs 32-bit words into floats and back (memcpy: the bits travel unchanged through a
 // float collective; no arithmetic is ever done on them).

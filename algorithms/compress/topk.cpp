@@ -16,16 +16,28 @@
 
 namespace dsgd {
 
+size_t compress_topk_k(double ratio, size_t count) {
+  const double k = std::ceil(ratio * double(count));
+  return std::clamp<size_t>(static_cast<size_t>(k), 1, count);
+}
+
+void compress_topk_select(const float* a, size_t count, size_t k, uint32_t* order) {
+  for (size_t i = 0; i < count; ++i) order[i] = static_cast<uint32_t>(i);
+  auto larger = [a](uint32_t x, uint32_t y) {
+    const float ax = std::fabs(a[x]), ay = std::fabs(a[y]);
+    return ax > ay || (ax == ay && x < y);
+  };
+  if (k < count) std::nth_element(order, order + k, order + count, larger);
+  std::sort(order, order + k);
+}
+
 namespace {
 
 class TopK final : public GradientCompressor {
  public:
   explicit TopK(double ratio) : ratio_(ratio) {}
   std::string name() const override { return "topk"; }
-  static size_t k_for(double ratio, size_t count) {
-    const double k = std::ceil(ratio * double(count));
-    return std::clamp<size_t>(static_cast<size_t>(k), 1, count);
-  }
+  static size_t k_for(double ratio, size_t count) { return compress_topk_k(ratio, count); }
   void setup(Communicator& comm, const std::vector<LayerView>&, size_t count, uint64_t) override {
     n_ = comm.size();
     rank_ = comm.rank();
@@ -48,13 +60,7 @@ class TopK final : public GradientCompressor {
   PhaseCollective phase(int, const float* g, size_t count, int64_t) override {
     float* a = error_.data();  // a = g + e, in place of e
     for (size_t i = 0; i < count; ++i) a[i] += g[i];
-    for (size_t i = 0; i < count; ++i) order_[i] = static_cast<uint32_t>(i);
-    auto larger = [a](uint32_t x, uint32_t y) {
-      const float ax = std::fabs(a[x]), ay = std::fabs(a[y]);
-      return ax > ay || (ax == ay && x < y);
-    };
-    if (k_ < count) std::nth_element(order_.begin(), order_.begin() + static_cast<ptrdiff_t>(k_), order_.end(), larger);
-    std::sort(order_.begin(), order_.begin() + static_cast<ptrdiff_t>(k_));
+    compress_topk_select(a, count, k_, order_.data());
     // This worker's block of the all-gather: k indices, then k values.
     float* mine = gathered_.data() + static_cast<size_t>(rank_) * 2 * k_;
     for (size_t j = 0; j < k_; ++j) {

@@ -104,8 +104,8 @@ expect_error "a profile of another workload" "$BIN" run --workers 2 "${common[@]
   --dataset "synthetic:n=2000,d=50,classes=3,test=100"
 # No profile of this batch on this host: the run measures it, says so, stores it as a
 # profile-only calibration and uses it; the next run finds it. Bad input measures nothing.
-expect_error "models ssgd \(without --overlap\)" "$BIN" run --backend sim --workers 2 --timing-only true --algo ssgd \
-  --overlap true "${common[@]}" --db empty.db
+expect_error "models ssgd, localsgd, .* only \(got adpsgd\)" "$BIN" run --backend sim --workers 2 --timing-only true \
+  --algo adpsgd "${common[@]}" --db empty.db
 [[ $(sql empty.db "SELECT count(*) FROM calibrations") == 0 ]] || fail "a refused run stored a profile"
 "$BIN" run --workers 2 "${common[@]}" --backend sim --db empty.db > m1.out 2>&1 || { cat m1.out; fail "sim without a profile failed"; }
 grep -Eq "^no compute profile of svm on .* with batch 32 for this host: measuring it \(20 iterations\) ... [0-9.e-]+ s, stored as calibration 1$" m1.out ||
@@ -118,6 +118,6 @@ grep -q "no compute profile" m2.out && fail "the profile was measured again"
 [[ $(sql empty.db "SELECT count(*) FROM calibrations") == 1 ]] || fail "a second calibration was stored"
 expect_error "more than the" "$BIN" run --backend sim --workers 1024 --profile-from "$PROF" --db t.db --steps 5 \
   --dataset "synthetic:n=5000,d=2000000,density=0.000005,classes=10,test=100"
-expect_error "models ssgd \(without --overlap\), localsgd, diloco, dpsgd .* and oldsgd" "$BIN" run --backend sim --workers 2 --timing-only true --algo ssgd --overlap true \
-  "${common[@]}" --profile-from "$PROF"
+expect_error "models ssgd, localsgd, diloco, cocod, dasgd, overlap-local, dpsgd \(--dpsgd-delay 0, static topology\), zero \(32 bits\), .*without --compress only \(got dreamddp\)" \
+  "$BIN" run --backend sim --workers 2 --timing-only true --algo dreamddp "${common[@]}" --profile-from "$PROF"
 echo PASS

@@ -69,7 +69,7 @@ TEST(ConfigCheck, PeriodAndCompressUsersComeFromTheRegistry) {
   std::string periodic;
   for (const Variant* v : variant_all())
     if (v->takes_period) periodic += (periodic.empty() ? "" : "|") + v->name;
-  EXPECT_EQ(periodic, "localsgd|diloco|cocod|dasgd|overlap-local|dreamddp|palsgd|mtdao|oldsgd");
+  EXPECT_EQ(periodic, "localsgd|diloco|cocod|dasgd|overlap-local|dreamddp|palsgd|mtdao|oldsgd|lasgd");
   EXPECT_TRUE(variant_uses_period("cocod"));
   EXPECT_FALSE(variant_uses_period("ssgd"));
   EXPECT_FALSE(variant_uses_period("no-such-variant"));
@@ -96,12 +96,24 @@ TEST(ConfigCheck, DefaultOptimizerIsTheVariants) {
 
 TEST(ConfigCheck, TimingOnlyListIsTheRegistrys) {
   EXPECT_EQ(variant_timing_supported_text(),
-            "ssgd (without --overlap), localsgd, diloco, dpsgd (--dpsgd-delay 0, static topology) and oldsgd "
-            "(--gossip-overlap false, static topology)");
+            "ssgd, localsgd, diloco, cocod, dasgd, overlap-local, dpsgd (--dpsgd-delay 0, static topology), zero (32 "
+            "bits), oldsgd (--gossip-overlap false, static topology), lasgd and pdasgd, without --compress");
   RunConfig cfg;
   EXPECT_TRUE(variant_timing_supported(cfg));
   cfg.overlap = true;
+  EXPECT_TRUE(variant_timing_supported(cfg));
+  cfg.compress = "topk:0.1";
+  EXPECT_FALSE(variant_timing_supported(cfg));  // no compressor is modelled
+  cfg = RunConfig{};
+  cfg.algo = "zero";
+  EXPECT_TRUE(variant_timing_supported(cfg));
+  cfg.zero_bits = 4;
   EXPECT_FALSE(variant_timing_supported(cfg));
+  for (const char* algo : {"adpsgd", "hogwild", "dreamddp"}) {
+    cfg = RunConfig{};
+    cfg.algo = algo;
+    EXPECT_FALSE(variant_timing_supported(cfg)) << algo;
+  }
   cfg = RunConfig{};
   cfg.algo = "dpsgd";
   cfg.dpsgd_delay = 1;

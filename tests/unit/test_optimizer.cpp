@@ -276,12 +276,27 @@ TEST(VariantBytes, OneRingAllReduceOfTheModelPerPeriod) {
   RunConfig cfg;
   cfg.period = 4;
   EXPECT_DOUBLE_EQ(algorithm_create("ssgd", cfg)->bytes_sent_per_step(1000, 2), 1000.0);
-  for (const char* algo : {"localsgd", "diloco", "cocod", "dasgd", "overlap-local"}) {
+  for (const char* algo : {"localsgd", "diloco", "cocod", "dasgd", "overlap-local", "lasgd"}) {
     EXPECT_DOUBLE_EQ(algorithm_create(algo, cfg)->bytes_sent_per_step(1000, 2), 250.0) << algo;
     EXPECT_DOUBLE_EQ(algorithm_create(algo, cfg)->bytes_sent_per_step(1000, 4), 375.0) << algo;
     EXPECT_FALSE(algorithm_create(algo, cfg)->replicas_identical()) << algo;
   }
   EXPECT_TRUE(algorithm_create("ssgd", cfg)->replicas_identical());
+  EXPECT_DOUBLE_EQ(algorithm_create("pdasgd", cfg)->bytes_sent_per_step(1000, 4), 1500.0);
+  // lasgd with T threads: n·T data streams, thread 0 of rank r draws stream r·T.
+  cfg.local_threads = 3;
+  const auto lasgd = algorithm_create("lasgd", cfg);
+  EXPECT_EQ(lasgd->local_threads(), 3);
+  EXPECT_EQ(lasgd->worker_count(4), 12);
+  EXPECT_EQ(lasgd->worker_index(2, 4), 6);
+  EXPECT_DOUBLE_EQ(lasgd->bytes_sent_per_step(1000, 4), 375.0);
+  // hogwild: the exchange's bytes and servers (ps dedicated: 1 server of 4 ranks, W = 3).
+  cfg.workers = 4;
+  const auto hps = algorithm_create("hogwild", cfg);
+  EXPECT_EQ(hps->worker_count(4), 9);
+  EXPECT_EQ(hps->worker_index(3, 4), -1);  // the server
+  cfg.ps_mode = "async";
+  EXPECT_DOUBLE_EQ(hps->bytes_sent_per_step(1000, 4), algorithm_create("ps", cfg)->bytes_sent_per_step(1000, 4));
 }
 
 // ---- each variant on one worker ------------------------------------------------------------
@@ -355,6 +370,11 @@ TEST(VariantsOnOneWorker, EqualTheirSerialOptimizerExactly) {
   cfg.algo = "overlap-local";
   cfg.pull_alpha = 0.0;  // no pull: nothing but the local optimizer
   EXPECT_EQ(trained(cfg), serial_adam) << "overlap-local alpha 0";
+  cfg.pull_alpha = RunConfig{}.pull_alpha;
+  cfg.algo = "lasgd";  // one thread: the model moves through lasgd's buffer, the same optimizer call
+  EXPECT_EQ(trained(cfg), serial_adam) << "lasgd, one thread";
+  cfg.algo = "pdasgd";  // staleness 0: the current weights
+  EXPECT_EQ(trained(cfg), serial_adam) << "pdasgd, staleness 0";
 
   RunConfig sgd = small_config();
   sgd.momentum = 0.9;
@@ -377,6 +397,34 @@ TEST(VariantsOnOneWorker, EqualTheirSerialOptimizerExactly) {
     nag.step(x.data(), g.data(), sched.lr_at(t));
   }
   EXPECT_EQ(trained(sgd), x) << "ssgd, Nesterov, cosine with warm-up";
+}
+
+// pdasgd with staleness S on one worker: x_{t+1} = x_t − η·sgd(g(x_{t−min(S,t)})), written out.
+TEST(VariantsOnOneWorker, PdasgdEqualsDelayedSgdWrittenOut) {
+  RunConfig cfg = small_config();
+  cfg.algo = "pdasgd";
+  cfg.pd_staleness = 2;
+  cfg.momentum = 0.9;
+  const size_t n = param_count(cfg);
+  SgdOptimizer sgd(SgdOptions{cfg.lr, cfg.momentum, cfg.weight_decay, false}, n);
+  DatasetPair data = dataset_load(cfg.dataset, cfg.seed);
+  auto wl = workload_create(cfg, data.train);
+  wl->reserve(static_cast<size_t>(cfg.batch));
+  std::vector<float> x(n), g(n);
+  wl->init_params(x.data(), cfg.seed);
+  std::vector<std::vector<float>> history{x};  // x_0, x_1, ...
+  BatchSampler sampler(data.train.rows, 0, 1, static_cast<size_t>(cfg.batch), cfg.seed);
+  for (int64_t t = 0; t < cfg.steps; ++t) {
+    const std::vector<float> stale = history[static_cast<size_t>(std::max<int64_t>(0, t - 2))];
+    wl->load_batch(data.train, sampler.next(), sampler.batch());
+    wl->forward(stale.data());
+    wl->backward(stale.data(), g.data(), LayerHook{});
+    sgd.step(x.data(), g.data());
+    history.push_back(x);
+  }
+  EXPECT_EQ(trained(cfg), x);
+  cfg.pd_staleness = 0;
+  EXPECT_NE(trained(cfg), x) << "the staleness has an effect";
 }
 
 TEST(VariantsOnOneWorker, DilocoEqualsItsOuterLoopWrittenOut) {
