@@ -50,6 +50,7 @@ struct TunePlan {
   std::vector<std::string> notes;           // how R and the design were chosen
   std::shared_ptr<const DatasetPair> data;  // the base seed's dataset, loaded once for the plan and the trials
   int jobs = 1;                             // trials at a time (--jobs; tuner/trial_pool.hpp)
+  double promote_margin = 0;  // successive halving's margin (tuner/successive_halving.hpp): 0 on sim, 0.1 on mpi
 };
 
 // Validates and plans without a database (so bad input creates no file). Throws InputError
@@ -85,6 +86,7 @@ struct TuneResult {
   int64_t trials_run = 0;      // run in this invocation
   int64_t trials_resumed = 0;  // found stored (resume)
   int64_t trials_reused = 0;   // answered by a lower-budget trial that had already stopped
+  int64_t trials_dropped = 0;  // started ahead in parallel, then not used: the budget ran out first
   double trial_wall_s = 0;     // real seconds inside trial runs (this invocation)
   double profile_wall_s = 0;   // real seconds measuring missing profiles
   double busy_wall_s = 0;      // real seconds during which at least one trial was running
