@@ -620,6 +620,7 @@ constexpr const char* script = R"js(<script>
 
 std::string html_chart(const HtmlChart& chart, const HtmlReportOptions& options) {
   LineChart c{chart.id, chart.title, chart.x_label, chart.y_label, {}, chart.y_from_zero, chart.markers};
+  c.x_integer = chart.x_integer;
   for (const HtmlSeries& s : chart.series)
     c.series.push_back(Series{s.id, s.label, color_of(s.color), s.x, s.y, s.line});
   Buffer out;

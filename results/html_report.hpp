@@ -67,7 +67,8 @@ struct HtmlChart {
   std::string id, title, x_label, y_label;
   std::vector<HtmlSeries> series;
   bool y_from_zero = false;
-  bool markers = false;  // points on the lines too
+  bool markers = false;    // points on the lines too
+  bool x_integer = false;  // x is a count (seeds): integer ticks only
 };
 std::string html_chart(const HtmlChart& chart, const HtmlReportOptions& options);
 

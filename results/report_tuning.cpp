@@ -224,36 +224,41 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
   scatter.series.push_back(censored);
   for (HtmlSeries& series : scatter.series) sort_by_x(series);
 
-  // The race: time-to-target per seed of each configuration that ran on more than one seed at
-  // the largest budget (the race's first seed is the last rung's trial).
+  // The race: time-to-target per seed of each raced configuration — per seed its trial at the
+  // largest budget it ran (a trial that reached the target at a lower rung answered the race's
+  // budget for that seed and is not stored again).
   double top = 0;
   for (const TuningTrial& t : s.trials) top = std::max(top, t.budget_s);
-  std::map<std::string, std::vector<const TuningTrial*>> at_top;
   std::vector<std::string> order;
+  std::map<std::string, std::map<int64_t, const TuningTrial*>> per_seed;  // config -> seed -> trial
   for (const TuningTrial& t : s.trials)
-    if (t.budget_s == top && t.status == "completed") {
-      if (!at_top.count(t.config_key)) order.push_back(t.config_key);
-      at_top[t.config_key].push_back(&t);
+    if (t.phase == "race" && !per_seed.count(t.config_key)) {
+      order.push_back(t.config_key);
+      per_seed[t.config_key];
     }
-  HtmlChart race{id + "-race", fmt::format("Time-to-target per seed at the full trial budget ({} s)", num(top)),
-                 "seed",       "time-to-target (s)",
-                 {},           true,
-                 false};
+  for (const TuningTrial& t : s.trials) {
+    auto it = per_seed.find(t.config_key);
+    if (it == per_seed.end() || t.status != "completed") continue;
+    const TuningTrial*& slot = it->second[t.seed];
+    if (!slot || t.budget_s >= slot->budget_s) slot = &t;
+  }
+  HtmlChart race{
+      id + "-race", fmt::format("The race: time-to-target per seed at the full trial budget ({} s)", num(top)),
+      "seed",       "time-to-target (s)",
+      {},           true,
+      false};
+  race.x_integer = true;
   for (const std::string& key : order) {
-    const auto& ts = at_top[key];
-    std::set<int64_t> seeds;
-    for (const TuningTrial* t : ts) seeds.insert(t->seed);
-    if (seeds.size() < 2) continue;
+    const auto& seeds = per_seed[key];
     size_t hit = 0;
     HtmlSeries series{fmt::format("c{}", race.series.size()), "", race.series.size(), false, {}, {}};
-    for (const TuningTrial* t : ts)
+    for (const auto& [seed, t] : seeds)
       if (t->reached) {
-        series.x.push_back(static_cast<double>(t->seed));
+        series.x.push_back(static_cast<double>(seed));
         series.y.push_back(t->time_s);
         ++hit;
       }
-    series.label = fmt::format("{} ({} of {} seeds reached)", key, hit, ts.size());
-    sort_by_x(series);
+    series.label = fmt::format("{} ({} of {} seeds reached)", key, hit, seeds.size());
     race.series.push_back(std::move(series));
   }
 

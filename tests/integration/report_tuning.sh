@@ -81,5 +81,5 @@ chrome --screenshot="$WORK/tuning.png" "file://$WORK/session.html" 2> shot.log |
 expect_error "no tuning session 99" "$BIN" report --db t.db --session 99 --format csv
 expect_error "cannot be combined with --runs" "$BIN" report --db t.db --session "$S" --runs 1 --format csv
 "$BIN" run --dataset "$SMALL" --steps 5 --db plain.db > /dev/null || fail "run failed"
-expect_error "has no tuning sessions" "$BIN" report --db plain.db --session 1 --format csv
+expect_error "no tuning session 1 in" "$BIN" report --db plain.db --session 1 --format csv
 echo "ok: report_tuning"

@@ -76,7 +76,7 @@ kill -TERM "$pid" 2>/dev/null || fail "the session ended before SIGTERM"
 rc=0
 wait "$pid" || rc=$?
 [ "$rc" == 143 ] || { cat term.out; fail "SIGTERM: exit $rc, expected 143"; }
-grep -q "interrupted by SIGTERM; session $T kept as 'interrupted'" term.out || { cat term.out; fail "no interruption message"; }
+grep -q "interrupted by SIGTERM (Terminated); session $T kept as 'interrupted'" term.out || { cat term.out; fail "no interruption message"; }
 [ -z "$(ls tmp)" ] || { ls tmp; fail "SIGTERM left private databases"; }
 [[ $(sql t.db "SELECT status FROM tune_sessions WHERE id=$T") == interrupted ]] || fail "session $T not 'interrupted'"
 "$TUNE" recommend --resume "$T" --db t.db > term_resumed.out 2>&1 || { cat term_resumed.out; fail "resume after SIGTERM failed"; }
