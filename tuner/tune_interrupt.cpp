@@ -1,18 +1,15 @@
 // See tune_interrupt.hpp.
 #include "tuner/tune_interrupt.hpp"
 
-#include <signal.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <mutex>
-#include <thread>
 #include <vector>
 
 #include "core/signal_name.hpp"
+#include "engine/interrupt.hpp"
 #include "results/store.hpp"
 #include "tuner/tune_store.hpp"
 
@@ -20,15 +17,8 @@ namespace dsgd {
 
 namespace {
 
-int g_pipe[2] = {-1, -1};
 std::mutex g_mutex;
 std::vector<std::string> g_paths;  // registered private databases
-
-void on_signal(int sig) {
-  const unsigned char byte = static_cast<unsigned char>(sig);
-  ssize_t ignored = write(g_pipe[1], &byte, 1);
-  (void)ignored;
-}
 
 void remove_registered() {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -51,13 +41,7 @@ void tune_interrupt_unregister(const std::string& path) {
 }
 
 void tune_interrupt_start(const std::string& db_path, int64_t session_id, const std::string& command) {
-  if (g_pipe[0] >= 0) return;
-  if (pipe(g_pipe) != 0) return;
-  std::thread([db_path, session_id, command]() {
-    unsigned char byte = 0;
-    while (read(g_pipe[0], &byte, 1) != 1) {
-    }
-    const int sig = byte;
+  interrupt_watch([db_path, session_id, command](int sig) {
     const std::string name = signal_name(sig) + " (" + strsignal(sig) + ")";
     remove_registered();
     try {
@@ -72,15 +56,7 @@ void tune_interrupt_start(const std::string& db_path, int64_t session_id, const 
       std::fprintf(stderr, "\ndsgd-tune: interrupted by %s; could not mark session %lld: %s\n", name.c_str(),
                    static_cast<long long>(session_id), e.what());
     }
-    std::fflush(stdout);
-    std::fflush(stderr);
-    _exit(128 + sig);
-  }).detach();
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  });
 }
 
 }  // namespace dsgd

@@ -1,8 +1,8 @@
 // A dsgd-tune session stopped by a signal (Ctrl-C, SIGTERM, SIGHUP): the private databases of
 // its parallel trials (tuner/trial_pool.hpp) are removed from the temporary directory and the
 // session is left `interrupted` in its database (resume it with `--resume`), then the process
-// exits with 128 + signal. As for a run (engine/interrupt.hpp), the handler only write()s the
-// signal to a pipe and a watcher thread does the file and database work. A session killed by
+// exits with 128 + signal: the watcher of a run (engine/interrupt.hpp interrupt_watch: the
+// handler only write()s the signal to a pipe, a thread does the file and database work). A session killed by
 // SIGKILL cannot clean up: the next start of the same session removes what a dead process of it
 // left (trial_pool_remove_leftovers). Limits: an MPI trial's child run (tuner/trial_mpi.hpp) gets
 // the signal only when it is sent to the whole process group (Ctrl-C on a terminal); otherwise it
