@@ -93,10 +93,11 @@ class RunPrinter {
     return cb;
   }
 
-  void finished(const Store& store, int64_t run_id) {
+  void finished(const Store& store, const TrainResult& result) {
     progress_.clear();
-    fmt::print("\n{}", format_run_summary(store.run_get(run_id)));
-    fmt::print("run_id={}\n", run_id);
+    if (!result.stopped.empty()) fmt::print("stopped: {}\n", result.stopped);
+    fmt::print("\n{}", format_run_summary(store.run_get(result.run_id)));
+    fmt::print("run_id={}\n", result.run_id);
     std::fflush(stdout);
   }
 
@@ -191,7 +192,7 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
     RunPrinter printer(cfg);
     const TrainerCallbacks callbacks = root ? printer.callbacks() : TrainerCallbacks{};
     TrainResult result = trainer_run(cfg, *comm, store ? &*store : nullptr, callbacks);
-    if (root) printer.finished(*store, result.run_id);
+    if (root) printer.finished(*store, result);
     return run_exit_code(result, root, cfg.db);
   } catch (const PeerFailed&) {
     return 1;
@@ -226,7 +227,7 @@ int run_simulated(const RunConfig& cfg) {
       std::fflush(stdout);
     };
     const TrainResult result = sim_run(cfg, &*store, callbacks, missing);
-    printer.finished(*store, result.run_id);
+    printer.finished(*store, result);
     return run_exit_code(result, true, cfg.db);
   } catch (const std::exception& e) {
     return run_failed(e, *self, store, cfg.db, false);

@@ -17,6 +17,7 @@
 #include "results/store.hpp"
 #include "tuner/evaluator.hpp"
 #include "tuner/grid.hpp"
+#include "tuner/tune_interrupt.hpp"
 #include "tuner/tune_store.hpp"
 
 namespace dsgd {
@@ -70,13 +71,18 @@ int run_grid(const GridOptions& o) {
              target_format(grid.plan.target));
   for (const std::string& n : grid.plan.notes) fmt::print("  {}\n", n);
   std::fflush(stdout);
+  tune_interrupt_start(db, session_id, "grid");
   const bool tty = isatty(STDERR_FILENO) != 0;
+  const double started = clock_now_s();
   auto progress = [&](const GridProgress& p) {
     if (!tty) return;
-    fmt::print(stderr, "\r\033[K[dsgd-tune grid] trial {} of {} | {}", p.trial, p.total, p.current);
+    fmt::print(stderr,
+               "\r\033[K[dsgd-tune grid] trial {} of {} ({} left) | best {} | {:.0f} s elapsed | {:.4g} s of "
+               "evaluation used | running {}",
+               std::min(p.trial + 1, p.total), p.total, std::max<int64_t>(0, p.total - p.trial), p.best,
+               clock_now_s() - started, p.used_s, p.current);
     std::fflush(stderr);
   };
-  const double started = clock_now_s();
   const GridResult result =
       tune_session_run(store, session_id, tty, [&] { return grid_run(grid, store, session_id, progress); });
   if (tty) fmt::print(stderr, "\r\033[K");

@@ -18,6 +18,7 @@
 #include "results/store.hpp"
 #include "tuner/recommend.hpp"
 #include "tuner/trial_pool.hpp"
+#include "tuner/tune_interrupt.hpp"
 #include "tuner/tune_output.hpp"
 #include "tuner/tune_store.hpp"
 #include "tuner/tune_validate.hpp"
@@ -120,7 +121,16 @@ int run_recommend(const RecommendOptions& o) {
   }
   if (o.format != "table" && o.format != "json")
     DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
-  const int jobs = tune_space_options_jobs(o.space, spec.base.threads);
+  int jobs = tune_space_options_jobs(o.space, spec.base.threads);
+  const bool mpi = spec.base.backend == "mpi";
+  if (mpi) {  // trials timed on real ranks: one at a time, or they would slow each other down
+    if (o.space.jobs_option && o.space.jobs_option->count() > 0 && o.space.jobs > 1)
+      DSGD_THROW(InputError, "drop --jobs (trials on MPI run one at a time), or use --backend sim",
+                 "--jobs {} with --backend mpi: each trial is timed on real ranks of this machine, and two at a time "
+                 "would share its cores and slow each other down",
+                 o.space.jobs);
+    jobs = 1;
+  }
   TunePlan plan = tune_plan(spec, o.space.max_trial_steps);  // every input check; no database yet
   plan.jobs = jobs;
   if (o.validate < 0) DSGD_THROW(InputError, "pass --validate 2 (or leave it out)", "--validate must be >= 0");
@@ -139,19 +149,28 @@ int run_recommend(const RecommendOptions& o) {
   } else {
     tune_session_set_status(store, session_id, "running");
   }
+  tune_interrupt_start(db, session_id, "recommend");
   const bool table = o.format == "table";
   if (table) {
     const RunConfig& b = spec.base;
     fmt::print("dsgd-tune recommend: session {}{} in {}\n", session_id, o.resume > 0 ? " (resumed)" : "", db);
-    fmt::print("  {} on {}, {} simulated workers, network {}{}, straggler {}, target {}\n", b.workload, b.dataset,
-               b.workers, b.bandwidth.empty() ? "(calibrated or ideal)" : b.bandwidth,
+    fmt::print("  {} on {}, {} {}, network {}{}, straggler {}, target {}\n", b.workload, b.dataset, b.workers,
+               mpi ? "MPI ranks on this machine" : "simulated workers",
+               b.bandwidth.empty() ? (mpi ? "(this machine's fabric)" : "(calibrated or ideal)") : b.bandwidth,
                b.latency.empty() ? "" : " / " + b.latency, b.straggler.empty() ? "none" : b.straggler,
                target_format(plan.target));
     fmt::print("  budget: {}{}\n",
-               spec.budget_s > 0 ? fmt::format("{:.4g} s of evaluation (virtual) time", spec.budget_s) : "",
+               spec.budget_s > 0 ? fmt::format("{:.4g} s of evaluation time ({})", spec.budget_s,
+                                               mpi ? "the trials' training time, wall clock" : "virtual")
+                                 : "",
                spec.trials > 0 ? fmt::format("{}{} trials", spec.budget_s > 0 ? ", at most " : "", spec.trials) : "");
     for (const std::string& n : plan.notes) fmt::print("  {}\n", n);
-    fmt::print("  trials at a time: {} (--jobs{})\n", plan.jobs, o.space.jobs > 0 ? "" : ": one per core");
+    if (mpi)
+      fmt::print(
+          "  trials on MPI: one at a time, each a `dsgd-bench run --backend mpi` of {} ranks (engine/child_run)\n",
+          b.workers);
+    else
+      fmt::print("  trials at a time: {} (--jobs{})\n", plan.jobs, o.space.jobs > 0 ? "" : ": one per core");
     std::fflush(stdout);
   }
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -212,10 +231,13 @@ int run_recommend(const RecommendOptions& o) {
         fmt::print("  (nothing written to {}: no recommendation)\n", o.output);
     }
     fmt::print(
-        "\n{} trials run{}{}, {:.4g} s of evaluation time; {:.1f} s real: trials running {:.1f} s ({:.1f} s of "
+        "\n{} trials run{}{}{}, {:.4g} s of evaluation time; {:.1f} s real: trials running {:.1f} s ({:.1f} s of "
         "trials, {} at a time), profiling {:.1f} s, {}the tuner itself {:.1f} s ({:.1f} % of the session)\n",
         result.trials_run, result.trials_resumed > 0 ? fmt::format(", {} kept from before", result.trials_resumed) : "",
         result.trials_reused > 0 ? fmt::format(", {} answered by a shorter trial", result.trials_reused) : "",
+        result.trials_dropped > 0
+            ? fmt::format(", {} started ahead and dropped (the budget ran out first)", result.trials_dropped)
+            : "",
         result.used_s, wall, result.busy_wall_s, result.trial_wall_s, result.jobs, result.profile_wall_s,
         spec.prior ? fmt::format("the prior's probe {:.4g} s of evaluation and {:.1f} s real, ", result.probe_s,
                                  result.probe_wall_s)

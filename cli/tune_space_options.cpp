@@ -23,7 +23,9 @@ void tune_space_options_bind(CLI::App* sub, TuneSpaceOptions& o, const std::stri
   run_options_bind(sub, o.run, kTunerOwnedKeys);
   for (auto& [field, option] : o.run.bound)
     if (std::string(field->key) == "backend")
-      option->default_str("sim")->description("where trials run: sim only (virtual clock, real numerics)");
+      option->default_str("sim")->description(
+          "where trials run: sim (simulated workers: virtual clock, real numerics) or mpi (real ranks on this machine, "
+          "recommend only)");
   sub->add_option("--algos", o.algos, "algorithms to search (dsgd-bench list algorithms)")->capture_default_str();
   sub->add_option("--period", o.periods, "sync period H: MIN..MAX (powers of 2) or a list")->capture_default_str();
   sub->add_option("--batch", o.batches, "per-worker batch: MIN..MAX (powers of 2) or a list")->capture_default_str();

@@ -36,6 +36,12 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"seed", "random seed (data order, initialisation, synthetic data)", &C::seed},
       {"eval-every", "evaluate every K steps (0 = about 10 evaluations)", &C::eval_every},
       {"target", "target for time-to-target: acc=0.80 or loss=0.35", &C::target},
+      {"stop-at-target", "end the run at the first evaluation that reaches --target (all ranks together)",
+       &C::stop_at_target},
+      {"time-limit",
+       "end the run at the first evaluation at or past this many seconds of training time (0: none; the clock of "
+       "time-to-target: wall on mpi, virtual on sim)",
+       &C::time_limit},
       {"db", "SQLite results database", &C::db},
       {"tag", "free-text tag stored with the run", &C::tag},
       {"warmup", "untimed warm-up steps at the start", &C::warmup},
@@ -172,6 +178,7 @@ const std::vector<RunConfigRange>& run_config_ranges() {
       {"workers", 1, 4096},
       {"seed", 0, kInt63},
       {"eval-every", 0, kSteps},
+      {"time-limit", 0, 1e9},
       {"warmup", 0, kSteps},
       {"threads", 1, 256},
       {"mtu", 68, 65536},  // IPv4 minimum to the largest IP packet (network_tcp_goodput_fraction)
@@ -521,6 +528,9 @@ void run_config_validate_generic(const RunConfig& cfg) {
   if (cfg.timing_only && !cfg.target.empty())
     fail("target", "cannot be reached in a --timing-only run: it computes no accuracy or loss",
          "drop --target, or run with numerics (without --timing-only)");
+  if (cfg.stop_at_target && cfg.target.empty())
+    fail("stop-at-target", "needs --target: it ends the run when the target is reached",
+         "add e.g. --target acc=0.80, or drop --stop-at-target");
   if (!(cfg.compute_scale > 0) || !std::isfinite(cfg.compute_scale))
     fail("compute-scale", fmt::format("must be > 0 (got {})", cfg.compute_scale), "pass e.g. --compute-scale 0.1");
   const bool profile_set = cfg.profile_from != 0 || cfg.given("profile-from");

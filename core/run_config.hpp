@@ -26,8 +26,10 @@ struct RunConfig {
   int64_t workers = 1;
   std::string backend = "mpi";
   uint64_t seed = 1;
-  int64_t eval_every = 0;  // 0: about 10 evaluations per run
-  std::string target;      // "acc=0.80" or "loss=0.35"; empty: none
+  int64_t eval_every = 0;       // 0: about 10 evaluations per run
+  std::string target;           // "acc=0.80" or "loss=0.35"; empty: none
+  bool stop_at_target = false;  // end the run at the first evaluation at or past --target
+  double time_limit = 0;        // end the run at the first evaluation at or past this training time (s); 0: none
   std::string db = "./dsgd.db";
   std::string tag;
   int64_t warmup = 5;       // untimed steps at the start (clamped below the step count)

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <thread>
 
@@ -50,43 +51,15 @@ void on_signal(int sig) {
 
 }  // namespace
 
-void interrupt_start_watcher(const std::string& db_path) {
-  if (db_path.empty()) {
-    // Not the writer: let rank 0 record the interruption first; the launcher (mpiexec)
-    // stops this rank once rank 0 has exited.
-    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_IGN);
-    return;
-  }
+void interrupt_watch(std::function<void(int sig)> handle) {
   if (g_pipe[0] >= 0) return;
   if (pipe(g_pipe) != 0) return;
-  std::thread([db_path]() {
+  std::thread([handle = std::move(handle)]() {
     unsigned char byte = 0;
     while (read(g_pipe[0], &byte, 1) != 1) {
     }
     const int sig = byte;
-    // Which signal, by name ("SIGTERM (Terminated)"); under the launcher every signal
-    // arrives as SIGINT, and the launcher corrects the record (cli/run.cpp).
-    const std::string name = signal_name(sig) + " (" + strsignal(sig) + ")";
-    const int64_t run_id = trainer_active_run_id();
-    if (!db_path.empty() && run_id > 0) {
-      try {
-        Store store = Store::open(db_path, StoreOpenOptions{false, false});  // quick: no checks
-        if (const long launcher = launcher_gone_pid(); launcher > 0) {
-          const std::string why = "its launcher (dsgd-bench pid " + std::to_string(launcher) +
-                                  ") was killed (SIGKILL: nothing forwarded) and mpiexec stopped the ranks";
-          store.run_finish(run_id, "killed", why);
-          std::fprintf(stderr, "dsgd-bench: run %lld marked 'killed' in %s: %s\n", static_cast<long long>(run_id),
-                       db_path.c_str(), why.c_str());
-        } else {
-          store.run_finish(run_id, "interrupted", "stopped by " + name);
-          std::fprintf(stderr, "dsgd-bench: interrupted by %s; run %lld kept as 'interrupted' in %s\n", name.c_str(),
-                       static_cast<long long>(run_id), db_path.c_str());
-        }
-      } catch (const std::exception& e) {
-        std::fprintf(stderr, "dsgd-bench: interrupted by %s; could not mark run %lld: %s\n", name.c_str(),
-                     static_cast<long long>(run_id), e.what());
-      }
-    }
+    handle(sig);
     std::fflush(stdout);
     std::fflush(stderr);
     _exit(128 + sig);
@@ -96,6 +69,39 @@ void interrupt_start_watcher(const std::string& db_path) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+void interrupt_start_watcher(const std::string& db_path) {
+  if (db_path.empty()) {
+    // Not the writer: let rank 0 record the interruption first; the launcher (mpiexec)
+    // stops this rank once rank 0 has exited.
+    for (int sig : {SIGINT, SIGTERM, SIGHUP}) signal(sig, SIG_IGN);
+    return;
+  }
+  interrupt_watch([db_path](int sig) {
+    // Which signal, by name ("SIGTERM (Terminated)"); under the launcher every signal
+    // arrives as SIGINT, and the launcher corrects the record (cli/run.cpp).
+    const std::string name = signal_name(sig) + " (" + strsignal(sig) + ")";
+    const int64_t run_id = trainer_active_run_id();
+    if (run_id <= 0) return;
+    try {
+      Store store = Store::open(db_path, StoreOpenOptions{false, false});  // quick: no checks
+      if (const long launcher = launcher_gone_pid(); launcher > 0) {
+        const std::string why = "its launcher (dsgd-bench pid " + std::to_string(launcher) +
+                                ") was killed (SIGKILL: nothing forwarded) and mpiexec stopped the ranks";
+        store.run_finish(run_id, "killed", why);
+        std::fprintf(stderr, "dsgd-bench: run %lld marked 'killed' in %s: %s\n", static_cast<long long>(run_id),
+                     db_path.c_str(), why.c_str());
+      } else {
+        store.run_finish(run_id, "interrupted", "stopped by " + name);
+        std::fprintf(stderr, "dsgd-bench: interrupted by %s; run %lld kept as 'interrupted' in %s\n", name.c_str(),
+                     static_cast<long long>(run_id), db_path.c_str());
+      }
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "dsgd-bench: interrupted by %s; could not mark run %lld: %s\n", name.c_str(),
+                   static_cast<long long>(run_id), e.what());
+    }
+  });
 }
 
 }  // namespace dsgd

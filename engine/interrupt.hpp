@@ -4,11 +4,17 @@
 // run through its own database connection, then the process exits with 128 + signal.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace dsgd {
 
 // Starts the waiting thread; db_path empty on ranks that do not write.
 void interrupt_start_watcher(const std::string& db_path);
+
+// The mechanism under it, for other programs (dsgd-tune: tuner/tune_interrupt.hpp): once per
+// process, on SIGINT, SIGTERM or SIGHUP, `handle(sig)` runs on the watcher thread, then the
+// process exits with 128 + signal.
+void interrupt_watch(std::function<void(int sig)> handle);
 
 }  // namespace dsgd

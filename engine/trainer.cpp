@@ -240,6 +240,7 @@ class Trainer {
     }
     collective_check(comm_, setup_error);
     g_past_setup = true;
+    target_ = target_parse(cfg_.target);  // checked by worker_setup
 
     state_ = std::make_unique<TrainState>(TrainState{comm_, *w_.workload, *w_.optimizer, w_.params.data(),
                                                      w_.grads.data(), w_.params.size(), 0, w_.plan.steps});
@@ -315,7 +316,7 @@ class Trainer {
 
   // The step loop: evaluations every eval_every steps and after the last; per-step timings
   // flushed when the recorder is full. Stops early, on every rank together, when an
-  // evaluation finds the run diverged.
+  // evaluation finds the run diverged or a stop rule holds (stop_rule).
   void train() {
     evaluate(0);
     comm_.untimed_barrier();
@@ -429,8 +430,9 @@ class Trainer {
 
   // Collective. Evaluates the consensus (or global) model on the test set and checks the
   // run for divergence: a non-finite minibatch loss on any rank since the start, or a
-  // non-finite value in the evaluated model. Returns true when the run diverged; the
-  // evaluation row then carries NaN test metrics, so no target is ever reached by it.
+  // non-finite value in the evaluated model. Returns true when the run stops here: it
+  // diverged (the evaluation row then carries NaN test metrics, so no target is ever reached
+  // by it), or a stop rule holds (stop_rule).
   bool evaluate(int64_t steps_done) {
     const double t_eval = comm_.now();
     if (timers_ && recorder_.used() > 0) flush();
@@ -463,13 +465,37 @@ class Trainer {
       row.test_loss = sums.count > 0 ? sums.loss_sum / sums.count : std::nan("");
       row.test_acc = sums.count > 0 ? sums.correct / sums.count : std::nan("");
     }
+    const bool stop = !diverged && stop_rule(row);
     row.eval_s = comm_.now() - t_eval;
     if (comm_.rank() == 0) {
       if (store_) store_->evals_append(result_.run_id, {row});
       if (callbacks_.on_eval) callbacks_.on_eval(row);
     }
     if (steps_done > 0) excluded_s_ += comm_.now() - t_eval;
-    return diverged;
+    return diverged || stop;
+  }
+
+  // Collective (the same on every rank: the configuration's rules). --stop-at-target and
+  // --time-limit, decided on rank 0's evaluation (its training clock; the test metrics are the
+  // same on every rank) and broadcast, so every rank stops after the same step. Not at the
+  // evaluation before the first step.
+  bool stop_rule(const EvalRow& row) {
+    if (row.step == 0 || !(cfg_.stop_at_target || cfg_.time_limit > 0)) return false;
+    double decided = 0;  // 1: the target, 2: the time limit
+    if (comm_.rank() == 0) {
+      if (cfg_.stop_at_target && target_ && target_reached(*target_, row))
+        decided = 1;
+      else if (cfg_.time_limit > 0 && row.time_s >= cfg_.time_limit)
+        decided = 2;
+    }
+    comm_.untimed_broadcast(&decided, 1, 0);
+    if (decided == 1)
+      result_.stopped =
+          fmt::format("target {} reached at {:.4g} s (step {})", target_format(*target_), row.time_s, row.step);
+    else if (decided == 2)
+      result_.stopped =
+          fmt::format("time limit of {:.4g} s reached at {:.4g} s (step {})", cfg_.time_limit, row.time_s, row.step);
+    return decided > 0;
   }
 
   TrainResult finish() {
@@ -500,6 +526,7 @@ class Trainer {
   Store* store_;
   const TrainerCallbacks& callbacks_;
   const bool timers_;
+  std::optional<Target> target_;  // --target (the stop rule's), parsed once setup agreed it is valid
 
   Worker w_;
   std::unique_ptr<TrainState> state_;

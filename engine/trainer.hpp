@@ -44,6 +44,9 @@ struct TrainResult {
   std::string status = "completed";
   int64_t diverged_step = -1;  // first step with a non-finite loss, or the evaluation's step
   std::string error;
+  // Why a completed run ended before its last step (--stop-at-target, --time-limit: "target
+  // acc=0.8 reached at 0.34 s (step 144)"); empty when it ran every step.
+  std::string stopped;
   std::vector<float> final_params;  // the consensus model (rank 0)
 };
 

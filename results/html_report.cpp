@@ -67,6 +67,7 @@ struct Series {
   std::string label;  // legend and hover text
   const char* color = "#888";
   std::vector<double> x, y;
+  bool line = true;  // false: points only
 };
 
 struct LineChart {
@@ -209,12 +210,12 @@ void line_chart(Buffer& out, LineChart chart, const HtmlReportOptions& options) 
   for (const Series& s : chart.series) {
     if (s.x.empty()) continue;
     const std::string id = html_escape(s.id), label = html_escape(s.label);
-    if (!chart.diagonal && s.x.size() > 1) {
+    if (!chart.diagonal && s.line && s.x.size() > 1) {
       put(out, "<path class=\"ln\" data-s=\"{}\" stroke=\"{}\" d=\"M", id, s.color);
       for (size_t i = 0; i < s.x.size(); ++i) put(out, "{}{:.1f},{:.1f}", i ? " " : "", sx(s.x[i]), sy(s.y[i]));
       put(out, "\"><title>{}</title></path>", label);
     }
-    if (chart.markers || chart.diagonal || s.x.size() == 1) {
+    if (chart.markers || chart.diagonal || !s.line || s.x.size() == 1) {
       put(out, "<g class=\"pt\" data-s=\"{}\" fill=\"{}\">", id, s.color);
       for (size_t i = 0; i < s.x.size(); ++i)
         put(out, "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\"><title>{}: ({:g}, {:g})</title></circle>", sx(s.x[i]),
@@ -617,6 +618,16 @@ constexpr const char* script = R"js(<script>
 
 }  // namespace
 
+std::string html_chart(const HtmlChart& chart, const HtmlReportOptions& options) {
+  LineChart c{chart.id, chart.title, chart.x_label, chart.y_label, {}, chart.y_from_zero, chart.markers};
+  c.x_integer = chart.x_integer;
+  for (const HtmlSeries& s : chart.series)
+    c.series.push_back(Series{s.id, s.label, color_of(s.color), s.x, s.y, s.line});
+  Buffer out;
+  line_chart(out, std::move(c), options);
+  return fmt::to_string(out);
+}
+
 std::string html_escape(const std::string& text) {
   std::string out;
   out.reserve(text.size());
@@ -719,6 +730,9 @@ HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSu
     }
     if (rc != SQLITE_DONE) sql_throw(db, rc, sql);
   }
+  std::vector<int64_t> ids;
+  for (const RunWithSummary& r : runs) ids.push_back(r.run.id);
+  input.tuning = report_tuning_load(store, ids);
   return input;
 }
 
@@ -798,6 +812,7 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
 
   scaling_section(out, input.runs, options);
   validations_section(out, input.validations, options);
+  put_text(out, report_tuning_html(input.tuning, options));
   context_section(out, input);
   put_text(out, script);
   put(out, "</body></html>\n");

@@ -5,7 +5,8 @@
 // (training loss per step; test loss and accuracy against training time and steps),
 // scaling (throughput and efficiency against workers, for runs that differ only in
 // workers), validations (predicted vs measured, when the database has a non-empty
-// `validations` table). Light and dark mode follow prefers-color-scheme.
+// `validations` table), tuning (the dsgd-tune sessions the runs are trials of:
+// results/report_tuning.hpp). Light and dark mode follow prefers-color-scheme.
 // Size: every chart draws at most max_points_per_chart points, shared among its lines,
 // each line reduced by LTTB (results/html_downsample.hpp).
 #pragma once
@@ -16,6 +17,7 @@
 #include <vector>
 
 #include "results/report_rows.hpp"
+#include "results/report_tuning.hpp"
 #include "results/store.hpp"
 
 namespace dsgd {
@@ -37,6 +39,7 @@ struct HtmlReportInput {
   ReportContext context;
   std::vector<HtmlRunData> runs;
   HtmlGenericTable validations;  // empty: the section is left out
+  TuningReport tuning;           // tuner sessions of the runs (results/report_tuning.hpp); none: left out
 };
 
 struct HtmlReportOptions {
@@ -50,6 +53,24 @@ HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSu
                                  const ReportContext& context);
 
 void html_report_write(std::ostream& out, const HtmlReportInput& input, const HtmlReportOptions& options = {});
+
+// A chart drawn as every chart of the report (inline SVG, LTTB-reduced to the options' points,
+// legend toggles), for sections written in other files (results/report_tuning.cpp). A series
+// without `line` is drawn as points only (a scatter); `color` indexes the report's palette.
+struct HtmlSeries {
+  std::string id, label;
+  size_t color = 0;
+  bool line = true;
+  std::vector<double> x, y;  // x ascending for a line
+};
+struct HtmlChart {
+  std::string id, title, x_label, y_label;
+  std::vector<HtmlSeries> series;
+  bool y_from_zero = false;
+  bool markers = false;    // points on the lines too
+  bool x_integer = false;  // x is a count (seeds): integer ticks only
+};
+std::string html_chart(const HtmlChart& chart, const HtmlReportOptions& options);
 
 // HTML-escapes &, <, >, " and '.
 std::string html_escape(const std::string& text);

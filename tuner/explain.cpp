@@ -177,6 +177,14 @@ Explanation tune_explain(const TuneSpec& spec, const std::vector<Candidate>& spa
   }
   const Candidate& w = ranking.front().candidate;
   const std::vector<Neighbour> near = neighbours_of(spec, w, space);
+  // The winner on each basis: its median over the race seeds, and its base-seed trial.
+  std::map<std::string, const ExplainRanked*> raced;
+  for (const ExplainRanked& r : ranking)
+    if (r.raced) raced[candidate_key(r.candidate)] = &r;
+  const bool winner_raced = ranking.front().raced;
+  const auto winner_base = evaluated.find(candidate_key(w));
+  const double winner_base_s =
+      winner_base != evaluated.end() ? winner_base->second->time_s : ranking.front().representative.time_s;
 
   // The GP's predictions at the neighbours the session did not run (proposals_weighted_ei
   // scores exactly the candidates outside `tried`).
@@ -207,7 +215,16 @@ Explanation tune_explain(const TuneSpec& spec, const std::vector<Candidate>& spa
     x.knob = n.knob;
     x.value = n.value;
     x.config = candidate_key(space[n.index]);
-    if (auto it = evaluated.find(x.config); it != evaluated.end()) {
+    x.basis = "base seed";
+    x.winner_time_s = winner_base_s;
+    if (auto r = raced.find(x.config); winner_raced && r != raced.end()) {
+      x.evaluated = true;
+      x.reached = r->second->representative.reached;
+      x.time_s = r->second->representative.time_s;
+      x.fidelity_s = r->second->representative.budget_s;
+      x.basis = "median";
+      x.winner_time_s = ranking.front().representative.time_s;
+    } else if (auto it = evaluated.find(x.config); it != evaluated.end()) {
       x.evaluated = true;
       x.reached = it->second->reached;
       x.time_s = it->second->time_s;
@@ -237,15 +254,19 @@ nlohmann::json explain_json(const Explanation& e) {
                      {"source", n.evaluated   ? "evaluated"
                                 : n.predicted ? "gp"
                                               : "none"}};
+    if (n.evaluated || n.predicted) {
+      j["basis"] = n.basis;
+      j["winner_time_s"] = n.winner_time_s;
+    }
     if (n.evaluated) {
       j["reached"] = n.reached;
       j["time_s"] = n.time_s;
       j["fidelity_s"] = n.fidelity_s;
-      if (n.reached && e.winner.time_s > 0) j["relative_to_winner"] = n.time_s / e.winner.time_s;
+      if (n.reached && n.winner_time_s > 0) j["relative_to_winner"] = n.time_s / n.winner_time_s;
     } else if (n.predicted) {
       j["predicted_time_s"] = n.predicted_s;
       j["p_reach"] = n.p_reach;
-      if (e.winner.time_s > 0) j["relative_to_winner"] = n.predicted_s / e.winner.time_s;
+      if (n.winner_time_s > 0) j["relative_to_winner"] = n.predicted_s / n.winner_time_s;
     }
     sens.push_back(j);
   }
@@ -272,18 +293,21 @@ std::vector<std::string> explain_lines(const Explanation& e) {
   lines.push_back("  " + e.why);
   if (e.sensitivity.empty()) return lines;
   lines.push_back(
-      "sensitivity around the winner (its neighbour along each knob: evaluated = the session's trial at the largest "
-      "budget it ran, base seed; GP = predicted):");
+      "sensitivity around the winner (its neighbour along each knob: evaluated = raced, median over the seeds against "
+      "the winner's median, else the session's trial at the largest budget it ran, base seed, against the winner's "
+      "base-seed trial; GP = predicted, against the winner's base-seed trial):");
   for (const ExplainNeighbour& n : e.sensitivity) {
     std::string what;
     if (n.evaluated)
-      what = fmt::format(
-          "{}{} (evaluated at {:.4g} s)", score_text(n.reached, n.time_s),
-          n.reached && e.winner.time_s > 0 ? fmt::format(", {:.2f}x the winner", n.time_s / e.winner.time_s) : "",
-          n.fidelity_s);
+      what = fmt::format("{}{} ({} at {:.4g} s)", score_text(n.reached, n.time_s),
+                         n.reached && n.winner_time_s > 0 ? fmt::format(", {:.2f}x the winner's {:.4g} s",
+                                                                        n.time_s / n.winner_time_s, n.winner_time_s)
+                                                          : "",
+                         n.basis == "median" ? "median over the race seeds" : "evaluated, base seed", n.fidelity_s);
     else if (n.predicted)
-      what = fmt::format("{:.4g} s, {:.2f}x the winner (GP prediction, P(reach) {:.2f})", n.predicted_s,
-                         e.winner.time_s > 0 ? n.predicted_s / e.winner.time_s : 0.0, n.p_reach);
+      what = fmt::format("{:.4g} s, {:.2f}x the winner's base-seed {:.4g} s (GP prediction, P(reach) {:.2f})",
+                         n.predicted_s, n.winner_time_s > 0 ? n.predicted_s / n.winner_time_s : 0.0, n.winner_time_s,
+                         n.p_reach);
     else
       what = "not evaluated, no GP (fewer than 2 trials reached the target)";
     lines.push_back(fmt::format("  {:<8} {:<10} {:<30} {}", n.knob, n.value, n.config, what));

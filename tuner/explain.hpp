@@ -8,7 +8,9 @@
 //    algorithms), each with its
 //    evaluated score where the session ran it (the largest budget it reached, base seed), else
 //    the GP's prediction there (tuner/proposals.hpp: the GP on log time-to-target of the
-//    reached trials, and P(reach)), saying which.
+//    reached trials, and P(reach)), saying which. Compared like with like: a neighbour raced
+//    over the seeds against the winner's median over its seeds; any other (one base-seed trial,
+//    or a GP prediction fitted on base-seed trials) against the winner's base-seed trial.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -42,6 +44,10 @@ struct ExplainNeighbour {
   // there is no GP (fewer than 2 reached trials).
   bool predicted = false;
   double predicted_s = 0, p_reach = 0;
+  // What the neighbour is compared with: "median" (both raced: medians over the race seeds) or
+  // "base seed" (the winner's base-seed trial), and the winner's time on that basis.
+  std::string basis;
+  double winner_time_s = 0;
 };
 
 struct Explanation {
@@ -58,8 +64,9 @@ struct Explanation {
 // their bytes per step; `spec`: the searched values of each knob.
 struct ExplainRanked {
   Candidate candidate;
-  TrialRow representative;
+  TrialRow representative;  // the median seed's trial when raced
   double bytes_per_step = 0;
+  bool raced = false;  // in the final race (representative is then a median over its seeds)
 };
 Explanation tune_explain(const TuneSpec& spec, const std::vector<Candidate>& space,
                          const std::vector<ExplainRanked>& ranking, const std::vector<TrialRow>& trials);

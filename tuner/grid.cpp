@@ -17,6 +17,11 @@ GridPlan grid_plan(TuneSpec spec, int64_t seeds, int64_t max_trial_steps) {
   if (!(spec.trial_time_s > 0))
     DSGD_THROW(InputError, "pass --trial-time, e.g. --trial-time 0.5s (virtual seconds)",
                "dsgd-tune grid needs --trial-time: every configuration runs at that full trial time R");
+  if (spec.base.backend != "sim")
+    DSGD_THROW(InputError, "drop --backend (a grid runs on the simulated cluster)",
+               "dsgd-tune grid runs its trials on --backend sim only (got --backend {}): a stored grid is replayed as "
+               "an exact, deterministic oracle",
+               spec.base.backend);
   if (seeds < 1 || seeds > 100)
     DSGD_THROW(InputError, "pass e.g. --seeds 3", "--seeds must be in 1..100 (got {})", seeds);
   spec.budget_s = 0;
@@ -66,9 +71,10 @@ GridResult grid_run(const GridPlan& grid, Store& store, int64_t session_id,
   }
   TuneResult run;
   const auto report = [&](const TuneProgress& p) {
-    if (progress) progress({p.trial, grid.trials, p.current});
+    if (progress) progress({p.trial, grid.trials, p.current, p.best, p.used_s});
   };
   result.trials = tune_trials_run(plan, store, session_id, requests, report, run);
+  result.notes.insert(result.notes.end(), run.notes.begin(), run.notes.end());
   result.trials_run = run.trials_run;
   result.trials_kept = run.trials_resumed;
   result.used_s = run.used_s;

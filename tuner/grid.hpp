@@ -43,6 +43,8 @@ struct GridResult {
 struct GridProgress {
   int64_t trial = 0, total = 0;
   std::string current;
+  std::string best;   // the best trial so far ("none reached yet")
+  double used_s = 0;  // evaluation seconds so far
 };
 
 // Runs the grid in session `session_id`: seed by seed, every feasible configuration at R.

@@ -24,9 +24,10 @@ namespace {
 // Thrown from the evaluation callback to end a probe run at its target.
 struct ProbeStop {};
 
-// A probe run: the ideal link, no stragglers, no target (its callback stops it).
+// A probe run: on the simulator, the ideal link, no stragglers, no target (its callback stops it).
 RunConfig probe_config(const TuneSpec& spec, const Candidate& c, uint64_t seed) {
   RunConfig cfg = candidate_config(spec, c, seed);
+  cfg.backend = "sim";  // on the simulator whatever the trials' backend: steps do not depend on it
   prior_probe_ideal_link(cfg);
   cfg.straggler.clear();
   cfg.target.clear();

@@ -21,7 +21,9 @@
 #include "tuner/proposals.hpp"
 #include "tuner/successive_halving.hpp"
 #include "tuner/trial.hpp"
+#include "tuner/trial_mpi.hpp"
 #include "tuner/trial_pool.hpp"
+#include "tuner/tune_validate.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
 
@@ -33,6 +35,12 @@ constexpr double kDefaultTrialTimeS = 60;   // R with --trials alone
 constexpr double kTrialShareOfBudget = 20;  // R = budget / 20 by default
 constexpr double kEvalsPerRung0 = 40;       // evaluations within the first rung's budget (resolution r0/40)
 constexpr double kStepMargin = 1.25;        // steps sized for 1.25 R at the estimated step time
+// On MPI the step time is the simulator's estimate and real steps vary, so a trial gets 4 R of
+// steps and its time limit (R) ends it; successive halving promotes, beside the best 1/eta, the
+// trials within 10 % of the last promoted one (about the run-to-run spread of a real step time,
+// docs/tuner.md "Validation on MPI").
+constexpr double kMpiStepMargin = 4;
+constexpr double kMpiPromoteMargin = 0.1;
 
 std::string fmt_s(double s) {
   return fmt::format("{:.4g} s", s);
@@ -61,10 +69,17 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
   plan.spec = spec;
   plan.max_trial_steps = max_trial_steps;
   const RunConfig& base = spec.base;
-  if (base.backend != "sim")
-    DSGD_THROW(InputError, "drop --backend, or pass --backend sim (validate the winner on MPI with dsgd-bench run)",
-               "dsgd-tune runs its trials on the simulated cluster only (--backend sim); got --backend {}",
-               base.backend);
+  if (base.backend != "sim" && base.backend != "mpi")
+    DSGD_THROW(InputError, "pass --backend sim (simulated workers, the default) or --backend mpi (real ranks)",
+               "dsgd-tune runs its trials on --backend sim or mpi; got --backend {}", base.backend);
+  if (base.backend == "mpi") {
+    // Real ranks on this machine (the tuner owns --hostfile): the run path's oversubscription rule.
+    const std::string warning = tune_validate_check_workers(
+        base.workers, base.hostfile, "--backend mpi",
+        "pass fewer --workers, or --backend sim to simulate them (a virtual clock, the same numerics)");
+    if (!warning.empty()) plan.notes.push_back(warning);
+    plan.promote_margin = kMpiPromoteMargin;
+  }
   if (base.target.empty())
     DSGD_THROW(InputError, "pass e.g. --target acc=0.80 or --target loss=0.5",
                "--target is required: the objective is the time to reach it");
@@ -233,7 +248,8 @@ struct Runner {
     int64_t steps = plan.max_trial_steps;
     int64_t every = 1;
     if (step_s > 0) {
-      steps = static_cast<int64_t>(std::ceil(R * kStepMargin / step_s)) + cfg.warmup + 1;
+      const double margin = plan.spec.base.backend == "mpi" ? kMpiStepMargin : kStepMargin;
+      steps = static_cast<int64_t>(std::ceil(R * margin / step_s)) + cfg.warmup + 1;
       every = std::max<int64_t>(1, static_cast<int64_t>(std::floor(plan.rungs.front() / kEvalsPerRung0 / step_s)));
     }
     steps = std::min(steps, plan.max_trial_steps);
@@ -254,8 +270,10 @@ struct Runner {
         cfg.steps = job.schedule->first;
         cfg.eval_every = job.schedule->second;
         cfg.tag = fmt::format("tune-session={}", session_id);
+        cfg.backend = plan.spec.base.backend;  // the schedule's probe is a sim estimate either way
         job.config_json = run_config_to_json(cfg).dump();
-        job.outcome = trial_run(cfg, q.budget, plan.target, slot);
+        job.outcome = cfg.backend == "mpi" ? trial_run_mpi(cfg, q.budget, plan.target, slot)
+                                           : trial_run(cfg, q.budget, plan.target, slot);
       } catch (const std::exception& e) {  // the step-time estimate failed: the configuration cannot run
         job.config_json = run_config_to_json(cfg).dump();
         job.error = e.what();
@@ -413,7 +431,11 @@ struct Runner {
       out[i] = record(q, *jobs[i]);
       report(candidate_key(q.candidate));
     }
-    return out;  // tasks started ahead whose requests were not run (the budget ran out): waited for, dropped
+    // Tasks started ahead whose requests were not run (the budget ran out): waited for (WaitAll),
+    // dropped — neither their trial rows nor their runs are stored.
+    for (size_t i = 0; i < n; ++i)
+      if (jobs[i] && !out[i]) ++result.trials_dropped;
+    return out;
   }
 };
 
@@ -486,7 +508,8 @@ void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std:
           fmt::format("the budget ran out in rung {} after {} of {} configurations", rung, ran.size(), alive.size()));
     std::sort(ran.begin(), ran.end(), order);
     if (rung + 1 == plan.rungs.size() || runner.exhausted) break;
-    // successive_halving_promote: the best ceil(n/eta) in the censored order (margin 0), and at
+    // successive_halving_promote: the best ceil(n/eta) in the censored order (and those within the
+    // plan's margin of the last of them: 0 on sim, where a trial is deterministic), and at
     // least race_top so the final race has its candidates at the full budget.
     std::vector<RungEntry> entries;
     for (size_t i : ran) {
@@ -494,7 +517,8 @@ void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std:
       entries.push_back({static_cast<int64_t>(i), sc.reached, sc.time_s, sc.progress});
     }
     std::vector<size_t> next;
-    for (int64_t id : successive_halving_promote(entries, spec.eta, 0.0)) next.push_back(static_cast<size_t>(id));
+    for (int64_t id : successive_halving_promote(entries, spec.eta, plan.promote_margin))
+      next.push_back(static_cast<size_t>(id));
     for (size_t i : ran)
       if (next.size() < std::min<size_t>(ran.size(), static_cast<size_t>(spec.race_top)) &&
           std::find(next.begin(), next.end(), i) == next.end())
@@ -613,6 +637,18 @@ void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std:
 
 }  // namespace
 
+namespace {
+
+void note_leftovers(const TrialPool& pool, TuneResult& result) {
+  if (pool.leftovers_removed() > 0)
+    result.notes.push_back(fmt::format(
+        "removed {} private trial database{} that a killed earlier run of this session left in the temporary "
+        "directory",
+        pool.leftovers_removed(), pool.leftovers_removed() == 1 ? "" : "s"));
+}
+
+}  // namespace
+
 double tune_profiles_measure(const TunePlan& plan, Store& store, int64_t session_id, std::vector<std::string>& notes) {
   const TuneSpec& spec = plan.spec;
   const ComputeProfileFill fill =
@@ -661,7 +697,8 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
     }
   }
 
-  TrialPool pool(store, std::max(1, plan.jobs));  // after the profiles: the slots copy them
+  TrialPool pool(store, std::max(1, plan.jobs), session_id);  // after the profiles: the slots copy them
+  note_leftovers(pool, result);
   Runner runner{searched, &store, session_id, progress, result, &pool, nullptr, {}, {}, {}, {}};
   for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
 
@@ -670,7 +707,7 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   result.jobs = pool.jobs();
   std::vector<ExplainRanked> explain_ranking;
   for (const RankedConfig& rc : result.ranking)
-    explain_ranking.push_back({rc.candidate, rc.representative, rc.bytes_per_step});
+    explain_ranking.push_back({rc.candidate, rc.representative, rc.bytes_per_step, rc.raced});
   std::vector<TrialRow> session_trials;
   for (const auto& [key, t] : runner.stored) session_trials.push_back(t);
   result.explanation = tune_explain(spec, plan.space.feasible, explain_ranking, session_trials);
@@ -680,7 +717,8 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
 std::vector<TrialRow> tune_trials_run(const TunePlan& plan, Store& store, int64_t session_id,
                                       const std::vector<TuneTrialRequest>& requests,
                                       const std::function<void(const TuneProgress&)>& progress, TuneResult& result) {
-  TrialPool pool(store, std::max(1, plan.jobs));
+  TrialPool pool(store, std::max(1, plan.jobs), session_id);
+  note_leftovers(pool, result);
   Runner runner{plan, &store, session_id, progress, result, &pool, nullptr, {}, {}, {}, {}};
   for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
   std::vector<TrialRequest> reqs;
@@ -750,6 +788,8 @@ nlohmann::json tune_result_json(const TunePlan& plan, const TuneResult& result) 
           {"trials_run", result.trials_run},
           {"trials_resumed", result.trials_resumed},
           {"trials_reused", result.trials_reused},
+          {"trials_dropped", result.trials_dropped},
+          {"backend", plan.spec.base.backend},
           {"verdict", result.verdict},
           {"top_two_overlap", result.top_two_overlap},
           {"notes", result.notes},

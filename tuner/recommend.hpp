@@ -11,7 +11,9 @@
 //     then compete in that rung's promotion; then a final race of the top
 //     race_top configurations over race_seeds seeds at R; the recommendation is the best
 //     median, with a note when the top two's spreads overlap.
-// Every trial goes through tuner/trial.hpp (the engine's sim path). Independent trials (one
+// Every trial goes through tuner/trial.hpp (the engine's sim path), or with --backend mpi
+// tuner/trial_mpi.hpp (a child `dsgd-bench run` on real ranks, one at a time; budgets then in
+// wall-clock seconds of training). Independent trials (one
 // rung, the race) run up to plan.jobs at a time (tuner/trial_pool.hpp), each on a private
 // database; this thread copies their runs into the session database and writes the trial rows
 // in the order a sequential session would, so --jobs changes neither the trials nor their
@@ -53,11 +55,13 @@ struct TunePlan {
   // The theory prior's log time-to-target per feasible candidate (tuner/prior.hpp); empty: none.
   // When set, the initial design is prior_design's and the GP's mean is the prior.
   std::vector<double> prior_log_time;
+  double promote_margin = 0;  // successive halving's margin (tuner/successive_halving.hpp): 0 on sim, 0.1 on mpi
 };
 
 // Validates and plans without a database (so bad input creates no file). Throws InputError
 // with what to do for: no budget, an empty space, every configuration refused (listing why),
-// a target the trials cannot measure, a non-sim backend.
+// a target the trials cannot measure, a backend other than sim or mpi, on mpi more workers than
+// this machine runs as ranks.
 TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps);
 // Batches of the feasible space without a compute profile of this host in `store` (none with
 // --profile-from); tune_run measures and stores them first.
@@ -88,6 +92,7 @@ struct TuneResult {
   int64_t trials_run = 0;      // run in this invocation
   int64_t trials_resumed = 0;  // found stored (resume)
   int64_t trials_reused = 0;   // answered by a lower-budget trial that had already stopped
+  int64_t trials_dropped = 0;  // started ahead in parallel, then not used: the budget ran out first
   double trial_wall_s = 0;     // real seconds inside trial runs (this invocation)
   double profile_wall_s = 0;   // real seconds measuring missing profiles
   double busy_wall_s = 0;      // real seconds during which at least one trial was running

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <exception>
 #include <limits>
+#include <optional>
 
 #include "algorithms/variant.hpp"
 #include "cluster/sim_timing.hpp"
@@ -42,64 +43,44 @@ double trial_step_time_estimate(const RunConfig& base, Store& store) {
   return r.timed_wall_s / static_cast<double>(steps);
 }
 
-TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& target, Store& store) {
-  TrialOutcome out;
-  const double started = clock_now_s();
-  int64_t run_id = 0;
-  double last_time = 0;
-  int64_t last_step = 0;
-  bool any_progress = false;
-  TrainerCallbacks callbacks;
-  callbacks.on_start = [&](const RunRecord& record) { run_id = record.id; };
-  callbacks.on_eval = [&](const EvalRow& row) {
-    last_time = row.time_s;
-    last_step = row.step;
-    const double metric = target.metric == TargetMetric::target_test_acc ? row.test_acc : -row.test_loss;
-    if (std::isfinite(metric) && (!any_progress || metric > out.progress)) {
-      out.progress = metric;
-      any_progress = true;
-    }
-    if (target_reached(target, row)) {
-      out.reached = true;
-      out.time_s = row.time_s;
-      throw TrialStop{
-          fmt::format("target {} reached at {:.4g} s (step {})", target_format(target), row.time_s, row.step)};
-    }
-    if (row.step > 0 && (!std::isfinite(row.train_loss) || !std::isfinite(row.test_loss)))
-      throw TrialStop{fmt::format("diverged: non-finite loss at step {}", row.step)};
-    if (row.time_s >= budget_s)
-      throw TrialStop{fmt::format("budget of {:.4g} s reached at {:.4g} s (step {})", budget_s, row.time_s, row.step)};
-  };
-  std::string stop_message;
-  try {
-    sim_run(cfg, &store, callbacks);
-    out.stop_reason = fmt::format("end-of-steps: the last of {} steps, before the target and the budget", cfg.steps);
-  } catch (const TrialStop& stop) {
-    stop_message = stop.reason;
-    out.stop_reason = (out.reached                             ? std::string("target: ")
-                       : stop.reason.rfind("diverged", 0) == 0 ? std::string()
-                                                               : std::string("budget: ")) +
-                      stop.reason;
-  } catch (const std::exception& e) {
-    out.status = "failed";
-    out.stop_reason = fmt::format("error: {}", e.what());
-    if (run_id > 0) {
-      try {
-        store.run_finish(run_id, "failed", e.what());
-      } catch (...) {
-      }
-    }
+std::optional<std::string> TrialWatch::see(const EvalRow& row) {
+  last_time = row.time_s;
+  last_step = row.step;
+  const double metric = target.metric == TargetMetric::target_test_acc ? row.test_acc : -row.test_loss;
+  if (std::isfinite(metric) && (!any_progress || metric > out.progress)) {
+    out.progress = metric;
+    any_progress = true;
   }
+  if (target_reached(target, row)) {
+    out.reached = true;
+    out.time_s = row.time_s;
+    return fmt::format("target {} reached at {:.4g} s (step {})", target_format(target), row.time_s, row.step);
+  }
+  if (row.step > 0 && (!std::isfinite(row.train_loss) || !std::isfinite(row.test_loss)))
+    return fmt::format("diverged: non-finite loss at step {}", row.step);
+  if (row.time_s >= budget_s)
+    return fmt::format("budget of {:.4g} s reached at {:.4g} s (step {})", budget_s, row.time_s, row.step);
+  return std::nullopt;
+}
+
+void TrialWatch::finish(const std::optional<std::string>& stopped, int64_t planned_steps, int64_t run_id,
+                        Store& store) {
   out.run_id = run_id;
-  out.wall_s = clock_now_s() - started;
-  if (out.status == "failed") return out;
+  if (!stopped)
+    out.stop_reason =
+        fmt::format("end-of-steps: the last of {} steps, before the target and the budget", planned_steps);
+  else
+    out.stop_reason = (out.reached                          ? std::string("target: ")
+                       : stopped->rfind("diverged", 0) == 0 ? std::string()
+                                                            : std::string("budget: ")) +
+                      *stopped;
   out.status = "completed";
   // A diverged run is stored as the trainer stores one ('diverged'); a run the tuner stopped
   // at its target or budget as 'interrupted', with why.
   const bool diverged = out.stop_reason.rfind("diverged", 0) == 0;
-  if (!stop_message.empty() && run_id > 0)
+  if (stopped && run_id > 0)
     store.run_finish(run_id, diverged ? "diverged" : "interrupted",
-                     diverged ? stop_message : "stopped by dsgd-tune: " + stop_message);
+                     diverged ? *stopped : "stopped by dsgd-tune: " + *stopped);
   if (!out.reached) out.time_s = last_time;
   out.steps = last_step;
   if (run_id > 0) {
@@ -122,6 +103,38 @@ TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& targ
     }
   }
   if (!any_progress) out.progress = -1e30;  // finite: stored and printed as a number
+}
+
+TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& target, Store& store) {
+  TrialOutcome out;
+  TrialWatch watch{target, budget_s, out};
+  const double started = clock_now_s();
+  int64_t run_id = 0;
+  TrainerCallbacks callbacks;
+  callbacks.on_start = [&](const RunRecord& record) { run_id = record.id; };
+  callbacks.on_eval = [&](const EvalRow& row) {
+    if (std::optional<std::string> stop = watch.see(row)) throw TrialStop{*stop};
+  };
+  std::optional<std::string> stopped;
+  try {
+    sim_run(cfg, &store, callbacks);
+  } catch (const TrialStop& stop) {
+    stopped = stop.reason;
+  } catch (const std::exception& e) {
+    out.status = "failed";
+    out.stop_reason = fmt::format("error: {}", e.what());
+    if (run_id > 0) {
+      try {
+        store.run_finish(run_id, "failed", e.what());
+      } catch (...) {
+      }
+    }
+    out.run_id = run_id;
+    out.wall_s = clock_now_s() - started;
+    return out;
+  }
+  watch.finish(stopped, cfg.steps, run_id, store);
+  out.wall_s = clock_now_s() - started;
   return out;
 }
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "core/run_config.hpp"
@@ -28,6 +29,25 @@ struct TrialOutcome {
   int64_t steps = 0;    // steps done at the stop
   double step_s = 0, compute_s = 0, comm_s = 0, wait_s = 0, bytes_per_step = 0;  // run summary (0: none)
   double wall_s = 0;                                                             // real seconds the trial took
+};
+
+// A trial's view of its evaluations, one at a time (the sim trial's evaluation callback; the MPI
+// trial reads its stored run's): the best progress so far, and whether an evaluation ends the
+// trial — it reaches the target, shows a non-finite loss (diverged) or is at or past the budget.
+struct TrialWatch {
+  const Target& target;
+  double budget_s;
+  TrialOutcome& out;
+  double last_time = 0;
+  int64_t last_step = 0;
+  bool any_progress = false;
+  // The stop reason when this evaluation ends the trial ("target acc=0.8 reached at ...",
+  // "diverged: ...", "budget of ..."), else nullopt.
+  std::optional<std::string> see(const EvalRow& row);
+  // The outcome after the last evaluation seen: `stopped` the reason see() gave (nullopt: the run
+  // did all `planned_steps`). Finishes a stopped run `run_id` of `store` as 'interrupted'
+  // ("stopped by dsgd-tune: ...") or 'diverged', and reads its summary (step breakdown).
+  void finish(const std::optional<std::string>& stopped, int64_t planned_steps, int64_t run_id, Store& store);
 };
 
 // Trains cfg (backend sim; cfg.steps and cfg.eval_every set by the caller) until the target,

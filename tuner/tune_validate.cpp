@@ -86,13 +86,16 @@ TopValidationPlan tune_validate_plan(const Store& store, int64_t session_id, int
   return plan;
 }
 
-std::string tune_validate_check_workers(int64_t workers, const std::string& hostfile, const char* flag) {
+std::string tune_validate_check_workers(int64_t workers, const std::string& hostfile, const char* flag,
+                                        const std::string& hint) {
   if (workers <= 1 || !hostfile.empty()) return {};
   try {
     return launcher_check_local_ranks(static_cast<int>(workers), system_info_read().cores, false);
   } catch (const InputError& e) {
     DSGD_THROW(InputError,
-               "validate on a machine with more cores, or give the session's configuration a hostfile (mpiexec -f)",
+               hint.empty() ? std::string("validate on a machine with more cores, or give the session's configuration "
+                                          "a hostfile (mpiexec -f)")
+                            : hint,
                "{}: {} workers are more MPI ranks than this machine runs: {}", flag, workers, e.what());
   }
 }

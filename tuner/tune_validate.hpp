@@ -58,8 +58,9 @@ TopValidationPlan tune_validate_plan(const Store& store, int64_t session_id, int
 
 // The run path's oversubscription check for `workers` MPI ranks on this machine (none with a
 // hostfile): returns a warning (empty when they fit the cores); throws InputError naming `flag`
-// above what the machine allows.
-std::string tune_validate_check_workers(int64_t workers, const std::string& hostfile, const char* flag);
+// above what the machine allows, with `hint` (default: validate elsewhere or with a hostfile).
+std::string tune_validate_check_workers(int64_t workers, const std::string& hostfile, const char* flag,
+                                        const std::string& hint = {});
 
 // Runs the plan's MPI runs one after the other and stores the validation.
 TopValidation tune_validate_run(const TopValidationPlan& plan, Store& store, ValidationObserver& observer);

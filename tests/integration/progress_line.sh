@@ -2,8 +2,9 @@
 # from `script`) it is drawn in place with step of total, samples/s, elapsed, remaining and
 # the last loss, and erased before each evaluation line; when stdout is not a terminal,
 # nothing of it is printed. The same for `calibrate` (1 rank: its stdout is the terminal; under
-# mpiexec the ranks' stdout is a pipe), `validate` (the parent of its child runs) and `suite`
-# (which run of how many, elapsed, the current run's step as of its last evaluation).
+# mpiexec the ranks' stdout is a pipe), `validate` (the parent of its child runs), `suite`
+# (which run of how many, elapsed, the current run's step as of its last evaluation), and
+# dsgd-tune's recommend and grid (on stderr: trial k of K, best so far, elapsed, budget).
 source "$(dirname "$0")/common.bash"
 
 common=(--dataset "$SMALL" --steps 3000 --batch 32 --eval-every 1500 --db t.db)
@@ -54,4 +55,24 @@ script -qec "$BIN suite live.toml --db s.db" /dev/null > suite_tty.out 2>&1 || {
 grep -Eq $'\r\e\\[K  suite live: run [12]/2 .* rep=1  elapsed [0-9]+:[0-9]{2}  step [0-9]+/1500' suite_tty.out ||
   { cat -v suite_tty.out | head -20; fail "suite: no progress line with the run's step on a terminal"; }
 grep -q "^\[2/2\] .*run_id=" <(tr '\r' '\n' < suite_tty.out | sed 's/\x1b\[K//g') || fail "suite: no result line on a terminal"
+
+# dsgd-tune recommend and grid: on a terminal (stderr), trial k of K, the best so far, elapsed
+# and the budget used and left (recommend) / the evaluation time used (grid); nothing of it into
+# a file.
+TUNE="$(dirname "$BIN")/dsgd-tune"
+tune=(--dataset "$SMALL" --workers 2 --bandwidth 1Gbps --latency 1ms --lr 0.2 --algos ssgd,localsgd --period 2..4
+      --batch 32 --lr-scaling none --trial-time 0.5s --target acc=0.75 --max-trial-steps 3000 --jobs 1)
+"$TUNE" recommend "${tune[@]}" --budget 3s --race-seeds 2 --db r.db > rec_plain.out 2>&1 || { cat rec_plain.out; fail "recommend failed"; }
+! grep -q $'\r' rec_plain.out || fail "recommend: carriage return in output that is not a terminal"
+! grep -q "\[dsgd-tune\]" rec_plain.out || fail "recommend: progress printed when not a terminal"
+script -qec "$TUNE recommend ${tune[*]} --budget 3s --race-seeds 2 --db r.db" /dev/null > rec_tty.out 2>&1 ||
+  { cat rec_tty.out; fail "recommend on a pseudo-terminal failed"; }
+grep -Eq $'\r\e\\[K\\[dsgd-tune\\] trial [0-9]+ of ~[0-9]+ \\| best (none reached yet|.*: [0-9.e-]+ s) \\| [0-9]+ s elapsed \\| budget [0-9.e-]+ of 3 s used, [0-9.e-]+ s left' rec_tty.out ||
+  { cat -v rec_tty.out | head -20; fail "recommend: no progress line (trial, best, elapsed, budget) on a terminal"; }
+grep -q "^session_id=" <(tr '\r' '\n' < rec_tty.out | sed 's/\x1b\[K//g') || fail "recommend: no session id on a terminal"
+"$TUNE" grid "${tune[@]}" --seeds 1 --db g.db > grid_plain.out 2>&1 || { cat grid_plain.out; fail "grid failed"; }
+! grep -q $'\r' grid_plain.out || fail "grid: carriage return in output that is not a terminal"
+script -qec "$TUNE grid ${tune[*]} --seeds 1 --db g2.db" /dev/null > grid_tty.out 2>&1 || { cat grid_tty.out; fail "grid on a pseudo-terminal failed"; }
+grep -Eq $'\r\e\\[K\\[dsgd-tune grid\\] trial [0-9]+ of 3 \\([0-9]+ left\\) \\| best (none reached yet|.*: [0-9.e-]+ s) \\| [0-9]+ s elapsed \\| [0-9.e-]+ s of evaluation used' grid_tty.out ||
+  { cat -v grid_tty.out | head -20; fail "grid: no progress line (trial, best, elapsed, evaluation used) on a terminal"; }
 echo "ok: progress line on a terminal only"

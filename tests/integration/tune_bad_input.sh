@@ -1,8 +1,9 @@
 # dsgd-tune recommend refuses bad input with one clear message, exit 2, and stores nothing:
 # an empty search space, a target the trials cannot measure, a zero budget, an unknown
 # algorithm (listing the valid ones), a space whose every point breaks a constraint
-# (--max-bytes-per-step, --max-memory), an unknown or malformed compressor, --jobs 0, a
-# non-sim backend, no target, no budget; and its output to a full disk is an error.
+# (--max-bytes-per-step, --max-memory), an unknown or malformed compressor, --jobs 0; on
+# --backend mpi more workers than this machine runs as ranks, --jobs > 1 and sim-only flags (and
+# grid, which is sim only); no target, no budget; and its output to a full disk is an error.
 source "$(dirname "$0")/common.bash"
 TUNE="$(dirname "$BIN")/dsgd-tune"
 [ -x "$TUNE" ] || fail "dsgd-tune is not built next to $BIN"
@@ -23,7 +24,15 @@ expect_error "unknown algorithm 'warpdrive'" "$TUNE" "${ok[@]}" --algos ssgd,war
 grep -q "ssgd, localsgd" err.txt || fail "the valid algorithms are not listed"
 expect_error "every one of the [0-9]+ configurations of the search space is refused" "$TUNE" "${ok[@]}" --max-bytes-per-step 10
 grep -q "above --max-bytes-per-step" err.txt || fail "the refusal does not say why"
-expect_error "simulated cluster only" "$TUNE" "${ok[@]}" --backend mpi
+# --backend mpi: real ranks of this machine, one trial at a time, sim-only flags refused.
+many=$(( 4 * $(nproc) + 1 ))
+expect_error "--backend mpi: $many workers are more MPI ranks than this machine runs" \
+  "$TUNE" recommend --dataset "$SMALL" --workers "$many" --db t.db --target acc=0.8 --trials 4 --backend mpi
+grep -q "backend sim to simulate them" err.txt || fail "the MPI workers refusal does not suggest --backend sim"
+expect_error "--jobs 2 with --backend mpi" "$TUNE" "${ok[@]}" --backend mpi --jobs 2
+expect_error "--compute-scale: applies to --backend sim only|compute-scale.*sim only" "$TUNE" "${ok[@]}" --backend mpi --compute-scale 0.1
+expect_error "grid runs its trials on --backend sim only" "$TUNE" grid --dataset "$SMALL" --workers 2 --db t.db \
+  --target acc=0.8 --trial-time 1s --backend mpi
 expect_error "is not known" "$TUNE" "${ok[@]}" --format yaml
 expect_error "no database at .t.db." "$TUNE" recommend --resume 3 --db t.db
 # The compression and memory knobs, and --jobs.

@@ -234,6 +234,51 @@ TEST(TunerExplain, BreakdownAndNeighbours) {
   EXPECT_FALSE(tune_explain(s, e.feasible, {{h4, c, 600}}, {c}).available);
 }
 
+// Like with like: a neighbour evaluated on the base seed only is compared with the winner's
+// base-seed trial, a raced neighbour's median with the winner's median (not a base-seed trial
+// with a median, as before).
+TEST(TunerExplain, NeighboursComparedLikeWithLike) {
+  TuneSpec s = small_spec();
+  s.algos = {"localsgd"};
+  s.periods = {2, 4, 8};
+  s.batches = {16};
+  s.base.seed = 1;
+  const SpaceEnumeration e = space_enumerate(s, 1000);
+  ASSERT_EQ(e.feasible.size(), 3u);
+  const Candidate h2 = e.feasible[0], h4 = e.feasible[1], h8 = e.feasible[2];
+  auto trial = [&](const Candidate& c, uint64_t seed, double time) {
+    TrialRow t;
+    t.config_key = candidate_key(c);
+    t.seed = seed;
+    t.budget_s = 1;
+    t.status = "completed";
+    t.reached = true;
+    t.time_s = time;
+    t.steps = 100;
+    t.step_s = time / 100;
+    return t;
+  };
+  // Winner H=4 raced: seeds 1, 2, 3 at 0.08, 0.10, 0.12 (median 0.10); H=8 raced: 0.15, 0.20,
+  // 0.25 (median 0.20); H=2 ran on the base seed only: 0.12.
+  const std::vector<TrialRow> trials = {trial(h4, 1, 0.08), trial(h4, 2, 0.10), trial(h4, 3, 0.12), trial(h8, 1, 0.15),
+                                        trial(h8, 2, 0.20), trial(h8, 3, 0.25), trial(h2, 1, 0.12)};
+  const Explanation x = tune_explain(
+      s, e.feasible, {{h4, trials[1], 600, true}, {h8, trials[4], 300, true}, {h2, trials[6], 1200, false}}, trials);
+  ASSERT_EQ(x.sensitivity.size(), 2u);
+  const ExplainNeighbour& below = x.sensitivity[0];  // H=2: base seed against base seed
+  ASSERT_EQ(below.value, "2");
+  EXPECT_EQ(below.basis, "base seed");
+  EXPECT_DOUBLE_EQ(below.winner_time_s, 0.08);
+  const ExplainNeighbour& above = x.sensitivity[1];  // H=8: median against median
+  ASSERT_EQ(above.value, "8");
+  EXPECT_EQ(above.basis, "median");
+  EXPECT_DOUBLE_EQ(above.time_s, 0.20);
+  EXPECT_DOUBLE_EQ(above.winner_time_s, 0.10);
+  const nlohmann::json j = explain_json(x);
+  EXPECT_DOUBLE_EQ(j["sensitivity"][0]["relative_to_winner"].get<double>(), 0.12 / 0.08);
+  EXPECT_DOUBLE_EQ(j["sensitivity"][1]["relative_to_winner"].get<double>(), 0.20 / 0.10);
+}
+
 // The compressor is one of the winner's knobs: its uncompressed neighbour is listed.
 TEST(TunerExplain, CompressorIsAKnobOfTheWinner) {
   TuneSpec s = small_spec();
