@@ -338,7 +338,8 @@ void print_warnings(const CalibrateOptions& o, const Communicator& comm) {
 }
 
 int calibrate_on_ranks(const CalibrateOptions& o, int argc, char** argv) {
-  std::unique_ptr<Communicator> comm = backend_create_world(calibrate_backend(o), &argc, &argv);
+  const Backend& backend = calibrate_backend(o);
+  std::unique_ptr<Communicator> comm = backend_create_world(backend, &argc, &argv);
   const bool root = comm->rank() == 0;
   const int n = comm->size();
   bool past_setup = false;
@@ -381,6 +382,7 @@ int calibrate_on_ranks(const CalibrateOptions& o, int argc, char** argv) {
     if (n < 2 && root) fmt::print("# 1 rank: no collective to measure (pass --workers 2 or more); profiling only\n");
     CalibrationRequest request;
     request.sweep = plan.sweep;
+    request.sweep.device = backend.device;  // the collectives measured on the memory they take
     request.workload = o.workload;
     request.dataset = o.dataset;
     request.batches = o.batches;

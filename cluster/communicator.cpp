@@ -308,6 +308,10 @@ int Communicator::do_exchange_start(ConstBufferView, const int*, size_t, BufferV
   unsupported("sendrecv (point-to-point exchange)");
 }
 
+void Communicator::bare_allreduce_sum(BufferView data) {
+  untimed_allreduce_sum(data.host_f32("bare all-reduce"), data.count);
+}
+
 void Communicator::barrier() {
   const double arrive = log_ ? now() : 0.0;
   do_barrier();

@@ -268,6 +268,11 @@ class Communicator {
     if (!models_network()) emulation_ = hook;
   }
 
+  // The backend's own all-reduce (sum, in place), not recorded, not emulated: the calibration's
+  // "bare" row, measured beside the recorded one. Default: untimed_allreduce_sum on host memory;
+  // a device backend overrides it for its device's views.
+  virtual void bare_allreduce_sum(BufferView data);
+
   // Untimed harness helpers (host memory).
   virtual void untimed_allreduce_sum(double* data, size_t count) = 0;
   virtual void untimed_allreduce_sum(float* data, size_t count) = 0;

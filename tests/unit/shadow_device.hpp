@@ -104,6 +104,7 @@ class ShadowCommunicator final : public Communicator {
   void untimed_send(const double* d, size_t n, int peer) override { inner_.untimed_send(d, n, peer); }
   void untimed_recv(double* d, size_t n, int peer) override { inner_.untimed_recv(d, n, peer); }
   void untimed_barrier() override { inner_.untimed_barrier(); }
+  void bare_allreduce_sum(BufferView d) override { inner_.bare_allreduce_sum(shadow_host(d)); }
   [[noreturn]] void abort(int code) override { inner_.abort(code); }
 
  protected:

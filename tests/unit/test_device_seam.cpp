@@ -2,7 +2,8 @@
 // loops they replace (bit for bit, aliasing included), DeviceBuffer, the refusal of a view a
 // backend or a workload cannot take, and every device-capable algorithm run with its model on
 // the shadow device (tests/unit/shadow_device.hpp: memory the host cannot dereference) on two
-// simulated workers, bit-identical to the same run on host memory.
+// simulated workers, bit-identical to the same run on host memory; and the calibration sweep
+// on device buffers through a device backend, equal to the host sweep.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include "core/rng.hpp"
 #include "core/run_config.hpp"
 #include "core/vector_ops.hpp"
+#include "engine/calibration.hpp"
 #include "shadow_device.hpp"
 #include "sim_ring_options.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -287,6 +289,20 @@ std::vector<std::vector<float>> run_on(const RunConfig& cfg, Device device, int6
 
 }  // namespace
 
+// What makes the next test able to fail: host code that reads the shadow device's memory
+// directly (as a variant's plain loop over state.params would) crashes.
+TEST(DeviceSeamDeathTest, HostAccessToShadowMemoryCrashes) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_DEATH(
+      {
+        ShadowDeviceScope scope;
+        DeviceBuffer b(kShadowDevice, 4);
+        volatile float v = b.data()[1];
+        (void)v;
+      },
+      "");
+}
+
 // Every variant whose math goes through the seam (all but adpsgd, ps and zero --zero-bits 4,
 // which are host-only and refused on a device backend) gives the same floats with its model
 // on the shadow device as on the host: no host code dereferenced device memory (it would
@@ -343,4 +359,61 @@ TEST(DeviceSeam, HostOnlyAlgorithmsRefuseDeviceMemory) {
   cfg.compress = "topk:0.5";
   msg = error_of([&] { run_on(cfg, kShadowDevice, 2, data); });
   EXPECT_NE(msg.find("ssgd --compress: given float32 memory on test:0"), std::string::npos) << msg;
+}
+
+namespace {
+
+struct QuietObserver final : CalibrationObserver {};
+
+std::vector<CollectiveRow> sweep_on(Device device) {
+  CalibrationSweepPlan plan;
+  plan.sizes = {4096, 65536};
+  plan.reps = 2;
+  plan.ops = {"allreduce", "allreduce_mpi", "reduce_scatter", "allgather", "broadcast", "sendrecv"};
+  plan.device = device;
+  SimWorld world(sim_ring_options(2, 1e-5, 1e9));
+  std::vector<std::vector<CollectiveRow>> rows(2);
+  world.run([&](int r) {
+    ShadowCommunicator shadow(world.comm(r));
+    Communicator& comm = device.is_host() ? static_cast<Communicator&>(world.comm(r)) : shadow;
+    QuietObserver quiet;
+    rows[static_cast<size_t>(r)] = calibration_sweep(plan, comm, quiet);
+  });
+  return rows[0];
+}
+
+}  // namespace
+
+// The calibration's sweep allocates its buffers on the plan's device (the backend row's) and
+// runs every collective through the Communicator: on the shadow device, through a backend that
+// takes it, it measures what the host sweep measures (the simulator's virtual times).
+TEST(DeviceSeam, CalibrationSweepRunsOnDeviceBuffers) {
+  ShadowDeviceScope scope;
+  const auto host = sweep_on(kHostDevice);
+  const auto device = sweep_on(kShadowDevice);
+  ASSERT_EQ(host.size(), device.size());
+  ASSERT_FALSE(host.empty());
+  for (size_t i = 0; i < host.size(); ++i) {
+    EXPECT_EQ(device[i].op, host[i].op);
+    EXPECT_EQ(device[i].bytes, host[i].bytes);
+    EXPECT_DOUBLE_EQ(device[i].time_s, host[i].time_s) << host[i].op << " " << host[i].bytes;
+  }
+  // The bare row takes no virtual time on sim (untimed), so it is left out on both.
+  for (const CollectiveRow& r : host) EXPECT_NE(r.op, "allreduce_mpi");
+  // A backend that takes host memory only refuses the device sweep, naming the device.
+  CalibrationSweepPlan plan;
+  plan.sizes = {4096};
+  plan.ops = {"allreduce"};
+  plan.device = kShadowDevice;
+  SimWorld world(sim_ring_options(2, 1e-5, 1e9));
+  std::string msg;
+  try {
+    world.run([&](int r) {
+      QuietObserver quiet;
+      calibration_sweep(plan, world.comm(r), quiet);
+    });
+  } catch (const std::exception& e) {
+    msg = e.what();
+  }
+  EXPECT_NE(msg.find("backend sim does not take buffers on test:0"), std::string::npos) << msg;
 }
