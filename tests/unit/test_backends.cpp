@@ -14,18 +14,12 @@
 #include "cluster/backends.hpp"
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
+#include "error_text.hpp"
 
 namespace dsgd {
 namespace {
 
-std::string error_of(const std::function<void()>& fn) {
-  try {
-    fn();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  return "";
-}
+using dsgd::testing::error_of;
 
 TEST(Backends, RowsAndAvailability) {
   ASSERT_NE(backend_find("mpi"), nullptr);

@@ -18,35 +18,19 @@
 #include "core/run_config.hpp"
 #include "core/vector_ops.hpp"
 #include "engine/calibration.hpp"
+#include "error_text.hpp"
+#include "grad_check.hpp"
 #include "shadow_device.hpp"
 #include "sim_ring_options.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
 
 using namespace dsgd;
+using dsgd::testing::error_of;
 using dsgd::testing::kShadowDevice;
+using dsgd::testing::normal_vector;
 using dsgd::testing::ShadowCommunicator;
 using dsgd::testing::ShadowDeviceScope;
-
-namespace {
-
-std::vector<float> random_vector(size_t n, uint64_t seed) {
-  Rng rng(seed);
-  std::vector<float> v(n);
-  for (auto& x : v) x = static_cast<float>(rng.uniform() * 2.0 - 1.0);
-  return v;
-}
-
-std::string error_of(const std::function<void()>& f) {
-  try {
-    f();
-  } catch (const std::exception& e) {
-    return e.what();
-  }
-  return "";
-}
-
-}  // namespace
 
 TEST(BufferView, SlicesAndHostViews) {
   std::vector<float> x(10);
@@ -70,7 +54,7 @@ TEST(BufferView, SlicesAndHostViews) {
 TEST(VectorOps, HostOperationsMatchTheirLoopsBitForBit) {
   const size_t n = 1003;  // not a multiple of any vector width
   VectorOps& ops = vector_ops_host();
-  const std::vector<float> a0 = random_vector(n, 1), b0 = random_vector(n, 2), c0 = random_vector(n, 3);
+  const std::vector<float> a0 = normal_vector(n, 1), b0 = normal_vector(n, 2), c0 = normal_vector(n, 3);
   auto check = [&](const char* what, auto op, auto loop) {
     std::vector<float> a = a0, b = b0, c = c0, ra = a0, rb = b0, rc = c0;
     op(host_view(a.data(), n), host_view(b.data(), n), host_view(c.data(), n));
@@ -148,7 +132,7 @@ TEST(VectorOps, HostOperationsMatchTheirLoopsBitForBit) {
 // written out here as the reference (bit for bit).
 TEST(VectorOps, OptimizerUpdatesMatchTheirFormulas) {
   const size_t n = 515;
-  const std::vector<float> g = random_vector(n, 4), x0 = random_vector(n, 5);
+  const std::vector<float> g = normal_vector(n, 4), x0 = normal_vector(n, 5);
   for (bool nesterov : {false, true}) {
     SgdOptimizer opt(SgdOptions{0.1, 0.9, 1e-3, nesterov}, n);
     std::vector<float> x = x0, rx = x0, v(n, 0.0f);
@@ -192,7 +176,7 @@ TEST(VectorOps, RegistryAndDeviceBuffer) {
   DeviceBuffer b(kHostDevice, 100);
   ASSERT_EQ(b.size(), 100u);
   for (size_t i = 0; i < 100; ++i) EXPECT_EQ(b.data()[i], 0.0f);  // zero-filled
-  std::vector<float> src = random_vector(100, 9);
+  std::vector<float> src = normal_vector(100, 9);
   DeviceBuffer c;
   c.assign_copy(host_view(src.data(), src.size()));
   EXPECT_EQ(std::vector<float>(c.data(), c.data() + 100), src);
