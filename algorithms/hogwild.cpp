@@ -33,6 +33,7 @@
 #include "algorithms/local_threads.hpp"
 #include "algorithms/optimizer.hpp"
 #include "algorithms/variant.hpp"
+#include "cluster/backends.hpp"
 
 namespace dsgd {
 
@@ -217,6 +218,10 @@ const Variant& variant_hogwild() {
     v.no_compress = "its exchange is the asynchronous parameter server or point-to-point gossip, not an all-reduce";
     v.validate = hogwild_validate;
     v.create = algorithm_create_hogwild;
+    v.needs = [](const RunConfig& cfg) -> uint32_t {
+      return cfg.across == "gossip" ? cap_point_to_point : cap_one_sided_windows;
+    };
+    v.host_only = [](const RunConfig&) -> const char* { return "its threads update a shared model in host memory"; };
     return v;
   }();
   return v;

@@ -114,6 +114,7 @@ const Variant& variant_lasgd() {
     v.no_compress = "its model average is a plain all-reduce here";
     v.no_compress_hint = "drop --compress, or use localsgd --compress";
     v.create = algorithm_create_lasgd;
+    v.host_only = [](const RunConfig&) -> const char* { return "its threads update a shared model in host memory"; };
     // Timing-only: thread 0's timeline is localsgd's (the helpers run on their own cores in
     // lockstep and add no virtual time; local_threads.hpp).
     v.timing = localsgd_timing;

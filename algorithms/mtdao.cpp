@@ -208,6 +208,7 @@ const Variant& variant_mtdao() {
     v.optimizer = "adamw";
     v.validate = mtdao_validate;
     v.create = algorithm_create_mtdao;
+    v.host_only = [](const RunConfig&) -> const char* { return "its multi-timescale optimizer runs on the host"; };
     return v;
   }();
   return v;

@@ -15,6 +15,7 @@
 #include "algorithms/dpsgd.hpp"
 #include "algorithms/timing_rules.hpp"
 #include "algorithms/variant.hpp"
+#include "cluster/backends.hpp"
 
 namespace dsgd {
 
@@ -45,6 +46,7 @@ const Variant& variant_oldsgd() {
     v.takes_period = true;
     v.no_compress = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";
     v.create = algorithm_create_oldsgd;
+    v.needs = [](const RunConfig&) -> uint32_t { return cap_point_to_point; };
     v.timing = oldsgd_timing;
     v.timing_applies = [](const RunConfig& cfg) { return !cfg.gossip_overlap; };
     v.timing_text = "oldsgd (--gossip-overlap false, static topology)";

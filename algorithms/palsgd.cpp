@@ -54,8 +54,8 @@ class Palsgd final : public Algorithm {
   void after_update(TrainState& s) override {
     if (alpha_ > 0 && palsgd_pulls_at(seed_, rank_, s.step, prob_)) {
       const float a = static_cast<float>(alpha_);
-      const float* g = global_.data();
-      float* x = s.params;
+      const float* g = global_.view().host_f32("palsgd's pull");
+      float* x = s.param_view().host_f32("palsgd's pull");
       for (size_t i = 0; i < s.count; ++i) x[i] -= a * (x[i] - g[i]);
     }
     avg_.after_update(s);
@@ -71,7 +71,7 @@ class Palsgd final : public Algorithm {
   double prob_, alpha_;
   uint64_t seed_;
   int rank_ = 0;
-  std::vector<float> global_;  // x̄: the last applied average
+  DeviceBuffer global_;  // x̄: the last applied average
   DelayedAverage avg_;
 };
 
@@ -101,6 +101,7 @@ const Variant& variant_palsgd() {
     v.takes_period = true;
     v.validate = palsgd_validate;
     v.create = algorithm_create_palsgd;
+    v.host_only = [](const RunConfig&) -> const char* { return "its pulls towards the global model run on the host"; };
     return v;
   }();
   return v;

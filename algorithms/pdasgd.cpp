@@ -90,6 +90,7 @@ const Variant& variant_pdasgd() {
     v.no_compress = "its gradient all-reduce is not combined with a compressor here";
     v.no_compress_hint = "drop --compress, or use ssgd --compress";
     v.create = algorithm_create_pdasgd;
+    v.host_only = [](const RunConfig&) -> const char* { return "its ring of stale weights lives in host memory"; };
     v.timing = pdasgd_timing;  // the trainer's sequence, ssgd's timeline (the decoupling is not timed)
     return v;
   }();

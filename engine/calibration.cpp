@@ -137,8 +137,8 @@ std::vector<CollectiveRow> calibration_sweep(const CalibrationSweepPlan& plan, C
   if (plan.sizes.empty()) return {};
   const size_t max_count = static_cast<size_t>(plan.sizes.back()) / sizeof(float);
   CalibrationBuffers buf;
-  buf.a.assign(max_count, 0.0f);  // zeros: sums stay finite
-  buf.b.assign(max_count, 0.0f);
+  buf.a.assign(plan.device, max_count);  // zeros: sums stay finite
+  buf.b.assign(plan.device, max_count);
   buf.log.reserve(static_cast<size_t>(2 * plan.max_iters));  // a ping-pong records two events per iteration
   std::vector<Group> groups = sweep_groups(plan, n);
   const bool window = std::any_of(groups.begin(), groups.end(), [](const Group& g) {

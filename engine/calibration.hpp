@@ -36,6 +36,7 @@ struct CalibrationSweepPlan {
   double estimate_time_s = 0.002;  // the iteration-count estimate runs this long
   int64_t max_iters = int64_t(1) << 16;
   std::vector<std::string> ops;  // op names to sweep, in table order (empty: all)
+  Device device{};               // where the buffers live: the backend row's device (host by default)
 };
 
 // Progress and results as they come (rank 0 prints; every rank is told).

@@ -33,31 +33,32 @@ double sent_nothing(double, int) {
 }
 
 void run_allreduce(Communicator& comm, CalibrationBuffers& buf, size_t count) {
-  comm.allreduce_sum(buf.a.data(), count);
+  comm.allreduce_sum(buf.a.slice(0, count));
 }
 void run_allreduce_bare(Communicator& comm, CalibrationBuffers& buf, size_t count) {
-  comm.untimed_allreduce_sum(buf.a.data(), count);
+  comm.bare_allreduce_sum(buf.a.slice(0, count));
 }
 void run_reduce_scatter(Communicator& comm, CalibrationBuffers& buf, size_t count) {
-  comm.reduce_scatter_sum(buf.a.data(), buf.b.data(), count);
+  comm.reduce_scatter_sum(buf.a.slice(0, count), buf.b.slice(0, comm.shard_count(count)));
 }
 void run_allgather(Communicator& comm, CalibrationBuffers& buf, size_t count) {
-  comm.allgather(buf.b.data(), count);
+  comm.allgather(buf.b.slice(0, count));
 }
 void run_broadcast(Communicator& comm, CalibrationBuffers& buf, size_t count) {
-  comm.broadcast(buf.a.data(), count, 0);
+  comm.broadcast(buf.a.slice(0, count), 0);
 }
 
 // Ping-pong: A sends `count` floats to B, then B sends them back (each leg an exchange whose
 // other direction is an empty message, so the leg's time is the one-way transfer).
 void run_pingpong(Communicator& comm, CalibrationBuffers& buf, size_t count) {
   const int r = comm.rank();
+  const BufferView a = buf.a.slice(0, count), b = buf.b.slice(0, count), none = buf.b.slice(0, 0);
   if (r == kPeerA) {
-    comm.sendrecv(buf.a.data(), count, kPeerB, buf.b.data(), 0, kPeerB);
-    comm.sendrecv(buf.a.data(), 0, kPeerB, buf.b.data(), count, kPeerB);
+    comm.sendrecv(a, kPeerB, none, kPeerB);
+    comm.sendrecv(none, kPeerB, b, kPeerB);
   } else if (r == kPeerB) {
-    comm.sendrecv(buf.a.data(), 0, kPeerA, buf.b.data(), count, kPeerA);
-    comm.sendrecv(buf.a.data(), count, kPeerA, buf.b.data(), 0, kPeerA);
+    comm.sendrecv(none, kPeerA, b, kPeerA);
+    comm.sendrecv(a, kPeerA, none, kPeerA);
   }
 }
 
@@ -65,14 +66,14 @@ void run_pingpong(Communicator& comm, CalibrationBuffers& buf, size_t count) {
 void run_put(Communicator& comm, CalibrationBuffers& buf, size_t count) {
   if (comm.rank() != kPeerA) return;
   comm.window_lock(kPeerB);
-  comm.window_put(buf.a.data(), count, kPeerB, 1);
+  comm.window_put(buf.a.slice(0, count), kPeerB, 1);
   comm.window_unlock(kPeerB);
 }
 void run_get(Communicator& comm, CalibrationBuffers& buf, size_t count) {
   if (comm.rank() != kPeerA) return;
   uint64_t version = 0;
   comm.window_lock(kPeerB);
-  comm.window_get(buf.b.data(), count, kPeerB, &version);
+  comm.window_get(buf.b.slice(0, count), kPeerB, &version);
   comm.window_unlock(kPeerB);
 }
 

@@ -5,6 +5,9 @@
 // iteration run through the Communicator, so that every backend that implements the
 // operation is calibrated by the same code. Adding an operation is one row here.
 //
+// The buffers live on the sweep's device (CalibrationSweepPlan::device: the backend row's), so the
+// same rows measure a device backend's collectives on device memory.
+//
 // Limits: float32 only; the point-to-point and one-sided rows move data between ranks 0 and 1
 // only (the other ranks idle), so their time is the slowest rank's = rank 0's.
 #pragma once
@@ -15,13 +18,14 @@
 #include <vector>
 
 #include "cluster/communicator.hpp"
+#include "core/vector_ops.hpp"
 
 namespace dsgd {
 
 // Buffers of an operation, allocated once for the largest size (convention: allocate once).
 struct CalibrationBuffers {
-  std::vector<float> a, b;
-  CollEventLog log;  // the recorded operations record into it, as in training
+  DeviceBuffer a, b;  // on the sweep's device, zero-filled
+  CollEventLog log;   // the recorded operations record into it, as in training
 };
 
 struct CalibrationOp {

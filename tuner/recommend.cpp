@@ -10,6 +10,7 @@
 #include <set>
 
 #include "algorithms/config_check.hpp"
+#include "cluster/backends.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"

@@ -69,8 +69,10 @@ TEST(CalibrationOps, RecordedBytesMatchTheTable) {
     world.run([&](int r) {
       SimCommunicator& c = world.comm(r);
       CalibrationBuffers& b = bufs[r];
-      b.a.assign(count, 1.0f);
-      b.b.assign(count, 1.0f);
+      b.a.assign(kHostDevice, count);
+      b.b.assign(kHostDevice, count);
+      vector_ops_host().fill(b.a.view(), 1.0f);
+      vector_ops_host().fill(b.b.view(), 1.0f);
       b.log.reserve(8);
       if (op.needs_window) c.window_create(count);
       c.attach_log(&b.log);
@@ -80,8 +82,9 @@ TEST(CalibrationOps, RecordedBytesMatchTheTable) {
       for (size_t e = 0; e < b.log.size(); ++e) sent[r] += b.log.data()[e].bytes_sent;
     });
     EXPECT_DOUBLE_EQ(sent[0], op.bytes_sent(4.0 * count, n)) << op.name;
-    if (std::string(op.name) == "allreduce") EXPECT_EQ(bufs[2].a[17], float(n));
-    if (std::string(op.name) == "reduce_scatter") EXPECT_EQ(bufs[1].b[0], float(n));  // rank 1's block of the sum
+    if (std::string(op.name) == "allreduce") EXPECT_EQ(bufs[2].a.data()[17], float(n));
+    if (std::string(op.name) == "reduce_scatter")
+      EXPECT_EQ(bufs[1].b.data()[0], float(n));  // rank 1's block of the sum
   }
 }
 

@@ -30,20 +30,20 @@ class RowsAsGradients : public Workload {
   std::string name() const override { return "rows"; }
   const std::vector<LayerView>& layers() const override { return layers_; }
   size_t param_count() const override { return d_; }
-  void init_params(float* p, uint64_t) const override { std::fill(p, p + d_, 0.0f); }
+  void do_init_params(float* p, uint64_t) const override { std::fill(p, p + d_, 0.0f); }
   void reserve(size_t) override {}
   void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override {
     ds_ = &ds;
     idx_.assign(idx, idx + n);
   }
-  double forward(const float*) override { return 0; }
-  void backward(const float*, float* g, const LayerHook&) override {
+  double do_forward(const float*) override { return 0; }
+  void do_backward(const float*, float* g, const LayerHook&) override {
     std::fill(g, g + d_, 0.0f);
     for (uint32_t i : idx_)
       for (size_t k = 0; k < d_; ++k) g[k] += ds_->dense[i * d_ + k];
     for (size_t k = 0; k < d_; ++k) g[k] /= static_cast<float>(idx_.size());
   }
-  EvalSums evaluate(const float*, const Dataset&, size_t, size_t) override { return {}; }
+  EvalSums do_evaluate(const float*, const Dataset&, size_t, size_t) override { return {}; }
   double flops_per_sample() const override { return 1; }
 
  private:
