@@ -22,6 +22,7 @@
 #include <cblas.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <vector>
@@ -36,19 +37,23 @@
 #include "workloads/cuda/attention.hpp"
 #include "workloads/cuda/cudnn_conv.hpp"
 #include "workloads/cuda/elementwise.hpp"
+#include "workloads/cuda/embedding.hpp"
 #include "workloads/cuda/gemm.hpp"
 #include "workloads/cuda/layernorm.hpp"
 #include "workloads/cuda/linear.hpp"
 #include "workloads/cuda/softmax.hpp"
 #include "workloads/cuda/svm_hinge.hpp"
+#include "workloads/cuda/transformer_cuda.hpp"
 #include "workloads/layers/attention.hpp"
 #include "workloads/layers/batchnorm.hpp"
 #include "workloads/layers/conv2d.hpp"
+#include "workloads/layers/embedding.hpp"
 #include "workloads/layers/gelu.hpp"
 #include "workloads/layers/layernorm.hpp"
 #include "workloads/layers/linear.hpp"
 #include "workloads/layers/softmax_cross_entropy.hpp"
 #include "workloads/svm_kernels.hpp"
+#include "workloads/transformer.hpp"
 
 namespace dsgd {
 namespace {
@@ -531,6 +536,82 @@ TEST(CudnnBatchNorm, MatchesNaiveTrainingForwardAndBackward) {
   expect_near_all(gdx.download(), cnhw_to_nchw(dx, c, n, hw), 1e-5, "dx");
   expect_near_all(gdg.download(), dg, 1e-5, "dgamma");
   expect_near_all(gdb.download(), db, 1e-5, "dbeta");
+}
+
+// ---- embedding and the whole GPT step ------------------------------------------------------
+
+TEST(CudaEmbedding, MatchesCpu) {
+  DSGD_REQUIRE_GPU();
+  GpuContext g;
+  const EmbeddingShape s{3, 5, 11, 37};
+  std::vector<int32_t> tokens(s.batch * s.seq);
+  for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = int32_t((i * 5) % 4);  // repeats: rows sum in dwte
+  const auto wte = random_vector(s.vocab * s.d, 71), wpe = random_vector(s.seq * s.d, 72),
+             dx = random_vector(tokens.size() * s.d, 73);
+  std::vector<float> x(tokens.size() * s.d), dwte(wte.size()), dwpe(wpe.size());
+  embedding_forward(s, tokens.data(), wte.data(), wpe.data(), x.data());
+  embedding_backward(s, tokens.data(), dx.data(), dwte.data(), dwpe.data());
+  auto gt = to_device(tokens);
+  auto gwte = to_device(wte), gwpe = to_device(wpe), gdx = to_device(dx);
+  CudaBuffer<float> gx(x.size()), gdwte(wte.size()), gdwpe(wpe.size());
+  embedding_forward_cuda(s, gt.data(), gwte.data(), gwpe.data(), gx.data(), g.stream());
+  embedding_backward_cuda(s, gt.data(), gdx.data(), gdwte.data(), gdwpe.data(), g.stream());
+  g.synchronize();
+  expect_near_all(gx.download(), x, 0.0, "x");  // one float add each: exact
+  expect_near_all(gdwte.download(), dwte, 1e-6, "dwte");
+  expect_near_all(gdwpe.download(), dwpe, 1e-6, "dwpe");
+}
+
+// The whole GPT training step on the device against the CPU workload on the same parameters
+// and batch: loss and every gradient (the hooks fire head, blocks L−1..0, embedding, as on CPU).
+// Tolerance per layer: |got − ref| ≤ 1e-4·|ref| + 1e-3·max|ref of that layer|: ~10 chained float
+// layers each within ~1e-6 relative of the CPU's, amplified by the backward's cancellations; the
+// floor is relative to the layer's own gradient scale (gradients are ~1e-3 here, not O(1)).
+TEST(CudaTransformer, StepMatchesTheCpuWorkload) {
+  DSGD_REQUIRE_GPU();
+  GpuContext g;
+  const TransformerConfig c{2, 64, 2, 40, 37};  // seq > 32, d > 32: the lanes stride
+  TransformerWorkload cpu(c);
+  std::vector<float> p(cpu.param_count()), grad(cpu.param_count());
+  cpu.init_params(p.data(), 9);
+  Dataset ds;
+  ds.name = "tokens";
+  ds.classes = int(c.vocab);
+  for (size_t i = 0; i < 400; ++i) ds.tokens.push_back(int32_t((i * i + 7 * i) % c.vocab));
+  dataset_set_window(ds, c.seq + 1);
+  const uint32_t idx[3] = {5, 77, 200};
+  cpu.reserve(3);
+  cpu.load_batch(ds, idx, 3);
+  const double loss_ref = cpu.forward(p.data());
+  cpu.backward(p.data(), grad.data(), LayerHook{});
+  TransformerCuda gpu(g, c);
+  ASSERT_EQ(gpu.param_count(), cpu.param_count());
+  gpu.reserve(3);
+  std::vector<int32_t> windows;
+  for (uint32_t i : idx) windows.insert(windows.end(), ds.tokens.begin() + i, ds.tokens.begin() + i + c.seq + 1);
+  gpu.load_batch(windows.data(), 3);
+  auto gp = to_device(p);
+  CudaBuffer<float> gg(p.size());
+  const double loss = gpu.forward(gp.data());
+  EXPECT_TRUE(testing::near_rel(loss, loss_ref, 1e-5, 1e-6));
+  std::vector<size_t> order;
+  struct Ctx {
+    std::vector<size_t>* order;
+  } ctx{&order};
+  gpu.backward(gp.data(), gg.data(),
+               LayerHook{[](void* x, size_t layer) { static_cast<Ctx*>(x)->order->push_back(layer); }, &ctx});
+  g.synchronize();
+  const std::vector<size_t> want{3, 2, 1, 0};
+  EXPECT_EQ(order, want);
+  const auto got = gg.download();
+  for (const LayerView& v : cpu.layers()) {
+    const std::vector<float> a(got.begin() + v.offset, got.begin() + v.offset + v.count),
+        b(grad.begin() + v.offset, grad.begin() + v.offset + v.count);
+    double scale = 0;
+    for (float x : b) scale = std::max(scale, double(std::fabs(x)));
+    EXPECT_GT(scale, 0.0) << v.name;
+    EXPECT_TRUE(testing::all_near_rel(a, b, 1e-4, 1e-3 * scale)) << v.name;
+  }
 }
 
 }  // namespace
