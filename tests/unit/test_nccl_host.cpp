@@ -162,7 +162,7 @@ TEST(DeviceTiming, ComputeWaitingBeforeTheStartOverlapsNothing) {
 
 // ---- request table -------------------------------------------------------------------------------
 
-TEST(DeviceRequests, SlotsAreReusedAndOverflowIsAClearError) {
+TEST(DeviceRequests, RecordsGoRoundInLaunchOrderAndOverflowIsAClearError) {
   DeviceRequestTable t(2);
   const int a = t.acquire(CollKind::coll_allreduce, 8, false);
   const int b = t.acquire(CollKind::coll_allgather, 4, false);
@@ -170,23 +170,26 @@ TEST(DeviceRequests, SlotsAreReusedAndOverflowIsAClearError) {
   EXPECT_EQ(b, 1);
   EXPECT_EQ(t.in_flight(), 2);
   EXPECT_EQ(t.at(b).kind, CollKind::coll_allgather);
+  EXPECT_FALSE(t.at(b).resolved);
   try {
-    t.acquire(CollKind::coll_allreduce, 8, false);
+    t.acquire(CollKind::coll_allreduce, 8, false);  // record 0 again, still in flight
     FAIL() << "no throw";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("more than 2"), std::string::npos) << e.what();
   }
   t.mark_complete(a);
   EXPECT_TRUE(t.at(a).complete);
-  t.release(a);
+  t.finish(a);
   EXPECT_EQ(t.in_flight(), 1);
-  EXPECT_EQ(t.acquire(CollKind::coll_broadcast, 0, true), 0);  // the freed slot, reset
+  EXPECT_THROW(t.finish(a), Error);  // waited for twice
+  EXPECT_EQ(t.next(), 0);
+  EXPECT_THROW(t.acquire(CollKind::coll_broadcast, 0, true), Error);  // its times not read yet
+  t.mark_resolved(a);
+  EXPECT_EQ(t.acquire(CollKind::coll_broadcast, 0, true), 0);  // reused, reset
   EXPECT_FALSE(t.at(0).complete);
   EXPECT_TRUE(t.at(0).blocking);
-  EXPECT_THROW(t.release(5), Error);
-  t.release(0);
-  EXPECT_THROW(t.release(0), Error);  // not in flight any more
-  EXPECT_EQ(DeviceRequestTable::event_index(1, RequestEvent::done), kRequestEvents + 2);
+  EXPECT_THROW(t.at(5), Error);
+  EXPECT_EQ(DeviceRequestTable::event_index(1, RequestEvent::done, 1), 1 + kRequestEvents + 2);
 }
 
 }  // namespace
