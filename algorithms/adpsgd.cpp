@@ -34,6 +34,7 @@
 #include "algorithms/algorithm.hpp"
 #include "algorithms/config_check.hpp"
 #include "algorithms/variant.hpp"
+#include "cluster/backends.hpp"
 #include "cluster/topology.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
@@ -69,7 +70,8 @@ class Adpsgd final : public Algorithm {
         if (j % 2 == 1) passive_peers_.push_back(j);
       seen_version_.assign(static_cast<size_t>(n_), 0);
     }
-    before_.assign(s.params, s.params + s.count);
+    const float* x0 = s.param_view().host_f32("adpsgd");  // host only (Variant::host_only)
+    before_.assign(x0, x0 + s.count);
     peer_.assign(s.count, 0.0f);
     s.comm.window_create(s.count);
     s.comm.window_lock(rank_);
@@ -80,7 +82,7 @@ class Adpsgd final : public Algorithm {
 
   void after_update(TrainState& s) override {
     if (n_ == 1) return;
-    float* x = s.params;
+    float* x = s.param_view().host_f32("adpsgd");
     if (active()) {
       Rng rng(rng_derive_seed(seed_, static_cast<uint64_t>(rank_), static_cast<uint64_t>(s.step), 0xad95ULL));
       const int p = passive_peers_[rng.below(passive_peers_.size())];
@@ -182,6 +184,8 @@ const Variant& variant_adpsgd() {
     v.knobs = "--topology";
     v.no_compress = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";
     v.create = algorithm_create_adpsgd;
+    v.needs = [](const RunConfig&) -> uint32_t { return cap_one_sided_windows; };
+    v.host_only = [](const RunConfig&) { return "its one-sided windows expose host memory"; };
     return v;
   }();
   return v;

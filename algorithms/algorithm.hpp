@@ -4,6 +4,14 @@
 // and an algorithm fills in the communication at those seams, through the Communicator
 // only, so it runs unchanged on every backend. Each variant is one file stating its
 // update rule and the bytes it sends per step, and one line in algorithms/registry.cpp.
+//
+// Memory: params and grads are pointers in TrainState::device's memory (host, or a GPU's with
+// a device backend). An algorithm written for any device passes views (param_view(),
+// grad_view(), slices) to the Communicator, does its elementwise math through vec()
+// (core/vector_ops.hpp) and keeps its own state in DeviceBuffers on that device, allocated in
+// setup. Parts that only run on the host (compressors, one-sided windows, zero's 4-bit codes)
+// take host pointers (BufferView::host_f32) and are refused up front on a device backend
+// (Variant::host_only).
 #pragma once
 
 #include <cstddef>
@@ -17,7 +25,9 @@
 #include "algorithms/optimizer.hpp"
 #include "cluster/communicator.hpp"
 #include "cluster/network_model.hpp"
+#include "core/buffer.hpp"
 #include "core/run_config.hpp"
+#include "core/vector_ops.hpp"
 #include "workloads/workload.hpp"
 
 namespace dsgd {
@@ -38,8 +48,8 @@ struct TrainState {
   Communicator& comm;
   Workload& workload;
   Optimizer& optimizer;     // the local (inner) optimizer
-  float* params = nullptr;  // this worker's model (param_count floats)
-  float* grads = nullptr;   // this step's gradient
+  float* params = nullptr;  // this worker's model (param_count floats, in device memory)
+  float* grads = nullptr;   // this step's gradient (in device memory)
   size_t count = 0;
   int64_t step = 0;         // index of the current step, from 0
   int64_t total_steps = 0;  // steps of the run (an algorithm must not leave requests in flight after the last)
@@ -49,6 +59,13 @@ struct TrainState {
   // Mean staleness of the updates this rank applied or read in this step (ps, adpsgd;
   // docs/metrics.md). The trainer sets NaN (none) before each step and records it.
   double staleness = std::numeric_limits<double>::quiet_NaN();
+  // Where params and grads live (default: the host).
+  Device device{};
+
+  BufferView param_view() const { return device_view(params, count, device); }
+  BufferView grad_view() const { return device_view(grads, count, device); }
+  // The elementwise operations of the model's device.
+  VectorOps& vec() const { return vector_ops_for(device); }
 };
 
 class Algorithm {

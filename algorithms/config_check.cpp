@@ -3,8 +3,10 @@
 
 #include <cmath>
 
+#include "algorithms/compress/compressor.hpp"
 #include "algorithms/optimizer.hpp"
 #include "algorithms/variant.hpp"
+#include "cluster/backends.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
@@ -112,11 +114,33 @@ void check_ownership(const RunConfig& cfg, const Variant& self) {
   }
 }
 
+// The backend row of the run (cluster/backends.hpp): known, the clock flags, and what the
+// variant and the compressor need of it, before anything starts.
+void check_backend(const RunConfig& cfg, const Variant& self) {
+  const uint32_t needs = self.needs ? self.needs(cfg) : 0;
+  const Backend& b = backend_check_config(cfg, needs, "--algo " + cfg.algo);
+  if (!cfg.compress.empty())
+    backend_check_needs(b, compressor_backend_needs(cfg.compress), "--compress " + cfg.compress);
+  if (b.device.is_host()) return;
+  if (const char* why = self.host_only ? self.host_only(cfg) : nullptr)
+    config_fail("algo",
+                fmt::format("{} keeps its model in host memory ({}); --backend {} computes on {}", cfg.algo, why,
+                            b.name, device_name(b.device)),
+                "use a host backend (mpi, sim), or another --algo");
+  if (!cfg.compress.empty())
+    config_fail("compress",
+                fmt::format("runs on host memory only (its selection and encoding have no device implementation); "
+                            "--backend {} computes on {}",
+                            b.name, device_name(b.device)),
+                "drop --compress, or use a host backend (mpi, sim)");
+}
+
 }  // namespace
 
 void config_validate(const RunConfig& cfg) {
   run_config_validate_generic(cfg);
   const Variant& self = variant_get(cfg.algo);
+  check_backend(cfg, self);
   check_optimizer(cfg);
   check_ownership(cfg, self);
   if (self.validate) self.validate(cfg);

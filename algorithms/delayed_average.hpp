@@ -45,11 +45,11 @@ class DelayedAverage {
     if (!compress.empty()) compressor_ = compressor_create(compress);
   }
   void setup(TrainState& s) {
-    snapshot_.assign(s.count, 0.0f);
-    reduced_.assign(s.count, 0.0f);
+    snapshot_.assign(s.device, s.count);
+    reduced_.assign(s.device, s.count);
     if (compressor_) {
       compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
-      base_.assign(s.params, s.params + s.count);
+      base_.assign_copy(s.param_view());
     }
   }
   // From the layer hooks: polls, and launches a compressor's next phase when it is due.
@@ -59,15 +59,15 @@ class DelayedAverage {
     if (in_flight() && s.step == advance_step_) progress(s);  // no layer hook this step
     if (in_flight() && s.step == apply_step_) apply(s);
     if ((s.step + 1) % period_ == 0) {
-      std::copy(s.params, s.params + s.count, snapshot_.begin());
+      VectorOps& vec = s.vec();
+      vec.copy(snapshot_.view(), s.param_view());
       if (compressor_) {
-        const float* b = base_.data();
-        for (size_t i = 0; i < s.count; ++i) reduced_[i] = s.params[i] - b[i];
-        compressor_->start(s.comm, reduced_.data(), s.count, s.step);
+        vec.sub(reduced_.view(), s.param_view(), base_.view());
+        compressor_->start(s.comm, reduced_.view().host_f32("--compress"), s.count, s.step);
         advance_step_ = s.step + 1 + std::max<int64_t>(0, (delay_ - 1) / 2);
       } else {
-        std::copy(s.params, s.params + s.count, reduced_.begin());
-        s.comm.iallreduce_average(reduced_.data(), s.count, request_);
+        vec.copy(reduced_.view(), s.param_view());
+        s.comm.iallreduce_average(reduced_.view(), request_);
       }
       apply_step_ = s.step + delay_;
       if (delay_ == 0) apply(s);
@@ -90,30 +90,27 @@ class DelayedAverage {
  private:
   bool in_flight() const { return compressor_ ? compressor_->in_flight() : request_.active(); }
   void apply(TrainState& s) {
-    float* r = reduced_.data();
+    VectorOps& vec = s.vec();
     if (compressor_) {
       compressor_->finish(s.comm);  // r = D = C_avg(s_i − x̂)
       advance_step_ = -1;
-      float* b = base_.data();
-      for (size_t i = 0; i < s.count; ++i) r[i] += b[i];  // r = x̂ + D
-      std::copy(r, r + s.count, b);                       // x̂ ← r
+      vec.add(reduced_.view(), reduced_.view(), base_.view());  // r = x̂ + D
+      vec.copy(base_.view(), reduced_.view());                  // x̂ ← r
     } else {
       s.comm.wait(request_);
     }
-    const float* snap = snapshot_.data();
-    float* x = s.params;
-    for (size_t i = 0; i < s.count; ++i)
-      if (r[i] != snap[i]) x[i] = r[i] + (x[i] - snap[i]);
+    // x ← r + (x − s) where the average changed (elsewhere x stays bit-exact).
+    vec.rebase(s.param_view(), reduced_.view(), snapshot_.view(), true);
   }
 
   int64_t period_, delay_;
   uint64_t seed_;
   int64_t apply_step_ = -1;
   int64_t advance_step_ = -1;  // step whose first layer hook launches the compressor's next phase
-  std::vector<float> snapshot_, reduced_;
+  DeviceBuffer snapshot_, reduced_;
   CollRequest request_;
   std::unique_ptr<GradientCompressor> compressor_;
-  std::vector<float> base_;  // x̂: the last applied average (compressed only)
+  DeviceBuffer base_;  // x̂: the last applied average (compressed only)
 };
 
 // The algorithm that is nothing but a DelayedAverage (cocod: delay = period; dasgd: delay

@@ -35,24 +35,24 @@ class Diloco final : public Algorithm {
   }
   std::string name() const override { return "diloco"; }
   void setup(TrainState& s) override {
-    global_.assign(s.params, s.params + s.count);
-    outer_ = std::make_unique<SgdOptimizer>(SgdOptions{outer_lr_, outer_momentum_, 0.0, true}, s.count);
-    delta_.assign(s.count, 0.0f);
+    global_.assign_copy(s.param_view());
+    outer_ = std::make_unique<SgdOptimizer>(SgdOptions{outer_lr_, outer_momentum_, 0.0, true}, s.count, s.device);
+    delta_.assign(s.device, s.count);
     if (compressor_) compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
   }
   void after_update(TrainState& s) override {
     if ((s.step + 1) % period_ != 0) return;
-    float* g = global_.data();
-    float* d = delta_.data();
+    VectorOps& vec = s.vec();
     if (compressor_) {
-      for (size_t i = 0; i < s.count; ++i) d[i] = g[i] - s.params[i];  // d_i = x_g − x_i
-      compressor_->allreduce_average(s.comm, d, s.count, s.step);      // Δ = C_avg(d_i)
+      vec.sub(delta_.view(), global_.view(), s.param_view());  // d_i = x_g − x_i
+      compressor_->allreduce_average(s.comm, delta_.view().host_f32("diloco --compress"), s.count,
+                                     s.step);  // Δ = C_avg(d_i)
     } else {
-      s.comm.allreduce_average(s.params, s.count);  // a = avg_j x_j
-      for (size_t i = 0; i < s.count; ++i) d[i] = g[i] - s.params[i];
+      s.comm.allreduce_average(s.param_view());  // a = avg_j x_j
+      vec.sub(delta_.view(), global_.view(), s.param_view());
     }
-    outer_->step(g, d);
-    std::copy(global_.begin(), global_.end(), s.params);
+    outer_->step(global_.data(), delta_.data());
+    vec.copy(s.param_view(), global_.view());
   }
   bool replicas_identical() const override { return false; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
@@ -67,7 +67,7 @@ class Diloco final : public Algorithm {
   int64_t period_;
   double outer_lr_, outer_momentum_;
   uint64_t seed_;
-  std::vector<float> global_, delta_;
+  DeviceBuffer global_, delta_;
   std::unique_ptr<SgdOptimizer> outer_;
   std::unique_ptr<GradientCompressor> compressor_;
 };

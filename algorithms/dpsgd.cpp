@@ -24,6 +24,7 @@
 #include "algorithms/config_check.hpp"
 #include "algorithms/timing_rules.hpp"
 #include "algorithms/variant.hpp"
+#include "cluster/backends.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 
@@ -63,8 +64,8 @@ class Dpsgd final : public Algorithm {
     dpsgd_check_topology(topo_);
     size_t max_degree = 1;
     for (const auto& nb : topo_.neighbors) max_degree = std::max(max_degree, nb.size());
-    send_.assign(s.count, 0.0f);
-    recv_.assign(max_degree * s.count, 0.0f);
+    send_.assign(s.device, s.count);
+    recv_.assign(s.device, max_degree * s.count);
     peers_.reserve(max_degree);
     weights_.reserve(max_degree);
     if (delay_) launch(s, 0);
@@ -76,7 +77,7 @@ class Dpsgd final : public Algorithm {
     // between steps is not compute, so the overlap counts from this step's start.
     request_.launch = std::max(request_.launch, s.step_start);
     s.comm.wait(request_, s.comm.now());
-    mix(s.params, send_.data(), s.count);
+    mix(s, s.param_view(), send_.view());
   }
 
   void after_update(TrainState& s) override {
@@ -85,9 +86,9 @@ class Dpsgd final : public Algorithm {
       return;
     }
     select_peers(s.comm.size(), s.step);
-    std::copy(s.params, s.params + s.count, send_.data());
-    s.comm.neighbor_exchange(send_.data(), s.count, peers_.data(), peers_.size(), recv_.data());
-    mix(s.params, send_.data(), s.count);
+    s.vec().copy(send_.view(), s.param_view());
+    s.comm.neighbor_exchange(send_.view(), peers_.data(), peers_.size(), recv_.slice(0, peers_.size() * s.count));
+    mix(s, s.param_view(), send_.view());
   }
 
   bool replicas_identical() const override { return false; }
@@ -128,19 +129,17 @@ class Dpsgd final : public Algorithm {
 
   void launch(TrainState& s, int64_t step) {
     select_peers(s.comm.size(), step);
-    std::copy(s.params, s.params + s.count, send_.data());
-    s.comm.ineighbor_exchange(send_.data(), s.count, peers_.data(), peers_.size(), recv_.data(), request_);
+    s.vec().copy(send_.view(), s.param_view());
+    s.comm.ineighbor_exchange(send_.view(), peers_.data(), peers_.size(), recv_.slice(0, peers_.size() * s.count),
+                              request_);
   }
 
   // out ← W_ii·self + Σ_k W_i,peer_k · recv_k (peers in ascending order).
-  void mix(float* out, const float* self, size_t count) const {
-    const float ws = self_weight_;
-    for (size_t i = 0; i < count; ++i) out[i] = ws * self[i];
-    for (size_t k = 0; k < peers_.size(); ++k) {
-      const float w = weights_[k];
-      const float* r = recv_.data() + k * count;
-      for (size_t i = 0; i < count; ++i) out[i] += w * r[i];
-    }
+  // out ← w_ii·self + Σ_k w_ik·recv_k.
+  void mix(const TrainState& s, BufferView out, ConstBufferView self) const {
+    VectorOps& vec = s.vec();
+    vec.scale_copy(out, self_weight_, self);
+    for (size_t k = 0; k < peers_.size(); ++k) vec.axpy(out, weights_[k], recv_.slice(k * out.count, out.count));
   }
 
   std::string spec_;
@@ -148,7 +147,7 @@ class Dpsgd final : public Algorithm {
   bool delay_;
   int rank_ = 0;
   Topology topo_;
-  std::vector<float> send_, recv_;
+  DeviceBuffer send_, recv_;
   std::vector<int> peers_, partner_, scratch_;
   std::vector<float> weights_;
   float self_weight_ = 1.0f;
@@ -180,6 +179,7 @@ const Variant& variant_dpsgd() {
     v.no_compress = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";
     v.validate = dpsgd_validate;
     v.create = algorithm_create_dpsgd;
+    v.needs = [](const RunConfig&) -> uint32_t { return cap_point_to_point; };
     v.timing = timing_step_gossip;
     v.timing_applies = [](const RunConfig& cfg) { return cfg.dpsgd_delay == 0; };
     v.timing_text = "dpsgd (--dpsgd-delay 0, static topology)";

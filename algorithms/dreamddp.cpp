@@ -65,7 +65,7 @@ class DreamDdp final : public Algorithm {
     if (covered != s.count)
       DSGD_THROW(Error, "dreamddp needs layers that partition the parameters",
                  "dreamddp: the layers cover {} of {} parameters", covered, s.count);
-    for (const LayerView& v : layers) optimizers_.push_back(optimizer_create(cfg_, v.count, n));
+    for (const LayerView& v : layers) optimizers_.push_back(optimizer_create(cfg_, v.count, n, s.device));
     lr_schedule_ = lr_schedule_from_config(cfg_, s.optimizer.base_lr(), s.total_steps);
 
     // Costs: the trainer's (calibrated or estimated); without them (a caller outside the
@@ -85,7 +85,7 @@ class DreamDdp final : public Algorithm {
         compressors_.back()->setup(s.comm, {LayerView{layers[l].name, 0, layers[l].count}}, layers[l].count,
                                    cfg_.seed + l);
       }
-      anchor_.assign(s.params, s.params + s.count);
+      anchor_.assign_copy(s.param_view());
     }
     comm_s_.assign(nl, 0.0);
     for (size_t l = 0; l < nl; ++l) {
@@ -123,7 +123,7 @@ class DreamDdp final : public Algorithm {
                                                        double(s.count) * sizeof(float), n)
                              : 0.0;
 
-    scratch_.assign(s.count, 0.0f);
+    scratch_.assign(s.device, s.count);
     requests_.assign(nl, CollRequest{});
     launched_.assign(nl, 0);
     updated_.assign(nl, 0);
@@ -138,15 +138,15 @@ class DreamDdp final : public Algorithm {
     const size_t h = static_cast<size_t>(s.step % period_);
     if (layer < nl && synced_[h * nl + layer]) {
       const LayerView& v = layers_[layer];
-      std::memcpy(scratch_.data() + v.offset, s.params + v.offset, v.count * sizeof(float));
-      float* x = scratch_.data() + v.offset;
-      optimizers_[layer]->step(x, s.grads + v.offset, lr_schedule_.lr_at(s.step));
+      const BufferView x = scratch_.slice(v.offset, v.count);
+      VectorOps& vec = s.vec();
+      vec.copy(x, s.param_view().slice(v.offset, v.count));
+      optimizers_[layer]->step(x.f32(), s.grads + v.offset, lr_schedule_.lr_at(s.step));
       if (compressors_.empty()) {
-        s.comm.iallreduce_average(x, v.count, requests_[layer]);
+        s.comm.iallreduce_average(x, requests_[layer]);
       } else {
-        const float* a = anchor_.data() + v.offset;
-        for (size_t i = 0; i < v.count; ++i) x[i] -= a[i];
-        compressors_[layer]->start(s.comm, x, v.count, s.step);
+        vec.sub(x, x, anchor_.slice(v.offset, v.count));
+        compressors_[layer]->start(s.comm, x.host_f32("dreamddp --compress"), v.count, s.step);
       }
       updated_[layer] = 1;
       launched_[layer] = 1;
@@ -173,16 +173,16 @@ class DreamDdp final : public Algorithm {
     for (size_t i = 0; i < n_launched_; ++i) {
       const size_t l = launch_order_[i];
       const LayerView& v = layers_[l];
+      const BufferView x = s.param_view().slice(v.offset, v.count);
+      VectorOps& vec = s.vec();
       if (compressors_.empty()) {
         s.comm.wait(requests_[l], compute_end);
-        std::memcpy(s.params + v.offset, scratch_.data() + v.offset, v.count * sizeof(float));
+        vec.copy(x, scratch_.slice(v.offset, v.count));
       } else {
         compressors_[l]->finish(s.comm, compute_end);
-        const float* d = scratch_.data() + v.offset;
-        float* a = anchor_.data() + v.offset;
-        float* x = s.params + v.offset;
-        for (size_t i = 0; i < v.count; ++i) x[i] = a[i] + d[i];
-        std::memcpy(a, x, v.count * sizeof(float));
+        const BufferView a = anchor_.slice(v.offset, v.count);
+        vec.add(x, a, scratch_.slice(v.offset, v.count));  // x = x̂ + D
+        vec.copy(a, x);
       }
       launched_[l] = 0;
     }
@@ -289,9 +289,9 @@ class DreamDdp final : public Algorithm {
   DreamDdpSchedule schedule_;
   std::vector<uint8_t> synced_;  // [slot · layers + layer]: averaged at that slot
   std::vector<LayerView> layers_;
-  std::vector<float> scratch_;  // locally updated copies of the layers being averaged (--compress: x' − x̂)
+  DeviceBuffer scratch_;  // locally updated copies of the layers being averaged (--compress: x' − x̂)
   std::vector<std::unique_ptr<GradientCompressor>> compressors_;  // --compress: one per layer
-  std::vector<float> anchor_;                                     // --compress: x̂, each layer's last average
+  DeviceBuffer anchor_;                                           // --compress: x̂, each layer's last average
   std::vector<CollRequest> requests_;
   std::vector<uint8_t> launched_, updated_;
   std::vector<size_t> launch_order_;

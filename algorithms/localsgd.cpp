@@ -40,34 +40,33 @@ class LocalSgd final : public Algorithm {
     if (!model_compressor_) return;
     model_compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
     if (grad_compressor_) grad_compressor_->setup(s.comm, s.workload.layers(), s.count, seed_ + 1);
-    anchor_.assign(s.params, s.params + s.count);
-    delta_.assign(s.count, 0.0f);
+    anchor_.assign_copy(s.param_view());
+    delta_.assign(s.device, s.count);
   }
   void reduce_gradients(TrainState& s) override {
     if (s.step >= post_local_) return;
     if (grad_compressor_) {
-      grad_compressor_->allreduce_average(s.comm, s.grads, s.count, s.step);
+      grad_compressor_->allreduce_average(s.comm, s.grad_view().host_f32("localsgd --compress"), s.count, s.step);
     } else {
-      s.comm.allreduce_average(s.grads, s.count);
+      s.comm.allreduce_average(s.grad_view());
     }
   }
   void after_update(TrainState& s) override {
     if (s.step < post_local_) {
       // Replicas are identical until the last synchronous step; the anchor is that model.
-      if (model_compressor_ && s.step + 1 == post_local_) std::copy(s.params, s.params + s.count, anchor_.begin());
+      if (model_compressor_ && s.step + 1 == post_local_) s.vec().copy(anchor_.view(), s.param_view());
       return;
     }
     if ((s.step + 1 - post_local_) % period_ != 0) return;
     if (!model_compressor_) {
-      s.comm.allreduce_average(s.params, s.count);
+      s.comm.allreduce_average(s.param_view());
       return;
     }
-    float* d = delta_.data();
-    float* a = anchor_.data();
-    for (size_t i = 0; i < s.count; ++i) d[i] = s.params[i] - a[i];
-    model_compressor_->allreduce_average(s.comm, d, s.count, s.step);
-    for (size_t i = 0; i < s.count; ++i) s.params[i] = a[i] + d[i];
-    std::copy(s.params, s.params + s.count, a);
+    VectorOps& vec = s.vec();
+    vec.sub(delta_.view(), s.param_view(), anchor_.view());  // d = x_i − x̂
+    model_compressor_->allreduce_average(s.comm, delta_.view().host_f32("localsgd --compress"), s.count, s.step);
+    vec.add(s.param_view(), anchor_.view(), delta_.view());  // x_i = x̂ + C_avg(d)
+    vec.copy(anchor_.view(), s.param_view());
   }
   bool replicas_identical() const override { return period_ == 1; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
@@ -92,7 +91,7 @@ class LocalSgd final : public Algorithm {
   uint64_t seed_;
   int64_t total_steps_ = 0;
   std::unique_ptr<GradientCompressor> model_compressor_, grad_compressor_;
-  std::vector<float> anchor_, delta_;
+  DeviceBuffer anchor_, delta_;
 };
 
 }  // namespace

@@ -10,60 +10,48 @@
 
 namespace dsgd {
 
-SgdOptimizer::SgdOptimizer(SgdOptions options, size_t count)
-    : options_(options), count_(count), velocity_(options.momentum != 0.0 ? count : 0, 0.0f) {}
+SgdOptimizer::SgdOptimizer(SgdOptions options, size_t count, Device device)
+    : options_(options), count_(count), device_(device), velocity_(device, options.momentum != 0.0 ? count : 0) {}
+
+namespace {
+
+SgdUpdate sgd_constants(const SgdOptions& options, double lr) {
+  return SgdUpdate{static_cast<float>(lr), static_cast<float>(options.momentum),
+                   static_cast<float>(options.weight_decay), options.nesterov};
+}
+
+}  // namespace
 
 void sgd_update(const SgdOptions& options, float* params, float* velocity, const float* grads, size_t n, double lr_d) {
-  const float lr = static_cast<float>(lr_d);
-  const float mu = static_cast<float>(options.momentum);
-  const float wd = static_cast<float>(options.weight_decay);
-  if (mu == 0.0f) {
-    for (size_t i = 0; i < n; ++i) params[i] -= lr * (grads[i] + wd * params[i]);
-    return;
-  }
-  float* v = velocity;
-  if (options.nesterov) {
-    for (size_t i = 0; i < n; ++i) {
-      const float d = grads[i] + wd * params[i];
-      v[i] = mu * v[i] + d;
-      params[i] -= lr * (d + mu * v[i]);
-    }
-  } else {
-    for (size_t i = 0; i < n; ++i) {
-      v[i] = mu * v[i] + grads[i] + wd * params[i];
-      params[i] -= lr * v[i];
-    }
-  }
+  sgd_update(options, host_view(params, n), host_view(velocity, velocity ? n : 0), host_view(grads, n), lr_d);
+}
+
+void sgd_update(const SgdOptions& options, BufferView params, BufferView velocity, ConstBufferView grads, double lr_d) {
+  vector_ops_for(params.device).sgd_update(params, velocity, grads, sgd_constants(options, lr_d));
 }
 
 void SgdOptimizer::step(float* params, const float* grads, double lr_d) {
-  sgd_update(options_, params, velocity_.data(), grads, count_, lr_d);
+  vector_ops_for(device_).sgd_update(device_view(params, count_, device_), velocity_.view(),
+                                     device_view(grads, count_, device_), sgd_constants(options_, lr_d));
 }
 
-AdamWOptimizer::AdamWOptimizer(AdamWOptions options, size_t count)
-    : options_(options), m_(count, 0.0f), v_(count, 0.0f) {}
+AdamWOptimizer::AdamWOptimizer(AdamWOptions options, size_t count, Device device)
+    : options_(options), count_(count), device_(device), m_(device, count), v_(device, count) {}
 
 void AdamWOptimizer::step(float* params, const float* grads, double lr_d) {
   ++t_;
-  const float b1 = static_cast<float>(options_.beta1);
-  const float b2 = static_cast<float>(options_.beta2);
-  const float eps = static_cast<float>(options_.eps);
-  const float decay = static_cast<float>(1.0 - lr_d * options_.weight_decay);
   // Bias corrections in double, then one step size and one denominator scale per step.
   const double c1 = 1.0 - std::pow(options_.beta1, static_cast<double>(t_));
   const double c2 = 1.0 - std::pow(options_.beta2, static_cast<double>(t_));
-  const float step_size = static_cast<float>(lr_d / c1);
-  const float inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(c2));
-  float* m = m_.data();
-  float* v = v_.data();
-  const size_t n = m_.size();
-  for (size_t i = 0; i < n; ++i) {
-    const float g = grads[i];
-    m[i] = b1 * m[i] + (1.0f - b1) * g;
-    v[i] = b2 * v[i] + (1.0f - b2) * g * g;
-    const float denom = std::sqrt(v[i]) * inv_sqrt_c2 + eps;
-    params[i] = params[i] * decay - step_size * m[i] / denom;
-  }
+  AdamWUpdate u;
+  u.beta1 = static_cast<float>(options_.beta1);
+  u.beta2 = static_cast<float>(options_.beta2);
+  u.eps = static_cast<float>(options_.eps);
+  u.decay = static_cast<float>(1.0 - lr_d * options_.weight_decay);
+  u.step_size = static_cast<float>(lr_d / c1);
+  u.inv_sqrt_c2 = static_cast<float>(1.0 / std::sqrt(c2));
+  vector_ops_for(device_).adamw_update(device_view(params, count_, device_), m_.view(), v_.view(),
+                                       device_view(grads, count_, device_), u);
 }
 
 std::string optimizer_resolve_name(const RunConfig& cfg) {
@@ -79,13 +67,14 @@ double lr_scaled(double lr, const std::string& rule, int64_t batch, int workers,
   return lr;
 }
 
-std::unique_ptr<Optimizer> optimizer_create(const RunConfig& cfg, size_t count, int workers) {
+std::unique_ptr<Optimizer> optimizer_create(const RunConfig& cfg, size_t count, int workers, Device device) {
   const double lr = lr_scaled(cfg.lr, cfg.lr_scaling, cfg.batch, workers, cfg.lr_base_batch);
   const std::string name = optimizer_resolve_name(cfg);
   if (name == "adamw")
-    return std::make_unique<AdamWOptimizer>(AdamWOptions{lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, count);
+    return std::make_unique<AdamWOptimizer>(AdamWOptions{lr, cfg.beta1, cfg.beta2, cfg.eps, cfg.weight_decay}, count,
+                                            device);
   if (name == "sgd")
-    return std::make_unique<SgdOptimizer>(SgdOptions{lr, cfg.momentum, cfg.weight_decay, cfg.nesterov}, count);
+    return std::make_unique<SgdOptimizer>(SgdOptions{lr, cfg.momentum, cfg.weight_decay, cfg.nesterov}, count, device);
   DSGD_THROW(InputError, "available: sgd, adamw, auto", "--optimizer: unknown optimizer '{}'", cfg.optimizer);
 }
 

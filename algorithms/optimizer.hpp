@@ -15,6 +15,9 @@
 #include <string>
 #include <vector>
 
+#include "core/buffer.hpp"
+#include "core/vector_ops.hpp"
+
 namespace dsgd {
 
 struct RunConfig;
@@ -38,7 +41,8 @@ class Optimizer {
  public:
   virtual ~Optimizer() = default;
   virtual std::string name() const = 0;
-  // x ← update(x, g) with learning rate lr; params and grads have count() floats.
+  // x ← update(x, g) with learning rate lr; params and grads have count() floats, in the
+  // optimizer's device memory (given at construction; its state lives there too).
   virtual void step(float* params, const float* grads, double lr) = 0;
   // Same, at the learning rate given at construction.
   void step(float* params, const float* grads) { step(params, grads, base_lr()); }
@@ -50,10 +54,13 @@ class Optimizer {
 // algorithms that keep the optimizer state elsewhere (ps: in the server's window).
 // SgdOptimizer::step is this function on its own velocity, so both round identically.
 void sgd_update(const SgdOptions& options, float* params, float* velocity, const float* grads, size_t n, double lr);
+// The same update on views of one device (its VectorOps::sgd_update); velocity may be empty when μ = 0.
+void sgd_update(const SgdOptions& options, BufferView params, BufferView velocity, ConstBufferView grads, double lr);
 
 class SgdOptimizer final : public Optimizer {
  public:
-  SgdOptimizer(SgdOptions options, size_t count);
+  // params, grads and the velocity are in `device`'s memory (the update: its VectorOps).
+  SgdOptimizer(SgdOptions options, size_t count, Device device = kHostDevice);
   using Optimizer::step;
   std::string name() const override { return "sgd"; }
   void step(float* params, const float* grads, double lr) override;
@@ -64,29 +71,33 @@ class SgdOptimizer final : public Optimizer {
  private:
   SgdOptions options_;
   size_t count_;
-  std::vector<float> velocity_;  // empty when μ = 0
+  Device device_;
+  DeviceBuffer velocity_;  // empty when μ = 0
 };
 
 class AdamWOptimizer final : public Optimizer {
  public:
-  AdamWOptimizer(AdamWOptions options, size_t count);
+  AdamWOptimizer(AdamWOptions options, size_t count, Device device = kHostDevice);
   using Optimizer::step;
   std::string name() const override { return "adamw"; }
   void step(float* params, const float* grads, double lr) override;
   double base_lr() const override { return options_.lr; }
-  size_t count() const override { return m_.size(); }
+  size_t count() const override { return count_; }
   int64_t steps_taken() const { return t_; }
 
  private:
   AdamWOptions options_;
-  std::vector<float> m_, v_;
+  size_t count_;
+  Device device_;
+  DeviceBuffer m_, v_;
   int64_t t_ = 0;
 };
 
 // The optimizer a run asks for ("sgd" | "adamw"; "auto": the algorithm's default, adamw
 // for diloco, sgd otherwise), with the scaled base learning rate.
 std::string optimizer_resolve_name(const RunConfig& cfg);
-std::unique_ptr<Optimizer> optimizer_create(const RunConfig& cfg, size_t count, int workers);
+std::unique_ptr<Optimizer> optimizer_create(const RunConfig& cfg, size_t count, int workers,
+                                            Device device = kHostDevice);
 
 // Batch-size scaling of the base learning rate, B = batch · workers (the global batch):
 //   none: η;  linear: η·B/B0;  sqrt: η·√(B/B0)   (B0 = --lr-base-batch; Goyal et al. 2017,

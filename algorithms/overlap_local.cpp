@@ -38,12 +38,12 @@ class OverlapLocal final : public Algorithm {
   }
   std::string name() const override { return "overlap-local"; }
   void setup(TrainState& s) override {
-    anchor_.assign(s.params, s.params + s.count);
-    reduced_.assign(s.count, 0.0f);
-    if (beta_ > 0) slow_.assign(s.count, 0.0f);
+    anchor_.assign_copy(s.param_view());
+    reduced_.assign(s.device, s.count);
+    if (beta_ > 0) slow_.assign(s.device, s.count);
     if (compressor_) {
       compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
-      base_.assign(s.params, s.params + s.count);
+      base_.assign_copy(s.param_view());
     }
   }
   void on_layer_grad_ready(TrainState& s, size_t) override { poll(s); }
@@ -57,20 +57,18 @@ class OverlapLocal final : public Algorithm {
     complete(s);
     const float a = static_cast<float>(alpha_);
     const float keep = 1.0f - a;
-    float* x = s.params;
-    const float* z = anchor_.data();
-    if (a != 0.0f)
-      for (size_t i = 0; i < s.count; ++i) x[i] = keep * x[i] + a * z[i];
+    VectorOps& vec = s.vec();
+    const BufferView x = s.param_view();
+    if (a != 0.0f) vec.blend(x, keep, a, anchor_.view());  // x ← (1−α)·x + α·z
     if (last) return;
     if (compressor_) {
-      const float* b = base_.data();
-      for (size_t i = 0; i < s.count; ++i) reduced_[i] = x[i] - b[i];
-      compressor_->start(s.comm, reduced_.data(), s.count, s.step);
+      vec.sub(reduced_.view(), x, base_.view());
+      compressor_->start(s.comm, reduced_.view().host_f32("overlap-local --compress"), s.count, s.step);
       advance_step_ = s.step + 1 + (period_ - 1) / 2;
       return;
     }
-    std::copy(x, x + s.count, reduced_.begin());
-    s.comm.iallreduce_average(reduced_.data(), s.count, request_);
+    vec.copy(reduced_.view(), x);
+    s.comm.iallreduce_average(reduced_.view(), request_);
   }
   bool replicas_identical() const override { return false; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
@@ -87,38 +85,37 @@ class OverlapLocal final : public Algorithm {
 
   // Waits for the all-reduce in flight (if any) and refreshes the anchor from it.
   void complete(TrainState& s) {
-    float* avg = reduced_.data();
+    const BufferView avg = reduced_.view();
+    VectorOps& vec = s.vec();
     if (compressor_) {
       if (!compressor_->in_flight()) return;
       compressor_->finish(s.comm);  // D = C_avg(x_i − x̂)
       advance_step_ = -1;
-      float* b = base_.data();
-      for (size_t i = 0; i < s.count; ++i) avg[i] += b[i];  // a = x̂ + D
-      std::copy(avg, avg + s.count, b);                     // x̂ ← a
+      vec.add(avg, avg, base_.view());  // a = x̂ + D
+      vec.copy(base_.view(), avg);      // x̂ ← a
     } else {
       if (!request_.active()) return;
       s.comm.wait(request_);
     }
-    float* z = anchor_.data();
+    const BufferView z = anchor_.view();
     if (beta_ == 0) {
-      std::copy(avg, avg + s.count, z);
+      vec.copy(z, avg);
       return;
     }
+    // u ← β·u + (z − a); z ← z − u, elementwise as one loop would (avg is free until the next start).
     const float b = static_cast<float>(beta_);
-    float* u = slow_.data();
-    for (size_t i = 0; i < s.count; ++i) {
-      u[i] = b * u[i] + (z[i] - avg[i]);
-      z[i] -= u[i];
-    }
+    vec.sub(avg, z, avg);
+    vec.scale_add(slow_.view(), b, avg);
+    vec.sub(z, z, slow_.view());
   }
 
   int64_t period_;
   double alpha_, beta_;
   uint64_t seed_;
-  std::vector<float> anchor_, reduced_, slow_;
+  DeviceBuffer anchor_, reduced_, slow_;
   CollRequest request_;
   std::unique_ptr<GradientCompressor> compressor_;
-  std::vector<float> base_;    // x̂: the last average received (compressed only)
+  DeviceBuffer base_;          // x̂: the last average received (compressed only)
   int64_t advance_step_ = -1;  // step whose first poll launches the compressor's next phase
 };
 

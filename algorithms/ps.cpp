@@ -51,6 +51,7 @@
 #include "algorithms/config_check.hpp"
 #include "algorithms/optimizer.hpp"
 #include "algorithms/variant.hpp"
+#include "cluster/backends.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
@@ -88,6 +89,7 @@ class Ps final : public Algorithm {
   int worker_index(int rank, int n) const override { return rank < worker_count(n) ? rank : -1; }
 
   void setup(TrainState& s) override {
+    s.param_view().host_f32("ps");  // host only (Variant::host_only): the shards live in host windows
     n_ = s.comm.size();
     rank_ = s.comm.rank();
     K_ = ps_shards(cfg_, n_);
@@ -375,6 +377,8 @@ const Variant& variant_ps() {
     v.no_compress = "it pushes to and pulls from server shards in one-sided windows, not by all-reduce";
     v.validate = ps_validate;
     v.create = algorithm_create_ps;
+    v.needs = [](const RunConfig&) -> uint32_t { return cap_one_sided_windows; };
+    v.host_only = [](const RunConfig&) { return "its servers' shards live in one-sided windows of host memory"; };
     return v;
   }();
   return v;

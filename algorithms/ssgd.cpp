@@ -82,14 +82,15 @@ class Ssgd final : public Algorithm {
     Bucket& b = buckets_[k];
     if (!bucket_compressors_.empty()) {
       if (++b.ready == b.layers) {
-        bucket_compressors_[k]->start(s.comm, s.grads + b.offset, b.count, s.step);
+        bucket_compressors_[k]->start(s.comm, s.grad_view().slice(b.offset, b.count).host_f32("ssgd --compress"),
+                                      b.count, s.step);
         launch_order_[launched_++] = k;
       }
       for (auto& c : bucket_compressors_) c->progress(s.comm);
       return;
     }
     if (++b.ready == b.layers) {
-      s.comm.iallreduce_average(s.grads + b.offset, b.count, requests_[k]);
+      s.comm.iallreduce_average(s.grad_view().slice(b.offset, b.count), requests_[k]);
       launch_order_[launched_++] = k;
     }
     for (CollRequest& r : requests_) s.comm.progress(r);
@@ -104,11 +105,11 @@ class Ssgd final : public Algorithm {
       return;
     }
     if (compressor_) {
-      compressor_->allreduce_average(s.comm, s.grads, s.count, s.step);
+      compressor_->allreduce_average(s.comm, s.grad_view().host_f32("ssgd --compress"), s.count, s.step);
       return;
     }
     if (!overlap_) {
-      s.comm.allreduce_average(s.grads, s.count);
+      s.comm.allreduce_average(s.grad_view());
       return;
     }
     // In launch order: a request's wait call then marks the end of its time in flight

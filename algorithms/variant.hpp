@@ -5,6 +5,7 @@
 // registry instead of naming variants.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -42,6 +43,13 @@ struct Variant {
   bool (*timing_applies)(const RunConfig& cfg) = nullptr;
   std::string timing_text;
   bool timing_needs_neighbors = false;  // the rule reads the topology (static ones only)
+  // Backend capabilities (BackendCap bits, cluster/backends.hpp) it needs with cfg's settings
+  // beyond the all-reduce, broadcast and barrier every backend has; null: none. A backend
+  // lacking one is refused up front with the reason (config_validate).
+  uint32_t (*needs)(const RunConfig& cfg) = nullptr;
+  // Why it cannot keep its model in device memory with cfg's settings (nullptr: it can: its
+  // math goes through the vector-ops seam, core/vector_ops.hpp); refused on a device backend.
+  const char* (*host_only)(const RunConfig& cfg) = nullptr;
 };
 
 // The registry (algorithms/registry.cpp), in listing order.

@@ -31,6 +31,7 @@
 #include "algorithms/compress/compressor.hpp"
 #include "algorithms/config_check.hpp"
 #include "algorithms/variant.hpp"
+#include "cluster/backends.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
@@ -86,10 +87,11 @@ class Zero final : public Algorithm {
                  "--algo zero: the model has {} parameters, fewer than the {} workers: nothing to shard", s.count, n_);
     begin_ = Communicator::shard_begin(s.count, n_, rank_);
     end_ = Communicator::shard_begin(s.count, n_, rank_ + 1);
-    shard_grad_.assign(end_ - begin_, 0.0f);
-    shard_opt_ = optimizer_create(cfg_, end_ - begin_, n_);
-    if (bits_ == 4) {
-      master_.assign(s.params + begin_, s.params + end_);
+    shard_grad_.assign(s.device, end_ - begin_);
+    shard_opt_ = optimizer_create(cfg_, end_ - begin_, n_, s.device);
+    if (bits_ == 4) {  // host only (Variant::host_only)
+      const float* x = s.param_view().host_f32("zero --zero-bits 4");
+      master_.assign(x + begin_, x + end_);
       const size_t max_len = (s.count + static_cast<size_t>(n_) - 1) / static_cast<size_t>(n_);
       words_ = q4_words(max_len, group_);
       gathered_.assign(static_cast<size_t>(n_) * words_, 0.0f);
@@ -101,22 +103,21 @@ class Zero final : public Algorithm {
 
   void reduce_gradients(TrainState& s) override {
     if (bits_ == 32) {
-      s.comm.reduce_scatter_average(s.grads, shard_grad_.data(), s.count);
+      s.comm.reduce_scatter_average(s.grad_view(), shard_grad_.view());
       return;
     }
     const size_t len = end_ - begin_;
-    std::copy(s.grads + begin_, s.grads + end_, shard_grad_.data());
+    const float* grads = s.grad_view().host_f32("zero --zero-bits 4");
+    std::copy(grads + begin_, grads + end_, shard_grad_.data());
     for (int k = 1; k < n_; ++k) {
       const int dest = (rank_ + k) % n_, source = (rank_ - k + n_) % n_;
       const size_t db = Communicator::shard_begin(s.count, n_, dest);
       const size_t de = Communicator::shard_begin(s.count, n_, dest + 1);
-      q4_encode(s.grads + db, de - db, group_, send_.data());
+      q4_encode(grads + db, de - db, group_, send_.data());
       s.comm.sendrecv(send_.data(), q4_words(de - db, group_), dest, recv_.data(), q4_words(len, group_), source);
       q4_decode_add(recv_.data(), len, group_, shard_grad_.data());
     }
-    const float scale = 1.0f / static_cast<float>(n_);
-    if (n_ > 1)
-      for (float& v : shard_grad_) v *= scale;
+    if (n_ > 1) s.vec().scale(shard_grad_.view(), 1.0f / static_cast<float>(n_));
   }
 
   bool owns_optimizer() const override { return true; }
@@ -126,16 +127,17 @@ class Zero final : public Algorithm {
 
   void after_update(TrainState& s) override {
     if (bits_ == 32) {
-      s.comm.allgather(s.params, s.count);
+      s.comm.allgather(s.param_view());
       return;
     }
     const size_t len = end_ - begin_;
-    for (size_t i = 0; i < len; ++i) diff_[i] = master_[i] - s.params[begin_ + i];
+    float* x = s.param_view().host_f32("zero --zero-bits 4");
+    for (size_t i = 0; i < len; ++i) diff_[i] = master_[i] - x[begin_ + i];
     q4_encode(diff_.data(), len, group_, gathered_.data() + static_cast<size_t>(rank_) * words_);
     s.comm.allgather(gathered_.data(), gathered_.size());
     for (int r = 0; r < n_; ++r) {
       const size_t b = Communicator::shard_begin(s.count, n_, r), e = Communicator::shard_begin(s.count, n_, r + 1);
-      q4_decode_add(gathered_.data() + static_cast<size_t>(r) * words_, e - b, group_, s.params + b);
+      q4_decode_add(gathered_.data() + static_cast<size_t>(r) * words_, e - b, group_, x + b);
     }
   }
 
@@ -174,7 +176,7 @@ class Zero final : public Algorithm {
   size_t group_;
   int n_ = 1, rank_ = 0;
   size_t begin_ = 0, end_ = 0;
-  std::vector<float> shard_grad_;
+  DeviceBuffer shard_grad_;
   std::unique_ptr<Optimizer> shard_opt_;
   std::vector<float> master_, diff_, gathered_, send_, recv_;
   size_t words_ = 0;
@@ -210,6 +212,12 @@ const Variant& variant_zero() {
     v.no_compress_hint = "drop --compress (use --zero-bits 4 to quantise zero's communication)";
     v.validate = zero_validate;
     v.create = algorithm_create_zero;
+    v.needs = [](const RunConfig& cfg) -> uint32_t {
+      return cap_sharded_collectives | (cfg.zero_bits == 4 ? cap_point_to_point : cap_none);
+    };
+    v.host_only = [](const RunConfig& cfg) -> const char* {
+      return cfg.zero_bits == 4 ? "--zero-bits 4 encodes its 4-bit codes on the host" : nullptr;
+    };
     return v;
   }();
   return v;

@@ -5,7 +5,9 @@
 // (v10)) reports: one fixed-width table per op (size, count, time, algbw, busbw; docs/metrics.md;
 // the harness/bare all-reduce pair side by side), the fits, the harness overhead and the profile,
 // with one live progress line on a terminal.
-// Outside mpiexec with --workers N > 1 it relaunches itself through mpiexec, as `run` does. Rank 0
+// The ranks' communicator comes from the backend table (--backend, cluster/backends.hpp: a
+// multi-process row, mpi by default), so the same sweep measures any backend that implements the
+// operations. Outside mpiexec with --workers N > 1 it relaunches itself through mpiexec, as `run` does. Rank 0
 // prints and stores; the last line printed is `calibration_id=<id>`.
 // Limits: sizes up to 2 GiB; without MPI only the profile runs, on 1 rank; under mpiexec the
 // ranks' stdout is a pipe, so the progress line shows only with --workers 1.
@@ -21,6 +23,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress_line.hpp"
+#include "cluster/backends.hpp"
 #include "cluster/communicator.hpp"
 #include "cluster/launcher.hpp"
 #include "core/errors.hpp"
@@ -44,6 +47,7 @@ constexpr int kProfileWarmup = kComputeProfileWarmup;
 constexpr uint64_t kProfileSeed = kComputeProfileSeed;  // dataset synthesis and batch order of the profile
 
 struct CalibrateOptions {
+  std::string backend = "mpi";
   int64_t workers = 2;
   std::string hostfile;
   std::string db = "./dsgd.db";
@@ -154,7 +158,20 @@ CalibratePlan plan_make(const CalibrateOptions& o) {
   return plan;
 }
 
+// The backend row to calibrate: a multi-process one available here.
+const Backend& calibrate_backend(const CalibrateOptions& o) {
+  const Backend& b = backend_get(o.backend);
+  if (b.launch != BackendLaunch::launch_mpiexec)
+    DSGD_THROW(InputError, "calibrate a real fabric (--backend mpi); a simulated run takes its network from the flags",
+               "--backend {}: its workers share this process and its network is the model given to it, not a fabric "
+               "to measure",
+               b.name);
+  backend_require_available(b);
+  return b;
+}
+
 void validate_before_launch(const CalibrateOptions& o) {
+  calibrate_backend(o);
   plan_make(o);
   workload_check_name(o.workload);
   dataset_validate_spec(o.dataset);
@@ -277,6 +294,7 @@ nlohmann::json config_json(const CalibrateOptions& o, const CalibratePlan& plan,
   for (const CalibrationOp& op : calibration_ops())
     if (calibration_op_runs_on(op, ranks)) op_names.push_back(op.name);
   return {
+      {"backend", o.backend},
       {"workers", ranks},
       {"min_size", plan.min_bytes},
       {"max_size", plan.max_bytes},
@@ -320,7 +338,7 @@ void print_warnings(const CalibrateOptions& o, const Communicator& comm) {
 }
 
 int calibrate_on_ranks(const CalibrateOptions& o, int argc, char** argv) {
-  std::unique_ptr<Communicator> comm = communicator_create_world(&argc, &argv);
+  std::unique_ptr<Communicator> comm = backend_create_world(calibrate_backend(o), &argc, &argv);
   const bool root = comm->rank() == 0;
   const int n = comm->size();
   bool past_setup = false;
@@ -398,6 +416,9 @@ void setup_calibrate(CLI::App& app, int argc, char** argv) {
   CLI::App* sub = app.add_subcommand(
       "calibrate",
       "Measure collectives (size sweep, alpha-beta fit) and per-layer compute on N workers; store them in SQLite");
+  sub->add_option("--backend", opts->backend,
+                  "backend whose collectives to measure: a multi-process row of `dsgd-bench list backends`")
+      ->capture_default_str();
   opts->workers_option = sub->add_option("--workers", opts->workers,
                                          "number of MPI ranks; outside mpiexec, N>1 re-launches through mpiexec -n N")
                              ->capture_default_str();

@@ -1,25 +1,60 @@
-// `dsgd-bench list workloads|algorithms|datasets`: what the registries hold.
+// `dsgd-bench list workloads|algorithms|datasets|topologies|backends`: what the registries hold
+// (backends: the table of cluster/backends.hpp, with why a row cannot run on this machine).
 #include <fmt/format.h>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/variant.hpp"
 #include "cli/commands.hpp"
+#include "cluster/backends.hpp"
 #include "cluster/topology.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
 
 namespace dsgd {
 
+namespace {
+
+// One block per backend: name, availability (why not), description, capabilities, and the
+// variants it refuses up front (their default settings) for lack of a capability.
+void print_backends() {
+  const RunConfig defaults;
+  for (const Backend& b : backend_all()) {
+    const BackendAvailability a = b.availability();
+    std::string state = a.available ? "available" : "not available: " + a.why;
+    if (a.available && !a.why.empty()) state += " (" + a.why + ")";
+    fmt::print("{:<6} {}\n", b.name, state);
+    fmt::print("{:<6} {}\n", "", b.description);
+    fmt::print("{:<6} launch: {}; memory: {}; capabilities: {}\n", "",
+               b.launch == BackendLaunch::launch_mpiexec ? "one process per worker (mpiexec)" : "in this process",
+               device_name(b.device).substr(0, device_name(b.device).find(':')), backend_caps_text(b.caps));
+    std::string refused;
+    for (const Variant* v : variant_all()) {
+      const uint32_t missing = (v->needs ? v->needs(defaults) : 0u) & ~b.caps;
+      std::string why = missing ? backend_caps_text(missing) : "";
+      if (why.empty() && !b.device.is_host() && v->host_only && v->host_only(defaults)) why = "host memory only";
+      if (!why.empty()) refused += fmt::format("{}{} ({})", refused.empty() ? "" : ", ", v->name, why);
+    }
+    if (!b.device.is_host()) refused += std::string(refused.empty() ? "" : ", ") + "--compress (host memory only)";
+    if (!refused.empty()) fmt::print("{:<6} refuses: {}\n", "", refused);
+  }
+}
+
+}  // namespace
+
 void setup_list(CLI::App& app) {
   auto what = std::make_shared<std::string>();
-  CLI::App* sub = app.add_subcommand("list", "List the available workloads, algorithms, datasets or topologies");
-  sub->add_option("what", *what, "workloads | algorithms | datasets | topologies")
+  CLI::App* sub =
+      app.add_subcommand("list", "List the available workloads, algorithms, datasets, topologies or backends");
+  sub->add_option("what", *what, "workloads | algorithms | datasets | topologies | backends")
       ->required()
-      ->check(CLI::IsMember({"workloads", "algorithms", "datasets", "topologies"}));
+      ->check(CLI::IsMember({"workloads", "algorithms", "datasets", "topologies", "backends"}));
   sub->callback([what]() {
     if (*what == "workloads") {
       for (const auto& w : workload_list()) fmt::print("{:<14} {}\n", w.name, w.description);
     } else if (*what == "algorithms") {
       for (const auto& a : algorithm_list()) fmt::print("{:<14} {:<62} knobs: {}\n", a.name, a.description, a.knobs);
+    } else if (*what == "backends") {
+      print_backends();
     } else if (*what == "topologies") {
       for (const auto& t : topology_list())
         fmt::print("{:<14} {}\n{:<14} usage: {}\n", t.name, t.description, "", t.usage);

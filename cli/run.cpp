@@ -14,6 +14,7 @@
 #include "cli/progress_line.hpp"
 #include "cli/run_format.hpp"
 #include "cli/run_options.hpp"
+#include "cluster/backends.hpp"
 #include "cluster/launcher.hpp"
 #include "cluster/network_model.hpp"
 #include "cluster/straggler.hpp"
@@ -43,6 +44,7 @@ struct RunCommandOptions : RunOptionBinding {
 // bad flag never creates a file.
 void validate_before_launch(const RunConfig& cfg) {
   config_validate(cfg);
+  backend_require_available(backend_get(cfg.backend));
   workload_check_name(cfg.workload);
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);
   dataset_validate_spec(cfg.dataset);
@@ -75,9 +77,9 @@ class RunPrinter {
     cb.on_start = [this](const RunRecord& record) {
       total_steps_ = record.steps;
       fmt::print("{}", format_config(cfg_, record));
-      if (cfg_.backend == "sim") {
+      if (backend_get(cfg_.backend).has(cap_virtual_clock)) {
         const auto details = nlohmann::json::parse(record.config_json).value("backend-details", nlohmann::json{});
-        fmt::print("  {:<13} virtual clock; profile {}; network {}; about {:.3g} MB\n", "sim",
+        fmt::print("  {:<13} virtual clock; profile {}; network {}; about {:.3g} MB\n", cfg_.backend,
                    details.value("profile", "?"), details.value("network", "?"),
                    details.value("memory-estimate-bytes", 0.0) / 1e6);
       }
@@ -167,7 +169,7 @@ void print_warnings(const RunConfig& cfg, const Communicator& comm, const Store&
 }
 
 int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
-  std::unique_ptr<Communicator> comm = communicator_create_world(&argc, &argv);
+  std::unique_ptr<Communicator> comm = backend_create_world(backend_get(cfg.backend), &argc, &argv);
   const bool root = comm->rank() == 0;
 
   std::optional<Store> store;
@@ -200,7 +202,7 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
   }
 }
 
-// --backend sim: every worker in this process (engine/sim_run.hpp); no mpiexec.
+// An in-process backend (sim): every worker in this process (engine/sim_run.hpp); no mpiexec.
 int run_simulated(const RunConfig& cfg) {
   std::unique_ptr<Communicator> self = communicator_create_self();  // for the error reporter
   std::optional<Store> store;
@@ -273,7 +275,8 @@ void setup_run(CLI::App& app, int argc, char** argv) {
       "  dsgd-bench run --backend sim --workers 64 --algo localsgd --bandwidth 1Gbps --profile-from 12\n");
   sub->callback([opts, argc, argv]() {
     const RunConfig cfg = run_options_resolve(*opts);
-    if (cfg.backend == "sim") {
+    const Backend* backend = backend_find(cfg.backend);  // unknown: validate_before_launch says so
+    if (backend && backend->launch == BackendLaunch::launch_in_process) {
       validate_before_launch(cfg);
       cli_exit_code() = run_simulated(cfg);
       return;

@@ -49,7 +49,7 @@ TuneSpec tune_space_options_spec(const TuneSpaceOptions& o) {
   for (const auto& [field, option] : o.run.bound)
     if (std::string(field->key) == "backend" && option->count() > 0) backend_given = true;
   if (!backend_given && o.run.config_file.empty()) spec.base.backend = "sim";
-  if (spec.base.backend == "mpi" && !backend_given) spec.base.backend = "sim";
+  if (spec.base.backend == RunConfig{}.backend && !backend_given) spec.base.backend = "sim";  // the default
   spec.algos = tune_parse_list("--algos", o.algos);
   spec.periods = tune_parse_int_space("--period", o.periods);
   spec.batches = tune_parse_int_space("--batch", o.batches);

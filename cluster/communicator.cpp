@@ -7,6 +7,7 @@
 
 #include "core/clock.hpp"
 #include "core/errors.hpp"
+#include "core/vector_ops.hpp"
 
 namespace dsgd {
 
@@ -35,11 +36,19 @@ void Communicator::record(CollKind kind, double arrive, double bytes_sent) {
   log_->push(CollEvent{arrive, now(), bytes_sent, static_cast<int32_t>(kind), 0.0, 0.0});
 }
 
-void Communicator::divide_by_size(float* data, size_t count) const {
+// Host float32: the loop inline (the hot path of every averaging all-reduce); another
+// device: its VectorOps (one call per buffer).
+void Communicator::divide_by_size(BufferView data) const {
   const int n = size();
   if (n <= 1) return;
   const float scale = 1.0f / static_cast<float>(n);
-  for (size_t i = 0; i < count; ++i) data[i] *= scale;
+  if (!data.device.is_host()) {
+    vector_ops_for(data.device).scale(data, scale);
+    return;
+  }
+  float* x = data.f32();
+  const size_t count = data.count;
+  for (size_t i = 0; i < count; ++i) x[i] *= scale;
 }
 
 void Communicator::emulate(CollKind kind, double bytes) {
@@ -48,32 +57,42 @@ void Communicator::emulate(CollKind kind, double bytes) {
   if (extra > 0) hold_until(now() + extra);
 }
 
-void Communicator::allreduce_sum(float* data, size_t count) {
-  const double arrive = log_ ? now() : 0.0;
-  do_allreduce_sum(data, count);
-  emulate(CollKind::coll_allreduce, double(count) * sizeof(float));
-  record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(count) * sizeof(float), size()));
+void Communicator::refuse(ConstBufferView v, const char* what) const {
+  if (v.dtype != DType::dtype_f32)
+    DSGD_THROW(Error, "pass float32 buffers", "{}: {} buffers are not supported (backend {})", what,
+               dtype_name(v.dtype), backend_name());
+  DSGD_THROW(Error, "keep the buffers in memory this backend accepts (dsgd-bench list backends)",
+             "{}: backend {} does not take buffers on {}", what, backend_name(), device_name(v.device));
 }
 
-void Communicator::allreduce_average(float* data, size_t count) {
+void Communicator::allreduce_sum(BufferView data) {
+  check(data, "allreduce");
   const double arrive = log_ ? now() : 0.0;
-  do_allreduce_sum(data, count);
-  emulate(CollKind::coll_allreduce, double(count) * sizeof(float));
-  divide_by_size(data, count);
-  record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(count) * sizeof(float), size()));
+  do_allreduce_sum(data);
+  emulate(CollKind::coll_allreduce, double(data.bytes()));
+  record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(data.bytes()), size()));
 }
 
-void Communicator::broadcast(float* data, size_t count, int root) {
+void Communicator::allreduce_average(BufferView data) {
+  check(data, "allreduce");
   const double arrive = log_ ? now() : 0.0;
-  do_broadcast(data, count, root);
-  emulate(CollKind::coll_broadcast, double(count) * sizeof(float));
-  record(CollKind::coll_broadcast, arrive, rank() == root ? double(count) * sizeof(float) : 0.0);
+  do_allreduce_sum(data);
+  emulate(CollKind::coll_allreduce, double(data.bytes()));
+  divide_by_size(data);
+  record(CollKind::coll_allreduce, arrive, ring_allreduce_bytes_sent(double(data.bytes()), size()));
 }
 
-void Communicator::begin_request(CollRequest& r, float* data, size_t count, CollKind kind, double model_bytes,
+void Communicator::broadcast(BufferView data, int root) {
+  check(data, "broadcast");
+  const double arrive = log_ ? now() : 0.0;
+  do_broadcast(data, root);
+  emulate(CollKind::coll_broadcast, double(data.bytes()));
+  record(CollKind::coll_broadcast, arrive, rank() == root ? double(data.bytes()) : 0.0);
+}
+
+void Communicator::begin_request(CollRequest& r, BufferView data, CollKind kind, double model_bytes,
                                  double bytes_sent) {
   r.data = data;
-  r.count = count;
   r.average = false;
   r.completed = 0;
   r.launch = now();
@@ -82,14 +101,15 @@ void Communicator::begin_request(CollRequest& r, float* data, size_t count, Coll
   r.bytes_sent = bytes_sent;
 }
 
-void Communicator::iallreduce_sum(float* data, size_t count, CollRequest& r) {
-  const double bytes = double(count) * sizeof(float);
-  begin_request(r, data, count, CollKind::coll_allreduce, bytes, ring_allreduce_bytes_sent(bytes, size()));
-  r.slot = do_iallreduce_sum_start(data, count);
+void Communicator::iallreduce_sum(BufferView data, CollRequest& r) {
+  check(data, "iallreduce");
+  const double bytes = double(data.bytes());
+  begin_request(r, data, CollKind::coll_allreduce, bytes, ring_allreduce_bytes_sent(bytes, size()));
+  r.slot = do_iallreduce_sum_start(data);
 }
 
-void Communicator::iallreduce_average(float* data, size_t count, CollRequest& r) {
-  iallreduce_sum(data, count, r);
+void Communicator::iallreduce_average(BufferView data, CollRequest& r) {
+  iallreduce_sum(data, r);
   r.average = true;
 }
 
@@ -112,7 +132,7 @@ void Communicator::wait(CollRequest& r, double compute_end) {
     emulated_link_free_ = start + extra;
     hold_until(emulated_link_free_);
   }
-  if (r.average) divide_by_size(r.data, r.count);
+  if (r.average) divide_by_size(r.data);
   if (log_) {
     double in_flight_until = compute_end > 0 && compute_end < arrive ? compute_end : arrive;
     if (r.completed > 0 && r.completed < in_flight_until) in_flight_until = r.completed;
@@ -120,66 +140,71 @@ void Communicator::wait(CollRequest& r, double compute_end) {
   }
 }
 
-void Communicator::reduce_scatter_sum(const float* send, float* shard, size_t count) {
+void Communicator::reduce_scatter_sum(ConstBufferView send, BufferView shard) {
+  check(send, "reduce_scatter");
+  check(shard, "reduce_scatter");
   const double arrive = log_ ? now() : 0.0;
-  const double bytes = double(count) * sizeof(float);
-  do_reduce_scatter_sum(send, shard, count);
+  const double bytes = double(send.bytes());
+  do_reduce_scatter_sum(send, shard);
   emulate(CollKind::coll_reduce_scatter, bytes);
   record(CollKind::coll_reduce_scatter, arrive, ring_scatter_gather_bytes_sent(bytes, size()));
 }
 
-void Communicator::reduce_scatter_average(const float* send, float* shard, size_t count) {
+void Communicator::reduce_scatter_average(ConstBufferView send, BufferView shard) {
+  check(send, "reduce_scatter");
+  check(shard, "reduce_scatter");
   const double arrive = log_ ? now() : 0.0;
-  const double bytes = double(count) * sizeof(float);
-  do_reduce_scatter_sum(send, shard, count);
+  const double bytes = double(send.bytes());
+  do_reduce_scatter_sum(send, shard);
   emulate(CollKind::coll_reduce_scatter, bytes);
-  const int n = size();
-  divide_by_size(shard, shard_begin(count, n, rank() + 1) - shard_begin(count, n, rank()));
-  record(CollKind::coll_reduce_scatter, arrive, ring_scatter_gather_bytes_sent(bytes, n));
+  divide_by_size(shard.slice(0, shard_count(send.count)));
+  record(CollKind::coll_reduce_scatter, arrive, ring_scatter_gather_bytes_sent(bytes, size()));
 }
 
-void Communicator::allgather(float* data, size_t count) {
+void Communicator::allgather(BufferView data) {
+  check(data, "allgather");
   const double arrive = log_ ? now() : 0.0;
-  const double bytes = double(count) * sizeof(float);
-  do_allgather(data, count);
+  const double bytes = double(data.bytes());
+  do_allgather(data);
   emulate(CollKind::coll_allgather, bytes);
   record(CollKind::coll_allgather, arrive, ring_scatter_gather_bytes_sent(bytes, size()));
 }
 
-void Communicator::iallgather(float* data, size_t count, CollRequest& r) {
-  const double bytes = double(count) * sizeof(float);
-  begin_request(r, data, count, CollKind::coll_allgather, bytes, ring_scatter_gather_bytes_sent(bytes, size()));
-  r.slot = do_iallgather_start(data, count);
+void Communicator::iallgather(BufferView data, CollRequest& r) {
+  check(data, "iallgather");
+  const double bytes = double(data.bytes());
+  begin_request(r, data, CollKind::coll_allgather, bytes, ring_scatter_gather_bytes_sent(bytes, size()));
+  r.slot = do_iallgather_start(data);
 }
 
-int Communicator::exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
+int Communicator::exchange_start(ConstBufferView send, const int* dests, size_t n_dests, BufferView recv,
                                  size_t recv_count, const int* sources, size_t n_sources, CollRequest& r) {
-  const double bytes = double(send_count) * sizeof(float) * double(n_dests);
-  begin_request(r, recv, recv_count * n_sources, CollKind::coll_sendrecv, bytes, bytes);
-  r.slot = do_exchange_start(send, send_count, dests, n_dests, recv, recv_count, sources, n_sources);
+  check(send, "sendrecv");
+  check(recv, "sendrecv");
+  const double bytes = double(send.bytes()) * double(n_dests);
+  begin_request(r, recv.slice(0, recv_count * n_sources), CollKind::coll_sendrecv, bytes, bytes);
+  r.slot = do_exchange_start(send, dests, n_dests, recv, recv_count, sources, n_sources);
   return r.slot;
 }
 
-void Communicator::isendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count, int source,
-                             CollRequest& r) {
-  exchange_start(send, send_count, &dest, 1, recv, recv_count, &source, 1, r);
+void Communicator::isendrecv(ConstBufferView send, int dest, BufferView recv, int source, CollRequest& r) {
+  exchange_start(send, &dest, 1, recv, recv.count, &source, 1, r);
 }
 
-void Communicator::sendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count,
-                            int source) {
+void Communicator::sendrecv(ConstBufferView send, int dest, BufferView recv, int source) {
   CollRequest r;
-  isendrecv(send, send_count, dest, recv, recv_count, source, r);
+  isendrecv(send, dest, recv, source, r);
   finish_blocking(r);
 }
 
-void Communicator::ineighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv,
+void Communicator::ineighbor_exchange(ConstBufferView send, const int* peers, size_t n_peers, BufferView recv,
                                       CollRequest& r) {
-  exchange_start(send, count, peers, n_peers, recv, count, peers, n_peers, r);
+  exchange_start(send, peers, n_peers, recv, send.count, peers, n_peers, r);
 }
 
-void Communicator::neighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv) {
+void Communicator::neighbor_exchange(ConstBufferView send, const int* peers, size_t n_peers, BufferView recv) {
   CollRequest r;
-  ineighbor_exchange(send, count, peers, n_peers, recv, r);
+  ineighbor_exchange(send, peers, n_peers, recv, r);
   finish_blocking(r);
 }
 
@@ -206,16 +231,18 @@ void Communicator::window_lock(int rank) {
   do_window_lock(rank);
 }
 
-void Communicator::window_get(float* dst, size_t count, int rank, uint64_t* version) {
-  do_window_get(dst, count, rank, version);
-  if (rank != this->rank()) epoch_remote_bytes_ += double(count) * sizeof(float);
+void Communicator::window_get(BufferView dst, int rank, uint64_t* version) {
+  check(dst, "window_get");
+  do_window_get(dst, rank, version);
+  if (rank != this->rank()) epoch_remote_bytes_ += double(dst.bytes());
 }
 
-void Communicator::window_put(const float* src, size_t count, int rank, uint64_t version) {
-  do_window_put(src, count, rank, version);
+void Communicator::window_put(ConstBufferView src, int rank, uint64_t version) {
+  check(src, "window_put");
+  do_window_put(src, rank, version);
   if (rank != this->rank()) {
-    epoch_remote_bytes_ += double(count) * sizeof(float);
-    epoch_put_bytes_ += double(count) * sizeof(float);
+    epoch_remote_bytes_ += double(src.bytes());
+    epoch_put_bytes_ += double(src.bytes());
   }
 }
 
@@ -227,20 +254,20 @@ void Communicator::window_unlock(int rank) {
   record(CollKind::coll_onesided, epoch_arrive_, epoch_put_bytes_);
 }
 
-uint64_t Communicator::window_poll(float* dst, size_t count, int rank, WindowReady ready, const void* ctx) {
+uint64_t Communicator::window_poll(BufferView dst, int rank, WindowReady ready, const void* ctx) {
+  const float* host = dst.host_f32("window_poll");  // ready() reads it
   const double arrive = now();
   uint64_t version = 0;
   for (;;) {
     do_window_lock(rank);
-    do_window_get(dst, count, rank, &version);
+    do_window_get(dst, rank, &version);
     do_window_unlock(rank);
-    if (ready(dst, version, ctx)) break;
+    if (ready(host, version, ctx)) break;
     do_window_progress();
     std::this_thread::yield();  // let the writers we wait for take the lock
   }
   if (emulation_.extra_s && rank != this->rank())
-    hold_until(now() +
-               emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, double(count) * sizeof(float), size()));
+    hold_until(now() + emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, double(dst.bytes()), size()));
   record(CollKind::coll_onesided, arrive, 0.0);
   return version;
 }
@@ -250,13 +277,13 @@ uint64_t Communicator::window_poll(float* dst, size_t count, int rank, WindowRea
              "backend {} does not implement {}", backend_name(), what);
 }
 
-void Communicator::do_reduce_scatter_sum(const float*, float*, size_t) {
+void Communicator::do_reduce_scatter_sum(ConstBufferView, BufferView) {
   unsupported("reduce_scatter");
 }
-void Communicator::do_allgather(float*, size_t) {
+void Communicator::do_allgather(BufferView) {
   unsupported("allgather");
 }
-int Communicator::do_iallgather_start(float*, size_t) {
+int Communicator::do_iallgather_start(BufferView) {
   unsupported("iallgather");
 }
 void Communicator::do_window_create(size_t) {
@@ -271,13 +298,13 @@ void Communicator::do_window_lock(int) {
 void Communicator::do_window_unlock(int) {
   unsupported("one-sided windows");
 }
-void Communicator::do_window_get(float*, size_t, int, uint64_t*) {
+void Communicator::do_window_get(BufferView, int, uint64_t*) {
   unsupported("one-sided windows");
 }
-void Communicator::do_window_put(const float*, size_t, int, uint64_t) {
+void Communicator::do_window_put(ConstBufferView, int, uint64_t) {
   unsupported("one-sided windows");
 }
-int Communicator::do_exchange_start(const float*, size_t, const int*, size_t, float*, size_t, const int*, size_t) {
+int Communicator::do_exchange_start(ConstBufferView, const int*, size_t, BufferView, size_t, const int*, size_t) {
   unsupported("sendrecv (point-to-point exchange)");
 }
 
@@ -311,17 +338,17 @@ class SelfCommunicator final : public Communicator {
   [[noreturn]] void abort(int code) override { std::exit(code); }
 
  protected:
-  void do_allreduce_sum(float*, size_t) override {}
-  void do_broadcast(float*, size_t, int) override {}
+  void do_allreduce_sum(BufferView) override {}
+  void do_broadcast(BufferView, int) override {}
   void do_barrier() override {}
-  int do_iallreduce_sum_start(float*, size_t) override { return 0; }
+  int do_iallreduce_sum_start(BufferView) override { return 0; }
   bool do_test(int) override { return true; }
   void do_wait(int) override {}
-  void do_reduce_scatter_sum(const float* send, float* shard, size_t count) override {
-    std::copy(send, send + count, shard);
+  void do_reduce_scatter_sum(ConstBufferView send, BufferView shard) override {
+    std::copy(send.f32(), send.f32() + send.count, shard.f32());
   }
-  void do_allgather(float*, size_t) override {}
-  int do_iallgather_start(float*, size_t) override { return 0; }
+  void do_allgather(BufferView) override {}
+  int do_iallgather_start(BufferView) override { return 0; }
   void do_window_create(size_t count) override {
     window_.assign(count, 0.0f);
     version_ = 0;
@@ -329,25 +356,25 @@ class SelfCommunicator final : public Communicator {
   void do_window_free() override { window_.clear(); }
   void do_window_lock(int) override {}
   void do_window_unlock(int) override {}
-  void do_window_get(float* dst, size_t count, int, uint64_t* version) override {
-    std::copy(window_.begin(), window_.begin() + static_cast<ptrdiff_t>(count), dst);
+  void do_window_get(BufferView dst, int, uint64_t* version) override {
+    std::copy(window_.begin(), window_.begin() + static_cast<ptrdiff_t>(dst.count), dst.f32());
     *version = version_;
   }
-  void do_window_put(const float* src, size_t count, int, uint64_t version) override {
-    std::copy(src, src + count, window_.begin());
+  void do_window_put(ConstBufferView src, int, uint64_t version) override {
+    std::copy(src.f32(), src.f32() + src.count, window_.begin());
     version_ = version;
   }
   std::vector<float> window_;
   uint64_t version_ = 0;
   // The only peer is this rank: each receive is a copy of the send buffer.
-  int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
-                        size_t recv_count, const int* sources, size_t n_sources) override {
+  int do_exchange_start(ConstBufferView send, const int* dests, size_t n_dests, BufferView recv, size_t recv_count,
+                        const int* sources, size_t n_sources) override {
     for (size_t k = 0; k < n_dests; ++k)
       if (dests[k] != 0) DSGD_THROW(Error, "this is a bug: a single rank has no peers", "send to rank {}", dests[k]);
     for (size_t k = 0; k < n_sources; ++k) {
-      if (sources[k] != 0 || recv_count != send_count || n_dests == 0)
+      if (sources[k] != 0 || recv_count != send.count || n_dests == 0)
         DSGD_THROW(Error, "this is a bug: a single rank has no peers", "receive from rank {}", sources[k]);
-      std::copy(send, send + send_count, recv + k * recv_count);
+      std::copy(send.f32(), send.f32() + send.count, recv.f32() + k * recv_count);
     }
     return 0;
   }

@@ -3,10 +3,18 @@
 // slowest peer arrives) from `comm` (data moving) after the run, without extra messages
 // in the training loop (docs/metrics.md).
 //
-// Public methods are non-virtual: they record the event, then call the backend's do_*.
-// Backends: MpiCommunicator (cluster/mpi_communicator.cpp) and SelfCommunicator (one
-// rank, no MPI). The untimed_* helpers are for the harness (evaluation, flushing
-// timings, clock sync) and are never recorded.
+// Buffers are views (core/buffer.hpp: pointer, count, dtype, device), so one algorithm serves
+// host and device memory; a non-blocking operation is a handle (CollRequest) to a request the
+// backend owns. Public methods are non-virtual: they record the event, then call the backend's
+// do_*. The averaging forms scale through the view's device's VectorOps (core/vector_ops.hpp).
+// Backends: the rows of cluster/backends.hpp (MpiCommunicator, cluster/mpi_communicator.cpp;
+// SimCommunicator, cluster/sim_world.hpp) and SelfCommunicator (one rank, no MPI). A backend
+// accepts host memory unless it says otherwise (supports_device). The untimed_* helpers are
+// for the harness (evaluation, flushing timings, clock sync): host values, never recorded.
+//
+// Host-pointer convenience overloads: every operation also takes plain host float pointers
+// and counts (allreduce_sum(float*, size_t), ...). They build a host view and call the view
+// form, inline; code written for host memory only may use them.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "core/buffer.hpp"
 #include "core/clock.hpp"
 
 namespace dsgd {
@@ -86,12 +95,14 @@ enum class ComputePhase : int32_t {
   phase_optimizer = 4,
 };
 
-// A non-blocking collective in flight (Communicator::iallreduce_*). Plain data, reusable:
-// an algorithm keeps one per bucket, allocated once.
+// A handle to a non-blocking operation in flight (Communicator::iallreduce_*, iallgather,
+// isendrecv, ineighbor_exchange), as c10d's Work: the backend owns the request itself (MPI's
+// MPI_Requests, the simulator's sequence number, a CUDA event and stream with NCCL) in its
+// slot table, and the handle names the slot. Plain data, reusable: an algorithm keeps one per
+// bucket, allocated once; launching, testing and waiting never allocate.
 struct CollRequest {
-  int slot = -1;  // backend request slot; −1 when not in flight
-  float* data = nullptr;
-  size_t count = 0;
+  int slot = -1;    // the backend's request slot; −1 when not in flight
+  BufferView data;  // the buffer the operation writes (averaged in place at wait)
   bool average = false;
   double launch = 0;     // now() at launch
   double completed = 0;  // first time progress() saw it complete (0: not seen)
@@ -110,6 +121,9 @@ class Communicator {
   virtual std::string library_version() const = 0;
   // Ranks of this job that run on this host (for oversubscription warnings).
   virtual int ranks_on_this_host() const = 0;
+  // Whether the recorded operations accept buffers in d's memory (default: host only). A view
+  // on a device the backend does not accept is refused with an Error naming both.
+  virtual bool supports_device(Device d) const { return d.is_host(); }
 
   // The clock seam (docs/sim.md). Every timestamp the trainer, the recorder and the
   // algorithms take comes from now(). Real backends read the wall clock and a compute
@@ -121,16 +135,16 @@ class Communicator {
   // Backend details stored with the run's configuration (a JSON object's text; empty: none).
   virtual std::string backend_details() const { return {}; }
 
-  // Recorded collectives on float buffers (in place).
-  void allreduce_sum(float* data, size_t count);
-  void allreduce_average(float* data, size_t count);  // sum, then scale by 1/size
-  void broadcast(float* data, size_t count, int root);
+  // Recorded collectives, in place on float32 views.
+  void allreduce_sum(BufferView data);
+  void allreduce_average(BufferView data);  // sum, then scale by 1/size
+  void broadcast(BufferView data, int root);
   void barrier();
 
-  // Non-blocking all-reduce: launch, then progress() while computing (drives MPI's
+  // Non-blocking all-reduce: launch, then progress() while computing (drives the backend's
   // progress and notes completion), then wait(). The buffer must not be touched in between.
-  void iallreduce_sum(float* data, size_t count, CollRequest& request);
-  void iallreduce_average(float* data, size_t count, CollRequest& request);
+  void iallreduce_sum(BufferView data, CollRequest& request);
+  void iallreduce_average(BufferView data, CollRequest& request);
   void progress(CollRequest& request);
   // (wait() also completes the non-blocking point-to-point operations below.)
   // compute_end: when the rank stopped computing to wait for its requests (0: this wait
@@ -144,33 +158,38 @@ class Communicator {
     return static_cast<size_t>((static_cast<unsigned __int128>(count) * static_cast<unsigned>(r)) /
                                static_cast<unsigned>(n));
   }
-  // shard ← this rank's block of Σ_ranks send (send: count floats; shard: the block's length).
-  void reduce_scatter_sum(const float* send, float* shard, size_t count);
-  void reduce_scatter_average(const float* send, float* shard, size_t count);  // then scale by 1/size
-  // In place: every rank's block of data (count floats) is sent to every rank.
-  void allgather(float* data, size_t count);
+  // This rank's block length of a buffer of `count` floats.
+  size_t shard_count(size_t count) const {
+    return shard_begin(count, size(), rank() + 1) - shard_begin(count, size(), rank());
+  }
+  // shard ← this rank's block of Σ_ranks send (send: the whole buffer; shard: shard_count(send.count)
+  // elements at least — its first shard_count elements are written).
+  void reduce_scatter_sum(ConstBufferView send, BufferView shard);
+  void reduce_scatter_average(ConstBufferView send, BufferView shard);  // then scale by 1/size
+  // In place: every rank's block of data is sent to every rank.
+  void allgather(BufferView data);
   // Non-blocking all-gather (same blocks, in place), completed by progress()/wait() like
   // iallreduce: recorded as CollKind::coll_allgather with the ring's (n−1)/n·4·count bytes,
   // held by the emulated link like the non-blocking all-reduce.
-  void iallgather(float* data, size_t count, CollRequest& request);
+  void iallgather(BufferView data, CollRequest& request);
 
-  // Point-to-point (CollKind::coll_sendrecv). sendrecv: send `send_count` floats to `dest`
-  // and receive `recv_count` floats from `source` (either may be this rank). Recorded bytes:
-  // 4·send_count; the emulated hold is one message α + S/B.
-  void sendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count, int source);
-  void isendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count, int source,
-                 CollRequest& request);
-  // Neighbour exchange: send the same `count` floats to each of peers[0..n_peers) and receive
-  // `count` floats from each into recv (block k, at recv + k·count, comes from peers[k]).
-  // One recorded event per call whatever the degree, so ranks of different degree record
-  // the same number of events. Recorded bytes: 4·count·n_peers; the emulated hold is one
-  // message of that size (α + n_peers·S/B: the sends share the rank's link).
-  void neighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv);
-  void ineighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv,
+  // Point-to-point (CollKind::coll_sendrecv). sendrecv: send `send` to `dest` and receive
+  // `recv` from `source` (either may be this rank). Recorded bytes: send.bytes(); the emulated
+  // hold is one message α + S/B.
+  void sendrecv(ConstBufferView send, int dest, BufferView recv, int source);
+  void isendrecv(ConstBufferView send, int dest, BufferView recv, int source, CollRequest& request);
+  // Neighbour exchange: send the same `send` to each of peers[0..n_peers) and receive
+  // send.count floats from each into recv (n_peers·send.count floats; block k comes from
+  // peers[k]). One recorded event per call whatever the degree, so ranks of different degree
+  // record the same number of events. Recorded bytes: send.bytes()·n_peers; the emulated hold
+  // is one message of that size (α + n_peers·S/B: the sends share the rank's link).
+  void neighbor_exchange(ConstBufferView send, const int* peers, size_t n_peers, BufferView recv);
+  void ineighbor_exchange(ConstBufferView send, const int* peers, size_t n_peers, BufferView recv,
                           CollRequest& request);
 
   // One-sided windows (MPI RMA, passive target). window_create (collective, untimed): every
-  // rank exposes `count` floats and a version counter, all zero. An access epoch is
+  // rank exposes `count` floats and a version counter, all zero, in memory the backend owns
+  // (host memory: no backend exposes device memory one-sidedly). An access epoch is
   // window_lock(rank) (exclusive; rank may be this one), any number of window_get /
   // window_put on that rank, window_unlock(rank); the epoch is recorded at unlock as one
   // CollKind::coll_onesided event from the lock call to the unlock's return, with the bytes put
@@ -179,16 +198,56 @@ class Communicator {
   void window_create(size_t count);
   void window_free();
   void window_lock(int rank);
-  void window_get(float* dst, size_t count, int rank, uint64_t* version);
-  void window_put(const float* src, size_t count, int rank, uint64_t version);
+  void window_get(BufferView dst, int rank, uint64_t* version);
+  void window_put(ConstBufferView src, int rank, uint64_t version);
   void window_unlock(int rank);
-  // Waits on `rank`'s window: repeats lock, window_get(dst, count) with its version, unlock,
+  // Waits on `rank`'s window: repeats lock, window_get(dst) with its version, unlock,
   // until ready(dst, version, ctx) is true; returns that version (dst holds that read).
   // The whole wait is ONE recorded coll_onesided event (no bytes sent), however many reads
   // it took, so a step's event count stays bounded; held by the emulation for one message
   // of the bytes got. Built on the do_window_* operations (every backend with windows).
+  // dst is host memory (ready() reads it).
   using WindowReady = bool (*)(const float* data, uint64_t version, const void* ctx);
-  uint64_t window_poll(float* dst, size_t count, int rank, WindowReady ready, const void* ctx);
+  uint64_t window_poll(BufferView dst, int rank, WindowReady ready, const void* ctx);
+
+  // ---- host-pointer convenience overloads: each builds a host view (core/buffer.hpp) ----
+  void allreduce_sum(float* data, size_t count) { allreduce_sum(host_view(data, count)); }
+  void allreduce_average(float* data, size_t count) { allreduce_average(host_view(data, count)); }
+  void broadcast(float* data, size_t count, int root) { broadcast(host_view(data, count), root); }
+  void iallreduce_sum(float* data, size_t count, CollRequest& r) { iallreduce_sum(host_view(data, count), r); }
+  void iallreduce_average(float* data, size_t count, CollRequest& r) { iallreduce_average(host_view(data, count), r); }
+  // (send: count floats; shard: this rank's block, shard_count(count) floats)
+  void reduce_scatter_sum(const float* send, float* shard, size_t count) {
+    reduce_scatter_sum(host_view(send, count), host_view(shard, shard_count(count)));
+  }
+  void reduce_scatter_average(const float* send, float* shard, size_t count) {
+    reduce_scatter_average(host_view(send, count), host_view(shard, shard_count(count)));
+  }
+  void allgather(float* data, size_t count) { allgather(host_view(data, count)); }
+  void iallgather(float* data, size_t count, CollRequest& r) { iallgather(host_view(data, count), r); }
+  void sendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count, int source) {
+    sendrecv(host_view(send, send_count), dest, host_view(recv, recv_count), source);
+  }
+  void isendrecv(const float* send, size_t send_count, int dest, float* recv, size_t recv_count, int source,
+                 CollRequest& r) {
+    isendrecv(host_view(send, send_count), dest, host_view(recv, recv_count), source, r);
+  }
+  void neighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv) {
+    neighbor_exchange(host_view(send, count), peers, n_peers, host_view(recv, count * n_peers));
+  }
+  void ineighbor_exchange(const float* send, size_t count, const int* peers, size_t n_peers, float* recv,
+                          CollRequest& r) {
+    ineighbor_exchange(host_view(send, count), peers, n_peers, host_view(recv, count * n_peers), r);
+  }
+  void window_get(float* dst, size_t count, int rank, uint64_t* version) {
+    window_get(host_view(dst, count), rank, version);
+  }
+  void window_put(const float* src, size_t count, int rank, uint64_t version) {
+    window_put(host_view(src, count), rank, version);
+  }
+  uint64_t window_poll(float* dst, size_t count, int rank, WindowReady ready, const void* ctx) {
+    return window_poll(host_view(dst, count), rank, ready, ctx);
+  }
 
   // Two-level all-reduce on a hier:GxW topology (groups = G > 1, ranks g·W .. g·W+W−1 form
   // group g): every all-reduce, blocking or not, becomes a reduce-scatter inside the group,
@@ -209,7 +268,7 @@ class Communicator {
     if (!models_network()) emulation_ = hook;
   }
 
-  // Untimed harness helpers.
+  // Untimed harness helpers (host memory).
   virtual void untimed_allreduce_sum(double* data, size_t count) = 0;
   virtual void untimed_allreduce_sum(float* data, size_t count) = 0;
   virtual void untimed_allreduce_max(double* data, size_t count) = 0;
@@ -226,33 +285,35 @@ class Communicator {
   virtual bool models_network() const { return false; }
   // Returns whether all-reduces now run in `groups` groups.
   virtual bool do_set_hierarchy(int groups) { return groups <= 1 || models_network(); }
-  virtual void do_allreduce_sum(float* data, size_t count) = 0;
-  virtual void do_broadcast(float* data, size_t count, int root) = 0;
+  // Every view reaching a do_* is float32 on a device the backend supports (checked before).
+  virtual void do_allreduce_sum(BufferView data) = 0;
+  virtual void do_broadcast(BufferView data, int root) = 0;
   virtual void do_barrier() = 0;
   // Non-blocking: start returns a slot; test/wait complete it (and free the slot).
-  virtual int do_iallreduce_sum_start(float* data, size_t count) = 0;
+  virtual int do_iallreduce_sum_start(BufferView data) = 0;
   virtual bool do_test(int slot) = 0;
   virtual void do_wait(int slot) = 0;
   // Sharded collectives and point-to-point. Not pure: a backend that lacks one throws
   // Error "backend X does not implement Y" when it is used.
-  // shard ← this rank's block (Communicator::shard_begin) of Σ_ranks send.
-  virtual void do_reduce_scatter_sum(const float* send, float* shard, size_t count);
+  // shard ← this rank's block (Communicator::shard_begin) of Σ_ranks send (send.count floats;
+  // shard: at least the block's length).
+  virtual void do_reduce_scatter_sum(ConstBufferView send, BufferView shard);
   // In place: rank r's block of data goes to every rank.
-  virtual void do_allgather(float* data, size_t count);
+  virtual void do_allgather(BufferView data);
   // Non-blocking do_allgather; returns a slot completed by do_test / do_wait.
-  virtual int do_iallgather_start(float* data, size_t count);
-  // Non-blocking: sends send[0..send_count) to each of dests[0..n_dests) and receives
-  // recv_count floats from each of sources[0..n_sources) into recv + k·recv_count; returns
-  // a slot completed by do_test / do_wait like do_iallreduce_sum_start's.
-  virtual int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
+  virtual int do_iallgather_start(BufferView data);
+  // Non-blocking: sends `send` to each of dests[0..n_dests) and receives recv_count floats
+  // from each of sources[0..n_sources) into recv.slice(k·recv_count, recv_count); returns a
+  // slot completed by do_test / do_wait like do_iallreduce_sum_start's.
+  virtual int do_exchange_start(ConstBufferView send, const int* dests, size_t n_dests, BufferView recv,
                                 size_t recv_count, const int* sources, size_t n_sources);
   // One-sided windows (see window_create): count floats + a uint64 version per rank.
   virtual void do_window_create(size_t count);
   virtual void do_window_free();
   virtual void do_window_lock(int rank);
   virtual void do_window_unlock(int rank);
-  virtual void do_window_get(float* dst, size_t count, int rank, uint64_t* version);
-  virtual void do_window_put(const float* src, size_t count, int rank, uint64_t version);
+  virtual void do_window_get(BufferView dst, int rank, uint64_t* version);
+  virtual void do_window_put(ConstBufferView src, int rank, uint64_t version);
   // Drives the backend's progress between two reads of a window_poll, so that other ranks'
   // epochs on this rank's window complete while it waits (MPI: passive-target requests are
   // served only inside MPI calls, and an epoch on the own window may not enter progress).
@@ -261,13 +322,19 @@ class Communicator {
 
  private:
   [[noreturn]] void unsupported(const char* what) const;
+  // Refuses a view the backend cannot take (not float32, or on a device it does not support).
+  // Inline: host float32 views pass on one compare.
+  void check(ConstBufferView v, const char* what) const {
+    if (v.dtype != DType::dtype_f32 || (!v.device.is_host() && !supports_device(v.device))) refuse(v, what);
+  }
+  [[noreturn]] void refuse(ConstBufferView v, const char* what) const;
   void finish_blocking(CollRequest& r);
-  int exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
-                     size_t recv_count, const int* sources, size_t n_sources, CollRequest& r);
+  int exchange_start(ConstBufferView send, const int* dests, size_t n_dests, BufferView recv, size_t recv_count,
+                     const int* sources, size_t n_sources, CollRequest& r);
   void record(CollKind kind, double arrive, double bytes_sent);
   // Fills r for a non-blocking operation launched now on `data` (its slot is set by the caller).
-  void begin_request(CollRequest& r, float* data, size_t count, CollKind kind, double model_bytes, double bytes_sent);
-  void divide_by_size(float* data, size_t count) const;
+  void begin_request(CollRequest& r, BufferView data, CollKind kind, double model_bytes, double bytes_sent);
+  void divide_by_size(BufferView data) const;
   void emulate(CollKind kind, double bytes);
   CollEventLog* log_ = nullptr;
   EmulationHook emulation_;
@@ -277,7 +344,8 @@ class Communicator {
 };
 
 // The communicator of this process: MPI's world when built with MPI (initialising MPI),
-// otherwise a single rank.
+// otherwise a single rank. (The backend table, cluster/backends.hpp, is how the programs
+// choose one.)
 std::unique_ptr<Communicator> communicator_create_world(int* argc, char*** argv);
 // A single-rank communicator without MPI (tests, serial reference).
 std::unique_ptr<Communicator> communicator_create_self();

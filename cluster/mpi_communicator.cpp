@@ -112,7 +112,9 @@ class MpiCommunicator final : public Communicator {
   }
 
  protected:
-  void do_allreduce_sum(float* data, size_t count) override {
+  void do_allreduce_sum(BufferView view) override {
+    float* data = view.f32();
+    size_t count = view.count;
     if (hier_.groups > 1) {
       const int slot = hier_start(data, count);
       do_wait(slot);
@@ -126,7 +128,9 @@ class MpiCommunicator final : public Communicator {
       count -= chunk;
     }
   }
-  void do_broadcast(float* data, size_t count, int root) override {
+  void do_broadcast(BufferView view, int root) override {
+    float* data = view.f32();
+    size_t count = view.count;
     while (count > 0) {
       const size_t chunk = count < kMaxChunk ? count : kMaxChunk;
       DSGD_MPI_CHECK(MPI_Bcast(data, static_cast<int>(chunk), MPI_FLOAT, root, MPI_COMM_WORLD));
@@ -135,7 +139,9 @@ class MpiCommunicator final : public Communicator {
     }
   }
   void do_barrier() override { DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }
-  int do_iallreduce_sum_start(float* data, size_t count) override {
+  int do_iallreduce_sum_start(BufferView view) override {
+    float* data = view.f32();
+    const size_t count = view.count;
     if (hier_.groups > 1) return hier_start(data, count);
     const int slot = free_slot();
     Slot& sl = slots_[static_cast<size_t>(slot)];
@@ -186,31 +192,34 @@ class MpiCommunicator final : public Communicator {
   }
   // Blocks of uneven size (Communicator::shard_begin), so the v-variants with counts
   // computed once per buffer size.
-  void do_reduce_scatter_sum(const float* send, float* shard, size_t count) override {
-    shard_counts(count);
-    DSGD_MPI_CHECK(MPI_Reduce_scatter(send, shard, counts_.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
+  void do_reduce_scatter_sum(ConstBufferView send, BufferView shard) override {
+    shard_counts(send.count);
+    DSGD_MPI_CHECK(MPI_Reduce_scatter(send.data, shard.data, counts_.data(), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD));
   }
-  void do_allgather(float* data, size_t count) override {
-    shard_counts(count);
-    DSGD_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, counts_.data(), displs_.data(), MPI_FLOAT,
-                                  MPI_COMM_WORLD));
+  void do_allgather(BufferView data) override {
+    shard_counts(data.count);
+    DSGD_MPI_CHECK(MPI_Allgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data, counts_.data(), displs_.data(),
+                                  MPI_FLOAT, MPI_COMM_WORLD));
   }
   // Flat (also on hier topologies, like do_allgather); the slot keeps the block counts
   // until the operation completes.
-  int do_iallgather_start(float* data, size_t count) override {
-    checked_count(count);
+  int do_iallgather_start(BufferView data) override {
+    checked_count(data.count);
     const int slot = free_slot();
     Slot& sl = slots_[static_cast<size_t>(slot)];
-    block_counts(count, size_, sl.counts, sl.displs);
+    block_counts(data.count, size_, sl.counts, sl.displs);
     sl.requests.assign(1, MPI_REQUEST_NULL);
     sl.hier_phase = 0;
-    DSGD_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data, sl.counts.data(), sl.displs.data(),
+    DSGD_MPI_CHECK(MPI_Iallgatherv(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, data.data, sl.counts.data(), sl.displs.data(),
                                    MPI_FLOAT, MPI_COMM_WORLD, &sl.requests[0]));
     sl.used = true;
     return slot;
   }
-  int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
+  int do_exchange_start(ConstBufferView send_view, const int* dests, size_t n_dests, BufferView recv_view,
                         size_t recv_count, const int* sources, size_t n_sources) override {
+    const float* send = send_view.f32();
+    const size_t send_count = send_view.count;
+    float* recv = recv_view.f32();
     const int slot = free_slot();
     Slot& sl = slots_[static_cast<size_t>(slot)];
     sl.requests.assign(n_dests + n_sources, MPI_REQUEST_NULL);
@@ -297,15 +306,17 @@ class MpiCommunicator final : public Communicator {
     DSGD_MPI_CHECK(MPI_Fetch_and_op(&one, &before, MPI_UINT64_T, rank, lock_disp(kServing), MPI_SUM, win_));
     DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
   }
-  void do_window_get(float* dst, size_t count, int rank, uint64_t* version) override {
-    DSGD_MPI_CHECK(MPI_Get(dst, checked_count(count), MPI_FLOAT, rank, 0, checked_count(count), MPI_FLOAT, win_));
+  void do_window_get(BufferView dst, int rank, uint64_t* version) override {
+    const int count = checked_count(dst.count);
+    DSGD_MPI_CHECK(MPI_Get(dst.data, count, MPI_FLOAT, rank, 0, count, MPI_FLOAT, win_));
     DSGD_MPI_CHECK(
         MPI_Get(version, 1, MPI_UINT64_T, rank, static_cast<MPI_Aint>(win_version_offset_), 1, MPI_UINT64_T, win_));
     DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
   }
-  void do_window_put(const float* src, size_t count, int rank, uint64_t version) override {
+  void do_window_put(ConstBufferView src, int rank, uint64_t version) override {
     put_version_ = version;
-    DSGD_MPI_CHECK(MPI_Put(src, checked_count(count), MPI_FLOAT, rank, 0, checked_count(count), MPI_FLOAT, win_));
+    const int count = checked_count(src.count);
+    DSGD_MPI_CHECK(MPI_Put(src.data, count, MPI_FLOAT, rank, 0, count, MPI_FLOAT, win_));
     DSGD_MPI_CHECK(MPI_Put(&put_version_, 1, MPI_UINT64_T, rank, static_cast<MPI_Aint>(win_version_offset_), 1,
                            MPI_UINT64_T, win_));
     DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));

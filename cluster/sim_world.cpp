@@ -659,13 +659,13 @@ void SimCommunicator::abort(int code) {
   throw SimPeerFailed();
 }
 
-void SimCommunicator::do_allreduce_sum(float* data, size_t count) {
-  world_.collective_wait(
-      rank_, world_.collective_start(rank_, Op::op_sum_f32, CollKind::coll_allreduce, true, data, nullptr, count, 0));
+void SimCommunicator::do_allreduce_sum(BufferView data) {
+  world_.collective_wait(rank_, world_.collective_start(rank_, Op::op_sum_f32, CollKind::coll_allreduce, true,
+                                                        data.data, nullptr, data.count, 0));
 }
-void SimCommunicator::do_broadcast(float* data, size_t count, int root) {
-  world_.collective_wait(rank_, world_.collective_start(rank_, Op::op_bcast_f32, CollKind::coll_broadcast, true, data,
-                                                        nullptr, count, root));
+void SimCommunicator::do_broadcast(BufferView data, int root) {
+  world_.collective_wait(rank_, world_.collective_start(rank_, Op::op_bcast_f32, CollKind::coll_broadcast, true,
+                                                        data.data, nullptr, data.count, root));
 }
 void SimCommunicator::do_barrier() {
   world_.collective_wait(
@@ -681,9 +681,10 @@ int SimCommunicator::slot_for(int64_t id, bool exchange) {
   slots_.push_back(Slot{id, exchange});
   return static_cast<int>(slots_.size() - 1);
 }
-int SimCommunicator::do_iallreduce_sum_start(float* data, size_t count) {
+int SimCommunicator::do_iallreduce_sum_start(BufferView data) {
   return slot_for(
-      world_.collective_start(rank_, Op::op_sum_f32, CollKind::coll_allreduce, true, data, nullptr, count, 0), false);
+      world_.collective_start(rank_, Op::op_sum_f32, CollKind::coll_allreduce, true, data.data, nullptr, data.count, 0),
+      false);
 }
 bool SimCommunicator::do_test(int slot) {
   Slot& s = slots_[static_cast<size_t>(slot)];
@@ -699,23 +700,24 @@ void SimCommunicator::do_wait(int slot) {
     world_.collective_wait(rank_, s.id);
   s.id = -1;
 }
-void SimCommunicator::do_reduce_scatter_sum(const float* send, float* shard, size_t count) {
+void SimCommunicator::do_reduce_scatter_sum(ConstBufferView send, BufferView shard) {
   world_.collective_wait(rank_, world_.collective_start(rank_, Op::op_reduce_scatter_f32, CollKind::coll_reduce_scatter,
-                                                        true, shard, send, count, 0));
+                                                        true, shard.data, send.data, send.count, 0));
 }
-void SimCommunicator::do_allgather(float* data, size_t count) {
+void SimCommunicator::do_allgather(BufferView data) {
   world_.collective_wait(rank_, world_.collective_start(rank_, Op::op_allgather_f32, CollKind::coll_allgather, true,
-                                                        data, nullptr, count, 0));
+                                                        data.data, nullptr, data.count, 0));
 }
-int SimCommunicator::do_iallgather_start(float* data, size_t count) {
+int SimCommunicator::do_iallgather_start(BufferView data) {
+  return slot_for(world_.collective_start(rank_, Op::op_allgather_f32, CollKind::coll_allgather, true, data.data,
+                                          nullptr, data.count, 0),
+                  false);
+}
+int SimCommunicator::do_exchange_start(ConstBufferView send, const int* dests, size_t n_dests, BufferView recv,
+                                       size_t recv_count, const int* sources, size_t n_sources) {
   return slot_for(
-      world_.collective_start(rank_, Op::op_allgather_f32, CollKind::coll_allgather, true, data, nullptr, count, 0),
-      false);
-}
-int SimCommunicator::do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests,
-                                       float* recv, size_t recv_count, const int* sources, size_t n_sources) {
-  return slot_for(world_.exchange_start(rank_, send, send_count, dests, n_dests, recv, recv_count, sources, n_sources),
-                  true);
+      world_.exchange_start(rank_, send.f32(), send.count, dests, n_dests, recv.f32(), recv_count, sources, n_sources),
+      true);
 }
 // Creating and freeing a window synchronise every worker (MPI_Win_allocate / MPI_Win_free
 // are collective), without virtual time.
@@ -733,11 +735,11 @@ void SimCommunicator::do_window_lock(int rank) {
 void SimCommunicator::do_window_unlock(int rank) {
   world_.window_unlock(rank_, rank);
 }
-void SimCommunicator::do_window_get(float* dst, size_t count, int rank, uint64_t* version) {
-  world_.window_get(rank_, rank, dst, count, version);
+void SimCommunicator::do_window_get(BufferView dst, int rank, uint64_t* version) {
+  world_.window_get(rank_, rank, dst.f32(), dst.count, version);
 }
-void SimCommunicator::do_window_put(const float* src, size_t count, int rank, uint64_t version) {
-  world_.window_put(rank_, rank, src, count, version);
+void SimCommunicator::do_window_put(ConstBufferView src, int rank, uint64_t version) {
+  world_.window_put(rank_, rank, src.f32(), src.count, version);
 }
 
 }  // namespace dsgd

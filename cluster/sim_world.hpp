@@ -144,23 +144,23 @@ class SimCommunicator final : public Communicator {
 
  protected:
   bool models_network() const override { return true; }
-  void do_allreduce_sum(float* data, size_t count) override;
-  void do_broadcast(float* data, size_t count, int root) override;
+  void do_allreduce_sum(BufferView data) override;
+  void do_broadcast(BufferView data, int root) override;
   void do_barrier() override;
-  int do_iallreduce_sum_start(float* data, size_t count) override;
+  int do_iallreduce_sum_start(BufferView data) override;
   bool do_test(int slot) override;
   void do_wait(int slot) override;
-  void do_reduce_scatter_sum(const float* send, float* shard, size_t count) override;
-  void do_allgather(float* data, size_t count) override;
-  int do_iallgather_start(float* data, size_t count) override;
-  int do_exchange_start(const float* send, size_t send_count, const int* dests, size_t n_dests, float* recv,
-                        size_t recv_count, const int* sources, size_t n_sources) override;
+  void do_reduce_scatter_sum(ConstBufferView send, BufferView shard) override;
+  void do_allgather(BufferView data) override;
+  int do_iallgather_start(BufferView data) override;
+  int do_exchange_start(ConstBufferView send, const int* dests, size_t n_dests, BufferView recv, size_t recv_count,
+                        const int* sources, size_t n_sources) override;
   void do_window_create(size_t count) override;
   void do_window_free() override;
   void do_window_lock(int rank) override;
   void do_window_unlock(int rank) override;
-  void do_window_get(float* dst, size_t count, int rank, uint64_t* version) override;
-  void do_window_put(const float* src, size_t count, int rank, uint64_t version) override;
+  void do_window_get(BufferView dst, int rank, uint64_t* version) override;
+  void do_window_put(ConstBufferView src, int rank, uint64_t version) override;
 
  private:
   // An in-flight request: a collective's sequence number or an exchange's id (−1: free).

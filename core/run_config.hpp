@@ -147,7 +147,7 @@ void run_config_apply_json(RunConfig& cfg, const nlohmann::json& obj, const std:
 nlohmann::json run_config_to_json(const RunConfig& cfg);
 
 // Checks values that do not need files, the network or the SGD variants: positive counts,
-// known backend, lr > 0, ..., then the ranges. Throws InputError naming the flag. The full
+// lr > 0, ..., then the ranges. Throws InputError naming the flag. The full
 // check, with every variant's knobs, is config_validate (algorithms/config_check.hpp).
 void run_config_validate(const RunConfig& cfg);
 // The same without the range check (config_validate checks the ranges last).

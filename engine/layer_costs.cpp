@@ -7,6 +7,7 @@
 #include <cmath>
 #include <vector>
 
+#include "cluster/backends.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/stats.hpp"
@@ -55,7 +56,8 @@ void network_kind_rank0(const RunConfig& cfg, const Store* store, int n, bool em
   } else if (emulated) {
     msg[0] = net_emulated;
   } else {
-    msg[0] = cfg.backend == "sim" ? net_free : net_probe;
+    // A backend that models the network (sim) without a given link has a free one.
+    msg[0] = backend_get(cfg.backend).has(cap_models_network) ? net_free : net_probe;
     if (const std::optional<AllreduceFit> fit =
             store ? store->allreduce_fit_latest(system_info_read().host) : std::nullopt) {
       msg[0] = net_calibrated;

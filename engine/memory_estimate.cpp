@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "algorithms/algorithm.hpp"
+#include "cluster/backends.hpp"
 #include "cluster/sim_timing.hpp"
 #include "core/errors.hpp"
 #include "core/memory_info.hpp"
@@ -111,7 +112,8 @@ int64_t run_steps_for_shard(const RunConfig& cfg, size_t shard_rows) {
 
 RunPreflight memory_preflight(const RunConfig& cfg, int world_size, int ranks_on_host) {
   RunPreflight p;
-  if (cfg.backend == "sim") return p;
+  // In-process backends (sim) estimate their shared memory themselves (sim_memory_estimate).
+  if (backend_get(cfg.backend).launch == BackendLaunch::launch_in_process) return p;
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
   workload_check_name(cfg.workload);
   p.data = dataset_load_shared(cfg);

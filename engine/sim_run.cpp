@@ -13,6 +13,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/variant.hpp"
+#include "cluster/backends.hpp"
 #include "cluster/network_model.hpp"
 #include "cluster/sim_timing.hpp"
 #include "cluster/straggler.hpp"
@@ -314,7 +315,8 @@ SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const 
                "--profile-from {}: run {} is a profile of workload '{}' on '{}' with batch {}; this run trains '{}' "
                "on '{}' with batch {}: a profile of another workload does not apply",
                cfg.profile_from, rec.id, rec.workload, rec.dataset, rec.batch, cfg.workload, cfg.dataset, cfg.batch);
-  if (rec.backend == "sim")
+  const Backend* measured_on = backend_find(rec.backend);
+  if (measured_on && measured_on->has(cap_virtual_clock))
     DSGD_THROW(InputError, "pass a run measured on a real backend (mpi)",
                "--profile-from {}: run {} is itself simulated; its compute times are modelled, not measured",
                cfg.profile_from, rec.id);

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "algorithms/algorithm.hpp"
+#include "cluster/backends.hpp"
 #include "cluster/network_model.hpp"
 #include "cluster/straggler.hpp"
 #include "cluster/topology.hpp"
@@ -87,6 +88,12 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.workload = preflight.workload ? std::move(preflight.workload) : workload_create(cfg, w.data->train);
   w.workload->reserve(static_cast<size_t>(cfg.batch));
   const size_t count = w.workload->param_count();
+  // The model lives in host memory: a device workload needs the trainer's device buffers and
+  // host staging for evaluation (issue 18 part 2).
+  if (!w.workload->device().is_host())
+    DSGD_THROW(Error, "run this workload on a build with device training (issue 18 part 2)",
+               "workload {} computes on {}; the trainer keeps the model in host memory", w.workload->name(),
+               device_name(w.workload->device()));
   w.params.assign(count, 0.0f);
   w.grads.assign(count, 0.0f);
   w.eval_params.assign(count, 0.0f);
@@ -261,13 +268,14 @@ class Trainer {
   // lower the peak. The sim backend's workers share one process: rank 0 measures, and a
   // --compute-scale k device is modelled as 1/k times this host's peak.
   void measure_peak() {
-    const bool sim = cfg_.backend == "sim";
-    double peak = (sim && comm_.rank() != 0) ? 0.0 : peak_flops_measure(static_cast<int>(cfg_.threads));
+    const Backend& backend = backend_get(cfg_.backend);
+    const bool shared = backend.launch == BackendLaunch::launch_in_process;  // workers share this process
+    double peak = (shared && comm_.rank() != 0) ? 0.0 : peak_flops_measure(static_cast<int>(cfg_.threads));
     comm_.untimed_allreduce_max(&peak, 1);
     if (store_ && comm_.rank() == 0)
       peak = store_->host_peak_record(system_info_read().host, static_cast<int>(cfg_.threads), peak * 1e-9) * 1e9;
     comm_.untimed_broadcast(&peak, 1, 0);
-    if (sim && cfg_.compute_scale > 0) peak /= cfg_.compute_scale;
+    if (backend.has(cap_virtual_clock) && cfg_.compute_scale > 0) peak /= cfg_.compute_scale;
     w_.peak_flops = peak;
   }
 

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "algorithms/config_check.hpp"
+#include "cluster/backends.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
 #include "engine/child_run.hpp"
@@ -11,7 +12,8 @@
 namespace dsgd {
 
 RunConfig validation_config(RunConfig cfg, const std::string& source, ValidationObserver& observer) {
-  if (cfg.backend == "sim" || cfg.timing_only || cfg.profile_from != 0 || cfg.compute_scale != 1.0)
+  if (backend_get(cfg.backend).has(cap_virtual_clock) || cfg.timing_only || cfg.profile_from != 0 ||
+      cfg.compute_scale != 1.0)
     DSGD_THROW(InputError, "describe the real run in the file; validate adds the simulated one",
                "{}: validate compares a real run with its simulation; drop backend/timing-only/profile-from/"
                "compute-scale",

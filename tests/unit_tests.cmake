@@ -12,6 +12,8 @@ foreach(entry
     "test_run_copy:dsgd_results"
     "test_run_config:dsgd_core"
     "test_config_check:dsgd_algorithms"
+    "test_backends:dsgd_algorithms"
+    "test_device_seam:dsgd_algorithms"
     "test_clock:dsgd_core"
     "test_output_file:dsgd_core"
     "test_trainer:dsgd_engine"

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "algorithms/config_check.hpp"
+#include "cluster/backends.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
@@ -59,7 +60,8 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
   plan.spec = spec;
   plan.max_trial_steps = max_trial_steps;
   const RunConfig& base = spec.base;
-  if (base.backend != "sim")
+  const Backend* backend = backend_find(base.backend);
+  if (!backend || !backend->has(cap_virtual_clock) || backend->launch != BackendLaunch::launch_in_process)
     DSGD_THROW(InputError, "drop --backend, or pass --backend sim (validate the winner on MPI with dsgd-bench run)",
                "dsgd-tune runs its trials on the simulated cluster only (--backend sim); got --backend {}",
                base.backend);

@@ -227,7 +227,7 @@ DnnlConv2d& ResNetWorkload::dnnl_conv(size_t u, size_t n) {
   return *cache.back();
 }
 
-void ResNetWorkload::init_params(float* params, uint64_t seed) const {
+void ResNetWorkload::do_init_params(float* params, uint64_t seed) const {
   Rng rng(rng_derive_seed(seed, kStreamInit));
   // He (Kaiming) normal init, fan-in: std = sqrt(2 / (Cin k k)); γ = 1, β = 0.
   for (const Unit& u : units_) {
@@ -429,7 +429,7 @@ const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* log
   return logits;
 }
 
-double ResNetWorkload::forward(const float* params) {
+double ResNetWorkload::do_forward(const float* params) {
   if (batch_n_ == 0)
     DSGD_THROW(Error, "call load_batch() before forward()", "resnet: forward() without a loaded batch");
   run_forward(act_.data(), pooled_.data(), logits_.data(), batch_n_, params, true);
@@ -438,7 +438,7 @@ double ResNetWorkload::forward(const float* params) {
   return softmax_cross_entropy_forward(logits_.data(), labels_.data(), batch_n_, classes_);
 }
 
-void ResNetWorkload::backward(const float* params, float* grads, const LayerHook& hook) {
+void ResNetWorkload::do_backward(const float* params, float* grads, const LayerHook& hook) {
   if (!have_forward_) {
     DSGD_THROW(Error, "call forward() on the loaded batch before backward()",
                "resnet: backward() without a forward() of the current batch");
@@ -563,7 +563,7 @@ void ResNetWorkload::backward(const float* params, float* grads, const LayerHook
   have_forward_ = false;
 }
 
-EvalSums ResNetWorkload::evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) {
+EvalSums ResNetWorkload::do_evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) {
   EvalSums sums;
   if (begin >= end) return sums;
   check_dataset(ds, "evaluate");

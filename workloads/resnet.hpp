@@ -77,12 +77,8 @@ class ResNetWorkload final : public Workload {
   std::string name() const override { return "resnet"; }
   const std::vector<LayerView>& layers() const override { return layers_; }
   size_t param_count() const override { return param_count_; }
-  void init_params(float* params, uint64_t seed) const override;
   void reserve(size_t max_batch) override;
   void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override;
-  double forward(const float* params) override;
-  void backward(const float* params, float* grads, const LayerHook& hook) override;
-  EvalSums evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) override;
   // Convolutions and the head: 2 FLOPs per multiply-add forward, backward 2× forward (weight
   // and input gradients; the stem's input gradient is not computed but counted, as usual).
   // BatchNorm, ReLU, pooling and the loss are left out.
@@ -111,6 +107,12 @@ class ResNetWorkload final : public Workload {
   // clear_unit_seconds(), [2u] forward (conv + BN/ReLU), [2u+1] backward (BN + conv gradients).
   const std::vector<double>& unit_seconds() const { return unit_seconds_; }
   void clear_unit_seconds() { std::fill(unit_seconds_.begin(), unit_seconds_.end(), 0.0); }
+
+ protected:
+  void do_init_params(float* params, uint64_t seed) const override;
+  double do_forward(const float* params) override;
+  void do_backward(const float* params, float* grads, const LayerHook& hook) override;
+  EvalSums do_evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) override;
 
  private:
   static constexpr size_t kNone = ~size_t{0};

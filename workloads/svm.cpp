@@ -27,7 +27,7 @@ SvmWorkload::SvmWorkload(size_t features, int classes, bool dense_batches, doubl
   layers_.push_back(LayerView{"bias", features_ * outputs_, outputs_});
 }
 
-void SvmWorkload::init_params(float* params, uint64_t seed) const {
+void SvmWorkload::do_init_params(float* params, uint64_t seed) const {
   Rng rng(rng_derive_seed(seed, kStreamInit));
   const size_t nw = features_ * outputs_;
   for (size_t k = 0; k < nw; ++k) params[k] = static_cast<float>(kInitStd * rng.normal());
@@ -109,7 +109,7 @@ void SvmWorkload::load_batch(const Dataset& ds, const uint32_t* idx, size_t n) {
   have_scores_ = false;
 }
 
-double SvmWorkload::forward(const float* params) {
+double SvmWorkload::do_forward(const float* params) {
   if (batch_kind_ == BatchKind::batch_none) {
     DSGD_THROW(Error, "call load_batch() before forward()", "svm: forward() without a loaded batch");
   }
@@ -130,7 +130,7 @@ double SvmWorkload::forward(const float* params) {
   return svm_hinge_loss_sum(scores_.data(), batch_labels_.data(), n, C) / static_cast<double>(n);
 }
 
-void SvmWorkload::backward(const float* params, float* grads, const LayerHook& hook) {
+void SvmWorkload::do_backward(const float* params, float* grads, const LayerHook& hook) {
   if (!have_scores_) {
     DSGD_THROW(Error, "call forward() on the loaded batch before backward()",
                "svm: backward() without a forward() of the current batch");
@@ -155,7 +155,7 @@ void SvmWorkload::backward(const float* params, float* grads, const LayerHook& h
   hook(kLayerWeights);
 }
 
-EvalSums SvmWorkload::evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) {
+EvalSums SvmWorkload::do_evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) {
   EvalSums sums;
   if (begin >= end) return sums;
   if (ds.features != features_) {

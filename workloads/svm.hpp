@@ -40,12 +40,8 @@ class SvmWorkload final : public Workload {
   std::string name() const override { return "svm"; }
   const std::vector<LayerView>& layers() const override { return layers_; }
   size_t param_count() const override { return param_count_; }
-  void init_params(float* params, uint64_t seed) const override;
   void reserve(size_t max_batch) override;
   void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override;
-  double forward(const float* params) override;
-  void backward(const float* params, float* grads, const LayerHook& hook) override;
-  EvalSums evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) override;
   // 2 nnz C for the forward (x^T W) + 2 nnz C for the weight gradient = 4 nnz C, where nnz
   // is features for dense data and the mean non-zeros per row for sparse data; the O(C)
   // bias and hinge terms are left out. A nominal count: the fused and sparse backward skip
@@ -62,6 +58,12 @@ class SvmWorkload final : public Workload {
   static constexpr size_t kLayerWeights = 0;
   static constexpr size_t kLayerBias = 1;
   static constexpr size_t kEvalChunk = 256;
+
+ protected:
+  void do_init_params(float* params, uint64_t seed) const override;
+  double do_forward(const float* params) override;
+  void do_backward(const float* params, float* grads, const LayerHook& hook) override;
+  EvalSums do_evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) override;
 
  private:
   enum class BatchKind { batch_none, batch_dense_rows, batch_dense_copy, batch_sparse };

@@ -131,7 +131,7 @@ TransformerWorkload::TransformerWorkload(const TransformerConfig& cfg) : cfg_(cf
 
 TransformerWorkload::~TransformerWorkload() = default;
 
-void TransformerWorkload::init_params(float* params, uint64_t seed) const {
+void TransformerWorkload::do_init_params(float* params, uint64_t seed) const {
   Rng rng(rng_derive_seed(seed, kStreamInit));
   const size_t D = cfg_.d_model, L = cfg_.layers;
   const double resid_std = kInitStd / std::sqrt(2.0 * static_cast<double>(L));
@@ -236,14 +236,14 @@ double TransformerWorkload::forward_pass(const float* params, Activations& a, si
   return softmax_cross_entropy_forward(a.logits.data(), a.target.data(), N, V, correct);
 }
 
-double TransformerWorkload::forward(const float* params) {
+double TransformerWorkload::do_forward(const float* params) {
   if (batch_n_ == 0) DSGD_THROW(Error, "call load_batch() before forward()", "transformer: forward() without a batch");
   const double loss = forward_pass(params, *train_, batch_n_, nullptr);
   have_forward_ = true;
   return loss;
 }
 
-void TransformerWorkload::backward(const float* params, float* grads, const LayerHook& hook) {
+void TransformerWorkload::do_backward(const float* params, float* grads, const LayerHook& hook) {
   if (!have_forward_) {
     DSGD_THROW(Error, "call forward() on the loaded batch before backward()",
                "transformer: backward() without a forward() of the current batch");
@@ -293,7 +293,7 @@ void TransformerWorkload::backward(const float* params, float* grads, const Laye
   have_forward_ = false;
 }
 
-EvalSums TransformerWorkload::evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) {
+EvalSums TransformerWorkload::do_evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) {
   EvalSums sums;
   if (begin >= end) return sums;
   check_dataset(ds);

@@ -54,12 +54,8 @@ class TransformerWorkload final : public Workload {
   std::string name() const override { return "transformer"; }
   const std::vector<LayerView>& layers() const override { return layers_; }
   size_t param_count() const override { return param_count_; }
-  void init_params(float* params, uint64_t seed) const override;
   void reserve(size_t max_batch) override;
   void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override;
-  double forward(const float* params) override;
-  void backward(const float* params, float* grads, const LayerHook& hook) override;
-  EvalSums evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) override;
   // Per sample (S tokens), forward + backward = 3 × forward, counting the GEMMs as computed:
   //   6·S·(12·L·d² + V·d)   the projections (qkv 3d², out d², fc 4d², proj 4d² per block) and the head
   // + 12·L·S²·d            q·kᵀ and P·v over the full S×S square (4·S²·d forward per block)
@@ -68,6 +64,12 @@ class TransformerWorkload final : public Workload {
 
   const TransformerConfig& config() const { return cfg_; }
   static constexpr size_t kEvalBatch = 4;
+
+ protected:
+  void do_init_params(float* params, uint64_t seed) const override;
+  double do_forward(const float* params) override;
+  void do_backward(const float* params, float* grads, const LayerHook& hook) override;
+  EvalSums do_evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) override;
 
  private:
   struct Activations;

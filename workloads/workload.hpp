@@ -3,6 +3,13 @@
 // and an evaluation. Backward calls the layer hook the moment each layer's gradient is
 // final (reverse layer order): the seam for wait-free backprop and layer-wise sync.
 // Workloads allocate in reserve(); forward/backward/load_batch never allocate.
+//
+// Parameters and gradients are buffer views (core/buffer.hpp) in the workload's device()
+// memory: the public methods check the view (float32, the workload's device, param_count()
+// elements) and call the implementation's do_* with the raw pointer, which is a device
+// pointer for a device workload. The host-pointer overloads build a host view (for code and
+// tests on the host). Every workload today computes on the host; CUDA ones come with issue 18
+// part 2. Batches (load_batch) are staged by the workload itself.
 #pragma once
 
 #include <cstddef>
@@ -11,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "core/buffer.hpp"
 #include "workloads/datasets/dataset.hpp"
 
 namespace dsgd {
@@ -44,22 +52,61 @@ class Workload {
   virtual std::string name() const = 0;
   virtual const std::vector<LayerView>& layers() const = 0;
   virtual size_t param_count() const = 0;
+  // Where the parameters, gradients and activations live (default: the host).
+  virtual Device device() const { return kHostDevice; }
   // Deterministic initialisation from the seed (same on every rank).
-  virtual void init_params(float* params, uint64_t seed) const = 0;
+  void init_params(BufferView params, uint64_t seed) const { do_init_params(checked(params, "init_params"), seed); }
   // Allocates every buffer the step needs for batches up to max_batch.
   virtual void reserve(size_t max_batch) = 0;
   // Data phase: copies/points the samples idx[0..n) of ds into the batch buffers.
   virtual void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) = 0;
   // Forward on the loaded batch; returns the mean data loss (no regulariser).
-  virtual double forward(const float* params) = 0;
+  double forward(ConstBufferView params) { return do_forward(checked(params, "forward")); }
   // Backward of the last forward: writes the gradient of the mean data loss into grads
   // (param_count floats, overwritten, not accumulated) and calls hook(layer) for each
   // layer in reverse order as soon as that layer's slice of grads is final.
-  virtual void backward(const float* params, float* grads, const LayerHook& hook) = 0;
+  void backward(ConstBufferView params, BufferView grads, const LayerHook& hook) {
+    do_backward(checked(params, "backward"), checked(grads, "backward"), hook);
+  }
   // Loss and accuracy sums over samples [begin, end) of ds (no side effects on training state).
-  virtual EvalSums evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) = 0;
+  EvalSums evaluate(ConstBufferView params, const Dataset& ds, size_t begin, size_t end) {
+    return do_evaluate(checked(params, "evaluate"), ds, begin, end);
+  }
+
+  // Host-pointer convenience overloads (each builds a host view of param_count() floats).
+  void init_params(float* params, uint64_t seed) const { init_params(host_view(params, param_count()), seed); }
+  double forward(const float* params) { return forward(host_view(params, param_count())); }
+  void backward(const float* params, float* grads, const LayerHook& hook) {
+    backward(host_view(params, param_count()), host_view(grads, param_count()), hook);
+  }
+  EvalSums evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) {
+    return evaluate(host_view(params, param_count()), ds, begin, end);
+  }
+
   // Floating-point operations of one training sample (forward + backward).
   virtual double flops_per_sample() const = 0;
+
+ protected:
+  // The implementation, on raw float32 pointers in device() memory (param_count() floats).
+  virtual void do_init_params(float* params, uint64_t seed) const = 0;
+  virtual double do_forward(const float* params) = 0;
+  virtual void do_backward(const float* params, float* grads, const LayerHook& hook) = 0;
+  virtual EvalSums do_evaluate(const float* params, const Dataset& ds, size_t begin, size_t end) = 0;
+
+ private:
+  // The pointer of a float32 view on device() with param_count() elements; Error otherwise.
+  float* checked(BufferView v, const char* what) const {
+    if (!ok(v)) refuse(v, what);
+    return v.f32();
+  }
+  const float* checked(ConstBufferView v, const char* what) const {
+    if (!ok(v)) refuse(v, what);
+    return v.f32();
+  }
+  bool ok(ConstBufferView v) const {
+    return v.dtype == DType::dtype_f32 && v.device == device() && v.count == param_count();
+  }
+  [[noreturn]] void refuse(ConstBufferView v, const char* what) const;
 };
 
 struct WorkloadInfo {

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "cluster/backends.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
@@ -119,6 +120,11 @@ std::unique_ptr<GradientCompressor> compressor_create(const std::string& spec) {
     return compressor_create_powersgd(static_cast<int>(rank));
   }
   DSGD_THROW(InputError, kUsage, "--compress {}: unknown compressor '{}'", spec, kind);
+}
+
+uint32_t compressor_backend_needs(const std::string& spec) {
+  const std::string kind = spec.substr(0, spec.find(':'));
+  return kind == "topk" || kind == "qsgd" ? cap_sharded_collectives : cap_none;  // their payloads are all-gathered
 }
 
 }  // namespace dsgd

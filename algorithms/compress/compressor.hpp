@@ -97,6 +97,10 @@ class GradientCompressor {
 // Parses --compress. Throws InputError naming --compress on an unknown kind or a bad value.
 std::unique_ptr<GradientCompressor> compressor_create(const std::string& spec);
 
+// The backend capabilities (cluster/backends.hpp, BackendCap) the compressor of --compress
+// SPEC needs beyond all-reduce: top-k and QSGD all-gather their payloads.
+uint32_t compressor_backend_needs(const std::string& spec);
+
 // The three kinds (compress/*.cpp); value ranges are checked by compressor_create.
 std::unique_ptr<GradientCompressor> compressor_create_topk(double ratio);
 std::unique_ptr<GradientCompressor> compressor_create_qsgd(int bits, size_t bucket);
