@@ -16,8 +16,9 @@
 #include <string>
 #include <vector>
 
-#include "algorithms/cuda/optimizer_cuda.hpp"
+#include "algorithms/optimizer.hpp"
 #include "bench/bench_timing.hpp"
+#include "core/cuda/vector_ops_cuda.hpp"
 #include "core/errors.hpp"
 #include "core/gpu_info.hpp"
 #include "workloads/cuda/elementwise.hpp"
@@ -75,17 +76,18 @@ int main(int argc, char** argv) {
       DSGD_THROW(dsgd::InputError, "use fp32 or tf32", "--precision bf16: the GPU transformer has no bf16 path yet");
     dsgd::TransformerCuda model(g, c);
     const size_t n = model.param_count();
-    dsgd::CudaBuffer<float> params(n), grads(n), m(n), v(n);
+    dsgd::CudaBuffer<float> params(n), grads(n);
+    // The optimizer's update runs through the CUDA vector operations, on the model's stream.
+    dsgd::vector_ops_cuda().set_stream(g.stream());
     // Parameters from the CPU workload's initialisation (GPT-2's), uploaded once.
     std::vector<float> host(n);
     dsgd::TransformerWorkload(c).init_params(host.data(), 1);
     params.upload(host);
-    m.zero();
-    v.zero();
     std::vector<int32_t> windows(batch * (c.seq + 1));
     for (size_t i = 0; i < windows.size(); ++i) windows[i] = int32_t((i * 2654435761u) % c.vocab);
     model.reserve(batch);
-    const dsgd::AdamWOptions opt{3e-4, 0.9, 0.95, 1e-8, 0.1};
+    const dsgd::AdamWOptions opts{3e-4, 0.9, 0.95, 1e-8, 0.1};
+    dsgd::AdamWOptimizer opt(opts, n, dsgd::vector_ops_cuda().device());
     dsgd::CudaEvent start, stop;
     std::vector<double> times;
     double loss = 0;
@@ -94,8 +96,7 @@ int main(int argc, char** argv) {
       model.load_batch(windows.data(), batch);
       loss = model.forward(params.data());  // synchronises once, for the loss
       model.backward(params.data(), grads.data(), dsgd::LayerHook{});
-      dsgd::adamw_update_cuda(opt, params.data(), m.data(), v.data(), grads.data(), n, opt.lr, int64_t(s + 1),
-                              g.stream());
+      opt.step(params.data(), grads.data());
       stop.record(g.stream());
       stop.synchronize();
       if (s >= warmup) times.push_back(stop.elapsed_ms_since(start) * 1e-3);

@@ -33,19 +33,19 @@ double sent_nothing(double, int) {
 }
 
 void run_allreduce(Communicator& comm, CalibrationBuffers& buf, size_t count) {
-  comm.allreduce_sum(buf.a.data(), count);
+  comm.allreduce_sum(buf.a_view(count));
 }
 void run_allreduce_bare(Communicator& comm, CalibrationBuffers& buf, size_t count) {
   comm.untimed_allreduce_sum(buf.a.data(), count);
 }
 void run_reduce_scatter(Communicator& comm, CalibrationBuffers& buf, size_t count) {
-  comm.reduce_scatter_sum(buf.a.data(), buf.b.data(), count);
+  comm.reduce_scatter_sum(ConstBufferView(buf.a_view(count)), buf.b_view(comm.shard_count(count)));
 }
 void run_allgather(Communicator& comm, CalibrationBuffers& buf, size_t count) {
-  comm.allgather(buf.b.data(), count);
+  comm.allgather(buf.b_view(count));
 }
 void run_broadcast(Communicator& comm, CalibrationBuffers& buf, size_t count) {
-  comm.broadcast(buf.a.data(), count, 0);
+  comm.broadcast(buf.a_view(count), 0);
 }
 
 // Ping-pong: A sends `count` floats to B, then B sends them back (each leg an exchange whose
@@ -53,11 +53,11 @@ void run_broadcast(Communicator& comm, CalibrationBuffers& buf, size_t count) {
 void run_pingpong(Communicator& comm, CalibrationBuffers& buf, size_t count) {
   const int r = comm.rank();
   if (r == kPeerA) {
-    comm.sendrecv(buf.a.data(), count, kPeerB, buf.b.data(), 0, kPeerB);
-    comm.sendrecv(buf.a.data(), 0, kPeerB, buf.b.data(), count, kPeerB);
+    comm.sendrecv(ConstBufferView(buf.a_view(count)), kPeerB, buf.b_view(0), kPeerB);
+    comm.sendrecv(ConstBufferView(buf.a_view(0)), kPeerB, buf.b_view(count), kPeerB);
   } else if (r == kPeerB) {
-    comm.sendrecv(buf.a.data(), 0, kPeerA, buf.b.data(), count, kPeerA);
-    comm.sendrecv(buf.a.data(), count, kPeerA, buf.b.data(), 0, kPeerA);
+    comm.sendrecv(ConstBufferView(buf.a_view(0)), kPeerA, buf.b_view(count), kPeerA);
+    comm.sendrecv(ConstBufferView(buf.a_view(count)), kPeerA, buf.b_view(0), kPeerA);
   }
 }
 
@@ -116,6 +116,10 @@ size_t calibration_op_count(const CalibrationOp& op, int64_t bytes, int n) {
 
 bool calibration_op_runs_on(const CalibrationOp& op, int n) {
   return n >= op.min_ranks;
+}
+
+bool calibration_op_runs_on_device(const CalibrationOp& op, Device device) {
+  return device.is_host() || (op.recorded && !op.needs_window);
 }
 
 }  // namespace dsgd

@@ -15,13 +15,20 @@
 #include <vector>
 
 #include "cluster/communicator.hpp"
+#include "core/vector_ops.hpp"
 
 namespace dsgd {
 
-// Buffers of an operation, allocated once for the largest size (convention: allocate once).
+// Buffers of an operation, allocated once for the largest size (convention: allocate once):
+// host vectors, or, for a backend whose buffers live on a device (Communicator::memory_device:
+// nccl), device buffers of that device.
 struct CalibrationBuffers {
   std::vector<float> a, b;
-  CollEventLog log;  // the recorded operations record into it, as in training
+  Device device = kHostDevice;
+  DeviceBuffer da, db;  // used instead of a, b when !device.is_host()
+  CollEventLog log;     // the recorded operations record into it, as in training
+  BufferView a_view(size_t n) { return device.is_host() ? host_view(a.data(), n) : da.slice(0, n); }
+  BufferView b_view(size_t n) { return device.is_host() ? host_view(b.data(), n) : db.slice(0, n); }
 };
 
 struct CalibrationOp {
@@ -48,5 +55,8 @@ const CalibrationOp& calibration_op_find(std::string_view name);
 size_t calibration_op_count(const CalibrationOp& op, int64_t bytes, int n);
 // Whether the op can run on this communicator (its rank count).
 bool calibration_op_runs_on(const CalibrationOp& op, int n);
+// Whether the op can run on buffers of `device`: on a device, only the recorded operations
+// (the bare all-reduce and the one-sided windows take host memory).
+bool calibration_op_runs_on_device(const CalibrationOp& op, Device device);
 
 }  // namespace dsgd

@@ -44,7 +44,8 @@ foreach(entry
     "test_tune_validate:dsgd_tuner"
     "test_tuner_replay:dsgd_tuner"
     "test_gpu_info:dsgd_core"
-    "test_nccl_host:dsgd_cluster")
+    "test_nccl_host:dsgd_cluster"
+    "test_nccl_communicator:dsgd_cluster")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)
@@ -57,6 +58,7 @@ endforeach()
 # line naming why where no device is usable (no driver or no GPU: CI and the build machines).
 if(DSGD_HAVE_CUDA)
   dsgd_unit_test(test_cuda_kernels dsgd_algorithms)
+  dsgd_unit_test(test_vector_ops_cuda dsgd_core)
 endif()
 
 # MPI tests: plain programs (exit 0 = pass) under mpiexec -n 2, linked to the module they test.

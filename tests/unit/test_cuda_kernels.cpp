@@ -12,8 +12,8 @@
 //   tf32 GEMMs: each input rounded to 10 mantissa bits (relative ≤ 2^-11), so each product is
 //     off by ≤ 2^-10 of its size: |err| ≤ 2^-10·Σ|t| + the fp32 tolerance (a deterministic
 //     bound). bf16 operands (8 bits, ≤ 2^-9 each): ≤ 2^-8·Σ|t| + the fp32 tolerance.
-//   optimizers vs the CPU loops: the same float operations; ≤ 4 ulp·|x| apart per step after
-//     FMA contraction differences (rtol 1e-6 over 5 steps, atol 1e-7).
+//   optimizers on the device vs on the host: the same float operations (CudaVectorOps); nvcc
+//     contracts a·b + c into FMAs, the host build does not: rtol 1e-6 over 5 steps, atol 1e-7.
 //   cuDNN convolution vs the naive direct loop: 8 × float_sum_tolerance. cuDNN's heuristics
 //     may pick Winograd or FFT algorithms, whose transforms round intermediate values that a
 //     plain sum does not have; the factor 8 is a margin for that, chosen, not derived (it has
@@ -27,9 +27,9 @@
 #include <cstring>
 #include <vector>
 
-#include "algorithms/cuda/optimizer_cuda.hpp"
 #include "algorithms/optimizer.hpp"
 #include "core/cuda/cuda_check.hpp"
+#include "core/cuda/vector_ops_cuda.hpp"
 #include "core/errors.hpp"
 #include "float_compare.hpp"
 #include "gpu_test.hpp"
@@ -421,44 +421,36 @@ TEST(CudaSvmHinge, MatchesCpuLossGradientAndActiveCount) {
 
 // ---- optimizers ---------------------------------------------------------------------------------
 
-TEST(CudaOptimizer, SgdAndAdamWMatchTheCpuStepsOverSeveralSteps) {
+// The optimizers (algorithms/optimizer.hpp) with their parameters and state on the GPU (their
+// updates: CudaVectorOps) against the same optimizers on the host, five steps.
+TEST(CudaOptimizer, SgdAndAdamWOnTheDeviceMatchTheHostOverSeveralSteps) {
   DSGD_REQUIRE_GPU();
-  GpuContext g;
+  CudaVectorOps& ops = vector_ops_cuda();
+  const Device cuda = ops.device();
   const size_t n = 1000;
   const auto x0 = random_vector(n, 31);
   std::vector<std::vector<float>> grads;
   for (unsigned t = 0; t < 5; ++t) grads.push_back(random_vector(n, 40 + t));
-  for (const SgdOptions o :
-       {SgdOptions{0.1, 0.0, 1e-3, false}, SgdOptions{0.1, 0.9, 1e-3, false}, SgdOptions{0.1, 0.9, 1e-3, true}}) {
-    SgdOptimizer cpu(o, n);
+  std::vector<CudaBuffer<float>> dgrads;
+  for (const auto& gr : grads) dgrads.push_back(to_device(gr));
+  auto run = [&](Optimizer& host, Optimizer& dev, const char* what) {
     auto x = x0;
     auto gx = to_device(x0);
-    CudaBuffer<float> v(n);
-    v.zero();
-    for (const auto& gr : grads) {
-      cpu.step(x.data(), gr.data(), 0.05);
-      auto gg = to_device(gr);
-      sgd_update_cuda(o, gx.data(), v.data(), gg.data(), n, 0.05, g.stream());
+    for (size_t t = 0; t < grads.size(); ++t) {
+      host.step(x.data(), grads[t].data(), 0.05);
+      dev.step(gx.data(), dgrads[t].data(), 0.05);
     }
-    g.synchronize();
-    EXPECT_TRUE(testing::all_near_rel(gx.download(), x, 1e-6, 1e-7))
-        << "momentum " << o.momentum << " nesterov " << o.nesterov;
+    ops.synchronize();
+    EXPECT_TRUE(testing::all_near_rel(gx.download(), x, 1e-6, 1e-7)) << what;
+  };
+  for (const SgdOptions o :
+       {SgdOptions{0.1, 0.0, 1e-3, false}, SgdOptions{0.1, 0.9, 1e-3, false}, SgdOptions{0.1, 0.9, 1e-3, true}}) {
+    SgdOptimizer host(o, n), dev(o, n, cuda);
+    run(host, dev, o.nesterov ? "sgd nesterov" : o.momentum != 0 ? "sgd momentum" : "sgd");
   }
   const AdamWOptions o{1e-2, 0.9, 0.999, 1e-8, 0.01};
-  AdamWOptimizer cpu(o, n);
-  auto x = x0;
-  auto gx = to_device(x0);
-  CudaBuffer<float> m(n), v(n);
-  m.zero();
-  v.zero();
-  int64_t t = 0;
-  for (const auto& gr : grads) {
-    cpu.step(x.data(), gr.data(), 0.01);
-    auto gg = to_device(gr);
-    adamw_update_cuda(o, gx.data(), m.data(), v.data(), gg.data(), n, 0.01, ++t, g.stream());
-  }
-  g.synchronize();
-  EXPECT_TRUE(testing::all_near_rel(gx.download(), x, 1e-6, 1e-7)) << "adamw";
+  AdamWOptimizer host(o, n), dev(o, n, cuda);
+  run(host, dev, "adamw");
 }
 
 // ---- cuDNN: convolution and batch norm --------------------------------------------------------

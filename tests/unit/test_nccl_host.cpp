@@ -90,10 +90,10 @@ class WireCommunicator final : public Communicator {
   [[noreturn]] void abort(int code) override { std::exit(code); }
 
  protected:
-  void do_allreduce_sum(float*, size_t) override {}
-  void do_broadcast(float*, size_t, int) override {}
+  void do_allreduce_sum(BufferView) override {}
+  void do_broadcast(BufferView, int) override {}
   void do_barrier() override {}
-  int do_iallreduce_sum_start(float*, size_t) override { return 0; }
+  int do_iallreduce_sum_start(BufferView) override { return 0; }
   bool do_test(int) override { return true; }
   void do_wait(int) override {}
 
