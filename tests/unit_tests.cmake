@@ -45,7 +45,7 @@ foreach(entry
     "test_tuner_replay:dsgd_tuner"
     "test_gpu_info:dsgd_core"
     "test_nccl_host:dsgd_cluster"
-    "test_nccl_communicator:dsgd_cluster")
+    "test_nccl_communicator:dsgd_engine")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)

@@ -15,6 +15,8 @@
 #include "cluster/nccl_communicator.hpp"
 #include "core/errors.hpp"
 #include "core/vector_ops.hpp"
+#include "engine/calibration.hpp"
+#include "engine/calibration_ops.hpp"
 #include "fake_collective_device.hpp"
 
 namespace dsgd {
@@ -246,6 +248,32 @@ TEST(NcclCommunicator, HostMemoryAndTooManyRequestsAreClearErrors) {
     EXPECT_FALSE(c.supports_device(kHostDevice));
     EXPECT_TRUE(c.supports_device(kTestDevice));
   });
+}
+
+// `dsgd-bench calibrate --backend nccl`'s sweep (engine/calibration.cpp) on the communicator's
+// device buffers: the recorded collectives are measured, the host-only rows (the bare MPI
+// all-reduce, the one-sided epochs) are left out.
+TEST(NcclCommunicator, CalibrationSweepRunsOnDeviceBuffers) {
+  Job job(2, 16, 1e-5);
+  std::vector<std::vector<CollectiveRow>> rows(2);
+  job.run([&](int r, NcclCommunicator& c) {
+    CalibrationSweepPlan plan;
+    plan.sizes = {64, 4096};
+    plan.reps = 2;
+    plan.min_rep_time_s = 1e-4;
+    plan.estimate_time_s = 1e-4;
+    plan.max_iters = 32;
+    CalibrationObserver quiet;
+    rows[size_t(r)] = calibration_sweep(plan, c, quiet);
+  });
+  std::vector<std::string> ops;
+  for (const CollectiveRow& row : rows[0]) {
+    if (ops.empty() || ops.back() != row.op) ops.push_back(row.op);
+    EXPECT_GT(row.time_s, 0.0) << row.op;
+    EXPECT_GE(row.iters, 1) << row.op;
+  }
+  const std::vector<std::string> want{"allreduce", "reduce_scatter", "allgather", "broadcast", "sendrecv"};
+  EXPECT_EQ(ops, want);
 }
 
 }  // namespace
