@@ -7,8 +7,11 @@
 // continues), refusals (host memory, too many requests in flight).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -56,23 +59,76 @@ class TestMemoryOps final : public VectorOps {
   }
 };
 
-// The MPI world's part: rank and size (the untimed harness operations are not exercised here).
+// The MPI world's part, for ranks that are threads: rank, size, and the untimed harness
+// collectives the calibration uses (sum, max, broadcast, barrier) as a rendezvous of the threads.
+class ThreadHub {
+ public:
+  explicit ThreadHub(int n) : n_(n) {}
+  // Every rank calls it with the same count; combine(acc, data, rank) folds one rank's values in.
+  template <class Combine>
+  void collective(int rank, double* data, size_t count, Combine combine) {
+    std::unique_lock<std::mutex> lock(m_);
+    if (arrived_ == 0)
+      acc_.assign(data, data + count);
+    else
+      combine(acc_, data, rank);
+    if (++arrived_ == n_) {
+      result_ = acc_;
+      arrived_ = 0;
+      ++generation_;
+      cv_.notify_all();
+    } else {
+      const uint64_t g = generation_;
+      cv_.wait(lock, [&] { return generation_ != g; });
+    }
+    std::copy(result_.begin(), result_.begin() + static_cast<std::ptrdiff_t>(count), data);
+  }
+
+ private:
+  int n_, arrived_ = 0;
+  uint64_t generation_ = 0;
+  std::vector<double> acc_, result_;
+  std::mutex m_;
+  std::condition_variable cv_;
+};
+
 class RankWorld final : public Communicator {
  public:
-  RankWorld(int rank, int size) : rank_(rank), size_(size) {}
+  RankWorld(int rank, int size, ThreadHub& hub) : rank_(rank), size_(size), hub_(hub) {}
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend_name() const override { return "world"; }
   std::string library_version() const override { return "test world"; }
   int ranks_on_this_host() const override { return size_; }
-  void untimed_allreduce_sum(double*, size_t) override {}
-  void untimed_allreduce_sum(float*, size_t) override {}
-  void untimed_allreduce_max(double*, size_t) override {}
-  void untimed_gather(const double*, size_t, double*, int) override {}
-  void untimed_broadcast(double*, size_t, int) override {}
-  void untimed_send(const double*, size_t, int) override {}
-  void untimed_recv(double*, size_t, int) override {}
-  void untimed_barrier() override {}
+  void untimed_allreduce_sum(double* d, size_t n) override {
+    hub_.collective(rank_, d, n, [n](std::vector<double>& acc, const double* x, int) {
+      for (size_t i = 0; i < n; ++i) acc[i] += x[i];
+    });
+  }
+  void untimed_allreduce_sum(float* d, size_t n) override {
+    std::vector<double> v(d, d + n);
+    untimed_allreduce_sum(v.data(), n);
+    for (size_t i = 0; i < n; ++i) d[i] = float(v[i]);
+  }
+  void untimed_allreduce_max(double* d, size_t n) override {
+    hub_.collective(rank_, d, n, [n](std::vector<double>& acc, const double* x, int) {
+      for (size_t i = 0; i < n; ++i) acc[i] = std::max(acc[i], x[i]);
+    });
+  }
+  void untimed_broadcast(double* d, size_t n, int root) override {
+    // Ranks other than the root contribute zeros; the sum is the root's values.
+    std::vector<double> v(n, 0.0);
+    if (rank_ == root) v.assign(d, d + n);
+    untimed_allreduce_sum(v.data(), n);
+    std::copy(v.begin(), v.end(), d);
+  }
+  void untimed_barrier() override {
+    double x = 0;
+    untimed_allreduce_sum(&x, 1);
+  }
+  void untimed_gather(const double*, size_t, double*, int) override { unsupported_here("gather"); }
+  void untimed_send(const double*, size_t, int) override { unsupported_here("send"); }
+  void untimed_recv(double*, size_t, int) override { unsupported_here("recv"); }
   [[noreturn]] void abort(int code) override { std::exit(code); }
 
  protected:
@@ -84,12 +140,16 @@ class RankWorld final : public Communicator {
   void do_wait(int) override {}
 
  private:
+  [[noreturn]] static void unsupported_here(const char* what) {
+    throw Error(std::string("test world: untimed ") + what + " is not implemented here");
+  }
   int rank_, size_;
+  ThreadHub& hub_;
 };
 
 struct Job {
   explicit Job(int ranks, int records = 16, double op_seconds = 2e-3)
-      : fabric(ranks, 1 + records * kRequestEvents, op_seconds), records(records) {
+      : fabric(ranks, 1 + records * kRequestEvents, op_seconds), hub(ranks), records(records) {
     vector_ops_register(DeviceKind::device_test, &ops);
   }
   ~Job() { vector_ops_register(DeviceKind::device_test, nullptr); }
@@ -100,7 +160,7 @@ struct Job {
     for (int r = 0; r < fabric.ranks(); ++r)
       threads.emplace_back([&, r] {
         try {
-          NcclCommunicator comm(std::make_unique<RankWorld>(r, fabric.ranks()),
+          NcclCommunicator comm(std::make_unique<RankWorld>(r, fabric.ranks(), hub),
                                 std::make_unique<testing::FakeCollectiveDevice>(fabric, r), kTestDevice, records);
           body(r, comm);
         } catch (...) {
@@ -112,6 +172,7 @@ struct Job {
       if (e) std::rethrow_exception(e);
   }
   testing::FakeFabric fabric;
+  ThreadHub hub;
   int records;
   TestMemoryOps ops;
 };
