@@ -8,8 +8,9 @@
 #      the CUDA toolkit with cuBLAS, cuDNN and NCCL must be installed already (/usr/local/cuda).
 #   2. build: $BUILD, default build-gpu/ (Release, CUDA for $DSGD_CUDA_ARCH, default 90 = H100/H200), only the
 #      targets below, on every core.
-#   3. GPU tests: test_cuda_kernels (every kernel against the CPU implementation, gradients
-#      against finite differences; none may be skipped here), test_gpu_info, test_nccl_host.
+#   3. GPU tests: test_cuda_kernels, test_vector_ops_cuda (every kernel against the CPU code, gradients
+#      against finite differences; none may be skipped here); test_gpu_info, test_nccl_host and
+#      test_nccl_communicator (host-side logic, also run in CI).
 #   4. all-reduce sweep: `dsgd-bench calibrate --backend nccl` on every visible GPU (one rank per
 #      GPU; buffers in GPU memory), nccl-tests' table (size, time, algbw, busbw) per collective.
 #      With one GPU there is one rank (NCCL runs one rank per GPU) and the sweep, which needs a
@@ -61,7 +62,7 @@ else
 fi
 
 # ---- 2. build ----------------------------------------------------------------------------------
-TARGETS=(dsgd-bench test_cuda_kernels test_gpu_info test_nccl_host bench_gpu_step)
+TARGETS=(dsgd-bench test_cuda_kernels test_vector_ops_cuda test_gpu_info test_nccl_host test_nccl_communicator bench_gpu_step)
 if step "configure" 120 "$OUT/configure.log" cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release \
   -DCMAKE_CUDA_ARCHITECTURES="$ARCH" -DDSGD_BUILD_TESTS=ON -DDSGD_BUILD_BENCH=ON &&
   grep -q "CUDA + cuBLAS + cuDNN + NCCL.*: found" "$OUT/configure.log" &&
@@ -73,7 +74,7 @@ else
 fi
 
 # ---- 3. GPU tests ------------------------------------------------------------------------------
-for t in test_cuda_kernels test_gpu_info test_nccl_host; do
+for t in test_cuda_kernels test_vector_ops_cuda test_gpu_info test_nccl_host test_nccl_communicator; do
   if [[ ! -x "$BUILD"/tests/$t ]]; then
     row "$t" FAILED "not built"
     FAILED=1
