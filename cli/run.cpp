@@ -44,7 +44,16 @@ struct RunCommandOptions : RunOptionBinding {
 // bad flag never creates a file.
 void validate_before_launch(const RunConfig& cfg) {
   config_validate(cfg);
-  backend_require_available(backend_get(cfg.backend));
+  const Backend& backend = backend_get(cfg.backend);
+  backend_require_available(backend);
+  // A device backend needs a workload that computes on its device; none does yet (docs/gpu.md).
+  if (!backend.device.is_host())
+    DSGD_THROW(
+        InputError,
+        "run the GPU step with bench_gpu_step or scripts/gpu-check.sh (docs/gpu.md), or train with --backend mpi",
+        "--backend {}: training on the GPU through `dsgd-bench run` is not implemented yet (the workloads "
+        "compute in host memory)",
+        backend.name);
   workload_check_name(cfg.workload);
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);
   dataset_validate_spec(cfg.dataset);

@@ -70,6 +70,11 @@ class CollEventLog {
     return true;
   }
   size_t dropped() const { return dropped_; }
+  // Overwrites event i (< size()): a device backend's times, known only after the fact
+  // (NcclCommunicator::flush_device_timing).
+  void replace(size_t i, const CollEvent& e) {
+    if (i < size_) events_[i] = e;
+  }
 
  private:
   std::vector<CollEvent> events_;
@@ -134,6 +139,8 @@ class Communicator {
   // Whether the recorded operations accept buffers in d's memory (default: host only). A view
   // on a device the backend does not accept is refused with an Error naming both.
   virtual bool supports_device(Device d) const { return d.is_host(); }
+  // Where this rank's buffers for the recorded operations belong (nccl: its GPU; default: host).
+  virtual Device memory_device() const { return kHostDevice; }
 
   // The clock seam (docs/sim.md). Every timestamp the trainer, the recorder and the
   // algorithms take comes from now(). Real backends read the wall clock and a compute
@@ -148,6 +155,10 @@ class Communicator {
   virtual bool virtual_clock() const { return false; }
   // Backend details stored with the run's configuration (a JSON object's text; empty: none).
   virtual std::string backend_details() const { return {}; }
+  // A backend whose operations run on device streams (nccl) records each event at the call
+  // and replaces its times with the device's here (cluster/device_timing.hpp); the recorder
+  // calls it before it reads the log (StepRecorder::flush). Default: nothing to do.
+  virtual void flush_device_timing() {}
 
   // Recorded collectives, in place on float32 views.
   void allreduce_sum(BufferView data);
@@ -304,6 +315,8 @@ class Communicator {
   [[noreturn]] virtual void abort(int code) = 0;
 
  protected:
+  // The attached event log (nullptr when none): where the next recorded event will go.
+  CollEventLog* event_log() const { return log_; }
   virtual bool models_network() const { return false; }
   // Returns whether all-reduces now run in `groups` groups.
   virtual bool do_set_hierarchy(int groups) { return groups <= 1 || models_network(); }

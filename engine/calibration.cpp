@@ -17,12 +17,12 @@ namespace {
 using Group = std::vector<const CalibrationOp*>;
 
 // The ops of the plan that run on n ranks, grouped: an interleaved op joins the group before it.
-std::vector<Group> sweep_groups(const CalibrationSweepPlan& plan, int n) {
+std::vector<Group> sweep_groups(const CalibrationSweepPlan& plan, int n, Device device) {
   std::vector<Group> groups;
   for (const CalibrationOp& op : calibration_ops()) {
     const bool wanted =
         plan.ops.empty() || std::find(plan.ops.begin(), plan.ops.end(), std::string(op.name)) != plan.ops.end();
-    if (!wanted || !calibration_op_runs_on(op, n)) continue;
+    if (!wanted || !calibration_op_runs_on(op, n) || !calibration_op_runs_on_device(op, device)) continue;
     if (op.interleaved && !groups.empty())
       groups.back().push_back(&op);
     else
@@ -41,6 +41,7 @@ double sweep_time(const CalibrationOp& op, CalibrationBuffers& buf, size_t count
   comm.untimed_barrier();
   const double start = comm.now();
   for (int64_t i = 0; i < iters; ++i) op.run(comm, buf, count);
+  comm.flush_device_timing();  // a device backend (nccl) only enqueued: wait for its work first
   double per_iter = (comm.now() - start) / static_cast<double>(iters);
   if (op.recorded) comm.attach_log(nullptr);
   comm.untimed_allreduce_max(&per_iter, 1);
@@ -137,10 +138,12 @@ std::vector<CollectiveRow> calibration_sweep(const CalibrationSweepPlan& plan, C
   if (plan.sizes.empty()) return {};
   const size_t max_count = static_cast<size_t>(plan.sizes.back()) / sizeof(float);
   CalibrationBuffers buf;
-  buf.a.assign(plan.device, max_count);  // zeros: sums stay finite
-  buf.b.assign(plan.device, max_count);
+  // The plan's device (a test device), else where the communicator's buffers live (nccl: its GPU).
+  buf.device = plan.device.is_host() ? comm.memory_device() : plan.device;
+  buf.a.assign(buf.device, max_count);  // zeros: sums stay finite
+  buf.b.assign(buf.device, max_count);
   buf.log.reserve(static_cast<size_t>(2 * plan.max_iters));  // a ping-pong records two events per iteration
-  std::vector<Group> groups = sweep_groups(plan, n);
+  std::vector<Group> groups = sweep_groups(plan, n, buf.device);
   const bool window = std::any_of(groups.begin(), groups.end(), [](const Group& g) {
     return std::any_of(g.begin(), g.end(), [](const CalibrationOp* op) { return op->needs_window; });
   });

@@ -119,4 +119,8 @@ bool calibration_op_runs_on(const CalibrationOp& op, int n) {
   return n >= op.min_ranks;
 }
 
+bool calibration_op_runs_on_device(const CalibrationOp& op, Device device) {
+  return device.is_host() || (op.recorded && !op.needs_window);
+}
+
 }  // namespace dsgd

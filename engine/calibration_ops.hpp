@@ -22,10 +22,13 @@
 
 namespace dsgd {
 
-// Buffers of an operation, allocated once for the largest size (convention: allocate once).
+// Buffers of an operation, allocated once for the largest size (convention: allocate once):
+// host vectors, or, for a backend whose buffers live on a device (Communicator::memory_device:
+// nccl), device buffers of that device.
 struct CalibrationBuffers {
-  DeviceBuffer a, b;  // on the sweep's device, zero-filled
-  CollEventLog log;   // the recorded operations record into it, as in training
+  DeviceBuffer a, b;  // on the sweep's device (CalibrationBuffers::device), zero-filled
+  Device device = kHostDevice;
+  CollEventLog log;  // the recorded operations record into it, as in training
 };
 
 struct CalibrationOp {
@@ -52,5 +55,8 @@ const CalibrationOp& calibration_op_find(std::string_view name);
 size_t calibration_op_count(const CalibrationOp& op, int64_t bytes, int n);
 // Whether the op can run on this communicator (its rank count).
 bool calibration_op_runs_on(const CalibrationOp& op, int n);
+// Whether the op can run on buffers of `device`: on a device, only the recorded operations
+// (the bare all-reduce and the one-sided windows take host memory).
+bool calibration_op_runs_on_device(const CalibrationOp& op, Device device);
 
 }  // namespace dsgd

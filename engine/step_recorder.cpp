@@ -133,6 +133,7 @@ void StepRecorder::pack(Communicator& comm) {
 std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets& prev, const ClockOffsets& now,
                                          double time_origin, int64_t warmup) {
   const int n = comm.size();
+  comm.flush_device_timing();  // device backends: the events' device times, before they are read
   pack(comm);
   const size_t w = pack_.size();
   if (comm.rank() == 0) gathered_.resize(w * static_cast<size_t>(n));

@@ -44,7 +44,10 @@ foreach(entry
     "test_calibration_ops:dsgd_engine"
     "test_tune_validate:dsgd_tuner"
     "test_tuner_replay:dsgd_tuner"
-    "test_tuner_prior:dsgd_tuner")
+    "test_tuner_prior:dsgd_tuner"
+    "test_gpu_info:dsgd_core"
+    "test_nccl_host:dsgd_cluster"
+    "test_nccl_communicator:dsgd_engine")
   string(REPLACE ":" ";" parts ${entry})
   list(GET parts 0 name)
   list(GET parts 1 lib)
@@ -52,6 +55,13 @@ foreach(entry
     dsgd_unit_test(${name} ${lib})
   endif()
 endforeach()
+
+# GPU tests (CUDA builds): the kernels against the CPU implementations; each test skips with one
+# line naming why where no device is usable (no driver or no GPU: CI and the build machines).
+if(DSGD_HAVE_CUDA)
+  dsgd_unit_test(test_cuda_kernels dsgd_algorithms)
+  dsgd_unit_test(test_vector_ops_cuda dsgd_core)
+endif()
 
 # MPI tests: plain programs (exit 0 = pass) under mpiexec -n 2, linked to the module they test.
 if(DSGD_HAVE_MPI AND DSGD_MPIEXEC)

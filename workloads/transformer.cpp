@@ -24,31 +24,7 @@ namespace {
 constexpr uint64_t kStreamInit = 0x6e7;
 constexpr double kInitStd = 0.02;
 
-// Offsets (in floats) of a block's tensors from the start of its view.
-struct BlockLayout {
-  size_t ln1_g, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_g, ln2_b, w_fc, b_fc, w_proj, b_proj, size;
-  explicit BlockLayout(size_t d) {
-    size_t o = 0;
-    auto take = [&o](size_t n) {
-      const size_t at = o;
-      o += n;
-      return at;
-    };
-    ln1_g = take(d);
-    ln1_b = take(d);
-    w_qkv = take(3 * d * d);
-    b_qkv = take(3 * d);
-    w_o = take(d * d);
-    b_o = take(d);
-    ln2_g = take(d);
-    ln2_b = take(d);
-    w_fc = take(4 * d * d);
-    b_fc = take(4 * d);
-    w_proj = take(4 * d * d);
-    b_proj = take(d);
-    size = o;
-  }
-};
+using BlockLayout = TransformerBlockLayout;
 
 void fill_normal(float* p, size_t n, double std, Rng& rng) {
   for (size_t i = 0; i < n; ++i) p[i] = static_cast<float>(std * rng.normal());
@@ -67,6 +43,28 @@ void add_into(float* y, const float* x, size_t n) {
 }
 
 }  // namespace
+
+TransformerBlockLayout::TransformerBlockLayout(size_t d) {
+  size_t o = 0;
+  auto take = [&o](size_t n) {
+    const size_t at = o;
+    o += n;
+    return at;
+  };
+  ln1_g = take(d);
+  ln1_b = take(d);
+  w_qkv = take(3 * d * d);
+  b_qkv = take(3 * d);
+  w_o = take(d * d);
+  b_o = take(d);
+  ln2_g = take(d);
+  ln2_b = take(d);
+  w_fc = take(4 * d * d);
+  b_fc = take(4 * d);
+  w_proj = take(4 * d * d);
+  b_proj = take(d);
+  size = o;
+}
 
 // Everything a forward over up to `cap` windows saves, plus the backward's scratch.
 struct TransformerWorkload::Activations {

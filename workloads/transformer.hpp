@@ -39,6 +39,13 @@ struct TransformerConfig {
   size_t vocab = 256;
 };
 
+// Offsets (in floats) of a block's tensors from the start of its view (the order above); shared
+// by the CPU pass and the GPU one (workloads/cuda/transformer_cuda.*).
+struct TransformerBlockLayout {
+  size_t ln1_g, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_g, ln2_b, w_fc, b_fc, w_proj, b_proj, size;
+  explicit TransformerBlockLayout(size_t d);
+};
+
 class TransformerWorkload final : public Workload {
  public:
   explicit TransformerWorkload(const TransformerConfig& cfg);

@@ -13,6 +13,7 @@
 #include "algorithms/variant.hpp"
 #include "cluster/backends.hpp"
 #include "core/errors.hpp"
+#include "core/gpu_info.hpp"
 #include "core/run_config.hpp"
 #include "error_text.hpp"
 
@@ -48,6 +49,19 @@ TEST(Backends, RowsAndAvailability) {
   const std::string msg = error_of([&] { backend_require_available(nccl); });
   EXPECT_NE(msg.find("--backend nccl is not available on this machine: not built"), std::string::npos) << msg;
   EXPECT_THROW(backend_create_world(nccl, nullptr, nullptr), InputError);
+#else
+  // Built with NCCL: available exactly when the GPU probe finds a device; otherwise refused
+  // with the probe's reason (no driver is the normal case on CI), before any NCCL call.
+  const BackendAvailability a = nccl.availability();
+  const GpuInfo g = gpu_info_probe();
+  EXPECT_EQ(a.available, g.available) << a.why;
+  if (!a.available) {
+    EXPECT_EQ(a.why, g.reason);
+    const std::string msg = error_of([&] { backend_require_available(nccl); });
+    EXPECT_NE(msg.find("--backend nccl is not available on this machine: " + g.reason), std::string::npos) << msg;
+    EXPECT_THROW(backend_create_world(nccl, nullptr, nullptr), InputError);
+  }
+  EXPECT_NE(nccl.create_world, nullptr);
 #endif
   EXPECT_EQ(backend_caps_text(cap_one_sided_windows | cap_point_to_point), "one-sided windows, point-to-point");
 }
