@@ -5,16 +5,20 @@
 // (training loss per step; test loss and accuracy against training time and steps),
 // scaling (throughput and efficiency against workers, for runs that differ only in
 // workers), validations (predicted vs measured, when the database has a non-empty
-// `validations` table). Light and dark mode follow prefers-color-scheme.
+// `validations` table), then one section per further table given to the printer. Light and
+// dark mode follow prefers-color-scheme.
 // Size: every chart draws at most max_points_per_chart points, shared among its lines,
 // each line reduced by LTTB (results/html_downsample.hpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "results/report_printer.hpp"
 #include "results/report_rows.hpp"
 #include "results/store.hpp"
 
@@ -37,6 +41,11 @@ struct HtmlReportInput {
   ReportContext context;
   std::vector<HtmlRunData> runs;
   HtmlGenericTable validations;  // empty: the section is left out
+  // Tables handed to the printer (html_report_printer): a `runs` table is the run table's
+  // source (default: report_runs_table of `runs`); any other table is a section of its own,
+  // after the validations (a report section such as a tuning session's trials).
+  std::optional<ReportTable> runs_table;
+  std::vector<ReportTable> sections;
 };
 
 struct HtmlReportOptions {
@@ -50,6 +59,11 @@ HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSu
                                  const ReportContext& context);
 
 void html_report_write(std::ostream& out, const HtmlReportInput& input, const HtmlReportOptions& options = {});
+
+// The html printer (results/report_printer.hpp): the charts from `input`, the context from
+// begin(), the tables from rows(); end() writes the document.
+std::unique_ptr<ReportPrinter> html_report_printer(std::ostream& out, HtmlReportInput input,
+                                                   const HtmlReportOptions& options = {});
 
 // HTML-escapes &, <, >, " and '.
 std::string html_escape(const std::string& text);
