@@ -1,7 +1,9 @@
 // One live progress line on a terminal, redrawn in place ("\r" + erase), at most a few times a
 // second: for `run`, step of total, samples/s, elapsed and remaining wall time, last loss; for
 // other commands (calibrate, validate) any text they pass to draw(). Prints nothing at all
-// when stdout is not a terminal (logs and pipes stay clean).
+// when stdout is not a terminal (logs and pipes stay clean). Under a self-launch rank 0's
+// stdout is the launcher's terminal (launcher_adopt_terminal), so `run` and `calibrate` with
+// --workers N > 1 draw it too.
 #pragma once
 
 #include <chrono>

@@ -1,8 +1,9 @@
-// `dsgd-bench report`: exports the selected runs as CSV, JSON or a self-contained HTML
-// file. CSV/JSON print one row per run (configuration + every summary metric), or with
-// --per-step / --evals the long tables, or with --session S the trials of a tuning session
-// (results/report_tuning.hpp); all formats print the same rows (results/report_rows.hpp); the
-// HTML report has a tuning section whenever its runs are trials. Columns and formats: docs/reports.md.
+// `dsgd-bench report`: exports the selected runs as CSV, JSON, markdown or a self-contained
+// HTML file. One row per run (configuration + every summary metric), or with --per-step /
+// --evals the long tables, or with --session S the trials of a tuning session
+// (results/report_tuning.hpp); every format is a printer of the same tables
+// (results/report_printer.hpp); the HTML report has a tuning section whenever its runs are
+// trials. Columns and formats: docs/reports.md.
 #include <fmt/format.h>
 
 #include <optional>
@@ -11,7 +12,7 @@
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
 #include "results/html_report.hpp"
-#include "results/report_print.hpp"
+#include "results/report_printer.hpp"
 #include "results/report_rows.hpp"
 #include "results/report_select.hpp"
 #include "results/report_tuning.hpp"
@@ -71,32 +72,29 @@ void report_run(const ReportOptions& o) {
                     "{}{}",
                     unrepresentative_count, unrepresentative_count == 1 ? " was" : "s were", unrepresentative,
                     unrepresentative_count > 10 ? ", ..." : ""));
-  if (o.format == "html") {
+  std::vector<ReportTable> tables;
+  if (o.per_step) {
+    std::vector<std::pair<int64_t, std::vector<StepRow>>> steps;
+    for (const auto& r : runs) steps.emplace_back(r.run.id, store.steps_get(r.run.id));
+    tables.push_back(report_steps_table(steps));
+  } else if (o.evals) {
+    std::vector<std::pair<int64_t, std::vector<EvalRow>>> evals;
+    for (const auto& r : runs) evals.emplace_back(r.run.id, store.evals_get(r.run.id));
+    tables.push_back(report_evals_table(evals));
+  } else if (tuning && o.format != "html") {  // html: the runs, and the tuning section from their sessions
+    tables.push_back(report_trials_table(*tuning));
+  } else {
+    tables.push_back(report_runs_table(runs));
+  }
+  std::unique_ptr<ReportPrinter> printer;
+  if (o.format == "html") {  // the one format that needs more than the tables: the runs' curves
     HtmlReportOptions html_options;
     if (o.curve_points > 0) html_options.max_points_per_chart = o.curve_points;
-    html_report_write(output.stream(), html_report_load(store, runs, context), html_options);
+    printer = html_report_printer(output.stream(), html_report_load(store, runs, context), html_options);
   } else {
-    ReportTable table;
-    if (o.per_step) {
-      std::vector<std::pair<int64_t, std::vector<StepRow>>> steps;
-      for (const auto& r : runs) steps.emplace_back(r.run.id, store.steps_get(r.run.id));
-      table = report_steps_table(steps);
-    } else if (o.evals) {
-      std::vector<std::pair<int64_t, std::vector<EvalRow>>> evals;
-      for (const auto& r : runs) evals.emplace_back(r.run.id, store.evals_get(r.run.id));
-      table = report_evals_table(evals);
-    } else if (tuning) {
-      table = report_trials_table(*tuning);
-    } else {
-      table = report_runs_table(runs);
-    }
-    if (o.format == "csv") {
-      for (const std::string& w : context.warnings) fmt::print(stderr, "dsgd-bench: warning: {}\n", w);
-      report_write_csv(output.stream(), table);
-    } else {
-      report_write_json(output.stream(), context, table);
-    }
+    printer = report_printer_create(o.format, output.stream());
   }
+  report_print(*printer, context, tables);
   output.commit();
   if (o.output != "-")
     fmt::print(stderr, "dsgd-bench: wrote {} report of {} run{} to {}\n", o.format, runs.size(),
@@ -113,9 +111,9 @@ void setup_report(CLI::App& app) {
   sub->add_option("--tag", opts->selection.tag, "runs whose tag has all these comma-separated items, e.g. suite=smoke");
   sub->add_option("--since", opts->selection.since,
                   "runs created at or after this UTC date/time (2026-11-30[T14:00:00Z])");
-  sub->add_option("--format", opts->format, "csv, json or html")
+  sub->add_option("--format", opts->format, "csv, json, markdown or html")
       ->capture_default_str()
-      ->check(CLI::IsMember({"csv", "json", "html"}));
+      ->check(CLI::IsMember({"csv", "json", "markdown", "html"}));
   sub->add_option("-o,--output", opts->output, "output file ('-': standard output; html needs a file)")
       ->capture_default_str();
   sub->add_flag("--per-step", opts->per_step, "csv/json: one row per (run, rank, step) instead of per run");

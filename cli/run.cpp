@@ -181,6 +181,7 @@ void print_warnings(const RunConfig& cfg, const Communicator& comm, const Store&
 int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
   std::unique_ptr<Communicator> comm = backend_create_world(backend_get(cfg.backend), &argc, &argv);
   const bool root = comm->rank() == 0;
+  if (root) launcher_adopt_terminal();  // its output and progress line on the launcher's terminal
 
   std::optional<Store> store;
   try {

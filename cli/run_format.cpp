@@ -6,12 +6,19 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
+#include <sstream>
+#include <string_view>
+#include <utility>
 
 #include "algorithms/optimizer.hpp"
 #include "algorithms/variant.hpp"
 #include "core/output_file.hpp"
 #include "core/run_config.hpp"
+#include "results/report_rows.hpp"
+#include "results/row_fields.hpp"
 
 namespace dsgd {
 
@@ -51,56 +58,149 @@ std::string opt_num(const std::optional<double>& v, const char* spec = "{:.4f}")
 
 }  // namespace
 
-std::string format_run_summary(const RunWithSummary& rs) {
-  const RunRecord& r = rs.run;
+namespace {
+
+// A value of a report row as a number; empty for null and text.
+std::optional<double> value_number(const ReportValue& v) {
+  if (const double* d = std::get_if<double>(&v)) return *d;
+  if (const int64_t* i = std::get_if<int64_t>(&v)) return static_cast<double>(*i);
+  return std::nullopt;
+}
+
+// One row of a table read by column name.
+struct RowView {
+  const ReportTable& table;
+  const std::vector<ReportValue>& row;
+  const ReportValue* find(const char* name) const {
+    for (size_t i = 0; i < table.columns.size(); ++i)
+      if (table.columns[i].name == name) return &row[i];
+    return nullptr;
+  }
+  std::string text(const char* name) const {
+    const ReportValue* v = find(name);
+    return v ? text_escape_controls(report_value_text(*v)) : std::string();
+  }
+  std::optional<double> number(const char* name) const {
+    const ReportValue* v = find(name);
+    return v ? value_number(*v) : std::nullopt;
+  }
+};
+
+// The summary part of a run's block, from the summary field table: the per-step block (ms and
+// % of the step), then one line per other label, its fields' values in table order, then the
+// target.
+std::string summary_text(const RowView& r) {
   std::string out;
-  // H only for the variants that take --period (ssgd's stored default 4 means nothing).
-  const std::string period = variant_uses_period(r.algorithm) ? fmt::format(", H={}", r.period) : "";
-  const auto esc = text_escape_controls;
-  out += fmt::format("run {}  {}  {} on {}, {} x {} workers (batch {} per worker{}), {} steps, seed {}\n", r.id,
-                     esc(r.status), esc(r.algorithm), esc(r.workload), esc(r.backend), r.workers, r.batch, period,
-                     r.steps, r.seed);
-  out += fmt::format("  dataset {}  tag '{}'  created {}  commit {}\n", esc(r.dataset), esc(r.tag), esc(r.created_at),
-                     esc(r.git_commit));
-  if (!r.error.empty()) out += fmt::format("  error: {}\n", esc(r.error));
-  if (!rs.summary) return out;
-  const Summary& s = *rs.summary;
-  const double step = s.step_time_s;
-  auto pct = [&](double v) { return step > 0 ? 100.0 * v / step : 0.0; };
+  const double step = r.number("step_time_s").value_or(0);
   out += fmt::format("  {:<26} {:>12}  {:>7}\n", "per step (mean, timed)", "ms", "% step");
-  auto line = [&](const char* name, double v) {
-    out += fmt::format("  {:<26} {:>12.4f}  {:>6.1f}%\n", name, v * 1e3, pct(v));
-  };
-  line("step", s.step_time_s);
-  line("  compute (fwd+bwd+opt)", s.compute_s);
-  line("    forward", s.fwd_s);
-  line("    backward", s.bwd_s);
-  line("    optimizer", s.opt_s);
-  line("  comm", s.comm_s);
-  line("  wait", s.wait_s);
-  line("  data", s.data_s);
-  if (s.injected_s > 0) line("  injected (straggler)", s.injected_s);
-  line("  overlap (hidden comm)", s.overlap_s);
-  out += fmt::format("  {:<26} {:>12.1f} samples/s over {} timed steps\n", "throughput", s.throughput_samples_per_s,
-                     s.timed_steps);
-  out += fmt::format("  {:<26} {:>12.3f} MB per step per worker\n", "bytes sent", s.bytes_sent_per_step / 1e6);
-  if (s.mfu)
-    out += fmt::format("  {:<26} {:>12.1f} % ({:.2f} model GFLOP/s per worker of a {:.1f} GFLOP/s SGEMM peak)\n", "MFU",
-                       100.0 * *s.mfu, s.model_gflops.value_or(0), s.peak_gflops.value_or(0));
-  if (s.staleness_mean)
-    out += fmt::format("  {:<26} mean {}  max {} updates per applied/read update\n", "staleness",
-                       opt_num(s.staleness_mean, "{:.3f}"), opt_num(s.staleness_max, "{:.3f}"));
-  out += fmt::format("  {:<26} train_loss {}  test_loss {}  test_acc {}\n", "final", opt_num(s.final_train_loss),
-                     opt_num(s.final_test_loss), opt_num(s.final_test_acc));
-  if (!r.target.empty()) {
-    const std::string target = esc(r.target);
-    if (s.time_to_target_s)
-      out += fmt::format("  {:<26} {} reached at {:.3f} s, step {}\n", "target", target, *s.time_to_target_s,
-                         s.steps_to_target.value_or(0));
+  std::vector<std::pair<std::string, std::string>> lines;  // label, items, in first-appearance order
+  for (const RowField<Summary>& f : summary_fields()) {
+    if (!f.label) continue;
+    const std::optional<double> v = r.number(f.column);
+    if (f.per_step) {
+      if (!v || (f.nonzero_only && *v == 0)) continue;
+      out += fmt::format("  {:<26} {:>12.4f}  {:>6.1f}%\n", f.label, *v * 1e3, step > 0 ? 100.0 * *v / step : 0.0);
+      continue;
+    }
+    auto line = std::find_if(lines.begin(), lines.end(), [&](const auto& l) { return l.first == f.label; });
+    if (line == lines.end()) line = lines.emplace(lines.end(), f.label, "");
+    if (!v || (f.nonzero_only && *v == 0)) continue;
+    line->second += (line->second.empty() ? "" : "  ") + fmt::format(fmt::runtime(f.format), *v * f.print_scale);
+  }
+  for (const auto& [label, items] : lines)
+    if (!items.empty()) out += fmt::format("  {:<26} {}\n", label, items);
+  const std::string target = r.text("target");
+  if (!target.empty()) {
+    const std::optional<double> time = r.number("time_to_target_s");
+    if (time)
+      out +=
+          fmt::format("  {:<26} {} reached at {:.3f} s, step {}\n", "target", target, *time, r.text("steps_to_target"));
     else
       out += fmt::format("  {:<26} {} not reached\n", "target", target);
   }
   return out;
+}
+
+std::string run_text(const RowView& r) {
+  const std::string algorithm = r.text("algorithm");
+  // H only for the variants that take --period (ssgd's stored default 4 means nothing).
+  const std::string period = variant_uses_period(algorithm) ? fmt::format(", H={}", r.text("period")) : "";
+  std::string out = fmt::format("run {}  {}  {} on {}, {} x {} workers (batch {} per worker{}), {} steps, seed {}\n",
+                                r.text("run_id"), r.text("status"), algorithm, r.text("workload"), r.text("backend"),
+                                r.text("workers"), r.text("batch"), period, r.text("steps"), r.text("seed"));
+  out += fmt::format("  dataset {}  tag '{}'  created {}  commit {}\n", r.text("dataset"), r.text("tag"),
+                     r.text("created_at"), r.text("git_commit"));
+  const std::string error = r.text("error");
+  if (!error.empty()) out += fmt::format("  error: {}\n", error);
+  if (r.number("timed_steps")) out += summary_text(r);  // a run without a summary has none
+  return out;
+}
+
+// Columns padded to their widest value, two spaces apart.
+std::string aligned_text(const ReportTable& table) {
+  std::vector<size_t> width(table.columns.size());
+  std::vector<std::vector<std::string>> cells;
+  for (size_t c = 0; c < table.columns.size(); ++c) width[c] = table.columns[c].name.size();
+  for (const auto& row : table.rows) {
+    std::vector<std::string>& line = cells.emplace_back();
+    for (size_t c = 0; c < row.size(); ++c) {
+      line.push_back(text_escape_controls(report_value_text(row[c])));
+      width[c] = std::max(width[c], line.back().size());
+    }
+  }
+  auto put = [&](std::string& out, size_t c, const std::string& text) {
+    const bool right = table.columns[c].type != ReportType::report_text;
+    out += fmt::format(fmt::runtime(right ? "{:>{}}" : "{:<{}}"), text, width[c]);
+    out += c + 1 < table.columns.size() ? "  " : "\n";
+  };
+  std::string out = table.name + "\n";
+  for (size_t c = 0; c < table.columns.size(); ++c) put(out, c, table.columns[c].name);
+  for (const auto& line : cells)
+    for (size_t c = 0; c < line.size(); ++c) put(out, c, line[c]);
+  return out;
+}
+
+class TextPrinter final : public ReportPrinter {
+ public:
+  explicit TextPrinter(std::ostream& out) : out_(out) {}
+  void begin(const ReportContext&) override {}
+  void rows(const ReportTable& table) override {
+    for (const auto& row : table.rows) {
+      const RowView r{table, row};
+      if (table.name == "runs") {
+        steps_[r.text("run_id")] = static_cast<int64_t>(r.number("steps").value_or(0));
+        out_ << run_text(r);
+      } else if (table.name == "evals") {
+        EvalRow e;
+        e.step = static_cast<int64_t>(r.number("step").value_or(0));
+        e.time_s = r.number("time_s").value_or(NAN);
+        e.train_loss = r.number("train_loss").value_or(NAN);
+        e.test_loss = r.number("test_loss").value_or(NAN);
+        e.test_acc = r.number("test_acc").value_or(NAN);
+        e.consensus_distance = r.number("consensus_distance");
+        out_ << "  " << format_eval_line(e, steps_[r.text("run_id")]) << "\n";
+      }
+    }
+    if (table.name != "runs" && table.name != "evals") out_ << aligned_text(table);
+  }
+  void end() override { out_.flush(); }
+
+ private:
+  std::ostream& out_;
+  std::map<std::string, int64_t> steps_;  // total steps of each run printed, for its evaluation lines
+};
+
+}  // namespace
+
+std::unique_ptr<ReportPrinter> text_printer_create(std::ostream& out) {
+  return std::make_unique<TextPrinter>(out);
+}
+
+std::string format_run_summary(const RunWithSummary& run) {
+  std::ostringstream out;
+  TextPrinter printer(out);
+  printer.rows(report_runs_table({run}));
+  return out.str();
 }
 
 std::string format_runs_table(const std::vector<RunWithSummary>& runs) {

@@ -1,17 +1,27 @@
 // Human-readable tables of runs, shared by `run` (its final summary), `show` and `runs`.
+// The text printer (results/report_printer.hpp's interface, here because it asks the variants
+// whether a run's H means something): a `runs` table prints one block per run, its summary
+// laid out by the summary field table (results/row_fields.hpp: the per-step block, then one
+// line per label), an `evals` table one line per evaluation (format_eval_line), any other
+// table aligned columns.
 #pragma once
 
+#include <memory>
+#include <ostream>
 #include <string>
 #include <vector>
 
 #include "core/run_config.hpp"
+#include "results/report_printer.hpp"
 #include "results/store.hpp"
 
 namespace dsgd {
 
 std::string format_config(const RunConfig& cfg, const RunRecord& record);
 std::string format_eval_line(const EvalRow& row, int64_t total_steps);
+// One run's block, as the text printer prints it.
 std::string format_run_summary(const RunWithSummary& run);
+std::unique_ptr<ReportPrinter> text_printer_create(std::ostream& out);
 std::string format_runs_table(const std::vector<RunWithSummary>& runs);
 
 }  // namespace dsgd

@@ -2,8 +2,13 @@
 // table for people or one JSON object for programs (keys in docs/metrics.md).
 #include <fmt/format.h>
 
+#include <iostream>
+#include <vector>
+
 #include "cli/commands.hpp"
 #include "cli/run_format.hpp"
+#include "results/report_printer.hpp"
+#include "results/report_rows.hpp"
 #include "results/row_fields.hpp"
 #include "results/run_json.hpp"
 #include "results/store.hpp"
@@ -31,20 +36,20 @@ void setup_show(CLI::App& app) {
   sub->callback([opts]() {
     Store store = Store::open_readonly(opts->db);
     const RunWithSummary run = store.run_get(opts->run_id);
-    if (opts->format == "json") {
+    const std::vector<EvalRow> evals = opts->evals ? store.evals_get(opts->run_id) : std::vector<EvalRow>{};
+    if (opts->format == "json") {  // one object for programs (docs/metrics.md), not a report table
       nlohmann::json j = run_to_json(run);
       if (opts->evals) {
-        nlohmann::json evals = nlohmann::json::array();
-        for (const auto& e : store.evals_get(opts->run_id)) evals.push_back(row_to_json(eval_fields(), e));
-        j["evals"] = evals;
+        nlohmann::json rows = nlohmann::json::array();
+        for (const auto& e : evals) rows.push_back(row_to_json(eval_fields(), e));
+        j["evals"] = rows;
       }
       fmt::print("{}\n", j.dump(2));
       return;
     }
-    fmt::print("{}", format_run_summary(run));
-    if (opts->evals) {
-      for (const auto& e : store.evals_get(opts->run_id)) fmt::print("  {}\n", format_eval_line(e, run.run.steps));
-    }
+    std::vector<ReportTable> tables = {report_runs_table({run})};
+    if (opts->evals) tables.push_back(report_evals_table({{run.run.id, evals}}, true));
+    report_print(*text_printer_create(std::cout), ReportContext{}, tables);
   });
 }
 

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/errors.hpp"
@@ -98,6 +100,44 @@ std::string launcher_describe_end(const LaunchOutcome& outcome) {
   return fmt::format("the ranks ended without recording the run's end (mpiexec exit {})", outcome.exit_code);
 }
 
+namespace {
+
+// "<host>/<device number>" of a terminal, as launcher_adopt_terminal compares it.
+std::string terminal_id(const struct stat& st) {
+  char host[256] = {0};
+  if (gethostname(host, sizeof(host) - 1) != 0) return "";
+  return fmt::format("{}/{}", host, static_cast<uint64_t>(st.st_rdev));
+}
+
+// The path and id of the terminal that is stdout; empty when stdout is no terminal.
+std::pair<std::string, std::string> stdout_terminal() {
+  struct stat st {};
+  char path[256] = {0};
+  if (isatty(STDOUT_FILENO) != 1 || fstat(STDOUT_FILENO, &st) != 0 ||
+      ttyname_r(STDOUT_FILENO, path, sizeof(path) - 1) != 0)
+    return {};
+  return {path, terminal_id(st)};
+}
+
+}  // namespace
+
+bool launcher_adopt_terminal() {
+  if (isatty(STDOUT_FILENO) == 1) return true;
+  const char* path = std::getenv("DSGD_TERMINAL");
+  const char* id = std::getenv("DSGD_TERMINAL_ID");
+  if (!path || !id || !*path || !*id) return false;
+  const int fd = open(path, O_WRONLY | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return false;
+  struct stat st {};
+  const bool same = fstat(fd, &st) == 0 && isatty(fd) == 1 && terminal_id(st) == id;
+  if (same) {
+    fflush(stdout);
+    dup2(fd, STDOUT_FILENO);
+  }
+  close(fd);
+  return same;
+}
+
 LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, char** argv) {
   char self[4096] = {0};
   ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
@@ -130,6 +170,7 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0) DSGD_THROW(Error, "", "pipe failed: {}", std::strerror(errno));
   const std::string launcher_pid = std::to_string(getpid());  // formatted before fork
+  const auto [terminal, terminal_id_text] = stdout_terminal();
   const pid_t pid = fork();
   if (pid < 0) DSGD_THROW(Error, "", "fork failed: {}", std::strerror(errno));
   if (pid == 0) {
@@ -142,6 +183,14 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
     // The ranks tell a SIGINT from the death of this launcher (PDEATHSIG above) by whether
     // this pid still runs (engine/interrupt.cpp): the run is then `killed`, not `interrupted`.
     setenv("DSGD_LAUNCHER_PID", launcher_pid.c_str(), 1);
+    // Rank 0 draws its output and progress line on this terminal (launcher_adopt_terminal).
+    if (!terminal.empty()) {
+      setenv("DSGD_TERMINAL", terminal.c_str(), 1);
+      setenv("DSGD_TERMINAL_ID", terminal_id_text.c_str(), 1);
+    } else {
+      unsetenv("DSGD_TERMINAL");
+      unsetenv("DSGD_TERMINAL_ID");
+    }
     // Idle BLAS/OpenMP threads sleep instead of spinning (read when the libraries load, so
     // only settable here): with --threads > 1 a spinning OpenMP pool (oneDNN, layer loops)
     // and OpenBLAS's own pool steal each other's cores (docs/workloads.md). A value the user

@@ -42,6 +42,14 @@ struct LaunchOutcome {
 // are killed too. Throws Error when mpiexec cannot be executed.
 LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, char** argv);
 
+// Rank 0 of a self-launch started from a terminal: makes that terminal this process's stdout,
+// so its output and its live progress line reach the terminal directly (under mpiexec the
+// ranks' stdout is a pipe, which a progress line must not be drawn into). The launcher names
+// its stdout's terminal in $DSGD_TERMINAL (the path) and $DSGD_TERMINAL_ID (host and device);
+// nothing changes when they are absent, name another host or another device, or stdout is a
+// terminal already. Returns whether stdout is a terminal afterwards.
+bool launcher_adopt_terminal();
+
 // What ended a launch that left its run unfinished, for the run's error column:
 // "a rank was killed by SIGKILL (...)", "stopped by SIGTERM sent to the launcher ...".
 std::string launcher_describe_end(const LaunchOutcome& outcome);

@@ -1,6 +1,7 @@
 // See step_recorder.hpp. Wire format of one rank's flush (doubles):
-//   [n_steps, n_events, steps × kStepFields, events × kEventFields], padded to the
-//   largest rank's size for one MPI_Gather.
+//   [n_steps, n_events, steps × step_record_size(), events × kEventFields], padded to the
+//   largest rank's size for one MPI_Gather. A step is its row's gathered fields in table order
+//   (step_wire_pack, results/row_fields.hpp), then its start and its number of events.
 // A step's overlap_s is the length of the union of its requests' in-flight intervals
 // (time during which at least one collective was in flight while the rank computed), so it
 // never exceeds the step however many requests overlap each other.
@@ -10,18 +11,22 @@
 #include <cmath>
 
 #include "core/errors.hpp"
+#include "results/row_fields.hpp"
 
 namespace dsgd {
 
 namespace {
-constexpr size_t kStepFields = 11;
 constexpr size_t kEventFields = 6;
+// Doubles per step on the wire: the gathered row fields, start, events.
+size_t step_record_size() {
+  return step_wire_fields() + 2;
+}
 }  // namespace
 
 void StepRecorder::reserve(size_t max_steps, size_t max_events_per_step) {
   steps_.assign(max_steps, StepTiming{});
   events_.reserve(max_steps * std::max<size_t>(1, max_events_per_step));
-  pack_.reserve(2 + max_steps * kStepFields + max_steps * max_events_per_step * kEventFields);
+  pack_.reserve(2 + max_steps * step_record_size() + max_steps * max_events_per_step * kEventFields);
   used_ = 0;
   events_before_ = 0;
 }
@@ -69,22 +74,19 @@ struct RankView {
   size_t n_steps = 0, n_events = 0;
 };
 
-// A step record of the wire format (kStepFields values) as a row, on rank 0's clock.
+// A step record of the wire format (step_record_size() values) as a row, on rank 0's clock.
 void step_row_unpack(const double* f, int rank, const ClockOffsets& prev, const ClockOffsets& now, double time_origin,
                      int64_t warmup, StepRow& row) {
-  const double t_start = f[1] - clock_sync_offset_at(prev, now, rank, f[1]);
+  step_wire_unpack(f, row);
+  const double start = f[step_wire_fields()];
   row.rank = rank;
-  row.step = static_cast<int64_t>(f[0]);
   row.timed = row.step >= warmup;
-  row.start_s = t_start - time_origin;
-  row.step_s = f[2];
-  row.fwd_s = f[3];
-  row.bwd_s = f[4];
-  row.opt_s = f[5];
-  row.data_s = f[6];
-  row.train_loss = f[7];
-  row.injected_s = f[9];
-  if (!std::isnan(f[10])) row.staleness = f[10];
+  row.start_s = start - clock_sync_offset_at(prev, now, rank, start) - time_origin;
+}
+
+// The number of collective events of a step record.
+size_t step_record_events(const double* f) {
+  return static_cast<size_t>(f[step_wire_fields() + 1]);
 }
 
 // A rank's events of one step: its collectives (every rank runs the same ones, in the same
@@ -110,7 +112,7 @@ void step_events_account(const double* events, size_t count, StepRow& row, std::
 }  // namespace
 
 // Packs this rank's steps and events into pack_ (wire format: [n_steps, n_events, steps
-// (kStepFields each), events (kEventFields each)]), padded to the widest rank.
+// (step_record_size() each), events (kEventFields each)]), padded to the widest rank.
 void StepRecorder::pack(Communicator& comm) {
   const size_t n_events = events_.size();
   pack_.clear();
@@ -118,8 +120,10 @@ void StepRecorder::pack(Communicator& comm) {
   pack_.push_back(static_cast<double>(n_events));
   for (size_t i = 0; i < used_; ++i) {
     const StepTiming& t = steps_[i];
-    pack_.insert(pack_.end(), {static_cast<double>(t.step), t.start, t.step_s, t.fwd_s, t.bwd_s, t.opt_s, t.data_s,
-                               t.loss, static_cast<double>(t.events), t.injected_s, t.staleness});
+    const size_t at = pack_.size();
+    pack_.resize(at + step_wire_fields());
+    step_wire_pack(t.row, pack_.data() + at);
+    pack_.insert(pack_.end(), {t.start, static_cast<double>(t.events)});
   }
   const CollEvent* ev = events_.data();
   for (size_t i = 0; i < n_events; ++i)
@@ -148,7 +152,7 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
   for (int r = 0; r < n; ++r) {
     const double* base = gathered_.data() + w * static_cast<size_t>(r);
     RankView v{base + 2, nullptr, static_cast<size_t>(base[0]), static_cast<size_t>(base[1])};
-    v.events = v.steps + v.n_steps * kStepFields;
+    v.events = v.steps + v.n_steps * step_record_size();
     views[static_cast<size_t>(r)] = v;
     if (v.n_steps != views[0].n_steps)
       DSGD_THROW(Error, "this is a bug in the algorithm: every rank must run the same steps",
@@ -164,9 +168,9 @@ std::vector<StepRow> StepRecorder::flush(Communicator& comm, const ClockOffsets&
   for (size_t s = 0; s < n_steps; ++s) {
     StepRow* step_rows = &rows[s * static_cast<size_t>(n)];
     for (int r = 0; r < n; ++r) {
-      const double* f = views[r].steps + s * kStepFields;
+      const double* f = views[r].steps + s * step_record_size();
       step_row_unpack(f, r, prev, now, time_origin, warmup, step_rows[r]);
-      const size_t mine = static_cast<size_t>(f[8]);
+      const size_t mine = step_record_events(f);
       step_events_account(views[r].events + event_cursor[r] * kEventFields, mine, step_rows[r], in_flight,
                           collectives[r]);
       if (collectives[r].size() != collectives[0].size())

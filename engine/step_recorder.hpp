@@ -15,13 +15,13 @@
 
 namespace dsgd {
 
+// One step of this rank as the trainer records it: the step row's own fields (the gathered
+// fields of step_fields(), results/row_fields.hpp: step, phase times, loss, injected delay,
+// staleness, and any metric added there), the start on this rank's clock and the number of
+// collectives. Rank 0 fills in the rest of the row when the steps are gathered.
 struct StepTiming {
-  int64_t step = 0;
-  double start = 0;  // clock_now_s() at step start (this rank's clock)
-  double step_s = 0, fwd_s = 0, bwd_s = 0, opt_s = 0, data_s = 0;
-  double injected_s = 0;  // straggler delay held after backward
-  double staleness = 0;   // mean staleness of the step's updates (TrainState::staleness; NaN: none)
-  double loss = 0;
+  StepRow row;
+  double start = 0;    // clock_now_s() at step start (this rank's clock)
   int64_t events = 0;  // collectives recorded during this step
 };
 
@@ -36,7 +36,7 @@ class StepRecorder {
   StepTiming& begin_step(int64_t step) {
     StepTiming& t = steps_[used_++];
     t = StepTiming{};
-    t.step = step;
+    t.row.step = step;
     return t;
   }
   void end_step(StepTiming& t) {

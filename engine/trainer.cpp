@@ -387,7 +387,7 @@ class Trainer {
         comm_.hold_until(t3 + delay);
         if (t) {
           const double held = comm_.now();
-          t->injected_s = held - t3;
+          t->row.injected_s = held - t3;
           t3 = held;
         }
       }
@@ -403,13 +403,14 @@ class Trainer {
     const double t5 = clock();
     w_.algorithm->after_update(state);
     if (t) {
-      t->loss = loss;
-      t->data_s = t1 - t0;
-      t->fwd_s = t2 - t1;
-      t->bwd_s = t3 - t2 - t->injected_s;
-      t->opt_s = t5 - t4;
-      t->step_s = comm_.now() - t0;
-      t->staleness = state.staleness;
+      StepRow& row = t->row;
+      row.train_loss = loss;
+      row.data_s = t1 - t0;
+      row.fwd_s = t2 - t1;
+      row.bwd_s = t3 - t2 - row.injected_s;
+      row.opt_s = t5 - t4;
+      row.step_s = comm_.now() - t0;
+      if (!std::isnan(state.staleness)) row.staleness = state.staleness;
       recorder_.end_step(*t);
     }
     loss_sum_ += loss;
@@ -422,9 +423,9 @@ class Trainer {
   void serve_once(StepTiming* t, double t0) {
     w_.algorithm->after_update(*state_);
     if (t) {
-      t->loss = std::nan("");  // it trains nothing
-      t->step_s = comm_.now() - t0;
-      t->staleness = state_->staleness;
+      t->row.train_loss = std::nan("");  // it trains nothing
+      t->row.step_s = comm_.now() - t0;
+      if (!std::isnan(state_->staleness)) t->row.staleness = state_->staleness;
       recorder_.end_step(*t);
     }
   }

@@ -3,11 +3,14 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "algorithms/config_check.hpp"
 #include "cluster/backends.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
 #include "engine/child_run.hpp"
+#include "results/row_fields.hpp"
 
 namespace dsgd {
 
@@ -63,19 +66,11 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   const RunWithSummary m = store.run_get(v.measured_run_id);
   const RunWithSummary s = store.run_get(v.simulated_run_id);
   if (!m.summary || !s.summary) DSGD_THROW(Error, "", "validate: a run has no summary");
-  struct Field {
-    const char* name;
-    double Summary::*member;
-  };
-  const Field fields[] = {
-      {"step_time_s", &Summary::step_time_s}, {"compute_s", &Summary::compute_s},
-      {"comm_s", &Summary::comm_s},           {"wait_s", &Summary::wait_s},
-      {"injected_s", &Summary::injected_s},   {"throughput_samples_per_s", &Summary::throughput_samples_per_s},
-  };
-  for (const Field& f : fields) {
-    const double a = (*m.summary).*(f.member);
-    const double b = (*s.summary).*(f.member);
-    v.metrics.push_back(ValidationMetric{f.name, a, b, validation_rel_error(a, b)});
+  for (const char* name : {"step_time_s", "compute_s", "comm_s", "wait_s", "injected_s", "throughput_samples_per_s"}) {
+    const RowField<Summary>& f = *row_field_find(summary_fields(), name);
+    const double a = row_field_value(f, *m.summary).value_or(NAN);
+    const double b = row_field_value(f, *s.summary).value_or(NAN);
+    v.metrics.push_back(ValidationMetric{name, a, b, validation_rel_error(a, b)});
   }
   v.host = system_info_read().host;
   v.config_json = run_config_to_json(cfg).dump();

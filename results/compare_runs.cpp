@@ -13,6 +13,8 @@
 #include "core/stats.hpp"
 #include "results/compare_stats.hpp"
 #include "results/html_report.hpp"
+#include "results/report_printer.hpp"
+#include "results/row_fields.hpp"
 
 namespace dsgd {
 
@@ -22,21 +24,13 @@ namespace {
 constexpr const char* network_keys[] = {"topology",        "bandwidth",     "latency",
                                         "inter-bandwidth", "inter-latency", "overlap"};
 
+// A summary metric's value by column (summary_fields()); none when null or not finite, and a
+// throughput of 0 (no timed steps) is none as well.
 std::optional<double> metric_value(const Summary& s, const std::string& name) {
-  auto finite = [](double v) { return std::isfinite(v) ? std::optional<double>(v) : std::nullopt; };
-  if (name == "throughput_samples_per_s")
-    return s.throughput_samples_per_s > 0 ? finite(s.throughput_samples_per_s) : std::nullopt;
-  if (name == "step_time_s") return finite(s.step_time_s);
-  if (name == "final_test_acc") return s.final_test_acc ? finite(*s.final_test_acc) : std::nullopt;
-  if (name == "final_test_loss") return s.final_test_loss ? finite(*s.final_test_loss) : std::nullopt;
-  if (name == "time_to_target_s") return s.time_to_target_s ? finite(*s.time_to_target_s) : std::nullopt;
-  if (name == "compute_s") return finite(s.compute_s);
-  if (name == "comm_s") return finite(s.comm_s);
-  if (name == "wait_s") return finite(s.wait_s);
-  if (name == "data_s") return finite(s.data_s);
-  if (name == "bytes_sent_per_step") return finite(s.bytes_sent_per_step);
-  if (name == "mfu") return s.mfu ? finite(*s.mfu) : std::nullopt;
-  return std::nullopt;
+  const RowField<Summary>* field = row_field_find(summary_fields(), name);
+  const std::optional<double> v = field ? row_field_value(*field, s) : std::nullopt;
+  if (!v || !std::isfinite(*v) || (name == "throughput_samples_per_s" && !(*v > 0))) return std::nullopt;
+  return v;
 }
 
 // A run's value of a metric; none for a diverged run (its numbers are not a result).
@@ -378,19 +372,24 @@ std::string compare_markdown(const CompareResult& r, const std::string& base_nam
   } else {
     out += "**No significant regression.**\n\n";
   }
-  out += "| group | metric | baseline | candidate | change | p-value | n | verdict |\n";
-  out += "|---|---|---:|---:|---:|---:|---:|---|\n";
+  ReportTable table;
+  table.name = "compare";
+  for (const char* name : {"group", "metric", "baseline", "candidate", "change", "p-value", "n", "verdict"}) {
+    const bool numeric = std::string_view(name) != "group" && std::string_view(name) != "metric" &&
+                         std::string_view(name) != "verdict";  // right-aligned
+    table.columns.push_back(ReportColumn{name, "", numeric ? ReportType::report_real : ReportType::report_text, ""});
+  }
   for (const CompareGroup& g : r.groups) {
     for (const CompareMetricResult& m : g.metrics) {
       std::string verdict = compare_verdict_name(m.verdict);
       if (m.verdict == CompareVerdict::compare_regressed) verdict = m.metric.gate ? "❌ REGRESSED" : "worse";
-      out += fmt::format("| {} | {}{} | {} | {} | {} | {} | {}/{} | {} ({}) |\n", g.label, m.metric.name,
-                         m.metric.gate ? "" : " (info)", format_value(m.base_median), format_value(m.cand_median),
-                         m.base_n && m.cand_n ? format_change(m) : "-",
-                         m.base_n && m.cand_n ? fmt::format("{:.3g}{}", m.p_value, m.exact ? "" : "~") : "-", m.base_n,
-                         m.cand_n, verdict, m.note);
+      table.rows.push_back({g.label, m.metric.name + (m.metric.gate ? "" : " (info)"), format_value(m.base_median),
+                            format_value(m.cand_median), m.base_n && m.cand_n ? format_change(m) : "-",
+                            m.base_n && m.cand_n ? fmt::format("{:.3g}{}", m.p_value, m.exact ? "" : "~") : "-",
+                            fmt::format("{}/{}", m.base_n, m.cand_n), fmt::format("{} ({})", verdict, m.note)});
     }
   }
+  out += report_markdown_table(table);
   if (!r.warnings.empty()) {
     out += "\n";
     for (const std::string& w : r.warnings) out += fmt::format("> warning: {}\n", w);

@@ -430,17 +430,22 @@ const std::vector<std::string>& run_table_columns() {
   return names;
 }
 
-void run_table(Buffer& out, const std::vector<HtmlRunData>& runs) {
-  std::vector<RunWithSummary> rows;
-  rows.reserve(runs.size());
-  for (const HtmlRunData& r : runs) rows.push_back(r.run);
-  const ReportTable table = report_runs_table(rows);
+void run_table(Buffer& out, const HtmlReportInput& input) {
+  const std::vector<HtmlRunData>& runs = input.runs;
+  ReportTable built;
+  if (!input.runs_table) {
+    std::vector<RunWithSummary> rows;
+    rows.reserve(runs.size());
+    for (const HtmlRunData& r : runs) rows.push_back(r.run);
+    built = report_runs_table(rows);
+  }
+  const ReportTable& table = input.runs_table ? *input.runs_table : built;
   std::vector<size_t> columns;
   for (const std::string& name : run_table_columns()) {
     for (size_t i = 0; i < table.columns.size(); ++i)
       if (table.columns[i].name == name) columns.push_back(i);
   }
-  put(out, "<section><h2>Runs ({})</h2><div class=\"scroll\"><table class=\"runs\"><thead><tr>", runs.size());
+  put(out, "<section><h2>Runs ({})</h2><div class=\"scroll\"><table class=\"runs\"><thead><tr>", table.rows.size());
   for (size_t c : columns) {
     const ReportColumn& column = table.columns[c];
     put(out, "<th title=\"{}\">{}</th>", html_escape(column.help), html_escape(column.name));
@@ -569,6 +574,42 @@ void validations_section(Buffer& out, const HtmlGenericTable& table, const HtmlR
   }
   put(out, "</tbody></table></div></section>");
 }
+
+// A table given to the printer, as it is: its name, columns (help as the title) and rows.
+void table_section(Buffer& out, const ReportTable& table) {
+  put(out, "<section><h2>{} ({})</h2><div class=\"scroll\"><table><thead><tr>", html_escape(table.name),
+      table.rows.size());
+  for (const ReportColumn& c : table.columns)
+    put(out, "<th title=\"{}\">{}</th>", html_escape(c.help), html_escape(c.name));
+  put(out, "</tr></thead><tbody>");
+  for (const auto& row : table.rows) {
+    put(out, "<tr>");
+    for (size_t c = 0; c < row.size(); ++c)
+      put(out, "<td{}>{}</td>", table.columns[c].type != ReportType::report_text ? " class=\"num\"" : "",
+          value_html(row[c]));
+    put(out, "</tr>");
+  }
+  put(out, "</tbody></table></div></section>");
+}
+
+class HtmlPrinter final : public ReportPrinter {
+ public:
+  HtmlPrinter(std::ostream& out, HtmlReportInput input, const HtmlReportOptions& options)
+      : out_(out), input_(std::move(input)), options_(options) {}
+  void begin(const ReportContext& context) override { input_.context = context; }
+  void rows(const ReportTable& table) override {
+    if (table.name == "runs" && !input_.runs_table)
+      input_.runs_table = table;
+    else
+      input_.sections.push_back(table);
+  }
+  void end() override { html_report_write(out_, input_, options_); }
+
+ private:
+  std::ostream& out_;
+  HtmlReportInput input_;
+  HtmlReportOptions options_;
+};
 
 constexpr const char* style = R"css(
 :root{--bg:#ffffff;--fg:#1d2330;--muted:#5b6475;--grid:#e3e6ec;--frame:#9aa3b2;--head:#f3f5f8;--warn:#9a4d00;color-scheme:light dark}
@@ -736,6 +777,11 @@ HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSu
   return input;
 }
 
+std::unique_ptr<ReportPrinter> html_report_printer(std::ostream& out, HtmlReportInput input,
+                                                   const HtmlReportOptions& options) {
+  return std::make_unique<HtmlPrinter>(out, std::move(input), options);
+}
+
 void html_report_write(std::ostream& os, const HtmlReportInput& input, const HtmlReportOptions& options) {
   Buffer out;
   put(out,
@@ -749,7 +795,7 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
       input.runs.size(), input.runs.size() == 1 ? "" : "s", html_escape(input.context.generated_at),
       html_escape(input.context.selection));
 
-  run_table(out, input.runs);
+  run_table(out, input);
 
   put(out, "<section><h2>Where the time goes</h2>");
   breakdown_chart(out, input.runs);
@@ -813,6 +859,7 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
   scaling_section(out, input.runs, options);
   validations_section(out, input.validations, options);
   put_text(out, report_tuning_html(input.tuning, options));
+  for (const ReportTable& table : input.sections) table_section(out, table);
   context_section(out, input);
   put_text(out, script);
   put(out, "</body></html>\n");

@@ -6,16 +6,20 @@
 // scaling (throughput and efficiency against workers, for runs that differ only in
 // workers), validations (predicted vs measured, when the database has a non-empty
 // `validations` table), tuning (the dsgd-tune sessions the runs are trials of:
-// results/report_tuning.hpp). Light and dark mode follow prefers-color-scheme.
+// results/report_tuning.hpp), then one section per further table given to the printer. Light
+// and dark mode follow prefers-color-scheme.
 // Size: every chart draws at most max_points_per_chart points, shared among its lines,
 // each line reduced by LTTB (results/html_downsample.hpp).
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
 
+#include "results/report_printer.hpp"
 #include "results/report_rows.hpp"
 #include "results/report_tuning.hpp"
 #include "results/store.hpp"
@@ -40,6 +44,11 @@ struct HtmlReportInput {
   std::vector<HtmlRunData> runs;
   HtmlGenericTable validations;  // empty: the section is left out
   TuningReport tuning;           // tuner sessions of the runs (results/report_tuning.hpp); none: left out
+  // Tables handed to the printer (html_report_printer): a `runs` table is the run table's
+  // source (default: report_runs_table of `runs`); any other table is a section of its own,
+  // after the validations (a report section such as a tuning session's trials).
+  std::optional<ReportTable> runs_table;
+  std::vector<ReportTable> sections;
 };
 
 struct HtmlReportOptions {
@@ -71,6 +80,10 @@ struct HtmlChart {
   bool x_integer = false;  // x is a count (seeds): integer ticks only
 };
 std::string html_chart(const HtmlChart& chart, const HtmlReportOptions& options);
+// The html printer (results/report_printer.hpp): the charts from `input`, the context from
+// begin(), the tables from rows(); end() writes the document.
+std::unique_ptr<ReportPrinter> html_report_printer(std::ostream& out, HtmlReportInput input,
+                                                   const HtmlReportOptions& options = {});
 
 // HTML-escapes &, <, >, " and '.
 std::string html_escape(const std::string& text);

@@ -10,6 +10,8 @@
 // - evals.consensus_distance (v4) is NULL when it does not apply (replicas identical) and
 //   on rows written before v4; the store reads NULL as an empty optional.
 // - evals.eval_s (v11) is NULL on rows written before v11 (read as empty).
+// - summaries.eval_total_s (v14, from the field table: no script) is NULL on rows written
+//   before v14 and when no evaluation of the run has eval_s (read as empty).
 // - steps.staleness, summaries.staleness_mean / staleness_max (v6) are NULL for algorithms
 //   without staleness and on rows written before v6; the store reads NULL as empty.
 // - summaries.model_gflops / peak_gflops / mfu (v7) are NULL when the run's config has no
@@ -21,9 +23,13 @@
 //   sim backend refer to a calibration by id (or take the host's latest).
 #include "results/migrations.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <string>
 
 #include "core/errors.hpp"
+#include "results/row_fields.hpp"
 #include "results/sqlite.hpp"
 
 namespace dsgd {
@@ -354,13 +360,41 @@ int user_version_read(sqlite3* db) {
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
 }
 
-}  // namespace
+bool column_exists(sqlite3* db, const char* table, const char* column) {
+  SqlStatement stmt(db, "SELECT count(*) FROM pragma_table_info(?) WHERE name = ?");
+  stmt.bind_all(table, column);
+  return stmt.step() && stmt.column_int64(0) > 0;
+}
 
-const std::vector<const char*>& migrations_all() {
+// The columns of the field tables (results/row_fields.hpp) that schema `version` adds and the
+// database lacks: a field newer than the scripts gets its column here (NULL on older rows); the
+// columns the scripts above add are found present, so their migrations stay as they shipped.
+void field_columns_add(sqlite3* db, int version) {
+  for (const StoredColumn& c : row_fields_stored_columns()) {
+    if (c.since_version != version || column_exists(db, c.table, c.column)) continue;
+    sql_exec(db, fmt::format("ALTER TABLE {} ADD COLUMN {} {}", c.table, c.column, c.sql_type));
+  }
+}
+
+// The scripts, one per schema version: append the next one here.
+const std::vector<const char*>& migration_scripts() {
   static const std::vector<const char*> table = {
       migration_v1, migration_v2, migration_v3,  migration_v4,  migration_v5,  migration_v6,  migration_v7,
       migration_v8, migration_v9, migration_v10, migration_v11, migration_v12, migration_v13,
   };
+  return table;
+}
+
+}  // namespace
+
+const std::vector<const char*>& migrations_all() {
+  // Versions past the last script that only add field-table columns have an empty script.
+  static const std::vector<const char*> table = [] {
+    std::vector<const char*> all = migration_scripts();
+    if (static_cast<int>(all.size()) < row_fields_newest_version())
+      all.resize(static_cast<size_t>(row_fields_newest_version()), "");
+    return all;
+  }();
   return table;
 }
 
@@ -382,6 +416,7 @@ void migrations_apply(sqlite3* db, int from, int to) {
     }
     try {
       sql_exec(db, table[static_cast<size_t>(version)]);
+      field_columns_add(db, version + 1);
       sql_exec(db, "PRAGMA user_version = " + std::to_string(version + 1));
       transaction.commit();
     } catch (const Error& e) {

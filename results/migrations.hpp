@@ -1,7 +1,11 @@
 // The results-database schema as an ordered list of forward migrations. Migration i
 // (0-based) brings the schema from version i to i+1; the version lives in
-// PRAGMA user_version. Add a schema change by appending one script to the table in
-// migrations.cpp; never edit a script that has shipped.
+// PRAGMA user_version. Migrating to version v runs v's script (if it has one), then adds
+// the columns the field tables (results/row_fields.hpp) declare `.since(v)` that the
+// database lacks. So a new column of a step / evaluation / summary row needs no script: its
+// field says the version. Anything else (a table, an index, a default) is a script appended
+// to migration_scripts() in migrations.cpp; never edit a script that has shipped. The newest
+// version is the larger of the last script's and the newest field's.
 #pragma once
 
 #include <vector>

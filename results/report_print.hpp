@@ -1,5 +1,6 @@
-// Text printers of report tables (CSV and JSON); the HTML printer is results/html_report.*.
-// All print the same ReportTable rows (results/report_rows.hpp).
+// The CSV and JSON forms of report tables, as used by their printers (report_printer.hpp, which
+// also has markdown; html: results/html_report.*). All print the same ReportTable rows
+// (results/report_rows.hpp); report_write_csv / report_write_json print one table.
 // CSV (RFC 4180): a header row of column names, one line per row, "\n" line ends;
 // fields containing a comma, a double quote, CR or LF are quoted with quotes doubled;
 // null is an empty field; reals in their shortest round-trip form; other control characters

@@ -105,6 +105,48 @@ ReportValue json_to_value(const nlohmann::json* value) {
   return ReportValue{value->dump()};
 }
 
+// The report columns of a row type's field table (entries with in_report).
+template <class Row>
+std::vector<ReportColumn> field_report_columns(const std::vector<RowField<Row>>& fields, bool all = false) {
+  std::vector<ReportColumn> columns;
+  for (const RowField<Row>& f : fields) {
+    if (!f.in_report && !all) continue;
+    const bool integer = !f.derived && std::visit(
+                                           [](auto member) {
+                                             using M = std::decay_t<decltype(std::declval<Row>().*member)>;
+                                             return std::is_integral_v<M> || std::is_same_v<M, std::optional<int64_t>>;
+                                           },
+                                           f.member);
+    columns.push_back(col(f.column, f.unit, integer ? T::report_integer : T::report_real, f.help));
+  }
+  return columns;
+}
+
+// Appends the report values of one stored row, in field_report_columns' order.
+template <class Row>
+void field_report_values(const std::vector<RowField<Row>>& fields, const Row& row, std::vector<ReportValue>& values,
+                         bool all = false) {
+  for (const RowField<Row>& f : fields) {
+    if (!f.in_report && !all) continue;
+    if (f.derived) {
+      values.push_back(optional_value(f.derived(row)));
+      continue;
+    }
+    values.push_back(std::visit(
+        [&](auto member) -> ReportValue {
+          const auto& v = row.*member;
+          using M = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<M, std::optional<double>> || std::is_same_v<M, std::optional<int64_t>>)
+            return optional_value(v);
+          else if constexpr (std::is_same_v<M, double>)
+            return real(v);
+          else
+            return ReportValue{static_cast<int64_t>(v)};
+        },
+        f.member));
+  }
+}
+
 }  // namespace
 
 size_t ReportTable::column_index(const std::string& name) const {
@@ -133,36 +175,7 @@ ReportContext report_context_make(const std::string& db_path, int db_schema_vers
 }
 
 const std::vector<ReportColumn>& report_summary_columns() {
-  static const std::vector<ReportColumn> columns = {
-      col("throughput_samples_per_s", "samples/s", T::report_real,
-          "workers x batch x timed_steps / sum over steps of the slowest rank's step_s"),
-      col("step_time_s", "s", T::report_real, "mean step_s over timed (rank, step) rows"),
-      col("compute_s", "s", T::report_real, "fwd_s + bwd_s + opt_s"),
-      col("fwd_s", "s", T::report_real, "mean forward time per step"),
-      col("bwd_s", "s", T::report_real, "mean backward time per step"),
-      col("opt_s", "s", T::report_real, "mean optimizer time per step"),
-      col("data_s", "s", T::report_real, "mean batch-loading time per step"),
-      col("comm_s", "s", T::report_real, "mean time blocked while data moves, per step"),
-      col("wait_s", "s", T::report_real, "mean time waiting for the last rank, per step"),
-      col("overlap_s", "s", T::report_real, "mean communication in flight during compute, per step"),
-      col("overlap_pct", "%", T::report_real, "100 x overlap_s / (overlap_s + comm_s); null when both are 0"),
-      col("injected_s", "s", T::report_real, "mean injected straggler delay per step"),
-      col("bytes_sent_per_step", "bytes", T::report_real, "mean bytes sent per worker per step"),
-      col("timed_steps", "steps", T::report_integer, "distinct timed steps"),
-      col("final_train_loss", "", T::report_real, "last evaluation's training loss"),
-      col("final_test_loss", "", T::report_real, "last evaluation's test loss"),
-      col("final_test_acc", "1", T::report_real, "last evaluation's test accuracy (fraction)"),
-      col("time_to_target_s", "s", T::report_real, "training time of the first evaluation at the target"),
-      col("steps_to_target", "steps", T::report_integer, "step of that evaluation"),
-      col("staleness_mean", "updates", T::report_real,
-          "mean staleness of the applied (ps) or read (adpsgd) updates over timed steps; null: none"),
-      col("staleness_max", "updates", T::report_real, "largest per-step staleness over timed steps"),
-      col("model_gflops", "GFLOP/s", T::report_real,
-          "flops_per_sample x throughput / workers: model FLOP/s achieved per worker over the whole step"),
-      col("peak_gflops", "GFLOP/s", T::report_real,
-          "SGEMM peak per worker: the best this database has measured on the host at the run's --threads"),
-      col("mfu", "1", T::report_real, "model_gflops / peak_gflops (fraction); null without a FLOP count or peak"),
-  };
+  static const std::vector<ReportColumn> columns = field_report_columns(summary_fields());
   return columns;
 }
 
@@ -220,32 +233,7 @@ ReportTable report_runs_table(const std::vector<RunWithSummary>& runs) {
     row.emplace_back(r.tag);
     row.push_back(text_or_null(r.target));
     if (rs.summary) {
-      const Summary& s = *rs.summary;
-      row.push_back(real(s.throughput_samples_per_s));
-      row.push_back(real(s.step_time_s));
-      row.push_back(real(s.compute_s));
-      row.push_back(real(s.fwd_s));
-      row.push_back(real(s.bwd_s));
-      row.push_back(real(s.opt_s));
-      row.push_back(real(s.data_s));
-      row.push_back(real(s.comm_s));
-      row.push_back(real(s.wait_s));
-      row.push_back(real(s.overlap_s));
-      const double hidden = s.overlap_s + s.comm_s;
-      row.push_back(hidden > 0 ? real(100.0 * s.overlap_s / hidden) : ReportValue{});
-      row.push_back(real(s.injected_s));
-      row.push_back(real(s.bytes_sent_per_step));
-      row.emplace_back(s.timed_steps);
-      row.push_back(optional_value(s.final_train_loss));
-      row.push_back(optional_value(s.final_test_loss));
-      row.push_back(optional_value(s.final_test_acc));
-      row.push_back(optional_value(s.time_to_target_s));
-      row.push_back(optional_value(s.steps_to_target));
-      row.push_back(optional_value(s.staleness_mean));
-      row.push_back(optional_value(s.staleness_max));
-      row.push_back(optional_value(s.model_gflops));
-      row.push_back(optional_value(s.peak_gflops));
-      row.push_back(optional_value(s.mfu));
+      field_report_values(summary_fields(), *rs.summary, row);
     } else {
       row.resize(row.size() + report_summary_columns().size());
     }
@@ -273,58 +261,24 @@ ReportTable report_runs_table(const std::vector<RunWithSummary>& runs) {
 
 namespace {
 
-// The report columns of a row type's field table, after run_id.
-template <class Row>
-std::vector<ReportColumn> field_report_columns(const std::vector<RowField<Row>>& fields) {
-  std::vector<ReportColumn> columns = {col("run_id", "", T::report_integer, "run id")};
-  for (const RowField<Row>& f : fields) {
-    if (!f.in_report) continue;
-    const bool integer = std::visit(
-        [](auto member) {
-          using M = std::decay_t<decltype(std::declval<Row>().*member)>;
-          return std::is_integral_v<M>;
-        },
-        f.member);
-    columns.push_back(col(f.column, f.unit, integer ? T::report_integer : T::report_real, f.help));
-  }
-  return columns;
-}
-
-// The report row of one stored row (run_id first), in field_report_columns' order.
-template <class Row>
-std::vector<ReportValue> field_report_row(int64_t run_id, const std::vector<RowField<Row>>& fields, const Row& row) {
-  std::vector<ReportValue> values;
-  values.reserve(fields.size() + 1);
-  values.emplace_back(run_id);
-  for (const RowField<Row>& f : fields) {
-    if (!f.in_report) continue;
-    values.push_back(std::visit(
-        [&](auto member) -> ReportValue {
-          const auto& v = row.*member;
-          using M = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<M, std::optional<double>>)
-            return optional_value(v);
-          else if constexpr (std::is_same_v<M, double>)
-            return real(v);
-          else
-            return ReportValue{static_cast<int64_t>(v)};
-        },
-        f.member));
-  }
-  return values;
-}
-
 template <class Row>
 ReportTable field_report_table(const char* name, const std::vector<RowField<Row>>& fields,
-                               const std::vector<std::pair<int64_t, std::vector<Row>>>& runs) {
+                               const std::vector<std::pair<int64_t, std::vector<Row>>>& runs, bool all = false) {
   ReportTable table;
   table.name = name;
-  table.columns = field_report_columns(fields);
+  table.columns = {col("run_id", "", T::report_integer, "run id")};
+  for (ReportColumn& c : field_report_columns(fields, all)) table.columns.push_back(std::move(c));
   size_t total = 0;
   for (const auto& [id, rows] : runs) total += rows.size();
   table.rows.reserve(total);
-  for (const auto& [id, rows] : runs)
-    for (const Row& row : rows) table.rows.push_back(field_report_row(id, fields, row));
+  for (const auto& [id, rows] : runs) {
+    for (const Row& row : rows) {
+      std::vector<ReportValue>& values = table.rows.emplace_back();
+      values.reserve(table.columns.size());
+      values.emplace_back(id);
+      field_report_values(fields, row, values, all);
+    }
+  }
   return table;
 }
 
@@ -334,8 +288,8 @@ ReportTable report_steps_table(const std::vector<std::pair<int64_t, std::vector<
   return field_report_table("steps", step_fields(), steps);
 }
 
-ReportTable report_evals_table(const std::vector<std::pair<int64_t, std::vector<EvalRow>>>& evals) {
-  return field_report_table("evals", eval_fields(), evals);
+ReportTable report_evals_table(const std::vector<std::pair<int64_t, std::vector<EvalRow>>>& evals, bool all_fields) {
+  return field_report_table("evals", eval_fields(), evals, all_fields);
 }
 
 nlohmann::json report_value_json(const ReportValue& value) {

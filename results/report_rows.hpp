@@ -56,7 +56,8 @@ int report_schema_version();
 // The context of a report generated now by this build from `db_path`.
 ReportContext report_context_make(const std::string& db_path, int db_schema_version, const std::string& selection);
 
-// The summary metrics of docs/metrics.md, in order (name, unit, help); shared with compare.
+// The summary metrics of docs/metrics.md, in order (name, unit, help): the report columns of
+// summary_fields() (results/row_fields.hpp).
 const std::vector<ReportColumn>& report_summary_columns();
 // The configuration keys (from the run-config field table) that become columns of the
 // runs table besides the identity columns: "lr", "weight_decay", "straggler", ...
@@ -65,7 +66,9 @@ std::vector<std::string> report_config_keys();
 ReportTable report_runs_table(const std::vector<RunWithSummary>& runs);
 // One row per (rank, step) of each run, in run order.
 ReportTable report_steps_table(const std::vector<std::pair<int64_t, std::vector<StepRow>>>& steps);
-ReportTable report_evals_table(const std::vector<std::pair<int64_t, std::vector<EvalRow>>>& evals);
+// all_fields: also the fields kept out of reports (consensus_distance), for `show`.
+ReportTable report_evals_table(const std::vector<std::pair<int64_t, std::vector<EvalRow>>>& evals,
+                               bool all_fields = false);
 
 // A value as JSON (null for monostate / NaN / infinity).
 nlohmann::json report_value_json(const ReportValue& value);

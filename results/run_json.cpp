@@ -1,16 +1,9 @@
-// See run_json.hpp.
+// See run_json.hpp. The summary keys are the stored fields of summary_fields().
 #include "results/run_json.hpp"
 
+#include "results/row_fields.hpp"
+
 namespace dsgd {
-
-namespace {
-
-template <typename T>
-nlohmann::json opt(const std::optional<T>& v) {
-  return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
-}
-
-}  // namespace
 
 nlohmann::json run_to_json(const RunWithSummary& rs) {
   const RunRecord& r = rs.run;
@@ -31,31 +24,12 @@ nlohmann::json run_to_json(const RunWithSummary& rs) {
   j["seed"] = r.seed;
   j["tag"] = r.tag;
   j["target"] = r.target.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.target);
-  const Summary* s = rs.summary ? &*rs.summary : nullptr;
-  auto num = [&](double Summary::*field) { return s ? nlohmann::json(s->*field) : nlohmann::json(nullptr); };
-  j["throughput_samples_per_s"] = num(&Summary::throughput_samples_per_s);
-  j["step_time_s"] = num(&Summary::step_time_s);
-  j["compute_s"] = num(&Summary::compute_s);
-  j["fwd_s"] = num(&Summary::fwd_s);
-  j["bwd_s"] = num(&Summary::bwd_s);
-  j["opt_s"] = num(&Summary::opt_s);
-  j["comm_s"] = num(&Summary::comm_s);
-  j["wait_s"] = num(&Summary::wait_s);
-  j["overlap_s"] = num(&Summary::overlap_s);
-  j["data_s"] = num(&Summary::data_s);
-  j["injected_s"] = num(&Summary::injected_s);
-  j["bytes_sent_per_step"] = num(&Summary::bytes_sent_per_step);
-  j["timed_steps"] = s ? nlohmann::json(s->timed_steps) : nlohmann::json(nullptr);
-  j["final_train_loss"] = s ? opt(s->final_train_loss) : nlohmann::json(nullptr);
-  j["final_test_loss"] = s ? opt(s->final_test_loss) : nlohmann::json(nullptr);
-  j["final_test_acc"] = s ? opt(s->final_test_acc) : nlohmann::json(nullptr);
-  j["time_to_target_s"] = s ? opt(s->time_to_target_s) : nlohmann::json(nullptr);
-  j["steps_to_target"] = s ? opt(s->steps_to_target) : nlohmann::json(nullptr);
-  j["staleness_mean"] = s ? opt(s->staleness_mean) : nlohmann::json(nullptr);
-  j["staleness_max"] = s ? opt(s->staleness_max) : nlohmann::json(nullptr);
-  j["model_gflops"] = s ? opt(s->model_gflops) : nlohmann::json(nullptr);
-  j["peak_gflops"] = s ? opt(s->peak_gflops) : nlohmann::json(nullptr);
-  j["mfu"] = s ? opt(s->mfu) : nlohmann::json(nullptr);
+  if (rs.summary) {
+    j.update(row_to_json(summary_fields(), *rs.summary));
+  } else {
+    for (const RowField<Summary>& f : summary_fields())
+      if (f.stored()) j[f.column] = nullptr;
+  }
   j["error"] = r.error.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.error);
   nlohmann::json context;
   context["tool_version"] = r.tool_version;

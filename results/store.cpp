@@ -263,16 +263,6 @@ constexpr int run_column_count = 27;
 constexpr const char* run_columns_v8 = "runs.pid, runs.heartbeat_at, runs.launch_id";
 constexpr const char* run_columns_before_v8 = "NULL, NULL, NULL";
 
-// {injected} is replaced by summaries.injected_s, or NULL before v3; {staleness} by the two
-// staleness columns, or NULL, NULL before v6.
-constexpr const char* summary_columns =
-    "summaries.run_id, summaries.throughput_samples_per_s, summaries.step_time_s, "
-    "summaries.compute_s, summaries.fwd_s, summaries.bwd_s, summaries.opt_s, "
-    "summaries.comm_s, summaries.wait_s, summaries.overlap_s, summaries.data_s, "
-    "summaries.bytes_sent_per_step, summaries.timed_steps, summaries.final_train_loss, "
-    "summaries.final_test_loss, summaries.final_test_acc, summaries.time_to_target_s, "
-    "summaries.steps_to_target, {injected}, {staleness}, {mfu}";
-
 uint64_t seed_read(const SqlStatement& stmt, int col, int64_t run_id) {
   if (stmt.column_is_integer(col)) return static_cast<uint64_t>(stmt.column_int64(col));
   std::string text = stmt.column_text(col);
@@ -317,86 +307,36 @@ RunRecord run_read(const SqlStatement& stmt) {
   return run;
 }
 
-// The summary in columns [first, first + 21), absent when the LEFT JOIN found none.
-std::optional<Summary> summary_read(const SqlStatement& stmt, int first) {
-  int c = first;
-  if (stmt.column_is_null(c++)) return std::nullopt;
-  Summary s;
-  s.throughput_samples_per_s = stmt.column_real(c++);
-  s.step_time_s = stmt.column_real(c++);
-  s.compute_s = stmt.column_real(c++);
-  s.fwd_s = stmt.column_real(c++);
-  s.bwd_s = stmt.column_real(c++);
-  s.opt_s = stmt.column_real(c++);
-  s.comm_s = stmt.column_real(c++);
-  s.wait_s = stmt.column_real(c++);
-  s.overlap_s = stmt.column_real(c++);
-  s.data_s = stmt.column_real(c++);
-  s.bytes_sent_per_step = stmt.column_real(c++);
-  s.timed_steps = stmt.column_int64(c++);
-  s.final_train_loss = stmt.column_optional_real(c++);
-  s.final_test_loss = stmt.column_optional_real(c++);
-  s.final_test_acc = stmt.column_optional_real(c++);
-  s.time_to_target_s = stmt.column_optional_real(c++);
-  s.steps_to_target = stmt.column_optional_int64(c++);
-  s.injected_s = stmt.column_optional_real(c++).value_or(0.0);  // NULL: before v3
-  s.staleness_mean = stmt.column_optional_real(c++);
-  s.staleness_max = stmt.column_optional_real(c++);
-  s.model_gflops = stmt.column_optional_real(c++);
-  s.peak_gflops = stmt.column_optional_real(c++);
-  s.mfu = stmt.column_optional_real(c++);
-  return s;
-}
-
-// SELECT of runs (with their summary from schema v2 on) followed by `rest`
-// (WHERE / ORDER BY / LIMIT on runs.*).
-std::string run_select_sql(int version, const char* rest) {
-  if (version >= 2) {
-    return fmt::format(
-        "SELECT {}, {} FROM runs LEFT JOIN summaries ON summaries.run_id = runs.id {}",
-        fmt::format(fmt::runtime(run_columns), "runs.target", version >= 8 ? run_columns_v8 : run_columns_before_v8),
-        fmt::format(
-            fmt::runtime(summary_columns), fmt::arg("injected", version >= 3 ? "summaries.injected_s" : "NULL"),
-            fmt::arg("staleness", version >= 6 ? "summaries.staleness_mean, summaries.staleness_max" : "NULL, NULL"),
-            fmt::arg("mfu", version >= 7 ? "summaries.model_gflops, summaries.peak_gflops, summaries.mfu"
-                                         : "NULL, NULL, NULL")),
-        rest);
-  }
-  return fmt::format("SELECT {} FROM runs {}", fmt::format(fmt::runtime(run_columns), "NULL", run_columns_before_v8),
-                     rest);
-}
-
-RunWithSummary run_with_summary_read(const SqlStatement& stmt, int version) {
-  RunWithSummary result;
-  result.run = run_read(stmt);
-  if (version >= 2) result.summary = summary_read(stmt, run_column_count);
-  return result;
-}
-
-// The columns of `fields` a database at `version` has, comma-separated; a column added
-// after `version` is left out and its member keeps its default.
+// The columns of `fields` a database at `version` has, comma-separated, each after `prefix`;
+// a column added after `version` (and a derived field, which has none) is left out and its
+// member keeps its default.
 template <class Row>
-std::string field_columns(const std::vector<RowField<Row>>& fields, int version) {
+std::string field_columns(const std::vector<RowField<Row>>& fields, int version, const char* prefix = "") {
   std::string sql;
   for (const RowField<Row>& f : fields) {
-    if (f.since_version > version) continue;
+    if (f.since_version > version || !f.stored()) continue;
     if (!sql.empty()) sql += ", ";
+    sql += prefix;
     sql += f.column;
   }
   return sql;
 }
 
-// Reads the columns selected by field_columns(fields, version) from the current row.
+// Reads the columns selected by field_columns(fields, version) from the current row, the
+// first at column `first`.
 template <class Row>
-void fields_read(const SqlStatement& stmt, const std::vector<RowField<Row>>& fields, int version, Row& row) {
-  int c = 0;
+void fields_read(const SqlStatement& stmt, const std::vector<RowField<Row>>& fields, int version, Row& row,
+                 int first = 0) {
+  int c = first;
   for (const RowField<Row>& f : fields) {
-    if (f.since_version > version) continue;
+    if (f.since_version > version || !f.stored()) continue;
     std::visit(
         [&](auto member) {
           using M = std::decay_t<decltype(row.*member)>;
           if constexpr (std::is_same_v<M, std::optional<double>>)
             row.*member = stmt.column_optional_real(c);
+          else if constexpr (std::is_same_v<M, std::optional<int64_t>>)
+            row.*member = stmt.column_optional_int64(c);
           else if constexpr (std::is_same_v<M, double>)
             row.*member = f.null_is_zero && stmt.column_is_null(c) ? 0.0 : stmt.column_real(c);
           else if constexpr (std::is_same_v<M, bool>)
@@ -407,6 +347,34 @@ void fields_read(const SqlStatement& stmt, const std::vector<RowField<Row>>& fie
         f.member);
     ++c;
   }
+}
+
+// The summary after column `first` (summaries.run_id: NULL when the LEFT JOIN found none).
+std::optional<Summary> summary_read(const SqlStatement& stmt, int first, int version) {
+  if (stmt.column_is_null(first)) return std::nullopt;
+  Summary s;
+  fields_read(stmt, summary_fields(), version, s, first + 1);
+  return s;
+}
+
+// SELECT of runs (with their summary from schema v2 on) followed by `rest`
+// (WHERE / ORDER BY / LIMIT on runs.*).
+std::string run_select_sql(int version, const char* rest) {
+  if (version >= 2) {
+    return fmt::format(
+        "SELECT {}, summaries.run_id, {} FROM runs LEFT JOIN summaries ON summaries.run_id = runs.id {}",
+        fmt::format(fmt::runtime(run_columns), "runs.target", version >= 8 ? run_columns_v8 : run_columns_before_v8),
+        field_columns(summary_fields(), version, "summaries."), rest);
+  }
+  return fmt::format("SELECT {} FROM runs {}", fmt::format(fmt::runtime(run_columns), "NULL", run_columns_before_v8),
+                     rest);
+}
+
+RunWithSummary run_with_summary_read(const SqlStatement& stmt, int version) {
+  RunWithSummary result;
+  result.run = run_read(stmt);
+  if (version >= 2) result.summary = summary_read(stmt, run_column_count, version);
+  return result;
 }
 
 template <class Row>
@@ -420,18 +388,21 @@ std::vector<Row> rows_read(sqlite3* db, const char* table, const std::vector<Row
   return rows;
 }
 
-// Inserts rows into `table` under run_id, one column per field (the current schema).
+// Inserts rows into `table` under run_id, one column per stored field (the current schema);
+// `verb` is INSERT or INSERT OR REPLACE.
 template <class Row>
 void rows_insert(sqlite3* db, const char* table, const std::vector<RowField<Row>>& fields, int64_t run_id,
-                 const std::vector<Row>& rows) {
+                 const Row* rows, size_t count, const char* verb = "INSERT") {
   std::string placeholders = "?";
-  for (size_t i = 0; i < fields.size(); ++i) placeholders += ", ?";
-  SqlStatement stmt(db, fmt::format("INSERT INTO {} (run_id, {}) VALUES ({})", table,
+  for (const RowField<Row>& f : fields)
+    if (f.stored()) placeholders += ", ?";
+  SqlStatement stmt(db, fmt::format("{} INTO {} (run_id, {}) VALUES ({})", verb, table,
                                     field_columns(fields, Store::schema_version()), placeholders));
-  for (const Row& row : rows) {
+  for (size_t r = 0; r < count; ++r) {
     stmt.bind(1, run_id);
     int index = 2;
-    for (const RowField<Row>& f : fields) std::visit([&](auto member) { stmt.bind(index++, row.*member); }, f.member);
+    for (const RowField<Row>& f : fields)
+      if (f.stored()) std::visit([&](auto member) { stmt.bind(index++, rows[r].*member); }, f.member);
     stmt.run();
   }
 }
@@ -456,18 +427,7 @@ std::optional<RunRecord> run_find(sqlite3* db, int version, int64_t run_id) {
 }
 
 void summary_write(sqlite3* db, int64_t run_id, const Summary& s) {
-  SqlStatement stmt(db,
-                    "INSERT OR REPLACE INTO summaries (run_id, throughput_samples_per_s, "
-                    "step_time_s, compute_s, fwd_s, bwd_s, opt_s, comm_s, wait_s, overlap_s, "
-                    "data_s, bytes_sent_per_step, timed_steps, final_train_loss, "
-                    "final_test_loss, final_test_acc, time_to_target_s, steps_to_target, "
-                    "injected_s, staleness_mean, staleness_max, model_gflops, peak_gflops, mfu) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  stmt.bind_all(run_id, s.throughput_samples_per_s, s.step_time_s, s.compute_s, s.fwd_s, s.bwd_s, s.opt_s, s.comm_s,
-                s.wait_s, s.overlap_s, s.data_s, s.bytes_sent_per_step, s.timed_steps, s.final_train_loss,
-                s.final_test_loss, s.final_test_acc, s.time_to_target_s, s.steps_to_target, s.injected_s,
-                s.staleness_mean, s.staleness_max, s.model_gflops, s.peak_gflops, s.mfu);
-  stmt.run();
+  rows_insert(db, "summaries", summary_fields(), run_id, &s, 1, "INSERT OR REPLACE");
 }
 
 // Whether the connection can read the schema at all (a WAL database in a directory where
@@ -665,7 +625,7 @@ int64_t Store::run_begin(const RunRecord& run) {
 void Store::steps_append(int64_t run_id, const std::vector<StepRow>& rows) {
   if (rows.empty()) return;
   SqlTransaction transaction(db_);
-  rows_insert(db_, "steps", step_fields(), run_id, rows);
+  rows_insert(db_, "steps", step_fields(), run_id, rows.data(), rows.size());
   heartbeat_write(db_, run_id);
   transaction.commit();
 }
@@ -673,7 +633,7 @@ void Store::steps_append(int64_t run_id, const std::vector<StepRow>& rows) {
 void Store::evals_append(int64_t run_id, const std::vector<EvalRow>& rows) {
   if (rows.empty()) return;
   SqlTransaction transaction(db_);
-  rows_insert(db_, "evals", eval_fields(), run_id, rows);
+  rows_insert(db_, "evals", eval_fields(), run_id, rows.data(), rows.size());
   heartbeat_write(db_, run_id);
   transaction.commit();
 }

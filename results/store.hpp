@@ -98,6 +98,9 @@ struct Summary {
   // Model FLOP/s achieved per worker (GFLOP/s), the peak per worker it is measured against
   // and MFU = model_gflops / peak_gflops; empty when the run has no FLOP count or peak.
   std::optional<double> model_gflops, peak_gflops, mfu;
+  // Seconds the run's evaluations took on rank 0 (the sum of evals.eval_s; evaluations are
+  // not in time_s or the step times); empty when no evaluation has eval_s (before v11).
+  std::optional<double> eval_total_s;
 };
 
 struct RunWithSummary {

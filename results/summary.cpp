@@ -18,6 +18,8 @@
 // - model_gflops = flops_per_sample x throughput_samples_per_s / workers / 1e9 (per worker,
 //   over the whole step, communication and waiting included); peak_gflops = the config's
 //   "peak-gflops-per-worker"; mfu = model_gflops / peak_gflops; null without both inputs.
+// - eval_total_s = the sum of the evaluations' eval_s (rank 0's wall time of each evaluation);
+//   null when no evaluation has one.
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
@@ -116,6 +118,8 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
   for (const EvalRow& eval : evals) ordered.push_back(&eval);
   std::stable_sort(ordered.begin(), ordered.end(),
                    [](const EvalRow* a, const EvalRow* b) { return a->step < b->step; });
+  for (const EvalRow* eval : ordered)
+    if (eval->eval_s) summary.eval_total_s = summary.eval_total_s.value_or(0.0) + *eval->eval_s;
   if (!ordered.empty()) {
     const EvalRow& last = *ordered.back();
     summary.final_train_loss = last.train_loss;

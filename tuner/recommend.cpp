@@ -470,6 +470,7 @@ void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std:
     std::vector<size_t> ran;
     {
       std::vector<TrialRequest> reqs;
+      reqs.reserve(alive.size());
       for (size_t i : alive) reqs.push_back({all[i], seed0, budget, fmt::format("rung {}", rung)});
       const auto got = runner.trials(reqs, true);
       for (size_t k = 0; k < alive.size() && got[k]; ++k) {
@@ -479,6 +480,7 @@ void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std:
     }
     if (rung == 0 && plan.proposals > 0 && !runner.exhausted && ran.size() == alive.size()) {
       std::vector<std::pair<size_t, TrialScore>> observed;
+      observed.reserve(ran.size());
       for (size_t i : ran) observed.emplace_back(i, score_of(standing.at(i).second));
       const std::set<size_t> tried(ran.begin(), ran.end());
       std::vector<Proposal> props;
@@ -489,6 +491,7 @@ void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std:
       }
       std::vector<std::string> names;
       std::vector<TrialRequest> reqs;
+      reqs.reserve(props.size());
       for (const Proposal& p : props) reqs.push_back({all[p.index], seed0, budget, "rung 0 ei"});
       const auto got = runner.trials(reqs, true);
       for (size_t k = 0; k < props.size() && got[k]; ++k) {
@@ -529,6 +532,7 @@ void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std:
 
   // Final race: the top race_top over race_seeds seeds at the full budget R.
   std::vector<size_t> ranked;
+  ranked.reserve(standing.size());
   for (const auto& [i, s] : standing) ranked.push_back(i);
   std::sort(ranked.begin(), ranked.end(), order);
   const size_t top = std::min<size_t>(ranked.size(), static_cast<size_t>(spec.race_top));
@@ -723,6 +727,7 @@ std::vector<TrialRow> tune_trials_run(const TunePlan& plan, Store& store, int64_
   Runner runner{plan, &store, session_id, progress, result, &pool, nullptr, {}, {}, {}, {}};
   for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
   std::vector<TrialRequest> reqs;
+  reqs.reserve(requests.size());
   for (const TuneTrialRequest& r : requests) reqs.push_back({r.candidate, r.seed, r.budget_s, r.phase});
   std::vector<TrialRow> out;
   for (const auto& t : runner.trials(reqs, false))

@@ -63,6 +63,7 @@ std::vector<int64_t> successive_halving_promote(const std::vector<RungEntry>& ru
   if (rung.empty()) return {};
 
   std::vector<const RungEntry*> order;
+  order.reserve(rung.size());
   for (const RungEntry& e : rung) order.push_back(&e);
   std::sort(order.begin(), order.end(), [](const RungEntry* a, const RungEntry* b) {
     if (objective_better(score_of(*a), score_of(*b))) return true;

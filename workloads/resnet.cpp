@@ -62,7 +62,7 @@ ResNetArch resnet_arch(const std::string& model) {
 }
 
 ResNetWorkload::ResNetWorkload(const ResNetArch& arch, ImageShape input, int classes, std::vector<float> mean,
-                               std::vector<float> stdev, bool augment, uint64_t seed)
+                               const std::vector<float>& stdev, bool augment, uint64_t seed)
     : arch_(arch),
       input_(input),
       classes_(static_cast<size_t>(classes)),
@@ -626,7 +626,7 @@ std::unique_ptr<Workload> resnet_create(const std::string& model, const Dataset&
     mean[c] = static_cast<float>(mu);
     stdev[c] = static_cast<float>(std::sqrt(std::max(0.0, s2 / cnt - mu * mu)));
   }
-  return std::make_unique<ResNetWorkload>(arch, shape, train.classes, std::move(mean), std::move(stdev), augment, seed);
+  return std::make_unique<ResNetWorkload>(arch, shape, train.classes, std::move(mean), stdev, augment, seed);
 }
 
 }  // namespace dsgd

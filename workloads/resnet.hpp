@@ -72,7 +72,7 @@ class ResNetWorkload final : public Workload {
  public:
   // mean/stdev: per-channel input normalisation (input.channels entries each).
   ResNetWorkload(const ResNetArch& arch, ImageShape input, int classes, std::vector<float> mean,
-                 std::vector<float> stdev, bool augment, uint64_t seed);
+                 const std::vector<float>& stdev, bool augment, uint64_t seed);
 
   std::string name() const override { return "resnet"; }
   const std::vector<LayerView>& layers() const override { return layers_; }

@@ -1,10 +1,11 @@
 # The live progress line of `run` (cli/progress_line.hpp): on a terminal (a pseudo-terminal
 # from `script`) it is drawn in place with step of total, samples/s, elapsed, remaining and
 # the last loss, and erased before each evaluation line; when stdout is not a terminal,
-# nothing of it is printed. The same for `calibrate` (1 rank: its stdout is the terminal; under
-# mpiexec the ranks' stdout is a pipe), `validate` (the parent of its child runs), `suite`
-# (which run of how many, elapsed, the current run's step as of its last evaluation), and
-# dsgd-tune's recommend and grid (on stderr: trial k of K, best so far, elapsed, budget).
+# nothing of it is printed. The same for `calibrate`, `validate` (the parent of its child runs),
+# `suite` (which run of how many, elapsed, the current run's step as of its last evaluation),
+# and dsgd-tune's recommend and grid (on stderr: trial k of K, best so far, elapsed, budget).
+# With --workers 2 (self-launch through mpiexec, whose ranks' stdout is a pipe) rank 0 draws
+# on the launcher's terminal (cluster/launcher.hpp, launcher_adopt_terminal).
 source "$(dirname "$0")/common.bash"
 
 common=(--dataset "$SMALL" --steps 3000 --batch 32 --eval-every 1500 --db t.db)
@@ -28,6 +29,19 @@ script -qec "$BIN calibrate --workers 1 --quick --dataset $SMALL --db c.db" /dev
   { cat cal_tty.out; fail "calibrate on a pseudo-terminal failed"; }
 grep -Eq $'\r\e\\[K  calibrate: compute profile, batch [0-9]+ \\([0-9]/3\\)  elapsed [0-9]+:[0-9]{2}' cal_tty.out ||
   { cat -v cal_tty.out | head -20; fail "calibrate: no progress line on a terminal"; }
+# Two ranks: the ranks' stdout is mpiexec's pipe; rank 0 writes to the launcher's terminal.
+script -qec "$BIN calibrate --workers 2 --quick --dataset $SMALL --db c2.db" /dev/null > cal2_tty.out 2>&1 ||
+  { cat cal2_tty.out; fail "calibrate --workers 2 on a pseudo-terminal failed"; }
+grep -Eq $'\r\e\\[K  calibrate: [a-z_]+ [0-9]+[KMG]?i?B  point [0-9]+/[0-9]+  elapsed [0-9]+:[0-9]{2}' cal2_tty.out ||
+  { cat -v cal2_tty.out | head -30; fail "calibrate --workers 2: no progress line on a terminal"; }
+grep -q "^calibration_id=" <(tr -d '\r' < cal2_tty.out | sed 's/\x1b\[K//g') || fail "calibrate --workers 2: no id"
+"$BIN" calibrate --workers 2 --quick --dataset "$SMALL" --db c2.db > cal2_plain.out 2>&1 ||
+  { cat cal2_plain.out; fail "calibrate --workers 2 failed"; }
+! grep -q $'\r' cal2_plain.out || fail "calibrate --workers 2: carriage return in output that is not a terminal"
+script -qec "$BIN run ${common[*]} --workers 2 --straggler fixed:rank=0,delay=1ms" /dev/null > run2_tty.out 2>&1 ||
+  { cat run2_tty.out; fail "run --workers 2 on a pseudo-terminal failed"; }
+grep -Eq $'\r\e\\[K  step [0-9]+/3000  [0-9]+ samples/s' run2_tty.out ||
+  { cat -v run2_tty.out | head -20; fail "run --workers 2: no progress line on a terminal"; }
 cat > v.json <<JSON
 {"dataset": "$SMALL", "algo": "ssgd", "steps": 20, "batch": 32, "warmup": 2, "bandwidth": "1Gbps", "db": "v.db"}
 JSON

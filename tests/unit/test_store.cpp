@@ -1099,6 +1099,56 @@ TEST_F(StoreTest, MigratesAVersion10DatabaseAddingEvalSeconds) {
   expect_same_eval(got[0], with);
 }
 
+// eval_total_s (schema v14, a field-table column without a migration script): the sum of the
+// evaluations' eval_s, empty when none has one.
+TEST(SummaryCompute, EvaluationTimeIsTheSumOfEvalSeconds) {
+  TwoRankExample ex;
+  EXPECT_FALSE(summary_compute(ex.run, ex.steps, ex.evals).eval_total_s.has_value());
+  ex.evals[0].eval_s = 0.25;
+  ex.evals[1].eval_s = 0.5;
+  const Summary s = summary_compute(ex.run, ex.steps, ex.evals);
+  ASSERT_TRUE(s.eval_total_s.has_value());
+  EXPECT_DOUBLE_EQ(*s.eval_total_s, 0.75);
+}
+
+// v13 -> v14: summaries.eval_total_s comes from the field table (no script). A v13 database is
+// read without it (empty), read-only and after migrating; the migration adds the column and a
+// run finished afterwards stores its value.
+TEST_F(StoreTest, MigratesAVersion13DatabaseAddingEvalTotalFromTheFieldTable) {
+  {
+    sqlite3* db = raw_open(db_path());
+    migrations_apply(db, 0, 13);
+    raw_exec(db,
+             "INSERT INTO runs (id, created_at, finished_at, status, workload, workers, batch, "
+             "steps, seed) VALUES (4, '2026-11-01T10:00:00Z', '2026-11-01T10:01:00Z', "
+             "'completed', 'svm', 2, 8, 2, '5')");
+    raw_exec(db, "INSERT INTO summaries (run_id, throughput_samples_per_s, timed_steps) VALUES (4, 100.0, 2)");
+    sqlite3_close(db);
+  }
+  {
+    Store old = Store::open_readonly(db_path());
+    EXPECT_EQ(old.user_version(), 13);
+    const RunWithSummary run = old.run_get(4);
+    ASSERT_TRUE(run.summary.has_value());
+    EXPECT_DOUBLE_EQ(run.summary->throughput_samples_per_s, 100.0);
+    EXPECT_FALSE(run.summary->eval_total_s.has_value());
+  }
+  Store store = Store::open(db_path());
+  EXPECT_GE(store.user_version(), 14);
+  EXPECT_FALSE(store.run_get(4).summary->eval_total_s.has_value());
+  EXPECT_EQ(raw_query_text(store.handle(),
+                           "SELECT count(*) FROM pragma_table_info('summaries') WHERE name = "
+                           "'eval_total_s'"),
+            "1");
+  const int64_t next = store.run_begin(run_make());
+  EvalRow eval = eval_make(2, 1.0, 0.5, 0.7);
+  eval.eval_s = 0.125;
+  store.evals_append(next, {eval});
+  store.run_finish(next, "completed", "");
+  ASSERT_TRUE(store.run_get(next).summary->eval_total_s.has_value());
+  EXPECT_DOUBLE_EQ(*store.run_get(next).summary->eval_total_s, 0.125);
+}
+
 // ---- dead runs, statuses, corrupt and foreign files (issue 14) --------------------------------
 
 // A pid that no longer exists: a child that has exited and been reaped.

@@ -125,9 +125,9 @@ void conv_kernel(const KArgs& a) {
   const ptrdiff_t x_row = a.x_row;
   const size_t x_block = a.x_block, x_img = a.x_img;
   const int nib = a.nib, kh0 = a.kh0, kh1 = a.kh1;
-  for (int ib = 0; ib < nib; ++ib, xb += x_block, wb += 9 * 8 * 8) {
+  for (int ib = 0; ib < nib; ++ib, xb += x_block, wb += ptrdiff_t{9 * 8 * 8}) {
     for (int kh = kh0; kh < kh1; ++kh) {
-      const float* wr = wb + kh * 3 * 8 * 8;
+      const float* wr = wb + static_cast<ptrdiff_t>(kh) * 3 * 8 * 8;
       // Input pixel ow0 − 1 (not read when L) of row oh + kh − 1, per image; opaque to GCC,
       // which would otherwise keep one induction pointer per broadcast address (on the stack).
       const float* xr[M];
@@ -361,7 +361,7 @@ void BlockedConv3x3::backward_weights(const float* x, const float* dy, float* dw
   float* acc = dw_acc_.data();
   // Images per chunk: the chunk's x and dy within ~256 KiB (L2), so each work item's call sums
   // several small images in registers.
-  const size_t img_bytes = (s_.c_in + s_.c_out) * s_.h * s_.w * sizeof(float);
+  const size_t img_bytes = static_cast<size_t>(s_.c_in + s_.c_out) * s_.h * s_.w * sizeof(float);
   const size_t chunk = std::max<size_t>(1, (256 * 1024) / img_bytes);
   [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
