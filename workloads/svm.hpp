@@ -42,6 +42,7 @@ class SvmWorkload final : public Workload {
   size_t param_count() const override { return param_count_; }
   void init_params(float* params, uint64_t seed) const override;
   void reserve(size_t max_batch) override;
+  double reserve_bytes(size_t max_batch) const override;
   void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override;
   double forward(const float* params) override;
   void backward(const float* params, float* grads, const LayerHook& hook) override;
