@@ -115,7 +115,7 @@ class DelayedAverage {
   DeviceBuffer snapshot_, reduced_;
   CollRequest request_;
   std::unique_ptr<GradientCompressor> compressor_;
-  DeviceBuffer base_;              // x̂: the last applied average (compressed only)
+  DeviceBuffer base_;             // x̂: the last applied average (compressed only)
   DeviceBuffer* keep_ = nullptr;  // keep_applied's copy of each applied average
 };
 

@@ -230,7 +230,9 @@ const Variant& variant_osp() {
     v.no_compress = "its two stages split the uncompressed gradient all-reduce by value";
     v.validate = osp_validate;
     v.create = algorithm_create_osp;
-    v.host_only = [](const RunConfig&) -> const char* { return "its two-stage selection and correction run on the host"; };
+    v.host_only = [](const RunConfig&) -> const char* {
+      return "its two-stage selection and correction run on the host";
+    };
     return v;
   }();
   return v;

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <thread>
 
@@ -20,6 +21,7 @@
 #include "cluster/straggler.hpp"
 #include "cluster/topology.hpp"
 #include "core/errors.hpp"
+#include "core/output_file.hpp"
 #include "core/run_config.hpp"
 #include "core/system_info.hpp"
 #include "engine/collective_check.hpp"
@@ -75,7 +77,9 @@ void validate_before_launch(const RunConfig& cfg) {
 
 // What rank 0 prints while a run goes (the same for the mpi and sim backends): the effective
 // configuration at start (the sim's clock, profile and network too), one line per
-// evaluation, a live progress line between them on a terminal, the summary at the end.
+// evaluation, a live progress line between them on a terminal, the summary at the end. A
+// failed write (stdout on a full disk) does not stop the run: stdout_print keeps the error,
+// and report_lost_output says so once the run is stored.
 class RunPrinter {
  public:
   explicit RunPrinter(const RunConfig& cfg)
@@ -85,19 +89,18 @@ class RunPrinter {
     TrainerCallbacks cb;
     cb.on_start = [this](const RunRecord& record) {
       total_steps_ = record.steps;
-      fmt::print("{}", format_config(cfg_, record));
+      stdout_print(format_config(cfg_, record));
       if (backend_get(cfg_.backend).has(cap_virtual_clock)) {
         const auto details = nlohmann::json::parse(record.config_json).value("backend-details", nlohmann::json{});
-        fmt::print("  {:<13} virtual clock; profile {}; network {}; about {:.3g} MB\n", cfg_.backend,
-                   details.value("profile", "?"), details.value("network", "?"),
-                   details.value("memory-estimate-bytes", 0.0) / 1e6);
+        stdout_print(fmt::format("  {:<13} virtual clock; profile {}; network {}; about {:.3g} MB\n", cfg_.backend,
+                                 details.value("profile", "?"), details.value("network", "?"),
+                                 details.value("memory-estimate-bytes", 0.0) / 1e6));
       }
-      std::fflush(stdout);
+      stdout_print("", true);
     };
     cb.on_eval = [this](const EvalRow& row) {
       progress_.clear();
-      fmt::print("{}\n", format_eval_line(row, total_steps_));
-      std::fflush(stdout);
+      stdout_print(format_eval_line(row, total_steps_) + "\n", true);
     };
     if (progress_.enabled())
       cb.on_progress = [this](const TrainProgress& p) { progress_.update(p.steps_done, p.steps_total, p.last_loss); };
@@ -106,10 +109,8 @@ class RunPrinter {
 
   void finished(const Store& store, const TrainResult& result) {
     progress_.clear();
-    if (!result.stopped.empty()) fmt::print("stopped: {}\n", result.stopped);
-    fmt::print("\n{}", format_run_summary(store.run_get(result.run_id)));
-    fmt::print("run_id={}\n", result.run_id);
-    std::fflush(stdout);
+    if (!result.stopped.empty()) stdout_print(fmt::format("stopped: {}\n", result.stopped));
+    stdout_print(fmt::format("\n{}run_id={}\n", format_run_summary(store.run_get(result.run_id)), result.run_id), true);
   }
 
  private:
@@ -117,6 +118,23 @@ class RunPrinter {
   ProgressLine progress_;
   int64_t total_steps_ = 0;
 };
+
+// Output lost to a full disk (or a closed pipe) while the run went on: the run itself is
+// stored as it ended (`stored` names it, e.g. "run 4 (completed)"); says that only the
+// printout is lost. Returns the exit code: the run's own when it is not 0, else 1.
+int report_lost_output(int err, const std::string& db, const std::string& stored, int exit_code) {
+  fmt::print(stderr, "dsgd-bench: error: writing to standard output failed: {}\n", std::strerror(err));
+  fmt::print(stderr, "  hint: only the printed output was lost: {} stored in {} (dsgd-bench show ID --db {})\n",
+             stored.empty() ? "no run was" : stored, db, db);
+  return exit_code != 0 ? exit_code : 1;
+}
+
+// The exit code of a run rank 0 printed: report_lost_output's when its stdout failed.
+int run_printed_exit(const TrainResult& result, const std::string& db, int exit_code) {
+  const int err = stdout_error_take();
+  if (err == 0) return exit_code;
+  return report_lost_output(err, db, fmt::format("run {} ({})", result.run_id, result.status), exit_code);
+}
 
 // A run that threw: rank 0 marks it failed in the database (when it was stored), and every
 // rank reports its error (cli_report_rank_error). Returns the exit code.
@@ -205,7 +223,8 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
     const TrainerCallbacks callbacks = root ? printer.callbacks() : TrainerCallbacks{};
     TrainResult result = trainer_run(cfg, *comm, store ? &*store : nullptr, callbacks);
     if (root) printer.finished(*store, result);
-    return run_exit_code(result, root, cfg.db);
+    const int code = run_exit_code(result, root, cfg.db);
+    return root ? run_printed_exit(result, cfg.db, code) : code;
   } catch (const PeerFailed&) {
     return 1;
   } catch (const std::exception& e) {
@@ -230,17 +249,17 @@ int run_simulated(const RunConfig& cfg) {
     missing.measure = true;
     missing.by = "dsgd-bench run --backend sim";
     missing.before = [&](const std::vector<int64_t>&) {
-      fmt::print("no compute profile of {} on {} with batch {} for this host: measuring it ({} iterations) ...",
-                 cfg.workload, cfg.dataset, cfg.batch, kComputeProfileIters);
-      std::fflush(stdout);
+      stdout_print(fmt::format("no compute profile of {} on {} with batch {} for this host: measuring it ({} "
+                               "iterations) ...",
+                               cfg.workload, cfg.dataset, cfg.batch, kComputeProfileIters),
+                   true);
     };
     missing.after = [](const ComputeProfileFill& fill) {
-      fmt::print(" {:.2g} s, stored as calibration {}\n", fill.wall_s, fill.calibration_id);
-      std::fflush(stdout);
+      stdout_print(fmt::format(" {:.2g} s, stored as calibration {}\n", fill.wall_s, fill.calibration_id), true);
     };
     const TrainResult result = sim_run(cfg, &*store, callbacks, missing);
     printer.finished(*store, result);
-    return run_exit_code(result, true, cfg.db);
+    return run_printed_exit(result, cfg.db, run_exit_code(result, true, cfg.db));
   } catch (const std::exception& e) {
     return run_failed(e, *self, store, cfg.db, false);
   }
@@ -264,6 +283,20 @@ void launch_record_end(const std::string& db, const LaunchOutcome& outcome) {
   } catch (const std::exception& e) {
     fmt::print(stderr, "dsgd-bench: warning: could not record how the launch ended in {}: {}\n", db, e.what());
   }
+}
+
+// After a launch whose output could not be written (the launcher relays the ranks' output):
+// the stored runs of the launch, for report_lost_output.
+std::string launch_stored_runs(const std::string& db, const LaunchOutcome& outcome) {
+  std::string stored;
+  try {
+    Store store = Store::open(db, StoreOpenOptions{false, false});
+    for (const char* status : {"completed", "diverged", "failed", "interrupted", "killed"})
+      for (int64_t id : store.runs_of_launch(outcome.launch_id, status))
+        stored += fmt::format("{}run {} ({})", stored.empty() ? "" : ", ", id, status);
+  } catch (const std::exception&) {
+  }
+  return stored;
 }
 
 }  // namespace
@@ -303,7 +336,10 @@ void setup_run(CLI::App& app, int argc, char** argv) {
         if (!warning.empty()) fmt::print(stderr, "dsgd-bench: warning: {}\n", warning);
         const LaunchOutcome outcome = launcher_run_mpiexec(static_cast<int>(cfg.workers), cfg.hostfile, argc, argv);
         launch_record_end(cfg.db, outcome);
-        cli_exit_code() = outcome.exit_code;
+        cli_exit_code() = outcome.output_errno
+                              ? report_lost_output(outcome.output_errno, cfg.db, launch_stored_runs(cfg.db, outcome),
+                                                   outcome.exit_code)
+                              : outcome.exit_code;
         return;
       }
     } else {

@@ -7,6 +7,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/run_format.hpp"
+#include "core/output_file.hpp"
 #include "results/report_printer.hpp"
 #include "results/report_rows.hpp"
 #include "results/row_fields.hpp"
@@ -49,7 +50,9 @@ void setup_show(CLI::App& app) {
     }
     std::vector<ReportTable> tables = {report_runs_table({run})};
     if (opts->evals) tables.push_back(report_evals_table({{run.run.id, evals}}, true));
-    report_print(*text_printer_create(std::cout), ReportContext{}, tables);
+    OutputFile out("-", "run");  // standard output through the checked buffer: a full disk names its reason
+    report_print(*text_printer_create(out.stream()), ReportContext{}, tables);
+    out.commit();
   });
 }
 

@@ -3,6 +3,7 @@
 #include "cluster/launcher.hpp"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -64,6 +65,65 @@ void forward_signal(int sig) {
   if (g_child_pid <= 0) return;
   kill(static_cast<pid_t>(g_child_pid), g_forwarded ? SIGKILL : SIGINT);
   if (!g_forwarded) g_forwarded = sig;
+}
+
+// Writes all of buf to standard output; false (errno set) when a write failed.
+bool write_all_stdout(const char* buf, size_t n) {
+  while (n > 0) {
+    const ssize_t w = write(STDOUT_FILENO, buf, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return false;
+    buf += w;
+    n -= static_cast<size_t>(w);
+  }
+  return true;
+}
+
+// Copies what mpiexec prints (the ranks' standard output) from `fd` to this process's
+// standard output until mpiexec `pid` has exited, then what is left in the pipe; returns
+// mpiexec's wait status. The first failed write (a full disk: ENOSPC, a closed pipe: EPIPE)
+// is kept in write_errno and the rest of the output is read and dropped, so the ranks never
+// block on a full pipe and the run ends as it would have (its record is in the database).
+// Hydra itself, writing to a full disk, kills the ranks and exits 255.
+int relay_output(pid_t pid, int fd, int& write_errno) {
+  struct sigaction ignore = {};
+  struct sigaction old_pipe = {};
+  ignore.sa_handler = SIG_IGN;
+  sigemptyset(&ignore.sa_mask);
+  sigaction(SIGPIPE, &ignore, &old_pipe);  // a closed stdout is EPIPE here, not death
+  char buf[1 << 16];
+  auto copy = [&](ssize_t n) {
+    if (write_errno == 0 && !write_all_stdout(buf, static_cast<size_t>(n))) write_errno = errno ? errno : EIO;
+  };
+  int status = 0;
+  bool open = true;
+  for (;;) {
+    const pid_t done = waitpid(pid, &status, WNOHANG);
+    if (done == pid) break;
+    if (done < 0 && errno != EINTR) break;
+    if (!open) {  // mpiexec closed its stdout but still runs
+      usleep(20000);
+      continue;
+    }
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;  // timeout, or EINTR (a forwarded signal)
+    const ssize_t n = read(fd, buf, sizeof(buf));
+    if (n > 0)
+      copy(n);
+    else if (n == 0 || errno != EINTR)
+      open = false;
+  }
+  // mpiexec has exited: what it wrote is in the pipe. Another holder of the write end (an
+  // orphaned proxy, killed below by the caller) must not keep this loop waiting.
+  fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK);
+  for (ssize_t n; open && (n = read(fd, buf, sizeof(buf))) != 0;) {
+    if (n > 0)
+      copy(n);
+    else if (errno != EINTR)
+      break;
+  }
+  sigaction(SIGPIPE, &old_pipe, nullptr);
+  return status;
 }
 
 }  // namespace
@@ -169,6 +229,9 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
   fflush(stderr);
   int ready[2];
   if (pipe2(ready, O_CLOEXEC) != 0) DSGD_THROW(Error, "", "pipe failed: {}", std::strerror(errno));
+  // mpiexec's standard output is a pipe the launcher copies to its own (relay_output).
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) DSGD_THROW(Error, "", "pipe failed: {}", std::strerror(errno));
   const std::string launcher_pid = std::to_string(getpid());  // formatted before fork
   const auto [terminal, terminal_id_text] = stdout_terminal();
   const pid_t pid = fork();
@@ -197,7 +260,13 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
     // set is kept.
     setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
     setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+    // mpiexec keeps a copy of its stdout pipe's read end (no FD_CLOEXEC): when this launcher
+    // is killed, its writes do not fail (Hydra exits on a write error, killing the ranks
+    // before they record the run) while the PDEATHSIG's SIGINT stops the ranks; the few lines
+    // they print meanwhile fit in the pipe. The copy goes when mpiexec and its proxies exit.
+    fcntl(out[0], F_SETFD, 0);
     close(ready[0]);
+    if (dup2(out[1], STDOUT_FILENO) < 0) _exit(127);  // the duplicate has no FD_CLOEXEC
     execvp(mpiexec.c_str(), cargs.data());
     const int err = errno;
     ssize_t ignored = write(ready[1], &err, sizeof(err));
@@ -205,6 +274,7 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
     _exit(127);
   }
   close(ready[1]);
+  close(out[1]);
   int exec_errno = 0;
   const bool exec_failed = read(ready[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno);
   close(ready[0]);
@@ -215,9 +285,8 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
   sa.sa_flags = SA_RESTART;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
 
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  const int status = relay_output(pid, out[0], outcome.output_errno);
+  close(out[0]);
   g_child_pid = 0;
   if (exec_failed)
     DSGD_THROW(Error, "install MPICH (apt-get install mpich) or set DSGD_MPIEXEC to your mpiexec",

@@ -33,13 +33,16 @@ struct LaunchOutcome {
   int mpiexec_signal = 0;    // the signal that killed mpiexec itself (0: it exited)
   int forwarded_signal = 0;  // the first SIGINT/SIGTERM/SIGHUP the launcher got and forwarded (0: none)
   std::string launch_id;     // $DSGD_LAUNCH_ID given to the ranks (stored with the run)
+  int output_errno = 0;      // the first failed write of the ranks' output to stdout (0: none)
 };
 
 // Runs mpiexec with the same command line on `workers` ranks and waits for it, staying
 // as a supervisor that forwards SIGINT/SIGTERM/SIGHUP to mpiexec as one Ctrl-C (Hydra
 // itself dies on SIGTERM without telling the ranks, which would leave the run marked
 // `running`). When mpiexec is killed, its orphaned proxies and ranks (its process group)
-// are killed too. Throws Error when mpiexec cannot be executed.
+// are killed too. The ranks' output (mpiexec's stdout) is copied to this process's stdout
+// with every write checked: when one fails (a full disk) the rest is dropped, the run goes
+// on, and output_errno says why. Throws Error when mpiexec cannot be executed.
 LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, char** argv);
 
 // Rank 0 of a self-launch started from a terminal: makes that terminal this process's stdout,

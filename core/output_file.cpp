@@ -165,7 +165,25 @@ void OutputFile::commit() {
   committed_ = true;
 }
 
+namespace {
+int g_stdout_errno = 0;  // stdout_print's first failure
+bool g_stdout_reported = false;
+}  // namespace
+
+void stdout_print(std::string_view text, bool flush) {
+  errno = 0;
+  bool ok = std::fwrite(text.data(), 1, text.size(), stdout) == text.size();
+  if (ok && flush) ok = std::fflush(stdout) == 0;
+  if (!ok && g_stdout_errno == 0) g_stdout_errno = errno ? errno : EIO;
+}
+
+int stdout_error_take() {
+  if (g_stdout_errno != 0) g_stdout_reported = true;
+  return g_stdout_errno;
+}
+
 void stdout_close_checked() {
+  if (g_stdout_reported) return;  // reported by its taker; the rest of the output is lost with it
   // stdio first: its failing flush is the one that knows errno (cout's flush would
   // repeat it and lose the reason).
   errno = 0;

@@ -50,8 +50,16 @@ class OutputFile {
 };
 
 // Flushes stdout (and closes a duplicate of its descriptor); throws Error ("writing to standard output failed: REASON")
-// when a write to it failed at any point. Called once by main after the subcommand.
+// when a write to it failed at any point. Called once by main after the subcommand. Says
+// nothing when the failure was already taken by stdout_error_take().
 void stdout_close_checked();
+
+// For output printed while work goes on (a run's progress), which a full disk must not stop:
+// prints text (and flushes when asked) without throwing; the first failure's errno is kept.
+void stdout_print(std::string_view text, bool flush = false);
+// The errno of stdout_print's first failure (0: none). Once taken, the caller reports it and
+// stdout_close_checked() stays silent about it.
+int stdout_error_take();
 
 // Text with control characters made visible: \n \r \t as such, other C0 bytes, DEL and the
 // UTF-8 C1 controls (U+0080..U+009F, e.g. the 8-bit CSI) as \xHH / \u00HH, backslashes

@@ -29,7 +29,8 @@ std::string gb(double bytes) {
 }  // namespace
 
 MemoryEstimate memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,
-                               const Algorithm* algorithm, int workers_per_process, int processes) {
+                               double workload_bytes, const Algorithm* algorithm, int workers_per_process,
+                               int processes) {
   MemoryEstimate m;
   m.workers_per_process = std::max(1, workers_per_process);
   m.processes = std::max(1, processes);
@@ -52,10 +53,13 @@ MemoryEstimate memory_estimate(const RunConfig& cfg, const Dataset& train, const
           std::max(m.replicas_bytes, algorithm->model_state_bytes(param_count, workers) + 2.0 * m.model_bytes);
       m.replicas_bytes += algorithm->bytes_sent_per_step(m.model_bytes, workers);
     }
-    // The batch buffer: dense rows are copied (batch × features floats); sparse rows are
-    // pointed at (a row reference and the scores per sample).
+    // The workload's step buffers, as it states them; without a workload the batch buffer
+    // alone: dense rows are copied (batch × features floats), sparse rows are pointed at (a
+    // row reference and the scores per sample).
     const double batch = static_cast<double>(cfg.batch);
-    m.batch_bytes = train.sparse ? batch * 64.0 : batch * static_cast<double>(train.features) * sizeof(float);
+    m.batch_bytes = workload_bytes >= 0 ? workload_bytes
+                    : train.sparse      ? batch * 64.0
+                                        : batch * static_cast<double>(train.features) * sizeof(float);
     if (algorithm) m.batch_bytes *= algorithm->local_threads();  // each local thread's own batch (lasgd, hogwild)
     // The shard's indices; thread stack touched and the step recorder (~256 KiB).
     const double shard = static_cast<double>(train.rows) / n * sizeof(uint32_t);
@@ -75,7 +79,11 @@ void memory_check(const MemoryEstimate& m, const RunConfig& cfg, const Dataset& 
   std::string hint;
   const bool dense_wide = !train.sparse && train.features >= 100000;
   if (batch_total >= replicas_total && batch_total >= m.dataset_bytes) {
-    hint = fmt::format("use a smaller --batch (each sample is {} features{})", train.features,
+    // The batch term is about linear in the batch: what fits beside everything else.
+    const double per_sample = batch_total / std::max<double>(1.0, static_cast<double>(cfg.batch));
+    const double fits = std::floor((m.available_bytes - (m.total_bytes - batch_total)) / per_sample);
+    hint = fmt::format("use a smaller --batch (about {} of buffers per sample{}{})", gb(per_sample),
+                       fits >= 1 ? fmt::format(": at most about {:.0f} fit", fits) : "",
                        dense_wide ? "; high-dimensional data belongs in a sparse dataset: libsvm:PATH, or "
                                     "synthetic with density below 0.5 or sparse=true"
                                   : "");
@@ -91,7 +99,7 @@ void memory_check(const MemoryEstimate& m, const RunConfig& cfg, const Dataset& 
   if (m.processes > 1) hint += fmt::format("; {} ranks of this run share this host", m.processes);
   DSGD_THROW(InputError, hint,
              "the run needs about {} of memory, more than the {} available on this machine: {} worker(s) x {} "
-             "({} of model copies: {} per copy; {} of batch buffers for --batch {}) + {} of dataset{}",
+             "({} of model copies: {} per copy; {} of batch and activation buffers for --batch {}) + {} of dataset{}",
              gb(m.total_bytes), gb(m.available_bytes), m.workers_per_process * m.processes, gb(m.per_worker_bytes),
              gb(m.replicas_bytes), gb(m.model_bytes), gb(m.batch_bytes), cfg.batch, gb(m.dataset_bytes),
              m.processes > 1 ? fmt::format(" per rank ({} ranks on this host)", m.processes) : "");
@@ -131,7 +139,8 @@ RunPreflight memory_preflight(const RunConfig& cfg, int world_size, int ranks_on
                shard, train.rows, data_ranks);
   run_steps_for_shard(cfg, shard);
   p.workload = workload_create(cfg, train);
-  p.memory = memory_estimate(cfg, train, p.data->test, p.workload->param_count(), algorithm, 1, ranks_on_host);
+  p.memory = memory_estimate(cfg, train, p.data->test, p.workload->param_count(), p.workload->reserve_bytes(batch),
+                             algorithm, 1, ranks_on_host);
   memory_check(p.memory, cfg, train);
   return p;
 }

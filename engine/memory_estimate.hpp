@@ -6,11 +6,14 @@
 //     mixing matrix;
 //   per worker: 6 model copies (parameters, gradient, evaluation copy, momentum, two
 //     algorithm buffers), or the algorithm's own model state plus 2 copies when larger,
-//     plus one step's sent bytes; the batch buffer (dense: batch × features floats; sparse:
-//     the batch's non-zeros); the shard's indices; 256 KiB (stack touched, step recorder).
-//     Timing-only sim workers: a few hundred bytes.
-// Limits: a workload's activations beyond the input batch (ResNet, transformer) are not
-// counted, so the estimate is a lower bound for them; it is exact to a few % for the SVM.
+//     plus one step's sent bytes; the workload's step buffers for the batch, as the workload
+//     states them from its shapes (Workload::reserve_bytes: the batch copy, activations and
+//     their gradients, scratch; without a workload, the input batch alone: dense batch ×
+//     features floats, sparse 64 bytes a sample); the shard's indices; 256 KiB (stack
+//     touched, step recorder). Timing-only sim workers: a few hundred bytes.
+// Limits: allocator overhead and libraries' own scratch (oneDNN's scratchpads, OpenBLAS's
+// buffers) are not counted; test_memory_estimate checks each workload's figure against what
+// its reserve() and first evaluation really allocate.
 #pragma once
 
 #include <cstdint>
@@ -28,7 +31,7 @@ struct MemoryEstimate {
   double dataset_bytes = 0;     // per process: features + labels of both splits (+ mixing matrix)
   double model_bytes = 0;       // one copy of the parameters
   double replicas_bytes = 0;    // per worker: model copies and algorithm state
-  double batch_bytes = 0;       // per worker: the batch buffers
+  double batch_bytes = 0;       // per worker: the workload's step buffers (batch, activations, scratch)
   double per_worker_bytes = 0;  // replicas + batch + shard indices + fixed
   double total_bytes = 0;       // what the host needs: processes × (dataset + workers × per worker)
   double available_bytes = 0;   // MemAvailable (0: unknown, nothing is refused)
@@ -37,8 +40,11 @@ struct MemoryEstimate {
 };
 
 // With the algorithm (may be null): its model state and sent bytes as described above.
+// workload_bytes: the workload's reserve_bytes(cfg.batch); negative when there is none (the
+// input batch alone is counted).
 MemoryEstimate memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,
-                               const Algorithm* algorithm, int workers_per_process, int processes);
+                               double workload_bytes, const Algorithm* algorithm, int workers_per_process,
+                               int processes);
 
 // Throws InputError with the figures (per worker, model copies, batch, dataset, available)
 // and what to do (a smaller --batch, fewer workers, a sparse dataset or fewer features,

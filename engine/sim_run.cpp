@@ -115,15 +115,17 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
                : cfg.algo == "dpsgd" ? " with --dpsgd-delay 1"
                                      : "");
   r.data = dataset_load_shared(cfg);
+  double workload_bytes = 0;
   {
     const auto workload = workload_create(cfg, r.data->train);
     r.layers = workload->layers();
     r.param_count = workload->param_count();
+    workload_bytes = workload->reserve_bytes(static_cast<size_t>(cfg.batch));
   }
   run_steps_for_shard(cfg, r.data->train.rows / static_cast<size_t>(n));  // refuses more than 1e9 steps
   {
     const auto algorithm = algorithm_create(cfg.algo, cfg);
-    r.memory = sim_memory_estimate(cfg, r.data->train, r.data->test, r.param_count, algorithm.get());
+    r.memory = sim_memory_estimate(cfg, r.data->train, r.data->test, r.param_count, workload_bytes, algorithm.get());
   }
   if (r.memory.available_bytes > 0 && r.memory.total_bytes > r.memory.available_bytes)
     DSGD_THROW(InputError,
@@ -408,9 +410,9 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
 }
 
 SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,
-                              const Algorithm* algorithm) {
+                              double workload_bytes, const Algorithm* algorithm) {
   // Every worker in this process, sharing one dataset (engine/memory_estimate.hpp).
-  return memory_estimate(cfg, train, test, param_count, algorithm, static_cast<int>(cfg.workers), 1);
+  return memory_estimate(cfg, train, test, param_count, workload_bytes, algorithm, static_cast<int>(cfg.workers), 1);
 }
 
 TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& callbacks,

@@ -42,13 +42,14 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
                                const std::vector<LayerView>& layers);
 
 // Bytes a sim run needs: the dataset once, plus per worker the model replica, gradient,
-// evaluation copy, optimizer and algorithm state and batch buffers (timing-only: a few
-// hundred bytes per worker): memory_estimate with every worker in this process
-// (engine/memory_estimate.hpp; the formula in docs/sim.md).
+// evaluation copy, optimizer and algorithm state and the workload's step buffers
+// (workload_bytes: Workload::reserve_bytes of the batch; timing-only: a few hundred bytes per
+// worker): memory_estimate with every worker in this process (engine/memory_estimate.hpp;
+// the formula in docs/sim.md).
 using SimMemory = MemoryEstimate;
 class Algorithm;
 SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,
-                              const Algorithm* algorithm = nullptr);
+                              double workload_bytes, const Algorithm* algorithm = nullptr);
 
 // When this host has no compute profile of the run's workload, dataset and batch (and no
 // --profile-from): with `measure`, sim_run measures it and stores it in its store as a

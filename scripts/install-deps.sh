@@ -9,7 +9,8 @@
 # for most ResNet layers (workloads/layers/conv2d_dnnl.cpp).
 # iproute2 (ip, tc): scripts/netns-cluster.sh and tests/integration/netns_two_hosts.sh.
 # clang-format: the formatting check of scripts/test.sh. qemu-user: its portable pass on an
-# emulated CPU without AVX.
+# emulated CPU without AVX. clang and libclang-rt-14-dev (libFuzzer, the sanitizer runtimes):
+# the fuzz targets of tests/fuzz, which scripts/test.sh runs briefly (scripts/fuzz.sh).
 set -euo pipefail
 
 packages=(
@@ -20,7 +21,7 @@ packages=(
   libopenblas-dev libeigen3-dev libdnnl-dev
   libgtest-dev libbenchmark-dev
   dataset-fashion-mnist fortunes
-  jq iproute2 clang-format qemu-user
+  jq iproute2 clang-format qemu-user clang libclang-rt-14-dev
   chromium python3
 )
 if [ "${1:-}" = "--bench-extras" ]; then

@@ -19,6 +19,15 @@ bash scripts/build.sh
 # which fails both times, still does.
 (cd build && ctest --output-on-failure --timeout 600 --repeat until-pass:2 "$@")
 
+# Fuzzing: every libFuzzer target of tests/fuzz (the parsers a user feeds) for a short time
+# from its seed corpus, built with clang + ASan + UBSan (only the parsers' sources; about 2
+# minutes to build on 2 cores, then 20 s a target). A crash, sanitizer report, hang or
+# memory blow-up fails CI and leaves the input in build-fuzz/findings/ (it becomes a
+# regression test). DSGD_FUZZ_SECONDS changes the time per target (0 skips, local runs only).
+if [[ "${DSGD_FUZZ_SECONDS:-20}" != 0 ]]; then
+  bash scripts/fuzz.sh "${DSGD_FUZZ_SECONDS:-20}"
+fi
+
 # Portable pass: a build for any x86-64 (-DDSGD_NATIVE=OFF: no -march=native, so no FMA
 # contraction and no AVX code outside the run-time-dispatched direct 3x3 kernels), without
 # the benchmarks, and its unit tests (ctest label "unit") with oneDNN limited to its AVX2

@@ -277,7 +277,7 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const
               }
               if (spec.max_memory_bytes > 0) {
                 const MemoryEstimate m =
-                    memory_estimate(cfg, data->train, data->test, param_count, algorithm.get(), 1, 1);
+                    memory_estimate(cfg, data->train, data->test, param_count, -1, algorithm.get(), 1, 1);
                 if (m.total_bytes > spec.max_memory_bytes) {
                   out.refused.push_back(
                       {c, fmt::format("needs about {:.4g} MB per worker ({:.4g} MB of model copies and algorithm "

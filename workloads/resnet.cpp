@@ -285,6 +285,32 @@ void ResNetWorkload::reserve(size_t max_batch) {
   batch_n_ = 0;
 }
 
+double ResNetWorkload::reserve_bytes(size_t max_batch) const {
+  const double cap = static_cast<double>(max_batch), f = sizeof(float);
+  // Activations (training and evaluation) and their gradients.
+  double bytes =
+      (2.0 * static_cast<double>(per_sample_floats_) + static_cast<double>(per_sample_grad_floats_)) * cap * f;
+  double col = 1;
+  for (size_t i = 0; i < units_.size(); ++i) {
+    Conv2dShape s = units_[i].conv;
+    s.n = max_batch;
+    if (units_[i].backend == ConvBackend::onednn)
+      bytes += DnnlConv2d::buffer_bytes(s, in_layout(units_[i]), layout_);
+    else if (units_[i].backend == ConvBackend::direct)
+      bytes += 3.0 * static_cast<double>(s.weight_count()) * f;
+    else
+      col = std::max(col, static_cast<double>(s.col_size()));
+  }
+  bytes += col * f;
+  const Unit& stem = units_.front();
+  if (layout_ == ActivationLayout::nchw8c && stem.backend == ConvBackend::im2col)
+    bytes += static_cast<double>(stem.conv.c_out * stem.conv.h_out() * stem.conv.w_out()) * cap * f;
+  bytes += 4.0 * static_cast<double>(bn_stat_count_) * f;  // batch mean, inverse stdev, two affines
+  bytes += (3.0 * static_cast<double>(head_in_) + 2.0 * static_cast<double>(classes_)) * cap * f;  // pooled, logits
+  bytes += cap * sizeof(int32_t) + static_cast<double>(tensors_.size()) + 2.0 * static_cast<double>(units_.size()) * 8;
+  return bytes;
+}
+
 void ResNetWorkload::check_dataset(const Dataset& ds, const char* what) const {
   if (ds.channels != input_.channels || ds.height != input_.height || ds.width != input_.width) {
     DSGD_THROW(Error, "train and evaluate on datasets with the same image shape",

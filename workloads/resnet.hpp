@@ -78,6 +78,10 @@ class ResNetWorkload final : public Workload {
   const std::vector<LayerView>& layers() const override { return layers_; }
   size_t param_count() const override { return param_count_; }
   void reserve(size_t max_batch) override;
+  // reserve()'s buffers, and per convolution its oneDNN operand copies (DnnlConv2d::
+  // buffer_bytes) or the direct kernels' weight copies. Not counted: oneDNN's scratchpads, and
+  // the primitives an evaluation's last, shorter chunk creates (tens of MB for ResNet-20).
+  double reserve_bytes(size_t max_batch) const override;
   void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override;
   // Convolutions and the head: 2 FLOPs per multiply-add forward, backward 2× forward (weight
   // and input gradients; the stem's input gradient is not computed but counted, as usual).

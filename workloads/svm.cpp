@@ -58,6 +58,19 @@ void SvmWorkload::reserve(size_t max_batch) {
   have_scores_ = false;
 }
 
+double SvmWorkload::reserve_bytes(size_t max_batch) const {
+  // reserve()'s buffers, in its order.
+  const double b = static_cast<double>(max_batch), C = static_cast<double>(outputs_),
+               F = static_cast<double>(features_), E = static_cast<double>(kEvalChunk);
+  double bytes = 0;
+  if (dense_batches_)
+    bytes += b * F * sizeof(float) + b * sizeof(const float*) + 2 * C * F * sizeof(float) +
+             C * b * (sizeof(int32_t) + sizeof(float)) + C * sizeof(size_t) + C * F * sizeof(float);
+  bytes += b * (sizeof(SvmSparseRow) + sizeof(int32_t) + 2 * C * sizeof(float));
+  bytes += E * (C * sizeof(float) + sizeof(const float*) + sizeof(SvmSparseRow));
+  return bytes;
+}
+
 // Copies the rows batch_rows_ points at into batch_x_ and points batch_rows_ there.
 void SvmWorkload::gather_dense_batch(size_t n) {
   const size_t row_bytes = features_ * sizeof(float);

@@ -41,6 +41,7 @@ class SvmWorkload final : public Workload {
   const std::vector<LayerView>& layers() const override { return layers_; }
   size_t param_count() const override { return param_count_; }
   void reserve(size_t max_batch) override;
+  double reserve_bytes(size_t max_batch) const override;
   void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override;
   // 2 nnz C for the forward (x^T W) + 2 nnz C for the weight gradient = 4 nnz C, where nnz
   // is features for dense data and the mean non-zeros per row for sparse data; the O(C)

@@ -111,6 +111,19 @@ struct TransformerWorkload::Activations {
   }
 };
 
+namespace {
+// The bytes of Activations(c, cap, with_backward): its constructor's sizes, term by term.
+double activation_bytes(const TransformerConfig& c, size_t cap, bool with_backward) {
+  const double L = static_cast<double>(c.layers), D = static_cast<double>(c.d_model), S = static_cast<double>(c.seq),
+               H = static_cast<double>(c.heads), V = static_cast<double>(c.vocab), n = static_cast<double>(cap);
+  const double N = n * S;
+  double floats = (L + 1) * N * D + 4 * L * N * D + 4 * L * N + L * N * 3 * D + L * n * H * S * S + 2 * L * N * 4 * D +
+                  N * D + 2 * N + N * V;
+  if (with_backward) floats += 3 * N * D + N * 4 * D + N * 3 * D + n * H * S * S;
+  return floats * sizeof(float) + 2 * N * sizeof(int32_t);
+}
+}  // namespace
+
 TransformerWorkload::TransformerWorkload(const TransformerConfig& cfg) : cfg_(cfg) {
   const size_t D = cfg.d_model;
   if (cfg.layers == 0 || D == 0 || cfg.heads == 0 || D % cfg.heads != 0 || cfg.seq == 0 || cfg.vocab == 0) {
@@ -156,6 +169,11 @@ void TransformerWorkload::do_init_params(float* params, uint64_t seed) const {
   fill_value(h, D, 1.0f);
   fill_value(h + D, D, 0.0f);
   fill_normal(h + 2 * D, cfg_.vocab * D, kInitStd, rng);
+}
+
+double TransformerWorkload::reserve_bytes(size_t max_batch) const {
+  // The training activations, and the evaluation's (kEvalBatch windows, made by the first evaluate()).
+  return activation_bytes(cfg_, max_batch, true) + activation_bytes(cfg_, kEvalBatch, false);
 }
 
 void TransformerWorkload::reserve(size_t max_batch) {

@@ -55,6 +55,7 @@ class TransformerWorkload final : public Workload {
   const std::vector<LayerView>& layers() const override { return layers_; }
   size_t param_count() const override { return param_count_; }
   void reserve(size_t max_batch) override;
+  double reserve_bytes(size_t max_batch) const override;
   void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override;
   // Per sample (S tokens), forward + backward = 3 × forward, counting the GEMMs as computed:
   //   6·S·(12·L·d² + V·d)   the projections (qkv 3d², out d², fc 4d², proj 4d² per block) and the head

@@ -58,6 +58,12 @@ class Workload {
   void init_params(BufferView params, uint64_t seed) const { do_init_params(checked(params, "init_params"), seed); }
   // Allocates every buffer the step needs for batches up to max_batch.
   virtual void reserve(size_t max_batch) = 0;
+  // The bytes reserve(max_batch) and the first evaluate() allocate (batch copy, activations,
+  // their gradients, scratch, library buffers), from the shapes alone and allocating nothing:
+  // the memory preflight's per-worker figure for the batch (engine/memory_estimate.hpp).
+  // In double: a refused batch may be far beyond size_t arithmetic.
+  // A workload that does not state it returns −1 (the input batch alone is counted).
+  virtual double reserve_bytes(size_t max_batch) const { return -1; }
   // Data phase: copies/points the samples idx[0..n) of ds into the batch buffers.
   virtual void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) = 0;
   // Forward on the loaded batch; returns the mean data loss (no regulariser).

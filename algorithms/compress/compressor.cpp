@@ -135,7 +135,8 @@ std::unique_ptr<GradientCompressor> compressor_create(const std::string& spec) {
 
 uint32_t compressor_backend_needs(const std::string& spec) {
   const std::string kind = spec.substr(0, spec.find(':'));
-  return kind == "topk" || kind == "qsgd" || kind == "adatopk" ? cap_sharded_collectives : cap_none;  // their payloads are all-gathered
+  return kind == "topk" || kind == "qsgd" || kind == "adatopk" ? cap_sharded_collectives
+                                                               : cap_none;  // their payloads are all-gathered
 }
 
 }  // namespace dsgd

@@ -8,7 +8,7 @@ source "$(dirname "$0")/common.bash"
 grep -Eq '^mpi +available' list.txt || { cat list.txt; fail "mpi is not listed as available"; }
 grep -Eq '^sim +available' list.txt || { cat list.txt; fail "sim is not listed as available"; }
 if [[ ! -e /dev/nvidia0 && ! -e /dev/nvidiactl ]]; then
-  grep -Eq '^nccl +not available: .*no CUDA device' list.txt || { cat list.txt; fail "nccl's row does not say why"; }
+  grep -Eq '^nccl +not available: .*(no CUDA device|no GPU to use)' list.txt || { cat list.txt; fail "nccl's row does not say why"; }
 fi
 grep -Eq 'refuses: adpsgd \(one-sided windows\), ps \(one-sided windows\)' list.txt ||
   { cat list.txt; fail "nccl's refusals are not listed"; }

@@ -26,15 +26,39 @@ set -e
 grep -q "parameters '/dev/full' failed: No space left on device" err.txt || { cat err.txt; fail "no reason given"; }
 [ "$(sql t.db 'select status from runs order by id desc limit 1')" = failed ] || fail "the run is not 'failed'"
 [ -c /dev/full ] || fail "/dev/full was replaced"
-# The multi-rank path: mpiexec forwards the ranks' output and fails on the full disk; the
-# launcher must not exit 0 (today: mpiexec's exit status, 255, with Hydra's write error).
+# A run's own printout: training is not affected by where its printout goes. The run completes
+# and is stored `completed`; the command exits 1 saying only the output was lost and where the
+# run is (it used to stop mid-run on the failed write and store the run `failed`).
+set +e
+"$BIN" run --dataset "$SMALL" --steps 10 --batch 32 --db t.db > /dev/full 2> err.txt
+rc=$?
+set -e
+one_run=$(sql t.db "select id from runs order by id desc limit 1")
+[ $rc -eq 1 ] || { cat err.txt; fail "run > /dev/full exited $rc, not 1"; }
+grep -q "writing to standard output failed: No space left on device" err.txt || { cat err.txt; fail "no reason"; }
+grep -q "only the printed output was lost: run $one_run (completed) stored in t.db" err.txt ||
+  { cat err.txt; fail "run > /dev/full: the stored run is not named"; }
+[ "$(grep -c error err.txt)" -eq 1 ] || { cat err.txt; fail "run > /dev/full: more than one error"; }
+[ "$(sql t.db "select status from runs where id = $one_run")" = completed ] || fail "run > /dev/full: not completed"
+echo "ok: run > /dev/full exits 1, the run is stored completed"
+# The multi-rank path: the launcher copies the ranks' output (mpiexec's) to its stdout with
+# every write checked. Training is not affected by where its printout goes: the run completes
+# and is stored `completed`; the command exits 1 saying the output was lost and where the run
+# is. (Hydra itself, writing to a full disk, killed the ranks and exited 255: run `killed`.)
 set +e
 "$BIN" run --workers 2 --dataset "$SMALL" --steps 10 --batch 32 --db t.db > /dev/full 2> err.txt
 rc=$?
 set -e
-[ $rc -ne 0 ] || { cat err.txt; fail "run --workers 2 > /dev/full exited 0"; }
-grep -q "No space left on device" err.txt || { cat err.txt; fail "run --workers 2 > /dev/full: no reason given"; }
-echo "ok: run --workers 2 > /dev/full exits $rc"
+[ $rc -eq 1 ] || { cat err.txt; fail "run --workers 2 > /dev/full exited $rc, not 1"; }
+grep -q "writing to standard output failed: No space left on device" err.txt ||
+  { cat err.txt; fail "run --workers 2 > /dev/full: no reason given"; }
+full_run=$(sql t.db "select id from runs order by id desc limit 1")
+grep -q "only the printed output was lost: run $full_run (completed) stored in t.db" err.txt ||
+  { cat err.txt; fail "run --workers 2 > /dev/full: the stored run is not named"; }
+[ "$(sql t.db "select status from runs where id = $full_run")" = completed ] ||
+  fail "run --workers 2 > /dev/full: run $full_run is $(sql t.db "select status from runs where id = $full_run")"
+[ "$(sql t.db "select count(*) from steps where run_id = $full_run")" -gt 0 ] || fail "no steps stored"
+echo "ok: run --workers 2 > /dev/full exits 1, the run is stored completed"
 # trace -o DIR: a real message, not "Success".
 mkdir -p adir
 expect_error "cannot write trace 'adir': it is a directory" "$BIN" trace "$id" --db t.db -o adir

@@ -116,6 +116,32 @@ struct Operand {
     }
   }
 };
+// The three primitive descriptors of a convolution of shape s, every format `any` (oneDNN
+// picks them for this CPU and batch).
+struct ConvPds {
+  dnnl::convolution_forward::primitive_desc fwd;
+  dnnl::convolution_backward_data::primitive_desc bwd_d;
+  dnnl::convolution_backward_weights::primitive_desc bwd_w;
+  ConvPds(const dnnl::engine& eng, const Conv2dShape& s) {
+    using namespace dnnl;
+    const auto O = memory::dim(s.c_out), C = memory::dim(s.c_in), K = memory::dim(s.k);
+    const memory::dims strides{memory::dim(s.stride), memory::dim(s.stride)},
+        pad{memory::dim(s.pad), memory::dim(s.pad)};
+    const memory::desc x_any({memory::dim(s.n), C, memory::dim(s.h), memory::dim(s.w)}, dt::f32, tag::any);
+    const memory::desc y_any({memory::dim(s.n), O, memory::dim(s.h_out()), memory::dim(s.w_out())}, dt::f32, tag::any);
+    const memory::desc w_any({O, C, K, K}, dt::f32, tag::any);
+    fwd = convolution_forward::primitive_desc(
+        convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, x_any, w_any, y_any,
+                                  strides, pad, pad),
+        eng);
+    bwd_d = convolution_backward_data::primitive_desc(
+        convolution_backward_data::desc(algorithm::convolution_direct, x_any, w_any, y_any, strides, pad, pad), eng,
+        fwd);
+    bwd_w = convolution_backward_weights::primitive_desc(
+        convolution_backward_weights::desc(algorithm::convolution_direct, x_any, w_any, y_any, strides, pad, pad), eng,
+        fwd);
+  }
+};
 }  // namespace
 
 struct DnnlConv2d::Impl {
@@ -156,20 +182,8 @@ DnnlConv2d::DnnlConv2d(const Conv2dShape& s, ActivationLayout in, ActivationLayo
   impl_ = std::make_unique<Impl>();
   Impl& m = *impl_;
   const auto O = memory::dim(s.c_out), C = memory::dim(s.c_in), K = memory::dim(s.k);
-  const memory::dims strides{memory::dim(s.stride), memory::dim(s.stride)}, pad{memory::dim(s.pad), memory::dim(s.pad)};
-  const memory::desc x_any({memory::dim(s.n), C, memory::dim(s.h), memory::dim(s.w)}, dt::f32, tag::any);
-  const memory::desc y_any({memory::dim(s.n), O, memory::dim(s.h_out()), memory::dim(s.w_out())}, dt::f32, tag::any);
-  const memory::desc w_any({O, C, K, K}, dt::f32, tag::any);
-  const convolution_forward::primitive_desc fwd_pd(
-      convolution_forward::desc(prop_kind::forward_training, algorithm::convolution_direct, x_any, w_any, y_any,
-                                strides, pad, pad),
-      m.eng);
-  const convolution_backward_data::primitive_desc bwd_d_pd(
-      convolution_backward_data::desc(algorithm::convolution_direct, x_any, w_any, y_any, strides, pad, pad), m.eng,
-      fwd_pd);
-  const convolution_backward_weights::primitive_desc bwd_w_pd(
-      convolution_backward_weights::desc(algorithm::convolution_direct, x_any, w_any, y_any, strides, pad, pad), m.eng,
-      fwd_pd);
+  const ConvPds pds(m.eng, s);
+  const auto& [fwd_pd, bwd_d_pd, bwd_w_pd] = pds;
   m.fwd = convolution_forward(fwd_pd);
   m.bwd_d = convolution_backward_data(bwd_d_pd);
   m.bwd_w = convolution_backward_weights(bwd_w_pd);
@@ -215,6 +229,36 @@ DnnlConv2d::DnnlConv2d(const Conv2dShape& s, ActivationLayout in, ActivationLayo
 }
 
 DnnlConv2d::~DnnlConv2d() = default;
+
+double DnnlConv2d::buffer_bytes(const Conv2dShape& s, ActivationLayout in, ActivationLayout out) {
+  // The constructor's buffers: an operand's own copy where the primitive's format is not the
+  // caller's (x_w and dy_d only where they are not x_f's and dy_w's), dx_buf (one
+  // source-gradient tensor either way), the three weight copies.
+  use_blas_thread_count();
+  const dnnl::engine eng(dnnl::engine::kind::cpu, 0);
+  const size_t ho = s.h_out(), wo = s.w_out();
+  std::unique_ptr<ConvPds> made;
+  try {
+    made = std::make_unique<ConvPds>(eng, s);
+  } catch (const dnnl::error&) {
+    // No primitive for this shape (the constructor would throw too): every operand's copy.
+    const double x_bytes = double(s.n) * double(s.c_in * s.h * s.w) * sizeof(float);
+    const double y_bytes = double(s.n) * double(s.c_out * ho * wo) * sizeof(float);
+    return 3 * x_bytes + 3 * y_bytes + 3.0 * double(s.weight_count()) * sizeof(float);
+  }
+  const auto& [fwd, bwd_d, bwd_w] = *made;
+  const memory::desc x = user_desc(in, s.n, s.c_in, s.h, s.w), y = user_desc(out, s.n, s.c_out, ho, wo);
+  auto copy = [](const memory::desc& user, const memory::desc& prim) {
+    return user == prim ? 0.0 : static_cast<double>(prim.get_size());
+  };
+  double bytes = copy(x, fwd.src_desc()) + copy(y, fwd.dst_desc()) + copy(y, bwd_w.diff_dst_desc());
+  if (bwd_w.src_desc() != fwd.src_desc()) bytes += copy(x, bwd_w.src_desc());
+  if (bwd_d.diff_dst_desc() != bwd_w.diff_dst_desc()) bytes += copy(y, bwd_d.diff_dst_desc());
+  bytes += static_cast<double>(bwd_d.diff_src_desc().get_size());
+  bytes += static_cast<double>(fwd.weights_desc().get_size() + bwd_w.diff_weights_desc().get_size() +
+                               bwd_d.weights_desc().get_size());
+  return bytes;
+}
 
 int DnnlConv2d::current_threads() {
   return blas_threads();
@@ -311,6 +355,9 @@ DnnlConv2d::DnnlConv2d(const Conv2dShape& s, ActivationLayout in, ActivationLayo
              "this build has no oneDNN convolution backend");
 }
 DnnlConv2d::~DnnlConv2d() = default;
+double DnnlConv2d::buffer_bytes(const Conv2dShape&, ActivationLayout, ActivationLayout) {
+  return 0;
+}
 void DnnlConv2d::forward(const float*, const float*, float*) {}
 void DnnlConv2d::backward_weights(const float*, const float*, float*) {}
 void DnnlConv2d::backward_input(const float*, const float*, float*, bool) {}

@@ -49,6 +49,10 @@ class DnnlConv2d {
   int threads() const { return threads_; }
   // The thread count an object made now would use (OpenBLAS's).
   static int current_threads();
+  // The bytes an object for (s, in, out) made now allocates (its operand copies and weight
+  // formats, as oneDNN picks them for this CPU; its scratchpads are oneDNN's, not counted).
+  static double buffer_bytes(const Conv2dShape& s, ActivationLayout in = ActivationLayout::cnhw,
+                             ActivationLayout out = ActivationLayout::cnhw);
   ActivationLayout in_layout() const { return in_; }
   ActivationLayout out_layout() const { return out_; }
   // y (N, Cout, Ho, Wo, in the output layout) = conv(x, w).
