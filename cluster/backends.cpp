@@ -9,7 +9,7 @@
 namespace dsgd {
 
 #ifdef DSGD_HAVE_NCCL
-// cluster/nccl_communicator.cpp (issue 18 part 2): the NCCL world of this process, and why
+// cluster/nccl_communicator.cpp (the CUDA build): the NCCL world of this process, and why
 // it cannot run here (empty: it can: a CUDA device is visible).
 std::unique_ptr<Communicator> communicator_create_nccl(int* argc, char*** argv);
 std::string nccl_unavailable_reason();
@@ -42,7 +42,7 @@ BackendAvailability nccl_availability() {
   why = nccl_unavailable_reason();
   return {why.empty(), why};
 #else
-  why = "not built: the NCCL communicator and CUDA workloads are not in this build (issue 18 part 2)";
+  why = "not built: this build has no CUDA toolkit (NCCL, cuBLAS, cuDNN; docs/gpu.md says how to build with it)";
 #endif
   if (!nvidia_device_present()) why += "; no CUDA device on this machine (no /dev/nvidia0)";
   return {false, why};

@@ -9,7 +9,7 @@
 //
 // Limits: float32 is the only dtype of the recorded collectives and the vector operations;
 // float64 views exist for the harness (untimed sums, gathers). Device kinds: host, and cuda
-// (whose memory and operations come with the CUDA build, issue 18 part 2), and a test device
+// (whose memory and operations come with the CUDA build, docs/gpu.md), and a test device
 // (host memory behind pointers the host must not dereference: tests/unit/shadow_device.hpp).
 #pragma once
 
