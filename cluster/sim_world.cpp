@@ -386,7 +386,8 @@ void SimWorld::match(int src, int dst, const P2pMessage& m, const PostedRecv& p)
     for (auto& cv : cv_) cv->notify_all();
     throw SimPeerFailed();
   }
-  std::memcpy(p.recv, m.payload.data(), m.payload.size() * sizeof(float));
+  if (!m.payload.empty())
+    std::memcpy(p.recv, m.payload.data(), m.payload.size() * sizeof(float));  // memcpy of null is UB
   const size_t d = static_cast<size_t>(dst);
   Exchange& ex = exchanges_[d][static_cast<size_t>(p.exchange)];
   ex.completion = std::max(ex.completion, m.arrival);

@@ -3,7 +3,9 @@
 #include <gtest/gtest.h>
 #include <malloc.h>
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#include <sanitizer/allocator_interface.h>
+// The sanitizer runtime's allocator statistics (libasan / libtsan export it; GCC ships no
+// sanitizer/allocator_interface.h, so it is declared here).
+extern "C" size_t __sanitizer_get_current_allocated_bytes();
 #endif
 
 #include <cstdio>

@@ -164,7 +164,8 @@ TEST(TunerReplay, StrategiesGivenTheWholeBudgetFindTheBest) {
   // With a tenth of the grid's time random search affords no full trial of R beyond its budget.
   o.budget_fractions = {0.1};
   o.strategies = {"random"};
-  for (const BenchRep& rep : bench_run(grid, o).rows[0].reps) EXPECT_LE(rep.cost_share, 0.1 + 1e-9);
+  const BenchReport tenth = bench_run(grid, o);  // named: a range-for over a temporary's member dangles
+  for (const BenchRep& rep : tenth.rows[0].reps) EXPECT_LE(rep.cost_share, 0.1 + 1e-9);
 }
 
 TEST(TunerReplay, PriorStrategyRecommendsTheArgminAtTheProbesCostScoredOnEverySeed) {
