@@ -50,6 +50,7 @@ struct SimTimingPlan {
   std::vector<size_t> layer_counts;
   bool overlap = false;     // ssgd --overlap
   double bucket_bytes = 0;  // ssgd --overlap: --bucket-mb · 1e6
+  bool fill = true;         // dreamddp --dreamddp-fill
   // What a rule keeps from one step to the next (a request in flight: its launch times and
   // completion); sim_timing_run clears it at the start of a run.
   mutable std::vector<double> state;
