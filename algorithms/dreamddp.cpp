@@ -31,17 +31,42 @@
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
 #include "algorithms/config_check.hpp"
 #include "algorithms/dreamddp_schedule.hpp"
+#include "algorithms/timing_rules.hpp"
 #include "algorithms/variant.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
 
 namespace {
+
+constexpr int64_t kScheduleNodes = 2000000;  // the schedule search's node budget
+
+// Each layer's modelled all-reduce time on `network` (0 without one or with one worker): the
+// comm costs the uncompressed schedule is searched with.
+std::vector<double> layer_allreduce_s(const std::optional<NetworkModel>& network, CollAlgo algo,
+                                      const std::vector<size_t>& counts, int n) {
+  std::vector<double> out(counts.size(), 0.0);
+  if (!network || n <= 1) return out;
+  for (size_t l = 0; l < counts.size(); ++l)
+    out[l] = network_collective_time(*network, CollKind::coll_allreduce, algo, double(counts[l]) * sizeof(float), n);
+  return out;
+}
+
+// [slot · layers + layer]: 1 when the layer is averaged at that slot (S_h ∪ E_h).
+std::vector<uint8_t> synced_table(const DreamDdpSchedule& schedule, size_t nl) {
+  std::vector<uint8_t> synced(static_cast<size_t>(schedule.period) * nl, 0);
+  for (int64_t h = 0; h < schedule.period; ++h) {
+    for (size_t l : schedule.slots[h]) synced[h * nl + l] = 1;
+    for (size_t l : schedule.extra[h]) synced[h * nl + l] = 1;
+  }
+  return synced;
+}
 
 class DreamDdp final : public Algorithm {
  public:
@@ -86,20 +111,14 @@ class DreamDdp final : public Algorithm {
       }
       anchor_.assign_copy(s.param_view());
     }
-    comm_s_.assign(nl, 0.0);
-    for (size_t l = 0; l < nl; ++l) {
-      if (!costs_.network || n <= 1) continue;
-      comm_s_[l] = compressors_.empty()
-                       ? network_collective_time(*costs_.network, CollKind::coll_allreduce, costs_.algo,
-                                                 static_cast<double>(layers[l].count) * sizeof(float), n)
-                       : compressors_[l]->modelled_time(*costs_.network, costs_.algo, layers[l].count, n);
-    }
-    schedule_ = dreamddp_schedule_search(costs_.bwd_s, comm_s_, period_, 2000000, cfg_.dreamddp_fill);
-    synced_.assign(static_cast<size_t>(period_) * nl, 0);
-    for (int64_t h = 0; h < period_; ++h) {
-      for (size_t l : schedule_.slots[h]) synced_[h * nl + l] = 1;
-      for (size_t l : schedule_.extra[h]) synced_[h * nl + l] = 1;
-    }
+    std::vector<size_t> counts;
+    for (const LayerView& v : layers) counts.push_back(v.count);
+    comm_s_ = layer_allreduce_s(costs_.network, costs_.algo, counts, n);
+    if (!compressors_.empty() && costs_.network && n > 1)
+      for (size_t l = 0; l < nl; ++l)
+        comm_s_[l] = compressors_[l]->modelled_time(*costs_.network, costs_.algo, layers[l].count, n);
+    schedule_ = dreamddp_schedule_search(costs_.bwd_s, comm_s_, period_, kScheduleNodes, cfg_.dreamddp_fill);
+    synced_ = synced_table(schedule_, nl);
     max_collectives_ = 1;
     double bytes = 0;
     for (int64_t h = 0; h < period_; ++h) {
@@ -302,6 +321,30 @@ class DreamDdp final : public Algorithm {
   std::string details_;
 };
 
+// Timing-only (--backend sim --timing-only; with --bandwidth, or one worker, so that the link
+// the trainer's layer costs name, engine/layer_costs.hpp, is the simulated one): the schedule
+// searched as setup does, from the plan's per-layer backward costs (the same profile × the
+// compute scale) and each layer's all-reduce time on that link; then at step t the layers of
+// S_(t mod H) ∪ E_(t mod H) all-reduced from their hooks and waited for after the update, in
+// launch order (timing_step_layers). opt as the trainer charges it: once, after
+// optimizer_step (the hooks' updates are part of it).
+void dreamddp_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+  const size_t nl = plan.layer_counts.size();
+  std::vector<double>& st = plan.state;  // [0] the link's free time, [1 + slot · layers + layer] synced
+  if (st.empty()) {
+    const DreamDdpSchedule schedule = dreamddp_schedule_search(
+        plan.cost.bwd_layer_s, layer_allreduce_s(plan.network, plan.net_algo, plan.layer_counts, plan.workers),
+        plan.period, kScheduleNodes, plan.fill);
+    const std::vector<uint8_t> synced = synced_table(schedule, nl);
+    st.assign(1 + synced.size(), 0.0);
+    std::copy(synced.begin(), synced.end(), st.begin() + 1);
+  }
+  const size_t h = static_cast<size_t>(step % plan.period);
+  std::vector<uint8_t> launch(nl);
+  for (size_t l = 0; l < nl; ++l) launch[l] = st[1 + h * nl + l] != 0;
+  timing_step_layers(plan, step, clock, rows, launch, st[0]);
+}
+
 }  // namespace
 
 std::unique_ptr<Algorithm> algorithm_create_dreamddp(const RunConfig& cfg) {
@@ -319,6 +362,9 @@ const Variant& variant_dreamddp() {
     v.flags = {{"schedule"}, {"dreamddp-fill"}};
     v.takes_period = true;
     v.create = algorithm_create_dreamddp;
+    v.timing = dreamddp_timing;
+    v.timing_applies = [](const RunConfig& cfg) { return cfg.workers == 1 || !cfg.bandwidth.empty(); };
+    v.timing_text = "dreamddp (with --bandwidth)";
     return v;
   }();
   return v;

@@ -116,6 +116,40 @@ void timing_close(const SimTimingPlan& plan, const SimTimingCompute& k, std::vec
   }
 }
 
+// Hook times relative to the step's start: layer l's hook after data + fwd + Σ_{m ≥ l} bwd_m
+// (hooks fire as each layer's backward cost is charged).
+std::vector<double> timing_hooks(const SimComputeCost& c) {
+  std::vector<double> hook(c.bwd_layer_s.size(), 0.0);
+  double at = c.data_s + c.fwd_s;
+  for (size_t l = hook.size(); l-- > 0;) {
+    at += c.bwd_layer_s[l];
+    hook[l] = at;
+  }
+  return hook;
+}
+
+// The first hook of a worker whose step started at `start`, from layer `from` on in backward
+// order, at or after `done` (a request launched at hook `from` that completes at `done` is seen
+// there); `none` when no hook is.
+double timing_first_hook(const std::vector<double>& hook, size_t from, double start, double done, double none) {
+  for (size_t l = from + 1; l-- > 0;)
+    if (start + hook[l] >= done) return start + hook[l];
+  return none;
+}
+
+// Worker i's overlap: the union of [launch_b, seen_b] over requests launched in time order
+// (launch_b = start + hook[low[b]], seen_b = seen[b · n + i]).
+double timing_overlap_union(const std::vector<double>& hook, const std::vector<size_t>& low, double start,
+                            const std::vector<double>& seen, size_t n, size_t i) {
+  double covered = 0, reach = -1e300;
+  for (size_t b = 0; b < low.size(); ++b) {
+    const double lo = std::max(start + hook[low[b]], reach), hi = seen[b * n + i];
+    if (hi > lo) covered += hi - lo;
+    reach = std::max(reach, hi);
+  }
+  return covered;
+}
+
 }  // namespace
 
 void timing_step_sharded(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
@@ -228,13 +262,7 @@ void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<do
     buckets.back().low = l;
     buckets.back().count += plan.layer_counts[l];
   }
-  // Hook times relative to the step's start: layer l's hook after Σ_{m ≥ l} bwd_m.
-  std::vector<double> hook(layers, 0.0);
-  double at = c.data_s + c.fwd_s;
-  for (size_t l = layers; l-- > 0;) {
-    at += c.bwd_layer_s[l];
-    hook[l] = at;
-  }
+  const std::vector<double> hook = timing_hooks(c);
   std::vector<double> e(n), t(n), w(n);
   for (size_t i = 0; i < n; ++i) {
     rows[i] = SimStepTiming{};
@@ -252,15 +280,8 @@ void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<do
                                              double(buckets[b].count) * sizeof(float), plan.workers);
     const double done = (model > 0 ? std::max(launch, link_free) : launch) + model;
     if (model > 0) link_free = done;
-    for (size_t i = 0; i < n; ++i) {
-      double seen = e[i];
-      for (size_t l = low + 1; l-- > 0;)  // hooks from the launch on, in backward order
-        if (clock[i] + hook[l] >= done) {
-          seen = std::min(seen, clock[i] + hook[l]);
-          break;
-        }
-      seen_end[b * n + i] = seen;
-    }
+    for (size_t i = 0; i < n; ++i)
+      seen_end[b * n + i] = std::min(e[i], timing_first_hook(hook, low, clock[i], done, e[i]));
     w = t;
     for (size_t i = 0; i < n; ++i) t[i] = std::max(w[i], done);
     timing_split(w, t, rows);
@@ -268,17 +289,58 @@ void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<do
   if (plan.state.empty()) plan.state.assign(1, 0.0);
   plan.state[0] = link_free;
   const double bytes = ring_allreduce_bytes_sent(plan.param_bytes, plan.workers);
+  std::vector<size_t> lows;
+  for (const Bucket& b : buckets) lows.push_back(b.low);
   for (size_t i = 0; i < n; ++i) {
-    // Union of [L_b, seen_b] over buckets (launched in time order).
-    double covered = 0, reach = -1e300;
-    for (size_t b = 0; b < buckets.size(); ++b) {
-      const double lo = std::max(clock[i] + hook[buckets[b].low], reach), hi = seen_end[b * n + i];
-      if (hi > lo) covered += hi - lo;
-      reach = std::max(reach, hi);
-    }
-    rows[i].overlap = covered;
+    rows[i].overlap = timing_overlap_union(hook, lows, clock[i], seen_end, n, i);
     rows[i].bytes = bytes;
     t[i] += c.opt_s;
+  }
+  timing_close(plan, k, clock, t, rows);
+}
+
+void timing_step_layers(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
+                        const std::vector<uint8_t>& launch, double& link_free) {
+  const size_t n = clock.size();
+  const SimComputeCost& c = plan.cost;
+  const SimTimingCompute k = sim_timing_compute(c);
+  const size_t layers = plan.layer_counts.size();
+  if (c.bwd_layer_s.size() != layers || launch.size() != layers)
+    DSGD_THROW(Error, "this is a bug: the profile's layers, the plan's and the launch set differ",
+               "{} layer costs and {} launch flags for {} layers", c.bwd_layer_s.size(), launch.size(), layers);
+  const std::vector<double> hook = timing_hooks(c);
+  std::vector<size_t> order;  // launch order: backward order
+  for (size_t l = layers; l-- > 0;)
+    if (launch[l]) order.push_back(l);
+  std::vector<double> e(n), u(n), t(n), w(n);
+  for (size_t i = 0; i < n; ++i) {
+    rows[i] = SimStepTiming{};
+    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
+    e[i] = clock[i] + k.compute_before + rows[i].injected;
+    u[i] = e[i] + c.opt_s;
+    t[i] = u[i];
+  }
+  double bytes = 0;
+  std::vector<double> seen_end(n * order.size(), 0.0);  // per (request, worker): min(U, first poll ≥ C)
+  for (size_t b = 0; b < order.size(); ++b) {
+    const size_t l = order[b];
+    const double size = double(plan.layer_counts[l]) * sizeof(float);
+    double start = 0;
+    for (size_t i = 0; i < n; ++i) start = std::max(start, clock[i] + hook[l]);
+    const double model =
+        sim_collective_time(plan.network, plan.native, CollKind::coll_allreduce, plan.net_algo, size, plan.workers);
+    const double done = (model > 0 ? std::max(start, link_free) : start) + model;
+    if (model > 0) link_free = done;
+    for (size_t i = 0; i < n; ++i)  // a hook from the launch on, else the poll after backward, else U
+      seen_end[b * n + i] = timing_first_hook(hook, l, clock[i], done, e[i] >= done ? e[i] : u[i]);
+    w = t;
+    for (size_t i = 0; i < n; ++i) t[i] = std::max(w[i], done);
+    timing_split(w, t, rows);
+    bytes += ring_allreduce_bytes_sent(size, plan.workers);
+  }
+  for (size_t i = 0; i < n; ++i) {
+    rows[i].overlap = timing_overlap_union(hook, order, clock[i], seen_end, n, i);
+    rows[i].bytes = bytes;
   }
   timing_close(plan, k, clock, t, rows);
 }

@@ -52,4 +52,15 @@ void timing_step_background(const SimTimingPlan& plan, int64_t step, std::vector
 // [L_b, min(E_i, the first hook at or after C_b)].
 void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
 
+// Per-layer non-blocking all-reduces waited for after the update (dreamddp): every layer l with
+// launch[l] set is all-reduced from its hook L_li = start_i + data + fwd + Σ_{m ≥ l} bwd_m
+// (backward order), completing at C_l = max(max_j L_lj, C_prev) + model(all-reduce, 4|x_l|, n)
+// (C_prev: the collective before it, this step's or an earlier one's, kept in *link_free).
+// After backward (+ δ_i, E_i) and the update (U_i = E_i + opt) the waits run in launch order:
+// W_l = (first: U_i; then D_prev), D_l = max(W_l, C_l), each split into wait and comm with
+// A_l = max_j W_lj; overlap_i = the union of [L_l, min(U_i, P_l)] with P_l the first poll at or
+// after C_l (the hooks from L_l on, then E_i); bytes Σ_l 2(n−1)/n·4|x_l|.
+void timing_step_layers(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
+                        const std::vector<uint8_t>& launch, double& link_free);
+
 }  // namespace dsgd

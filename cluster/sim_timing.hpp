@@ -46,10 +46,11 @@ struct SimTimingPlan {
   // dpsgd: each rank's neighbours (ascending) and the ranks' groups (link classes).
   std::vector<std::vector<int>> neighbors;
   std::vector<int> group_of;
-  // Layer sizes in floats, in layer order (ssgd --overlap's buckets).
+  // Layer sizes in floats, in layer order (ssgd --overlap's buckets, dreamddp's layers).
   std::vector<size_t> layer_counts;
   bool overlap = false;     // ssgd --overlap
   double bucket_bytes = 0;  // ssgd --overlap: --bucket-mb · 1e6
+  bool fill = true;         // dreamddp: --dreamddp-fill
   // What a rule keeps from one step to the next (a request in flight: its launch times and
   // completion); sim_timing_run clears it at the start of a run.
   mutable std::vector<double> state;

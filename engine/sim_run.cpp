@@ -111,9 +111,10 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
   if (cfg.timing_only && !variant_timing_supported(cfg))
     DSGD_THROW(InputError, "use one of those, or drop --timing-only to simulate with numerics",
                "--timing-only models {} only (got {}{})", variant_timing_supported_text(), cfg.algo,
-               !cfg.compress.empty() ? " with --compress"
-               : cfg.algo == "dpsgd" ? " with --dpsgd-delay 1"
-                                     : "");
+               !cfg.compress.empty()    ? " with --compress"
+               : cfg.algo == "dpsgd"    ? " with --dpsgd-delay 1"
+               : cfg.algo == "dreamddp" ? " without --bandwidth"
+                                        : "");
   r.data = dataset_load_shared(cfg);
   double workload_bytes = 0;
   {
@@ -180,6 +181,7 @@ SimTimingPlan timing_plan_make(const RunConfig& cfg, const Resolved& r, const Ru
   plan.delay = cfg.delay;
   plan.overlap = cfg.overlap;
   plan.bucket_bytes = cfg.bucket_mb * 1e6;
+  plan.fill = cfg.dreamddp_fill;
   for (const LayerView& v : r.layers) plan.layer_counts.push_back(v.count);
   plan.param_bytes = static_cast<double>(r.param_count) * sizeof(float);
   plan.cost = r.profile.cost;

@@ -97,7 +97,8 @@ TEST(ConfigCheck, DefaultOptimizerIsTheVariants) {
 TEST(ConfigCheck, TimingOnlyListIsTheRegistrys) {
   EXPECT_EQ(variant_timing_supported_text(),
             "ssgd, localsgd, diloco, cocod, dasgd, overlap-local, dpsgd (--dpsgd-delay 0, static topology), zero (32 "
-            "bits), oldsgd (--gossip-overlap false, static topology), lasgd and pdasgd, without --compress");
+            "bits), dreamddp (with --bandwidth), oldsgd (--gossip-overlap false, static topology), lasgd and pdasgd, "
+            "without --compress");
   RunConfig cfg;
   EXPECT_TRUE(variant_timing_supported(cfg));
   cfg.overlap = true;
@@ -109,11 +110,24 @@ TEST(ConfigCheck, TimingOnlyListIsTheRegistrys) {
   EXPECT_TRUE(variant_timing_supported(cfg));
   cfg.zero_bits = 4;
   EXPECT_FALSE(variant_timing_supported(cfg));
-  for (const char* algo : {"adpsgd", "hogwild", "dreamddp"}) {
+  for (const char* algo : {"adpsgd", "hogwild"}) {
     cfg = RunConfig{};
     cfg.algo = algo;
     EXPECT_FALSE(variant_timing_supported(cfg)) << algo;
   }
+  // dreamddp: its schedule's link is the simulated one only with --bandwidth (or one worker).
+  cfg = RunConfig{};
+  cfg.algo = "dreamddp";
+  cfg.workers = 4;
+  EXPECT_FALSE(variant_timing_supported(cfg));
+  cfg.bandwidth = "1Gbps";
+  EXPECT_TRUE(variant_timing_supported(cfg));
+  cfg.compress = "topk:0.1";
+  EXPECT_FALSE(variant_timing_supported(cfg));
+  cfg = RunConfig{};
+  cfg.algo = "dreamddp";
+  cfg.workers = 1;
+  EXPECT_TRUE(variant_timing_supported(cfg));
   cfg = RunConfig{};
   cfg.algo = "dpsgd";
   cfg.dpsgd_delay = 1;
