@@ -1,7 +1,8 @@
 // A test communicator of `size` ranks (this process is rank 0) whose collectives do
 // nothing: it implements only the operations every backend must (not the sharded,
 // point-to-point or one-sided ones, which keep their throwing defaults), so tests can see
-// the Communicator base class's own behaviour (recording, emulation holds, defaults).
+// the Communicator base class's own behaviour (recording, emulation holds, defaults). A test
+// whose ranks must exchange something derives from it and overrides those operations.
 #pragma once
 
 #include <cstdlib>
@@ -11,10 +12,11 @@
 
 namespace dsgd::testing {
 
-class NullCommunicator final : public Communicator {
+class NullCommunicator : public Communicator {
  public:
-  explicit NullCommunicator(int size = 1, std::string name = "null") : size_(size), name_(std::move(name)) {}
-  int rank() const override { return 0; }
+  explicit NullCommunicator(int size = 1, std::string name = "null", int rank = 0)
+      : rank_(rank), size_(size), name_(std::move(name)) {}
+  int rank() const override { return rank_; }
   int size() const override { return size_; }
   std::string backend_name() const override { return name_; }
   std::string library_version() const override { return "none"; }
@@ -38,6 +40,7 @@ class NullCommunicator final : public Communicator {
   void do_wait(int) override {}
 
  private:
+  int rank_;
   int size_;
   std::string name_;
 };

@@ -15,44 +15,24 @@
 #include "core/run_config.hpp"
 #include "engine/batch_sampler.hpp"
 #include "engine/trainer.hpp"
+#include "serial_reference.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
 
 namespace dsgd {
 namespace {
 
+using dsgd::testing::nothing_at_init;
+using dsgd::testing::trained;
+
 RunConfig small_config() {
-  RunConfig cfg;
-  cfg.workload = "svm";
-  cfg.dataset = "synthetic:n=2000,d=50,classes=3,noise=0.0,test=400";
-  cfg.batch = 16;
-  cfg.steps = 61;  // not a multiple of H: the run ends mid-round
-  cfg.lr = 0.05;
-  cfg.weight_decay = 1e-3;
-  cfg.seed = 7;
-  cfg.eval_every = 20;
-  cfg.warmup = 2;
-  cfg.period = 4;
-  return cfg;
+  return dsgd::testing::small_svm_config();
 }
 
 // Serial training written out: step(x, g) is the optimizer step; after_step(t, x) runs after it.
 std::vector<float> serial_run(const RunConfig& cfg, const std::function<void(float*, const float*)>& step,
                               const std::function<void(int64_t, std::vector<float>&)>& after_step) {
-  DatasetPair data = dataset_load(cfg.dataset, cfg.seed);
-  auto wl = workload_create(cfg, data.train);
-  wl->reserve(static_cast<size_t>(cfg.batch));
-  std::vector<float> x(wl->param_count()), g(wl->param_count());
-  wl->init_params(x.data(), cfg.seed);
-  BatchSampler sampler(data.train.rows, 0, 1, static_cast<size_t>(cfg.batch), cfg.seed);
-  for (int64_t t = 0; t < cfg.steps; ++t) {
-    wl->load_batch(data.train, sampler.next(), sampler.batch());
-    wl->forward(x.data());
-    wl->backward(x.data(), g.data(), LayerHook{});
-    step(x.data(), g.data());
-    after_step(t, x);
-  }
-  return x;
+  return dsgd::testing::serial_run(cfg, step, nothing_at_init, after_step);
 }
 
 std::vector<float> serial_optimizer(const RunConfig& cfg) {
@@ -61,11 +41,6 @@ std::vector<float> serial_optimizer(const RunConfig& cfg) {
   auto opt = optimizer_create(cfg, n, 1);
   return serial_run(
       cfg, [&](float* x, const float* g) { opt->step(x, g); }, [](int64_t, std::vector<float>&) {});
-}
-
-std::vector<float> trained(const RunConfig& cfg) {
-  auto comm = communicator_create_self();
-  return trainer_run(cfg, *comm, nullptr, {}).final_params;
 }
 
 std::string error_of(const std::function<void()>& fn) {

@@ -11,6 +11,7 @@
 #include "cluster/device_timing.hpp"
 #include "cluster/nccl_bootstrap.hpp"
 #include "core/errors.hpp"
+#include "null_communicator.hpp"
 
 namespace dsgd {
 namespace {
@@ -66,39 +67,17 @@ TEST(NcclBootstrap, MismatchesAreClearErrors) {
 }
 
 // Ranks of one job sharing a broadcast "wire": rank 0 writes it, the others read it.
-class WireCommunicator final : public Communicator {
+class WireCommunicator final : public testing::NullCommunicator {
  public:
-  WireCommunicator(int rank, int size, std::vector<double>& wire) : rank_(rank), size_(size), wire_(wire) {}
-  int rank() const override { return rank_; }
-  int size() const override { return size_; }
-  std::string backend_name() const override { return "wire"; }
-  std::string library_version() const override { return "none"; }
-  int ranks_on_this_host() const override { return size_; }
-  void untimed_allreduce_sum(double*, size_t) override {}
-  void untimed_allreduce_sum(float*, size_t) override {}
-  void untimed_allreduce_max(double*, size_t) override {}
-  void untimed_gather(const double*, size_t, double*, int) override {}
+  WireCommunicator(int rank, int size, std::vector<double>& wire) : NullCommunicator(size, "wire", rank), wire_(wire) {}
   void untimed_broadcast(double* data, size_t count, int root) override {
-    if (rank_ == root)
+    if (rank() == root)
       wire_.assign(data, data + count);
     else
       std::memcpy(data, wire_.data(), count * sizeof(double));
   }
-  void untimed_send(const double*, size_t, int) override {}
-  void untimed_recv(double*, size_t, int) override {}
-  void untimed_barrier() override {}
-  [[noreturn]] void abort(int code) override { std::exit(code); }
-
- protected:
-  void do_allreduce_sum(BufferView) override {}
-  void do_broadcast(BufferView, int) override {}
-  void do_barrier() override {}
-  int do_iallreduce_sum_start(BufferView) override { return 0; }
-  bool do_test(int) override { return true; }
-  void do_wait(int) override {}
 
  private:
-  int rank_, size_;
   std::vector<double>& wire_;
 };
 

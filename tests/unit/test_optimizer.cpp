@@ -18,6 +18,7 @@
 #include "engine/batch_sampler.hpp"
 #include "engine/trainer.hpp"
 #include "float_compare.hpp"
+#include "serial_reference.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
 
@@ -301,48 +302,13 @@ TEST(VariantBytes, OneRingAllReduceOfTheModelPerPeriod) {
 
 // ---- each variant on one worker ------------------------------------------------------------
 
+using dsgd::testing::nothing_after;
+using dsgd::testing::nothing_at_init;
+using dsgd::testing::serial_run;
+using dsgd::testing::trained;
+
 RunConfig small_config() {
-  RunConfig cfg;
-  cfg.workload = "svm";
-  cfg.dataset = "synthetic:n=2000,d=50,classes=3,noise=0.0,test=400";
-  cfg.batch = 16;
-  cfg.steps = 61;  // not a multiple of H: the run ends mid-round
-  cfg.lr = 0.05;
-  cfg.weight_decay = 1e-3;
-  cfg.seed = 7;
-  cfg.eval_every = 20;
-  cfg.warmup = 2;
-  cfg.period = 4;
-  return cfg;
-}
-
-// Serial training written out; at_init(x) runs after initialisation, after_step(t, x)
-// after each optimizer step.
-template <class AtInit, class AfterStep>
-std::vector<float> serial_run(const RunConfig& cfg, Optimizer& opt, AtInit at_init, AfterStep after_step) {
-  DatasetPair data = dataset_load(cfg.dataset, cfg.seed);
-  auto wl = workload_create(cfg, data.train);
-  wl->reserve(static_cast<size_t>(cfg.batch));
-  std::vector<float> x(wl->param_count()), g(wl->param_count());
-  wl->init_params(x.data(), cfg.seed);
-  at_init(x);
-  BatchSampler sampler(data.train.rows, 0, 1, static_cast<size_t>(cfg.batch), cfg.seed);
-  for (int64_t t = 0; t < cfg.steps; ++t) {
-    wl->load_batch(data.train, sampler.next(), sampler.batch());
-    wl->forward(x.data());
-    wl->backward(x.data(), g.data(), LayerHook{});
-    opt.step(x.data(), g.data());
-    after_step(t, x);
-  }
-  return x;
-}
-
-void nothing_at_init(std::vector<float>&) {}
-void nothing_after(int64_t, std::vector<float>&) {}
-
-std::vector<float> trained(const RunConfig& cfg) {
-  auto comm = communicator_create_self();
-  return trainer_run(cfg, *comm, nullptr, {}).final_params;
+  return dsgd::testing::small_svm_config();
 }
 
 size_t param_count(const RunConfig& cfg) {
