@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <exception>
 
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 

@@ -18,7 +18,7 @@
 #include "tuner/evaluator.hpp"
 #include "tuner/grid.hpp"
 #include "tuner/tune_interrupt.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 

@@ -20,7 +20,7 @@
 #include "tuner/trial_pool.hpp"
 #include "tuner/tune_interrupt.hpp"
 #include "tuner/tune_output.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 #include "tuner/tune_validate.hpp"
 
 namespace dsgd {

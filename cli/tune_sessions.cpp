@@ -6,7 +6,7 @@
 
 #include "cli/tune_commands.hpp"
 #include "results/store.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 #include "tuner/tune_validate.hpp"
 
 namespace dsgd {

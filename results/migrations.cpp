@@ -243,7 +243,7 @@ CREATE INDEX runs_by_status ON runs(status);
 PRAGMA application_id = 1146308420;
 )sql";
 
-// v8 -> v9: dsgd-tune sessions and their trials (tuner/tune_store.hpp, docs/tuner.md). A session
+// v8 -> v9: dsgd-tune sessions and their trials (results/tune_store.hpp, docs/tuner.md). A session
 // keeps its effective options (spec_json: the base configuration, the search space, the
 // budget) so `--resume` replays it; a trial is one run of one configuration at one budget
 // and seed, unique per (session, trial_key), linked to its stored run. REAL columns are NULL

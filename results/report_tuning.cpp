@@ -12,6 +12,7 @@
 #include "core/errors.hpp"
 #include "results/html_report.hpp"
 #include "results/sqlite.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 
@@ -35,62 +36,48 @@ nlohmann::json parse_object(const std::string& text) {
   return j.is_object() ? j : nlohmann::json::object();
 }
 
+double finite_or_zero(double v) {
+  return std::isfinite(v) ? v : 0.0;
+}
+
 TuningSession session_read(const Store& store, int64_t id) {
-  const bool has_kind = store.user_version() >= 12;
-  SqlStatement head(store.handle(),
-                    has_kind ? "SELECT created_at, status, target, spec_json, result_json, kind FROM tune_sessions "
-                               "WHERE id = ?"
-                             : "SELECT created_at, status, target, spec_json, result_json FROM tune_sessions "
-                               "WHERE id = ?");
-  head.bind(1, id);
-  if (!head.step())
-    DSGD_THROW(InputError, "list them with `dsgd-tune sessions`", "no tuning session {} in {}", id, store.path());
+  const TuneSessionRow row = tune_session_get(store, id);
   TuningSession s;
   s.id = id;
-  s.created_at = head.column_text(0);
-  s.status = head.column_text(1);
-  s.target = head.column_text(2);
-  const nlohmann::json spec = parse_object(head.column_text(3));
-  const nlohmann::json result = parse_object(head.column_text(4));
-  s.kind = has_kind ? head.column_text(5) : "recommend";
+  s.created_at = row.created_at;
+  s.status = row.status;
+  s.target = row.target;
+  const nlohmann::json spec = parse_object(row.spec_json);
+  const nlohmann::json result = parse_object(row.result_json);
+  s.kind = row.kind;
   s.backend = spec.value("base", nlohmann::json::object()).value("backend", std::string("sim"));
   s.budget_s = spec.value("budget-s", 0.0);
   s.verdict = result.value("verdict", std::string());
   s.command = result.value("command", std::string());
   s.wall_s = result.value("wall_s", 0.0);
 
-  SqlStatement trials(store.handle(),
-                      "SELECT id, phase, config_key, config_json, seed, budget_s, run_id, status, stop_reason, "
-                      "reached, time_s, steps, step_s, compute_s, comm_s, wait_s, bytes_per_step, wall_s "
-                      "FROM trials WHERE session_id = ? ORDER BY id");
-  trials.bind(1, id);
   double cost = 0;
   std::optional<double> best;
-  auto real = [&](int col) {
-    const double v = trials.column_real(col);
-    return std::isfinite(v) ? v : 0.0;
-  };
-  while (trials.step()) {
+  for (const TrialRow& r : tune_trials_get(store, id)) {
     TuningTrial t;
-    t.id = trials.column_int64(0);
-    t.phase = trials.column_text(1);
-    t.config_key = trials.column_text(2);
-    t.algo = parse_object(trials.column_text(3)).value("algo", std::string());
-    const std::string seed = trials.column_text(4);
-    t.seed = seed.empty() ? 0 : static_cast<int64_t>(std::stoull(seed));
-    t.budget_s = real(5);
-    t.run_id = trials.column_int64(6);
-    t.status = trials.column_text(7);
-    t.stop_reason = trials.column_text(8);
-    t.reached = trials.column_int64(9) != 0;
-    t.time_s = real(10);
-    t.steps = trials.column_int64(11);
-    t.step_s = real(12);
-    t.compute_s = real(13);
-    t.comm_s = real(14);
-    t.wait_s = real(15);
-    t.bytes_per_step = real(16);
-    t.wall_s = real(17);
+    t.id = r.id;
+    t.phase = r.phase;
+    t.config_key = r.config_key;
+    t.algo = parse_object(r.config_json).value("algo", std::string());
+    t.seed = static_cast<int64_t>(r.seed);
+    t.budget_s = finite_or_zero(r.budget_s);
+    t.run_id = r.run_id;
+    t.status = r.status;
+    t.stop_reason = r.stop_reason;
+    t.reached = r.reached;
+    t.time_s = finite_or_zero(r.time_s);
+    t.steps = r.steps;
+    t.step_s = finite_or_zero(r.step_s);
+    t.compute_s = finite_or_zero(r.compute_s);
+    t.comm_s = finite_or_zero(r.comm_s);
+    t.wait_s = finite_or_zero(r.wait_s);
+    t.bytes_per_step = finite_or_zero(r.bytes_per_step);
+    t.wall_s = finite_or_zero(r.wall_s);
     t.cost_s = t.time_s;  // tuner/evaluator.hpp trial_cost_s
     cost += t.cost_s;
     t.cumulative_cost_s = cost;
@@ -98,28 +85,7 @@ TuningSession session_read(const Store& store, int64_t id) {
     t.best_so_far_s = best;
     s.trials.push_back(std::move(t));
   }
-
-  if (table_exists(store, "tune_validations") && table_exists(store, "tune_validation_configs")) {
-    SqlStatement v(store.handle(),
-                   "SELECT v.id, c.rank, c.config_key, c.sim_run_id, c.mpi_run_id, c.predicted_time_s, "
-                   "c.measured_time_s, c.predicted_step_s, c.measured_step_s FROM tune_validations v "
-                   "JOIN tune_validation_configs c ON c.validation_id = v.id WHERE v.session_id = ? "
-                   "ORDER BY v.id, c.rank");
-    v.bind(1, id);
-    while (v.step()) {
-      TuningValidationRow r;
-      r.validation_id = v.column_int64(0);
-      r.rank = v.column_int64(1);
-      r.config_key = v.column_text(2);
-      r.sim_run_id = v.column_int64(3);
-      r.mpi_run_id = v.column_int64(4);
-      r.predicted_time_s = v.column_optional_real(5);
-      r.measured_time_s = v.column_optional_real(6);
-      r.predicted_step_s = v.column_real(7);
-      r.measured_step_s = v.column_real(8);
-      s.validations.push_back(r);
-    }
-  }
+  s.validations = tune_validations_get(store, id);
   return s;
 }
 
@@ -279,14 +245,15 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
         "<div class=\"scroll\"><table><thead><tr><th>validation</th><th>rank</th><th>configuration</th>"
         "<th>predicted time-to-target (s)</th><th>measured (s)</th><th>predicted step (ms)</th>"
         "<th>measured step (ms)</th><th>sim run</th><th>MPI run</th></tr></thead><tbody>";
-    for (const TuningValidationRow& v : s.validations)
-      out += fmt::format(
-          "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td>"
-          "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-          "<td class=\"num\">{}</td></tr>",
-          v.validation_id, v.rank, esc(v.config_key), v.predicted_time_s ? num(*v.predicted_time_s) : "not reached",
-          v.measured_time_s ? num(*v.measured_time_s) : "not reached", num(v.predicted_step_s * 1e3),
-          num(v.measured_step_s * 1e3), v.sim_run_id, v.mpi_run_id);
+    for (const TopValidation& validation : s.validations)
+      for (const TopValidationRow& v : validation.rows)
+        out += fmt::format(
+            "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td>"
+            "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+            "<td class=\"num\">{}</td></tr>",
+            validation.id, v.rank, esc(v.config_key), v.predicted_time_s ? num(*v.predicted_time_s) : "not reached",
+            v.measured_time_s ? num(*v.measured_time_s) : "not reached", num(v.predicted_step_s * 1e3),
+            num(v.measured_step_s * 1e3), v.sim_run_id, v.mpi_run_id);
     out += "</tbody></table></div>";
   }
 

@@ -20,6 +20,7 @@
 
 #include "results/report_rows.hpp"
 #include "results/store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 
@@ -40,13 +41,6 @@ struct TuningTrial {
   std::optional<double> best_so_far_s;  // the best time-to-target of this and earlier trials
 };
 
-struct TuningValidationRow {
-  int64_t validation_id = 0, rank = 0, sim_run_id = 0, mpi_run_id = 0;
-  std::string config_key;
-  std::optional<double> predicted_time_s, measured_time_s;
-  double predicted_step_s = 0, measured_step_s = 0;
-};
-
 struct TuningSession {
   int64_t id = 0;
   std::string kind, status, target, backend, created_at;
@@ -55,7 +49,7 @@ struct TuningSession {
   std::string command;  // the winner's dsgd-bench run command (empty: none)
   double wall_s = 0;    // the session's real seconds (0: not stored)
   std::vector<TuningTrial> trials;
-  std::vector<TuningValidationRow> validations;
+  std::vector<TopValidation> validations;  // oldest first (results/tune_store.hpp)
 };
 
 struct TuningReport {

@@ -11,7 +11,7 @@
 #include "results/store.hpp"
 #include "tuner/objective.hpp"
 #include "tuner/search_space.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 

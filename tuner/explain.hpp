@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "tuner/search_space.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 

@@ -9,7 +9,7 @@
 #include "core/errors.hpp"
 #include "engine/shared_dataset.hpp"
 #include "tuner/evaluator.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 

@@ -32,7 +32,7 @@
 #include "tuner/explain.hpp"
 #include "tuner/objective.hpp"
 #include "tuner/search_space.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 #include "workloads/datasets/dataset.hpp"
 
 namespace dsgd {

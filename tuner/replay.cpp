@@ -13,7 +13,7 @@
 #include "core/errors.hpp"
 #include "tuner/hyperband.hpp"
 #include "tuner/recommend.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 

@@ -11,7 +11,7 @@
 #include "core/signal_name.hpp"
 #include "engine/interrupt.hpp"
 #include "results/store.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 

@@ -12,7 +12,7 @@
 #include "core/system_info.hpp"
 #include "engine/child_run.hpp"
 #include "results/sqlite.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 
@@ -37,12 +37,6 @@ RunConfig mpi_config(const TrialRow& trial, const TuneSessionRow& session, const
   cfg.epochs = 0;
   cfg.steps = (wanted + every - 1) / every * every;
   return cfg;
-}
-
-bool tables_exist(const Store& store) {
-  SqlStatement stmt(store.handle(),
-                    "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='tune_validations'");
-  return stmt.step() && stmt.column_int64(0) > 0;
 }
 
 }  // namespace
@@ -135,68 +129,8 @@ TopValidation tune_validate_run(const TopValidationPlan& plan, Store& store, Val
   }
   v.ranking_agrees = tune_validate_ranking_agrees(v.rows);
   v.created_at = system_time_iso8601();
-  SqlTransaction transaction(store.handle());
-  SqlStatement head(store.handle(),
-                    "INSERT INTO tune_validations (session_id, created_at, top_k, host, ranking_agrees) "
-                    "VALUES (?, ?, ?, ?, ?)");
-  head.bind_all(v.session_id, v.created_at, v.top_k, v.host);
-  if (v.ranking_agrees)
-    head.bind(5, *v.ranking_agrees);
-  else
-    head.bind(5, nullptr);
-  head.run();
-  SqlStatement id(store.handle(), "SELECT last_insert_rowid()");
-  id.step();
-  v.id = id.column_int64(0);
-  SqlStatement row_stmt(store.handle(),
-                        "INSERT INTO tune_validation_configs (validation_id, rank, config_key, sim_run_id, mpi_run_id, "
-                        "predicted_time_s, measured_time_s, predicted_step_s, measured_step_s, measured_steps) "
-                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
-  for (const TopValidationRow& r : v.rows) {
-    row_stmt.bind_all(v.id, r.rank, r.config_key, r.sim_run_id, r.mpi_run_id, r.predicted_time_s, r.measured_time_s,
-                      r.predicted_step_s, r.measured_step_s, r.measured_steps);
-    row_stmt.run();
-  }
-  transaction.commit();
+  tune_validation_insert(store, v);
   return v;
-}
-
-std::vector<TopValidation> tune_validations_get(const Store& store, int64_t session_id) {
-  std::vector<TopValidation> out;
-  if (!tables_exist(store)) return out;
-  SqlStatement head(store.handle(),
-                    "SELECT id, created_at, top_k, host, ranking_agrees FROM tune_validations WHERE session_id = ? "
-                    "ORDER BY id");
-  head.bind(1, session_id);
-  while (head.step()) {
-    TopValidation v;
-    v.id = head.column_int64(0);
-    v.session_id = session_id;
-    v.created_at = head.column_text(1);
-    v.top_k = head.column_int64(2);
-    v.host = head.column_text(3);
-    if (!head.column_is_null(4)) v.ranking_agrees = head.column_int64(4) != 0;
-    SqlStatement rows(store.handle(),
-                      "SELECT rank, config_key, sim_run_id, mpi_run_id, predicted_time_s, measured_time_s, "
-                      "predicted_step_s, measured_step_s, measured_steps FROM tune_validation_configs "
-                      "WHERE validation_id = ? ORDER BY rank");
-    rows.bind(1, v.id);
-    while (rows.step()) {
-      TopValidationRow r;
-      r.rank = rows.column_int64(0);
-      r.config_key = rows.column_text(1);
-      r.sim_run_id = rows.column_int64(2);
-      r.mpi_run_id = rows.column_int64(3);
-      r.predicted_time_s = rows.column_optional_real(4);
-      r.measured_time_s = rows.column_optional_real(5);
-      r.predicted_step_s = rows.column_real(6);
-      r.measured_step_s = rows.column_real(7);
-      r.measured_steps = rows.column_int64(8);
-      v.rows.push_back(r);
-    }
-    out.push_back(std::move(v));
-  }
-  return out;
 }
 
 }  // namespace dsgd

@@ -22,25 +22,9 @@
 #include "core/run_config.hpp"
 #include "engine/validation.hpp"
 #include "results/store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
-
-struct TopValidationRow {
-  int64_t rank = 0;  // in the session's ranking (1: the recommendation)
-  std::string config_key;
-  int64_t sim_run_id = 0, mpi_run_id = 0;
-  std::optional<double> predicted_time_s, measured_time_s;  // time-to-target; empty: not reached
-  double predicted_step_s = 0, measured_step_s = 0;
-  int64_t measured_steps = 0;  // steps the MPI run was given
-};
-
-struct TopValidation {
-  int64_t id = 0, session_id = 0;
-  std::string created_at, host;
-  int64_t top_k = 0;
-  std::vector<TopValidationRow> rows;  // by rank
-  std::optional<bool> ranking_agrees;  // the top two's measured order; empty: undecided (see below)
-};
 
 // What will run: one MPI configuration per validated rank, with its predicted row filled in.
 struct TopValidationPlan {
@@ -71,8 +55,5 @@ bool tune_validate_predicted_tie(const std::vector<TopValidationRow>& rows);
 // The measured order of the top two against the ranking (see the file comment); empty when
 // fewer than 2 rows, a predicted tie, or neither reached the target on MPI.
 std::optional<bool> tune_validate_ranking_agrees(const std::vector<TopValidationRow>& rows);
-
-// The session's stored validations, oldest first (empty before schema v10).
-std::vector<TopValidation> tune_validations_get(const Store& store, int64_t session_id);
 
 }  // namespace dsgd

@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 #include "tuner/tune_validate.hpp"
 
 namespace dsgd {

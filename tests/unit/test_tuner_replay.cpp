@@ -14,7 +14,7 @@
 #include "tuner/hyperband.hpp"
 #include "tuner/prior.hpp"
 #include "tuner/replay.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 namespace {

@@ -16,7 +16,7 @@
 #include "tuner/recommend.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/tune_output.hpp"
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 namespace dsgd {
 namespace {

@@ -1,5 +1,5 @@
 // See tune_store.hpp.
-#include "tuner/tune_store.hpp"
+#include "results/tune_store.hpp"
 
 #include <fmt/format.h>
 
@@ -11,13 +11,24 @@ namespace dsgd {
 
 namespace {
 
-bool tuner_tables_exist(const Store& store) {
-  SqlStatement stmt(store.handle(), "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='tune_sessions'");
+bool table_exists(const Store& store, const char* name) {
+  SqlStatement stmt(store.handle(), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
+  stmt.bind(1, name);
   return stmt.step() && stmt.column_int64(0) > 0;
 }
 
-constexpr const char* session_columns =
-    "id, created_at, finished_at, status, target, seed, spec_json, result_json, host, git_commit, error, kind";
+bool tuner_tables_exist(const Store& store) {
+  return table_exists(store, "tune_sessions") && table_exists(store, "trials");
+}
+
+// A database opened read-only is not migrated: before schema v12 a session has no kind
+// (every one was a recommend).
+std::string session_columns(const Store& store) {
+  return fmt::format(
+      "id, created_at, finished_at, status, target, seed, spec_json, result_json, host, git_commit, "
+      "error, {}",
+      store.user_version() >= 12 ? "kind" : "'recommend'");
+}
 
 TuneSessionRow session_read(const SqlStatement& s) {
   TuneSessionRow r;
@@ -76,7 +87,7 @@ void tune_session_finish(Store& store, int64_t id, const std::string& status, co
 
 TuneSessionRow tune_session_get(const Store& store, int64_t id) {
   if (tuner_tables_exist(store)) {
-    SqlStatement stmt(store.handle(), fmt::format("SELECT {} FROM tune_sessions WHERE id = ?", session_columns));
+    SqlStatement stmt(store.handle(), fmt::format("SELECT {} FROM tune_sessions WHERE id = ?", session_columns(store)));
     stmt.bind(1, id);
     if (stmt.step()) return session_read(stmt);
   }
@@ -87,7 +98,8 @@ TuneSessionRow tune_session_get(const Store& store, int64_t id) {
 std::vector<TuneSessionRow> tune_sessions_list(const Store& store) {
   std::vector<TuneSessionRow> out;
   if (!tuner_tables_exist(store)) return out;
-  SqlStatement stmt(store.handle(), fmt::format("SELECT {} FROM tune_sessions ORDER BY id DESC", session_columns));
+  SqlStatement stmt(store.handle(),
+                    fmt::format("SELECT {} FROM tune_sessions ORDER BY id DESC", session_columns(store)));
   while (stmt.step()) out.push_back(session_read(stmt));
   return out;
 }
@@ -165,6 +177,70 @@ std::vector<TrialRow> tune_trials_get(const Store& store, int64_t session_id) {
     r.wall_s = stmt.column_real(c++);
     r.created_at = stmt.column_text(c++);
     out.push_back(std::move(r));
+  }
+  return out;
+}
+
+void tune_validation_insert(Store& store, TopValidation& v) {
+  SqlTransaction transaction(store.handle());
+  SqlStatement head(store.handle(),
+                    "INSERT INTO tune_validations (session_id, created_at, top_k, host, ranking_agrees) "
+                    "VALUES (?, ?, ?, ?, ?)");
+  head.bind_all(v.session_id, v.created_at, v.top_k, v.host);
+  if (v.ranking_agrees)
+    head.bind(5, *v.ranking_agrees);
+  else
+    head.bind(5, nullptr);
+  head.run();
+  SqlStatement id(store.handle(), "SELECT last_insert_rowid()");
+  id.step();
+  v.id = id.column_int64(0);
+  SqlStatement row_stmt(store.handle(),
+                        "INSERT INTO tune_validation_configs (validation_id, rank, config_key, sim_run_id, mpi_run_id, "
+                        "predicted_time_s, measured_time_s, predicted_step_s, measured_step_s, measured_steps) "
+                        "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  for (const TopValidationRow& r : v.rows) {
+    row_stmt.bind_all(v.id, r.rank, r.config_key, r.sim_run_id, r.mpi_run_id, r.predicted_time_s, r.measured_time_s,
+                      r.predicted_step_s, r.measured_step_s, r.measured_steps);
+    row_stmt.run();
+  }
+  transaction.commit();
+}
+
+std::vector<TopValidation> tune_validations_get(const Store& store, int64_t session_id) {
+  std::vector<TopValidation> out;
+  if (!table_exists(store, "tune_validations") || !table_exists(store, "tune_validation_configs")) return out;
+  SqlStatement head(store.handle(),
+                    "SELECT id, created_at, top_k, host, ranking_agrees FROM tune_validations WHERE session_id = ? "
+                    "ORDER BY id");
+  head.bind(1, session_id);
+  while (head.step()) {
+    TopValidation v;
+    v.id = head.column_int64(0);
+    v.session_id = session_id;
+    v.created_at = head.column_text(1);
+    v.top_k = head.column_int64(2);
+    v.host = head.column_text(3);
+    if (!head.column_is_null(4)) v.ranking_agrees = head.column_int64(4) != 0;
+    SqlStatement rows(store.handle(),
+                      "SELECT rank, config_key, sim_run_id, mpi_run_id, predicted_time_s, measured_time_s, "
+                      "predicted_step_s, measured_step_s, measured_steps FROM tune_validation_configs "
+                      "WHERE validation_id = ? ORDER BY rank");
+    rows.bind(1, v.id);
+    while (rows.step()) {
+      TopValidationRow r;
+      r.rank = rows.column_int64(0);
+      r.config_key = rows.column_text(1);
+      r.sim_run_id = rows.column_int64(2);
+      r.mpi_run_id = rows.column_int64(3);
+      r.predicted_time_s = rows.column_optional_real(4);
+      r.measured_time_s = rows.column_optional_real(5);
+      r.predicted_step_s = rows.column_real(6);
+      r.measured_step_s = rows.column_real(7);
+      r.measured_steps = rows.column_int64(8);
+      v.rows.push_back(r);
+    }
+    out.push_back(std::move(v));
   }
   return out;
 }

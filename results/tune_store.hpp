@@ -1,8 +1,11 @@
 // The tuner's tables (schema: results/migrations.cpp, migration "tuner"): tune_sessions, one
-// row per `dsgd-tune recommend`, and trials, one row per trial run (configuration, seed and
-// budget), linked to the run it stored. A trial row is written when the trial has finished,
-// in its own transaction, so a killed session keeps every finished trial and `--resume`
-// does not run them again.
+// row per `dsgd-tune recommend` or `grid`, and trials, one row per trial run (configuration,
+// seed and budget), linked to the run it stored; tune_validations / tune_validation_configs
+// (schema v10), one row per validation of a session on the real backend and one per validated
+// configuration (tuner/tune_validate.hpp). A trial row is written when the trial has finished,
+// in its own transaction, so a killed session keeps every finished trial and `--resume` does
+// not run them again. The one reader and writer of these tables: the tuner (tuner/) and the
+// reports (results/report_tuning.hpp) both call it.
 #pragma once
 
 #include <cstdint>
@@ -59,5 +62,27 @@ int64_t tune_session_trial_count(const Store& store, int64_t id);
 
 void tune_trial_insert(Store& store, const TrialRow& row);
 std::vector<TrialRow> tune_trials_get(const Store& store, int64_t session_id);  // in insertion order
+
+struct TopValidationRow {
+  int64_t rank = 0;  // in the session's ranking (1: the recommendation)
+  std::string config_key;
+  int64_t sim_run_id = 0, mpi_run_id = 0;
+  std::optional<double> predicted_time_s, measured_time_s;  // time-to-target; empty: not reached
+  double predicted_step_s = 0, measured_step_s = 0;
+  int64_t measured_steps = 0;  // steps the MPI run was given
+};
+
+struct TopValidation {
+  int64_t id = 0, session_id = 0;
+  std::string created_at, host;
+  int64_t top_k = 0;
+  std::vector<TopValidationRow> rows;  // by rank
+  std::optional<bool> ranking_agrees;  // the top two's measured order; empty: undecided
+};
+
+// Stores a validation and its rows in one transaction; sets v.id.
+void tune_validation_insert(Store& store, TopValidation& v);
+// The session's stored validations, oldest first (empty before schema v10).
+std::vector<TopValidation> tune_validations_get(const Store& store, int64_t session_id);
 
 }  // namespace dsgd
