@@ -2,7 +2,9 @@
 // runs the chosen subcommand, checks standard output (flushed and closed with its errors
 // checked, so output lost to a full disk or a closed pipe is an error, not exit 0), and turns
 // any escaped exception into one clear message and an exit code: 2 for bad input, 1 for
-// failures, else the subcommand's own code.
+// failures, else the subcommand's own code. After a signal (engine/interrupt.hpp) the watcher
+// thread's exit code and record win: neither an error its cleanup caused here nor the normal
+// return races it.
 #pragma once
 
 #include <fmt/core.h>
@@ -13,6 +15,7 @@
 
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
+#include "engine/interrupt.hpp"
 
 namespace dsgd {
 
@@ -26,17 +29,21 @@ inline int app_main_run(CLI::App& app, int argc, char** argv, const char* progra
     }
     stdout_close_checked();
   } catch (const InputError& e) {
+    interrupt_yield_to_watcher();
     fmt::print(stderr, "{}: error: {}\n", program, e.what());
     if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
     return 2;
   } catch (const Error& e) {
+    interrupt_yield_to_watcher();
     fmt::print(stderr, "{}: error: {}\n", program, e.what());
     if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
     return 1;
   } catch (const std::exception& e) {
+    interrupt_yield_to_watcher();
     fmt::print(stderr, "{}: error: {}\n", program, e.what());
     return 1;
   }
+  interrupt_yield_to_watcher();
   return exit_code;
 }
 

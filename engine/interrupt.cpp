@@ -25,6 +25,7 @@ namespace dsgd {
 namespace {
 
 int g_pipe[2] = {-1, -1};
+volatile sig_atomic_t g_signalled = 0;  // set by on_signal
 
 // The launcher's pid given to the ranks ($DSGD_LAUNCHER_PID) when that process has ended
 // (no /proc entry, or a zombie its shell has not reaped); 0 otherwise or when not launched.
@@ -44,6 +45,7 @@ long launcher_gone_pid() {
 }
 
 void on_signal(int sig) {
+  g_signalled = 1;
   const unsigned char byte = static_cast<unsigned char>(sig);
   ssize_t ignored = write(g_pipe[1], &byte, 1);
   (void)ignored;
@@ -69,6 +71,11 @@ void interrupt_watch(std::function<void(int sig)> handle) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+void interrupt_yield_to_watcher() {
+  if (!g_signalled) return;
+  for (int i = 0; i < 600; ++i) usleep(100 * 1000);  // the watcher _exit()s the process meanwhile
 }
 
 void interrupt_start_watcher(const std::string& db_path) {

@@ -17,4 +17,10 @@ void interrupt_start_watcher(const std::string& db_path);
 // process exits with 128 + signal.
 void interrupt_watch(std::function<void(int sig)> handle);
 
+// Once a watched signal has arrived, the watcher thread records it and ends the process: any
+// other way out (an error the signal's cleanup caused on another thread, main returning) must
+// not race it to a different exit code or a half-written record. Returns at once when no
+// signal arrived; otherwise waits for the watcher's exit (at most 60 s, then returns).
+void interrupt_yield_to_watcher();
+
 }  // namespace dsgd

@@ -24,12 +24,14 @@ std::vector<std::string> table_columns(sqlite3* db, const std::string& table) {
   return cols;
 }
 
-// ATTACHes a file to a connection for the lifetime of the object.
+// ATTACHes an existing file to a connection (opened with SQLITE_OPEN_URI, as Store::open does)
+// for the lifetime of the object. mode=rw: a missing file is an error, not created empty (the
+// tuner's private databases are removed by a signal while a finished trial may be copied).
 class Attached {
  public:
   Attached(sqlite3* db, const std::string& path) : db_(db) {
     SqlStatement st(db, fmt::format("ATTACH DATABASE ?1 AS {}", kAlias));
-    st.bind(1, path);
+    st.bind(1, sqlite_file_uri(path, "mode=rw"));
     st.run();
   }
   Attached(const Attached&) = delete;

@@ -2,9 +2,11 @@
 // with the database file, sqlite's message and the SQL that failed.
 #include "results/sqlite.hpp"
 
+#include <fmt/format.h>
 #include <sqlite3.h>
 
 #include <cmath>
+#include <filesystem>
 #include <limits>
 
 #include "core/errors.hpp"
@@ -199,6 +201,17 @@ SqlTransaction::~SqlTransaction() {
 void SqlTransaction::commit() {
   sql_exec(db_, "COMMIT");
   open_ = false;
+}
+
+std::string sqlite_file_uri(const std::string& path, const std::string& query) {
+  std::string uri = "file:";
+  for (unsigned char c : std::filesystem::absolute(path).string()) {
+    if (c == '%' || c == '?' || c == '#' || c < 0x21 || c > 0x7e)
+      uri += fmt::format("%{:02X}", c);
+    else
+      uri += static_cast<char>(c);
+  }
+  return query.empty() ? uri : uri + "?" + query;
 }
 
 }  // namespace dsgd

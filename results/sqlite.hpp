@@ -24,6 +24,10 @@ void sql_exec(sqlite3* db, std::string_view sql);
 
 // The file behind the connection's main database ("" for in-memory databases).
 std::string sql_db_path(sqlite3* db);
+// The file: URI of `path` made absolute (https://www.sqlite.org/uri.html), with `query` (e.g.
+// "mode=rw", "immutable=1"; empty: none): '%', '?', '#', spaces, control and non-ASCII bytes
+// percent-encoded. For sqlite3_open_v2 with SQLITE_OPEN_URI, or ATTACH on such a connection.
+std::string sqlite_file_uri(const std::string& path, const std::string& query);
 
 // One prepared statement. bind() indices start at 1, column() indices at 0, as in sqlite.
 class SqlStatement {

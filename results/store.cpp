@@ -72,9 +72,10 @@ struct ConnectionClose {
 };
 using Connection = std::unique_ptr<sqlite3, ConnectionClose>;
 
-Connection connection_open(const std::string& path, int flags) {
+// Opens `uri` when given (with SQLITE_OPEN_URI in flags), else `path`; errors name `path`.
+Connection connection_open(const std::string& path, int flags, const std::string& uri = {}) {
   sqlite3* raw = nullptr;
-  int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  int rc = sqlite3_open_v2(uri.empty() ? path.c_str() : uri.c_str(), &raw, flags, nullptr);
   Connection db(raw);
   if (rc != SQLITE_OK) {
     DSGD_THROW(Error, "", "sqlite error on '{}': cannot open: {} (code {})", path,
@@ -441,19 +442,6 @@ bool schema_readable(sqlite3* db) {
   return !(primary == SQLITE_READONLY || primary == SQLITE_CANTOPEN);
 }
 
-// file: URI of path with immutable=1 (https://www.sqlite.org/uri.html): '%', '?', '#'
-// and non-ASCII bytes percent-encoded.
-std::string sqlite_uri_immutable(const std::string& path) {
-  std::string uri = "file:";
-  for (unsigned char c : fs::absolute(path).string()) {
-    if (c == '%' || c == '?' || c == '#' || c < 0x21 || c > 0x7e)
-      uri += fmt::format("%{:02X}", c);
-    else
-      uri += static_cast<char>(c);
-  }
-  return uri + "?immutable=1";
-}
-
 // The run's last sign of life: every flush of the writer.
 void heartbeat_write(sqlite3* db, int64_t run_id) {
   SqlStatement stmt(db, "UPDATE runs SET heartbeat_at = ? WHERE id = ? AND status = 'running'");
@@ -498,7 +486,11 @@ Store Store::open(const std::string& path, const StoreOpenOptions& options) {
     existed = fs::file_size(path, ec) > 0;
   }
 
-  Connection db = connection_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX);
+  // As a file: URI, so that the connection reads URIs in ATTACH (results/run_copy.cpp attaches
+  // with mode=rw: a file removed meanwhile is not created again) while --db stays a plain path.
+  Connection db =
+      connection_open(path, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                      sqlite_file_uri(path, ""));
   const int version = version_check_connection(db.get(), path);
   // quick_check reads the whole file (0.05-0.24 s for 100k step rows, 11 MB, on this
   // 2-core machine: docs/reports.md); past integrity_check_max_bytes it would take
@@ -543,7 +535,8 @@ Store Store::open_readonly(const std::string& path) {
     // A WAL database whose directory we cannot write: SQLite cannot create the -shm
     // index. Read the file as immutable (correct when no -wal holds unmerged changes,
     // which is the case after every clean close).
-    db = connection_open(sqlite_uri_immutable(path), SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI);
+    db = connection_open(path, SQLITE_OPEN_READONLY | SQLITE_OPEN_NOMUTEX | SQLITE_OPEN_URI,
+                         sqlite_file_uri(path, "immutable=1"));
     immutable = true;
     if (fs::file_size(path + "-wal", ec) > 0 && !ec)
       std::fprintf(stderr,

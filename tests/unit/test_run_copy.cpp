@@ -142,6 +142,25 @@ TEST_F(RunCopyTest, AMissingRunIsAnErrorAndCopiesNothing) {
   EXPECT_THROW(store_copy_run(to, path("from.db"), 12), Error);
 }
 
+// dsgd-tune's signal handler removes the private databases while the main thread may be copying
+// a finished trial out of one: the copy must fail, not ATTACH-create an empty file that outlives
+// the process. Paths with URI-special characters still attach.
+TEST_F(RunCopyTest, AMissingSourceIsAnErrorAndIsNotCreated) {
+  Store to = Store::open(path("to.db"));
+  EXPECT_THROW(store_copy_run(to, path("gone.db"), 1), Error);
+  EXPECT_THROW(store_copy_calibrations(to, path("gone.db")), Error);
+  EXPECT_FALSE(fs::exists(path("gone.db")));
+  EXPECT_TRUE(to.runs_list().empty());
+  const std::string odd = path("odd %3F?#name.db");
+  int64_t id = 0;
+  {
+    Store from = Store::open(odd);
+    id = from.run_begin(run_make("ssgd"));
+  }
+  EXPECT_GT(store_copy_run(to, odd, id), 0);
+  EXPECT_EQ(to.runs_list().size(), 1u);
+}
+
 TEST_F(RunCopyTest, CalibrationsKeepTheirIds) {
   Store from = Store::open(path("from.db"));
   CalibrationRecord cal;
