@@ -137,9 +137,11 @@ int run_printed_exit(const TrainResult& result, const std::string& db, int exit_
 }
 
 // A run that threw: rank 0 marks it failed in the database (when it was stored), and every
-// rank reports its error (cli_report_rank_error). Returns the exit code.
+// rank reports its error (cli_report_rank_error). Returns the exit code. An error after a signal
+// is the signal's: the watcher records the run interrupted and exits (engine/interrupt.hpp).
 int run_failed(const std::exception& e, Communicator& comm, std::optional<Store>& store, const std::string& db,
                bool abort_job) {
+  interrupt_yield_to_watcher();
   const int64_t run_id = trainer_active_run_id();
   if (store && run_id > 0) {
     try {

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <exception>
 
+#include "engine/interrupt.hpp"
 #include "results/tune_store.hpp"
 
 namespace dsgd {
@@ -30,12 +31,15 @@ void tune_validation_print(const TopValidation& v);
 
 // Runs a session's work (`body`: the search of recommend, the trials of grid) and returns its
 // result; on an error ends the progress line on a terminal (`tty`), marks the session failed with
-// the message and rethrows, so `sessions` never shows a dead session as running.
+// the message and rethrows, so `sessions` never shows a dead session as running. An error after a
+// signal (its cleanup removed the private databases under a running copy) is the signal's: the
+// watcher marks the session interrupted and exits (engine/interrupt.hpp).
 template <class Body>
 auto tune_session_run(Store& store, int64_t session_id, bool tty, Body&& body) -> decltype(body()) {
   try {
     return body();
   } catch (const std::exception& e) {
+    interrupt_yield_to_watcher();
     if (tty) std::fputs("\n", stderr);
     tune_session_finish(store, session_id, "failed", "", e.what());
     throw;
