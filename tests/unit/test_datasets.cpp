@@ -469,7 +469,9 @@ TEST(Synthetic, SparseRowsMatchTheDensity) {
   EXPECT_EQ(full.train.nnz(), 20u * 30u);
 }
 
-TEST(Synthetic, Rcv1LikeScaleIsFastAndProportionalToNnz) {
+// The generation time is recorded, not asserted (no timed unit tests: a sanitizer build takes
+// ~2x longer than a loaded Release one); an O(n d) path (2e10 cells) runs past ctest's timeout.
+TEST(Synthetic, Rcv1LikeScaleIsProportionalToNnz) {
   const auto t0 = std::chrono::steady_clock::now();
   const DatasetPair p = dsgd::dataset_make_synthetic("n=20000,d=1000000,density=0.001", 5);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -480,7 +482,6 @@ TEST(Synthetic, Rcv1LikeScaleIsFastAndProportionalToNnz) {
   EXPECT_NEAR(static_cast<double>(p.train.nnz()) / 20000.0, 1000.0, 20.0);
   EXPECT_TRUE(p.train.dense.empty());
   EXPECT_EQ(p.train.values.capacity(), p.train.nnz());
-  EXPECT_LT(seconds, 30.0);  // loose: only catches an accidental O(n d) path
 }
 
 TEST(Synthetic, BadParametersNameTheParameter) {
