@@ -17,13 +17,15 @@
 // adacomm, where each round of local steps (from K, then after each average) has its own
 // length; the average that ends a round is the same. adacomm's F, the training loss of a
 // round: each worker's mean minibatch loss over the round's steps (the loss of the forward
-// pass at each step's parameters, before its update), averaged over the workers by a timed
-// all-reduce of that one float right after the model average (every worker then holds the
-// same F, as ssgd's replicas hold the same averaged gradient, so every worker picks the same
-// next H); F_0 is that of the first round. Bytes per step: qsr counts its averages from its
-// schedule (R·(min(K,T) + averages)/T); adacomm cannot know them before the run and reports
-// its first rounds', (R + r₁)/H_0 with r₁ the loss all-reduce's bytes (its stored bytes per
-// step are measured).
+// pass at each step's parameters, before its update), averaged over the workers with the
+// model: it rides as one more float at the end of the model's all-reduce (a buffer of |x| + 1
+// floats; with --compress, whose average goes through the compressor, by a separate one-float
+// all-reduce right after it). Every worker then holds the same F, as ssgd's replicas hold the
+// same averaged gradient, so every worker picks the same next H; F_0 is that of the first
+// round. Bytes per step: qsr counts its averages from its schedule (R·(min(K,T) +
+// averages)/T); adacomm cannot know them before the run and reports its first rounds',
+// R(|x| + 1)/H_0 (compressed: (R + r₁)/H_0, r₁ the one-float all-reduce's); its stored bytes
+// per step are measured.
 #include <algorithm>
 #include <cmath>
 
@@ -55,10 +57,8 @@ class LocalSgd final : public Algorithm {
   void setup(TrainState& s) override {
     total_steps_ = s.total_steps;
     if (kind_ == PeriodScheduleKind::schedule_qsr) plan_ = period_plan_make(cfg_, s.optimizer.base_lr(), s.total_steps);
-    if (kind_ != PeriodScheduleKind::schedule_constant) {
-      next_sync_ = post_local_ + first_period();
-      loss_buf_.assign(s.device, 1);
-    }
+    if (kind_ != PeriodScheduleKind::schedule_constant) next_sync_ = post_local_ + first_period();
+    if (kind_ == PeriodScheduleKind::schedule_adacomm) sync_buf_.assign(s.device, model_compressor_ ? 1 : s.count + 1);
     if (!model_compressor_) return;
     model_compressor_->setup(s.comm, s.workload.layers(), s.count, seed_);
     if (grad_compressor_) grad_compressor_->setup(s.comm, s.workload.layers(), s.count, seed_ + 1);
@@ -89,8 +89,12 @@ class LocalSgd final : public Algorithm {
       round_steps_ += 1;
     }
     if (s.step + 1 != next_sync_) return;
-    average(s);
-    next_sync_ = s.step + 1 + next_period(s);
+    if (kind_ == PeriodScheduleKind::schedule_qsr) {
+      average(s);
+      next_sync_ = s.step + 1 + plan_.period_at(s.step + 1);
+      return;
+    }
+    next_sync_ = s.step + 1 + adacomm_average(s);
   }
   bool replicas_identical() const override { return kind_ == PeriodScheduleKind::schedule_constant && period_ == 1; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
@@ -98,7 +102,9 @@ class LocalSgd final : public Algorithm {
                          ? model_compressor_->bytes_sent_per_call(static_cast<size_t>(param_bytes / sizeof(float)), n)
                          : ring_allreduce_bytes_sent(param_bytes, n);
     if (kind_ == PeriodScheduleKind::schedule_adacomm)
-      return (r + ring_allreduce_bytes_sent(sizeof(float), n)) / static_cast<double>(period_);
+      return (model_compressor_ ? r + ring_allreduce_bytes_sent(sizeof(float), n)
+                                : ring_allreduce_bytes_sent(param_bytes + sizeof(float), n)) /
+             static_cast<double>(period_);
     if (total_steps_ <= 0 || (post_local_ == 0 && kind_ == PeriodScheduleKind::schedule_constant))
       return r / static_cast<double>(period_);  // qsr before setup: its shortest period, an upper bound
     const int64_t k = std::min(post_local_, total_steps_);
@@ -107,21 +113,24 @@ class LocalSgd final : public Algorithm {
     return r * static_cast<double>(syncs) / static_cast<double>(total_steps_);
   }
   int max_collectives_per_step() const override {
-    return (model_compressor_ ? model_compressor_->collectives_per_call() : 1) +
-           (kind_ == PeriodScheduleKind::schedule_adacomm ? 1 : 0);
+    if (!model_compressor_) return 1;
+    return model_compressor_->collectives_per_call() + (kind_ == PeriodScheduleKind::schedule_adacomm ? 1 : 0);
   }
   double model_state_bytes(size_t count, int n) const override {
-    return (model_compressor_ ? 5.0 : 3.0) * sizeof(float) * double(count);  // + anchor and delta
+    const double adacomm = kind_ == PeriodScheduleKind::schedule_adacomm && !model_compressor_ ? 1.0 : 0.0;
+    return (model_compressor_ ? 5.0 : 3.0 + adacomm) * sizeof(float) * double(count);  // + anchor and delta
   }
   std::string details_json() const override {
     if (kind_ == PeriodScheduleKind::schedule_constant) return {};
     nlohmann::json d = {{"period-schedule", cfg_.period_schedule}, {"first-period", first_period()}};
     if (kind_ == PeriodScheduleKind::schedule_qsr) {
-      // The whole schedule is known: its averages and the last round's length.
+      // The whole schedule is known: its averages and the last round's length (the run's end may
+      // cut it: then the steps it ran).
       int64_t last = first_period();
       for (int64_t t = post_local_; t < total_steps_;) {
-        last = plan_.period_at(t);
-        t += last;
+        const int64_t h = plan_.period_at(t);
+        last = std::min(h, total_steps_ - t);
+        t += h;
       }
       d["averages"] = period_plan_syncs(plan_, post_local_, total_steps_);
       d["last-period"] = last;
@@ -145,16 +154,23 @@ class LocalSgd final : public Algorithm {
     vec.add(s.param_view(), anchor_.view(), delta_.view());  // x_i = x̂ + C_avg(d)
     vec.copy(anchor_.view(), s.param_view());
   }
-  // The length of the round that starts after step s.step.
-  int64_t next_period(TrainState& s) {
-    if (kind_ == PeriodScheduleKind::schedule_qsr) return plan_.period_at(s.step + 1);
-    // adacomm: F agreed by every worker (the mean over workers of each one's round mean).
+  // adacomm: the average with F (above), and the length of the next round from it.
+  int64_t adacomm_average(TrainState& s) {
     float f = static_cast<float>(round_loss_ / static_cast<double>(round_steps_));
     round_loss_ = 0;
     round_steps_ = 0;
-    s.vec().copy_from_host(loss_buf_.view(), &f);
-    s.comm.allreduce_average(loss_buf_.view());
-    s.vec().copy_to_host(&f, loss_buf_.view());
+    VectorOps& vec = s.vec();
+    const BufferView loss = sync_buf_.view().slice(model_compressor_ ? 0 : s.count, 1);
+    vec.copy_from_host(loss, &f);
+    if (model_compressor_) {
+      average(s);
+      s.comm.allreduce_average(loss);
+    } else {
+      vec.copy(sync_buf_.view().slice(0, s.count), s.param_view());
+      s.comm.allreduce_average(sync_buf_.view());
+      vec.copy(s.param_view(), sync_buf_.view().slice(0, s.count));
+    }
+    vec.copy_to_host(&f, loss);
     if (!have_loss0_) {
       loss0_ = f;
       have_loss0_ = true;
@@ -174,7 +190,7 @@ class LocalSgd final : public Algorithm {
   int64_t round_steps_ = 0;
   double loss0_ = 0;  // adacomm: F_0
   bool have_loss0_ = false;
-  DeviceBuffer loss_buf_;  // adacomm: F in the model's memory, for the all-reduce
+  DeviceBuffer sync_buf_;  // adacomm: the model and F (with --compress: F), for the all-reduce
   std::unique_ptr<GradientCompressor> model_compressor_, grad_compressor_;
   DeviceBuffer anchor_, delta_;
 };
