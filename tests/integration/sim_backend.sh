@@ -104,7 +104,7 @@ expect_error "a profile of another workload" "$BIN" run --workers 2 "${common[@]
   --dataset "synthetic:n=2000,d=50,classes=3,test=100"
 # No profile of this batch on this host: the run measures it, says so, stores it as a
 # profile-only calibration and uses it; the next run finds it. Bad input measures nothing.
-expect_error "models ssgd, localsgd, .* only \(got adpsgd\)" "$BIN" run --backend sim --workers 2 --timing-only true \
+expect_error "models ssgd, localsgd .* only \(got adpsgd\)" "$BIN" run --backend sim --workers 2 --timing-only true \
   --algo adpsgd "${common[@]}" --db empty.db
 [[ $(sql empty.db "SELECT count(*) FROM calibrations") == 0 ]] || fail "a refused run stored a profile"
 "$BIN" run --workers 2 "${common[@]}" --backend sim --db empty.db > m1.out 2>&1 || { cat m1.out; fail "sim without a profile failed"; }
