@@ -65,6 +65,7 @@ struct TrainState {
   int64_t total_steps = 0;  // steps of the run (an algorithm must not leave requests in flight after the last)
   double step_start = 0;    // comm.now() at the current step's start (0 when timers are off)
   double lr = 0;            // this step's learning rate (schedule applied), for algorithms that own the optimizer
+  double loss = 0;          // this step's minibatch training loss on this worker (set after forward; localsgd adacomm)
   const LayerCosts* layer_costs = nullptr;  // set for algorithms with wants_layer_costs()
   const Dataset* train = nullptr;           // the training set (read-only; helper threads draw batches from it)
   std::vector<LocalStream> streams;         // threads 1..T−1 of local_threads() (empty when T = 1)

@@ -43,6 +43,8 @@ struct Variant {
   bool (*timing_applies)(const RunConfig& cfg) = nullptr;
   std::string timing_text;
   bool timing_needs_neighbors = false;  // the rule reads the topology (static ones only)
+  // Fills what its rule reads beyond the generic plan (built by the engine from cfg); may be null.
+  void (*timing_plan)(const RunConfig& cfg, SimTimingPlan& plan) = nullptr;
   // Backend capabilities (BackendCap bits, cluster/backends.hpp) it needs with cfg's settings
   // beyond the all-reduce, broadcast and barrier every backend has; null: none. A backend
   // lacking one is refused up front with the reason (config_validate).

@@ -11,9 +11,9 @@ namespace dsgd {
 namespace {
 
 // The run flags the tuner owns (searched, or decided per trial).
-const std::vector<std::string> kTunerOwnedKeys = {"algo",       "period",     "batch",    "topology",
-                                                  "compress",   "lr-scaling", "steps",    "epochs",
-                                                  "eval-every", "tag",        "hostfile", "save-params"};
+const std::vector<std::string> kTunerOwnedKeys = {
+    "algo",   "period",     "batch", "topology", "compress",    "lr-scaling",      "steps",
+    "epochs", "eval-every", "tag",   "hostfile", "save-params", "period-schedule", "qsr-alpha"};
 
 }  // namespace
 
@@ -31,6 +31,9 @@ void tune_space_options_bind(CLI::App* sub, TuneSpaceOptions& o, const std::stri
   sub->add_option("--batch", o.batches, "per-worker batch: MIN..MAX (powers of 2) or a list")->capture_default_str();
   sub->add_option("--topologies", o.topologies, "gossip topologies (dpsgd, adpsgd only)")->capture_default_str();
   sub->add_option("--lr-scaling", o.lr_scalings, "learning-rate scaling rules to search (none, linear, sqrt)")
+      ->capture_default_str();
+  sub->add_option("--period-schedules", o.period_schedules,
+                  "localsgd's sync-period schedules to search: constant, qsr (needs a decaying --lr-schedule), adacomm")
       ->capture_default_str();
   sub->add_option("--trial-time", o.trial_time, trial_time_help);
   sub->add_option("--max-bytes-per-step", o.max_bytes, "constraint: bytes a worker sends per step (e.g. 1MB)");
@@ -57,6 +60,7 @@ TuneSpec tune_space_options_spec(const TuneSpaceOptions& o) {
   spec.batches = tune_parse_int_space("--batch", o.batches);
   spec.topologies = tune_parse_list("--topologies", o.topologies);
   spec.lr_scalings = tune_parse_list("--lr-scaling", o.lr_scalings);
+  spec.period_schedules = tune_parse_period_schedules(o.period_schedules);
   if (!o.trial_time.empty()) spec.trial_time_s = tune_parse_duration("--trial-time", o.trial_time);
   if (!o.max_bytes.empty()) spec.max_bytes_per_step = tune_parse_bytes("--max-bytes-per-step", o.max_bytes);
   spec.compressors = tune_parse_compressors(o.compress);

@@ -1,7 +1,8 @@
 // The options `dsgd-tune recommend` and `dsgd-tune grid` share: every workload and cluster flag of
 // `dsgd-bench run` (cli/run_options.hpp) except the knobs the tuner searches or decides per
-// trial, the search space (--algos, --period, --batch, --topologies, --lr-scaling, --compress), the
-// constraints (--max-bytes-per-step, --max-memory), the trial time R and the real-time guard on a trial's steps.
+// trial, the search space (--algos, --period, --batch, --topologies, --lr-scaling, --compress,
+// --period-schedules), the constraints (--max-bytes-per-step, --max-memory), the trial time R
+// and the real-time guard on a trial's steps.
 #pragma once
 
 #include <CLI/CLI.hpp>
@@ -20,6 +21,7 @@ struct TuneSpaceOptions {
   std::string batches = "16..128";
   std::string topologies = "ring,exp,complete";
   std::string lr_scalings = "linear,sqrt";
+  std::string period_schedules = "constant";
   std::string trial_time;
   std::string max_bytes;
   std::string compress = "none";

@@ -35,7 +35,10 @@ struct SimTimingPlan {
   int64_t steps = 0;
   int64_t eval_every = 1;
   int64_t flush_every = 1;
-  int64_t period = 1;      // H (--period)
+  int64_t period = 1;  // H (--period)
+  // The length of a round starting at step t when it varies over the run (localsgd
+  // --period-schedule qsr; set by the variant's timing_plan); empty: every round is `period`.
+  std::function<int64_t(int64_t)> period_at;
   int64_t delay = 0;       // d (--delay, dasgd)
   double param_bytes = 0;  // |x|·4
   SimComputeCost cost;

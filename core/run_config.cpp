@@ -92,6 +92,12 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"lr-base-batch", "B0 of --lr-scaling: the global batch --lr was tuned for", &C::lr_base_batch},
       {"post-local", "localsgd: synchronous SGD for the first K steps, then Local SGD (post-local SGD)",
        &C::post_local},
+      {"period-schedule",
+       "localsgd: how long each round of local steps lasts: constant (--period) | qsr (H = max(--period, "
+       "floor((--qsr-alpha / lr)^2)) at each round's start) | adacomm (H = max(1, ceil(sqrt(F/F0) * --period)), F "
+       "the last round's training loss)",
+       &C::period_schedule},
+      {"qsr-alpha", "localsgd --period-schedule qsr: alpha of the quadratic synchronization rule (> 0)", &C::qsr_alpha},
       {"outer-lr", "diloco: outer Nesterov SGD learning rate", &C::outer_lr},
       {"outer-momentum", "diloco: outer Nesterov momentum", &C::outer_momentum},
       {"delay", "dasgd: steps between starting a model average and applying it (0..H)", &C::delay},
@@ -198,6 +204,7 @@ const std::vector<RunConfigRange>& run_config_ranges() {
       {"lr-step-gamma", 0, 1, true},
       {"lr-base-batch", 1, 1 << 30},
       {"post-local", 0, kSteps},
+      {"qsr-alpha", 0, 1e6},
       {"outer-lr", 0, 1e12, true},
       {"outer-momentum", 0, 1, false, true},
       {"delay", 0, 1e6},

@@ -67,8 +67,10 @@ struct RunConfig {
   double lr_step_gamma = 0.1;            // step schedule: factor
   std::string lr_scaling = "none";       // none | linear | sqrt (global batch / lr-base-batch)
   int64_t lr_base_batch = 256;
-  int64_t post_local = 0;  // localsgd: ssgd for the first K steps
-  double outer_lr = 0.7;   // diloco outer Nesterov SGD
+  int64_t post_local = 0;                    // localsgd: ssgd for the first K steps
+  std::string period_schedule = "constant";  // localsgd: constant | qsr | adacomm (algorithms/period_schedule.hpp)
+  double qsr_alpha = 0;   // localsgd --period-schedule qsr: α of H = max(H_base, ⌊(α/η)²⌋); 0: not set
+  double outer_lr = 0.7;  // diloco outer Nesterov SGD
   double outer_momentum = 0.9;
   int64_t delay = 0;           // dasgd: steps between starting an average and applying it
   double pull_alpha = 0.5;     // overlap-local: pull x ← (1−α)x + αz

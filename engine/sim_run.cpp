@@ -189,10 +189,12 @@ SimTimingPlan timing_plan_make(const RunConfig& cfg, const Resolved& r, const Ru
   plan.network = r.network.model;
   plan.net_algo = r.network.algo;
   plan.native = r.network.native;
-  if (variant_get(cfg.algo).timing_needs_neighbors) {
+  const Variant& variant = variant_get(cfg.algo);
+  if (variant.timing_needs_neighbors) {
     plan.neighbors = r.topology->neighbors;
     plan.group_of = r.topology->group_of;
   }
+  if (variant.timing_plan) variant.timing_plan(cfg, plan);
   return plan;
 }
 

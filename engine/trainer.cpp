@@ -377,6 +377,7 @@ class Trainer {
     const double t1 = (t || stragglers) ? comm_.now() : 0.0;
     const double loss = w_.workload->forward(w_.params.data());
     comm_.compute_done(ComputePhase::phase_forward);
+    state.loss = loss;
     const double t2 = clock();
     w_.workload->backward(w_.params.data(), w_.grads.data(), LayerHook{hook_trampoline, &hook_ctx_});
     comm_.compute_done(ComputePhase::phase_backward);

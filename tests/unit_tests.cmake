@@ -25,6 +25,7 @@ foreach(entry
     "test_optimizer:dsgd_engine"
     "test_algos2:dsgd_algorithms"
     "test_algos3:dsgd_engine"
+    "test_period_schedule:dsgd_engine"
     "test_sim_world:dsgd_engine"
     "test_sim_validation_store:dsgd_results"
     "test_report_rows:dsgd_results"

@@ -120,6 +120,13 @@ std::vector<Neighbour> neighbours_of(const TuneSpec& spec, const Candidate& w, c
         c.topology = topo;
         add("topology", topo, c);
       }
+  if (tune_algo_has_period_schedule(w.algo))
+    for (const std::string& name : spec.period_schedules)
+      if ((name == "constant" ? std::string() : name) != w.period_schedule) {
+        Candidate c = w;
+        c.period_schedule = name == "constant" ? std::string() : name;
+        add("schedule", name, c);
+      }
   if (variant_uses_compress(w.algo))
     for (const std::string& comp : spec.compressors)
       if (comp != w.compress) {
@@ -141,6 +148,7 @@ std::vector<Neighbour> neighbours_of(const TuneSpec& spec, const Candidate& w, c
         d += std::abs(std::log2(static_cast<double>(c.period)) - std::log2(static_cast<double>(w.period)));
       if (!c.topology.empty() && c.topology != w.topology) d += 0.5;
       if (c.compress != w.compress) d += 0.5;
+      if (c.period_schedule != w.period_schedule) d += 0.5;
       if (d < best) best = d, pick = i;
     }
     if (pick < space.size()) out.push_back({"algo", algo, pick});

@@ -171,6 +171,25 @@ std::vector<double> prior_log_times(const std::vector<PriorPrediction>& p) {
   return out;
 }
 
+std::vector<size_t> prior_schedule_points(const std::vector<Candidate>& space, size_t best) {
+  const Candidate& w = space[best];
+  auto same = [&](const Candidate& c, const char* schedule) {
+    return c.algo == w.algo && c.batch == w.batch && c.topology == w.topology && c.lr_scaling == w.lr_scaling &&
+           c.compress == w.compress && c.period_schedule == schedule;
+  };
+  std::vector<size_t> out;
+  for (size_t i = 0; i < space.size(); ++i)
+    if (same(space[i], "qsr") && space[i].period == w.period) out.push_back(i);
+  // adacomm: the largest H_0 in the space up to 4 H (its H falls with the loss from there).
+  size_t pick = space.size();
+  for (size_t i = 0; i < space.size(); ++i)
+    if (same(space[i], "adacomm") && space[i].period <= 4 * w.period &&
+        (pick == space.size() || space[i].period > space[pick].period))
+      pick = i;
+  if (pick < space.size()) out.push_back(pick);
+  return out;
+}
+
 std::vector<size_t> prior_design(const std::vector<Candidate>& space, const std::vector<double>& log_time, size_t n,
                                  uint64_t seed) {
   std::vector<size_t> all(space.size());
@@ -187,6 +206,15 @@ std::vector<size_t> prior_design(const std::vector<Candidate>& space, const std:
     families.push_back(space[i].algo);
     if (chosen.size() < n) chosen.push_back(i);
   }
+  // The schedule points of each algorithm with period schedules in the space, from its best
+  // constant-period configuration by the prior (same H, batch, rule, compressor).
+  for (const std::string& algo : families)
+    for (size_t i : by_prior) {
+      if (space[i].algo != algo || !space[i].period_schedule.empty()) continue;
+      for (size_t j : prior_schedule_points(space, i))
+        if (chosen.size() < n && !has(j)) chosen.push_back(j);
+      break;
+    }
   const size_t fill = n / 3;
   for (size_t i : by_prior) {
     if (chosen.size() >= n - fill) break;

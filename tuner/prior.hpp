@@ -87,8 +87,16 @@ std::vector<PriorPrediction> prior_predict(const PriorModel& m, const TunePlan& 
 // (the GP's mean needs finite values); all 0 when none is finite.
 std::vector<double> prior_log_times(const std::vector<PriorPrediction>& p);
 
+// The period-schedule points of the algorithm of space[best] (a constant-period configuration):
+// qsr at the same H, batch, rule and compressor (α = η·√H: its period is H at the peak rate and
+// grows as the schedule decays it; candidate_config), and adacomm at the largest H_0 of the
+// space up to 4 H with the same batch, rule and compressor; those the space holds, in that order.
+std::vector<size_t> prior_schedule_points(const std::vector<Candidate>& space, size_t best);
+
 // The initial design from the prior: the prior's best configuration of each algorithm first
-// (the best algorithms' first when n is smaller), then the next best by the prior up to n − ⌊n/3⌋,
+// (the best algorithms' first when n is smaller), then the schedule points of each algorithm's
+// best constant-period configuration (prior_schedule_points; when the space holds qsr or
+// adacomm), then the next best by the prior up to n − ⌊n/3⌋,
 // then ⌊n/3⌋ space-filling ones (greedy farthest-point from those already chosen,
 // space_fill_sample). n >= the space: all of them. Deterministic for a seed.
 std::vector<size_t> prior_design(const std::vector<Candidate>& space, const std::vector<double>& log_time, size_t n,

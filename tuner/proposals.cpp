@@ -12,7 +12,7 @@
 namespace dsgd {
 
 Eigen::MatrixXd proposal_encode(const std::vector<Candidate>& space) {
-  std::vector<std::string> algos, topos, rules, comps;
+  std::vector<std::string> algos, topos, rules, comps, scheds;
   auto add = [](std::vector<std::string>& v, const std::string& s) {
     if (std::find(v.begin(), v.end(), s) == v.end()) v.push_back(s);
   };
@@ -22,6 +22,7 @@ Eigen::MatrixXd proposal_encode(const std::vector<Candidate>& space) {
     add(topos, c.topology);
     add(rules, c.lr_scaling);
     add(comps, c.compress);
+    add(scheds, c.period_schedule);
     if (c.period > 0) {
       hmin = std::min(hmin, std::log2(static_cast<double>(c.period)));
       hmax = std::max(hmax, std::log2(static_cast<double>(c.period)));
@@ -29,7 +30,10 @@ Eigen::MatrixXd proposal_encode(const std::vector<Candidate>& space) {
     bmin = std::min(bmin, std::log2(static_cast<double>(c.batch)));
     bmax = std::max(bmax, std::log2(static_cast<double>(c.batch)));
   }
-  const size_t d = algos.size() + topos.size() + rules.size() + comps.size() + 2;
+  // The period schedules get columns only when the space holds more than one (a constant column
+  // would add a length scale to fit and nothing else).
+  if (scheds.size() < 2) scheds.clear();
+  const size_t d = algos.size() + topos.size() + rules.size() + comps.size() + scheds.size() + 2;
   Eigen::MatrixXd X = Eigen::MatrixXd::Zero(static_cast<Eigen::Index>(space.size()), static_cast<Eigen::Index>(d));
   auto pos = [](const std::vector<std::string>& v, const std::string& s) {
     return static_cast<size_t>(std::find(v.begin(), v.end(), s) - v.begin());
@@ -46,6 +50,8 @@ Eigen::MatrixXd proposal_encode(const std::vector<Candidate>& space) {
     col += rules.size();
     X(r, static_cast<Eigen::Index>(col + pos(comps, c.compress))) = 1;
     col += comps.size();
+    if (!scheds.empty()) X(r, static_cast<Eigen::Index>(col + pos(scheds, c.period_schedule))) = 1;
+    col += scheds.size();
     // H: 0 for algorithms without one (they differ by the algorithm's one-hot anyway).
     X(r, static_cast<Eigen::Index>(col)) =
         c.period > 0 && hmax > hmin ? (std::log2(static_cast<double>(c.period)) - hmin) / (hmax - hmin) : 0.0;

@@ -11,6 +11,8 @@
 #include "algorithms/algorithm.hpp"
 #include "algorithms/compress/compressor.hpp"
 #include "algorithms/config_check.hpp"
+#include "algorithms/optimizer.hpp"
+#include "algorithms/period_schedule.hpp"
 #include "algorithms/variant.hpp"
 #include "cluster/network_model.hpp"
 #include "core/errors.hpp"
@@ -46,6 +48,26 @@ int64_t parse_int(const std::string& flag, const std::string& text, const std::s
 
 bool tune_algo_is_gossip(const std::string& algo) {
   return algo == "dpsgd" || algo == "adpsgd";
+}
+
+bool tune_algo_has_period_schedule(const std::string& algo) {
+  const Variant* v = variant_find(algo);
+  if (!v) return false;
+  return std::any_of(v->flags.begin(), v->flags.end(),
+                     [](const VariantFlag& f) { return std::string(f.key) == "period-schedule"; });
+}
+
+std::vector<std::string> tune_parse_period_schedules(const std::string& text) {
+  std::vector<std::string> out = tune_parse_list("--period-schedules", text);
+  for (const std::string& s : out) {
+    try {
+      period_schedule_kind(s);
+    } catch (const InputError&) {
+      DSGD_THROW(InputError, "available: constant, qsr, adacomm (localsgd's --period-schedule)",
+                 "--period-schedules: unknown schedule '{}'", s);
+    }
+  }
+  return out;
 }
 
 std::vector<int64_t> tune_parse_int_space(const std::string& flag, const std::string& text) {
@@ -155,6 +177,7 @@ nlohmann::json tune_spec_to_json(const TuneSpec& s) {
           {"batches", s.batches},
           {"topologies", s.topologies},
           {"lr-scalings", s.lr_scalings},
+          {"period-schedules", s.period_schedules},
           {"budget-s", s.budget_s},
           {"trials", s.trials},
           {"trial-time-s", s.trial_time_s},
@@ -175,6 +198,8 @@ TuneSpec tune_spec_from_json(const nlohmann::json& j) {
   s.batches = j.at("batches").get<std::vector<int64_t>>();
   s.topologies = j.at("topologies").get<std::vector<std::string>>();
   s.lr_scalings = j.at("lr-scalings").get<std::vector<std::string>>();
+  // Sessions stored before the schedules searched the constant one.
+  s.period_schedules = j.value("period-schedules", std::vector<std::string>{"constant"});
   s.budget_s = j.at("budget-s").get<double>();
   s.trials = j.at("trials").get<int64_t>();
   s.trial_time_s = j.at("trial-time-s").get<double>();
@@ -192,6 +217,7 @@ TuneSpec tune_spec_from_json(const nlohmann::json& j) {
 std::string candidate_key(const Candidate& c) {
   std::string k = c.algo;
   if (c.period > 0) k += fmt::format(" H={}", c.period);
+  if (!c.period_schedule.empty()) k += " " + c.period_schedule;
   if (!c.topology.empty()) k += " " + c.topology;
   k += fmt::format(" b={} lr={}", c.batch, c.lr_scaling);
   if (!c.compress.empty()) k += " c=" + c.compress;
@@ -210,6 +236,14 @@ RunConfig candidate_config(const TuneSpec& spec, const Candidate& c, uint64_t se
   if (!c.topology.empty()) cfg.topology = c.topology;
   cfg.lr_scaling = c.lr_scaling;
   cfg.compress = c.compress;
+  cfg.period_schedule = c.period_schedule.empty() ? RunConfig{}.period_schedule : c.period_schedule;
+  cfg.qsr_alpha = RunConfig{}.qsr_alpha;
+  if (c.period_schedule == "qsr") {
+    // α = η·√H: (α/η)² = H at the candidate's (scaled) rate, the optimizer's (optimizer_create).
+    const double lr =
+        lr_scaled(optimizer_base_lr(cfg), cfg.lr_scaling, cfg.batch, static_cast<int>(cfg.workers), cfg.lr_base_batch);
+    cfg.qsr_alpha = lr * std::sqrt(static_cast<double>(c.period));
+  }
   cfg.seed = seed;
   cfg.backend = "sim";
   return cfg;
@@ -253,43 +287,60 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const
           "the search space of {} is empty", algo);
     const std::vector<std::string> compressors =
         variant_uses_compress(algo) ? spec.compressors : std::vector<std::string>{""};
-    for (int64_t h : periods)
-      for (const std::string& topo : topologies)
-        for (int64_t b : spec.batches)
-          for (const std::string& rule : spec.lr_scalings)
-            for (const std::string& comp : compressors) {
-              Candidate c{algo, h, b, topo, rule, comp};
-              const RunConfig cfg = candidate_config(spec, c, spec.base.seed);
-              try {
-                config_validate(cfg);
-              } catch (const InputError& e) {
-                out.refused.push_back({c, e.what()});
-                continue;
-              }
-              const auto algorithm = algorithm_create(algo, cfg);
-              // With a compressor: what the compressor sends (its own formula per call).
-              const double bytes = algorithm->bytes_sent_per_step(param_bytes, n);
-              if (spec.max_bytes_per_step > 0 && bytes > spec.max_bytes_per_step) {
-                out.refused.push_back(
-                    {c, fmt::format("sends {:.4g} bytes per step per worker, above --max-bytes-per-step {:.4g}", bytes,
-                                    spec.max_bytes_per_step)});
-                continue;
-              }
-              if (spec.max_memory_bytes > 0) {
-                const MemoryEstimate m =
-                    memory_estimate(cfg, data->train, data->test, param_count, -1, algorithm.get(), 1, 1);
-                if (m.total_bytes > spec.max_memory_bytes) {
+    std::vector<std::string> schedules{""};
+    if (tune_algo_has_period_schedule(algo)) {
+      schedules.clear();
+      for (const std::string& name : spec.period_schedules) schedules.push_back(name == "constant" ? "" : name);
+    }
+    if (schedules.empty())
+      DSGD_THROW(InputError, fmt::format("pass at least one value of --period-schedules for {}", algo),
+                 "the search space of {} is empty", algo);
+    for (const std::string& sched : schedules)
+      for (int64_t h : periods)
+        for (const std::string& topo : topologies)
+          for (int64_t b : spec.batches)
+            for (const std::string& rule : spec.lr_scalings)
+              for (const std::string& comp : compressors) {
+                Candidate c{algo, h, b, topo, rule, comp, sched};
+                const RunConfig cfg = candidate_config(spec, c, spec.base.seed);
+                if (sched == "qsr" && cfg.lr_schedule == "constant") {
                   out.refused.push_back(
-                      {c, fmt::format("needs about {:.4g} MB per worker ({:.4g} MB of model copies and algorithm "
-                                      "state, {:.4g} MB of batch, {:.4g} MB of dataset), above --max-memory {:.4g} MB",
-                                      m.total_bytes / 1e6, m.replicas_bytes / 1e6, m.batch_bytes / 1e6,
-                                      m.dataset_bytes / 1e6, spec.max_memory_bytes / 1e6)});
+                      {c, fmt::format("qsr under --lr-schedule constant is the constant schedule at H={} (alpha = "
+                                      "lr*sqrt(H)): pass --lr-schedule cosine or step to search it",
+                                      h)});
                   continue;
                 }
+                try {
+                  config_validate(cfg);
+                } catch (const InputError& e) {
+                  out.refused.push_back({c, e.what()});
+                  continue;
+                }
+                const auto algorithm = algorithm_create(algo, cfg);
+                // With a compressor: what the compressor sends (its own formula per call).
+                const double bytes = algorithm->bytes_sent_per_step(param_bytes, n);
+                if (spec.max_bytes_per_step > 0 && bytes > spec.max_bytes_per_step) {
+                  out.refused.push_back(
+                      {c, fmt::format("sends {:.4g} bytes per step per worker, above --max-bytes-per-step {:.4g}",
+                                      bytes, spec.max_bytes_per_step)});
+                  continue;
+                }
+                if (spec.max_memory_bytes > 0) {
+                  const MemoryEstimate m =
+                      memory_estimate(cfg, data->train, data->test, param_count, -1, algorithm.get(), 1, 1);
+                  if (m.total_bytes > spec.max_memory_bytes) {
+                    out.refused.push_back(
+                        {c,
+                         fmt::format("needs about {:.4g} MB per worker ({:.4g} MB of model copies and algorithm "
+                                     "state, {:.4g} MB of batch, {:.4g} MB of dataset), above --max-memory {:.4g} MB",
+                                     m.total_bytes / 1e6, m.replicas_bytes / 1e6, m.batch_bytes / 1e6,
+                                     m.dataset_bytes / 1e6, spec.max_memory_bytes / 1e6)});
+                    continue;
+                  }
+                }
+                out.feasible.push_back(c);
+                out.bytes_per_step.push_back(bytes);
               }
-              out.feasible.push_back(c);
-              out.bytes_per_step.push_back(bytes);
-            }
   }
   return out;
 }
@@ -323,6 +374,7 @@ std::vector<size_t> space_fill_sample(const std::vector<Candidate>& cands, size_
     d += a.topology == b.topology ? 0.0 : 0.5;
     d += a.lr_scaling == b.lr_scaling ? 0.0 : 0.5;
     d += a.compress == b.compress ? 0.0 : 0.5;
+    d += a.period_schedule == b.period_schedule ? 0.0 : 0.5;
     const double dh = scaled(static_cast<double>(a.period), hr) - scaled(static_cast<double>(b.period), hr);
     const double db = scaled(static_cast<double>(a.batch), br) - scaled(static_cast<double>(b.batch), br);
     return d + dh * dh + db * db;

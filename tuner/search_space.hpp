@@ -34,6 +34,8 @@ struct TuneSpec {
   int64_t race_seeds = 3;                    // seeds each in the final race
   double eta = 3;                            // successive halving keeps 1/eta per rung
   bool prior = false;  // --prior on: the theory prior (tuner/prior.hpp) seeds the design, is the GP's mean
+  // --period-schedules: the schedules of the algorithms that take --period-schedule (localsgd)
+  std::vector<std::string> period_schedules{"constant"};
 };
 
 nlohmann::json tune_spec_to_json(const TuneSpec& spec);
@@ -58,12 +60,25 @@ struct Candidate {
   std::string topology;  // empty: not a knob of this algorithm (base topology)
   std::string lr_scaling;
   std::string compress;  // --compress of the candidate; empty: none (or not a knob of this algorithm)
+  // --period-schedule of the candidate (localsgd): "qsr" or "adacomm"; empty: constant (or not
+  // a knob of this algorithm). qsr's H is its H_base and its α = η·√H with η the candidate's
+  // learning rate (candidate_config): the period is H at the peak rate and grows as the
+  // schedule decays it. adacomm's H is its H_0.
+  // (With an initializer, so aggregates of the six fields before it stay warning-free.)
+  std::string period_schedule{};
 };
 
-// "localsgd H=16 b=64 lr=sqrt", "dpsgd ring b=32 lr=linear", "ssgd b=32 lr=sqrt c=topk:0.01":
+// Whether algo takes --period-schedule (a flag of its registry entry).
+bool tune_algo_has_period_schedule(const std::string& algo);
+// "constant,qsr,adacomm" → {"constant", "qsr", "adacomm"}; throws InputError naming --period-schedules.
+std::vector<std::string> tune_parse_period_schedules(const std::string& text);
+
+// "localsgd H=16 b=64 lr=sqrt", "dpsgd ring b=32 lr=linear", "ssgd b=32 lr=sqrt c=topk:0.01",
+// "localsgd H=16 qsr b=64 lr=sqrt":
 // unique within a space.
 std::string candidate_key(const Candidate& c);
-// The run configuration of c over spec.base with this seed (steps and eval-every left to the caller).
+// The run configuration of c over spec.base with this seed (steps and eval-every left to the
+// caller); a qsr candidate gets --qsr-alpha η·√H at the learning rate it trains with.
 RunConfig candidate_config(const TuneSpec& spec, const Candidate& c, uint64_t seed);
 
 struct Refusal {
@@ -86,7 +101,9 @@ std::vector<std::string> tune_parse_compressors(const std::string& text);
 // max_bytes_per_step, and the memory one worker needs (engine/memory_estimate.hpp with one
 // worker per process, as a real rank: dataset, model copies and algorithm state, batch; needs
 // `data`) against max_memory_bytes. Compressors apply to the algorithms that take --compress
-// (variant_uses_compress); the others are enumerated uncompressed. Throws InputError for an
+// (variant_uses_compress); the others are enumerated uncompressed; the period schedules to the
+// algorithms that take --period-schedule, qsr only under a decaying --lr-schedule (under a
+// constant one it is the constant schedule: refused, saying so). Throws InputError for an
 // unknown algorithm (listing the valid ones) or an empty list.
 SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const DatasetPair* data = nullptr);
 

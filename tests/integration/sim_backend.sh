@@ -104,7 +104,7 @@ expect_error "a profile of another workload" "$BIN" run --workers 2 "${common[@]
   --dataset "synthetic:n=2000,d=50,classes=3,test=100"
 # No profile of this batch on this host: the run measures it, says so, stores it as a
 # profile-only calibration and uses it; the next run finds it. Bad input measures nothing.
-expect_error "models ssgd, localsgd, .* only \(got adpsgd\)" "$BIN" run --backend sim --workers 2 --timing-only true \
+expect_error "models ssgd, localsgd .* only \(got adpsgd\)" "$BIN" run --backend sim --workers 2 --timing-only true \
   --algo adpsgd "${common[@]}" --db empty.db
 [[ $(sql empty.db "SELECT count(*) FROM calibrations") == 0 ]] || fail "a refused run stored a profile"
 "$BIN" run --workers 2 "${common[@]}" --backend sim --db empty.db > m1.out 2>&1 || { cat m1.out; fail "sim without a profile failed"; }
@@ -119,7 +119,7 @@ grep -q "no compute profile" m2.out && fail "the profile was measured again"
 expect_error "more than the" "$BIN" run --backend sim --workers 1024 --profile-from "$PROF" --db t.db --steps 5 \
   --dataset "synthetic:n=5000,d=2000000,density=0.000005,classes=10,test=100"
 # dreamddp's schedule is searched on the link its layer costs name: modelled with --bandwidth only.
-expect_error "models ssgd, localsgd, diloco, cocod, dasgd, overlap-local, dpsgd \(--dpsgd-delay 0, static topology\), zero \(32 bits\), dreamddp \(with --bandwidth\), .*without --compress only \(got dreamddp without --bandwidth\)" \
+expect_error "models ssgd, localsgd \(--period-schedule constant or qsr\), diloco, cocod, dasgd, overlap-local, dpsgd \(--dpsgd-delay 0, static topology\), zero \(32 bits\), dreamddp \(with --bandwidth\), .*without --compress only \(got dreamddp without --bandwidth\)" \
   "$BIN" run --backend sim --workers 2 --timing-only true --algo dreamddp "${common[@]}" --profile-from "$PROF"
 expect_error "only \(got dreamddp with --compress\)" "$BIN" run --backend sim --workers 2 --timing-only true \
   --algo dreamddp "${common[@]}" --profile-from "$PROF" --bandwidth 1Gbps --compress topk:0.1

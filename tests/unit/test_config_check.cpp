@@ -96,7 +96,8 @@ TEST(ConfigCheck, DefaultOptimizerIsTheVariants) {
 
 TEST(ConfigCheck, TimingOnlyListIsTheRegistrys) {
   EXPECT_EQ(variant_timing_supported_text(),
-            "ssgd, localsgd, diloco, cocod, dasgd, overlap-local, dpsgd (--dpsgd-delay 0, static topology), zero (32 "
+            "ssgd, localsgd (--period-schedule constant or qsr), diloco, cocod, dasgd, overlap-local, dpsgd "
+            "(--dpsgd-delay 0, static topology), zero (32 "
             "bits), dreamddp (with --bandwidth), oldsgd (--gossip-overlap false, static topology), lasgd and pdasgd, "
             "without --compress");
   RunConfig cfg;

@@ -363,3 +363,55 @@ TEST(TunerPrior, ProbeJsonRoundTrips) {
 
 }  // namespace
 }  // namespace dsgd
+
+namespace dsgd {
+namespace {
+
+// With qsr and adacomm in the space, the prior's design holds, right after each algorithm's
+// best, the schedule points of localsgd's best constant-period configuration: qsr at its H,
+// batch and rule, and adacomm at 4 H (clipped to the space's largest H).
+TEST(TunerPrior, InitialDesignHoldsTheScheduleCandidatePoints) {
+  std::vector<Candidate> space;
+  for (const std::string sched : {"", "qsr", "adacomm"})
+    for (int64_t h : {1, 4, 16, 64})
+      for (int64_t b : {16, 32}) space.push_back({"localsgd", h, b, "", "linear", "", sched});
+  for (int64_t b : {16, 32}) space.push_back({"ssgd", 0, b, "", "linear", "", ""});
+  auto index_of = [&](const std::string& key) {
+    for (size_t i = 0; i < space.size(); ++i)
+      if (candidate_key(space[i]) == key) return i;
+    ADD_FAILURE() << "no " << key;
+    return space.size();
+  };
+  // The prior prefers constant H=4 b=32 among localsgd's constant points, ssgd b=16 overall.
+  std::vector<double> log_time(space.size(), 5.0);
+  log_time[index_of("localsgd H=4 b=32 lr=linear")] = 2.0;
+  log_time[index_of("ssgd b=16 lr=linear")] = 1.0;
+  log_time[index_of("localsgd H=1 qsr b=16 lr=linear")] = 3.0;
+  const std::vector<size_t> d = prior_design(space, log_time, 9, 1);
+  ASSERT_GE(d.size(), 4u);
+  EXPECT_EQ(d[0], index_of("ssgd b=16 lr=linear"));
+  EXPECT_EQ(d[1], index_of("localsgd H=4 b=32 lr=linear"));
+  EXPECT_EQ(d[2], index_of("localsgd H=4 qsr b=32 lr=linear"));
+  EXPECT_EQ(d[3], index_of("localsgd H=16 adacomm b=32 lr=linear"));
+  EXPECT_EQ(prior_schedule_points(space, index_of("localsgd H=16 b=16 lr=linear")),
+            (std::vector<size_t>{index_of("localsgd H=16 qsr b=16 lr=linear"),
+                                 index_of("localsgd H=64 adacomm b=16 lr=linear")}));
+  // 4 H beyond the space: its largest H.
+  EXPECT_EQ(prior_schedule_points(space, index_of("localsgd H=64 b=16 lr=linear")).back(),
+            index_of("localsgd H=64 adacomm b=16 lr=linear"));
+  // Without schedules in the space: no schedule points, the design as before.
+  std::vector<Candidate> plain;
+  std::vector<double> plain_time;
+  for (size_t i = 0; i < space.size(); ++i)
+    if (space[i].period_schedule.empty()) {
+      plain.push_back(space[i]);
+      plain_time.push_back(log_time[i]);
+    }
+  EXPECT_TRUE(prior_schedule_points(plain, 0).empty());
+  const std::vector<size_t> p = prior_design(plain, plain_time, 6, 1);
+  EXPECT_EQ(plain[p[1]].period_schedule, "");
+  EXPECT_EQ(p[2], 0u);  // the next best by the prior (ties in order): localsgd H=1 b=16
+}
+
+}  // namespace
+}  // namespace dsgd

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <set>
 
+#include "algorithms/period_schedule.hpp"
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
 #include "results/store.hpp"
@@ -450,6 +451,80 @@ TEST(TunerSpace, SpecRoundTripsThroughJson) {
   const TuneSpec back = tune_spec_from_json(tune_spec_to_json(s));
   EXPECT_EQ(tune_spec_to_json(back), tune_spec_to_json(s));
   EXPECT_EQ(back.base.bandwidth, "100Mbps");
+}
+
+}  // namespace
+}  // namespace dsgd
+
+namespace dsgd {
+namespace {
+
+// localsgd's period schedules as a knob (--period-schedules): enumerated for localsgd only,
+// qsr refused under a constant rate (it is the constant schedule there), a qsr candidate's
+// alpha = lr * sqrt(H) at its scaled rate, and its command and TOML give the same run back.
+TEST(TunerSpace, PeriodSchedulesAreAKnobOfLocalSgd) {
+  TuneSpec s = small_spec();
+  s.period_schedules = tune_parse_period_schedules("constant,qsr,adacomm");
+  EXPECT_EQ(s.period_schedules, (std::vector<std::string>{"constant", "qsr", "adacomm"}));
+  EXPECT_THROW(tune_parse_period_schedules("constant,sometimes"), InputError);
+  EXPECT_TRUE(tune_algo_has_period_schedule("localsgd"));
+  EXPECT_FALSE(tune_algo_has_period_schedule("diloco"));
+  // Constant rate: qsr is refused, saying why; adacomm is searched.
+  SpaceEnumeration e = space_enumerate(s, 1000);
+  EXPECT_EQ(e.feasible.size(), 2u + 4u * 2 + 4u);  // ssgd 2, localsgd 4 constant + 4 adacomm, dpsgd 4
+  size_t qsr_refused = 0;
+  for (const Refusal& r : e.refused)
+    if (r.candidate.period_schedule == "qsr") {
+      ++qsr_refused;
+      EXPECT_NE(r.reason.find("--lr-schedule constant is the constant schedule"), std::string::npos) << r.reason;
+    }
+  EXPECT_EQ(qsr_refused, 4u);
+  // A decaying rate: all three.
+  s.base.lr_schedule = "cosine";
+  e = space_enumerate(s, 1000);
+  EXPECT_EQ(e.feasible.size(), 2u + 4u * 3 + 4u);
+  EXPECT_TRUE(e.refused.empty());
+  std::set<std::string> keys;
+  for (const Candidate& c : e.feasible) {
+    keys.insert(candidate_key(c));
+    if (c.algo != "localsgd") {
+      EXPECT_TRUE(c.period_schedule.empty());
+    }
+  }
+  EXPECT_EQ(keys.size(), e.feasible.size());
+  EXPECT_TRUE(keys.count("localsgd H=4 qsr b=32 lr=linear"));
+  EXPECT_TRUE(keys.count("localsgd H=4 adacomm b=16 lr=linear"));
+  EXPECT_TRUE(keys.count("localsgd H=4 b=16 lr=linear"));
+  // The qsr candidate's run: alpha = lr * sqrt(H) at its scaled rate (0.05 * 32 * 4 / 256).
+  const Candidate q{"localsgd", 4, 32, "", "linear", "", "qsr"};
+  RunConfig cfg = candidate_config(s, q, 5);
+  EXPECT_EQ(cfg.period_schedule, "qsr");
+  EXPECT_DOUBLE_EQ(cfg.qsr_alpha, 0.05 * 32 * 4 / 256.0 * 2.0);
+  EXPECT_EQ(qsr_period(cfg.qsr_alpha, 0.05 * 32 * 4 / 256.0, cfg.period), 4);  // H at the peak rate
+  EXPECT_EQ(candidate_config(s, Candidate{"localsgd", 4, 32, "", "linear", "", ""}, 5).period_schedule, "constant");
+  EXPECT_EQ(candidate_config(s, Candidate{"localsgd", 4, 32, "", "linear", "", ""}, 5).qsr_alpha, 0.0);
+  cfg.db = RunConfig{}.db;
+  const std::string cmd = tune_run_command(cfg);
+  EXPECT_NE(cmd.find("--period-schedule qsr"), std::string::npos) << cmd;
+  EXPECT_NE(cmd.find(fmt::format("--qsr-alpha {}", cfg.qsr_alpha)), std::string::npos) << cmd;
+  const auto path = std::filesystem::temp_directory_path() / "dsgd_test_tuner_qsr.toml";
+  {
+    std::ofstream f(path);
+    f << tune_config_toml(cfg);
+  }
+  RunConfig back;
+  run_config_load_file(back, path.string());
+  std::filesystem::remove(path);
+  EXPECT_EQ(back.qsr_alpha, cfg.qsr_alpha);  // bit for bit: the same periods
+  EXPECT_EQ(run_config_to_json(back), run_config_to_json(cfg));
+  // Stored with the session; a session stored before the knob searched the constant schedule.
+  nlohmann::json j = tune_spec_to_json(s);
+  EXPECT_EQ(tune_spec_from_json(j).period_schedules, s.period_schedules);
+  j.erase("period-schedules");
+  EXPECT_EQ(tune_spec_from_json(j).period_schedules, std::vector<std::string>{"constant"});
+  // The GP's inputs get the schedule's one-hot columns only when the space holds more than one.
+  const SpaceEnumeration plain = space_enumerate(small_spec(), 1000);
+  EXPECT_EQ(proposal_encode(e.feasible).cols(), proposal_encode(plain.feasible).cols() + 3);
 }
 
 }  // namespace
