@@ -2,7 +2,8 @@
 // runs the chosen subcommand, checks standard output (flushed and closed with its errors
 // checked, so output lost to a full disk or a closed pipe is an error, not exit 0), and turns
 // any escaped exception into one clear message and an exit code: 2 for bad input, 1 for
-// failures, else the subcommand's own code.
+// failures, else the subcommand's own code. main wraps its setup in the same handler
+// (app_main_fail), so nothing escapes main as std::terminate.
 #pragma once
 
 #include <fmt/core.h>
@@ -16,6 +17,32 @@
 
 namespace dsgd {
 
+// Called inside a catch block: prints the exception being handled as one message (with its
+// hint) and returns its exit code: 2 for InputError, 1 for anything else. Never throws (a
+// message that cannot be printed is dropped), so it can end main's outermost handler.
+inline int app_main_fail(const char* program) noexcept {
+  try {
+    try {
+      throw;
+    } catch (const InputError& e) {
+      fmt::print(stderr, "{}: error: {}\n", program, e.what());
+      if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
+      return 2;
+    } catch (const Error& e) {
+      fmt::print(stderr, "{}: error: {}\n", program, e.what());
+      if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
+      return 1;
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "{}: error: {}\n", program, e.what());
+      return 1;
+    }
+  } catch (...) {  // not a std::exception, or printing it failed
+  }
+  std::fputs(program, stderr);
+  std::fputs(": error: unknown exception\n", stderr);
+  return 1;
+}
+
 inline int app_main_run(CLI::App& app, int argc, char** argv, const char* program, const int& exit_code) {
   try {
     try {
@@ -25,17 +52,8 @@ inline int app_main_run(CLI::App& app, int argc, char** argv, const char* progra
       if (code != 0) return 2;
     }
     stdout_close_checked();
-  } catch (const InputError& e) {
-    fmt::print(stderr, "{}: error: {}\n", program, e.what());
-    if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
-    return 2;
-  } catch (const Error& e) {
-    fmt::print(stderr, "{}: error: {}\n", program, e.what());
-    if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
-    return 1;
-  } catch (const std::exception& e) {
-    fmt::print(stderr, "{}: error: {}\n", program, e.what());
-    return 1;
+  } catch (...) {
+    return app_main_fail(program);
   }
   return exit_code;
 }
