@@ -18,29 +18,29 @@
 namespace dsgd {
 
 // Called inside a catch block: prints the exception being handled as one message (with its
-// hint) and returns its exit code: 2 for InputError, 1 for anything else. Never throws (a
-// message that cannot be printed is dropped), so it can end main's outermost handler.
+// hint) and returns its exit code: 2 for InputError, 1 for anything else. Never throws: when
+// the message cannot be printed (stderr closed or full) the exit code still says what happened,
+// so it can end main's outermost handler.
 inline int app_main_fail(const char* program) noexcept {
+  int code = 1;
   try {
     try {
       throw;
     } catch (const InputError& e) {
+      code = 2;
       fmt::print(stderr, "{}: error: {}\n", program, e.what());
       if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
-      return 2;
     } catch (const Error& e) {
       fmt::print(stderr, "{}: error: {}\n", program, e.what());
       if (!e.hint().empty()) fmt::print(stderr, "  hint: {}\n", e.hint());
-      return 1;
     } catch (const std::exception& e) {
       fmt::print(stderr, "{}: error: {}\n", program, e.what());
-      return 1;
+    } catch (...) {
+      fmt::print(stderr, "{}: error: unknown exception\n", program);
     }
-  } catch (...) {  // not a std::exception, or printing it failed
+  } catch (...) {  // printing failed
   }
-  std::fputs(program, stderr);
-  std::fputs(": error: unknown exception\n", stderr);
-  return 1;
+  return code;
 }
 
 inline int app_main_run(CLI::App& app, int argc, char** argv, const char* program, const int& exit_code) {
