@@ -117,7 +117,8 @@ class Adpsgd final : public Algorithm {
 
   bool replicas_identical() const override { return false; }
   double bytes_sent_per_step(double param_bytes, int n) const override {
-    return n <= 1 ? 0.0 : double((n + 1) / 2) / n * param_bytes;
+    const int active = (n + 1) / 2;  // ranks that send in a step: ceil(n / 2)
+    return n <= 1 ? 0.0 : double(active) / n * param_bytes;
   }
   int max_collectives_per_step() const override { return 2; }  // the last step reads back
 
@@ -141,7 +142,7 @@ class Adpsgd final : public Algorithm {
     if (rank_ == 0) {
       double done = 0, applied = 0;
       for (int r = 0; r < n_; ++r) {
-        const double* v = all.data() + 4 * r;
+        const double* v = all.data() + 4 * static_cast<ptrdiff_t>(r);
         if (r % 2 == 1) {
           std::printf("adpsgd staleness rank %d (passive): mean %.3f, max %.0f averages applied during one step\n", r,
                       v[0], v[1]);

@@ -112,6 +112,7 @@ class DreamDdp final : public Algorithm {
       anchor_.assign_copy(s.param_view());
     }
     std::vector<size_t> counts;
+    counts.reserve(layers.size());
     for (const LayerView& v : layers) counts.push_back(v.count);
     comm_s_ = layer_allreduce_s(costs_.network, costs_.algo, counts, n);
     if (!compressors_.empty() && costs_.network && n > 1)
@@ -236,6 +237,7 @@ class DreamDdp final : public Algorithm {
 
   std::vector<std::string> names(const std::vector<size_t>& ls, const std::vector<LayerView>& layers) const {
     std::vector<std::string> out;
+    out.reserve(ls.size());
     for (size_t l : ls) out.push_back(layers[l].name.empty() ? fmt::format("#{}", l) : layers[l].name);
     return out;
   }

@@ -111,8 +111,10 @@ double LrSchedule::lr_at(int64_t t) const {
     const double pi = 3.14159265358979323846;
     return base_lr * 0.5 * (1.0 + std::cos(pi * static_cast<double>(after) / static_cast<double>(span)));
   }
-  if (kind == LrScheduleKind::lr_step && step_every > 0)
-    return base_lr * std::pow(gamma, static_cast<double>(after / step_every));
+  if (kind == LrScheduleKind::lr_step && step_every > 0) {
+    const int64_t drops = after / step_every;  // completed periods (floor)
+    return base_lr * std::pow(gamma, static_cast<double>(drops));
+  }
   return base_lr;
 }
 

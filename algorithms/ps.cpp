@@ -233,7 +233,8 @@ class Ps final : public Algorithm {
     if (n <= 1) return 0.0;
     const int k = ps_shards(cfg_, n);
     const size_t count = static_cast<size_t>(param_bytes / sizeof(float));
-    const double m = double((count + static_cast<size_t>(k) - 1) / static_cast<size_t>(k));
+    const size_t shard = (count + static_cast<size_t>(k) - 1) / static_cast<size_t>(k);  // ceil(count / k)
+    const double m = double(shard);
     const double regions = 1.0 + (cfg_.momentum != 0.0 ? 1.0 : 0.0) + (mode_ == PsMode::ps_sync ? 1.0 : 0.0);
     const double pairs = dedicated_ ? double(worker_count(n)) * k : double(k) * (n - 1);
     return pairs * 4.0 * (double(kParams) + regions * m) / n;
@@ -242,7 +243,8 @@ class Ps final : public Algorithm {
   int max_collectives_per_step() const override { return 3 * K_ + W_ + 2; }
   double model_state_bytes(size_t count, int n) const override {
     const int k = ps_shards(cfg_, n);
-    const double m = double((count + static_cast<size_t>(k) - 1) / static_cast<size_t>(k));
+    const size_t shard = (count + static_cast<size_t>(k) - 1) / static_cast<size_t>(k);  // ceil(count / k)
+    const double m = double(shard);
     const double regions = 1.0 + (cfg_.momentum != 0.0 ? 1.0 : 0.0) + (mode_ == PsMode::ps_sync ? 1.0 : 0.0);
     // params, gradient, evaluation copy, and the window plus its staging copy
     return sizeof(float) * (3.0 * double(count) + 2.0 * (double(kParams) + regions * m));
@@ -281,7 +283,7 @@ class Ps final : public Algorithm {
     s.comm.untimed_gather(mine, 4, all.data(), 0);
     if (rank_ == 0) {
       for (int r = 0; r < n_; ++r) {
-        const double* v = all.data() + 4 * r;
+        const double* v = all.data() + 4 * static_cast<ptrdiff_t>(r);
         if (r >= W_) {
           std::printf("ps rank %d: server only\n", r);
           continue;

@@ -290,6 +290,7 @@ void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<do
   plan.state[0] = link_free;
   const double bytes = ring_allreduce_bytes_sent(plan.param_bytes, plan.workers);
   std::vector<size_t> lows;
+  lows.reserve(buckets.size());
   for (const Bucket& b : buckets) lows.push_back(b.low);
   for (size_t i = 0; i < n; ++i) {
     rows[i].overlap = timing_overlap_union(hook, lows, clock[i], seen_end, n, i);

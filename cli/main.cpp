@@ -16,21 +16,25 @@ int& cli_exit_code() {
 }  // namespace dsgd
 
 int main(int argc, char** argv) {
-  CLI::App app{"dsgd-bench: benchmark distributed SGD variants on real MPI workers; results in SQLite"};
-  const dsgd::SystemInfo sys = dsgd::system_info_read();
-  app.set_version_flag("--version", fmt::format("dsgd-bench {} (commit {}, {} build)", sys.tool_version, sys.git_commit,
-                                                sys.build_type));
-  app.require_subcommand(1);
-  dsgd::setup_run(app, argc, argv);
-  dsgd::setup_runs(app);
-  dsgd::setup_show(app);
-  dsgd::setup_list(app);
-  dsgd::setup_topology(app);
-  dsgd::setup_calibrate(app, argc, argv);
-  dsgd::setup_trace(app);
-  dsgd::setup_validate(app);
-  dsgd::setup_report(app);
-  dsgd::setup_compare(app);
-  dsgd::setup_suite(app);
-  return dsgd::app_main_run(app, argc, argv, "dsgd-bench", dsgd::cli_exit_code());
+  try {
+    CLI::App app{"dsgd-bench: benchmark distributed SGD variants on real MPI workers; results in SQLite"};
+    const dsgd::SystemInfo sys = dsgd::system_info_read();
+    app.set_version_flag("--version", fmt::format("dsgd-bench {} (commit {}, {} build)", sys.tool_version,
+                                                  sys.git_commit, sys.build_type));
+    app.require_subcommand(1);
+    dsgd::setup_run(app, argc, argv);
+    dsgd::setup_runs(app);
+    dsgd::setup_show(app);
+    dsgd::setup_list(app);
+    dsgd::setup_topology(app);
+    dsgd::setup_calibrate(app, argc, argv);
+    dsgd::setup_trace(app);
+    dsgd::setup_validate(app);
+    dsgd::setup_report(app);
+    dsgd::setup_compare(app);
+    dsgd::setup_suite(app);
+    return dsgd::app_main_run(app, argc, argv, "dsgd-bench", dsgd::cli_exit_code());
+  } catch (...) {  // CLI setup: the same message and exit code as a subcommand's error
+    return dsgd::app_main_fail("dsgd-bench");
+  }
 }

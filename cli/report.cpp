@@ -75,10 +75,12 @@ void report_run(const ReportOptions& o) {
   std::vector<ReportTable> tables;
   if (o.per_step) {
     std::vector<std::pair<int64_t, std::vector<StepRow>>> steps;
+    steps.reserve(runs.size());
     for (const auto& r : runs) steps.emplace_back(r.run.id, store.steps_get(r.run.id));
     tables.push_back(report_steps_table(steps));
   } else if (o.evals) {
     std::vector<std::pair<int64_t, std::vector<EvalRow>>> evals;
+    evals.reserve(runs.size());
     for (const auto& r : runs) evals.emplace_back(r.run.id, store.evals_get(r.run.id));
     tables.push_back(report_evals_table(evals));
   } else if (tuning && o.format != "html") {  // html: the runs, and the tuning section from their sessions

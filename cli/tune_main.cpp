@@ -17,17 +17,21 @@ int& tune_exit_code() {
 }  // namespace dsgd
 
 int main(int argc, char** argv) {
-  CLI::App app{
-      "dsgd-tune: find the sync period, batch, topology and algorithm that reach a target accuracy "
-      "soonest on a given cluster (simulated); sessions and trials in SQLite"};
-  const dsgd::SystemInfo sys = dsgd::system_info_read();
-  app.set_version_flag(
-      "--version", fmt::format("dsgd-tune {} (commit {}, {} build)", sys.tool_version, sys.git_commit, sys.build_type));
-  app.require_subcommand(1);
-  dsgd::setup_tune_recommend(app);
-  dsgd::setup_tune_sessions(app);
-  dsgd::setup_tune_validate(app);
-  dsgd::setup_tune_grid(app);
-  dsgd::setup_tune_bench(app);
-  return dsgd::app_main_run(app, argc, argv, "dsgd-tune", dsgd::tune_exit_code());
+  try {
+    CLI::App app{
+        "dsgd-tune: find the sync period, batch, topology and algorithm that reach a target accuracy "
+        "soonest on a given cluster (simulated); sessions and trials in SQLite"};
+    const dsgd::SystemInfo sys = dsgd::system_info_read();
+    app.set_version_flag("--version", fmt::format("dsgd-tune {} (commit {}, {} build)", sys.tool_version,
+                                                  sys.git_commit, sys.build_type));
+    app.require_subcommand(1);
+    dsgd::setup_tune_recommend(app);
+    dsgd::setup_tune_sessions(app);
+    dsgd::setup_tune_validate(app);
+    dsgd::setup_tune_grid(app);
+    dsgd::setup_tune_bench(app);
+    return dsgd::app_main_run(app, argc, argv, "dsgd-tune", dsgd::tune_exit_code());
+  } catch (...) {  // CLI setup: the same message and exit code as a subcommand's error
+    return dsgd::app_main_fail("dsgd-tune");
+  }
 }

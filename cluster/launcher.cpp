@@ -214,6 +214,7 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
   args.push_back(self);
   for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
   std::vector<char*> cargs;
+  cargs.reserve(args.size() + 1);
   for (auto& a : args) cargs.push_back(a.data());
   cargs.push_back(nullptr);
 

@@ -66,6 +66,8 @@ nlohmann::json calibration_config_json(const CalibrationOptions& o, const Calibr
 std::vector<std::string> calibration_warnings(const CalibrationOptions& o, const Communicator& comm);
 
 // What every rank holds once setup succeeded everywhere.
+// Flagged by clang-tidy 14 as CalibrationRequest is (engine/calibration.hpp says why).
+// NOLINTNEXTLINE(bugprone-exception-escape)
 struct CalibrationSetup {
   CalibrationPlan plan;
   CalibrationRequest request;

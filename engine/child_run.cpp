@@ -34,7 +34,7 @@ std::string config_write(const RunConfig& cfg, const std::string& role) {
   std::string tag;
   for (char c : role) tag += std::isalnum(static_cast<unsigned char>(c)) ? c : '-';
   const std::filesystem::path dir = std::filesystem::absolute(cfg.db).parent_path();
-  const std::string path = (dir / fmt::format("dsgd-child-{}-{}-{}.json", getpid(), ++serial, tag)).string();
+  std::string path = (dir / fmt::format("dsgd-child-{}-{}-{}.json", getpid(), ++serial, tag)).string();
   std::ofstream out(path);
   out << run_config_to_json(cfg).dump(2) << "\n";
   if (!out) DSGD_THROW(InputError, "pass a --db in a writable directory", "cannot write '{}'", path);

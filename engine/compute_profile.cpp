@@ -136,7 +136,7 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
 }
 
 std::string compute_profile_optimizer_key(const RunConfig& cfg) {
-  const std::string name = optimizer_resolve_name(cfg);
+  std::string name = optimizer_resolve_name(cfg);
   if (name == "sgd" && (cfg.momentum > 0 || cfg.nesterov)) return "sgd+momentum";
   return name;
 }

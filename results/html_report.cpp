@@ -772,6 +772,7 @@ HtmlReportInput html_report_load(const Store& store, const std::vector<RunWithSu
     if (rc != SQLITE_DONE) sql_throw(db, rc, sql);
   }
   std::vector<int64_t> ids;
+  ids.reserve(runs.size());
   for (const RunWithSummary& r : runs) ids.push_back(r.run.id);
   input.tuning = report_tuning_load(store, ids);
   return input;

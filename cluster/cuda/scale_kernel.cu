@@ -17,7 +17,8 @@ __global__ void scale_kernel(float* x, size_t n, float f) {
 void nccl_scale_kernel_launch(float* data, size_t count, float factor, cudaStream_t stream) {
   if (!count) return;
   size_t blocks = (count + 255) / 256;
-  if (blocks > 65535 * 8) blocks = 65535 * 8;
+  constexpr size_t kMaxBlocks = size_t{65535} * 8;
+  if (blocks > kMaxBlocks) blocks = kMaxBlocks;
   scale_kernel<<<unsigned(blocks), 256, 0, stream>>>(data, count, factor);
   DSGD_CUDA_CHECK_LAUNCH();
 }

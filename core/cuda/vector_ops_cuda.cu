@@ -12,11 +12,12 @@ namespace {
 
 unsigned blocks_for(size_t n) {
   const size_t b = (n + 255) / 256;
-  return unsigned(b < 65535 * 8 ? (b ? b : 1) : 65535 * 8);
+  constexpr size_t kMaxBlocks = size_t{65535} * 8;
+  return unsigned(b < kMaxBlocks ? (b ? b : 1) : kMaxBlocks);
 }
 
 #define DSGD_FOR_EACH(i, n) \
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < (n); i += size_t(gridDim.x) * blockDim.x)
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; (i) < (n); (i) += size_t(gridDim.x) * blockDim.x)
 
 __global__ void fill_kernel(float* x, size_t n, float v) {
   DSGD_FOR_EACH(i, n) x[i] = v;

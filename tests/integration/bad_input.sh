@@ -14,6 +14,10 @@ expect_error "unknown workload 'resnet9000'" "${R[@]}" --workload resnet9000
 expect_error "unknown algorithm 'sgdx'" "${R[@]}" --algo sgdx
 expect_error "dataset.*'imagenet'|unknown dataset" "${R[@]}" --dataset imagenet
 expect_error "--workers" "${R[@]}" --workers 0
+# The same error with stderr closed (its message cannot be printed): still exit 2, not an abort.
+rc=0
+"${R[@]}" --workers 0 2>&- || rc=$?
+[ "$rc" -eq 2 ] || fail "an input error with stderr closed exited $rc (expected 2)"
 expect_error "--steps" "${R[@]}" --steps 0
 expect_error "--steps" "${R[@]}" --steps -5
 expect_error "--lr" "${R[@]}" --lr -1
