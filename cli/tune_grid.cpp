@@ -15,10 +15,10 @@
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "results/store.hpp"
+#include "results/tune_store.hpp"
 #include "tuner/evaluator.hpp"
 #include "tuner/grid.hpp"
 #include "tuner/tune_interrupt.hpp"
-#include "results/tune_store.hpp"
 
 namespace dsgd {
 

@@ -16,11 +16,11 @@
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
 #include "results/store.hpp"
+#include "results/tune_store.hpp"
 #include "tuner/recommend.hpp"
 #include "tuner/trial_pool.hpp"
 #include "tuner/tune_interrupt.hpp"
 #include "tuner/tune_output.hpp"
-#include "results/tune_store.hpp"
 #include "tuner/tune_validate.hpp"
 
 namespace dsgd {

@@ -9,9 +9,9 @@
 #include <string>
 
 #include "results/store.hpp"
+#include "results/tune_store.hpp"
 #include "tuner/objective.hpp"
 #include "tuner/search_space.hpp"
-#include "results/tune_store.hpp"
 
 namespace dsgd {
 

@@ -17,8 +17,8 @@
 #include <string>
 #include <vector>
 
-#include "tuner/search_space.hpp"
 #include "results/tune_store.hpp"
+#include "tuner/search_space.hpp"
 
 namespace dsgd {
 

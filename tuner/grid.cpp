@@ -8,8 +8,8 @@
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "engine/shared_dataset.hpp"
-#include "tuner/evaluator.hpp"
 #include "results/tune_store.hpp"
+#include "tuner/evaluator.hpp"
 
 namespace dsgd {
 

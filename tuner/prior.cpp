@@ -166,6 +166,7 @@ std::vector<double> prior_log_times(const std::vector<PriorPrediction>& p) {
   for (const PriorPrediction& x : p)
     if (std::isfinite(x.log_time)) worst = std::max(worst, x.log_time);
   std::vector<double> out;
+  out.reserve(p.size());
   for (const PriorPrediction& x : p)
     out.push_back(std::isfinite(x.log_time) ? x.log_time : std::isfinite(worst) ? worst + std::log(10.0) : 0.0);
   return out;

@@ -29,10 +29,10 @@
 
 #include "results/store.hpp"
 #include "results/target.hpp"
+#include "results/tune_store.hpp"
 #include "tuner/explain.hpp"
 #include "tuner/objective.hpp"
 #include "tuner/search_space.hpp"
-#include "results/tune_store.hpp"
 #include "workloads/datasets/dataset.hpp"
 
 namespace dsgd {

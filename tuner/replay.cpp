@@ -11,9 +11,9 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "results/tune_store.hpp"
 #include "tuner/hyperband.hpp"
 #include "tuner/recommend.hpp"
-#include "results/tune_store.hpp"
 
 namespace dsgd {
 

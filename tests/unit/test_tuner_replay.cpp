@@ -11,10 +11,10 @@
 #include "core/errors.hpp"
 #include "results/store.hpp"
 #include "results/target.hpp"
+#include "results/tune_store.hpp"
 #include "tuner/hyperband.hpp"
 #include "tuner/prior.hpp"
 #include "tuner/replay.hpp"
-#include "results/tune_store.hpp"
 
 namespace dsgd {
 namespace {

@@ -12,12 +12,12 @@
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
 #include "results/store.hpp"
+#include "results/tune_store.hpp"
 #include "tuner/explain.hpp"
 #include "tuner/proposals.hpp"
 #include "tuner/recommend.hpp"
 #include "tuner/search_space.hpp"
 #include "tuner/tune_output.hpp"
-#include "results/tune_store.hpp"
 
 namespace dsgd {
 namespace {
