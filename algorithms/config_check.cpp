@@ -137,6 +137,16 @@ void check_backend(const RunConfig& cfg, const Variant& self) {
 
 }  // namespace
 
+void config_check_timing_only(const RunConfig& cfg) {
+  if (cfg.timing_only && !variant_timing_supported(cfg))
+    DSGD_THROW(InputError, "use one of those, or drop --timing-only to simulate with numerics",
+               "--timing-only models {} only (got {}{})", variant_timing_supported_text(), cfg.algo,
+               !cfg.compress.empty()    ? " with --compress"
+               : cfg.algo == "dpsgd"    ? " with --dpsgd-delay 1"
+               : cfg.algo == "dreamddp" ? " without --bandwidth"
+                                        : "");
+}
+
 void config_validate(const RunConfig& cfg) {
   run_config_validate_generic(cfg);
   const Variant& self = variant_get(cfg.algo);
@@ -144,7 +154,8 @@ void config_validate(const RunConfig& cfg) {
   check_optimizer(cfg);
   check_ownership(cfg, self);
   if (self.validate) self.validate(cfg);
-  run_config_check_ranges(cfg);  // last: the checks above give the more specific messages
+  config_check_timing_only(cfg);  // after the variant's own checks (their messages are more specific)
+  run_config_check_ranges(cfg);   // last: the checks above give the more specific messages
 }
 
 }  // namespace dsgd

@@ -17,6 +17,10 @@ namespace dsgd {
 // Throws InputError "--KEY: ..." for the first problem. Covers run_config_validate.
 void config_validate(const RunConfig& cfg);
 
+// --timing-only given to a variant (or variant options) without a timing rule: throws
+// InputError listing the ones that have one. Part of config_validate.
+void config_check_timing_only(const RunConfig& cfg);
+
 // Throws InputError "--FLAG: WHAT" with HINT (for the variants' validate functions).
 [[noreturn]] void config_fail(const char* flag, const std::string& what, const std::string& hint);
 // Whether field `key` was given explicitly or differs from its default.

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/config_check.hpp"
 #include "algorithms/variant.hpp"
 #include "cluster/backends.hpp"
 #include "cluster/network_model.hpp"
@@ -108,13 +109,7 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
   const std::string host = system_info_read().host;
   const int n = static_cast<int>(cfg.workers);
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
-  if (cfg.timing_only && !variant_timing_supported(cfg))
-    DSGD_THROW(InputError, "use one of those, or drop --timing-only to simulate with numerics",
-               "--timing-only models {} only (got {}{})", variant_timing_supported_text(), cfg.algo,
-               !cfg.compress.empty()    ? " with --compress"
-               : cfg.algo == "dpsgd"    ? " with --dpsgd-delay 1"
-               : cfg.algo == "dreamddp" ? " without --bandwidth"
-                                        : "");
+  config_check_timing_only(cfg);  // config_validate checked it before anything was stored
   r.data = dataset_load_shared(cfg);
   double workload_bytes = 0;
   {

@@ -21,9 +21,12 @@ expect_error "--pd-staleness: must be in 0..1000 \(got -1\)" "${R[@]}" --algo pd
 expect_error "--compress adatopk:budget=0: budget must be in \(0, 1\]" "${R[@]}" --compress adatopk:budget=0
 expect_error "--compress adatopk:budget=2: budget must be in \(0, 1\]" "${R[@]}" --compress adatopk:budget=2
 expect_error "--compress adatopk:x: 'x' is not a number for budget" "${R[@]}" --compress adatopk:x
+[[ ! -f t.db || "$(sqlite3 t.db 'SELECT count(*) FROM runs')" == 0 ]] || fail "a refused run was stored"
+rm -f t.db
 expect_error "--timing-only models .* only \(got hogwild\)" "$BIN" run --db t.db --backend sim --workers 2 --timing-only true \
   --algo hogwild --steps 5 --dataset "$SMALL"
 expect_error "--timing-only models .* only \(got ssgd with --compress\)" "$BIN" run --db t.db --backend sim --workers 2 \
   --timing-only true --compress topk:0.1 --steps 5 --dataset "$SMALL"
-[[ ! -f t.db || "$(sqlite3 t.db 'SELECT count(*) FROM runs')" == 0 ]] || fail "a refused run was stored"
+# --timing-only is refused before the database is opened: not even an empty file.
+[ ! -e t.db ] || fail "a refused --timing-only run created the database"
 echo PASS
