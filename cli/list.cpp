@@ -26,7 +26,8 @@ void print_backends() {
     fmt::print("{:<6} {}\n", "", b.description);
     fmt::print("{:<6} launch: {}; memory: {}; capabilities: {}\n", "",
                b.launch == BackendLaunch::launch_mpiexec ? "one process per worker (mpiexec)" : "in this process",
-               device_name(b.device).substr(0, device_name(b.device).find(':')), backend_caps_text(b.caps));
+               device_name(b.device).substr(0, device_name(b.device).find(':')),
+               b.caps ? backend_caps_text(b.caps) : std::string("none"));
     std::string refused;
     for (const Variant* v : variant_all()) {
       const uint32_t missing = (v->needs ? v->needs(defaults) : 0u) & ~b.caps;

@@ -5,8 +5,8 @@
 // compares backend names. Adding a backend is one row here plus its communicator file
 // (docs/contributing.md).
 //
-// Rows today: mpi (real ranks), sim (the simulated cluster), nccl (listed: not built yet, its
-// communicator comes with issue 18 part 2). The single-rank SelfCommunicator is no row: it is
+// Rows today: mpi (real ranks), sim (the simulated cluster), nccl (NCCL on GPUs: built with
+// the CUDA toolkit, available where a GPU is found; docs/gpu.md). The single-rank SelfCommunicator is no row: it is
 // what mpi is in a build without MPI, and the tests' serial reference.
 #pragma once
 
