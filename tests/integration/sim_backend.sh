@@ -106,7 +106,7 @@ expect_error "a profile of another workload" "$BIN" run --workers 2 "${common[@]
 # profile-only calibration and uses it; the next run finds it. Bad input measures nothing.
 expect_error "models ssgd, localsgd .* only \(got adpsgd\)" "$BIN" run --backend sim --workers 2 --timing-only true \
   --algo adpsgd "${common[@]}" --db empty.db
-[[ $(sql empty.db "SELECT count(*) FROM calibrations") == 0 ]] || fail "a refused run stored a profile"
+[ ! -e empty.db ] || fail "a refused run created its database (and could have stored a profile)"
 "$BIN" run --workers 2 "${common[@]}" --backend sim --db empty.db > m1.out 2>&1 || { cat m1.out; fail "sim without a profile failed"; }
 grep -Eq "^no compute profile of svm on .* with batch 32 for this host: measuring it \(20 iterations\) ... [0-9.e-]+ s, stored as calibration 1$" m1.out ||
   { cat m1.out; fail "the missing profile was not measured and reported"; }
