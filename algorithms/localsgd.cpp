@@ -126,14 +126,9 @@ class LocalSgd final : public Algorithm {
     if (kind_ == PeriodScheduleKind::schedule_qsr) {
       // The whole schedule is known: its averages and the last round's length (the run's end may
       // cut it: then the steps it ran).
-      int64_t last = first_period();
-      for (int64_t t = post_local_; t < total_steps_;) {
-        const int64_t h = plan_.period_at(t);
-        last = std::min(h, total_steps_ - t);
-        t += h;
-      }
-      d["averages"] = period_plan_syncs(plan_, post_local_, total_steps_);
-      d["last-period"] = last;
+      const PeriodRounds rounds = period_plan_rounds(plan_, post_local_, total_steps_);
+      d["averages"] = rounds.averages;
+      d["last-period"] = rounds.last_steps;
     }
     return d.dump();
   }

@@ -55,15 +55,17 @@ PeriodPlan period_plan_make(const RunConfig& cfg, int workers, int64_t total_ste
   return period_plan_make(cfg, lr, total_steps);
 }
 
-int64_t period_plan_syncs(const PeriodPlan& plan, int64_t start, int64_t steps) {
-  int64_t syncs = 0;
-  for (int64_t t = std::max<int64_t>(0, start); t < steps;) {
+PeriodRounds period_plan_rounds(const PeriodPlan& plan, int64_t start, int64_t steps) {
+  PeriodRounds r;
+  const int64_t first = std::max<int64_t>(0, start);
+  r.last_steps = plan.period_at(first);
+  for (int64_t t = first; t < steps;) {
     const int64_t h = plan.period_at(t);
-    if (h > steps - t) break;
-    ++syncs;
+    r.last_steps = std::min(h, steps - t);
+    if (h <= steps - t) ++r.averages;
     t += h;
   }
-  return syncs;
+  return r;
 }
 
 }  // namespace dsgd

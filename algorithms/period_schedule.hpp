@@ -52,8 +52,15 @@ struct PeriodPlan {
 PeriodPlan period_plan_make(const RunConfig& cfg, double base_lr, int64_t total_steps);
 // The same with the base rate the optimizer of cfg on `workers` trains at (optimizer_create's).
 PeriodPlan period_plan_make(const RunConfig& cfg, int workers, int64_t total_steps);
-// How many averages a plan does in steps [start, steps) (the rounds from `start`; a round
-// cut off by the end of the run has none).
-int64_t period_plan_syncs(const PeriodPlan& plan, int64_t start, int64_t steps);
+// The rounds a plan runs in steps [start, steps): how many end with an average (a round cut off
+// by the end of the run has none) and how many steps the last one ran.
+struct PeriodRounds {
+  int64_t averages = 0;
+  int64_t last_steps = 0;  // the last round's steps (its period unless the run's end cut it)
+};
+PeriodRounds period_plan_rounds(const PeriodPlan& plan, int64_t start, int64_t steps);
+inline int64_t period_plan_syncs(const PeriodPlan& plan, int64_t start, int64_t steps) {
+  return period_plan_rounds(plan, start, steps).averages;
+}
 
 }  // namespace dsgd

@@ -109,7 +109,7 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
   const std::string host = system_info_read().host;
   const int n = static_cast<int>(cfg.workers);
   if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
-  config_check_timing_only(cfg);  // config_validate checked it before anything was stored
+  config_check_timing_only(cfg);  // again: the tuner's probes run without config_validate
   r.data = dataset_load_shared(cfg);
   double workload_bytes = 0;
   {

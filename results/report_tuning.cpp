@@ -21,16 +21,6 @@ namespace {
 constexpr size_t kMaxSessions = 20;     // sections in one HTML report
 constexpr size_t kMaxTableRows = 2000;  // trials listed per session in HTML (every one in csv/json)
 
-bool table_exists(const Store& store, const char* name) {
-  SqlStatement stmt(store.handle(), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
-  stmt.bind(1, name);
-  return stmt.step() && stmt.column_int64(0) > 0;
-}
-
-bool tuner_tables(const Store& store) {
-  return table_exists(store, "tune_sessions") && table_exists(store, "trials");
-}
-
 nlohmann::json parse_object(const std::string& text) {
   nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
   return j.is_object() ? j : nlohmann::json::object();
@@ -288,7 +278,7 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
 
 TuningReport report_tuning_load(const Store& store, const std::vector<int64_t>& run_ids) {
   TuningReport report;
-  if (run_ids.empty() || !tuner_tables(store)) return report;
+  if (run_ids.empty() || !tune_tables_exist(store)) return report;
   std::map<int64_t, std::set<int64_t>> sessions_of_run;
   SqlStatement pairs(store.handle(), "SELECT run_id, session_id FROM trials WHERE run_id IS NOT NULL");
   while (pairs.step()) sessions_of_run[pairs.column_int64(0)].insert(pairs.column_int64(1));
@@ -301,7 +291,7 @@ TuningReport report_tuning_load(const Store& store, const std::vector<int64_t>& 
 }
 
 TuningReport report_tuning_load_session(const Store& store, int64_t session_id) {
-  if (!tuner_tables(store))
+  if (!tune_tables_exist(store))
     DSGD_THROW(InputError, "tune first: dsgd-tune recommend ... --db " + store.path(),
                "{} has no tuning sessions (no dsgd-tune session has used it)", store.path());
   TuningReport report;

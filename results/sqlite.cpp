@@ -203,6 +203,12 @@ void SqlTransaction::commit() {
   open_ = false;
 }
 
+bool sql_table_exists(sqlite3* db, const char* name) {
+  SqlStatement stmt(db, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
+  stmt.bind(1, name);
+  return stmt.step() && stmt.column_int64(0) > 0;
+}
+
 std::string sqlite_file_uri(const std::string& path, const std::string& query) {
   std::string uri = "file:";
   for (unsigned char c : std::filesystem::absolute(path).string()) {

@@ -24,6 +24,8 @@ void sql_exec(sqlite3* db, std::string_view sql);
 
 // The file behind the connection's main database ("" for in-memory databases).
 std::string sql_db_path(sqlite3* db);
+// Whether the database has a table of that name (an older or read-only, unmigrated schema may not).
+bool sql_table_exists(sqlite3* db, const char* name);
 // The file: URI of `path` made absolute (https://www.sqlite.org/uri.html), with `query` (e.g.
 // "mode=rw", "immutable=1"; empty: none): '%', '?', '#', spaces, control and non-ASCII bytes
 // percent-encoded. For sqlite3_open_v2 with SQLITE_OPEN_URI, or ATTACH on such a connection.

@@ -11,16 +11,6 @@ namespace dsgd {
 
 namespace {
 
-bool table_exists(const Store& store, const char* name) {
-  SqlStatement stmt(store.handle(), "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
-  stmt.bind(1, name);
-  return stmt.step() && stmt.column_int64(0) > 0;
-}
-
-bool tuner_tables_exist(const Store& store) {
-  return table_exists(store, "tune_sessions") && table_exists(store, "trials");
-}
-
 // A database opened read-only is not migrated: before schema v12 a session has no kind
 // (every one was a recommend).
 std::string session_columns(const Store& store) {
@@ -54,6 +44,10 @@ constexpr const char* trial_columns =
 
 }  // namespace
 
+bool tune_tables_exist(const Store& store) {
+  return sql_table_exists(store.handle(), "tune_sessions") && sql_table_exists(store.handle(), "trials");
+}
+
 int64_t tune_session_begin(Store& store, const TuneSessionRow& row) {
   const SystemInfo sys = system_info_read();
   SqlStatement stmt(store.handle(),
@@ -86,7 +80,7 @@ void tune_session_finish(Store& store, int64_t id, const std::string& status, co
 }
 
 TuneSessionRow tune_session_get(const Store& store, int64_t id) {
-  if (tuner_tables_exist(store)) {
+  if (tune_tables_exist(store)) {
     SqlStatement stmt(store.handle(), fmt::format("SELECT {} FROM tune_sessions WHERE id = ?", session_columns(store)));
     stmt.bind(1, id);
     if (stmt.step()) return session_read(stmt);
@@ -97,7 +91,7 @@ TuneSessionRow tune_session_get(const Store& store, int64_t id) {
 
 std::vector<TuneSessionRow> tune_sessions_list(const Store& store) {
   std::vector<TuneSessionRow> out;
-  if (!tuner_tables_exist(store)) return out;
+  if (!tune_tables_exist(store)) return out;
   SqlStatement stmt(store.handle(),
                     fmt::format("SELECT {} FROM tune_sessions ORDER BY id DESC", session_columns(store)));
   while (stmt.step()) out.push_back(session_read(stmt));
@@ -147,7 +141,7 @@ void tune_trial_insert(Store& store, const TrialRow& r) {
 
 std::vector<TrialRow> tune_trials_get(const Store& store, int64_t session_id) {
   std::vector<TrialRow> out;
-  if (!tuner_tables_exist(store)) return out;
+  if (!tune_tables_exist(store)) return out;
   SqlStatement stmt(store.handle(),
                     fmt::format("SELECT {} FROM trials WHERE session_id = ? ORDER BY id", trial_columns));
   stmt.bind(1, session_id);
@@ -209,7 +203,9 @@ void tune_validation_insert(Store& store, TopValidation& v) {
 
 std::vector<TopValidation> tune_validations_get(const Store& store, int64_t session_id) {
   std::vector<TopValidation> out;
-  if (!table_exists(store, "tune_validations") || !table_exists(store, "tune_validation_configs")) return out;
+  if (!sql_table_exists(store.handle(), "tune_validations") ||
+      !sql_table_exists(store.handle(), "tune_validation_configs"))
+    return out;
   SqlStatement head(store.handle(),
                     "SELECT id, created_at, top_k, host, ranking_agrees FROM tune_validations WHERE session_id = ? "
                     "ORDER BY id");

@@ -49,6 +49,9 @@ struct TrialRow {
   std::string created_at;
 };
 
+// Whether the database has the tuner's tables (an unmigrated read-only one before v9 does not).
+bool tune_tables_exist(const Store& store);
+
 int64_t tune_session_begin(Store& store, const TuneSessionRow& row);
 void tune_session_set_status(Store& store, int64_t id, const std::string& status);
 void tune_session_finish(Store& store, int64_t id, const std::string& status, const std::string& result_json,

@@ -15,10 +15,7 @@ void prior_probe_store(Store& store, int64_t session_id, const PriorProbe& probe
 }
 
 std::optional<PriorProbe> prior_probe_load(const Store& store, int64_t session_id) {
-  {
-    SqlStatement t(store.handle(), "SELECT count(*) FROM sqlite_master WHERE type='table' AND name='tune_probes'");
-    if (!t.step() || t.column_int64(0) == 0) return std::nullopt;
-  }
+  if (!sql_table_exists(store.handle(), "tune_probes")) return std::nullopt;
   SqlStatement stmt(store.handle(), "SELECT probe_json FROM tune_probes WHERE session_id = ?");
   stmt.bind(1, session_id);
   if (!stmt.step()) return std::nullopt;

@@ -67,6 +67,9 @@ TEST(PeriodSchedule, FormulasByHand) {
   cfg.period = 4;
   EXPECT_EQ(period_plan_syncs(period_plan_make(cfg, 0.05, 61), 0, 61), 15);
   EXPECT_EQ(period_plan_syncs(period_plan_make(cfg, 0.05, 61), 5, 61), 14);
+  // The last round: 15 rounds of 4 end at step 60, the 16th ran 1 step; from 5: 14 end at 61.
+  EXPECT_EQ(period_plan_rounds(period_plan_make(cfg, 0.05, 61), 0, 61).last_steps, 1);
+  EXPECT_EQ(period_plan_rounds(period_plan_make(cfg, 0.05, 61), 5, 61).last_steps, 4);
 }
 
 // Final parameters (rank 0's consensus) of cfg on n simulated workers through the trainer.
