@@ -25,6 +25,7 @@
 #include "algorithms/optimizer.hpp"
 #include "cluster/communicator.hpp"
 #include "cluster/network_model.hpp"
+#include "cluster/straggler.hpp"
 #include "core/buffer.hpp"
 #include "core/run_config.hpp"
 #include "core/vector_ops.hpp"
@@ -53,6 +54,16 @@ struct LocalStream {
   size_t batch = 0;
 };
 
+// One step's forward pass when the algorithm runs the forward passes itself
+// (Algorithm::forward_instances() > 0, pdasgd): the instance that holds the step's
+// activations, the parameters they were computed with (backward runs at the same ones), and
+// the minibatch loss.
+struct ForwardPass {
+  Workload* workload = nullptr;
+  const float* params = nullptr;
+  double loss = 0;
+};
+
 // What an algorithm acts on; owned by the trainer.
 struct TrainState {
   Communicator& comm;
@@ -69,6 +80,12 @@ struct TrainState {
   const LayerCosts* layer_costs = nullptr;  // set for algorithms with wants_layer_costs()
   const Dataset* train = nullptr;           // the training set (read-only; helper threads draw batches from it)
   std::vector<LocalStream> streams;         // threads 1..T−1 of local_threads() (empty when T = 1)
+  // With forward_instances() = k > 0: the k workload instances of the forward passes in flight
+  // (the trainer's own, `workload`, then only evaluates) and this rank's data stream, which
+  // the algorithm draws from in the trainer's place (its workload field is unused).
+  std::vector<Workload*> forward_workloads;
+  LocalStream own_stream;
+  const Stragglers* stragglers = nullptr;  // the run's straggler models (nullptr: none)
   // Mean staleness of the updates this rank applied or read in this step (ps, adpsgd;
   // docs/metrics.md). The trainer sets NaN (none) before each step and records it.
   double staleness = std::numeric_limits<double>::quiet_NaN();
@@ -90,6 +107,15 @@ class Algorithm {
   // At the start of each step of a rank that computes, before its data phase (state.lr is
   // already this step's learning rate); its time counts in data_s.
   virtual void begin_step(TrainState& state) {}
+  // Decoupled forward (pdasgd): the number of workload instances whose forward passes the
+  // algorithm runs ahead of the trainer's steps (0: the trainer runs each step's data and
+  // forward phases itself). The trainer then makes them (TrainState::forward_workloads), leaves
+  // the data stream to the algorithm and, after begin_step, takes the step's forward pass from
+  // forward() (it blocks until that pass is done; the blocked time is the step's fwd_s) and
+  // runs backward on it. Injected straggler delays are then split (Stragglers::delay_s with
+  // with_fixed): the trainer holds the backward's share, the algorithm applies the forward's.
+  virtual int forward_instances() const { return 0; }
+  virtual ForwardPass forward(TrainState& state) { return {}; }
   // Called from backward the moment `layer`'s gradient is final.
   virtual void on_layer_grad_ready(TrainState& state, size_t layer) {}
   // After backward, before the optimizer step: turn grads into what the optimizer applies.

@@ -149,6 +149,10 @@ class Communicator {
   virtual double now() const { return clock_now_s(); }
   virtual void hold_until(double deadline) { clock_hold_until(deadline); }
   virtual void compute_done(ComputePhase phase, size_t layer = 0) {}
+  // The modelled seconds compute_done(phase, layer) adds on a virtual clock, for compute that
+  // runs beside the worker's own (pdasgd's forward thread, algorithms/decoupled_forward.hpp);
+  // 0 on real backends, where compute takes the time it takes.
+  virtual double compute_cost_s(ComputePhase phase, size_t layer = 0) const { return 0.0; }
   // Whether now() is a virtual clock on which compute is modelled, not timed (sim): an
   // algorithm's helper threads then run inline on the worker's thread, so that a seed
   // reproduces the run (algorithms/local_threads.hpp).

@@ -51,9 +51,10 @@ struct SimTimingPlan {
   std::vector<int> group_of;
   // Layer sizes in floats, in layer order (ssgd --overlap's buckets, dreamddp's layers).
   std::vector<size_t> layer_counts;
-  bool overlap = false;     // ssgd --overlap
-  double bucket_bytes = 0;  // ssgd --overlap: --bucket-mb · 1e6
-  bool fill = true;         // dreamddp: --dreamddp-fill
+  bool overlap = false;       // ssgd --overlap
+  double bucket_bytes = 0;    // ssgd --overlap: --bucket-mb · 1e6
+  bool fill = true;           // dreamddp: --dreamddp-fill
+  int64_t forward_depth = 0;  // pdasgd: S, the forward passes run ahead on a second core
   // What a rule keeps from one step to the next (a request in flight: its launch times and
   // completion); sim_timing_run clears it at the start of a run.
   mutable std::vector<double> state;

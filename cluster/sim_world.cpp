@@ -608,16 +608,19 @@ void SimCommunicator::hold_until(double deadline) {
 }
 
 void SimCommunicator::compute_done(ComputePhase phase, size_t layer) {
+  world_.advance(rank_, compute_cost_s(phase, layer));
+}
+
+double SimCommunicator::compute_cost_s(ComputePhase phase, size_t layer) const {
   const SimComputeCost& c = world_.options().cost;
-  double s = 0;
   switch (phase) {
-    case ComputePhase::phase_data: s = c.data_s; break;
-    case ComputePhase::phase_forward: s = c.fwd_s; break;
-    case ComputePhase::phase_backward_layer: s = layer < c.bwd_layer_s.size() ? c.bwd_layer_s[layer] : 0.0; break;
-    case ComputePhase::phase_backward: s = c.bwd_rest_s; break;
-    case ComputePhase::phase_optimizer: s = c.opt_s; break;
+    case ComputePhase::phase_data: return c.data_s;
+    case ComputePhase::phase_forward: return c.fwd_s;
+    case ComputePhase::phase_backward_layer: return layer < c.bwd_layer_s.size() ? c.bwd_layer_s[layer] : 0.0;
+    case ComputePhase::phase_backward: return c.bwd_rest_s;
+    case ComputePhase::phase_optimizer: return c.opt_s;
   }
-  world_.advance(rank_, s);
+  return 0.0;
 }
 
 std::string SimCommunicator::backend_details() const {

@@ -130,6 +130,7 @@ class SimCommunicator final : public Communicator {
   double now() const override;
   void hold_until(double deadline) override;
   void compute_done(ComputePhase phase, size_t layer = 0) override;
+  double compute_cost_s(ComputePhase phase, size_t layer = 0) const override;
   bool virtual_clock() const override { return true; }
   std::string backend_details() const override;
 

@@ -158,28 +158,31 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
   return out;
 }
 
-double Stragglers::delay_s(int rank, int64_t step, double compute_s) const {
+double Stragglers::delay_s(int rank, int64_t step, double compute_s, bool with_fixed) const {
   double total = 0;
   for (size_t i = 0; i < models_.size(); ++i) {
     const StragglerModel& m = models_[i];
     if (m.rank >= 0 && m.rank != rank) continue;
     Rng rng(rng_derive_seed(seed_, 0x57A6 + i, static_cast<uint64_t>(rank), static_cast<uint64_t>(step)));
     switch (m.kind) {
-      case StragglerKind::straggler_fixed: total += m.delay_s + (m.factor - 1.0) * compute_s; break;
+      case StragglerKind::straggler_fixed:
+        total += (with_fixed ? m.delay_s : 0.0) + (m.factor - 1.0) * compute_s;
+        break;
       case StragglerKind::straggler_random:
-        if (rng.uniform() < m.p) total += m.delay_s;
+        if (with_fixed && rng.uniform() < m.p) total += m.delay_s;
         break;
       case StragglerKind::straggler_lognormal:
         // Draws are truncated at kStragglerMaxDelayS: the far tail would stall the run for days.
         total += std::min(kStragglerMaxDelayS, std::max(0.0, std::exp(m.sigma * rng.normal()) - 1.0) * compute_s);
         break;
       case StragglerKind::straggler_pareto: {
+        if (!with_fixed) break;
         const double u = 1.0 - rng.uniform();  // (0, 1]
         total += std::min(kStragglerMaxDelayS, m.scale_s * (std::pow(u, -1.0 / m.alpha) - 1.0));
         break;
       }
       case StragglerKind::straggler_periodic:
-        if (((step - m.offset) % m.every + m.every) % m.every == 0) total += m.delay_s;
+        if (with_fixed && ((step - m.offset) % m.every + m.every) % m.every == 0) total += m.delay_s;
         break;
     }
   }

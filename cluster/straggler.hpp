@@ -54,7 +54,13 @@ class Stragglers {
   static Stragglers parse(const std::string& spec, int workers, uint64_t seed);
   bool empty() const { return models_.empty(); }
   // Seconds to add to `rank`'s compute at `step`, whose measured compute took compute_s.
-  double delay_s(int rank, int64_t step, double compute_s) const;
+  double delay_s(int rank, int64_t step, double compute_s) const { return delay_s(rank, step, compute_s, true); }
+  // The same delay for a worker whose step computes on two threads (pdasgd's forward thread
+  // beside the backward): the part proportional to compute (factor, lognormal) for that
+  // thread's compute_s, and the part that does not depend on it (delay, random, pareto,
+  // periodic) only with `with_fixed` (one thread takes it). Summed over the threads it is
+  // delay_s of their summed compute (up to the truncation of one lognormal draw at 1 hour).
+  double delay_s(int rank, int64_t step, double compute_s, bool with_fixed) const;
   const std::vector<StragglerModel>& models() const { return models_; }
 
  private:

@@ -60,7 +60,8 @@ MemoryEstimate memory_estimate(const RunConfig& cfg, const Dataset& train, const
     m.batch_bytes = workload_bytes >= 0 ? workload_bytes
                     : train.sparse      ? batch * 64.0
                                         : batch * static_cast<double>(train.features) * sizeof(float);
-    if (algorithm) m.batch_bytes *= algorithm->local_threads();  // each local thread's own batch (lasgd, hogwild)
+    // Each local thread's own batch (lasgd, hogwild) and each forward pass in flight (pdasgd).
+    if (algorithm) m.batch_bytes *= algorithm->local_threads() + algorithm->forward_instances();
     // The shard's indices; thread stack touched and the step recorder (~256 KiB).
     const double shard = static_cast<double>(train.rows) / n * sizeof(uint32_t);
     m.per_worker_bytes = m.replicas_bytes + m.batch_bytes + shard + 256.0 * 1024;

@@ -48,15 +48,18 @@ std::atomic<bool> g_past_setup{false};
 struct Worker {
   std::shared_ptr<const DatasetPair> data;  // shared by the sim backend's workers (read-only)
   std::unique_ptr<Workload> workload;
-  // Local threads 1..T−1 (Algorithm::local_threads): their workloads and data streams,
-  // declared before the algorithm so that its threads are joined before these go.
+  // What an algorithm's threads use, declared before the algorithm so that its threads are
+  // joined before these go: local threads 1..T−1's workloads and data streams
+  // (Algorithm::local_threads), the decoupled forward's instances (Algorithm::
+  // forward_instances), the rank's data stream and the straggler models.
   std::vector<std::unique_ptr<Workload>> helper_workloads;
   std::vector<std::unique_ptr<BatchSampler>> helper_samplers;
+  std::vector<std::unique_ptr<Workload>> forward_workloads;
+  std::unique_ptr<BatchSampler> sampler;
+  Stragglers stragglers;
   std::unique_ptr<Algorithm> algorithm;
   std::unique_ptr<Optimizer> optimizer;
   LrSchedule lr_schedule;
-  std::unique_ptr<BatchSampler> sampler;
-  Stragglers stragglers;
   std::shared_ptr<const Topology> topology;     // shared by the sim backend's workers (read-only)
   std::optional<NetworkModel> emulated;         // from --bandwidth etc.; empty: no emulation
   std::unique_ptr<NetworkEmulation> emulation;  // null: nothing added to collectives
@@ -121,6 +124,10 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
       w.helper_samplers.push_back(std::make_unique<BatchSampler>(w.data->train.rows, index + k, data_ranks,
                                                                  static_cast<size_t>(cfg.batch), cfg.seed));
     }
+  for (int k = 0; k < w.algorithm->forward_instances(); ++k) {
+    w.forward_workloads.push_back(workload_create(cfg, w.data->train));
+    w.forward_workloads.back()->reserve(static_cast<size_t>(cfg.batch));
+  }
   w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
   w.topology = topology_make_shared(cfg.topology, comm.size(), cfg.seed);
   // hier:GxW: every recorded all-reduce runs in two levels (Communicator::set_hierarchy).
@@ -255,6 +262,10 @@ class Trainer {
     for (size_t k = 0; k < w_.helper_workloads.size(); ++k)
       state_->streams.push_back(LocalStream{w_.helper_workloads[k].get(), sampler_next, w_.helper_samplers[k].get(),
                                             w_.helper_samplers[k]->batch()});
+    for (const auto& f : w_.forward_workloads) state_->forward_workloads.push_back(f.get());
+    state_->own_stream = LocalStream{w_.workload.get(), sampler_next, w_.sampler.get(), w_.sampler->batch()};
+    if (!w_.stragglers.empty()) state_->stragglers = &w_.stragglers;
+    decoupled_ = w_.algorithm->forward_instances() > 0;
     if (w_.algorithm->wants_layer_costs()) {  // per-layer costs, for algorithms that plan from them
       layer_costs_ = layer_costs_resolve(cfg_, comm_, store_, *w_.workload, w_.emulated, w_.topology->groups);
       state_->layer_costs = &layer_costs_;
@@ -371,19 +382,19 @@ class Trainer {
     if (!computes_) return serve_once(t, t0);
     w_.algorithm->begin_step(state);
     const bool stragglers = !w_.stragglers.empty();
-    const uint32_t* idx = w_.sampler->next();
-    w_.workload->load_batch(w_.data->train, idx, w_.sampler->batch());
-    comm_.compute_done(ComputePhase::phase_data);
-    const double t1 = (t || stragglers) ? comm_.now() : 0.0;
-    const double loss = w_.workload->forward(w_.params.data());
-    comm_.compute_done(ComputePhase::phase_forward);
+    double t1 = t0;  // a decoupled forward (pdasgd) has no data phase here: its wait is fwd_s
+    const ForwardPass pass = decoupled_ ? w_.algorithm->forward(state) : forward_here(t || stragglers, t1);
+    const double loss = pass.loss;
     state.loss = loss;
-    const double t2 = clock();
-    w_.workload->backward(w_.params.data(), w_.grads.data(), LayerHook{hook_trampoline, &hook_ctx_});
+    const double t2 = (t || stragglers) ? comm_.now() : 0.0;
+    pass.workload->backward(pass.params, w_.grads.data(), LayerHook{hook_trampoline, &hook_ctx_});
     comm_.compute_done(ComputePhase::phase_backward);
     double t3 = (t || stragglers) ? comm_.now() : 0.0;
     if (stragglers) {
-      const double delay = w_.stragglers.delay_s(comm_.rank(), step, t3 - t1);
+      // The step's compute: forward and backward, or with a decoupled forward the backward
+      // (the forward thread applies its share, Algorithm::forward_instances).
+      const double delay = decoupled_ ? w_.stragglers.delay_s(comm_.rank(), step, t3 - t2, true)
+                                      : w_.stragglers.delay_s(comm_.rank(), step, t3 - t1);
       if (delay > 0) {
         comm_.hold_until(t3 + delay);
         if (t) {
@@ -418,6 +429,18 @@ class Trainer {
     loss_count_ += 1;
     last_loss_ = loss;
     if (!std::isfinite(loss) && first_nonfinite_step_ < 0) first_nonfinite_step_ = step;
+  }
+
+  // The step's data and forward phases on the trainer's instance and model; t1 is set
+  // between them when timed.
+  ForwardPass forward_here(bool timed, double& t1) {
+    const uint32_t* idx = w_.sampler->next();
+    w_.workload->load_batch(w_.data->train, idx, w_.sampler->batch());
+    comm_.compute_done(ComputePhase::phase_data);
+    if (timed) t1 = comm_.now();
+    const double loss = w_.workload->forward(w_.params.data());
+    comm_.compute_done(ComputePhase::phase_forward);
+    return ForwardPass{w_.workload.get(), w_.params.data(), loss};
   }
 
   // A step of a rank that only serves (ps dedicated): no data, gradient or optimizer.
@@ -543,6 +566,7 @@ class Trainer {
   LayerCosts layer_costs_;
   HookContext hook_ctx_{nullptr, nullptr};
   bool computes_ = true;
+  bool decoupled_ = false;  // the algorithm runs the forward passes (Algorithm::forward_instances)
   StepRecorder recorder_;
   TrainResult result_;
 

@@ -26,6 +26,7 @@ foreach(entry
     "test_algos2:dsgd_algorithms"
     "test_algos3:dsgd_engine"
     "test_period_schedule:dsgd_engine"
+    "test_decoupled_forward:dsgd_engine"
     "test_sim_world:dsgd_engine"
     "test_sim_validation_store:dsgd_results"
     "test_report_rows:dsgd_results"

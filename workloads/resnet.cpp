@@ -353,6 +353,16 @@ void ResNetWorkload::copy_input(const Dataset& ds, size_t row, size_t slot, size
   }
 }
 
+void ResNetWorkload::copy_training_state(const Workload& other) {
+  const auto* from = dynamic_cast<const ResNetWorkload*>(&other);
+  if (!from || from->running_.size() != running_.size())
+    DSGD_THROW(Error, "this is a bug: copy the training state between instances of one configuration",
+               "resnet: copy_training_state from {} with {} running statistics, this one has {}", other.name(),
+               from ? from->running_.size() : 0, running_.size());
+  std::copy(from->running_.begin(), from->running_.end(), running_.begin());
+  load_calls_ = from->load_calls_;
+}
+
 void ResNetWorkload::load_batch(const Dataset& ds, const uint32_t* idx, size_t n) {
   if (n == 0 || n > cap_) {
     DSGD_THROW(Error, "call reserve(max_batch) with the largest batch first",

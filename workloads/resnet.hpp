@@ -83,6 +83,8 @@ class ResNetWorkload final : public Workload {
   // the primitives an evaluation's last, shorter chunk creates (tens of MB for ResNet-20).
   double reserve_bytes(size_t max_batch) const override;
   void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override;
+  // The running statistics and the augmentation batch counter (throws Error for another workload or shape).
+  void copy_training_state(const Workload& other) override;
   // Convolutions and the head: 2 FLOPs per multiply-add forward, backward 2× forward (weight
   // and input gradients; the stem's input gradient is not computed but counted, as usual).
   // BatchNorm, ReLU, pooling and the loss are left out.

@@ -74,6 +74,12 @@ class Workload {
   void backward(ConstBufferView params, BufferView grads, const LayerHook& hook) {
     do_backward(checked(params, "backward"), checked(grads, "backward"), hook);
   }
+  // Copies the state that training evolves besides the parameters (ResNet: the BatchNorm
+  // running statistics and the augmentation stream's batch counter; the other workloads have
+  // none) from `other`, an instance of the same workload and configuration. Several instances
+  // then take turns at one worker's steps as one instance would (pdasgd's forward passes in
+  // flight, algorithms/decoupled_forward.hpp), and evaluate() of the copy sees that state.
+  virtual void copy_training_state(const Workload& other) {}
   // Loss and accuracy sums over samples [begin, end) of ds (no side effects on training state).
   EvalSums evaluate(ConstBufferView params, const Dataset& ds, size_t begin, size_t end) {
     return do_evaluate(checked(params, "evaluate"), ds, begin, end);

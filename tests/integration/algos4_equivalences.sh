@@ -4,7 +4,9 @@
 #  - hogwild --local-threads 1 --across ps = ps --ps-mode async (2 MPI ranks: 1 worker + 1
 #    server; 4 simulated: 3 + 1), and --across gossip = dpsgd (2 MPI ranks; 4 simulated, ring);
 #  - pdasgd --pd-staleness 0 = ssgd (2 and 4 MPI ranks; 4 simulated), and with S = 2 each
-#    step stores staleness min(2, t) and the model differs;
+#    step stores staleness min(2, t) and the model differs; with S ≥ 1 the forward thread (MPI)
+#    equals the simulator's inline forward passes bit for bit (SVM S = 2; ResNet-8 S = 1 with
+#    BatchNorm and augmentation, and its evaluated accuracy);
 #  - adatopk:budget=ρ on uniform links = topk:ρ (2 MPI ranks; 4 simulated), with topk's bytes;
 #    on hier:2x2 with a 10x slower inter-group link the bytes per step follow the two-level
 #    formula and the result differs from topk;
@@ -61,6 +63,21 @@ if cmp -s pd2.bin ssgd2.bin; then fail "pdasgd with staleness 2 should differ fr
 P=$(last_run_id pd2.bin.txt)
 bad=$(sql t.db "SELECT count(*) FROM steps WHERE run_id=$P AND staleness IS NOT min(2, step)")
 [[ "$bad" == 0 ]] || fail "pdasgd: $bad steps whose stored staleness is not min(2, t)"
+# The forward thread (MPI) and the simulator's inline passes compute the same numbers, also on
+# ResNet-8 with BatchNorm and augmentation (the instances hand on their running statistics and
+# augmentation counter).
+run spd2.bin --workers 2 --algo pdasgd --pd-staleness 2 "${sim[@]}"
+same pd2.bin spd2.bin "pdasgd S=2: 2 MPI ranks (forward thread) differ from 2 simulated workers (inline)"
+resnet=(--workload resnet --model resnet8 --dataset "synthetic:shape=3x8x8,classes=4,n=256,test=64,noise=0.3"
+  --augment true --steps 13 --batch 8 --lr 0.05 --momentum 0.9 --seed 11 --db t.db --eval-every 13)
+"$BIN" run "${resnet[@]}" --workers 2 --algo pdasgd --pd-staleness 1 --save-params rpd_mpi.bin > rpd_mpi.txt 2>&1 ||
+  { cat rpd_mpi.txt; fail "pdasgd on ResNet-8 (mpi) failed"; }
+"$BIN" run "${resnet[@]}" --workers 2 --backend sim --profile-from "$(last_run_id rpd_mpi.txt)" --algo pdasgd \
+  --pd-staleness 1 --save-params rpd_sim.bin > rpd_sim.txt 2>&1 || { cat rpd_sim.txt; fail "pdasgd on ResNet-8 (sim) failed"; }
+same rpd_mpi.bin rpd_sim.bin "pdasgd S=1 on ResNet-8: 2 MPI ranks differ from 2 simulated workers"
+acc_mpi=$(sql t.db "SELECT test_acc FROM evals WHERE run_id=$(last_run_id rpd_mpi.txt) AND step=13")
+acc_sim=$(sql t.db "SELECT test_acc FROM evals WHERE run_id=$(last_run_id rpd_sim.txt) AND step=13")
+[[ -n "$acc_mpi" && "$acc_mpi" == "$acc_sim" ]] || fail "pdasgd on ResNet-8: evaluated accuracy $acc_mpi (mpi) vs $acc_sim (sim)"
 
 # adatopk on uniform links = topk at the budget
 run topk2.bin --workers 2 --algo ssgd --compress topk:0.1

@@ -2,7 +2,8 @@
 # checked against its full simulation (threaded numerics on the virtual clock) with the same
 # configuration, 6 workers, a lognormal straggler and a 100 Mbit/s link (docs/sim.md):
 # ssgd (blocking, and --overlap with one bucket and one per layer), cocod, dasgd (d = 2 and 0), overlap-local, zero,
-# lasgd (2 threads), pdasgd and dreamddp (H = 1 and 4, with and without --dreamddp-fill, on the
+# lasgd (2 threads), pdasgd (S = 1 and 2, its forward thread a second core; also under a
+# factor and a random-delay straggler, and on ResNet-8) and dreamddp (H = 1 and 4, with and without --dreamddp-fill, on the
 # SVM at two compute scales, the larger one leaving idle link time that the fill uses, and on
 # ResNet-8 with its 10 layers spread over the slots). Tolerance: the sums over (rank, step) of step_s, comm_s,
 # wait_s, overlap_s and bytes_sent within 1e-9 relative (float sums in another order; the
@@ -52,9 +53,11 @@ dream=("dreamddp --period 1" "dreamddp --period 4" "dreamddp --period 4 --dreamd
   "dreamddp --period 1 --dreamddp-fill false")
 for algo in "ssgd" "ssgd --overlap true --bucket-mb 1" "ssgd --overlap true" "cocod --period 4" \
   "dasgd --period 4 --delay 2" "dasgd --period 4 --delay 0" "overlap-local --period 4" "zero" \
-  "lasgd --period 4 --local-threads 2" "pdasgd --pd-staleness 2" "${dream[@]}"; do
+  "lasgd --period 4 --local-threads 2" "pdasgd --pd-staleness 1" "pdasgd --pd-staleness 2" "${dream[@]}"; do
   check "$algo" "${tcommon[@]}"
 done
+# pdasgd's forward thread under stragglers with fixed parts (held by the backward's thread only).
+check "pdasgd --pd-staleness 1" --workers 6 "${common[@]}" "${sim[@]}" --straggler "fixed:rank=2,factor=2;random:p=0.3,delay=2ms"
 # dreamddp with compute x3000: backward hides the link, so the fill adds extra averages
 # (H = 4: the second layer again in slots 1-3), which the timing-only rule must launch too.
 for algo in "${dream[@]}"; do
@@ -71,7 +74,7 @@ rcommon=(--workload resnet --model resnet8 --dataset "$IMAGES" --steps 13 --batc
 "$BIN" run --workers 1 --algo ssgd "${rcommon[@]}" > rprof.out || fail "resnet profile run failed"
 rsim=(--workers 6 "${rcommon[@]}" --backend sim --profile-from "$(last_run_id rprof.out)" --bandwidth 100Mbps
   --latency 200us --compute-scale 20 --straggler "lognormal:sigma=0.3")
-for algo in "${dream[@]}"; do
+for algo in "${dream[@]}" "pdasgd --pd-staleness 1"; do
   check "$algo" "${rsim[@]}"
 done
 check "dreamddp --period 3" "${rsim[@]}" --topology hier:2x3 --inter-bandwidth 20Mbps --inter-latency 1ms

@@ -95,6 +95,10 @@ class ShadowCommunicator final : public Communicator {
   double now() const override { return inner_.now(); }
   void hold_until(double deadline) override { inner_.hold_until(deadline); }
   void compute_done(ComputePhase phase, size_t layer = 0) override { inner_.compute_done(phase, layer); }
+  double compute_cost_s(ComputePhase phase, size_t layer = 0) const override {
+    return inner_.compute_cost_s(phase, layer);
+  }
+  bool virtual_clock() const override { return inner_.virtual_clock(); }
 
   void untimed_allreduce_sum(double* d, size_t n) override { inner_.untimed_allreduce_sum(d, n); }
   void untimed_allreduce_sum(float* d, size_t n) override { inner_.untimed_allreduce_sum(d, n); }
