@@ -20,6 +20,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/progress_line.hpp"
+#include "cli/run_options.hpp"
 #include "cluster/backends.hpp"
 #include "cluster/communicator.hpp"
 #include "cluster/launcher.hpp"
@@ -235,10 +236,12 @@ void setup_calibrate(CLI::App& app, int argc, char** argv) {
   opts->reps_option =
       sub->add_option("--reps", o.reps, "repetitions per size, each of >= 10 ms (--quick: 2)")->capture_default_str();
   sub->add_flag("--quick", o.quick, "sizes x4 up to 1MiB, 2 repetitions, 5 profile iterations: a few seconds");
-  sub->add_option("--workload", o.workload, "workload to profile per layer (dsgd-bench list workloads)")
+  sub->add_option("--workload", o.model.workload, "workload to profile per layer (dsgd-bench list workloads)")
       ->capture_default_str();
-  sub->add_option("--dataset", o.dataset, "dataset spec of the profile (dsgd-bench list datasets)")
+  sub->add_option("--dataset", o.model.dataset, "dataset spec of the profile (dsgd-bench list datasets)")
       ->capture_default_str();
+  // The model's shape, as `run` takes it: each shape has its own profile (workload_profile_key).
+  run_options_bind_keys(sub, o.model, workload_shape_keys());
   sub->add_option("--batches", o.batches, "per-worker batch sizes to profile, comma-separated")
       ->delimiter(',')
       ->capture_default_str();

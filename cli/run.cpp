@@ -253,7 +253,7 @@ int run_simulated(const RunConfig& cfg) {
     missing.before = [&](const std::vector<int64_t>&) {
       stdout_print(fmt::format("no compute profile of {} on {} with batch {} for this host: measuring it ({} "
                                "iterations) ...",
-                               cfg.workload, cfg.dataset, cfg.batch, kComputeProfileIters),
+                               workload_profile_key(cfg), cfg.dataset, cfg.batch, kComputeProfileIters),
                    true);
     };
     missing.after = [](const ComputeProfileFill& fill) {

@@ -24,6 +24,10 @@ struct RunOptionBinding {
 // b.flags, with the field's help and its default shown.
 void run_options_bind(CLI::App* sub, RunOptionBinding& b, const std::vector<std::string>& skip = {});
 
+// Adds --KEY for the fields of run_config_fields() named in `keys`, bound to target directly
+// (a subcommand that takes a few of the run's flags: calibrate's model shape).
+void run_options_bind_keys(CLI::App* sub, RunConfig& target, const std::vector<std::string>& keys);
+
 // File first (b.config_file), then every flag that was given explicitly. Throws InputError for
 // a non-positive --steps / --epochs given on the command line.
 RunConfig run_options_resolve(const RunOptionBinding& b);

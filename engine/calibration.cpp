@@ -216,12 +216,11 @@ CalibrationResult calibration_run(const CalibrationRequest& request, ComputeProf
   result.sweep_s = clock_now_s() - started;
   for (size_t i = 0; i < request.batches.size(); ++i) {
     observer.profile_batch(request.batches[i], i, request.batches.size());
-    const std::vector<ProfileRow> rows = compute_profile_measure(profile, request.workload, request.dataset,
-                                                                 {request.batches[i]}, request.profile_iters, comm);
+    const std::vector<ProfileRow> rows =
+        compute_profile_measure(profile, request.model, {request.batches[i]}, request.profile_iters, comm);
     result.profiles.insert(result.profiles.end(), rows.begin(), rows.end());
   }
-  result.optimizers =
-      compute_profile_measure_optimizers(profile, request.workload, request.dataset, request.profile_iters, comm);
+  result.optimizers = compute_profile_measure_optimizers(profile, request.model, request.profile_iters, comm);
   if (comm.rank() == 0 && store) {
     std::vector<FitRow> fits;
     for (const CalibrationFit& f : result.fits) fits.push_back(f.row);

@@ -85,7 +85,7 @@ CalibrationRecord calibration_record_make(const Communicator& comm, int workers,
 // NOLINTNEXTLINE(bugprone-exception-escape)
 struct CalibrationRequest {
   CalibrationSweepPlan sweep;
-  std::string workload, dataset;
+  RunConfig model;  // the profiled workload, dataset and model shape (engine/compute_profile.hpp)
   std::vector<int64_t> batches;
   int64_t profile_iters = 20;
   nlohmann::json config;  // stored as the calibration's config (the caller's options)

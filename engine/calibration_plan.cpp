@@ -115,8 +115,9 @@ const Backend& calibration_backend(const CalibrationOptions& o) {
 void calibration_options_validate(const CalibrationOptions& o) {
   calibration_backend(o);
   calibration_plan_make(o);
-  workload_check_name(o.workload);
-  dataset_validate_spec(o.dataset);
+  workload_check_name(o.model.workload);
+  dataset_validate_spec(o.model.dataset);
+  run_config_check_ranges(o.model);  // the shape flags' ranges (--layers, --d-model, ...)
   if (!o.hostfile.empty() && !std::filesystem::is_regular_file(o.hostfile)) {
     DSGD_THROW(InputError, "pass an existing MPI hostfile", "--hostfile: no file '{}'", o.hostfile);
   }
@@ -143,8 +144,8 @@ nlohmann::json calibration_config_json(const CalibrationOptions& o, const Calibr
       {"statistic", "median over repetitions (min and max kept)"},
       {"ops", op_names},
       {"fit", "t = alpha + beta * bytes * busbw_factor, weights 1/t^2"},
-      {"workload", o.workload},
-      {"dataset", o.dataset},
+      {"workload", workload_profile_key(o.model)},
+      {"dataset", o.model.dataset},
       {"batches", o.batches},
       {"profile_iters", plan.profile_iters},
       {"profile_warmup", kComputeProfileWarmup},
@@ -181,15 +182,14 @@ CalibrationSetup calibration_setup(const CalibrationOptions& o, Communicator& co
     }
     openblas_set_num_threads(static_cast<int>(o.threads));
     if (comm.rank() == 0) setup.store = Store::open(o.db);
-    setup.profile = compute_profile_setup(o.workload, o.dataset, o.batches);
+    setup.profile = compute_profile_setup(o.model, o.batches);
   } catch (...) {
     local = std::current_exception();
   }
   collective_check(comm, local);
   CalibrationRequest& request = setup.request;
   request.sweep = setup.plan.sweep;
-  request.workload = o.workload;
-  request.dataset = o.dataset;
+  request.model = o.model;
   request.batches = o.batches;
   request.profile_iters = setup.plan.profile_iters;
   request.config = calibration_config_json(o, setup.plan, comm.size());

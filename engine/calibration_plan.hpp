@@ -20,6 +20,12 @@ namespace dsgd {
 struct Backend;
 
 struct CalibrationOptions {
+  static RunConfig default_model() {
+    RunConfig m;
+    m.workload = "svm";
+    m.dataset = "fashion-mnist";
+    return m;
+  }
   std::string backend = "mpi";  // a multi-process row of the backend table (cluster/backends.hpp)
   int64_t workers = 2;
   std::string hostfile;
@@ -28,8 +34,9 @@ struct CalibrationOptions {
   std::string max_size = "256MiB";
   int64_t reps = 5;
   bool quick = false;
-  std::string workload = "svm";
-  std::string dataset = "fashion-mnist";
+  // The profiled model: its workload, dataset and model-shape fields (workload_shape_keys:
+  // --model, --layers, --d-model, --heads, --seq, --vocab); other fields are not read.
+  RunConfig model = default_model();
   std::vector<int64_t> batches = {16, 64, 256};
   int64_t profile_iters = 20;
   int64_t threads = 1;

@@ -47,27 +47,24 @@ std::vector<double> backward_per_layer(const LayerStamps& stamps, size_t nl, dou
 
 }  // namespace
 
-ComputeProfileSetup compute_profile_setup(const std::string& workload, const std::string& dataset,
-                                          const std::vector<int64_t>& batches) {
+ComputeProfileSetup compute_profile_setup(const RunConfig& model, const std::vector<int64_t>& batches) {
   ComputeProfileSetup s;
-  RunConfig model_cfg;
-  model_cfg.workload = workload;
-  model_cfg.dataset = dataset;
-  s.data = dataset_load(dataset, kComputeProfileSeed);
-  workload_prepare_data(model_cfg, s.data);
+  s.data = dataset_load(model.dataset, kComputeProfileSeed);
+  workload_prepare_data(model, s.data);
   const int64_t largest = *std::max_element(batches.begin(), batches.end());
   if (static_cast<size_t>(largest) > s.data.train.rows) {
     DSGD_THROW(InputError, "pass smaller --batches", "--batches: {} is larger than the {} training samples of '{}'",
-               largest, s.data.train.rows, dataset);
+               largest, s.data.train.rows, model.dataset);
   }
-  s.workload = workload_create(model_cfg, s.data.train);
+  s.workload = workload_create(model, s.data.train);
   s.workload->reserve(static_cast<size_t>(largest));
   return s;
 }
 
-std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const std::string& workload,
-                                                const std::string& dataset, const std::vector<int64_t>& batches,
-                                                int64_t iters, Communicator& comm) {
+std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const RunConfig& model,
+                                                const std::vector<int64_t>& batches, int64_t iters,
+                                                Communicator& comm) {
+  const std::string key = workload_profile_key(model);
   Workload& w = *s.workload;
   const std::vector<LayerView>& layers = w.layers();
   const size_t nl = layers.size();
@@ -117,7 +114,7 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
     }
     if (missing_hook) {
       DSGD_THROW(Error, "this is a bug in the workload: backward must call the hook once per layer",
-                 "workload '{}' did not report every layer's gradient in backward", workload);
+                 "workload '{}' did not report every layer's gradient in backward", key);
     }
     // Per layer: fwd share, bwd; the slowest rank's value (untimed max-reduce).
     std::vector<double> values(2 * nl);
@@ -128,7 +125,7 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const st
     }
     comm.untimed_allreduce_max(values.data(), values.size());
     for (size_t l = 0; l < nl; ++l) {
-      result.push_back(ProfileRow{workload, dataset, batch, static_cast<int64_t>(l), layers[l].name, values[2 * l],
+      result.push_back(ProfileRow{key, model.dataset, batch, static_cast<int64_t>(l), layers[l].name, values[2 * l],
                                   values[2 * l + 1]});
     }
   }
@@ -141,9 +138,9 @@ std::string compute_profile_optimizer_key(const RunConfig& cfg) {
   return name;
 }
 
-std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const std::string& workload,
-                                                                    const std::string& dataset, int64_t iters,
-                                                                    Communicator& comm) {
+std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const RunConfig& model,
+                                                                    int64_t iters, Communicator& comm) {
+  const std::string key = workload_profile_key(model);
   const size_t count = s.workload->param_count();
   std::vector<float> params(count), grads(count);
   s.workload->init_params(params.data(), kComputeProfileSeed);
@@ -168,18 +165,19 @@ std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfi
     }
     double median = stats_median(t);
     comm.untimed_allreduce_max(&median, 1);
-    rows.push_back(OptimizerProfileRow{workload, dataset, k.key, static_cast<int64_t>(count), median});
+    rows.push_back(OptimizerProfileRow{key, model.dataset, k.key, static_cast<int64_t>(count), median});
   }
   return rows;
 }
 
-std::vector<int64_t> compute_profile_missing(const Store& store, const std::string& host, const std::string& workload,
-                                             const std::string& dataset, const std::vector<int64_t>& batches) {
+std::vector<int64_t> compute_profile_missing(const Store& store, const std::string& host, const RunConfig& model,
+                                             const std::vector<int64_t>& batches) {
+  const std::string key = workload_profile_key(model);
   std::vector<int64_t> have;
   for (const CalibrationRecord& cal : store.calibrations_list(0)) {
     if (cal.host != host) continue;
     for (const ProfileRow& row : store.profiles_get(cal.id))
-      if (row.workload == workload && row.dataset == dataset) have.push_back(row.batch);
+      if (row.workload == key && row.dataset == model.dataset) have.push_back(row.batch);
   }
   std::vector<int64_t> missing;
   for (int64_t b : batches)
@@ -189,40 +187,39 @@ std::vector<int64_t> compute_profile_missing(const Store& store, const std::stri
   return missing;
 }
 
-int64_t compute_profile_store_new(Store& store, const std::string& workload, const std::string& dataset,
-                                  const std::vector<int64_t>& batches, int64_t iters, const std::string& by) {
+int64_t compute_profile_store_new(Store& store, const RunConfig& model, const std::vector<int64_t>& batches,
+                                  int64_t iters, const std::string& by) {
   std::unique_ptr<Communicator> self = communicator_create_self();
-  ComputeProfileSetup setup = compute_profile_setup(workload, dataset, batches);
-  const std::vector<ProfileRow> rows = compute_profile_measure(setup, workload, dataset, batches, iters, *self);
+  ComputeProfileSetup setup = compute_profile_setup(model, batches);
+  const std::vector<ProfileRow> rows = compute_profile_measure(setup, model, batches, iters, *self);
   const nlohmann::json config = {{"workers", 1},
                                  {"profile-only", true},
                                  {"by", by},
-                                 {"workload", workload},
-                                 {"dataset", dataset},
+                                 {"workload", workload_profile_key(model)},
+                                 {"dataset", model.dataset},
                                  {"batches", batches},
                                  {"profile_iters", iters},
                                  {"profile_warmup", kComputeProfileWarmup},
                                  {"profile_seed", kComputeProfileSeed}};
   const CalibrationRecord record = calibration_record_make(*self, 1, config);
-  const std::vector<OptimizerProfileRow> optimizers =
-      compute_profile_measure_optimizers(setup, workload, dataset, iters, *self);
+  const std::vector<OptimizerProfileRow> optimizers = compute_profile_measure_optimizers(setup, model, iters, *self);
   const int64_t id = store.calibration_begin(record);
   store.profiles_append(id, rows);
   optimizer_profiles_append(store, id, optimizers);
   return id;
 }
 
-ComputeProfileFill compute_profile_fill_missing(Store& store, const std::string& workload, const std::string& dataset,
+ComputeProfileFill compute_profile_fill_missing(Store& store, const RunConfig& model,
                                                 const std::vector<int64_t>& batches, const std::string& by,
                                                 const std::function<void(const std::vector<int64_t>&)>& before,
                                                 int64_t iters) {
   ComputeProfileFill fill;
-  fill.batches = compute_profile_missing(store, system_info_read().host, workload, dataset, batches);
+  fill.batches = compute_profile_missing(store, system_info_read().host, model, batches);
   if (fill.batches.empty()) return fill;
   if (before) before(fill.batches);
   fill.iters = iters;
   const double t0 = clock_now_s();
-  fill.calibration_id = compute_profile_store_new(store, workload, dataset, fill.batches, iters, by);
+  fill.calibration_id = compute_profile_store_new(store, model, fill.batches, iters, by);
   fill.wall_s = clock_now_s() - t0;
   return fill;
 }

@@ -10,6 +10,9 @@
 // touches the hinge terms still inside the margin, ~5x fewer after a few steps). The optimizer
 // step is profiled apart, once per optimizer (compute_profile_measure_optimizers). Stored as `profiles` rows of a
 // calibration, which sim runs read (engine/sim_run.hpp sim_profile_resolve).
+// What is profiled is a `model`: a RunConfig whose workload, dataset and model-shape fields
+// (--model, --layers, --d-model, --heads, --seq, --vocab) are read; its rows are stored under
+// workload_profile_key(model) (workloads/workload.hpp), so each shape has its own profile.
 #pragma once
 
 #include <cstdint>
@@ -37,14 +40,12 @@ struct ComputeProfileSetup {
   DatasetPair data;
   std::unique_ptr<Workload> workload;
 };
-ComputeProfileSetup compute_profile_setup(const std::string& workload, const std::string& dataset,
-                                          const std::vector<int64_t>& batches);
+ComputeProfileSetup compute_profile_setup(const RunConfig& model, const std::vector<int64_t>& batches);
 
 // Collective over comm: per batch of `batches`, `iters` timed iterations; one ProfileRow per
 // (batch, layer). Throws Error when the workload's backward does not call the hook once per layer.
-std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const std::string& workload,
-                                                const std::string& dataset, const std::vector<int64_t>& batches,
-                                                int64_t iters, Communicator& comm);
+std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const RunConfig& model,
+                                                const std::vector<int64_t>& batches, int64_t iters, Communicator& comm);
 
 // The cost class of the optimizer step a run takes: "adamw", "sgd+momentum" (momentum or
 // Nesterov) or "sgd" (engine/sim_run.cpp looks its time up under this key).
@@ -52,20 +53,19 @@ std::string compute_profile_optimizer_key(const RunConfig& cfg);
 
 // Collective over comm: the seconds of one optimizer step of each key above on the workload's
 // parameters (median of `iters` after kComputeProfileWarmup untimed, the slowest rank's).
-std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const std::string& workload,
-                                                                    const std::string& dataset, int64_t iters,
-                                                                    Communicator& comm);
+std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const RunConfig& model,
+                                                                    int64_t iters, Communicator& comm);
 
-// Batches of `batches` that have no calibration profile of workload/dataset on `host` in
-// `store` (the lookup sim_profile_resolve makes).
-std::vector<int64_t> compute_profile_missing(const Store& store, const std::string& host, const std::string& workload,
-                                             const std::string& dataset, const std::vector<int64_t>& batches);
+// Batches of `batches` that have no calibration profile of the model on its dataset on `host`
+// in `store` (the lookup sim_profile_resolve makes).
+std::vector<int64_t> compute_profile_missing(const Store& store, const std::string& host, const RunConfig& model,
+                                             const std::vector<int64_t>& batches);
 
 // Measures `batches` on this process alone (one rank, as `dsgd-bench calibrate --workers 1`)
 // and stores them as a new profile-only calibration of this host; `by` names the caller in
 // the calibration's config. Returns the calibration id.
-int64_t compute_profile_store_new(Store& store, const std::string& workload, const std::string& dataset,
-                                  const std::vector<int64_t>& batches, int64_t iters, const std::string& by);
+int64_t compute_profile_store_new(Store& store, const RunConfig& model, const std::vector<int64_t>& batches,
+                                  int64_t iters, const std::string& by);
 
 inline constexpr int64_t kComputeProfileIters = 20;  // timed iterations when measuring what is missing (as calibrate)
 
@@ -82,7 +82,7 @@ struct ComputeProfileFill {
 // measured and stored by compute_profile_store_new. `before` (may be empty) is called with the
 // missing batches before measuring, so the caller can say why it waits. The sim runs of
 // `dsgd-bench run --backend sim` and of `dsgd-tune` call it before they resolve their profile.
-ComputeProfileFill compute_profile_fill_missing(Store& store, const std::string& workload, const std::string& dataset,
+ComputeProfileFill compute_profile_fill_missing(Store& store, const RunConfig& model,
                                                 const std::vector<int64_t>& batches, const std::string& by,
                                                 const std::function<void(const std::vector<int64_t>&)>& before = {},
                                                 int64_t iters = kComputeProfileIters);

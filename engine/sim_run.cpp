@@ -41,10 +41,16 @@ namespace {
 constexpr size_t kTimingRowCap = 100000;
 
 std::string profile_hint(const RunConfig& cfg) {
+  // The model-shape flags that differ from their defaults, for the calibrate command.
+  const nlohmann::json given = run_config_to_json(cfg), defaults = run_config_to_json(RunConfig{});
+  std::string shape;
+  for (const std::string& key : workload_shape_keys())
+    if (given.contains(key) && given[key] != defaults[key])
+      shape += fmt::format(" --{} {}", key, given[key].is_string() ? given[key].get<std::string>() : given[key].dump());
   return fmt::format(
-      "run `dsgd-bench calibrate --workload {} --dataset {} --batches {}` on this host, or pass --profile-from RUN_ID "
-      "(a completed real run of the same workload, dataset and batch)",
-      cfg.workload, cfg.dataset, cfg.batch);
+      "run `dsgd-bench calibrate --workload {}{} --dataset {} --batches {}` on this host, or pass --profile-from "
+      "RUN_ID (a completed real run of the same workload and model, dataset and batch)",
+      cfg.workload, shape, cfg.dataset, cfg.batch);
 }
 
 struct SimNetwork {
@@ -137,10 +143,10 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
                "--timing-only models {} on a static topology only (got --topology {})", cfg.algo, cfg.topology);
   // Last of the checks, so bad input stores no profile.
   if (missing.measure && writable && cfg.profile_from == 0) {
-    const ComputeProfileFill fill = compute_profile_fill_missing(*writable, cfg.workload, cfg.dataset, {cfg.batch},
-                                                                 missing.by, [&](const std::vector<int64_t>& batches) {
-                                                                   if (missing.before) missing.before(batches);
-                                                                 });
+    const ComputeProfileFill fill =
+        compute_profile_fill_missing(*writable, cfg, {cfg.batch}, missing.by, [&](const std::vector<int64_t>& batches) {
+          if (missing.before) missing.before(batches);
+        });
     if (!fill.batches.empty() && missing.after) missing.after(fill);
   }
   r.profile = sim_profile_resolve(cfg, store, host, r.layers);
@@ -305,6 +311,21 @@ TrainResult sim_run_numerics(const RunConfig& cfg, const Resolved& r, Store* sto
 
 namespace {
 
+// The model a stored run trained: its workload, dataset and model-shape fields (the keys
+// workload_profile_key reads) from its stored configuration.
+RunConfig stored_model(const RunRecord& rec) {
+  RunConfig m;
+  m.workload = rec.workload;
+  m.dataset = rec.dataset;
+  const nlohmann::json config = nlohmann::json::parse(rec.config_json, nullptr, false);
+  if (!config.is_object()) return m;
+  nlohmann::json shape = nlohmann::json::object();
+  for (const std::string& key : workload_shape_keys())
+    if (config.contains(key)) shape[key] = config[key];
+  run_config_apply_json(m, shape, fmt::format("run {}'s stored configuration", rec.id));
+  return m;
+}
+
 // --profile-from RUN: the run's measured means per step (backward split over layers by
 // parameter count); refused unless it is a completed real run of the same workload, dataset and batch.
 SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const std::vector<LayerView>& layers) {
@@ -315,12 +336,13 @@ SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const 
                cfg.profile_from);
   const RunWithSummary run = store->run_get(cfg.profile_from);
   const RunRecord& rec = run.run;
-  if (rec.workload != cfg.workload || rec.dataset != cfg.dataset || rec.batch != cfg.batch)
+  const std::string measured = workload_profile_key(stored_model(rec)), wanted = workload_profile_key(cfg);
+  if (measured != wanted || rec.dataset != cfg.dataset || rec.batch != cfg.batch)
     DSGD_THROW(InputError,
-               "pass a run of the same workload, dataset and batch (dsgd-bench runs), or drop --profile-from",
+               "pass a run of the same workload and model, dataset and batch (dsgd-bench runs), or drop --profile-from",
                "--profile-from {}: run {} is a profile of workload '{}' on '{}' with batch {}; this run trains '{}' "
                "on '{}' with batch {}: a profile of another workload does not apply",
-               cfg.profile_from, rec.id, rec.workload, rec.dataset, rec.batch, cfg.workload, cfg.dataset, cfg.batch);
+               cfg.profile_from, rec.id, measured, rec.dataset, rec.batch, wanted, cfg.dataset, cfg.batch);
   const Backend* measured_on = backend_find(rec.backend);
   if (measured_on && measured_on->has(cap_virtual_clock))
     DSGD_THROW(InputError, "pass a run measured on a real backend (mpi)",
@@ -351,10 +373,10 @@ namespace {
 // one, else from the newest calibration of `host` that has; empty when none (before schema v10).
 std::optional<double> optimizer_profile_find(const Store& store, const std::string& host, const RunConfig& cfg,
                                              int64_t first) {
-  const std::string key = compute_profile_optimizer_key(cfg);
+  const std::string key = compute_profile_optimizer_key(cfg), model = workload_profile_key(cfg);
   auto in = [&](int64_t id) -> std::optional<double> {
     for (const OptimizerProfileRow& r : optimizer_profiles_get(store, id))
-      if (r.workload == cfg.workload && r.dataset == cfg.dataset && r.optimizer == key) return r.opt_s;
+      if (r.workload == model && r.dataset == cfg.dataset && r.optimizer == key) return r.opt_s;
     return std::nullopt;
   };
   if (const auto opt = in(first)) return opt;
@@ -371,13 +393,14 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
   if (cfg.profile_from > 0) return sim_profile_from_run(cfg, store, layers);
   SimProfile p;
   const size_t nl = layers.size();
+  const std::string model = workload_profile_key(cfg);
   std::vector<int64_t> other_batches;
   if (store) {
     for (const CalibrationRecord& cal : store->calibrations_list(0)) {
       if (cal.host != host) continue;
       std::vector<ProfileRow> rows;
       for (const ProfileRow& row : store->profiles_get(cal.id)) {
-        if (row.workload != cfg.workload || row.dataset != cfg.dataset) continue;
+        if (row.workload != model || row.dataset != cfg.dataset) continue;
         if (row.batch == cfg.batch)
           rows.push_back(row);
         else
@@ -387,7 +410,7 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
       if (rows.size() != nl)
         DSGD_THROW(InputError, profile_hint(cfg),
                    "calibration {} profiles {} layers of '{}', the workload has {}: it was made by another version",
-                   cal.id, rows.size(), cfg.workload, nl);
+                   cal.id, rows.size(), model, nl);
       p.cost.bwd_layer_s.assign(nl, 0.0);
       for (const ProfileRow& row : rows) {
         p.cost.fwd_s += row.fwd_s;
@@ -403,8 +426,8 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
   std::sort(other_batches.begin(), other_batches.end());
   other_batches.erase(std::unique(other_batches.begin(), other_batches.end()), other_batches.end());
   DSGD_THROW(
-      InputError, profile_hint(cfg), "no compute profile of workload '{}' on '{}' with batch {} for host '{}'{}",
-      cfg.workload, cfg.dataset, cfg.batch, host,
+      InputError, profile_hint(cfg), "no compute profile of workload '{}' on '{}' with batch {} for host '{}'{}", model,
+      cfg.dataset, cfg.batch, host,
       other_batches.empty() ? std::string() : fmt::format(" (calibrated batches: {})", fmt::join(other_batches, ", ")));
 }
 

@@ -61,8 +61,7 @@ std::vector<int64_t> tune_missing_profiles(const TunePlan& plan, const Store& st
   if (plan.spec.base.profile_from > 0) return {};
   std::vector<int64_t> batches;
   for (const Candidate& c : plan.space.feasible) batches.push_back(c.batch);
-  return compute_profile_missing(store, system_info_read().host, plan.spec.base.workload, plan.spec.base.dataset,
-                                 batches);
+  return compute_profile_missing(store, system_info_read().host, plan.spec.base, batches);
 }
 
 TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
@@ -656,14 +655,13 @@ void note_leftovers(const TrialPool& pool, TuneResult& result) {
 
 double tune_profiles_measure(const TunePlan& plan, Store& store, int64_t session_id, std::vector<std::string>& notes) {
   const TuneSpec& spec = plan.spec;
-  const ComputeProfileFill fill =
-      compute_profile_fill_missing(store, spec.base.workload, spec.base.dataset, plan.missing_profiles,
-                                   fmt::format("dsgd-tune session {}", session_id));
+  const ComputeProfileFill fill = compute_profile_fill_missing(store, spec.base, plan.missing_profiles,
+                                                               fmt::format("dsgd-tune session {}", session_id));
   if (!fill.batches.empty())
     notes.push_back(fmt::format(
         "no compute profile of {} on {} for batch {} on this host: measured it ({} iterations, {:.2g} s) and "
         "stored it as calibration {}",
-        spec.base.workload, spec.base.dataset, fmt::join(fill.batches, ", "), fill.iters, fill.wall_s,
+        workload_profile_key(spec.base), spec.base.dataset, fmt::join(fill.batches, ", "), fill.iters, fill.wall_s,
         fill.calibration_id));
   return fill.wall_s;
 }

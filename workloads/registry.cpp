@@ -36,19 +36,40 @@ std::unique_ptr<Workload> transformer_from_config(const RunConfig& cfg, const Da
   return transformer_create(tc, train);
 }
 
+// The model shape of cfg that differs from the workload's default, for workload_profile_key
+// ("" when it is the default one).
+std::string svm_shape(const RunConfig&) {
+  return {};  // one linear layer; its size comes from the dataset
+}
+
+std::string resnet_shape(const RunConfig& cfg) {
+  return cfg.model.empty() || cfg.model == "resnet20" ? std::string() : cfg.model;
+}
+
+std::string transformer_shape(const RunConfig& cfg) {
+  const RunConfig d;
+  if (cfg.layers == d.layers && cfg.d_model == d.d_model && cfg.heads == d.heads && cfg.seq == d.seq &&
+      cfg.vocab == d.vocab)
+    return {};
+  return fmt::format("gpt,layers={},d-model={},heads={},seq={},vocab={}", cfg.layers, cfg.d_model, cfg.heads, cfg.seq,
+                     cfg.vocab);
+}
+
 struct WorkloadEntry {
   const char* name;
   const char* description;
   std::unique_ptr<Workload> (*create)(const RunConfig& cfg, const Dataset& train);
+  std::string (*shape)(const RunConfig& cfg);
 };
 
 constexpr WorkloadEntry kWorkloads[] = {
-    {"svm", "linear one-vs-rest SVM, hinge loss (L2 via weight decay), dense or sparse CSR features", svm_from_config},
-    {"resnet", "CIFAR-style ResNet (--model resnet8|resnet20|resnet32|resnet56|resnet18) on images",
-     resnet_from_config},
+    {"svm", "linear one-vs-rest SVM, hinge loss (L2 via weight decay), dense or sparse CSR features", svm_from_config,
+     svm_shape},
+    {"resnet", "CIFAR-style ResNet (--model resnet8|resnet20|resnet32|resnet56|resnet18) on images", resnet_from_config,
+     resnet_shape},
     {"transformer",
      "--model gpt: GPT-2-style pre-LN decoder on byte-level text (--layers --d-model --heads --seq --vocab)",
-     transformer_from_config},
+     transformer_from_config, transformer_shape},
 };
 
 }  // namespace
@@ -67,6 +88,21 @@ std::unique_ptr<Workload> workload_create(const RunConfig& cfg, const Dataset& t
   for (const WorkloadEntry& entry : kWorkloads)
     if (cfg.workload == entry.name) return entry.create(cfg, train);
   return nullptr;  // unreachable: workload_check_name threw
+}
+
+std::string workload_profile_key(const RunConfig& cfg) {
+  workload_check_name(cfg.workload);
+  for (const WorkloadEntry& entry : kWorkloads)
+    if (cfg.workload == entry.name) {
+      const std::string shape = entry.shape(cfg);
+      return shape.empty() ? cfg.workload : cfg.workload + ":" + shape;
+    }
+  return cfg.workload;  // unreachable: workload_check_name threw
+}
+
+const std::vector<std::string>& workload_shape_keys() {
+  static const std::vector<std::string> keys = {"model", "layers", "d-model", "heads", "seq", "vocab"};
+  return keys;
 }
 
 void workload_prepare_data(const RunConfig& cfg, DatasetPair& data) {

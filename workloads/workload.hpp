@@ -132,6 +132,15 @@ struct RunConfig;
 // --model, --layers, ...) sized for the training set. Throws InputError on an unknown
 // workload or a model/dataset mismatch.
 std::unique_ptr<Workload> workload_create(const RunConfig& cfg, const Dataset& train);
+// What a compute profile of cfg's model is stored and looked up under (engine/compute_profile.hpp):
+// the workload's name for its default shape ("svm", "resnet" = ResNet-20, "transformer" = the
+// default GPT sizes), else the name and the shape ("resnet:resnet8",
+// "transformer:gpt,layers=2,d-model=128,heads=4,seq=64,vocab=256"), so that two shapes never
+// share a profile. Throws InputError for an unknown workload.
+std::string workload_profile_key(const RunConfig& cfg);
+// The run-config keys that shape a workload's model (what workload_profile_key reads besides
+// the workload): model, layers, d-model, heads, seq, vocab.
+const std::vector<std::string>& workload_shape_keys();
 // Call after dataset_load, before workload_create: shapes the data for the workload (text:
 // windows of --seq + 1 tokens). Throws InputError when the text is shorter than a window
 // or a text dataset is used with a workload that does not read text.

@@ -6,6 +6,7 @@
 #  - a fixed straggler's delay is exactly the other worker's wait;
 #  - --timing-only predicts the same step time as the numerics, stores no accuracy;
 #  - no profile of the batch on this host: measured, stored and said (not refused);
+#  - each model shape has its own profile (ResNet-8 vs ResNet-20, also through calibrate --model);
 #  - bad input: --workers 0, a target with --timing-only, a profile of another workload,
 #    a memory estimate above the machine's memory.
 source "$(dirname "$0")/common.bash"
@@ -123,4 +124,23 @@ expect_error "models ssgd, localsgd \(--period-schedule constant or qsr\), diloc
   "$BIN" run --backend sim --workers 2 --timing-only true --algo dreamddp "${common[@]}" --profile-from "$PROF"
 expect_error "only \(got dreamddp with --compress\)" "$BIN" run --backend sim --workers 2 --timing-only true \
   --algo dreamddp "${common[@]}" --profile-from "$PROF" --bandwidth 1Gbps --compress topk:0.1
+# Each model shape has its own profile (workload_profile_key): ResNet-8 is measured as
+# resnet:resnet8 (it used to be measured as ResNet-20 and then refused), a ResNet-20 run does not
+# take it, calibrate --model stores the same key, and --profile-from a ResNet-8 run is refused
+# for ResNet-20.
+IMAGES="synthetic:shape=3x8x8,classes=4,n=256,test=64,noise=0.5"
+shape=(--workload resnet --dataset "$IMAGES" --batch 8 --steps 3 --eval-every 3 --db shapes.db)
+"$BIN" run --workers 2 --backend sim --model resnet8 "${shape[@]}" > r8.out 2>&1 || { cat r8.out; fail "sim ResNet-8 without a profile failed"; }
+grep -q "^no compute profile of resnet:resnet8 on " r8.out || { cat r8.out; fail "ResNet-8's profile was not measured under its shape"; }
+[[ $(sql shapes.db "SELECT count(*) || ' ' || min(workload) FROM profiles") == "10 resnet:resnet8" ]] ||
+  fail "ResNet-8's profile is not its 10 layers under resnet:resnet8"
+"$BIN" run --workers 2 --backend sim "${shape[@]}" > r20.out 2>&1 || { cat r20.out; fail "sim ResNet-20 failed"; }
+grep -q "^no compute profile of resnet on " r20.out || { cat r20.out; fail "ResNet-20 took ResNet-8's profile"; }
+"$BIN" calibrate --workers 1 --quick --workload resnet --model resnet8 --dataset "$IMAGES" --batches 4 --db shapes.db > cal8.out 2>&1 ||
+  { cat cal8.out; fail "calibrate --model resnet8 failed"; }
+[[ $(sql shapes.db "SELECT count(*) FROM profiles WHERE batch=4 AND workload='resnet:resnet8'") == 10 ]] ||
+  fail "calibrate --model resnet8 did not store ResNet-8's 10 layers under its shape"
+"$BIN" run --workers 1 --model resnet8 "${shape[@]}" > r8mpi.out 2>&1 || { cat r8mpi.out; fail "mpi ResNet-8 failed"; }
+expect_error "run [0-9]+ is a profile of workload 'resnet:resnet8' .* this run trains 'resnet' on" "$BIN" run --workers 2 \
+  --backend sim "${shape[@]}" --profile-from "$(last_run_id r8mpi.out)"
 echo PASS

@@ -152,12 +152,12 @@ TEST(CalibrationRun, OneRankStoresTheProfileOnly) {
     std::unique_ptr<Communicator> self = communicator_create_self();
     CalibrationRequest request;
     request.sweep.sizes = {4, 16};
-    request.workload = "svm";
-    request.dataset = "synthetic:n=200,d=20,classes=2,test=20";
+    request.model.workload = "svm";
+    request.model.dataset = "synthetic:n=200,d=20,classes=2,test=20";
     request.batches = {8, 16};
     request.profile_iters = 2;
     request.config = {{"by", "test"}};
-    ComputeProfileSetup setup = compute_profile_setup(request.workload, request.dataset, request.batches);
+    ComputeProfileSetup setup = compute_profile_setup(request.model, request.batches);
     Recorder seen;
     const CalibrationResult result = calibration_run(request, setup, *self, &store, seen);
     EXPECT_GT(result.id, 0);
@@ -179,8 +179,8 @@ TEST(CalibrationRun, OneRankStoresTheProfileOnly) {
       if (r.optimizer == "adamw") adamw = r.opt_s;
     }
     RunConfig cfg;
-    cfg.workload = request.workload;
-    cfg.dataset = request.dataset;
+    cfg.workload = request.model.workload;
+    cfg.dataset = request.model.dataset;
     cfg.batch = 16;
     cfg.algo = "diloco";
     EXPECT_EQ(compute_profile_optimizer_key(cfg), "adamw");
@@ -189,6 +189,53 @@ TEST(CalibrationRun, OneRankStoresTheProfileOnly) {
     cfg.algo = "ssgd";
     cfg.momentum = 0.9;
     EXPECT_EQ(compute_profile_optimizer_key(cfg), "sgd+momentum");
+  }
+  std::filesystem::remove(db);
+}
+
+// A profile is keyed by the model's shape, not the workload's name alone: the default shapes
+// keep the bare name (profiles stored before the key existed still apply), other shapes carry
+// theirs, and a profile of one shape is never found for another.
+TEST(ComputeProfile, KeyedByTheModelShape) {
+  RunConfig cfg;
+  EXPECT_EQ(workload_profile_key(cfg), "svm");
+  cfg.workload = "resnet";
+  EXPECT_EQ(workload_profile_key(cfg), "resnet");
+  cfg.model = "resnet20";
+  EXPECT_EQ(workload_profile_key(cfg), "resnet");
+  cfg.model = "resnet8";
+  EXPECT_EQ(workload_profile_key(cfg), "resnet:resnet8");
+  cfg = RunConfig{};
+  cfg.workload = "transformer";
+  EXPECT_EQ(workload_profile_key(cfg), "transformer");
+  cfg.d_model = 128;
+  EXPECT_EQ(workload_profile_key(cfg), "transformer:gpt,layers=4,d-model=128,heads=4,seq=128,vocab=256");
+  cfg.workload = "nonesuch";
+  EXPECT_THROW(workload_profile_key(cfg), InputError);
+
+  const std::string db = (std::filesystem::temp_directory_path() / "dsgd_test_profile_key.db").string();
+  std::filesystem::remove(db);
+  {
+    Store store = Store::open(db);
+    RunConfig small;
+    small.workload = "resnet";
+    small.model = "resnet8";
+    small.dataset = "synthetic:shape=3x8x8,classes=4,n=64,test=16";
+    RunConfig base = small;
+    base.model = "";
+    const std::string host = system_info_read().host;
+    EXPECT_EQ(compute_profile_missing(store, host, small, {4}), std::vector<int64_t>{4});
+    compute_profile_store_new(store, small, {4}, 1, "test");
+    EXPECT_TRUE(compute_profile_missing(store, host, small, {4}).empty());
+    EXPECT_EQ(compute_profile_missing(store, host, base, {4}), std::vector<int64_t>{4}) << "ResNet-20 is not ResNet-8";
+    // The simulator reads it for ResNet-8 (its 10 layers) and refuses it for ResNet-20.
+    DatasetPair data = dataset_load(small.dataset, 1);
+    small.batch = base.batch = 4;
+    const std::unique_ptr<Workload> w8 = workload_create(small, data.train), w20 = workload_create(base, data.train);
+    const SimProfile p = sim_profile_resolve(small, &store, host, w8->layers());
+    EXPECT_EQ(p.cost.bwd_layer_s.size(), w8->layers().size());
+    EXPECT_GT(p.cost.fwd_s, 0);
+    EXPECT_THROW(sim_profile_resolve(base, &store, host, w20->layers()), InputError);
   }
   std::filesystem::remove(db);
 }
