@@ -140,6 +140,23 @@ TEST(DecoupledForward, StalenessZeroStaysTheTrainersForward) {
   EXPECT_EQ(on_one_rank(pd).params, on_one_rank(ssgd).params);
 }
 
+// A timing-only plan of `workers` on an ideal network (no evaluation or flush within `steps`):
+// data 1, fwd 4, bwd 2 (one layer), opt 1 seconds, S = 1.
+SimTimingPlan pipeline_plan(int workers, int64_t steps) {
+  SimTimingPlan plan;
+  plan.workers = workers;
+  plan.steps = steps;
+  plan.eval_every = 100;
+  plan.flush_every = 100;
+  plan.param_bytes = 400;
+  plan.cost.data_s = 1;
+  plan.cost.fwd_s = 4;
+  plan.cost.bwd_layer_s = {2};
+  plan.cost.opt_s = 1;
+  plan.forward_depth = 1;
+  return plan;
+}
+
 // The timing-only rule on a hand-computed pipeline: one worker, ideal network, data 1,
 // fwd 4, bwd 2 (one layer), opt 1 (seconds), S = 1.
 //   step 0: forward [0, 5]; wait 5; backward to 7; update to 8; a(1) = 8.
@@ -149,17 +166,7 @@ TEST(DecoupledForward, StalenessZeroStaysTheTrainersForward) {
 // With S = 2 the same (the forward thread is the bottleneck); with fwd 1 instead the backward
 // and update bound it: 3 s per step after the first.
 TEST(DecoupledForward, TimingRuleIsThePipelineFormula) {
-  SimTimingPlan plan;
-  plan.workers = 1;
-  plan.steps = 6;
-  plan.eval_every = 100;
-  plan.flush_every = 100;
-  plan.param_bytes = 400;
-  plan.cost.data_s = 1;
-  plan.cost.fwd_s = 4;
-  plan.cost.bwd_layer_s = {2};
-  plan.cost.opt_s = 1;
-  plan.forward_depth = 1;
+  SimTimingPlan plan = pipeline_plan(1, 6);
   const SimTimingStep rule = variant_get("pdasgd").timing;
   ASSERT_NE(rule, nullptr);
   auto steps = [&] {
@@ -198,17 +205,7 @@ TEST(DecoupledForward, TimingRuleIsThePipelineFormula) {
 // A straggler of factor 2: each thread's compute doubles (the forward thread's 5 → 9: its
 // data phase is not scaled), so the step is bounded by the slower of 9 and 2·2 + 1.
 TEST(DecoupledForward, TimingRuleSlowsBothThreadsOfAStraggler) {
-  SimTimingPlan plan;
-  plan.workers = 2;
-  plan.steps = 5;
-  plan.eval_every = 100;
-  plan.flush_every = 100;
-  plan.param_bytes = 400;
-  plan.cost.data_s = 1;
-  plan.cost.fwd_s = 4;
-  plan.cost.bwd_layer_s = {2};
-  plan.cost.opt_s = 1;
-  plan.forward_depth = 1;
+  SimTimingPlan plan = pipeline_plan(2, 5);
   plan.stragglers = Stragglers::parse("fixed:rank=1,factor=2", 2, 1);
   std::vector<std::vector<SimStepTiming>> rows;
   sim_timing_run(
