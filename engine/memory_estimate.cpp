@@ -61,7 +61,8 @@ MemoryEstimate memory_estimate(const RunConfig& cfg, const Dataset& train, const
                     : train.sparse      ? batch * 64.0
                                         : batch * static_cast<double>(train.features) * sizeof(float);
     // Each local thread's own batch (lasgd, hogwild) and each forward pass in flight (pdasgd).
-    if (algorithm) m.batch_bytes *= algorithm->local_threads() + algorithm->forward_instances();
+    if (algorithm) m.workload_instances = algorithm->local_threads() + algorithm->forward_instances();
+    m.batch_bytes *= m.workload_instances;
     // The shard's indices; thread stack touched and the step recorder (~256 KiB).
     const double shard = static_cast<double>(train.rows) / n * sizeof(uint32_t);
     m.per_worker_bytes = m.replicas_bytes + m.batch_bytes + shard + 256.0 * 1024;
@@ -83,11 +84,16 @@ void memory_check(const MemoryEstimate& m, const RunConfig& cfg, const Dataset& 
     // The batch term is about linear in the batch: what fits beside everything else.
     const double per_sample = batch_total / std::max<double>(1.0, static_cast<double>(cfg.batch));
     const double fits = std::floor((m.available_bytes - (m.total_bytes - batch_total)) / per_sample);
-    hint = fmt::format("use a smaller --batch (about {} of buffers per sample{}{})", gb(per_sample),
+    hint = fmt::format("use a smaller --batch (about {} of buffers per sample{}{}){}", gb(per_sample),
                        fits >= 1 ? fmt::format(": at most about {:.0f} fit", fits) : "",
                        dense_wide ? "; high-dimensional data belongs in a sparse dataset: libsvm:PATH, or "
                                     "synthetic with density below 0.5 or sparse=true"
-                                  : "");
+                                  : "",
+                       m.workload_instances > 1
+                           ? fmt::format(", or fewer workload instances per worker ({} now: --local-threads, "
+                                         "--pd-staleness + 1)",
+                                         m.workload_instances)
+                           : "");
   } else if (m.dataset_bytes >= replicas_total) {
     hint = dense_wide ? "the dense dataset dominates: use a sparse one (libsvm:PATH, or synthetic with density "
                         "below 0.5 or sparse=true), or fewer samples"
@@ -100,10 +106,12 @@ void memory_check(const MemoryEstimate& m, const RunConfig& cfg, const Dataset& 
   if (m.processes > 1) hint += fmt::format("; {} ranks of this run share this host", m.processes);
   DSGD_THROW(InputError, hint,
              "the run needs about {} of memory, more than the {} available on this machine: {} worker(s) x {} "
-             "({} of model copies: {} per copy; {} of batch and activation buffers for --batch {}) + {} of dataset{}",
+             "({} of model copies: {} per copy; {} of batch and activation buffers for --batch {}{}) + {} of "
+             "dataset{}",
              gb(m.total_bytes), gb(m.available_bytes), m.workers_per_process * m.processes, gb(m.per_worker_bytes),
-             gb(m.replicas_bytes), gb(m.model_bytes), gb(m.batch_bytes), cfg.batch, gb(m.dataset_bytes),
-             m.processes > 1 ? fmt::format(" per rank ({} ranks on this host)", m.processes) : "");
+             gb(m.replicas_bytes), gb(m.model_bytes), gb(m.batch_bytes), cfg.batch,
+             m.workload_instances > 1 ? fmt::format(" on {} workload instances", m.workload_instances) : "",
+             gb(m.dataset_bytes), m.processes > 1 ? fmt::format(" per rank ({} ranks on this host)", m.processes) : "");
 }
 
 int64_t run_steps_for_shard(const RunConfig& cfg, size_t shard_rows) {

@@ -32,6 +32,7 @@ struct MemoryEstimate {
   double model_bytes = 0;       // one copy of the parameters
   double replicas_bytes = 0;    // per worker: model copies and algorithm state
   double batch_bytes = 0;       // per worker: the workload's step buffers (batch, activations, scratch)
+  int workload_instances = 1;   // per worker, each with its step buffers: local threads + forward passes in flight
   double per_worker_bytes = 0;  // replicas + batch + shard indices + fixed
   double total_bytes = 0;       // what the host needs: processes × (dataset + workers × per worker)
   double available_bytes = 0;   // MemAvailable (0: unknown, nothing is refused)

@@ -18,6 +18,13 @@ expect_error "--compress: .*not hogwild" "${R[@]}" --algo hogwild --compress top
 expect_error "--compress: .*not lasgd: its model average is a plain all-reduce" "${R[@]}" --algo lasgd --compress topk:0.1
 expect_error "--pd-staleness: applies to --algo pdasgd only" "${R[@]}" --algo ssgd --pd-staleness 1
 expect_error "--pd-staleness: must be in 0..1000 \(got -1\)" "${R[@]}" --algo pdasgd --pd-staleness -1
+# Each forward pass in flight holds a workload instance's activations: the memory preflight
+# counts S + 1 of them and says so, before allocating any.
+expect_error "for --batch 256 on 1002 workload instances\)" "$BIN" run --workload resnet \
+  --dataset "synthetic:shape=3x32x32,classes=10,n=512,test=64" --batch 256 --steps 2 --db t.db --algo pdasgd \
+  --pd-staleness 1000
+grep -q "hint: .*or fewer workload instances per worker (1002 now: --local-threads, --pd-staleness + 1)" err.txt ||
+  { cat err.txt; fail "the memory refusal does not say that the workload instances multiply the buffers"; }
 expect_error "--compress adatopk:budget=0: budget must be in \(0, 1\]" "${R[@]}" --compress adatopk:budget=0
 expect_error "--compress adatopk:budget=2: budget must be in \(0, 1\]" "${R[@]}" --compress adatopk:budget=2
 expect_error "--compress adatopk:x: 'x' is not a number for budget" "${R[@]}" --compress adatopk:x
