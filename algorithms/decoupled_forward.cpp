@@ -55,7 +55,7 @@ ForwardPass DecoupledForward::wait(TrainState& s) {
     run_pass(t);
     const double fwd = s.comm.compute_cost_s(ComputePhase::phase_forward);
     const double delay = stragglers_ ? stragglers_->delay_s(rank_, t, fwd, false) : 0.0;
-    const double start = t == 0 ? now : std::max(lane_end_, avail_[static_cast<size_t>(t - std::min(t, depth_)) % k]);
+    const double start = std::max(lane_end_, avail_[static_cast<size_t>(t - std::min(t, depth_)) % k]);
     lane_end_ = start + s.comm.compute_cost_s(ComputePhase::phase_data) + fwd + delay;
     s.comm.hold_until(lane_end_);
   } else {

@@ -104,38 +104,22 @@ void pdasgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>&
   auto delay = [&](size_t i, double compute_s, bool with_fixed) {
     return plan.stragglers.empty() ? 0.0 : plan.stragglers.delay_s(static_cast<int>(i), step, compute_s, with_fixed);
   };
-  std::vector<double> arrive(n);
-  double latest = -1.0;
   for (size_t i = 0; i < n; ++i) {
     double* lane = &plan.state[i * stride];
     double* avail = lane + 1;
     const double start = clock[i];
     if (step == 0) avail[0] = start;
-    const double f0 = step == 0 ? start : std::max(*lane, avail[static_cast<size_t>(step - std::min(step, depth)) % k]);
+    const double f0 = std::max(*lane, avail[static_cast<size_t>(step - std::min(step, depth)) % k]);
     *lane = f0 + c.data_s + c.fwd_s + delay(i, c.fwd_s, false);
     SimStepTiming& r = rows[i];
     sim_timing_fill_compute(plan, compute, r);
     r.data = 0;
     r.fwd = std::max(0.0, *lane - start);
     r.injected = delay(i, compute.bwd, true);
-    arrive[i] = start + r.fwd + compute.bwd + r.injected;
-    latest = std::max(latest, arrive[i]);
+    r.start = start + r.fwd + compute.bwd + r.injected;  // the arrival at the all-reduce
   }
-  const double model = sim_collective_time(plan.network, plan.native, CollKind::coll_allreduce, plan.net_algo,
-                                           plan.param_bytes, plan.workers);
-  const double bytes = ring_allreduce_bytes_sent(plan.param_bytes, plan.workers);
-  for (size_t i = 0; i < n; ++i) {
-    SimStepTiming& r = rows[i];
-    const double end = latest + model + c.opt_s;
-    r.start = clock[i];
-    r.step = end - clock[i];
-    r.wait = latest - arrive[i];
-    r.comm = model;
-    r.overlap = 0;
-    r.bytes = bytes;
-    plan.state[i * stride + 1 + static_cast<size_t>(step + 1) % k] = end;
-    clock[i] = end;
-  }
+  timing_allreduce_complete(plan, clock, rows, true, false);
+  for (size_t i = 0; i < n; ++i) plan.state[i * stride + 1 + static_cast<size_t>(step + 1) % k] = clock[i];
 }
 
 void pdasgd_timing_plan(const RunConfig& cfg, SimTimingPlan& plan) {

@@ -9,18 +9,24 @@ namespace dsgd {
 
 void timing_step_allreduce(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
                            bool communicate, bool after_update) {
-  const size_t n = clock.size();
   const SimComputeCost& c = plan.cost;
   const SimTimingCompute k = sim_timing_compute(c);
-  double latest = -1.0;
-  for (size_t i = 0; i < n; ++i) {
-    const double d = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
-    rows[i].injected = d;
+  for (size_t i = 0; i < clock.size(); ++i) {
+    SimStepTiming& r = rows[i];
+    sim_timing_fill_compute(plan, k, r);
+    r.injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
     // Arrival at the step's collective: after backward, or after the update.
-    const double a = clock[i] + k.compute_before + d + (after_update ? c.opt_s : 0.0);
-    rows[i].start = a;  // the arrival until the step's end is known
-    if (a > latest) latest = a;
+    r.start = clock[i] + k.compute_before + r.injected + (after_update ? c.opt_s : 0.0);
   }
+  timing_allreduce_complete(plan, clock, rows, communicate, after_update);
+}
+
+void timing_allreduce_complete(const SimTimingPlan& plan, std::vector<double>& clock, SimStepTiming* rows,
+                               bool communicate, bool after_update) {
+  const size_t n = clock.size();
+  const double opt = plan.cost.opt_s;
+  double latest = -1.0;
+  for (size_t i = 0; i < n; ++i) latest = std::max(latest, rows[i].start);
   const double model = communicate ? sim_collective_time(plan.network, plan.native, CollKind::coll_allreduce,
                                                          plan.net_algo, plan.param_bytes, plan.workers)
                                    : 0.0;
@@ -33,15 +39,15 @@ void timing_step_allreduce(const SimTimingPlan& plan, int64_t step, std::vector<
     if (communicate) {
       wait = latest - arrive;
       comm = model;
-      end = after_update ? done : done + c.opt_s;
+      end = after_update ? done : done + opt;
     } else {
-      end = after_update ? arrive : arrive + c.opt_s;
+      end = after_update ? arrive : arrive + opt;
     }
     r.start = clock[i];
     r.step = end - clock[i];
-    sim_timing_fill_compute(plan, k, r);
     r.comm = comm;
     r.wait = wait;
+    r.overlap = 0;
     r.bytes = bytes;
     clock[i] = end;
   }

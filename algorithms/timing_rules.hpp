@@ -18,6 +18,11 @@ namespace dsgd {
 //   otherwise end_i = arrive_i (+ opt when not after_update).
 void timing_step_allreduce(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
                            bool communicate, bool after_update);
+// Its second half, for a rule with its own compute and arrivals (pdasgd's forward thread):
+// rows[i] holds worker i's compute fields, and its arrival at the collective in `start`; fills
+// the rest (start, step, wait, comm, overlap 0, bytes) as above and moves clock[i] to the end.
+void timing_allreduce_complete(const SimTimingPlan& plan, std::vector<double>& clock, SimStepTiming* rows,
+                               bool communicate, bool after_update);
 
 // Gossip with the static topology's neighbours after the local update (dpsgd --dpsgd-delay 0):
 // a_i = start_i + data + fwd + bwd + δ_i + opt; the message to the k-th neighbour j arrives at
