@@ -1,4 +1,4 @@
-// Benchmarks of the HTML report at the size the issue sets: 1,000 runs x 10,000 steps of
+// Benchmarks of the HTML report at its design size: 1,000 runs x 10,000 steps of
 // synthetic rows (per-step training loss, 11 evaluations each). BM_html_report renders
 // the whole document (goal: < 5 s, < 5 MB; the size is reported as the `html_MB`
 // counter). The reference measured in the same run, BM_lttb_only, is the downsampling of

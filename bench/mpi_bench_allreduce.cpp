@@ -4,7 +4,7 @@
 // algbw = S / t, busbw = algbw × 2(n−1)/n, GB = 1e9; t is the slowest rank's time per
 // iteration; each size reports the median over repetitions that alternate the two paths,
 // and the ratio column is the median of the per-repetition (paired) ratios bare/ours.
-// Goal (issue 2): harness busbw ≥ 0.95 × bare busbw at every size from 4 KiB to 64 MiB.
+// Goal: harness busbw ≥ 0.95 × bare busbw at every size from 4 KiB to 64 MiB.
 #include <fmt/format.h>
 #include <mpi.h>
 

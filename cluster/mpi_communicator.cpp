@@ -245,7 +245,7 @@ class MpiCommunicator final : public Communicator {
   // verifies at creation that every rank's puts land in the target's memory.
   // Mutual exclusion does not rely on MPI_Win_lock(EXCLUSIVE): whether an MPI excludes
   // other ranks' exclusive locks from a rank's lock on its own window is the implementation's
-  // business (issue 17 reports it does not on MPICH 4.0.2 over UCX). Instead two lock words
+  // business (it was reported not to on MPICH 4.0.2 over UCX). Instead two lock words
   // follow the version (a ticket lock: next ticket, now serving); after the addressing check
   // every rank opens one shared epoch on every window (MPI_Win_lock_all) for the window's
   // life, and window_lock / window_unlock are MPI atomics (MPI_Fetch_and_op) on the target's

@@ -6,8 +6,8 @@
 //
 // Cost: one virtual call per vector operation, never per element; the host implementation
 // (core/vector_ops.cpp) is the plain loop the algorithms had inline, with the same float
-// expression per element, so results are bit-identical to it. A CUDA implementation (issue 18
-// part 2) enqueues a kernel on the device's current stream per call.
+// expression per element, so results are bit-identical to it. The CUDA implementation
+// (core/cuda/) enqueues a kernel on the device's current stream per call.
 //
 // Registry: vector_ops_for(device) returns the host operations for host memory and the one
 // registered for the device's kind otherwise (the CUDA backend registers its own when it

@@ -65,7 +65,7 @@ struct Worker {
   std::unique_ptr<NetworkEmulation> emulation;  // null: nothing added to collectives
   int64_t native_calibration_id = 0;            // calibration whose fit was subtracted (0: none)
   double peak_flops = 0;                        // MFU's peak per worker (peak_flops.hpp), FLOP/s
-  std::vector<float> params, grads, eval_params;
+  HugePageVector<float> params, grads, eval_params;  // 2 MiB pages: a sparse model is read at random
   RunSchedule plan;  // steps, warm-up, evaluation and flush periods
 };
 
@@ -100,11 +100,13 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.workload->reserve(static_cast<size_t>(cfg.batch));
   const size_t count = w.workload->param_count();
   // The model lives in host memory: a device workload needs the trainer's device buffers and
-  // host staging for evaluation (issue 18 part 2).
+  // host staging for evaluation, which do not exist yet (GPU training end to end is planned:
+  // docs/gpu.md).
   if (!w.workload->device().is_host())
-    DSGD_THROW(Error, "run this workload on a build with device training (issue 18 part 2)",
-               "workload {} computes on {}; the trainer keeps the model in host memory", w.workload->name(),
-               device_name(w.workload->device()));
+    DSGD_THROW(Error, "run a host workload (docs/gpu.md)",
+               "workload {} computes on {}; the trainer keeps the model in host memory (not yet implemented: GPU "
+               "training end to end)",
+               w.workload->name(), device_name(w.workload->device()));
   w.params.assign(count, 0.0f);
   w.grads.assign(count, 0.0f);
   w.eval_params.assign(count, 0.0f);

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The measured comparison of issue 5: every SGD variant side by side on 2 MPI ranks, for a
+# The measured comparison of the variants: every SGD variant side by side on 2 MPI ranks, for a
 # fixed sample budget, without emulation and on an emulated slow link. One row per
 # (network, variant): throughput, the per-step compute / comm / wait / overlap split
 # (docs/metrics.md), bytes per step, final test accuracy; read from the summaries table.

@@ -8,8 +8,8 @@
 // memory: the public methods check the view (float32, the workload's device, param_count()
 // elements) and call the implementation's do_* with the raw pointer, which is a device
 // pointer for a device workload. The host-pointer overloads build a host view (for code and
-// tests on the host). Every workload today computes on the host; CUDA ones come with issue 18
-// part 2. Batches (load_batch) are staged by the workload itself.
+// tests on the host). Every workload today computes on the host; GPU workloads that train end
+// to end are planned (docs/gpu.md). Batches (load_batch) are staged by the workload itself.
 #pragma once
 
 #include <cstddef>

@@ -1,4 +1,4 @@
-# Faults (issue 14): output lost to a full disk is an error and leaves no partial file;
+# Faults: output lost to a full disk is an error and leaves no partial file;
 # runs killed by SIGKILL (a rank, mpiexec, the launcher, or the writer alone) do not stay
 # `running`; a database locked past the busy timeout gives one clear error and loses
 # nothing; stored text cannot drive the terminal; a read-only directory can be listed;

@@ -1,4 +1,4 @@
-# Input limits (issue 14, items 5, 7, 8): values that used to hang, overflow, crash or die
+# Input limits: values that used to hang, overflow, crash or die
 # with a bare std::bad_alloc are refused with exit 2 and one message naming the flag or
 # file, the value and the range; nothing is allocated or written first.
 source "$(dirname "$0")/common.bash"

@@ -536,7 +536,7 @@ TEST(Spec, UnknownPrefixAndList) {
   }
 }
 
-// ---- absurd dimensions (issue 14 item 5) ---------------------------------------------------------
+// ---- absurd dimensions ---------------------------------------------------------------------------
 
 // One stray index makes a model of 2^31-1 features x 10 classes (86 GB per copy): the loader
 // refuses it with the figures before anything of that size is allocated (it used to allocate

@@ -1,4 +1,4 @@
-// The device seam (issue 18 part 1): buffer views, the host vector operations against the
+// The device seam: buffer views, the host vector operations against the
 // loops they replace (bit for bit, aliasing included), DeviceBuffer, the refusal of a view a
 // backend or a workload cannot take, and every device-capable algorithm run with its model on
 // the shadow device (tests/unit/shadow_device.hpp: memory the host cannot dereference) on two

@@ -492,7 +492,7 @@ TEST(NetworkEmulation, CommunicatorHoldsCollectives) {
   EXPECT_LT(barrier_held, 9e-3);
 }
 
-// Protocol overhead (issue 14): goodput = payload / wire for TCP/IPv4 over Ethernet, by hand:
+// Protocol overhead: goodput = payload / wire for TCP/IPv4 over Ethernet, by hand:
 // MTU 1500 → (1500 − 52) / (1500 + 38) = 1448 / 1538; jumbo 9000 → 8948 / 9038. The flags:
 // auto takes the MTU's fraction, a number in (0, 1] is used as it is, anything else is refused
 // naming the flag; the emulated links carry nominal × fraction, latency unchanged, and the

@@ -61,7 +61,7 @@ TEST(Suite, ShippedSuitesLoad) {
     workloads.insert(e.value("workload", "svm"));
   }
   EXPECT_TRUE(algos.count("ssgd") && algos.count("localsgd"));
-  // The smoke suite covers all three workloads (issue: "all three workloads, the main algorithms").
+  // The smoke suite covers all three workloads and the main algorithms.
   EXPECT_EQ(workloads, (std::set<std::string>{"svm", "resnet", "transformer"}));
   const Suite standard = suite_load((repo / "suites" / "standard.toml").string());
   EXPECT_EQ(standard.name, "standard");

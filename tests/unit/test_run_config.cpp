@@ -133,7 +133,7 @@ TEST(RunConfig, JsonRoundTrip) {
   EXPECT_EQ(run_config_to_json(a), run_config_to_json(b));
 }
 
-// ---- ranges (issue 14 item 7) ------------------------------------------------------------------
+// ---- ranges ------------------------------------------------------------------------------------
 
 TEST(RunConfigRanges, EveryNumericFieldHasARange) {
   for (const auto& field : run_config_fields())
@@ -219,7 +219,7 @@ TEST(RunConfigRanges, ConfigFileValuesAreRangeChecked) {
   EXPECT_NE(error_of([&] { run_config_validate(j); }).find("--epochs: must be in"), std::string::npos);
 }
 
-// ---- config file structure (issue 14 item 8) -----------------------------------------------------
+// ---- config file structure -------------------------------------------------------------------------
 
 TEST(RunConfigFile, DeeplyDottedTomlKeyIsRefusedNotACrash) {
   std::string key = "a";

@@ -1149,7 +1149,7 @@ TEST_F(StoreTest, MigratesAVersion13DatabaseAddingEvalTotalFromTheFieldTable) {
   EXPECT_DOUBLE_EQ(*store.run_get(next).summary->eval_total_s, 0.125);
 }
 
-// ---- dead runs, statuses, corrupt and foreign files (issue 14) --------------------------------
+// ---- dead runs, statuses, corrupt and foreign files ----------------------------------------------
 
 // A pid that no longer exists: a child that has exited and been reaped.
 int64_t pid_dead() {
