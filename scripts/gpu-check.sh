@@ -3,8 +3,9 @@
 # whose working tree is a copy of this repository. Budget: under 5 minutes on one H200 (an
 # estimate: it has not run on a GPU yet). Steps, each with its own time limit; a failed step is
 # reported in the table and the script goes on; the exit code is 1 if any step failed.
-#   1. dependencies: scripts/install-deps.sh only when a package is missing (that needs Debian's
-#      apt mirrors; with no network a missing package fails this step and the build says what);
+#   1. dependencies: scripts/install-deps.sh --tests (the GPU tests need GoogleTest), which runs
+#      apt only when a package is missing (that needs Debian's apt mirrors; with no network a
+#      missing package fails this step and the build says what);
 #      the CUDA toolkit with cuBLAS, cuDNN and NCCL must be installed already (/usr/local/cuda).
 #   2. build: $BUILD, default build-gpu/ (Release, CUDA for $DSGD_CUDA_ARCH, default 90 = H100/H200), only the
 #      targets below, on every core.
@@ -46,7 +47,7 @@ step() {  # step NAME LIMIT_S LOG COMMAND...: runs it with a time limit; returns
 json_field() { sed -n "s/.*\"$2\": \"\{0,1\}\([^,\"}]*\)\"\{0,1\}[,}].*/\1/p" "$1" | head -1; }
 
 # ---- 1. dependencies ---------------------------------------------------------------------------
-if step "dependencies" 240 "$OUT/deps.log" bash scripts/install-deps.sh; then
+if step "dependencies" 240 "$OUT/deps.log" bash scripts/install-deps.sh --tests; then
   row "dependencies" ok "$(tail -1 "$OUT/deps.log")"
 else
   row "dependencies" FAILED "see $OUT/deps.log (apt needs a network; the build below may still work)"

@@ -1,16 +1,25 @@
 #!/usr/bin/env bash
-# Installs every Debian package dsgd-bench needs to build, run and test (idempotent).
-# Run as root on Debian 12. Skips apt when everything is already installed.
+# Installs the Debian packages dsgd-bench needs (idempotent). Run as root on Debian 12.
+# Skips apt when everything is already installed.
+#   (no option)      what building and running dsgd-bench and dsgd-tune needs
+#                    (scripts/quickstart.sh, scripts/build.sh): compiler, libraries, MPI,
+#                    BLAS, and the datasets the quick start, the examples and the smoke suite
+#                    use (Fashion-MNIST, fortunes).
+#   --tests          also what scripts/test.sh needs: GoogleTest and Google Benchmark, python3,
+#                    jq, chromium (the HTML report tests), iproute2 (ip, tc:
+#                    scripts/netns-cluster.sh and tests/integration/netns_two_hosts.sh),
+#                    clang-format (the formatting check), qemu-user (the portable pass on an
+#                    emulated CPU without AVX), clang and libclang-rt-14-dev (libFuzzer and the
+#                    sanitizer runtimes: the fuzz targets of tests/fuzz, scripts/fuzz.sh).
 #   --bench-extras   also what the side-by-side benchmarks compare against: PyTorch 1.13
 #                    (bench/bench_resnet.py, bench/bench_gpt.py) and BLIS
 #                    (bench/bench_resnet_backends.sh). Not needed to build or test.
+# The options combine (--tests --bench-extras).
+# Without libgtest-dev the build configures without the tests, and without libbenchmark-dev
+# without the Google Benchmark programs of bench/ (CMake prints "not found" for each).
 # libdnnl-dev (oneDNN) is optional for the build (cmake -DDSGD_WITH_DNNL=OFF, or absent: every
 # convolution on im2col + SGEMM) but installed by default: it is the faster convolution backend
 # for most ResNet layers (workloads/layers/conv2d_dnnl.cpp).
-# iproute2 (ip, tc): scripts/netns-cluster.sh and tests/integration/netns_two_hosts.sh.
-# clang-format: the formatting check of scripts/test.sh. qemu-user: its portable pass on an
-# emulated CPU without AVX. clang and libclang-rt-14-dev (libFuzzer, the sanitizer runtimes):
-# the fuzz targets of tests/fuzz, which scripts/test.sh runs briefly (scripts/fuzz.sh).
 set -euo pipefail
 
 packages=(
@@ -19,14 +28,20 @@ packages=(
   libsqlite3-dev sqlite3 zlib1g-dev
   mpich libmpich-dev
   libopenblas-dev libeigen3-dev libdnnl-dev
-  libgtest-dev libbenchmark-dev
   dataset-fashion-mnist fortunes
-  jq iproute2 clang-format qemu-user clang libclang-rt-14-dev
-  chromium python3
 )
-if [ "${1:-}" = "--bench-extras" ]; then
-  packages+=(python3-torch python3-torchvision libblis-dev)
-fi
+for arg in "$@"; do
+  case "$arg" in
+    --tests)
+      packages+=(libgtest-dev libbenchmark-dev python3 jq chromium iproute2
+                 clang-format qemu-user clang libclang-rt-14-dev) ;;
+    --bench-extras)
+      packages+=(python3-torch python3-torchvision libblis-dev) ;;
+    *)
+      echo "install-deps: unknown option '$arg' (use --tests, --bench-extras)" >&2
+      exit 2 ;;
+  esac
+done
 
 missing=()
 for p in "${packages[@]}"; do

@@ -67,7 +67,7 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 for tool in ip tc mpiexec; do
   command -v "$tool" > /dev/null ||
-    { echo "netns-cluster: '$tool' not found (apt-get install iproute2 mpich; scripts/install-deps.sh)" >&2; exit 2; }
+    { echo "netns-cluster: '$tool' not found (apt-get install iproute2 mpich; scripts/install-deps.sh --tests)" >&2; exit 2; }
 done
 
 TAG="dsgd-$$"

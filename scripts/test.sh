@@ -5,7 +5,7 @@
 # pass, for quick local runs only: CI always runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
+bash scripts/install-deps.sh --tests
 # Formatting first (seconds): every C++ file as .clang-format says (clang-format -i FILE fixes one).
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
   git ls-files -z '*.cpp' '*.hpp' '*.cu' '*.cuh'

@@ -7,7 +7,7 @@
 source "$(dirname "$0")/common.bash"
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-[ -n "$CHROMIUM" ] || fail "chromium not found (scripts/install-deps.sh installs it)"
+[ -n "$CHROMIUM" ] || fail "chromium not found (scripts/install-deps.sh --tests installs it)"
 
 for w in 1 2; do
   "$BIN" run --dataset "$SMALL" --steps 40 --batch 16 --workers $w --db t.db --tag "w=$w" --target acc=0.3 \

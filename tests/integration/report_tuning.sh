@@ -10,7 +10,7 @@ source "$(dirname "$0")/common.bash"
 TUNE="$(dirname "$BIN")/dsgd-tune"
 [ -x "$TUNE" ] || fail "dsgd-tune is not built next to $BIN"
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
-[ -n "$CHROMIUM" ] || fail "chromium not found (scripts/install-deps.sh installs it)"
+[ -n "$CHROMIUM" ] || fail "chromium not found (scripts/install-deps.sh --tests installs it)"
 
 "$TUNE" recommend --dataset "$SMALL" --workers 4 --bandwidth 1Gbps --latency 1ms --lr 0.2 --algos ssgd,localsgd \
   --period 2..8 --batch 16..32 --lr-scaling none --trials 14 --trial-time 1s --race-seeds 2 --max-trial-steps 3000 \
