@@ -76,7 +76,7 @@ struct RunConfig {
   double pull_alpha = 0.5;     // overlap-local: pull x ← (1−α)x + αz
   double slow_momentum = 0.0;  // overlap-local: momentum of the anchor update
   double bucket_mb = 0.0;      // ssgd --overlap: bucket size in MB (0: one bucket per layer)
-  // SGD variants, part 2 (algorithms/dpsgd.cpp, zero.cpp, compress/).
+  // Decentralised, sharded and compressed variants (algorithms/dpsgd.cpp, zero.cpp, compress/).
   int64_t dpsgd_delay = 0;   // dpsgd: 1 = exchange x_t while computing g(x_t) (Lian et al.'s form)
   std::string compress;      // gradient compressor: topk:RATIO | qsgd:bits=B | powersgd:rank=R; empty: none
   int64_t zero_bits = 32;    // zero: bits of the communicated weight differences and gradients (32 or 4)
@@ -95,7 +95,7 @@ struct RunConfig {
   std::string ps_placement = "auto";  // auto (dedicated on > 1 worker) | colocated | dedicated
   bool ps_one_step_delay = false;     // OD-SGD: the next gradient on parameters pulled before the push
 
-  // SGD variants, part 3 (algorithms/palsgd.cpp, mtdao.cpp, osp.cpp; dreamddp's filling).
+  // palsgd, mtdao, osp (algorithms/palsgd.cpp, mtdao.cpp, osp.cpp) and dreamddp's filling.
   double pull_prob = 0.1;                // palsgd: probability of a pull towards the last global model per step
   int64_t period_m = 8;                  // mtdao: H_m, steps between averages of the first moments (0: never)
   int64_t period_v = 16;                 // mtdao: H_v, steps between averages of the second moment (0: never)
