@@ -1,5 +1,5 @@
 // Request bookkeeping of a backend whose operations complete on a device stream (NCCL): a ring
-// of records allocated once (CONVENTIONS #4), each with its own events in the device's event
+// of records allocated once, each with its own events in the device's event
 // pool, so the step loop never creates an event or allocates. Every launched operation takes
 // the next record in launch order; the record stays "in flight" until its wait, then holds the
 // operation's events until its device times are read (resolved: device_timing.hpp) at the

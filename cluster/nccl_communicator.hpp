@@ -2,7 +2,7 @@
 // CollectiveDevice seam (cluster/collective_device.hpp; the real device is
 // cluster/cuda/nccl_device.*), MPI (the `world` communicator) only to bootstrap NCCL and for the
 // untimed harness operations on host values. Buffers live in GPU memory (supports_device).
-// Ordering by events, never by host synchronisation (CONVENTIONS #5): an operation records a
+// Ordering by events, never by host synchronisation: an operation records a
 // "ready" event on the compute stream where it is called (the gradient a layer hook hands over
 // is ready there), the communication stream waits for it, runs the NCCL call between a "start"
 // and a "done" event, and the compute stream waits for "done" at the wait (blocking

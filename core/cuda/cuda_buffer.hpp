@@ -1,5 +1,5 @@
 // Owning handles for device memory, pinned host memory, streams and events (RAII, move-only),
-// allocated once at setup (CONVENTIONS #4) and checked (cuda_check.hpp). Copies between host
+// allocated once at setup (never in the timed loop) and checked (cuda_check.hpp). Copies between host
 // and device are asynchronous on a given stream; the synchronous helpers are for tests and setup.
 // Only built with CUDA.
 #pragma once

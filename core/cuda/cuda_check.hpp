@@ -1,4 +1,4 @@
-// Checked wrappers around the CUDA runtime, cuBLAS, cuDNN and NCCL (CONVENTIONS #10): each call
+// Checked wrappers around the CUDA runtime, cuBLAS, cuDNN and NCCL: each call
 // that can fail goes through DSGD_CUDA_CHECK(call), which throws dsgd::Error naming the library,
 // the error's name and text, the call, file:line, the host and the current device, and what to
 // do. One overload per status type, so the same macro serves all four libraries. Kernel launches
