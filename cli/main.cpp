@@ -7,6 +7,7 @@
 #include "cli/app_main.hpp"
 #include "cli/commands.hpp"
 #include "core/system_info.hpp"
+#include "workloads/blas_core.hpp"
 
 namespace dsgd {
 int& cli_exit_code() {
@@ -17,6 +18,8 @@ int& cli_exit_code() {
 
 int main(int argc, char** argv) {
   try {
+    // A BLAS core this CPU cannot run (a stray OPENBLAS_CORETYPE) is one clear error, not a SIGILL.
+    dsgd::blas_core_check();
     CLI::App app{"dsgd-bench: benchmark distributed SGD variants on real MPI workers; results in SQLite"};
     const dsgd::SystemInfo sys = dsgd::system_info_read();
     app.set_version_flag("--version", fmt::format("dsgd-bench {} (commit {}, {} build)", sys.tool_version,

@@ -8,6 +8,7 @@
 #include "cli/app_main.hpp"
 #include "cli/tune_commands.hpp"
 #include "core/system_info.hpp"
+#include "workloads/blas_core.hpp"
 
 namespace dsgd {
 int& tune_exit_code() {
@@ -18,6 +19,8 @@ int& tune_exit_code() {
 
 int main(int argc, char** argv) {
   try {
+    // A BLAS core this CPU cannot run (a stray OPENBLAS_CORETYPE) is one clear error, not a SIGILL.
+    dsgd::blas_core_check();
     CLI::App app{
         "dsgd-tune: find the sync period, batch, topology and algorithm that reach a target accuracy "
         "soonest on a given cluster (simulated); sessions and trials in SQLite"};
