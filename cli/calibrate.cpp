@@ -128,7 +128,7 @@ void fits_print(const std::vector<CalibrationFit>& fits) {
   }
 }
 
-// Harness vs bare all-reduce bus bandwidth at sizes >= 1 MiB (issue: within 5 %).
+// Harness vs bare all-reduce bus bandwidth at sizes >= 1 MiB (the goal: within 5 %).
 void harness_overhead_print(const std::vector<CollectiveRow>& rows) {
   const HarnessOverhead o = calibration_harness_overhead(rows);
   if (o.sizes == 0) {
@@ -146,11 +146,13 @@ void profile_print(const std::vector<ProfileRow>& rows, const CalibrationPlan& p
       "\n# per-layer compute profile: median of {} iterations (after {} warm-up), slowest of {} ranks; "
       "forward split over layers by parameter count\n",
       plan.profile_iters, kComputeProfileWarmup, ranks);
-  fmt::print("#{:>7} {:>6} {:<16} {:>12} {:>12}\n", "batch", "layer", "name", "fwd(us)", "bwd(us)");
+  fmt::print("#{:>7} {:>6} {:<16} {:>12} {:>12} {:>8}\n", "batch", "layer", "name", "fwd(us)", "bwd(us)", "spread");
   for (const ProfileRow& r : rows) {
-    fmt::print("{:>8} {:>6} {:<16} {:>12.2f} {:>12.2f}\n", r.batch, r.layer, r.layer_name, r.fwd_s * 1e6,
-               r.bwd_s * 1e6);
+    fmt::print("{:>8} {:>6} {:<16} {:>12.2f} {:>12.2f} {:>7.0f}%\n", r.batch, r.layer, r.layer_name, r.fwd_s * 1e6,
+               r.bwd_s * 1e6, r.spread * 100);
   }
+  fmt::print("# spread: interquartile range / median of the batch's per-iteration forward + backward\n");
+  for (const std::string& w : compute_profile_warnings(rows)) fmt::print(stderr, "dsgd-bench: warning: {}\n", w);
 }
 
 void optimizers_print(const std::vector<OptimizerProfileRow>& rows) {

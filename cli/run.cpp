@@ -90,11 +90,23 @@ class RunPrinter {
     cb.on_start = [this](const RunRecord& record) {
       total_steps_ = record.steps;
       stdout_print(format_config(cfg_, record));
+      const auto config = nlohmann::json::parse(record.config_json);
+      if (const std::string note = format_paging_warning(config.value("dataset-pages", nlohmann::json{}));
+          !note.empty())
+        stdout_print(note);
       if (backend_get(cfg_.backend).has(cap_virtual_clock)) {
         const auto details = nlohmann::json::parse(record.config_json).value("backend-details", nlohmann::json{});
         stdout_print(fmt::format("  {:<13} virtual clock; profile {}; network {}; about {:.3g} MB\n", cfg_.backend,
                                  details.value("profile", "?"), details.value("network", "?"),
                                  details.value("memory-estimate-bytes", 0.0) / 1e6));
+        // What the prediction cannot be trusted for: a noisy profile, a network taken as ideal.
+        for (const auto& w : details.value("profile-warnings", nlohmann::json::array()))
+          stdout_print(fmt::format("  {:<13} {}\n", "warning", w.get<std::string>()));
+        if (details.value("network-ideal", false))
+          stdout_print(
+              fmt::format("  {:<13} collectives take 0 s: no --bandwidth and no calibrated fabric of this "
+                          "host (dsgd-bench calibrate --workers 2 measures it)\n",
+                          "warning"));
       }
       stdout_print("", true);
     };
@@ -293,7 +305,7 @@ std::string launch_stored_runs(const std::string& db, const LaunchOutcome& outco
   std::string stored;
   try {
     Store store = Store::open(db, StoreOpenOptions{false, false});
-    for (const char* status : {"completed", "diverged", "failed", "interrupted", "killed"})
+    for (const char* status : {"completed", "diverged", "failed", "interrupted", "killed", "stopped"})
       for (int64_t id : store.runs_of_launch(outcome.launch_id, status))
         stored += fmt::format("{}run {} ({})", stored.empty() ? "" : ", ", id, status);
   } catch (const std::exception&) {

@@ -40,6 +40,17 @@ std::string format_config(const RunConfig& cfg, const RunRecord& r) {
   return out;
 }
 
+std::string format_paging_warning(const nlohmann::json& pages) {
+  if (!pages.is_object()) return {};
+  const double bytes = pages.value("bytes", 0.0), fraction = pages.value("huge-fraction", 1.0);
+  // Small sets fit the TLB's reach on any pages; unknown (-1) is not a finding.
+  if (bytes < 64e6 || fraction < 0 || fraction >= 0.5) return {};
+  return fmt::format(
+      "  {:<13} training set {:.0f} MB on 4 KiB pages ({:.0f} % on 2 MiB pages; transparent huge pages '{}'): "
+      "random batches miss the TLB, so steps can be several times slower and vary between runs\n",
+      "warning", bytes / 1e6, 100 * fraction, pages.value("thp", std::string("?")));
+}
+
 std::string format_eval_line(const EvalRow& e, int64_t total_steps) {
   // No minibatch has been seen before the first step: its train loss is not a number.
   const std::string train = std::isnan(e.train_loss) ? std::string("       -") : fmt::format("{:8.5f}", e.train_loss);

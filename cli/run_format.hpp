@@ -7,6 +7,7 @@
 #pragma once
 
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -19,6 +20,9 @@ namespace dsgd {
 
 std::string format_config(const RunConfig& cfg, const RunRecord& record);
 std::string format_eval_line(const EvalRow& row, int64_t total_steps);
+// A warning line when the run's config "dataset-pages" (engine/trainer.cpp) says most of a
+// large training set sits on 4 KiB pages; empty otherwise.
+std::string format_paging_warning(const nlohmann::json& pages);
 // One run's block, as the text printer prints it.
 std::string format_run_summary(const RunWithSummary& run);
 std::unique_ptr<ReportPrinter> text_printer_create(std::ostream& out);

@@ -1,5 +1,6 @@
 // Summaries of repeated measurements, one definition for the library, the CLI and the
-// benchmarks: the median (mean of the two middle values for an even count; NaN when empty).
+// benchmarks: the median (mean of the two middle values for an even count; NaN when empty),
+// quantiles (linear interpolation between order statistics) and the relative spread.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +14,26 @@ inline double stats_median(std::vector<double> v) {
   if (n == 0) return std::numeric_limits<double>::quiet_NaN();
   std::sort(v.begin(), v.end());
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+// The q-quantile (0 <= q <= 1) with linear interpolation between the order statistics (the
+// "type 7" of R and numpy's default); NaN when empty.
+inline double stats_quantile(std::vector<double> v, double q) {
+  const size_t n = v.size();
+  if (n == 0) return std::numeric_limits<double>::quiet_NaN();
+  std::sort(v.begin(), v.end());
+  const double h = std::clamp(q, 0.0, 1.0) * static_cast<double>(n - 1);
+  const auto lo = static_cast<size_t>(h);
+  const size_t hi = std::min(lo + 1, n - 1);
+  return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
+}
+
+// Interquartile range / median: how widely repeated measurements of one thing spread (0 for
+// identical values). NaN when empty or when the median is not positive.
+inline double stats_relative_iqr(const std::vector<double>& v) {
+  const double median = stats_median(v);
+  if (!(median > 0)) return std::numeric_limits<double>::quiet_NaN();
+  return (stats_quantile(v, 0.75) - stats_quantile(v, 0.25)) / median;
 }
 
 }  // namespace dsgd

@@ -193,6 +193,7 @@ CalibrationSetup calibration_setup(const CalibrationOptions& o, Communicator& co
   request.batches = o.batches;
   request.profile_iters = setup.plan.profile_iters;
   request.config = calibration_config_json(o, setup.plan, comm.size());
+  request.config["conditions"] = compute_profile_conditions(setup.profile.data.train, comm.ranks_on_this_host());
   return setup;
 }
 

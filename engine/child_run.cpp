@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "core/errors.hpp"
 
@@ -53,16 +54,14 @@ std::string child_run_binary() {
              "no dsgd-bench executable next to {}", self.string());
 }
 
-int64_t child_run_config(const RunConfig& cfg, const std::string& role, const std::string& extra_args,
-                         const std::function<void(const std::string& line)>& on_line) {
-  const std::string path = config_write(cfg, role);
-  const std::string command = fmt::format("{} run --config {}{}{} 2>&1", shell_quote(child_run_binary()),
-                                          shell_quote(path), extra_args.empty() ? "" : " ", extra_args);
+namespace {
+
+// Runs `command` (stdout and stderr together), passing each line to on_line; returns the exit
+// code and the last non-empty line.
+std::pair<int, std::string> child_command(const std::string& command,
+                                          const std::function<void(const std::string& line)>& on_line) {
   FILE* pipe = popen(command.c_str(), "r");
-  if (!pipe) {
-    std::filesystem::remove(path);
-    DSGD_THROW(Error, "", "cannot start '{}'", command);
-  }
+  if (!pipe) DSGD_THROW(Error, "", "cannot start '{}'", command);
   std::string last, line;
   char buf[4096];
   while (std::fgets(buf, sizeof(buf), pipe)) {
@@ -74,16 +73,56 @@ int64_t child_run_config(const RunConfig& cfg, const std::string& role, const st
     line.clear();
   }
   const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 1, last};
+}
+
+// The id on a `key=<id>` last line, 0 when the line is not one.
+int64_t child_id(const std::string& last, const std::string& key) {
+  if (last.rfind(key + "=", 0) != 0) return 0;
+  try {
+    return std::stoll(last.substr(key.size() + 1));
+  } catch (const std::exception&) {
+    return 0;
+  }
+}
+
+}  // namespace
+
+int64_t child_run_config(const RunConfig& cfg, const std::string& role, const std::string& extra_args,
+                         const std::function<void(const std::string& line)>& on_line) {
+  const std::string path = config_write(cfg, role);
+  const std::string command = fmt::format("{} run --config {}{}{} 2>&1", shell_quote(child_run_binary()),
+                                          shell_quote(path), extra_args.empty() ? "" : " ", extra_args);
+  std::pair<int, std::string> result;
+  try {
+    result = child_command(command, on_line);
+  } catch (...) {
+    std::filesystem::remove(path);
+    throw;
+  }
   std::filesystem::remove(path);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 1;
-  int64_t id = 0;
-  if (code == 0 && last.rfind("run_id=", 0) == 0) id = std::stoll(last.substr(7));
+  const auto& [code, last] = result;
+  const int64_t id = code == 0 ? child_id(last, "run_id") : 0;
   if (id <= 0) {
     if (code == 2)
       DSGD_THROW(InputError, "fix the configuration (the message above names the problem)",
                  "the {} run refused the configuration", role);
     DSGD_THROW(Error, "see the run's message above", "the {} run failed (exit code {})", role, code);
   }
+  return id;
+}
+
+int64_t child_calibrate_fabric(const std::string& db, int workers,
+                               const std::function<void(const std::string& line)>& on_line) {
+  // --quick: sizes x4 up to 1 MiB, 2 repetitions; --batches 1 keeps the compute profile (which
+  // calibrate always takes) to a few milliseconds.
+  const std::string command = fmt::format("{} calibrate --workers {} --quick --batches 1 --db {} 2>&1",
+                                          shell_quote(child_run_binary()), workers, shell_quote(db));
+  const auto [code, last] = child_command(command, on_line);
+  const int64_t id = code == 0 ? child_id(last, "calibration_id") : 0;
+  if (id <= 0)
+    DSGD_THROW(Error, "see the calibration's message above, or run `dsgd-bench calibrate --workers 2` yourself",
+               "the fabric calibration failed (exit code {})", code);
   return id;
 }
 

@@ -26,4 +26,10 @@ std::string child_run_binary();
 int64_t child_run_config(const RunConfig& cfg, const std::string& role, const std::string& extra_args,
                          const std::function<void(const std::string& line)>& on_line);
 
+// Runs `dsgd-bench calibrate --workers N --quick --db DB` (the fabric's collectives and their
+// alpha-beta fits, a few seconds), passing each output line to on_line; returns the
+// calibration id. Throws Error when it fails.
+int64_t child_calibrate_fabric(const std::string& db, int workers,
+                               const std::function<void(const std::string& line)>& on_line);
+
 }  // namespace dsgd

@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/optimizer.hpp"
@@ -90,7 +92,7 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
   std::vector<ProfileRow> result;
   for (int64_t batch : batches) {
     const size_t b = static_cast<size_t>(batch);
-    std::vector<double> fwd_total;
+    std::vector<double> fwd_total, step_total;
     std::vector<std::vector<double>> bwd(nl);
     bool missing_hook = false;
     for (int64_t it = 0; it < kComputeProfileWarmup + iters; ++it) {
@@ -108,6 +110,7 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
       for (size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
       if (it < kComputeProfileWarmup) continue;
       fwd_total.push_back(t1 - t0);
+      step_total.push_back(t2 - t0);
       const std::vector<double> per_layer = backward_per_layer(stamps, nl, t1, t2);
       missing_hook = missing_hook || stamps.order.size() != nl;
       for (size_t l = 0; l < nl; ++l) bwd[l].push_back(per_layer[l]);
@@ -116,20 +119,74 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
       DSGD_THROW(Error, "this is a bug in the workload: backward must call the hook once per layer",
                  "workload '{}' did not report every layer's gradient in backward", key);
     }
-    // Per layer: fwd share, bwd; the slowest rank's value (untimed max-reduce).
-    std::vector<double> values(2 * nl);
+    // Per layer: fwd share, bwd; then the batch's spread; the slowest rank's values (untimed
+    // max-reduce: the widest spread of any rank).
+    std::vector<double> values(2 * nl + 1);
     const double fwd_median = stats_median(fwd_total);
     for (size_t l = 0; l < nl; ++l) {
       values[2 * l] = fwd_median * static_cast<double>(layers[l].count) / total_params;
       values[2 * l + 1] = stats_median(bwd[l]);
     }
+    values[2 * nl] = stats_relative_iqr(step_total);
     comm.untimed_allreduce_max(values.data(), values.size());
     for (size_t l = 0; l < nl; ++l) {
-      result.push_back(ProfileRow{key, model.dataset, batch, static_cast<int64_t>(l), layers[l].name, values[2 * l],
-                                  values[2 * l + 1]});
+      ProfileRow& row = result.emplace_back();
+      row = ProfileRow{key,           model.dataset,    batch, static_cast<int64_t>(l), layers[l].name,
+                       values[2 * l], values[2 * l + 1]};
+      row.spread = values[2 * nl];
     }
   }
   return result;
+}
+
+std::vector<std::string> compute_profile_warnings(const std::vector<ProfileRow>& rows) {
+  struct Batch {
+    int64_t batch;
+    double total = 0, spread = 0;
+  };
+  std::vector<Batch> batches;
+  for (const ProfileRow& r : rows) {
+    if (batches.empty() || batches.back().batch != r.batch) batches.push_back(Batch{r.batch, 0, r.spread});
+    batches.back().total += r.fwd_s + r.bwd_s;
+  }
+  std::sort(batches.begin(), batches.end(), [](const Batch& a, const Batch& b) { return a.batch < b.batch; });
+  std::vector<std::string> warnings;
+  for (const Batch& b : batches) {
+    if (std::isnan(b.spread))
+      warnings.push_back(
+          fmt::format("batch {}: the profile's spread is unknown (measured by an older version)", b.batch));
+    else if (b.spread > kProfileSpreadLimit)
+      warnings.push_back(fmt::format(
+          "batch {}: iterations spread {:.0f} % of their median ({:.3g} ms), above the {:.0f} % the simulator can "
+          "predict from (another process competing for the cores?)",
+          b.batch, 100 * b.spread, 1e3 * b.total, 100 * kProfileSpreadLimit));
+  }
+  for (size_t i = 0; i + 1 < batches.size(); ++i)
+    for (size_t j = i + 1; j < batches.size(); ++j) {
+      const Batch &small = batches[i], &large = batches[j];
+      const double spreads =
+          (std::isnan(small.spread) ? 0 : small.spread) + (std::isnan(large.spread) ? 0 : large.spread);
+      if (large.total * (1 + std::max(0.1, spreads)) < small.total)
+        warnings.push_back(fmt::format(
+            "batch {} measured faster than batch {} ({:.3g} vs {:.3g} ms per step): a larger batch cannot be "
+            "faster, so one of them was measured under interference",
+            large.batch, small.batch, 1e3 * large.total, 1e3 * small.total));
+    }
+  return warnings;
+}
+
+nlohmann::json compute_profile_conditions(const Dataset& train, int ranks_on_host) {
+  double load1 = -1;
+  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
+    if (std::fscanf(f, "%lf", &load1) != 1) load1 = -1;
+    std::fclose(f);
+  }
+  const DatasetPaging paging = dataset_paging(train);
+  return {{"loadavg-1m", load1},
+          {"cores", system_info_read().cores},
+          {"ranks-on-host", ranks_on_host},
+          {"thp", paging.thp_mode},
+          {"dataset-huge-fraction", paging.huge_fraction()}};
 }
 
 std::string compute_profile_optimizer_key(const RunConfig& cfg) {
@@ -200,7 +257,8 @@ int64_t compute_profile_store_new(Store& store, const RunConfig& model, const st
                                  {"batches", batches},
                                  {"profile_iters", iters},
                                  {"profile_warmup", kComputeProfileWarmup},
-                                 {"profile_seed", kComputeProfileSeed}};
+                                 {"profile_seed", kComputeProfileSeed},
+                                 {"conditions", compute_profile_conditions(setup.data.train, 1)}};
   const CalibrationRecord record = calibration_record_make(*self, 1, config);
   const std::vector<OptimizerProfileRow> optimizers = compute_profile_measure_optimizers(setup, model, iters, *self);
   const int64_t id = store.calibration_begin(record);

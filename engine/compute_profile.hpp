@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -66,6 +67,21 @@ std::vector<int64_t> compute_profile_missing(const Store& store, const std::stri
 // the calibration's config. Returns the calibration id.
 int64_t compute_profile_store_new(Store& store, const RunConfig& model, const std::vector<int64_t>& batches,
                                   int64_t iters, const std::string& by);
+
+// A batch whose per-iteration compute spreads wider than this (interquartile range / median)
+// is too noisy to predict from: calibrate and the simulator say so.
+inline constexpr double kProfileSpreadLimit = 0.3;
+
+// What is wrong with a set of profile rows (one workload and dataset), one line each: batches
+// whose spread exceeds kProfileSpreadLimit or is unknown (stored before spreads were), and a
+// larger batch measured faster than a smaller one beyond their spreads (at least 10 %).
+// Empty when the profile can be predicted from.
+std::vector<std::string> compute_profile_warnings(const std::vector<ProfileRow>& rows);
+
+// The conditions a profile is measured under, stored in its calibration's config
+// ("conditions"): the 1-minute load average and core count, the ranks on this host, the
+// machine's transparent-huge-page setting and how much of the training set is on huge pages.
+nlohmann::json compute_profile_conditions(const Dataset& train, int ranks_on_host);
 
 inline constexpr int64_t kComputeProfileIters = 20;  // timed iterations when measuring what is missing (as calibrate)
 

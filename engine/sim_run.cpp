@@ -167,6 +167,8 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
       {"memory-estimate-bytes", r.memory.total_bytes},
       {"timing-only", cfg.timing_only},
   };
+  if (!r.profile.warnings.empty()) details["profile-warnings"] = r.profile.warnings;
+  if (!r.network.model) details["network-ideal"] = true;
   r.details_json = details.dump();
   return r;
 }
@@ -420,6 +422,8 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
       p.cost.opt_s = opt.value_or(0.0);
       p.source = fmt::format("calibration {} (per-layer fwd/bwd; opt {}; data not profiled: 0)", cal.id,
                              opt ? compute_profile_optimizer_key(cfg) : std::string("not profiled: 0"));
+      for (const std::string& w : compute_profile_warnings(rows))
+        p.warnings.push_back(fmt::format("calibration {}: {}", cal.id, w));
       return p;
     }
   }

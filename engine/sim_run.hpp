@@ -34,6 +34,9 @@ namespace dsgd {
 struct SimProfile {
   SimComputeCost cost;
   std::string source;  // "run 12" or "calibration 3"
+  // Why the profile may not predict well (compute_profile_warnings of the batch used: a
+  // spread too wide, or unknown); empty when it can be predicted from.
+  std::vector<std::string> warnings;
 };
 
 // Resolves the profile as described above. Throws InputError with what to do when there is

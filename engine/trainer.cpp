@@ -18,6 +18,7 @@
 #include "cluster/topology.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
+#include "core/huge_pages.hpp"
 #include "core/output_file.hpp"
 #include "core/system_info.hpp"
 #include "engine/batch_sampler.hpp"
@@ -60,13 +61,13 @@ struct Worker {
   std::unique_ptr<Algorithm> algorithm;
   std::unique_ptr<Optimizer> optimizer;
   LrSchedule lr_schedule;
-  std::shared_ptr<const Topology> topology;     // shared by the sim backend's workers (read-only)
-  std::optional<NetworkModel> emulated;         // from --bandwidth etc.; empty: no emulation
-  std::unique_ptr<NetworkEmulation> emulation;  // null: nothing added to collectives
-  int64_t native_calibration_id = 0;            // calibration whose fit was subtracted (0: none)
-  double peak_flops = 0;                        // MFU's peak per worker (peak_flops.hpp), FLOP/s
+  std::shared_ptr<const Topology> topology;          // shared by the sim backend's workers (read-only)
+  std::optional<NetworkModel> emulated;              // from --bandwidth etc.; empty: no emulation
+  std::unique_ptr<NetworkEmulation> emulation;       // null: nothing added to collectives
+  int64_t native_calibration_id = 0;                 // calibration whose fit was subtracted (0: none)
+  double peak_flops = 0;                             // MFU's peak per worker (peak_flops.hpp), FLOP/s
   HugePageVector<float> params, grads, eval_params;  // 2 MiB pages: a sparse model is read at random
-  RunSchedule plan;  // steps, warm-up, evaluation and flush periods
+  RunSchedule plan;                                  // steps, warm-up, evaluation and flush periods
 };
 
 const uint32_t* sampler_next(void* ctx) {
@@ -155,6 +156,11 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
   RunRecord r = run_record_from_config(cfg, comm.size(), w.plan.steps, w.plan.warmup, w.plan.eval_every,
                                        comm.library_version(), config);
   config["model-state-bytes"] = w.algorithm->model_state_bytes(w.params.size(), comm.size());
+  // Where the training set landed: a batch reads its rows at random, several times slower on
+  // 4 KiB pages than on the 2 MiB pages the dataset asks for (core/huge_pages.hpp).
+  const DatasetPaging paging = dataset_paging(w.data->train);
+  config["dataset-pages"] = {
+      {"thp", paging.thp_mode}, {"bytes", paging.bytes}, {"huge-fraction", paging.huge_fraction()}};
   // MFU's inputs (docs/metrics.md): the summary derives achieved model GFLOP/s and MFU from them.
   config["flops-per-sample"] = w.workload->flops_per_sample();
   config["peak-gflops-per-worker"] = w.peak_flops * 1e-9;

@@ -31,11 +31,20 @@ RunConfig validation_config(RunConfig cfg, const std::string& source, Validation
 }
 
 ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer) {
-  if (!cfg.bandwidth.empty() && !store.calibration_latest(system_info_read().host))
-    observer.note(fmt::format(
-        "no calibration of this host in {}: the measured run adds the emulated link to the real fabric instead of "
-        "replacing it (run `dsgd-bench calibrate` first for a fair comparison)",
-        cfg.db));
+  // Without this host's fabric the prediction would take its collectives as free (or, with an
+  // emulated link, the measured run would add the link to the real fabric instead of
+  // replacing it): measure the fabric first, a few seconds.
+  const bool fabric = !store.allreduce_fit_latest(system_info_read().host).has_value();
+  const int total = fabric ? 4 : 3;
+  int index = 0;
+  if (fabric) {
+    observer.note(
+        fmt::format("no calibrated fabric of this host in {}: measuring it first, so the prediction does "
+                    "not take communication as free",
+                    cfg.db));
+    observer.child_begin("fabric", "calibrate --workers 2 --quick", ++index, total);
+    child_calibrate_fabric(cfg.db, 2, [&](const std::string& line) { observer.child_line(line); });
+  }
   RunConfig profile = cfg;
   profile.workers = 1;
   profile.straggler.clear();
@@ -48,20 +57,20 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   profile.tag = "validate:profile";
   RunConfig measured = cfg;
   measured.tag = "validate:measured";
-  auto child = [&](const RunConfig& c, const char* role, const char* what, int index) {
-    observer.child_begin(role, what, index, 3);
+  auto child = [&](const RunConfig& c, const char* role, const char* what) {
+    observer.child_begin(role, what, ++index, total);
     return child_run_config(c, fmt::format("validate: {}", role), "",
                             [&](const std::string& line) { observer.child_line(line); });
   };
   ValidationRecord v;
-  v.profile_run_id = child(profile, "profile", "1 worker, no stragglers or emulation", 1);
-  v.measured_run_id = child(measured, "measured", "mpi, 2 ranks", 2);
+  v.profile_run_id = child(profile, "profile", "1 worker, no stragglers or emulation");
+  v.measured_run_id = child(measured, "measured", "mpi, 2 ranks");
   RunConfig simulated = cfg;
   simulated.backend = "sim";
   simulated.profile_from = v.profile_run_id;
   simulated.native_floor = true;  // the measured collectives last at least the native fabric's time
   simulated.tag = "validate:simulated";
-  v.simulated_run_id = child(simulated, "predicted", "sim, 2 workers", 3);
+  v.simulated_run_id = child(simulated, "predicted", "sim, 2 workers");
 
   const RunWithSummary m = store.run_get(v.measured_run_id);
   const RunWithSummary s = store.run_get(v.simulated_run_id);

@@ -1,6 +1,8 @@
 // The validation protocol of `dsgd-bench validate` (docs/sim.md): the simulator's predictions
 // against a real run of one configuration, each run a child `dsgd-bench run`
 // (engine/child_run.hpp):
+//   0. fabric:    only when the database has no calibrated all-reduce of this host, a quick
+//                 `dsgd-bench calibrate --workers 2` (the prediction's collectives need it);
 //   1. profile:   1 worker on the real backend, no stragglers, no emulated network: the
 //                 compute profile of this machine (its measured data/fwd/bwd/opt per step);
 //   2. measured:  2 MPI ranks with the configuration's emulated network and stragglers;

@@ -15,7 +15,8 @@ namespace dsgd {
 
 namespace {
 
-constexpr int calibration_schema = 3;  // first schema version with the calibration tables
+constexpr int calibration_schema = 3;      // first schema version with the calibration tables
+constexpr int profile_spread_schema = 15;  // first with profiles.spread
 
 constexpr const char* calibration_columns =
     "id, created_at, workers, host, cpu_model, mpi_version, git_commit, tool_version, config_json";
@@ -102,9 +103,9 @@ void Store::profiles_append(int64_t calibration_id, const std::vector<ProfileRow
   if (!calibration_exists(db_, calibration_id)) calibration_throw_not_found(path_, calibration_id);
   SqlStatement stmt(db_,
                     "INSERT INTO profiles (calibration_id, workload, dataset, batch, layer, "
-                    "layer_name, fwd_s, bwd_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
+                    "layer_name, fwd_s, bwd_s, spread) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const ProfileRow& r : rows) {
-    stmt.bind_all(calibration_id, r.workload, r.dataset, r.batch, r.layer, r.layer_name, r.fwd_s, r.bwd_s);
+    stmt.bind_all(calibration_id, r.workload, r.dataset, r.batch, r.layer, r.layer_name, r.fwd_s, r.bwd_s, r.spread);
     stmt.run();
   }
   transaction.commit();
@@ -193,9 +194,11 @@ std::vector<FitRow> Store::fits_get(int64_t calibration_id) const {
 std::vector<ProfileRow> Store::profiles_get(int64_t calibration_id) const {
   std::vector<ProfileRow> rows;
   if (user_version() < calibration_schema) return rows;
-  SqlStatement stmt(db_,
-                    "SELECT workload, dataset, batch, layer, layer_name, fwd_s, bwd_s FROM profiles "
-                    "WHERE calibration_id = ? ORDER BY workload, batch, layer");
+  // profiles.spread exists from v15 (a read-only open of an older database has none).
+  const bool has_spread = user_version() >= profile_spread_schema;
+  SqlStatement stmt(db_, fmt::format("SELECT workload, dataset, batch, layer, layer_name, fwd_s, bwd_s, {} FROM "
+                                     "profiles WHERE calibration_id = ? ORDER BY workload, batch, layer",
+                                     has_spread ? "spread" : "NULL"));
   stmt.bind(1, calibration_id);
   while (stmt.step()) {
     ProfileRow& r = rows.emplace_back();
@@ -206,6 +209,7 @@ std::vector<ProfileRow> Store::profiles_get(int64_t calibration_id) const {
     r.layer_name = stmt.column_text(4);
     r.fwd_s = stmt.column_real(5);
     r.bwd_s = stmt.column_real(6);
+    r.spread = stmt.column_real(7);
   }
   return rows;
 }

@@ -19,6 +19,8 @@
 // - runs.pid / pid_start / pid_scope / heartbeat_at / launch_id (v8) identify the process
 //   writing a `running` run (results/run_liveness.hpp) and its last flush; NULL on rows
 //   written before v8 (such a run's liveness cannot be checked).
+// - profiles.spread (v15) is NULL on rows written before v15; the store reads it as NaN
+//   (unknown), which the simulator reports rather than trusts.
 // - calibrations.id is AUTOINCREMENT for the same reason as runs.id; the tuner and the
 //   sim backend refer to a calibration by id (or take the host's latest).
 #include "results/migrations.hpp"
@@ -355,6 +357,16 @@ CREATE TABLE tune_probes (
 );
 )sql";
 
+// v14: summaries.eval_total_s, added from the field table (no script).
+
+// v14 -> v15: profiles.spread, the relative spread of a profiled batch's per-iteration compute
+// time (interquartile range / median of forward + backward over the timed iterations, the
+// slowest rank's), so the simulator can tell a profile it can predict from a noisy one; NULL
+// on rows written before v15 (spread unknown).
+constexpr const char* migration_v15 = R"sql(
+ALTER TABLE profiles ADD COLUMN spread REAL;
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -379,8 +391,9 @@ void field_columns_add(sqlite3* db, int version) {
 // The scripts, one per schema version: append the next one here.
 const std::vector<const char*>& migration_scripts() {
   static const std::vector<const char*> table = {
-      migration_v1, migration_v2, migration_v3,  migration_v4,  migration_v5,  migration_v6,  migration_v7,
-      migration_v8, migration_v9, migration_v10, migration_v11, migration_v12, migration_v13,
+      migration_v1,  migration_v2,  migration_v3,  migration_v4, migration_v5,
+      migration_v6,  migration_v7,  migration_v8,  migration_v9, migration_v10,
+      migration_v11, migration_v12, migration_v13, "",           migration_v15,
   };
   return table;
 }

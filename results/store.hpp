@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -151,6 +152,9 @@ struct ProfileRow {
   int64_t layer = 0;  // index into Workload::layers()
   std::string layer_name;
   double fwd_s = 0, bwd_s = 0;
+  // The batch's relative spread: interquartile range / median of the per-iteration forward +
+  // backward time (the same on every layer row of a batch). NaN: unknown (stored before v15).
+  double spread = std::numeric_limits<double>::quiet_NaN();
 };
 
 struct StoreOpenOptions {

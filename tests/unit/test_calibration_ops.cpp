@@ -5,6 +5,7 @@
 // network model's exactly, so the fit recovers the modelled link.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 
@@ -168,6 +169,12 @@ TEST(CalibrationRun, OneRankStoresTheProfileOnly) {
     EXPECT_EQ(stored.size(), 2u * setup.workload->layers().size());
     EXPECT_EQ(stored.front().batch, 8);
     EXPECT_EQ(stored.back().batch, 16);
+    // Each batch's spread is stored with its rows (the same on every layer row of a batch).
+    for (size_t i = 0; i < stored.size(); ++i) {
+      EXPECT_FALSE(std::isnan(stored[i].spread)) << i;
+      EXPECT_GE(stored[i].spread, 0.0) << i;
+      EXPECT_EQ(stored[i].spread, result.profiles[i].spread) << i;
+    }
     // One step of each optimizer, stored, and charged by the simulator as the opt phase of a run
     // of the same workload and dataset whose optimizer it is (diloco: AdamW).
     const std::vector<OptimizerProfileRow> opts = optimizer_profiles_get(store, result.id);
@@ -238,6 +245,39 @@ TEST(ComputeProfile, KeyedByTheModelShape) {
     EXPECT_THROW(sim_profile_resolve(base, &store, host, w20->layers()), InputError);
   }
   std::filesystem::remove(db);
+}
+
+// What makes a profile unfit to predict from: a wide or unknown spread, and a larger batch
+// measured faster than a smaller one beyond their spreads.
+TEST(ComputeProfile, WarningsNameNoisyAndInconsistentBatches) {
+  auto rows = [](int64_t batch, double fwd, double bwd, double spread) {
+    std::vector<ProfileRow> r(2);
+    for (int64_t l = 0; l < 2; ++l) {
+      r[static_cast<size_t>(l)] = ProfileRow{"svm", "d", batch, l, l == 0 ? "weights" : "bias", fwd / 2, bwd / 2};
+      r[static_cast<size_t>(l)].spread = spread;
+    }
+    return r;
+  };
+  auto join = [](std::vector<std::vector<ProfileRow>> parts) {
+    std::vector<ProfileRow> all;
+    for (auto& p : parts) all.insert(all.end(), p.begin(), p.end());
+    return all;
+  };
+  // Consistent: larger batches slower, spreads narrow.
+  EXPECT_TRUE(compute_profile_warnings(join({rows(16, 1e-5, 1e-5, 0.05), rows(32, 2e-5, 2e-5, 0.05)})).empty());
+  // Within noise: batch 32 slightly faster than 16, by less than 10 %.
+  EXPECT_TRUE(compute_profile_warnings(join({rows(16, 1e-5, 1e-5, 0.02), rows(32, 0.95e-5, 0.95e-5, 0.02)})).empty());
+  // Batch 16 measured 2x slower than batch 32 (the shape of the bias that hurt small batches).
+  const auto inverted = compute_profile_warnings(join({rows(16, 4e-5, 4e-5, 0.05), rows(32, 2e-5, 2e-5, 0.05)}));
+  ASSERT_EQ(inverted.size(), 1u);
+  EXPECT_NE(inverted[0].find("batch 32 measured faster than batch 16"), std::string::npos) << inverted[0];
+  // A wide spread, and an unknown one (a profile stored before spreads were).
+  const auto noisy = compute_profile_warnings(rows(64, 1e-4, 1e-4, 0.8));
+  ASSERT_EQ(noisy.size(), 1u);
+  EXPECT_NE(noisy[0].find("batch 64: iterations spread 80 %"), std::string::npos) << noisy[0];
+  const auto unknown = compute_profile_warnings(rows(64, 1e-4, 1e-4, std::nan("")));
+  ASSERT_EQ(unknown.size(), 1u);
+  EXPECT_NE(unknown[0].find("spread is unknown"), std::string::npos) << unknown[0];
 }
 
 }  // namespace

@@ -268,9 +268,9 @@ TEST(Libsvm, GoodFileGivesCsrAndLabelMap) {
   EXPECT_EQ(ds.rows, 5u);
   EXPECT_EQ(ds.features, 7u);
   EXPECT_EQ(ds.classes, 2);
-  EXPECT_EQ(ds.row_ptr, (std::vector<int64_t>{0, 2, 4, 5, 5, 8}));
-  EXPECT_EQ(ds.col_idx, (std::vector<int32_t>{0, 2, 1, 6, 3, 0, 1, 2}));
-  EXPECT_EQ(ds.values, (std::vector<float>{0.5f, 2.0f, -12.5f, 3.0f, 1.0f, 1.0f, 2.0f, 3.0f}));
+  EXPECT_EQ(ds.row_ptr, (dsgd::HugePageVector<int64_t>{0, 2, 4, 5, 5, 8}));
+  EXPECT_EQ(ds.col_idx, (dsgd::HugePageVector<int32_t>{0, 2, 1, 6, 3, 0, 1, 2}));
+  EXPECT_EQ(ds.values, (dsgd::HugePageVector<float>{0.5f, 2.0f, -12.5f, 3.0f, 1.0f, 1.0f, 2.0f, 3.0f}));
   EXPECT_EQ(ds.labels, (std::vector<int32_t>{1, 0, 1, 0, 1}));  // -1 -> 0, +1 -> 1
   EXPECT_EQ(ds.nnz(), 8u);
 
@@ -344,7 +344,7 @@ TEST(Libsvm, GzipFilesAreReadToo) {
   const Dataset ds = dsgd::dataset_read_libsvm(path);
   EXPECT_EQ(ds.rows, 2u);
   EXPECT_EQ(ds.features, 5u);
-  EXPECT_EQ(ds.col_idx, (std::vector<int32_t>{0, 4, 1}));
+  EXPECT_EQ(ds.col_idx, (dsgd::HugePageVector<int32_t>{0, 4, 1}));
 }
 
 TEST(Libsvm, TrainTestPairUsesTheUnionOfLabels) {
@@ -385,8 +385,8 @@ TEST(Libsvm, WithoutTestTheLastTenPercentIsTheTestSet) {
   ASSERT_EQ(pair.test.rows, 2u);
   EXPECT_EQ(pair.train.features, 20u);
   EXPECT_EQ(pair.test.features, 20u);
-  EXPECT_EQ(pair.test.row_ptr, (std::vector<int64_t>{0, 1, 2}));
-  EXPECT_EQ(pair.test.col_idx, (std::vector<int32_t>{18, 19}));  // rows 19 and 20 of the file
+  EXPECT_EQ(pair.test.row_ptr, (dsgd::HugePageVector<int64_t>{0, 1, 2}));
+  EXPECT_EQ(pair.test.col_idx, (dsgd::HugePageVector<int32_t>{18, 19}));  // rows 19 and 20 of the file
   EXPECT_EQ(pair.test.labels, (std::vector<int32_t>{0, 1}));
   EXPECT_EQ(pair.train.col_idx.front(), 0);
   EXPECT_EQ(pair.train.row_ptr.back(), 18);

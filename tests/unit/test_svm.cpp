@@ -105,8 +105,7 @@ Dataset abs_dataset(Dataset ds) {
   return ds;
 }
 // Σ_i |x_id|·|g_ic| for the weight gradient dw (D, C) = xᵀ g, dense x (B, D), g (B, C).
-std::vector<float> dense_grad_abs(const std::vector<float>& x, const std::vector<float>& g, size_t B, size_t D,
-                                  size_t C) {
+std::vector<float> dense_grad_abs(const float* x, const std::vector<float>& g, size_t B, size_t D, size_t C) {
   std::vector<double> a(D * C, 0.0);
   for (size_t i = 0; i < B; ++i)
     for (size_t d = 0; d < D; ++d)
@@ -350,7 +349,7 @@ TEST(SvmKernels, DenseKernelsMatchNaiveReference) {
         std::vector<double> db_abs(C, 0.0);
         for (size_t k = 0; k < B * C; ++k) db_abs[k % C] += std::fabs(ds_buf[k]);
         ASSERT_TRUE(dsgd::testing::float_sums_close(db, to_float(db_ref), to_float(db_abs), B)) << where;
-        const auto dw_ref_f = to_float(dw_ref), dw_abs = dense_grad_abs(ds.dense, ds_buf, B, D, C);
+        const auto dw_ref_f = to_float(dw_ref), dw_abs = dense_grad_abs(ds.dense.data(), ds_buf, B, D, C);
         ASSERT_TRUE(dsgd::testing::float_sums_close(dw_blas, dw_ref_f, dw_abs, B)) << "blas " << where;
         ASSERT_TRUE(dsgd::testing::float_sums_close(dw_fused, dw_ref_f, dw_abs, B)) << "fused " << where;
       }

@@ -239,4 +239,21 @@ std::vector<DatasetInfo> dataset_list() {
   };
 }
 
+DatasetPaging dataset_paging(const Dataset& ds) {
+  DatasetPaging p;
+  p.thp_mode = huge_pages_mode();
+  auto add = [&](const void* data, size_t bytes) {
+    if (bytes < kHugePageBytes || p.huge_bytes < 0) return;
+    p.bytes += static_cast<double>(bytes);
+    const long long huge = huge_pages_backed_bytes(data, bytes);
+    p.huge_bytes = huge < 0 ? -1.0 : p.huge_bytes + static_cast<double>(huge);
+  };
+  add(ds.dense.data(), ds.dense.size() * sizeof(float));
+  add(ds.values.data(), ds.values.size() * sizeof(float));
+  add(ds.col_idx.data(), ds.col_idx.size() * sizeof(int32_t));
+  add(ds.row_ptr.data(), ds.row_ptr.size() * sizeof(int64_t));
+  add(ds.tokens.data(), ds.tokens.size() * sizeof(int32_t));
+  return p;
+}
+
 }  // namespace dsgd

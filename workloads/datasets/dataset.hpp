@@ -1,6 +1,9 @@
 // In-memory datasets shared by the workloads: dense row-major features or CSR sparse
 // features, integer class labels, and a train/test pair. Loaders live beside this file
 // (idx.cpp, libsvm.cpp, synthetic.cpp); dataset_load() dispatches on the spec string.
+// The arrays a batch reads at random (features, CSR arrays, tokens) live on 2 MiB pages
+// where the machine allows (core/huge_pages.hpp): on 4 KiB pages the random rows miss the
+// TLB and a step's time depends on where the process's memory happened to land.
 #pragma once
 
 #include <cstddef>
@@ -8,19 +11,21 @@
 #include <string>
 #include <vector>
 
+#include "core/huge_pages.hpp"
+
 namespace dsgd {
 
 struct Dataset {
-  std::string name;              // e.g. "fashion-mnist/train"
-  size_t rows = 0;               // number of samples
-  size_t features = 0;           // feature dimension d
-  int classes = 0;               // labels are in [0, classes)
-  bool sparse = false;           // CSR when true, dense when false
-  std::vector<float> dense;      // dense: rows × features, row-major
-  std::vector<int64_t> row_ptr;  // sparse: rows + 1 offsets into col_idx / values
-  std::vector<int32_t> col_idx;  // sparse: column of each non-zero, ascending within a row
-  std::vector<float> values;     // sparse: value of each non-zero
-  std::vector<int32_t> labels;   // rows labels
+  std::string name;                 // e.g. "fashion-mnist/train"
+  size_t rows = 0;                  // number of samples
+  size_t features = 0;              // feature dimension d
+  int classes = 0;                  // labels are in [0, classes)
+  bool sparse = false;              // CSR when true, dense when false
+  HugePageVector<float> dense;      // dense: rows × features, row-major
+  HugePageVector<int64_t> row_ptr;  // sparse: rows + 1 offsets into col_idx / values
+  HugePageVector<int32_t> col_idx;  // sparse: column of each non-zero, ascending within a row
+  HugePageVector<float> values;     // sparse: value of each non-zero
+  std::vector<int32_t> labels;      // rows labels
   // Image datasets: the shape of one sample, features == channels·height·width, each row
   // stored channel-planar (C, H, W). All 0 for datasets that are not images.
   size_t channels = 0;
@@ -28,7 +33,7 @@ struct Dataset {
   size_t width = 0;
   // Text (text.cpp): the token stream; sample i is tokens[i, i + window), so
   // rows = tokens.size() − window + 1 (dataset_set_window), classes = the vocabulary (256).
-  std::vector<int32_t> tokens;
+  HugePageVector<int32_t> tokens;
   size_t window = 0;
 
   size_t nnz() const { return sparse ? values.size() : rows * features; }
@@ -68,6 +73,18 @@ bool dataset_depends_on_seed(const std::string& spec);
 void dataset_validate_spec(const std::string& spec);
 
 std::vector<DatasetInfo> dataset_list();
+
+// How a dataset's large arrays are paged (core/huge_pages.hpp), for the run's record and
+// its printed warning: a batch reads rows at random, and on 4 KiB pages that is several
+// times slower than on 2 MiB pages.
+struct DatasetPaging {
+  std::string thp_mode;   // the machine's transparent-huge-page setting (huge_pages_mode)
+  double bytes = 0;       // bytes of the arrays of 2 MiB or more (the ones placed on huge pages)
+  double huge_bytes = 0;  // of those, bytes the kernel backs with huge pages; -1 when unknown
+  // huge_bytes / bytes (1 when there is nothing large; -1 when unknown).
+  double huge_fraction() const { return huge_bytes < 0 ? -1.0 : bytes > 0 ? huge_bytes / bytes : 1.0; }
+};
+DatasetPaging dataset_paging(const Dataset& ds);
 
 // Loaders (exposed for tests).
 Dataset dataset_read_idx(const std::string& images_path, const std::string& labels_path);

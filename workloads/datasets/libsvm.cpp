@@ -28,9 +28,9 @@ namespace {
 // A parsed file before labels are mapped to classes.
 struct LibsvmRaw {
   std::string path;
-  std::vector<int64_t> row_ptr{0};
-  std::vector<int32_t> col_idx;  // 0-based
-  std::vector<float> values;
+  HugePageVector<int64_t> row_ptr{0};
+  HugePageVector<int32_t> col_idx;  // 0-based
+  HugePageVector<float> values;
   std::vector<int64_t> raw_labels;
   size_t max_index = 0;       // largest 1-based index seen (= features needed)
   size_t max_index_line = 0;  // the line where it is
