@@ -27,6 +27,8 @@ namespace dsgd {
 
 namespace {
 
+constexpr int kTuneExitNoRecommendation = 3;  // searched, but no configuration reached the target
+
 struct RecommendOptions {
   TuneSpaceOptions space;  // run flags, search space, --trial-time, --max-bytes-per-step, --max-trial-steps
   std::string budget;
@@ -248,7 +250,9 @@ int run_recommend(const RecommendOptions& o) {
   } else {
     fmt::print("{}\n", out.dump(2));
   }
-  return 0;
+  // A search that found no configuration reaching the target has nothing to recommend: a
+  // script must not take it for a recommendation (docs/tuner.md, "Exit codes").
+  return command.empty() ? kTuneExitNoRecommendation : 0;
 }
 
 }  // namespace

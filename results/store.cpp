@@ -647,14 +647,15 @@ double Store::host_peak_record(const std::string& host, int threads, double gflo
 }
 
 void Store::run_finish(int64_t run_id, const std::string& status, const std::string& error) {
-  // The finished statuses (diverged: a non-finite loss or model, docs/metrics.md).
-  // Readers (runs, show, report) print any status string they find.
-  static const char* const finished[] = {"completed", "failed", "interrupted", "killed", "diverged"};
+  // The finished statuses (diverged: a non-finite loss or model; stopped: ended on purpose by
+  // its caller before its last step, as dsgd-tune ends a trial at its target or budget;
+  // docs/metrics.md). Readers (runs, show, report) print any status string they find.
+  static const char* const finished[] = {"completed", "failed", "interrupted", "killed", "diverged", "stopped"};
   if (std::find_if(std::begin(finished), std::end(finished), [&](const char* s) { return status == s; }) ==
       std::end(finished)) {
     DSGD_THROW(Error, "",
-               "run_finish: bad status '{}' for run {} (completed, failed, interrupted, killed or "
-               "diverged)",
+               "run_finish: bad status '{}' for run {} (completed, failed, interrupted, killed, diverged or "
+               "stopped)",
                status, run_id);
   }
   SqlTransaction transaction(db_);

@@ -33,7 +33,7 @@ struct TrialRow {
   int64_t id = 0;
   int64_t session_id = 0;
   std::string trial_key;   // config key | seed | budget: unique in a session
-  std::string phase;       // "rung 0", "rung 1", ..., "race"
+  std::string phase;       // "rung 0", "rung 1", ..., "race", "refine" (re-measured at a finer R)
   std::string config_key;  // tuner/search_space.hpp candidate_key
   std::string config_json;
   uint64_t seed = 0;

@@ -76,19 +76,18 @@ void TrialWatch::finish(const std::optional<std::string>& stopped, int64_t plann
                       *stopped;
   out.status = "completed";
   // A diverged run is stored as the trainer stores one ('diverged'); a run the tuner stopped
-  // at its target or budget as 'interrupted', with why.
+  // at its target or budget as 'stopped', with why (nobody interrupted it).
   const bool diverged = out.stop_reason.rfind("diverged", 0) == 0;
   if (stopped && run_id > 0)
-    store.run_finish(run_id, diverged ? "diverged" : "interrupted",
+    store.run_finish(run_id, diverged ? "diverged" : "stopped",
                      diverged ? *stopped : "stopped by dsgd-tune: " + *stopped);
   if (!out.reached) out.time_s = last_time;
   out.steps = last_step;
   if (run_id > 0) {
     const RunWithSummary run = store.run_get(run_id);
-    // A run the trainer itself ended as diverged (or anything but completed/interrupted) is not
-    // a success, whatever its last evaluation says.
-    if (run.run.status != "completed" && run.run.status != "interrupted" &&
-        !(diverged && run.run.status == "diverged")) {
+    // A run the trainer itself ended as diverged (or anything but completed/stopped) is not a
+    // success, whatever its last evaluation says.
+    if (run.run.status != "completed" && run.run.status != "stopped" && !(diverged && run.run.status == "diverged")) {
       out.reached = false;
       out.stop_reason = fmt::format("{}: the run ended as '{}'", run.run.status, run.run.status);
       out.time_s = last_time;

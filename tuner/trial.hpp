@@ -2,7 +2,7 @@
 // same engine path as `dsgd-bench run --backend sim` (engine/sim_run.hpp sim_run), stored in
 // the tuner's database, and stopped by the tuner at its first evaluation that reaches the
 // target, shows a non-finite loss (diverged), or is at or past the trial's budget of
-// evaluation (virtual) seconds. The run row is then finished as `interrupted` with the reason
+// evaluation (virtual) seconds. The run row is then finished as `stopped` with the reason
 // ("stopped by dsgd-tune: ..."); its summary (step time, compute / comm / wait, bytes per
 // step) is computed from the rows stored up to that evaluation, as for any run. A diverged
 // run (the trainer leaves NaN test metrics at the evaluation that finds a non-finite loss or
@@ -45,7 +45,7 @@ struct TrialWatch {
   // "diverged: ...", "budget of ..."), else nullopt.
   std::optional<std::string> see(const EvalRow& row);
   // The outcome after the last evaluation seen: `stopped` the reason see() gave (nullopt: the run
-  // did all `planned_steps`). Finishes a stopped run `run_id` of `store` as 'interrupted'
+  // did all `planned_steps`). Finishes a stopped run `run_id` of `store` as 'stopped'
   // ("stopped by dsgd-tune: ...") or 'diverged', and reads its summary (step breakdown).
   void finish(const std::optional<std::string>& stopped, int64_t planned_steps, int64_t run_id, Store& store);
 };

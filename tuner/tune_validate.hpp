@@ -1,4 +1,4 @@
-// Validation of a tuner session on the real backend (issue 15; `dsgd-tune validate SESSION --top K`
+// Validation of a tuner session on the real backend (`dsgd-tune validate SESSION --top K`
 // and `dsgd-tune recommend --validate K`): the top K configurations of the session's ranking are
 // run again with `dsgd-bench run --backend mpi` on the session's workers, emulated link and
 // stragglers (a child run of the dsgd-bench binary, which launches itself through mpiexec:

@@ -36,7 +36,7 @@ sql t.db "SELECT t.reached, t.time_s, t.budget_s, t.stop_reason, r.status, coale
                  (SELECT max(e.time_s) FROM evals e WHERE e.run_id = r.id)
           FROM trials t JOIN runs r ON r.id = t.run_id WHERE t.session_id=$S AND t.status='completed'" |
 while IFS='|' read -r reached time budget reason status error last; do
-  [ "$status" == interrupted ] || [[ "$reason" == end-of-steps* ]] || fail "trial run is '$status' ($reason)"
+  [ "$status" == stopped ] || [[ "$reason" == end-of-steps* ]] || fail "trial run is '$status' ($reason)"
   if [ "$reached" == 1 ]; then
     [[ "$reason" == target:* && "$error" == "stopped by dsgd-tune: target"* ]] || fail "reached, but: $reason / $error"
     python3 -c "import sys; t, l = map(float, sys.argv[1:]); assert abs(t - l) < 1e-9, (t, l)" "$time" "$last" ||

@@ -55,7 +55,26 @@ grep -q "kept from before" s2.out && fail "a new session reused another session'
 echo "ok: same seed, same $(trials "$S1" | wc -l) trials"
 
 # Censoring: an unreachable target: every configuration 'not reached by', no recommendation.
-"$TUNE" "${tune[@]}" --target acc=0.999 --trials 8 > c.out 2>&1 || { cat c.out; fail "censored session failed"; }
+# Without --trial-time (R = 60 s, evaluations 0.165 s apart) the leaders reach the target at
+# their first evaluation: the tuner re-measures them at a finer R itself and no longer asks the
+# user to rerun with --trial-time.
+auto=()
+skip=0
+for a in "${tune[@]}"; do
+  if ((skip)); then skip=0; continue; fi
+  [[ "$a" == --trial-time ]] && { skip=1; continue; }
+  auto+=("$a")
+done
+"$TUNE" "${auto[@]}" --target acc=0.80 > auto.out 2>&1 || { cat auto.out; fail "recommend without --trial-time failed"; }
+grep -q "re-measured at R = " auto.out || { cat auto.out; fail "no re-measurement of the unresolved leaders"; }
+grep -q "rerun with --trial-time" auto.out && { cat auto.out; fail "still resolution-limited after refining"; }
+SA=$(tail -n 1 auto.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
+[[ $(sql t.db "SELECT count(*) FROM trials WHERE session_id=$SA AND phase='refine'") -ge 2 ]] || fail "no refine trials stored"
+echo "ok: unresolved leaders re-measured at a finer R"
+
+# Exit 3: searched and stored, but nothing to recommend.
+rc=0; "$TUNE" "${tune[@]}" --target acc=0.999 --trials 8 > c.out 2>&1 || rc=$?
+[ "$rc" == 3 ] || { cat c.out; fail "censored session: exit $rc, expected 3 (no recommendation)"; }
 grep -q "^no configuration reached acc=0.999" c.out || { cat c.out; fail "no 'not reached' verdict"; }
 grep -Eq "^ +1  .*not reached by [0-9.]+ s" c.out || { cat c.out; fail "censored rows not shown as 'not reached by T'"; }
 S3=$(tail -n 1 c.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
@@ -64,7 +83,8 @@ bad=$(sql t.db "SELECT count(*) FROM trials WHERE session_id=$S3 AND (reached=1 
 
 # Divergence: an absurd lr makes every trial diverge; they count as not reached, and their runs
 # are stored as 'diverged'.
-"$TUNE" "${tune[@]}" --target acc=0.80 --lr 1e6 --trials 6 > dv.out 2>&1 || { cat dv.out; fail "diverging session failed"; }
+rc=0; "$TUNE" "${tune[@]}" --target acc=0.80 --lr 1e6 --trials 6 > dv.out 2>&1 || rc=$?
+[ "$rc" == 3 ] || { cat dv.out; fail "diverging session: exit $rc, expected 3 (no recommendation)"; }
 grep -q "^no configuration reached" dv.out || { cat dv.out; fail "a diverged trial counted as reaching the target"; }
 grep -Eq "^ +1  .*diverged at " dv.out || { cat dv.out; fail "diverged rows not shown as such"; }
 S4=$(tail -n 1 dv.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
