@@ -143,9 +143,9 @@ void harness_overhead_print(const std::vector<CollectiveRow>& rows) {
 
 void profile_print(const std::vector<ProfileRow>& rows, const CalibrationPlan& plan, int ranks) {
   fmt::print(
-      "\n# per-layer compute profile: median of {} iterations (after {} warm-up), slowest of {} ranks; "
-      "forward split over layers by parameter count\n",
-      plan.profile_iters, kComputeProfileWarmup, ranks);
+      "\n# per-layer compute profile: median of at least {} iterations and {:.1f} s (after at least {} and {:.2f} s "
+      "of warm-up), slowest of {} ranks; forward split over layers by parameter count\n",
+      plan.profile_iters, kComputeProfileMinTimeS, kComputeProfileWarmup, kComputeProfileWarmupS, ranks);
   fmt::print("#{:>7} {:>6} {:<16} {:>12} {:>12} {:>8}\n", "batch", "layer", "name", "fwd(us)", "bwd(us)", "spread");
   for (const ProfileRow& r : rows) {
     fmt::print("{:>8} {:>6} {:<16} {:>12.2f} {:>12.2f} {:>7.0f}%\n", r.batch, r.layer, r.layer_name, r.fwd_s * 1e6,

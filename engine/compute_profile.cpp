@@ -95,7 +95,18 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
     std::vector<double> fwd_total, step_total;
     std::vector<std::vector<double>> bwd(nl);
     bool missing_hook = false;
-    for (int64_t it = 0; it < kComputeProfileWarmup + iters; ++it) {
+    // Warm-up and measurement by count and by time (a fixed timing protocol): a batch of a few
+    // microseconds needs thousands of iterations before its caches, TLB and branch predictors
+    // are in the state training keeps them in, and a handful of samples is mostly noise.
+    const double started = clock_now_s();
+    double timed_from = 0;
+    int64_t timed = 0;
+    for (int64_t it = 0;; ++it) {
+      const bool warm = it >= kComputeProfileWarmup && clock_now_s() - started >= kComputeProfileWarmupS;
+      if (warm && timed_from == 0) timed_from = clock_now_s();
+      if (warm && timed >= iters &&
+          (clock_now_s() - timed_from >= kComputeProfileMinTimeS || timed >= kComputeProfileMaxIters))
+        break;
       if (cursor + b > rows) cursor = 0;
       w.load_batch(s.data.train, order.data() + cursor, b);
       cursor += b;
@@ -108,7 +119,8 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
       // Untimed: a plain SGD step, so the iterations follow a training trajectory (a model's cost
       // can depend on its state: the SVM's backward only touches the hinge terms still active).
       for (size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
-      if (it < kComputeProfileWarmup) continue;
+      if (!warm) continue;
+      ++timed;
       fwd_total.push_back(t1 - t0);
       step_total.push_back(t2 - t0);
       const std::vector<double> per_layer = backward_per_layer(stamps, nl, t1, t2);

@@ -3,7 +3,8 @@
 // timestamps; forward is one whole-model call, so its time is split over the layers in
 // proportion to their parameter counts. Every rank of `comm` profiles the same batches at
 // once (as they compute in training); the value returned is the slowest rank's median over
-// the iterations, after kComputeProfileWarmup untimed ones. Each batch size starts from the
+// the iterations, after untimed ones (at least kComputeProfileWarmup and 50 ms); the timed
+// iterations are at least `iters` and at least 0.2 s. Each batch size starts from the
 // initial model and takes a plain SGD step (untimed, --lr's default) after every iteration, so
 // the profile follows the start of a training trajectory rather than timing the initial
 // weights over and over (a model's cost can depend on its state: the SVM's backward only
@@ -32,6 +33,11 @@
 namespace dsgd {
 
 inline constexpr int kComputeProfileWarmup = 3;
+// Besides the counts: untimed iterations for at least this long, then timed ones for at least
+// kComputeProfileMinTimeS (and at least `iters`), at most kComputeProfileMaxIters.
+inline constexpr double kComputeProfileWarmupS = 0.05;
+inline constexpr double kComputeProfileMinTimeS = 0.2;
+inline constexpr int64_t kComputeProfileMaxIters = 100000;
 inline constexpr uint64_t kComputeProfileSeed = 1;  // dataset synthesis and batch order of the profile
 
 // The data and the model a profile runs on (the dataset loaded with kComputeProfileSeed, the
