@@ -39,7 +39,7 @@ link_keys() {
   esac
 }
 
-printf '%-8s %-9s %-7s %10s %10s %8s %8s %8s %8s\n' workload algo link "meas(ms)" "pred(ms)" step% compute% comm% wait%
+printf '%-8s %-9s %-7s %10s %10s %7s %8s %7s %15s\n' workload algo link "meas(ms)" "pred(ms)" step% compute% comm% "wait meas/pred"
 errors=()
 for w in ${VM_WORKLOADS:-svm resnet8 gpt}; do
   for a in ${VM_ALGOS:-ssgd localsgd dpsgd adpsgd}; do
@@ -51,15 +51,17 @@ for w in ${VM_WORKLOADS:-svm resnet8 gpt}; do
         continue
       fi
       id=$(sed -n 's/^validation_id=\([0-9]*\)$/\1/p' "$OUT/$name.out")
-      row() { sqlite3 "$DB" "SELECT printf('%.4f %.4f %.4f', measured, predicted, coalesce(rel_error, -1))
+      # Times in ms; the relative errors in %; wait as measured/predicted ms (its relative
+      # error means little when the measured wait is a sliver of the step).
+      row() { sqlite3 "$DB" "SELECT printf('%.6f %.6f %.4f', 1e3 * measured, 1e3 * predicted, coalesce(rel_error, -1))
                              FROM validation_metrics WHERE validation_id = $id AND metric = '$1'"; }
       read -r sm sp se <<<"$(row step_time_s)"
       read -r _ _ ce <<<"$(row compute_s)"
       read -r _ _ me <<<"$(row comm_s)"
-      read -r _ _ we <<<"$(row wait_s)"
+      read -r wm wp _ <<<"$(row wait_s)"
       pct() { awk -v e="$1" 'BEGIN { if (e < 0) print "-"; else printf "%.1f", 100 * e }'; }
-      printf '%-8s %-9s %-7s %10.3f %10.3f %8s %8s %8s %8s\n' "$w" "$a" "$l" "$(awk -v x="$sm" 'BEGIN{print 1e3*x}')" \
-        "$(awk -v x="$sp" 'BEGIN{print 1e3*x}')" "$(pct "$se")" "$(pct "$ce")" "$(pct "$me")" "$(pct "$we")"
+      printf '%-8s %-9s %-7s %10.4g %10.4g %7s %8s %7s %15s\n' "$w" "$a" "$l" "$sm" "$sp" "$(pct "$se")" "$(pct "$ce")" \
+        "$(pct "$me")" "$(printf '%.3g/%.3g' "$wm" "$wp")"
       errors+=("$se")
     done
   done
