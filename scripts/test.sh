@@ -16,8 +16,9 @@ bash scripts/build.sh
 # Timing assertions (stragglers, emulated links, overlap) compare measured milliseconds on
 # a shared 2-core machine; a test that fails is run once more before it counts as failed
 # (ctest prints both attempts), so one preempted run does not fail CI, and a real defect,
-# which fails both times, still does.
-(cd build && ctest --output-on-failure --timeout 600 --repeat until-pass:2 "$@")
+# which fails both times, still does. --no-tests=error: a build without its tests (GoogleTest
+# missing) fails here instead of passing with nothing run.
+(cd build && ctest --no-tests=error --output-on-failure --timeout 600 --repeat until-pass:2 "$@")
 
 # Fuzzing: every libFuzzer target of tests/fuzz (the parsers a user feeds) for a short time
 # from its seed corpus, built with clang + ASan + UBSan (only the parsers' sources; about 2
@@ -39,7 +40,7 @@ if [[ "${DSGD_SKIP_PORTABLE:-0}" == 1 ]]; then
 fi
 cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=Release -DDSGD_NATIVE=OFF -DDSGD_BUILD_BENCH=OFF >/dev/null
 cmake --build build-portable -j"$(nproc)" --target dsgd_unit_tests
-(cd build-portable && ONEDNN_MAX_CPU_ISA=AVX2 ctest -L unit --output-on-failure --timeout 600 --repeat until-pass:2 "$@")
+(cd build-portable && ONEDNN_MAX_CPU_ISA=AVX2 ctest --no-tests=error -L unit --output-on-failure --timeout 600 --repeat until-pass:2 "$@")
 
 # Then the numeric unit tests of that build on an emulated x86-64 without AVX (qemu-user's
 # Nehalem model, SSE4.2 at most): the direct 3x3 kernels must step aside there and oneDNN
