@@ -9,7 +9,8 @@ namespace dsgd {
 
 void ChildRunPrinter::child_begin(const std::string& role, const std::string& what, int index, int total) {
   progress_.clear();
-  fmt::print("# {} ({}): dsgd-bench run\n", role, what);
+  // The child is a `dsgd-bench run` unless `what` names its command (validate's fabric calibration).
+  fmt::print("# {} ({}){}\n", role, what, what.rfind("calibrate", 0) == 0 ? "" : ": dsgd-bench run");
   std::fflush(stdout);
   role_ = role;
   index_ = index;
