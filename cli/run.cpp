@@ -91,11 +91,9 @@ class RunPrinter {
       total_steps_ = record.steps;
       stdout_print(format_config(cfg_, record));
       const auto config = nlohmann::json::parse(record.config_json);
-      if (const std::string note = format_paging_warning(config.value("dataset-pages", nlohmann::json{}));
-          !note.empty())
-        stdout_print(note);
+      stdout_print(format_paging_warning(config.value("dataset-pages", nlohmann::json{})));
       if (backend_get(cfg_.backend).has(cap_virtual_clock)) {
-        const auto details = nlohmann::json::parse(record.config_json).value("backend-details", nlohmann::json{});
+        const auto details = config.value("backend-details", nlohmann::json{});
         stdout_print(fmt::format("  {:<13} virtual clock; profile {}; network {}; about {:.3g} MB\n", cfg_.backend,
                                  details.value("profile", "?"), details.value("network", "?"),
                                  details.value("memory-estimate-bytes", 0.0) / 1e6));

@@ -4,13 +4,14 @@
 // line on a terminal; `dsgd-bench validate --list` shows the stored validations.
 #include <fmt/format.h>
 
+#include <array>
 #include <cstdio>
-#include <fstream>
 
 #include "cli/child_run_printer.hpp"
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
+#include "core/system_info.hpp"
 #include "engine/validation.hpp"
 #include "results/store.hpp"
 #include "results/validation_store.hpp"
@@ -26,12 +27,11 @@ struct ValidateOptions {
   int64_t limit = 20;
 };
 
-// "0.52 0.61 0.70" from /proc/loadavg ("unknown" when unreadable).
+// "0.52 0.61 0.70" ("unknown" when unreadable).
 std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  if (!(in >> a >> b >> c)) return "unknown";
-  return a + " " + b + " " + c;
+  const std::array<double, 3> load = system_load_average();
+  if (load[0] < 0) return "unknown";
+  return fmt::format("{:.2f} {:.2f} {:.2f}", load[0], load[1], load[2]);
 }
 
 void print_validation(const ValidationRecord& v) {

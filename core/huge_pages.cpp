@@ -58,15 +58,15 @@ std::string huge_pages_mode() {
   return line.substr(open + 1, close - open - 1);
 }
 
-long long huge_pages_backed_bytes(const void* p, size_t bytes) {
-  std::ifstream in("/proc/self/smaps");
-  if (!in) return -1;
-  const auto lo = reinterpret_cast<uintptr_t>(p), hi = lo + bytes;
+long long huge_pages_backed_bytes_in(std::istream& smaps, uintptr_t lo, size_t bytes) {
+  const uintptr_t hi = lo + bytes;
   long long backed = 0;
   uintptr_t begin = 0, end = 0;
   bool overlaps = false;
   std::string line;
-  while (std::getline(in, line)) {
+  while (std::getline(smaps, line)) {
+    // A mapping's header ("7f12a0000000-7f12a8000000 rw-p 00000000 00:00 0 ...") starts with
+    // its address range; the field lines after it are "Name:   value kB".
     uintptr_t b = 0, e = 0;
     if (std::sscanf(line.c_str(), "%" SCNxPTR "-%" SCNxPTR " ", &b, &e) == 2 && line.find(':') > line.find(' ')) {
       begin = b;
@@ -82,6 +82,12 @@ long long huge_pages_backed_bytes(const void* p, size_t bytes) {
     backed += std::min<long long>(kb * 1024, static_cast<long long>(overlap));
   }
   return backed;
+}
+
+long long huge_pages_backed_bytes(const void* p, size_t bytes) {
+  std::ifstream in("/proc/self/smaps");
+  if (!in) return -1;
+  return huge_pages_backed_bytes_in(in, reinterpret_cast<uintptr_t>(p), bytes);
 }
 
 }  // namespace dsgd

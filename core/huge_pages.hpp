@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <istream>
 #include <new>
 #include <string>
 #include <vector>
@@ -33,6 +35,8 @@ std::string huge_pages_mode();
 // /proc/self/smaps (AnonHugePages of the mappings that overlap the range, counted within
 // it). -1 when smaps cannot be read.
 long long huge_pages_backed_bytes(const void* p, size_t bytes);
+// The same from an smaps text, for [lo, lo + bytes) (exposed for tests).
+long long huge_pages_backed_bytes_in(std::istream& smaps, uintptr_t lo, size_t bytes);
 
 template <class T>
 struct HugePageAllocator {

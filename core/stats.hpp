@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <vector>
 
@@ -17,7 +18,9 @@ inline double stats_median(std::vector<double> v) {
 }
 
 // The q-quantile (0 <= q <= 1) with linear interpolation between the order statistics (the
-// "type 7" of R and numpy's default); NaN when empty.
+// "type 7" of R and numpy's default); NaN when empty. Censored values may be +infinity (the
+// tuner's "not reached"): a quantile between a finite value and an infinite one is infinite,
+// and one that falls exactly on a finite value is that value.
 inline double stats_quantile(std::vector<double> v, double q) {
   const size_t n = v.size();
   if (n == 0) return std::numeric_limits<double>::quiet_NaN();
@@ -25,7 +28,10 @@ inline double stats_quantile(std::vector<double> v, double q) {
   const double h = std::clamp(q, 0.0, 1.0) * static_cast<double>(n - 1);
   const auto lo = static_cast<size_t>(h);
   const size_t hi = std::min(lo + 1, n - 1);
-  return v[lo] + (h - static_cast<double>(lo)) * (v[hi] - v[lo]);
+  const double w = h - static_cast<double>(lo);
+  if (w == 0 || v[lo] == v[hi]) return v[lo];
+  if (std::isinf(v[hi])) return v[hi];
+  return v[lo] + w * (v[hi] - v[lo]);
 }
 
 // Interquartile range / median: how widely repeated measurements of one thing spread (0 for

@@ -50,6 +50,13 @@ SystemInfo system_info_read() {
   return info;
 }
 
+std::array<double, 3> system_load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::array<double, 3> load{};
+  if (!(in >> load[0] >> load[1] >> load[2])) load = {-1, -1, -1};
+  return load;
+}
+
 std::string system_time_iso8601() {
   std::time_t now = std::time(nullptr);
   std::tm tm{};

@@ -2,6 +2,7 @@
 // git commit, build type. Recorded with every run so results can be matched and trusted.
 #pragma once
 
+#include <array>
 #include <string>
 
 namespace dsgd {
@@ -17,6 +18,9 @@ struct SystemInfo {
 };
 
 SystemInfo system_info_read();
+
+// The 1-, 5- and 15-minute load averages (/proc/loadavg); all -1 when unreadable.
+std::array<double, 3> system_load_average();
 
 // The current time as ISO 8601 UTC ("2026-11-29T23:57:10Z").
 std::string system_time_iso8601();

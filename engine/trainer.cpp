@@ -157,10 +157,14 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
                                        comm.library_version(), config);
   config["model-state-bytes"] = w.algorithm->model_state_bytes(w.params.size(), comm.size());
   // Where the training set landed: a batch reads its rows at random, several times slower on
-  // 4 KiB pages than on the 2 MiB pages the dataset asks for (core/huge_pages.hpp).
-  const DatasetPaging paging = dataset_paging(w.data->train);
-  config["dataset-pages"] = {
-      {"thp", paging.thp_mode}, {"bytes", paging.bytes}, {"huge-fraction", paging.huge_fraction()}};
+  // 4 KiB pages than on the 2 MiB pages the dataset asks for (core/huge_pages.hpp). Rank 0's
+  // record is the one stored and printed; reading /proc/self/smaps once per sim worker (10^5 of
+  // them sharing one dataset) would cost seconds for nothing.
+  if (comm.rank() == 0) {
+    const DatasetPaging paging = dataset_paging(w.data->train);
+    config["dataset-pages"] = {
+        {"thp", paging.thp_mode}, {"bytes", paging.bytes}, {"huge-fraction", paging.huge_fraction()}};
+  }
   // MFU's inputs (docs/metrics.md): the summary derives achieved model GFLOP/s and MFU from them.
   config["flops-per-sample"] = w.workload->flops_per_sample();
   config["peak-gflops-per-worker"] = w.peak_flops * 1e-9;

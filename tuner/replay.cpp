@@ -11,6 +11,7 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/stats.hpp"
 #include "results/tune_store.hpp"
 #include "tuner/hyperband.hpp"
 #include "tuner/recommend.hpp"
@@ -201,18 +202,6 @@ void bench_options_validate(const BenchOptions& o) {
                  "--budget-fraction {} is outside (0, 1]", f);
 }
 
-double bench_quantile(std::vector<double> v, double q) {
-  if (v.empty()) return std::nan("");
-  std::sort(v.begin(), v.end());
-  const double pos = q * static_cast<double>(v.size() - 1);
-  const size_t lo = static_cast<size_t>(std::floor(pos));
-  const size_t hi = std::min(lo + 1, v.size() - 1);
-  const double w = pos - static_cast<double>(lo);
-  if (w == 0 || v[lo] == v[hi]) return v[lo];
-  if (std::isinf(v[hi])) return kInf;
-  return v[lo] + w * (v[hi] - v[lo]);
-}
-
 bool bench_needs_prior(const BenchOptions& o) {
   for (const std::string& s : o.strategies)
     if (s == "prior" || s == "tuner-prior") return true;
@@ -250,7 +239,7 @@ BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o, const TuneP
   for (const std::string& key : keys) {
     std::vector<double> times;
     for (uint64_t s : grid.seeds) times.push_back(truth_time(grid, key, s));
-    const double med = bench_quantile(times, 0.5);
+    const double med = stats_quantile(times, 0.5);
     if (std::isfinite(med) && (report.grid_best.empty() || med < report.grid_best_time_s)) {
       report.grid_best = key;
       report.grid_best_time_s = med;
@@ -324,12 +313,12 @@ BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o, const TuneP
         regrets.push_back(rep.regret);
         costs.push_back(rep.cost_share);
       }
-      row.regret_q25 = bench_quantile(regrets, 0.25);
-      row.regret_median = bench_quantile(regrets, 0.5);
-      row.regret_q75 = bench_quantile(regrets, 0.75);
-      row.cost_q25 = bench_quantile(costs, 0.25);
-      row.cost_median = bench_quantile(costs, 0.5);
-      row.cost_q75 = bench_quantile(costs, 0.75);
+      row.regret_q25 = stats_quantile(regrets, 0.25);
+      row.regret_median = stats_quantile(regrets, 0.5);
+      row.regret_q75 = stats_quantile(regrets, 0.75);
+      row.cost_q25 = stats_quantile(costs, 0.25);
+      row.cost_median = stats_quantile(costs, 0.5);
+      row.cost_q75 = stats_quantile(costs, 0.75);
       report.rows.push_back(std::move(row));
     }
   }

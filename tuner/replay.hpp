@@ -125,7 +125,4 @@ TunePrior bench_prior_build(const StoredGrid& grid, Store& read);
 BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o, const TunePrior* prior = nullptr);
 nlohmann::json bench_report_json(const StoredGrid& grid, const BenchReport& r);
 
-// The q-quantile (0..1) of `v` by linear interpolation between order statistics (+inf allowed).
-double bench_quantile(std::vector<double> v, double q);
-
 }  // namespace dsgd

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <numeric>
+#include <sstream>
 #include <string>
 
 #include "core/huge_pages.hpp"
@@ -37,6 +38,30 @@ TEST(HugePages, TheMachineSettingAndTheBackedBytesAreReadable) {
   EXPECT_LE(backed, static_cast<long long>(bytes));
   ::testing::Test::RecordProperty("thp", mode);
   ::testing::Test::RecordProperty("huge_bytes", std::to_string(backed));
+}
+
+// The smaps reader on a known text: only mappings overlapping the range count, each at most
+// by its overlap; field lines whose value looks like an address range are not headers.
+TEST(HugePages, SmapsReaderCountsAnonHugePagesWithinTheRange) {
+  const std::string smaps =
+      "00400000-00600000 r-xp 00000000 08:01 123 /bin/x\n"
+      "Size:               2048 kB\n"
+      "AnonHugePages:      2048 kB\n"
+      "7f0000000000-7f0000800000 rw-p 00000000 00:00 0\n"
+      "Size:               8192 kB\n"
+      "AnonHugePages:      6144 kB\n"
+      "VmFlags: rd wr mr mw me ac hg\n"
+      "7f0000800000-7f0001000000 rw-p 00000000 00:00 0\n"
+      "AnonHugePages:      8192 kB\n";
+  const uintptr_t base = 0x7f0000000000;
+  auto read = [&](uintptr_t lo, size_t bytes) {
+    std::istringstream in(smaps);
+    return huge_pages_backed_bytes_in(in, lo, bytes);
+  };
+  EXPECT_EQ(read(base, size_t{8} << 20), 6144LL * 1024);                  // the first anonymous mapping
+  EXPECT_EQ(read(base, size_t{16} << 20), (6144LL + 8192) * 1024);        // both
+  EXPECT_EQ(read(base + (size_t{6} << 20), size_t{4} << 20), 4LL << 20);  // 2 MiB of each, capped by overlap
+  EXPECT_EQ(read(0x1000, 0x1000), 0);                                     // nothing mapped there
 }
 
 TEST(HugePages, DatasetPagingCountsTheLargeArrays) {

@@ -23,6 +23,13 @@ TEST(Stats, MedianAndQuantilesInterpolateBetweenOrderStatistics) {
   EXPECT_TRUE(std::isnan(stats_quantile({}, 0.5)));
 }
 
+TEST(Stats, QuantilesKeepCensoredInfinity) {
+  // The tuner's regrets and times: +infinity is "not reached".
+  EXPECT_TRUE(std::isinf(stats_quantile({1, INFINITY, INFINITY}, 0.5)));
+  EXPECT_TRUE(std::isinf(stats_quantile({1, 2, INFINITY}, 0.75)));
+  EXPECT_DOUBLE_EQ(stats_quantile({1, 2, INFINITY}, 0.5), 2);
+}
+
 TEST(Stats, RelativeIqrIsTheSpreadOverTheMedian) {
   EXPECT_DOUBLE_EQ(stats_relative_iqr({5, 5, 5, 5}), 0);
   EXPECT_DOUBLE_EQ(stats_relative_iqr({1, 2, 3, 4}), (3.25 - 1.75) / 2.5);

@@ -206,13 +206,6 @@ TEST(TunerReplay, PriorStrategyRecommendsTheArgminAtTheProbesCostScoredOnEverySe
   }
 }
 
-TEST(TunerReplay, QuantilesInterpolateAndKeepInfinity) {
-  EXPECT_DOUBLE_EQ(bench_quantile({3, 1, 2, 4}, 0.5), 2.5);
-  EXPECT_DOUBLE_EQ(bench_quantile({3, 1, 2, 4}, 0.25), 1.75);
-  EXPECT_TRUE(std::isinf(bench_quantile({1, INFINITY, INFINITY}, 0.5)));
-  EXPECT_DOUBLE_EQ(bench_quantile({1, 2, INFINITY}, 0.5), 2);
-}
-
 TEST(TunerReplay, RefusesBadInput) {
   BenchOptions o;
   o.strategies = {"tuner"};
