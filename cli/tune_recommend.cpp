@@ -221,6 +221,11 @@ int run_recommend(const RecommendOptions& o) {
   }
   if (table) {
     for (const std::string& n : result.notes) fmt::print("  {}\n", n);
+    for (const std::string& w : result.profile_warnings)
+      fmt::print(
+          "  warning: compute profile {} (the simulated times of that batch may be biased; rerun "
+          "`dsgd-bench calibrate` on a quiet machine)\n",
+          w);
     print_table(plan, result);
     fmt::print("\n{}\n", result.verdict);
     const std::vector<std::string> why = explain_lines(result.explanation);

@@ -2,10 +2,10 @@
 #include "engine/compute_profile.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "algorithms/optimizer.hpp"
@@ -33,18 +33,17 @@ void layer_stamp(void* ctx, size_t layer) {
   stamps->order.push_back(layer);
 }
 
-// Backward per layer from one backward's hook stamps: from the previous layer's completion (or
-// backward's start t1) to this one's; work after the last hook (until t2) goes to the last layer
-// hooked.
-std::vector<double> backward_per_layer(const LayerStamps& stamps, size_t nl, double t1, double t2) {
-  std::vector<double> per_layer(nl, 0.0);
+// Backward per layer from one backward's hook stamps, into per_layer (one slot per layer): from
+// the previous layer's completion (or backward's start t1) to this one's; work after the last
+// hook (until t2) goes to the last layer hooked.
+void backward_per_layer(const LayerStamps& stamps, double t1, double t2, std::vector<double>& per_layer) {
+  std::fill(per_layer.begin(), per_layer.end(), 0.0);
   double previous = t1;
   for (size_t layer : stamps.order) {
     per_layer[layer] += stamps.at[layer] - previous;
     previous = stamps.at[layer];
   }
   if (!stamps.order.empty()) per_layer[stamps.order.back()] += t2 - previous;
-  return per_layer;
 }
 
 }  // namespace
@@ -95,17 +94,18 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
     std::vector<double> fwd_total, step_total;
     std::vector<std::vector<double>> bwd(nl);
     bool missing_hook = false;
-    // Warm-up and measurement by count and by time (a fixed timing protocol): a batch of a few
+    // Warm-up and measurement by count and by time (a fixed timing protocol): untimed
+    // iterations until kComputeProfileWarmup and kComputeProfileWarmupS, then timed ones until
+    // `iters` and kComputeProfileMinTimeS (at most kComputeProfileMaxIters). A batch of a few
     // microseconds needs thousands of iterations before its caches, TLB and branch predictors
     // are in the state training keeps them in, and a handful of samples is mostly noise.
     const double started = clock_now_s();
-    double timed_from = 0;
-    int64_t timed = 0;
-    for (int64_t it = 0;; ++it) {
-      const bool warm = it >= kComputeProfileWarmup && clock_now_s() - started >= kComputeProfileWarmupS;
-      if (warm && timed_from == 0) timed_from = clock_now_s();
-      if (warm && timed >= iters &&
-          (clock_now_s() - timed_from >= kComputeProfileMinTimeS || timed >= kComputeProfileMaxIters))
+    double now = started, timed_from = -1;
+    std::vector<double> per_layer(nl);
+    for (int64_t it = 0, timed = 0;; ++it) {
+      const bool warm = it >= kComputeProfileWarmup && now - started >= kComputeProfileWarmupS;
+      if (warm && timed_from < 0) timed_from = now;
+      if (warm && timed >= iters && (now - timed_from >= kComputeProfileMinTimeS || timed >= kComputeProfileMaxIters))
         break;
       if (cursor + b > rows) cursor = 0;
       w.load_batch(s.data.train, order.data() + cursor, b);
@@ -119,11 +119,12 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
       // Untimed: a plain SGD step, so the iterations follow a training trajectory (a model's cost
       // can depend on its state: the SVM's backward only touches the hinge terms still active).
       for (size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
+      now = clock_now_s();
       if (!warm) continue;
       ++timed;
       fwd_total.push_back(t1 - t0);
       step_total.push_back(t2 - t0);
-      const std::vector<double> per_layer = backward_per_layer(stamps, nl, t1, t2);
+      backward_per_layer(stamps, t1, t2, per_layer);
       missing_hook = missing_hook || stamps.order.size() != nl;
       for (size_t l = 0; l < nl; ++l) bwd[l].push_back(per_layer[l]);
     }
@@ -141,12 +142,9 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
     }
     values[2 * nl] = stats_relative_iqr(step_total);
     comm.untimed_allreduce_max(values.data(), values.size());
-    for (size_t l = 0; l < nl; ++l) {
-      ProfileRow& row = result.emplace_back();
-      row = ProfileRow{key,           model.dataset,    batch, static_cast<int64_t>(l), layers[l].name,
-                       values[2 * l], values[2 * l + 1]};
-      row.spread = values[2 * nl];
-    }
+    for (size_t l = 0; l < nl; ++l)
+      result.push_back(ProfileRow{key, model.dataset, batch, static_cast<int64_t>(l), layers[l].name, values[2 * l],
+                                  values[2 * l + 1], values[2 * nl]});
   }
   return result;
 }
@@ -188,13 +186,8 @@ std::vector<std::string> compute_profile_warnings(const std::vector<ProfileRow>&
 }
 
 nlohmann::json compute_profile_conditions(const Dataset& train, int ranks_on_host) {
-  double load1 = -1;
-  if (std::FILE* f = std::fopen("/proc/loadavg", "r")) {
-    if (std::fscanf(f, "%lf", &load1) != 1) load1 = -1;
-    std::fclose(f);
-  }
   const DatasetPaging paging = dataset_paging(train);
-  return {{"loadavg-1m", load1},
+  return {{"loadavg-1m", system_load_average()[0]},
           {"cores", system_info_read().cores},
           {"ranks-on-host", ranks_on_host},
           {"thp", paging.thp_mode},
@@ -254,6 +247,34 @@ std::vector<int64_t> compute_profile_missing(const Store& store, const std::stri
         std::find(missing.begin(), missing.end(), b) == missing.end())
       missing.push_back(b);
   return missing;
+}
+
+std::vector<std::string> compute_profile_warnings_stored(const Store& store, const std::string& host,
+                                                         const RunConfig& model, const std::vector<int64_t>& batches) {
+  const std::string key = workload_profile_key(model);
+  std::vector<ProfileRow> rows;
+  std::vector<int64_t> found;  // batches already taken from a newer calibration
+  std::vector<int64_t> used;   // the calibrations the rows come from
+  for (const CalibrationRecord& cal : store.calibrations_list(0)) {
+    if (cal.host != host) continue;
+    std::vector<int64_t> here;
+    for (const ProfileRow& row : store.profiles_get(cal.id)) {
+      if (row.workload != key || row.dataset != model.dataset) continue;
+      if (std::find(batches.begin(), batches.end(), row.batch) == batches.end()) continue;
+      if (std::find(found.begin(), found.end(), row.batch) != found.end()) continue;
+      rows.push_back(row);
+      if (std::find(here.begin(), here.end(), row.batch) == here.end()) here.push_back(row.batch);
+    }
+    if (!here.empty()) used.push_back(cal.id);
+    found.insert(found.end(), here.begin(), here.end());
+  }
+  // compute_profile_warnings groups consecutive rows of one batch.
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const ProfileRow& a, const ProfileRow& b) { return a.batch < b.batch; });
+  std::vector<std::string> warnings = compute_profile_warnings(rows);
+  const std::string from = fmt::format("calibration{} {}", used.size() == 1 ? "" : "s", fmt::join(used, ", "));
+  for (std::string& w : warnings) w = fmt::format("{} {}: {}", key, from, w);
+  return warnings;
 }
 
 int64_t compute_profile_store_new(Store& store, const RunConfig& model, const std::vector<int64_t>& batches,

@@ -75,7 +75,9 @@ int64_t compute_profile_store_new(Store& store, const RunConfig& model, const st
                                   int64_t iters, const std::string& by);
 
 // A batch whose per-iteration compute spreads wider than this (interquartile range / median)
-// is too noisy to predict from: calibrate and the simulator say so.
+// is too noisy to predict from: calibrate and the simulator say so. A chosen bound, between
+// what was measured on an idle 2-core machine (SVM on 2 ranks: 8-10 %) and the profiles that
+// were 3x off the trainer (38-129 %).
 inline constexpr double kProfileSpreadLimit = 0.3;
 
 // What is wrong with a set of profile rows (one workload and dataset), one line each: batches
@@ -83,6 +85,13 @@ inline constexpr double kProfileSpreadLimit = 0.3;
 // larger batch measured faster than a smaller one beyond their spreads (at least 10 %).
 // Empty when the profile can be predicted from.
 std::vector<std::string> compute_profile_warnings(const std::vector<ProfileRow>& rows);
+
+// compute_profile_warnings of the profiles the simulator would use for `batches` of the model
+// on `host` (for each batch, the newest calibration that has it, as sim_profile_resolve
+// picks), taken together so that batch scaling is checked across calibrations. Each line
+// names the calibration(s) it comes from. `dsgd-tune` prints them before it searches.
+std::vector<std::string> compute_profile_warnings_stored(const Store& store, const std::string& host,
+                                                         const RunConfig& model, const std::vector<int64_t>& batches);
 
 // The conditions a profile is measured under, stored in its calibration's config
 // ("conditions"): the 1-minute load average and core count, the ranks on this host, the

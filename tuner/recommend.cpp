@@ -132,7 +132,7 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
   } else {
     plan.trial_time_s = kDefaultTrialTimeS;
     plan.notes.push_back(
-        fmt::format("trial budget R = {} (default with --trials alone; leaders it cannot tell apart are "
+        fmt::format("trial budget R: from a pilot trial (at most {}; leaders it cannot tell apart are "
                     "re-measured at a finer R)",
                     fmt_s(plan.trial_time_s)));
   }
@@ -172,7 +172,8 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
                    : "seeded space-filling sample",
       plan.proposals > 0 ? fmt::format(", then {} proposed by GP + weighted EI after rung 0", plan.proposals)
                          : std::string(),
-      fmt::format("{:.4g} s", fmt::join(plan.rungs, " s, "))));
+      spec.trial_time_s > 0 || spec.budget_s > 0 ? fmt::format("{:.4g} s", fmt::join(plan.rungs, " s, "))
+                                                 : fmt::format("R/{:.0f}, R/{:.0f}, R", eta * eta, eta)));
   return plan;
 }
 
@@ -582,19 +583,17 @@ void refine_resolution(const TunePlan& plan, Runner& runner, TuneResult& result)
     };
     // Stage 1: every leader once; stage 2: the best `top` of them over the race's seeds.
     const auto once = run(leaders, 1);
-    std::vector<RankedConfig> single;
-    for (const auto& [k, trials] : once)
-      single.push_back(ranked_make(plan, result.ranking[k].candidate, trials, fine_r, false));
     const auto better = [](const RankedConfig& a, const RankedConfig& b) {
       return tune_objective_better(a.median, b.median);
     };
-    std::vector<size_t> order(single.size());
-    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return better(single[a], single[b]); });
+    // Each leader's single trial, by its index in the ranking; the best `top` are raced.
+    std::vector<std::pair<size_t, RankedConfig>> single;
+    for (const auto& [k, trials] : once)
+      single.emplace_back(k, ranked_make(plan, result.ranking[k].candidate, trials, fine_r, false));
+    std::stable_sort(single.begin(), single.end(),
+                     [&](const auto& a, const auto& b) { return better(a.second, b.second); });
     std::vector<size_t> raced;
-    for (size_t i = 0; i < order.size() && raced.size() < top; ++i)
-      for (size_t k : leaders)
-        if (candidate_key(result.ranking[k].candidate) == single[order[i]].key) raced.push_back(k);
+    for (size_t i = 0; i < single.size() && raced.size() < top; ++i) raced.push_back(single[i].first);
     const auto seeded = run(raced, spec.race_seeds);
     for (const auto& [key, t] : fine_runner.stored) runner.stored[key] = t;
     if (once.size() < leaders.size() || seeded.size() < raced.size()) {
@@ -602,19 +601,19 @@ void refine_resolution(const TunePlan& plan, Runner& runner, TuneResult& result)
                                          leaders.size(), fmt_s(fine_r)));
       return;
     }
-    std::vector<RankedConfig> first, second, rest;
+    // The raced leaders by their medians, then the other leaders by their single trial (already
+    // in order), then the rest as they stood.
+    std::vector<RankedConfig> first, rest;
     for (size_t k = 0; k < result.ranking.size(); ++k) {
       if (auto it = seeded.find(k); it != seeded.end())
         first.push_back(ranked_make(plan, result.ranking[k].candidate, it->second, fine_r, true));
-      else if (auto one = once.find(k); one != once.end())
-        second.push_back(ranked_make(plan, result.ranking[k].candidate, one->second, fine_r, false));
-      else
+      else if (once.find(k) == once.end())
         rest.push_back(std::move(result.ranking[k]));
     }
     std::stable_sort(first.begin(), first.end(), better);
-    std::stable_sort(second.begin(), second.end(), better);
     result.ranking = std::move(first);
-    for (RankedConfig& rc : second) result.ranking.push_back(std::move(rc));
+    for (auto& [k, rc] : single)
+      if (seeded.find(k) == seeded.end()) result.ranking.push_back(std::move(rc));
     for (RankedConfig& rc : rest) result.ranking.push_back(std::move(rc));
     result.notes.push_back(fmt::format(
         "resolution: {} configurations reached the target within two evaluations ({:.3g} s apart); re-measured at "
@@ -622,6 +621,65 @@ void refine_resolution(const TunePlan& plan, Runner& runner, TuneResult& result)
         leaders.size(), interval, fmt_s(fine_r), raced.size(), spec.race_seeds, spec.race_seeds == 1 ? "" : "s"));
     verdict_make(plan, result);
   }
+}
+
+// R from a pilot when the user gave only --trials (neither --trial-time nor --budget): one
+// configuration of the space (the middle one of its enumeration, base seed) runs at the
+// default R; when it reaches the target at its first evaluation (its time only bounded from
+// above), it runs again at R' = 10 x that time, up to kPilotRounds runs. R is then
+// kPilotFactor x its time to the target (a configuration more than that much slower than it
+// cannot be the winner), at most the default. The pilot's trials come on top of --trials.
+// When it does not reach the target, R stays the default. Returns the plan to search with.
+constexpr int kPilotRounds = 3;
+constexpr double kPilotFactor = 10;
+
+TunePlan pilot_trial_time(const TunePlan& plan, Runner& runner, TuneResult& result) {
+  const TuneSpec& spec = plan.spec;
+  if (spec.trial_time_s > 0 || spec.budget_s > 0 || plan.space.feasible.empty()) return plan;
+  const Candidate& pilot = plan.space.feasible[plan.space.feasible.size() / 2];
+  const std::string key = candidate_key(pilot);
+  auto with_r = [&](double r) {
+    TunePlan p = plan;
+    p.trial_time_s = r;
+    for (size_t i = 0; i < p.rungs.size(); ++i)
+      p.rungs[i] = r / std::pow(spec.eta, static_cast<double>(p.rungs.size() - 1 - i));
+    p.spec.trials = kPilotRounds;
+    return p;
+  };
+  double r = plan.trial_time_s;
+  std::optional<TrialRow> last;
+  std::vector<std::string> runs;
+  for (int round = 0; round < kPilotRounds; ++round) {
+    const TunePlan at = with_r(r);
+    Runner pilot_runner{
+        at, runner.store, runner.session_id, runner.progress, result, runner.pool, runner.serial, runner.stored, {}, {},
+        {}};
+    const auto rows = pilot_runner.trials({{pilot, spec.base.seed, r, "pilot"}}, false);
+    for (const auto& [k, t] : pilot_runner.stored) runner.stored[k] = t;
+    runner.counted.insert(pilot_runner.counted.begin(), pilot_runner.counted.end());
+    if (!rows[0]) break;
+    last = rows[0];
+    const auto sched = pilot_runner.steps_cache.find(key);
+    const int64_t every = sched == pilot_runner.steps_cache.end() ? 0 : sched->second.second;
+    runs.push_back(last->reached ? fmt::format("{} at R = {} (step {})", fmt_s(last->time_s), fmt_s(r), last->steps)
+                                 : fmt::format("not reached at R = {} ({})", fmt_s(r), last->stop_reason));
+    if (!last->reached || every <= 0 || last->steps > every) break;  // resolved (or not reached)
+    const double finer = std::max(last->time_s * kPilotFactor, 1e-6);
+    if (finer >= r * (1 - 1e-9)) break;
+    r = finer;
+  }
+  if (!last || !last->reached) {
+    result.notes.push_back(fmt::format("pilot {}: {}; R stays {}", key,
+                                       runs.empty() ? std::string("not run") : fmt::format("{}", fmt::join(runs, "; ")),
+                                       fmt_s(plan.trial_time_s)));
+    return plan;
+  }
+  const double chosen = std::min(plan.trial_time_s, std::max(last->time_s * kPilotFactor, 1e-6));
+  TunePlan out = with_r(chosen);
+  out.spec.trials = plan.spec.trials;
+  result.notes.push_back(fmt::format("pilot {}: target reached in {}; R = {:.0f} x that = {}", key,
+                                     fmt::join(runs, ", then "), kPilotFactor, fmt_s(chosen)));
+  return out;
 }
 
 // The search (successive halving, GP proposals, the final race, the ranking and the verdict)
@@ -808,6 +866,11 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
 
   if (!plan.missing_profiles.empty())
     result.profile_wall_s = tune_profiles_measure(plan, store, session_id, result.notes);
+  if (spec.base.backend == "sim" && spec.base.profile_from <= 0) {
+    std::vector<int64_t> batches;
+    for (const Candidate& c : plan.space.feasible) batches.push_back(c.batch);
+    result.profile_warnings = compute_profile_warnings_stored(store, system_info_read().host, spec.base, batches);
+  }
 
   // The theory prior (--prior on): its probe run once per session (stored; --resume reads it),
   // its cost charged to the budget like a trial's.
@@ -836,15 +899,20 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   note_leftovers(pool, result);
   Runner runner{searched, &store, session_id, progress, result, &pool, nullptr, {}, {}, {}, {}};
   for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
+  const TunePlan piloted = pilot_trial_time(searched, runner, result);
+  Runner search_runner{piloted, &store,        session_id, progress, result,        &pool,
+                       nullptr, runner.stored, {},         {},       runner.counted};
+  result.trial_time_s = piloted.trial_time_s;
+  result.rungs_s = piloted.rungs;
 
-  search(searched, runner, result, data);
+  search(piloted, search_runner, result, data);
   result.busy_wall_s = pool.busy_s();
   result.jobs = pool.jobs();
   std::vector<ExplainRanked> explain_ranking;
   for (const RankedConfig& rc : result.ranking)
     explain_ranking.push_back({rc.candidate, rc.representative, rc.bytes_per_step, rc.raced});
   std::vector<TrialRow> session_trials;
-  for (const auto& [key, t] : runner.stored) session_trials.push_back(t);
+  for (const auto& [key, t] : search_runner.stored) session_trials.push_back(t);
   result.explanation = tune_explain(spec, plan.space.feasible, explain_ranking, session_trials);
   return result;
 }
@@ -916,8 +984,8 @@ nlohmann::json tune_result_json(const TunePlan& plan, const TuneResult& result) 
           {"target", target_format(plan.target)},
           {"budget_s", plan.spec.budget_s},
           {"trials_max", plan.spec.trials},
-          {"trial_time_s", plan.trial_time_s},
-          {"rungs_s", plan.rungs},
+          {"trial_time_s", result.trial_time_s > 0 ? result.trial_time_s : plan.trial_time_s},
+          {"rungs_s", result.rungs_s.empty() ? plan.rungs : result.rungs_s},
           {"initial_design", plan.initial_design},
           {"feasible", plan.space.feasible.size()},
           {"used_s", result.used_s},
@@ -929,6 +997,7 @@ nlohmann::json tune_result_json(const TunePlan& plan, const TuneResult& result) 
           {"verdict", result.verdict},
           {"top_two_overlap", result.top_two_overlap},
           {"notes", result.notes},
+          {"profile_warnings", result.profile_warnings},
           {"ranking", ranking},
           {"explanation", explain_json(result.explanation)},
           {"refused", refused}};

@@ -87,19 +87,24 @@ struct TuneResult {
   int64_t session_id = 0;
   std::vector<RankedConfig> ranking;  // best first
   bool top_two_overlap = false;
-  std::string verdict;         // one line: the recommendation and how sure
-  double used_s = 0;           // evaluation seconds spent (virtual)
-  int64_t trials_run = 0;      // run in this invocation
-  int64_t trials_resumed = 0;  // found stored (resume)
-  int64_t trials_reused = 0;   // answered by a lower-budget trial that had already stopped
-  int64_t trials_dropped = 0;  // started ahead in parallel, then not used: the budget ran out first
-  double trial_wall_s = 0;     // real seconds inside trial runs (this invocation)
-  double profile_wall_s = 0;   // real seconds measuring missing profiles
-  double busy_wall_s = 0;      // real seconds during which at least one trial was running
-  double probe_s = 0;          // evaluation seconds of the prior's probe (in used_s)
-  double probe_wall_s = 0;     // real seconds of the prior's probe run in this invocation (0: stored before)
-  int jobs = 1;                // trials at a time
+  std::string verdict;          // one line: the recommendation and how sure
+  double used_s = 0;            // evaluation seconds spent (virtual)
+  int64_t trials_run = 0;       // run in this invocation
+  int64_t trials_resumed = 0;   // found stored (resume)
+  int64_t trials_reused = 0;    // answered by a lower-budget trial that had already stopped
+  int64_t trials_dropped = 0;   // started ahead in parallel, then not used: the budget ran out first
+  double trial_wall_s = 0;      // real seconds inside trial runs (this invocation)
+  double profile_wall_s = 0;    // real seconds measuring missing profiles
+  double busy_wall_s = 0;       // real seconds during which at least one trial was running
+  double probe_s = 0;           // evaluation seconds of the prior's probe (in used_s)
+  double probe_wall_s = 0;      // real seconds of the prior's probe run in this invocation (0: stored before)
+  int jobs = 1;                 // trials at a time
+  double trial_time_s = 0;      // R searched at (the plan's, or the pilot's: tune_run)
+  std::vector<double> rungs_s;  // the rungs' budgets at that R
   std::vector<std::string> notes;
+  // What is wrong with the compute profiles the simulated trials were timed from (spread too
+  // wide, a larger batch measured faster): the ranking may be biased where they apply.
+  std::vector<std::string> profile_warnings;
   Explanation explanation;  // the winner against the runner-up, and per knob around it (tuner/explain.hpp)
 };
 

@@ -54,22 +54,34 @@ trials() { sql t.db "SELECT phase, config_key, seed, budget_s, reached, time_s, 
 grep -q "kept from before" s2.out && fail "a new session reused another session's trials"
 echo "ok: same seed, same $(trials "$S1" | wc -l) trials"
 
-# Censoring: an unreachable target: every configuration 'not reached by', no recommendation.
-# Without --trial-time (R = 60 s, evaluations 0.165 s apart) the leaders reach the target at
-# their first evaluation: the tuner re-measures them at a finer R itself and no longer asks the
-# user to rerun with --trial-time.
+# Without --trial-time and --budget (--trials alone), R comes from a pilot trial: at 60 s it
+# reaches the target at its first evaluation (0.165 s apart), so it runs again at 10 x that,
+# and R = 10 x its time. The pilot's trials are stored (phase 'pilot'); the search at that R
+# is not resolution-limited.
 auto=()
 skip=0
 for a in "${tune[@]}"; do
   if ((skip)); then skip=0; continue; fi
-  [[ "$a" == --trial-time ]] && { skip=1; continue; }
+  [[ "$a" == --trial-time || "$a" == --trials ]] && { skip=1; continue; }
   auto+=("$a")
 done
-"$TUNE" "${auto[@]}" --target acc=0.80 > auto.out 2>&1 || { cat auto.out; fail "recommend without --trial-time failed"; }
-grep -q "re-measured at R = " auto.out || { cat auto.out; fail "no re-measurement of the unresolved leaders"; }
-grep -q "rerun with --trial-time" auto.out && { cat auto.out; fail "still resolution-limited after refining"; }
+"$TUNE" "${auto[@]}" --trials 14 --target acc=0.80 > auto.out 2>&1 || { cat auto.out; fail "recommend without --trial-time failed"; }
+grep -q "^  pilot .*: target reached in .* at R = 60 s .*then .*; R = 10 x that = " auto.out ||
+  { cat auto.out; fail "no pilot line, or the pilot did not refine its own time"; }
+grep -q "rerun with --trial-time" auto.out && { cat auto.out; fail "resolution-limited at the pilot's R"; }
 SA=$(tail -n 1 auto.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
-[[ $(sql t.db "SELECT count(*) FROM trials WHERE session_id=$SA AND phase='refine'") -ge 2 ]] || fail "no refine trials stored"
+[[ $(sql t.db "SELECT count(*) FROM trials WHERE session_id=$SA AND phase='pilot'") -ge 2 ]] || fail "no pilot trials stored"
+R=$(jq -r .trial_time_s <("$TUNE" show "$SA" --db t.db --format json 2>/dev/null) 2>/dev/null || true)
+echo "ok: R from the pilot (${R:-see above})"
+
+# With --budget, R = budget / 20: at 1200 s that is 60 s, and the leaders reach the target at
+# their first evaluation: the tuner re-measures them at a finer R itself and does not ask the
+# user to rerun with --trial-time.
+"$TUNE" "${auto[@]}" --budget 1200s --target acc=0.80 > refine.out 2>&1 || { cat refine.out; fail "recommend with --budget 1200s failed"; }
+grep -q "re-measured at R = " refine.out || { cat refine.out; fail "no re-measurement of the unresolved leaders"; }
+grep -q "rerun with --trial-time" refine.out && { cat refine.out; fail "still resolution-limited after refining"; }
+SR=$(tail -n 1 refine.out | sed -n 's/^session_id=\([0-9]*\)$/\1/p')
+[[ $(sql t.db "SELECT count(*) FROM trials WHERE session_id=$SR AND phase='refine'") -ge 2 ]] || fail "no refine trials stored"
 echo "ok: unresolved leaders re-measured at a finer R"
 
 # Exit 3: searched and stored, but nothing to recommend.

@@ -3,11 +3,13 @@
 // buffer uses, the bytes each operation's recorded events carry, and a whole sweep run through
 // the simulated cluster's Communicator, whose virtual clock makes every measured time the
 // network model's exactly, so the fit recovers the modelled link.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <tuple>
 
 #include "cluster/network_model.hpp"
 #include "cluster/sim_world.hpp"
@@ -83,9 +85,12 @@ TEST(CalibrationOps, RecordedBytesMatchTheTable) {
       for (size_t e = 0; e < b.log.size(); ++e) sent[r] += b.log.data()[e].bytes_sent;
     });
     EXPECT_DOUBLE_EQ(sent[0], op.bytes_sent(4.0 * count, n)) << op.name;
-    if (std::string(op.name) == "allreduce") EXPECT_EQ(bufs[2].a.data()[17], float(n));
-    if (std::string(op.name) == "reduce_scatter")
+    if (std::string(op.name) == "allreduce") {
+      EXPECT_EQ(bufs[2].a.data()[17], float(n));
+    }
+    if (std::string(op.name) == "reduce_scatter") {
       EXPECT_EQ(bufs[1].b.data()[0], float(n));  // rank 1's block of the sum
+    }
   }
 }
 
@@ -278,6 +283,49 @@ TEST(ComputeProfile, WarningsNameNoisyAndInconsistentBatches) {
   const auto unknown = compute_profile_warnings(rows(64, 1e-4, 1e-4, std::nan("")));
   ASSERT_EQ(unknown.size(), 1u);
   EXPECT_NE(unknown[0].find("spread is unknown"), std::string::npos) << unknown[0];
+}
+
+// The tuner's check: for each batch the newest calibration that has it (as the simulator
+// picks), batch scaling checked across calibrations, the calibrations named.
+TEST(ComputeProfile, StoredWarningsTakeEachBatchFromItsNewestCalibration) {
+  const std::string db = (std::filesystem::temp_directory_path() / "dsgd_test_profile_warnings.db").string();
+  std::filesystem::remove(db);
+  {
+    Store store = Store::open(db);
+    RunConfig model;
+    model.workload = "svm";
+    model.dataset = "d";
+    const std::string host = system_info_read().host;
+    auto calibration = [&](std::vector<std::tuple<int64_t, double, double>> batches) {
+      CalibrationRecord rec;
+      rec.host = host;
+      rec.workers = 1;
+      rec.config_json = "{}";
+      const int64_t id = store.calibration_begin(rec);
+      std::vector<ProfileRow> rows;
+      for (const auto& [batch, seconds, spread] : batches)
+        for (int64_t l = 0; l < 2; ++l) {
+          rows.push_back(ProfileRow{"svm", "d", batch, l, l == 0 ? "weights" : "bias", seconds / 4, seconds / 4});
+          rows.back().spread = spread;
+        }
+      store.profiles_append(id, rows);
+      return id;
+    };
+    EXPECT_TRUE(compute_profile_warnings_stored(store, host, model, {16, 32}).empty()) << "no profile: nothing to say";
+    // An old, noisy calibration of both batches, then a clean one of batch 16 that is 2x slower
+    // than the old batch 32: batch 16 is taken from the new one, batch 32 from the old one.
+    const int64_t old_id = calibration({{16, 1e-5, 0.9}, {32, 2e-5, 0.05}});
+    const int64_t new_id = calibration({{16, 4e-5, 0.05}});
+    const auto w = compute_profile_warnings_stored(store, host, model, {16, 32});
+    ASSERT_EQ(w.size(), 1u) << (w.empty() ? "" : w[0]);
+    EXPECT_NE(w[0].find("batch 32 measured faster than batch 16"), std::string::npos) << w[0];
+    EXPECT_NE(w[0].find(fmt::format("calibrations {}, {}", new_id, old_id)), std::string::npos) << w[0];
+    // Batches outside the search are not checked: batch 16 alone is clean.
+    EXPECT_TRUE(compute_profile_warnings_stored(store, host, model, {16}).empty());
+    // Another host's profiles are not this one's.
+    EXPECT_TRUE(compute_profile_warnings_stored(store, host + "-other", model, {16, 32}).empty());
+  }
+  std::filesystem::remove(db);
 }
 
 }  // namespace
