@@ -79,12 +79,12 @@ struct TrainState {
   double loss = 0;          // this step's minibatch training loss on this worker (set after forward; localsgd adacomm)
   const LayerCosts* layer_costs = nullptr;  // set for algorithms with wants_layer_costs()
   const Dataset* train = nullptr;           // the training set (read-only; helper threads draw batches from it)
-  std::vector<LocalStream> streams;         // threads 1..T−1 of local_threads() (empty when T = 1)
+  std::vector<LocalStream> streams{};       // threads 1..T−1 of local_threads() (empty when T = 1)
   // With forward_instances() = k > 0: the k workload instances of the forward passes in flight
   // (the trainer's own, `workload`, then only evaluates) and this rank's data stream, which
   // the algorithm draws from in the trainer's place (its workload field is unused).
-  std::vector<Workload*> forward_workloads;
-  LocalStream own_stream;
+  std::vector<Workload*> forward_workloads{};
+  LocalStream own_stream{};
   const Stragglers* stragglers = nullptr;  // the run's straggler models (nullptr: none)
   // Mean staleness of the updates this rank applied or read in this step (ps, adpsgd;
   // docs/metrics.md). The trainer sets NaN (none) before each step and records it.

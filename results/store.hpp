@@ -76,10 +76,10 @@ struct EvalRow {
   double test_acc = 0;
   // (1/n)·Σ_i ‖x_i − x̄‖² over the n replicas (docs/metrics.md); empty when the algorithm
   // keeps them identical (and on rows written before schema v4).
-  std::optional<double> consensus_distance;
+  std::optional<double> consensus_distance{};
   // Seconds the evaluation took on rank 0 (run's clock): flush of the step records,
   // consensus model, test pass, divergence check; empty on rows written before v11.
-  std::optional<double> eval_s;
+  std::optional<double> eval_s{};
 };
 
 // Summary metrics (definitions in docs/metrics.md). Optional fields are null when

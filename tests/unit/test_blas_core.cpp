@@ -31,8 +31,9 @@ TEST(BlasCore, MissingFeaturesAreThoseTheCpuLacks) {
     EXPECT_NE(std::find(asked.begin(), asked.end(), f), asked.end()) << f;
   // AVX-512 implies AVX2 implies AVX: a CPU missing AVX misses the rest too.
   const auto missing = cpu_missing_features(asked);
-  if (std::find(missing.begin(), missing.end(), "avx") != missing.end())
+  if (std::find(missing.begin(), missing.end(), "avx") != missing.end()) {
     EXPECT_NE(std::find(missing.begin(), missing.end(), "avx2"), missing.end());
+  }
 }
 
 TEST(BlasCore, ChosenCoreRunsOnThisCpu) {
