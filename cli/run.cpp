@@ -40,6 +40,7 @@ namespace {
 // `run`'s options: the RunConfig binding shared with dsgd-tune, plus launch-only ones.
 struct RunCommandOptions : RunOptionBinding {
   bool oversubscribe = false;  // a launch option, not part of the run's configuration
+  bool print_config = false;   // --print-config: print every setting at start (output only)
 };
 
 // Everything checkable before starting workers, cheapest first; the database last so a
@@ -82,14 +83,16 @@ void validate_before_launch(const RunConfig& cfg) {
 // and report_lost_output says so once the run is stored.
 class RunPrinter {
  public:
-  explicit RunPrinter(const RunConfig& cfg)
-      : cfg_(cfg), progress_(static_cast<double>(cfg.batch) * static_cast<double>(cfg.workers)) {}
+  RunPrinter(const RunConfig& cfg, bool full_config)
+      : cfg_(cfg),
+        full_config_(full_config),
+        progress_(static_cast<double>(cfg.batch) * static_cast<double>(cfg.workers)) {}
 
   TrainerCallbacks callbacks() {
     TrainerCallbacks cb;
     cb.on_start = [this](const RunRecord& record) {
       total_steps_ = record.steps;
-      stdout_print(format_config(cfg_, record));
+      stdout_print(format_config(cfg_, record, full_config_));
       const auto config = nlohmann::json::parse(record.config_json);
       stdout_print(format_paging_warning(config.value("dataset-pages", nlohmann::json{})));
       if (backend_get(cfg_.backend).has(cap_virtual_clock)) {
@@ -125,6 +128,7 @@ class RunPrinter {
 
  private:
   const RunConfig& cfg_;
+  bool full_config_ = false;
   ProgressLine progress_;
   int64_t total_steps_ = 0;
 };
@@ -208,7 +212,7 @@ void print_warnings(const RunConfig& cfg, const Communicator& comm, const Store&
                sys.cpu_governor);
 }
 
-int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
+int run_on_ranks(const RunConfig& cfg, bool full_config, int argc, char** argv) {
   std::unique_ptr<Communicator> comm = backend_create_world(backend_get(cfg.backend), &argc, &argv);
   const bool root = comm->rank() == 0;
   if (root) launcher_adopt_terminal();  // its output and progress line on the launcher's terminal
@@ -231,7 +235,7 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
     interrupt_start_watcher(root ? cfg.db : std::string());
     if (root) print_warnings(cfg, *comm, *store);
 
-    RunPrinter printer(cfg);
+    RunPrinter printer(cfg, full_config);
     const TrainerCallbacks callbacks = root ? printer.callbacks() : TrainerCallbacks{};
     TrainResult result = trainer_run(cfg, *comm, store ? &*store : nullptr, callbacks);
     if (root) printer.finished(*store, result);
@@ -245,7 +249,7 @@ int run_on_ranks(const RunConfig& cfg, int argc, char** argv) {
 }
 
 // An in-process backend (sim): every worker in this process (engine/sim_run.hpp); no mpiexec.
-int run_simulated(const RunConfig& cfg) {
+int run_simulated(const RunConfig& cfg, bool full_config) {
   std::unique_ptr<Communicator> self = communicator_create_self();  // for the error reporter
   std::optional<Store> store;
   try {
@@ -254,7 +258,7 @@ int run_simulated(const RunConfig& cfg) {
     const SystemInfo sys = system_info_read();
     if (sys.build_type != "Release" && sys.build_type != "RelWithDebInfo" && !cfg.timing_only)
       fmt::print(stderr, "dsgd-bench: warning: this is a {} build; the simulator runs slowly\n", sys.build_type);
-    RunPrinter printer(cfg);
+    RunPrinter printer(cfg, full_config);
     const TrainerCallbacks callbacks = printer.callbacks();
     // No profile of this batch on this host: the engine measures it and stores it; say so.
     SimProfileMissing missing;
@@ -321,6 +325,8 @@ void setup_run(CLI::App& app, int argc, char** argv) {
                   "JSON or TOML file with the same keys as the flags (e.g. \"batch\": 64); flags override it")
       ->check(CLI::ExistingFile);
   run_options_bind(sub, *opts);
+  sub->add_flag("--print-config", opts->print_config,
+                "print every setting at start, not only those that apply to this run and differ from the defaults");
   sub->add_flag("--oversubscribe", opts->oversubscribe,
                 "start more than 4 MPI ranks per core on this machine (refused otherwise; above 1 per core warns)");
   sub->footer(
@@ -334,7 +340,7 @@ void setup_run(CLI::App& app, int argc, char** argv) {
     const Backend* backend = backend_find(cfg.backend);  // unknown: validate_before_launch says so
     if (backend && backend->launch == BackendLaunch::launch_in_process) {
       validate_before_launch(cfg);
-      cli_exit_code() = run_simulated(cfg);
+      cli_exit_code() = run_simulated(cfg, opts->print_config);
       return;
     }
     if (!launcher_under_mpiexec()) {
@@ -357,7 +363,7 @@ void setup_run(CLI::App& app, int argc, char** argv) {
     } else {
       config_validate(cfg);
     }
-    cli_exit_code() = run_on_ranks(cfg, argc, argv);
+    cli_exit_code() = run_on_ranks(cfg, opts->print_config, argc, argv);
   });
 }
 

@@ -22,14 +22,64 @@
 
 namespace dsgd {
 
-std::string format_config(const RunConfig& cfg, const RunRecord& r) {
-  std::string out = "dsgd-bench run: effective configuration\n";
+namespace {
+
+// The keys every run prints, whatever their value.
+bool config_key_always(std::string_view key) {
+  static const std::vector<std::string_view> keys = {"workload", "dataset", "algo",    "batch",
+                                                     "lr",       "steps",   "workers", "backend"};
+  return std::find(keys.begin(), keys.end(), key) != keys.end();
+}
+
+// Whether a key is one of the run's variant's own knobs (its registry flags, --period).
+bool config_key_of_variant(const RunConfig& cfg, std::string_view key) {
+  if (key == "period") return variant_uses_period(cfg.algo);
+  const Variant* v = variant_find(cfg.algo);
+  if (!v) return false;
+  for (const VariantFlag& flag : v->flags)
+    if (key == flag.key) return true;
+  return false;
+}
+
+// Whether a key can matter to this run: a variant's own flag only with that variant (its
+// registry entry), --period only with a variant that takes it, the model's shape only with
+// the workload that reads it, a backend's own settings only on that backend.
+bool config_key_applies(const RunConfig& cfg, std::string_view key) {
+  for (const Variant* v : variant_all())
+    for (const VariantFlag& flag : v->flags)
+      if (key == flag.key) return v->name == cfg.algo;
+  if (key == "period") return variant_uses_period(cfg.algo);
+  static const std::vector<std::string_view> transformer = {"layers", "d-model", "heads", "seq", "vocab"};
+  if (std::find(transformer.begin(), transformer.end(), key) != transformer.end()) return cfg.workload == "transformer";
+  if (key == "augment") return cfg.workload == "resnet";
+  if (key == "model") return cfg.workload != "svm";
+  if (key == "hostfile") return cfg.backend == "mpi";
+  if (key == "timing-only" || key == "compute-scale" || key == "profile-from") return cfg.backend == "sim";
+  return true;
+}
+
+}  // namespace
+
+std::string format_config(const RunConfig& cfg, const RunRecord& r, bool full) {
+  std::string out = full ? "dsgd-bench run: effective configuration (every setting)\n"
+                         : "dsgd-bench run: effective configuration (the run, its variant's knobs, and what else "
+                           "differs from the defaults; every setting: --print-config)\n";
+  const RunConfig defaults;
   for (const auto& f : run_config_fields()) {
-    std::string value;
-    std::visit([&](auto member) { value = fmt::format("{}", cfg.*member); }, f.member);
-    if (std::string(f.key) == "steps") value = fmt::format("{}", r.steps);
-    if (std::string(f.key) == "warmup") value = fmt::format("{}", r.warmup);
-    if (std::string(f.key) == "lr")
+    std::string value, default_value;
+    std::visit(
+        [&](auto member) {
+          value = fmt::format("{}", cfg.*member);
+          default_value = fmt::format("{}", defaults.*member);
+        },
+        f.member);
+    const std::string_view key = f.key;
+    const bool shown = full || config_key_always(key) || config_key_of_variant(cfg, key) ||
+                       (config_key_applies(cfg, key) && value != default_value);
+    if (!shown) continue;
+    if (key == "steps") value = fmt::format("{}", r.steps);
+    if (key == "warmup") value = fmt::format("{}", r.warmup);
+    if (key == "lr")
       value = cfg.lr > 0 ? fmt::format("{}", cfg.lr)
                          : fmt::format("{} (the default of {})", optimizer_base_lr(cfg), optimizer_resolve_name(cfg));
     out += fmt::format("  {:<13} {}\n", f.key, text_escape_controls(value));

@@ -18,7 +18,11 @@
 
 namespace dsgd {
 
-std::string format_config(const RunConfig& cfg, const RunRecord& record);
+// The run's configuration as `run` prints it at start: with `full`, every field of the table;
+// otherwise the run's identity (workload, dataset, algo, batch, lr, steps, workers, backend)
+// and the fields that apply to it (its variant's own flags, its workload's shape, its
+// backend's settings) and differ from the defaults. Then the context line.
+std::string format_config(const RunConfig& cfg, const RunRecord& record, bool full = false);
 std::string format_eval_line(const EvalRow& row, int64_t total_steps);
 // A warning line when the run's config "dataset-pages" (engine/trainer.cpp) says most of a
 // large training set sits on 4 KiB pages; empty otherwise.
