@@ -21,9 +21,7 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"dataset", "dataset spec: fashion-mnist | synthetic:n=..,d=.. | libsvm:PATH (dsgd-bench list datasets)",
        &C::dataset},
       {"algo", "SGD variant (dsgd-bench list algorithms)", &C::algo},
-      {"period",
-       "H: local steps between model averages (localsgd, diloco, dasgd, overlap-local, dreamddp, palsgd, mtdao; "
-       "cocod: k; oldsgd: between gossip rounds)",
+      {"period", "H: local steps between model averages (cocod: its k; oldsgd: steps between gossip rounds)",
        &C::period},
       {"batch", "batch size per worker", &C::batch},
       {"lr", "learning rate (default: the optimizer's, sgd 0.05, adamw 0.001)", &C::lr},
@@ -108,9 +106,9 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"dpsgd-delay", "dpsgd: 0 = mix after the local step; 1 = exchange x_t while computing g(x_t) (overlapped)",
        &C::dpsgd_delay},
       {"compress",
-       "compression of the all-reduce (ssgd: gradient; localsgd, cocod, dasgd, overlap-local: model difference to the "
-       "last average; dreamddp: each layer's difference to its last average; diloco: pseudo-gradient): topk:RATIO | "
-       "qsgd:bits=B | powersgd:rank=R (empty: none)",
+       "compression of what the variant all-reduces (ssgd: the gradient; the periodic variants: the model's "
+       "difference to the last average; diloco: the pseudo-gradient): topk:RATIO | qsgd:bits=B | powersgd:rank=R "
+       "(empty: none)",
        &C::compress},
       {"zero-bits", "zero: bits of communicated weight differences and gradients: 32 (exact) or 4 (SDP4Bit)",
        &C::zero_bits},
