@@ -91,6 +91,16 @@ int compare_run(const CompareCliOptions& o) {
     fmt::print(stderr, "dsgd-bench: regression:{}\n", names);
     return 1;
   }
+  if (result.inconclusive > 0) {
+    std::string names;
+    for (const CompareGroup& g : result.groups)
+      for (const CompareMetricResult& m : g.metrics)
+        if (m.metric.gate && m.verdict == CompareVerdict::compare_inconclusive)
+          names += fmt::format("\n  {}: {} {}", g.label, m.metric.name, m.note);
+    fmt::print(stderr, "dsgd-bench: inconclusive (exit 3; rerun with --repeat {}):{}\n", result.repetitions_needed,
+               names);
+    return 3;
+  }
   return 0;
 }
 

@@ -162,6 +162,7 @@ const char* compare_verdict_name(CompareVerdict verdict) {
     case CompareVerdict::compare_improved: return "improved";
     case CompareVerdict::compare_noise: return "noise";
     case CompareVerdict::compare_regressed: return "REGRESSED";
+    case CompareVerdict::compare_inconclusive: return "inconclusive";
     case CompareVerdict::compare_missing: return "missing";
   }
   return "?";
@@ -319,19 +320,29 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
       const double size = m.threshold.points ? std::fabs(m.absolute_change) : std::fabs(m.relative_change);
       const bool beyond = size > m.threshold.value;
       const bool worse = metric.bigger_is_better ? m.absolute_change < 0 : m.absolute_change > 0;
-      const bool significant = m.p_value < options.alpha || !m.testable;
       if (!beyond) {
         m.verdict = CompareVerdict::compare_ok;
         m.note = fmt::format("within {}", format_threshold(m.threshold));
-      } else if (!significant) {
+      } else if (!m.testable) {
+        // No outcome of these sample sizes can reach p < alpha: the data cannot tell a real
+        // change from run-to-run noise, so neither "regressed" nor "noise" can be claimed.
+        size_t need = std::max(x.size(), y.size());
+        while (mann_whitney_min_p(need, need) >= options.alpha && need < 1000) ++need;
+        m.verdict = CompareVerdict::compare_inconclusive;
+        m.note = fmt::format(
+            "{} than {}, but {} vs {} repetitions cannot support a verdict at alpha {:g}: run {} a side",
+            worse ? "worse" : "better", format_threshold(m.threshold), x.size(), y.size(), options.alpha, need);
+        if (metric.gate) {
+          ++result.inconclusive;
+          result.repetitions_needed = std::max(result.repetitions_needed, need);
+        }
+      } else if (m.p_value >= options.alpha) {
         m.verdict = CompareVerdict::compare_noise;
         m.note =
             fmt::format("beyond {} but p = {:.3g} >= {:g}", format_threshold(m.threshold), m.p_value, options.alpha);
       } else if (worse) {
         m.verdict = CompareVerdict::compare_regressed;
-        m.note = m.testable ? fmt::format("worse than {}, p = {:.3g}", format_threshold(m.threshold), m.p_value)
-                            : fmt::format("worse than {} (too few repetitions for the U test: threshold alone)",
-                                          format_threshold(m.threshold));
+        m.note = fmt::format("worse than {}, p = {:.3g}", format_threshold(m.threshold), m.p_value);
         if (metric.gate) {
           group.regressed = true;
           ++result.regressions;
@@ -346,7 +357,9 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
             "few repetitions ({} baseline, {} candidate in '{}'): the Mann-Whitney U test needs about {} per side to "
             "be reliable (Google Benchmark's rule){}; run the suite with --repeat {}",
             x.size(), y.size(), group.label, options.recommended_repetitions,
-            m.testable ? "" : "; below 4 per side no p-value can reach significance, so the threshold alone decides",
+            m.testable ? ""
+                       : "; below 4 per side no p-value can reach significance, so a change beyond the threshold is "
+                         "inconclusive",
             options.recommended_repetitions));
       }
       group.metrics.push_back(m);
@@ -369,6 +382,11 @@ std::string compare_markdown(const CompareResult& r, const std::string& base_nam
   std::string out = fmt::format("## dsgd-bench compare: `{}` → `{}`\n\n", base_name, cand_name);
   if (r.regressions > 0) {
     out += fmt::format("**{} regression{}** in gating metrics.\n\n", r.regressions, r.regressions == 1 ? "" : "s");
+  } else if (r.inconclusive > 0) {
+    out += fmt::format(
+        "**Inconclusive:** {} gating metric{} changed beyond the threshold, but too few repetitions to tell it from "
+        "noise: run {} a side.\n\n",
+        r.inconclusive, r.inconclusive == 1 ? "" : "s", r.repetitions_needed);
   } else {
     out += "**No significant regression.**\n\n";
   }
@@ -423,7 +441,8 @@ std::string compare_junit(const CompareResult& r) {
       if (m.metric.gate && m.verdict == CompareVerdict::compare_regressed) {
         out += fmt::format("<failure message=\"{} regressed\">{}</failure>", xml_escape(m.metric.name),
                            xml_escape(detail));
-      } else if (m.verdict == CompareVerdict::compare_missing) {
+      } else if (m.verdict == CompareVerdict::compare_missing ||
+                 (m.metric.gate && m.verdict == CompareVerdict::compare_inconclusive)) {
         out += fmt::format("<skipped message=\"{}\"/>", xml_escape(m.note));
       } else {
         out += fmt::format("<system-out>{}</system-out>", xml_escape(detail));

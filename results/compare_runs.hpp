@@ -12,10 +12,11 @@
 //   change, and the two-sided Mann-Whitney U p-value over the repetitions.
 // - Verdict: `regressed` when the change is worse than the metric's threshold (relative
 //   "5%", or absolute "0.5pt" = 0.005 of a fraction metric) and significant (p < alpha),
-//   or beyond the threshold when no outcome of these sample sizes could reach p < alpha
-//   (fewer than 4 repetitions a side: then the threshold alone decides, with a warning);
-//   `noise` when beyond the threshold but not significant; `improved` / `ok` otherwise.
-//   Only gating metrics (compare_metrics(): gate) fail the comparison.
+//   `inconclusive` when beyond the threshold but no outcome of these sample sizes could
+//   reach p < alpha (fewer than 4 repetitions a side): the data cannot support a verdict,
+//   and the note says how many repetitions would; `noise` when beyond the threshold but not
+//   significant; `improved` / `ok` otherwise. Only gating metrics (compare_metrics(): gate)
+//   fail the comparison (regressed) or leave it open (inconclusive).
 #pragma once
 
 #include <cstdint>
@@ -56,7 +57,14 @@ struct CompareOptions {
 // acc, loss, time_to_target). InputError for unknown metrics or malformed values.
 void compare_parse_thresholds(const std::string& text, CompareOptions& options);
 
-enum class CompareVerdict { compare_ok, compare_improved, compare_noise, compare_regressed, compare_missing };
+enum class CompareVerdict {
+  compare_ok,
+  compare_improved,
+  compare_noise,
+  compare_regressed,
+  compare_missing,
+  compare_inconclusive
+};
 const char* compare_verdict_name(CompareVerdict verdict);
 
 struct CompareMetricResult {
@@ -85,7 +93,9 @@ struct CompareResult {
   std::vector<CompareGroup> groups;
   std::vector<std::string> unmatched;  // groups present on one side only, described
   std::vector<std::string> warnings;
-  size_t regressions = 0;  // gating metrics that regressed
+  size_t regressions = 0;         // gating metrics that regressed
+  size_t inconclusive = 0;        // gating metrics beyond the threshold that too few repetitions cannot settle
+  size_t repetitions_needed = 0;  // per side, to settle them (0: none inconclusive)
 };
 
 // Throws InputError when either side has no completed run with a summary, or when no

@@ -1,7 +1,8 @@
 # `dsgd-bench suite` and `dsgd-bench compare` as a CI gate, end to end: a one-entry suite
-# is run 3 times as the baseline and 3 times with an injected straggler as the candidate
+# is run 4 times as the baseline and 4 times with an injected straggler as the candidate
 # (separate databases, as base and candidate commits would write them). Comparing the
-# baseline with itself exits 0; the straggler candidate exits 1 naming the metric; 3
+# baseline with itself exits 0; the straggler candidate exits 1 naming the metric; 3 of them
+# against 3 (too few for any p-value below 0.05) exit 3, inconclusive, never 1; fewer than 9
 # repetitions warn; nothing matched and unknown tags exit 2. Also: the output files
 # (markdown, JUnit XML, github-action-benchmark JSON) and suite tagging.
 source "$(dirname "$0")/common.bash"
@@ -19,18 +20,27 @@ TOML
 sed 's/^algo = "ssgd"/algo = "ssgd"\nstraggler = "fixed:rank=0,delay=5ms"/' gate.toml > gate_slow.toml
 sed -i 's/^name = "gate"/name = "gate"/' gate_slow.toml
 
-"$BIN" suite gate.toml --repeat 3 --db base.db > suite_base.txt || { cat suite_base.txt; fail "baseline suite failed"; }
+"$BIN" suite gate.toml --repeat 4 --db base.db > suite_base.txt || { cat suite_base.txt; fail "baseline suite failed"; }
 cat suite_base.txt
-[ "$(sql base.db "select count(*) from runs where tag like 'suite=gate,rep=%' and status='completed'")" = 3 ] ||
+[ "$(sql base.db "select count(*) from runs where tag like 'suite=gate,rep=%' and status='completed'")" = 4 ] ||
   fail "suite runs not tagged suite=gate,rep=R"
 [ "$(sql base.db "select group_concat(tag, ' ') from (select tag from runs order by id)")" = \
-  "suite=gate,rep=1 suite=gate,rep=2 suite=gate,rep=3" ] || fail "suite tags"
-"$BIN" suite gate_slow.toml --repeat 3 --db cand.db > suite_cand.txt || fail "candidate suite failed"
+  "suite=gate,rep=1 suite=gate,rep=2 suite=gate,rep=3 suite=gate,rep=4" ] || fail "suite tags"
+"$BIN" suite gate_slow.toml --repeat 4 --db cand.db > suite_cand.txt || fail "candidate suite failed"
 
 # Identical repetitions: exit 0.
 "$BIN" compare --db base.db suite=gate suite=gate > same.md 2> same.err || { cat same.md same.err; fail "self-compare did not exit 0"; }
 grep -q "No significant regression" same.md || fail "self-compare summary"
-grep -q "few repetitions" same.err || { cat same.err; fail "no warning for 3 repetitions"; }
+grep -q "few repetitions" same.err || { cat same.err; fail "no warning for 4 repetitions"; }
+
+# 3 against 3 (run ids 1-3 of each database): the straggler's slowdown is beyond the
+# threshold, but no outcome of 3 vs 3 can reach p < 0.05: inconclusive, exit 3, naming the
+# repetitions that would settle it; never exit 1.
+rc=0
+"$BIN" compare --base-db base.db --cand-db cand.db 1-3 1-3 > few.md 2> few.err || rc=$?
+[ $rc -eq 3 ] || { cat few.md few.err; fail "3 vs 3: expected exit 3 (inconclusive), got $rc"; }
+grep -q "inconclusive (exit 3; rerun with --repeat 4)" few.err || { cat few.err; fail "inconclusive message"; }
+grep -q "Inconclusive" few.md || { cat few.md; fail "markdown does not say inconclusive"; }
 
 # The straggler candidate: exit 1, naming the metric, in every output.
 set +e

@@ -174,14 +174,31 @@ TEST(Compare, ImprovementAndNoise) {
   EXPECT_EQ(noisy.regressions, 0u);
 }
 
-TEST(Compare, FewRepetitionsWarnAndThresholdDecides) {
+// Below 4 repetitions a side no p-value can reach 0.05: a change beyond the threshold is
+// inconclusive (never a regression), with the repetitions that would settle it; the same
+// change with 4 a side is a regression.
+TEST(Compare, FewRepetitionsAreInconclusiveNotRegressed) {
   const CompareResult r = compare_runs(reps(1, 3, 0.010, 0.0, 0.8), reps(10, 3, 0.013, 0.0, 0.8), CompareOptions{});
   ASSERT_FALSE(r.warnings.empty());
   EXPECT_NE(r.warnings[0].find("few repetitions"), std::string::npos) << r.warnings[0];
-  EXPECT_NE(r.warnings[0].find("threshold alone"), std::string::npos) << r.warnings[0];
+  EXPECT_NE(r.warnings[0].find("inconclusive"), std::string::npos) << r.warnings[0];
   const auto& t = find_metric(r.groups[0], "throughput_samples_per_s");
   EXPECT_FALSE(t.testable);
-  EXPECT_EQ(t.verdict, CompareVerdict::compare_regressed);
+  EXPECT_EQ(t.verdict, CompareVerdict::compare_inconclusive);
+  EXPECT_NE(t.note.find("run 4 a side"), std::string::npos) << t.note;
+  EXPECT_EQ(r.regressions, 0u);
+  EXPECT_GE(r.inconclusive, 1u);
+  EXPECT_EQ(r.repetitions_needed, 4u);
+  EXPECT_NE(compare_markdown(r, "a", "b").find("Inconclusive"), std::string::npos);
+  EXPECT_NE(compare_junit(r).find("<skipped message=\"worse than 5%"), std::string::npos);
+  // Identical sides of 3: within the threshold, ok.
+  const CompareResult same = compare_runs(reps(1, 3, 0.010, 0.0, 0.8), reps(10, 3, 0.010, 0.0, 0.8), CompareOptions{});
+  EXPECT_EQ(same.inconclusive, 0u);
+  EXPECT_EQ(same.regressions, 0u);
+  // 4 a side, fully separated: p = 0.029 < 0.05, a regression.
+  const CompareResult four = compare_runs(reps(1, 4, 0.010, 0.0, 0.8), reps(10, 4, 0.013, 0.0, 0.8), CompareOptions{});
+  EXPECT_EQ(find_metric(four.groups[0], "throughput_samples_per_s").verdict, CompareVerdict::compare_regressed);
+  EXPECT_GE(four.regressions, 1u);
 }
 
 TEST(Compare, PointThresholdForAccuracy) {
