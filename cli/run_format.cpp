@@ -45,9 +45,14 @@ bool config_key_of_variant(const RunConfig& cfg, std::string_view key) {
 // registry entry), --period only with a variant that takes it, the model's shape only with
 // the workload that reads it, a backend's own settings only on that backend.
 bool config_key_applies(const RunConfig& cfg, std::string_view key) {
+  bool owned = false;
   for (const Variant* v : variant_all())
     for (const VariantFlag& flag : v->flags)
-      if (key == flag.key) return v->name == cfg.algo;
+      if (key == flag.key) {
+        if (v->name == cfg.algo) return true;
+        owned = true;
+      }
+  if (owned) return false;  // another variant's knob
   if (key == "period") return variant_uses_period(cfg.algo);
   static const std::vector<std::string_view> transformer = {"layers", "d-model", "heads", "seq", "vocab"};
   if (std::find(transformer.begin(), transformer.end(), key) != transformer.end()) return cfg.workload == "transformer";
