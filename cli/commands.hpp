@@ -34,5 +34,6 @@ void setup_validate(CLI::App& app);
 void setup_report(CLI::App& app);
 void setup_compare(CLI::App& app);
 void setup_suite(CLI::App& app);
+void setup_history(CLI::App& app);
 
 }  // namespace dsgd

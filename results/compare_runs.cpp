@@ -33,34 +33,11 @@ std::optional<double> metric_value(const Summary& s, const std::string& name) {
   return v;
 }
 
-// A run's value of a metric; none for a diverged run (its numbers are not a result).
-std::optional<double> metric_value(const RunWithSummary& r, const std::string& name) {
-  if (r.run.status != "completed" || !r.summary) return std::nullopt;
-  return metric_value(*r.summary, name);
-}
-
 std::string config_text(const nlohmann::json& config, const char* key) {
   auto it = config.find(key);
   if (it == config.end() || it->is_null()) return "";
   if (it->is_string()) return it->get<std::string>();
   return it->dump();
-}
-
-std::string group_label(const RunRecord& r) {
-  nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
-  if (!config.is_object()) config = nlohmann::json::object();
-  std::string label = fmt::format("{} {} w{} b{}", r.workload, r.algorithm, r.workers, r.batch);
-  if (r.algorithm != "ssgd") label += fmt::format(" H{}", r.period);
-  label += fmt::format(" {}steps", r.steps);
-  for (const char* key : network_keys) {
-    const std::string value = config_text(config, key);
-    if (value.empty() || (std::string(key) == "topology" && value == "complete") ||
-        (std::string(key) == "overlap" && value == "false"))
-      continue;
-    label += fmt::format(" {}={}", key, value);
-  }
-  label += fmt::format(" ({})", r.dataset);
-  return label;
 }
 
 std::string group_name(const RunRecord& r) {
@@ -112,7 +89,31 @@ CompareThreshold parse_threshold_value(const std::string& text, const std::strin
   return CompareThreshold{value / 100.0, points};
 }
 
-std::string metric_resolve(const std::string& name) {
+}  // namespace
+
+std::optional<double> compare_metric_value(const RunWithSummary& r, const std::string& name) {
+  if (r.run.status != "completed" || !r.summary) return std::nullopt;
+  return metric_value(*r.summary, name);
+}
+
+std::string compare_group_label(const RunRecord& r) {
+  nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
+  if (!config.is_object()) config = nlohmann::json::object();
+  std::string label = fmt::format("{} {} w{} b{}", r.workload, r.algorithm, r.workers, r.batch);
+  if (r.algorithm != "ssgd") label += fmt::format(" H{}", r.period);
+  label += fmt::format(" {}steps", r.steps);
+  for (const char* key : network_keys) {
+    const std::string value = config_text(config, key);
+    if (value.empty() || (std::string(key) == "topology" && value == "complete") ||
+        (std::string(key) == "overlap" && value == "false"))
+      continue;
+    label += fmt::format(" {}={}", key, value);
+  }
+  label += fmt::format(" ({})", r.dataset);
+  return label;
+}
+
+std::string compare_metric_resolve(const std::string& name, const std::string& flag) {
   static const std::map<std::string, std::string> aliases = {{"throughput", "throughput_samples_per_s"},
                                                              {"step_time", "step_time_s"},
                                                              {"step", "step_time_s"},
@@ -134,10 +135,8 @@ std::string metric_resolve(const std::string& name) {
   if (it != aliases.end()) return it->second;
   std::string known;
   for (const CompareMetric& m : compare_metrics()) known += (known.empty() ? "" : ", ") + m.name;
-  DSGD_THROW(InputError, fmt::format("metrics: {}", known), "--threshold: unknown metric '{}'", name);
+  DSGD_THROW(InputError, fmt::format("metrics: {}", known), "{}: unknown metric '{}'", flag, name);
 }
-
-}  // namespace
 
 const std::vector<CompareMetric>& compare_metrics() {
   static const std::vector<CompareMetric> metrics = {
@@ -184,7 +183,8 @@ void compare_parse_thresholds(const std::string& text, CompareOptions& options) 
     if (eq == std::string::npos) {
       options.threshold = parse_threshold_value(item, text);
     } else {
-      options.per_metric[metric_resolve(item.substr(0, eq))] = parse_threshold_value(item.substr(eq + 1), text);
+      options.per_metric[compare_metric_resolve(item.substr(0, eq), "--threshold")] =
+          parse_threshold_value(item.substr(eq + 1), text);
     }
   }
   if (!any) DSGD_THROW(InputError, "e.g. --threshold 5%", "--threshold: empty");
@@ -268,12 +268,12 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
     if (bi == b.groups.end() || ci == c.groups.end()) {
       const RunRecord& r = (bi != b.groups.end() ? bi->second : ci->second).front()->run;
       result.unmatched.push_back(
-          fmt::format("{} only: {}{}", bi != b.groups.end() ? "baseline" : "candidate", group_label(r),
+          fmt::format("{} only: {}{}", bi != b.groups.end() ? "baseline" : "candidate", compare_group_label(r),
                       options.ignore_machine ? "" : fmt::format(" on {} ({})", r.host, r.cpu_model)));
       continue;
     }
     CompareGroup group;
-    group.label = group_label(bi->second.front()->run);
+    group.label = compare_group_label(bi->second.front()->run);
     group.name = group_name(bi->second.front()->run);
     for (const RunWithSummary* r : bi->second) group.base_ids.push_back(r->run.id);
     for (const RunWithSummary* r : ci->second) group.cand_ids.push_back(r->run.id);
@@ -281,9 +281,9 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
     for (const CompareMetric& metric : compare_metrics()) {
       std::vector<double> x, y;
       for (const RunWithSummary* r : bi->second)
-        if (auto v = metric_value(*r, metric.name)) x.push_back(*v);
+        if (auto v = compare_metric_value(*r, metric.name)) x.push_back(*v);
       for (const RunWithSummary* r : ci->second)
-        if (auto v = metric_value(*r, metric.name)) y.push_back(*v);
+        if (auto v = compare_metric_value(*r, metric.name)) y.push_back(*v);
       if (x.empty() && y.empty()) continue;  // not measured on either side (no target, ...)
       CompareMetricResult m;
       m.metric = metric;

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -103,8 +104,16 @@ struct CompareResult {
 CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::vector<RunWithSummary>& cand,
                            const CompareOptions& options);
 
-// The group key of a run (see above); exposed for tests.
+// The group key of a run (see above); exposed for tests and history.
 std::string compare_group_key(const RunRecord& run, bool ignore_machine);
+// The group's label in reports ("svm ssgd w2 b64 60steps (fashion-mnist)").
+std::string compare_group_label(const RunRecord& run);
+// A completed run's value of a compared metric (a summary column); none for a run that did
+// not complete, and for a null, non-finite or (throughput) zero value.
+std::optional<double> compare_metric_value(const RunWithSummary& run, const std::string& name);
+// A metric's full name from its name or alias (throughput, step_time, acc, ...); InputError
+// naming `flag` and the known metrics otherwise.
+std::string compare_metric_resolve(const std::string& name, const std::string& flag);
 
 std::string compare_markdown(const CompareResult& result, const std::string& base_name, const std::string& cand_name);
 std::string compare_junit(const CompareResult& result);

@@ -12,6 +12,8 @@ foreach(entry
     "test_transformer:dsgd_algorithms"
     "test_store:dsgd_results"
     "test_run_copy:dsgd_results"
+    "test_change_points:dsgd_results"
+    "test_history:dsgd_results"
     "test_run_config:dsgd_core"
     "test_config_check:dsgd_algorithms"
     "test_backends:dsgd_algorithms"

@@ -1,0 +1,68 @@
+// `dsgd-bench history`: a benchmark's series across commits, with their change points
+// (results/history.hpp; docs/reports.md, "History and change points").
+#include "results/history.hpp"
+
+#include <fmt/format.h>
+
+#include "cli/commands.hpp"
+#include "core/errors.hpp"
+#include "results/store.hpp"
+
+namespace dsgd {
+
+namespace {
+struct HistoryCliOptions {
+  std::string db = "./dsgd.db";
+  std::string format = "table";
+  size_t last = 0;
+  HistoryOptions history;
+};
+}  // namespace
+
+void setup_history(CLI::App& app) {
+  auto opts = std::make_shared<HistoryCliOptions>();
+  CLI::App* sub = app.add_subcommand(
+      "history",
+      "A metric's history across commits: per benchmark case and machine, the median, IQR and count of each "
+      "commit's runs, and the change points (E-Divisive means with a Student's t test)");
+  sub->add_option("--db", opts->db, "SQLite results database")->capture_default_str();
+  sub->add_option("--metric", opts->history.metric,
+                  "a compared metric or its alias (step_time, throughput, acc, loss, time_to_target, ...)")
+      ->capture_default_str();
+  sub->add_option("--case", opts->history.case_filter,
+                  "keep the series whose case label contains this text (e.g. 'svm ssgd w2')");
+  sub->add_option("--machine", opts->history.machine_filter,
+                  "keep the series whose machine (host | CPU | MPI | build) contains this text");
+  sub->add_option("--last", opts->last, "print the last N commits of each series (detection sees them all)");
+  sub->add_option("--format", opts->format, "table | csv | json")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"table", "csv", "json"}));
+  sub->add_option("--window", opts->history.detect.window, "points per window of the detector's first pass")
+      ->capture_default_str();
+  sub->add_option("--max-pvalue", opts->history.detect.max_pvalue,
+                  "a change point's significance (two-sided Student's t); the first pass uses 10x")
+      ->capture_default_str();
+  sub->add_option("--min-magnitude", opts->history.detect.min_magnitude,
+                  "smallest relative change kept, e.g. 0.02 for 2 % (0: any significant change)")
+      ->capture_default_str();
+  sub->add_option("--min-segment", opts->history.detect.min_segment,
+                  "commits needed after a change point to confirm it")
+      ->capture_default_str();
+  sub->footer(
+      "Series never mix machines. Commits are in the order their first run was stored.\n"
+      "Examples:\n"
+      "  dsgd-bench history --metric step_time\n"
+      "  dsgd-bench history --case 'svm ssgd w2' --last 20 --format csv\n");
+  sub->callback([opts]() {
+    Store store = Store::open_readonly(opts->db);
+    const std::vector<HistorySeries> series = history_build(store.runs_list(0), opts->history);
+    if (opts->format == "csv")
+      fmt::print("{}", history_csv(series, opts->last));
+    else if (opts->format == "json")
+      fmt::print("{}\n", history_json(series, opts->history, opts->last).dump(2));
+    else
+      fmt::print("{}", history_table(series, opts->history, opts->last));
+  });
+}
+
+}  // namespace dsgd

@@ -1,0 +1,209 @@
+// See history.hpp.
+#include "results/history.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+
+#include "core/errors.hpp"
+#include "core/stats.hpp"
+#include "results/compare_runs.hpp"
+
+namespace dsgd {
+
+namespace {
+
+// The points to print: the last `last` (0: all).
+size_t first_shown(const HistorySeries& s, size_t last) {
+  return last == 0 || last >= s.points.size() ? 0 : s.points.size() - last;
+}
+
+const ChangePoint* change_at(const HistorySeries& s, size_t index) {
+  for (const ChangePoint& c : s.changes)
+    if (c.index == index) return &c;
+  return nullptr;
+}
+
+std::string short_commit(const std::string& commit) {
+  if (commit.empty()) return "(none)";
+  const bool dirty = commit.size() > 6 && commit.substr(commit.size() - 6) == "-dirty";
+  const std::string hash = dirty ? commit.substr(0, commit.size() - 6) : commit;
+  return hash.substr(0, 12) + (dirty ? "-dirty" : "");
+}
+
+std::string change_text(const ChangePoint& c) {
+  return fmt::format("change {:+.1f} % (p = {:.2g}){}", 100 * c.relative_change, c.pvalue,
+                     c.confirmed ? "" : ", unconfirmed: too few commits after it");
+}
+
+std::string parameters_text(const HistoryOptions& o) {
+  return fmt::format(
+      "E-Divisive means + Student's t: window {}, max p-value {:g} (first pass {:g}), min magnitude {:g}, "
+      "min segment {}",
+      o.detect.window, o.detect.max_pvalue,
+      o.detect.max_pvalue < 0.05  ? 10 * o.detect.max_pvalue
+      : o.detect.max_pvalue < 0.5 ? 2 * o.detect.max_pvalue
+                                  : o.detect.max_pvalue,
+      o.detect.min_magnitude, o.detect.min_segment);
+}
+
+}  // namespace
+
+std::string history_machine(const RunRecord& run) {
+  return fmt::format("{} | {} | {} | {}", run.host, run.cpu_model, run.mpi_version, run.build_type);
+}
+
+std::vector<HistorySeries> history_build(const std::vector<RunWithSummary>& runs, const HistoryOptions& options) {
+  const std::string metric = compare_metric_resolve(options.metric, "--metric");
+  // Runs in stored order (ids ascend with storage).
+  std::vector<const RunWithSummary*> sorted;
+  for (const RunWithSummary& r : runs) sorted.push_back(&r);
+  std::sort(sorted.begin(), sorted.end(), [](const auto* a, const auto* b) { return a->run.id < b->run.id; });
+
+  struct Building {
+    HistorySeries series;
+    std::map<std::string, size_t> point_of;  // commit -> index in points
+    std::vector<std::vector<double>> values;
+  };
+  std::map<std::string, Building> by_key;
+  std::vector<std::string> order;  // series keys in the order their first run was stored
+  for (const RunWithSummary* r : sorted) {
+    const std::optional<double> v = compare_metric_value(*r, metric);
+    if (!v) continue;
+    const std::string machine = history_machine(r->run);
+    const std::string key = compare_group_key(r->run, true) + "\n" + machine;
+    auto [it, fresh] = by_key.try_emplace(key);
+    Building& b = it->second;
+    if (fresh) {
+      b.series.label = compare_group_label(r->run);
+      b.series.machine = machine;
+      b.series.metric = metric;
+      order.push_back(key);
+    }
+    auto [pit, new_point] = b.point_of.try_emplace(r->run.git_commit, b.series.points.size());
+    if (new_point) {
+      HistoryPoint p;
+      p.commit = r->run.git_commit;
+      p.date = r->run.created_at;
+      b.series.points.push_back(p);
+      b.values.emplace_back();
+    }
+    b.series.points[pit->second].run_ids.push_back(r->run.id);
+    b.values[pit->second].push_back(*v);
+  }
+
+  std::vector<HistorySeries> out;
+  for (const std::string& key : order) {
+    Building& b = by_key.at(key);
+    HistorySeries& s = b.series;
+    if (!options.case_filter.empty() && s.label.find(options.case_filter) == std::string::npos) continue;
+    if (!options.machine_filter.empty() && s.machine.find(options.machine_filter) == std::string::npos) continue;
+    std::vector<double> medians;
+    for (size_t i = 0; i < s.points.size(); ++i) {
+      HistoryPoint& p = s.points[i];
+      p.count = b.values[i].size();
+      p.median = stats_median(b.values[i]);
+      p.q25 = stats_quantile(b.values[i], 0.25);
+      p.q75 = stats_quantile(b.values[i], 0.75);
+      medians.push_back(p.median);
+    }
+    // Relative changes matter, so the detector sees log values; a metric that can be 0 or
+    // negative (a change of accuracy points) is taken as it is.
+    s.log_scale = std::all_of(medians.begin(), medians.end(), [](double m) { return m > 0; });
+    if (s.log_scale)
+      for (double& m : medians) m = std::log(m);
+    ChangePointOptions detect = options.detect;
+    detect.log_values = s.log_scale;
+    s.changes = change_points_detect(medians, detect);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::string history_table(const std::vector<HistorySeries>& series, const HistoryOptions& options, size_t last) {
+  std::string out;
+  for (const HistorySeries& s : series) {
+    out += fmt::format("{}  [{}]\n  machine: {}\n", s.label, s.metric, s.machine);
+    const size_t from = first_shown(s, last);
+    if (from > 0) {
+      out += fmt::format("  ... {} earlier commit(s) not shown (--last)\n", from);
+      for (const ChangePoint& c : s.changes)
+        if (c.index < from)
+          out += fmt::format("  (earlier: at {}, {})\n", short_commit(s.points[c.index].commit), change_text(c));
+    }
+    out += fmt::format("  {:<18} {:<20} {:>4} {:>12} {:>25}\n", "commit", "first run", "n", "median", "IQR");
+    for (size_t i = from; i < s.points.size(); ++i) {
+      const HistoryPoint& p = s.points[i];
+      std::string line = fmt::format("  {:<18} {:<20} {:>4} {:>12.5g} {:>12.5g} - {:<10.5g}", short_commit(p.commit),
+                                     p.date.substr(0, 19), p.count, p.median, p.q25, p.q75);
+      if (const ChangePoint* c = change_at(s, i)) line += "  <- " + change_text(*c);
+      out += line + "\n";
+    }
+    if (s.changes.empty()) out += fmt::format("  no change point in {} commit(s)\n", s.points.size());
+    out += "\n";
+  }
+  if (series.empty()) out += "no series: no completed run with that metric (and filters) in the database\n";
+  out += fmt::format("change points: {}, on the log of the per-commit medians\n", parameters_text(options));
+  return out;
+}
+
+std::string history_csv(const std::vector<HistorySeries>& series, size_t last) {
+  std::string out = "series,machine,metric,commit,date,n,median,q25,q75,change_pct,change_pvalue,change_confirmed\n";
+  auto quote = [](const std::string& text) {
+    std::string q = "\"";
+    for (char ch : text) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  for (const HistorySeries& s : series)
+    for (size_t i = first_shown(s, last); i < s.points.size(); ++i) {
+      const HistoryPoint& p = s.points[i];
+      const ChangePoint* c = change_at(s, i);
+      out += fmt::format("{},{},{},{},{},{},{:.9g},{:.9g},{:.9g},{},{},{}\n", quote(s.label), quote(s.machine),
+                         s.metric, p.commit, p.date, p.count, p.median, p.q25, p.q75,
+                         c ? fmt::format("{:.4f}", 100 * c->relative_change) : "",
+                         c ? fmt::format("{:.3g}", c->pvalue) : "", c ? (c->confirmed ? "true" : "false") : "");
+    }
+  return out;
+}
+
+nlohmann::json history_json(const std::vector<HistorySeries>& series, const HistoryOptions& options, size_t last) {
+  nlohmann::json all = nlohmann::json::array();
+  for (const HistorySeries& s : series) {
+    nlohmann::json points = nlohmann::json::array(), changes = nlohmann::json::array();
+    for (size_t i = first_shown(s, last); i < s.points.size(); ++i) {
+      const HistoryPoint& p = s.points[i];
+      points.push_back({{"commit", p.commit},
+                        {"date", p.date},
+                        {"runs", p.run_ids},
+                        {"n", p.count},
+                        {"median", p.median},
+                        {"q25", p.q25},
+                        {"q75", p.q75}});
+    }
+    for (const ChangePoint& c : s.changes)
+      changes.push_back({{"commit", s.points[c.index].commit},
+                         {"index", c.index},
+                         {"relative_change", c.relative_change},
+                         {"pvalue", c.pvalue},
+                         {"confirmed", c.confirmed},
+                         {"n_before", c.n_before},
+                         {"n_after", c.n_after}});
+    all.push_back({{"series", s.label},
+                   {"machine", s.machine},
+                   {"metric", s.metric},
+                   {"log_scale", s.log_scale},
+                   {"points", points},
+                   {"change_points", changes}});
+  }
+  return {{"series", all},
+          {"parameters",
+           {{"method", "e-divisive-means+student-t"},
+            {"window", options.detect.window},
+            {"max_pvalue", options.detect.max_pvalue},
+            {"min_magnitude", options.detect.min_magnitude},
+            {"min_segment", options.detect.min_segment}}}};
+}
+
+}  // namespace dsgd

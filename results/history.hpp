@@ -1,0 +1,57 @@
+// A benchmark's history across commits (`dsgd-bench history`; docs/reports.md, "History and
+// change points"): stored runs grouped into series, each series one benchmark case (the run
+// configuration as `compare` matches it) x one metric x one machine, its points the commits in
+// the order their first run was stored (per commit: median, quartiles and count of the
+// repetitions), and the change points of the log of the per-commit medians
+// (results/change_points.hpp). Machines never mix: the machine fingerprint is the host, CPU
+// model, MPI version and build type.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "results/change_points.hpp"
+#include "results/store.hpp"
+
+namespace dsgd {
+
+struct HistoryPoint {
+  std::string commit;  // the runs' git commit (as recorded, "-dirty" included)
+  std::string date;    // created_at of the commit's first stored run
+  std::vector<int64_t> run_ids;
+  double median = 0, q25 = 0, q75 = 0;
+  size_t count = 0;
+};
+
+struct HistorySeries {
+  std::string label;    // the case, as compare labels it ("svm/fashion-mnist ssgd w2 b64 ...")
+  std::string machine;  // "host | CPU | MPI | build"
+  std::string metric;
+  std::vector<HistoryPoint> points;  // stored order of the commits
+  std::vector<ChangePoint> changes;  // on the log of the medians (or the medians, if one is <= 0)
+  bool log_scale = true;
+};
+
+struct HistoryOptions {
+  std::string metric = "step_time_s";  // a compare metric (dsgd-bench compare's list)
+  std::string case_filter;             // keep series whose label contains this (empty: all)
+  std::string machine_filter;          // keep series whose machine contains this (empty: all)
+  ChangePointOptions detect;
+};
+
+// The series of `runs` (completed runs with a summary; the others are left out) for the
+// metric. Throws InputError for an unknown metric, naming the known ones.
+std::vector<HistorySeries> history_build(const std::vector<RunWithSummary>& runs, const HistoryOptions& options);
+
+// The machine fingerprint of a run.
+std::string history_machine(const RunRecord& run);
+
+// Output: a table per series (the last `last` points, 0: all; detection always sees every
+// point), CSV (one row per point) and JSON (series with points, changes and the parameters).
+std::string history_table(const std::vector<HistorySeries>& series, const HistoryOptions& options, size_t last);
+std::string history_csv(const std::vector<HistorySeries>& series, size_t last);
+nlohmann::json history_json(const std::vector<HistorySeries>& series, const HistoryOptions& options, size_t last);
+
+}  // namespace dsgd
