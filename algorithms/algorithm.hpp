@@ -160,15 +160,7 @@ class Algorithm {
   virtual std::string details_json() const { return {}; }
 };
 
-struct AlgorithmInfo {
-  std::string name;
-  std::string description;
-  std::string knobs;
-};
-
 // The registry (algorithms/registry.cpp).
 std::unique_ptr<Algorithm> algorithm_create(const std::string& name, const RunConfig& cfg);
-std::vector<AlgorithmInfo> algorithm_list();
-bool algorithm_exists(const std::string& name);
 
 }  // namespace dsgd

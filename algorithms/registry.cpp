@@ -77,16 +77,6 @@ std::string variant_timing_supported_text() {
   return out + ", without --compress";
 }
 
-std::vector<AlgorithmInfo> algorithm_list() {
-  std::vector<AlgorithmInfo> out;
-  for (const Variant* v : variant_all()) out.push_back({v->name, v->description, v->knobs});
-  return out;
-}
-
-bool algorithm_exists(const std::string& name) {
-  return variant_find(name) != nullptr;
-}
-
 std::unique_ptr<Algorithm> algorithm_create(const std::string& name, const RunConfig& cfg) {
   return variant_get(name).create(cfg);
 }

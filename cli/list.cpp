@@ -53,7 +53,7 @@ void setup_list(CLI::App& app) {
     if (*what == "workloads") {
       for (const auto& w : workload_list()) fmt::print("{:<14} {}\n", w.name, w.description);
     } else if (*what == "algorithms") {
-      for (const auto& a : algorithm_list()) fmt::print("{:<14} {:<62} knobs: {}\n", a.name, a.description, a.knobs);
+      for (const Variant* v : variant_all()) fmt::print("{:<14} {:<62} knobs: {}\n", v->name, v->description, v->knobs);
     } else if (*what == "backends") {
       print_backends();
     } else if (*what == "topologies") {

@@ -26,6 +26,7 @@
 #include "core/system_info.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/interrupt.hpp"
+#include "engine/preflight.hpp"
 #include "engine/sim_run.hpp"
 #include "engine/trainer.hpp"
 #include "results/store.hpp"
@@ -57,10 +58,7 @@ void validate_before_launch(const RunConfig& cfg) {
         "--backend {}: training on the GPU through `dsgd-bench run` is not implemented yet (the workloads "
         "compute in host memory)",
         backend.name);
-  workload_check_name(cfg.workload);
-  if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);
-  dataset_validate_spec(cfg.dataset);
-  target_parse(cfg.target);
+  preflight_check_names(cfg);
   Stragglers::parse(cfg.straggler, static_cast<int>(cfg.workers), cfg.seed);
   const Topology topology = topology_make(cfg.topology, static_cast<int>(cfg.workers), cfg.seed);
   network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, topology.groups,

@@ -9,6 +9,7 @@
 #include "cluster/sim_timing.hpp"
 #include "core/errors.hpp"
 #include "core/memory_info.hpp"
+#include "engine/preflight.hpp"
 #include "engine/run_schedule.hpp"
 #include "engine/shared_dataset.hpp"
 #include "workloads/workload.hpp"
@@ -132,8 +133,7 @@ RunPreflight memory_preflight(const RunConfig& cfg, int world_size, int ranks_on
   RunPreflight p;
   // In-process backends (sim) estimate their shared memory themselves (sim_memory_estimate).
   if (backend_get(cfg.backend).launch == BackendLaunch::launch_in_process) return p;
-  if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
-  workload_check_name(cfg.workload);
+  preflight_check_names(cfg);
   p.data = dataset_load_shared(cfg);
   const Dataset& train = p.data->train;
   p.algorithm = algorithm_create(cfg.algo, cfg);

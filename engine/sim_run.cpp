@@ -26,6 +26,7 @@
 #include "engine/collective_check.hpp"
 #include "engine/compute_profile.hpp"
 #include "engine/memory_estimate.hpp"
+#include "engine/preflight.hpp"
 #include "engine/run_record.hpp"
 #include "engine/run_schedule.hpp"
 #include "engine/shared_dataset.hpp"
@@ -114,7 +115,7 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
   Resolved r;
   const std::string host = system_info_read().host;
   const int n = static_cast<int>(cfg.workers);
-  if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
+  preflight_check_names(cfg);
   config_check_timing_only(cfg);  // again: the tuner's probes run without config_validate
   r.data = dataset_load_shared(cfg);
   double workload_bytes = 0;

@@ -27,6 +27,7 @@
 #include "engine/layer_costs.hpp"
 #include "engine/memory_estimate.hpp"
 #include "engine/peak_flops.hpp"
+#include "engine/preflight.hpp"
 #include "engine/run_record.hpp"
 #include "engine/run_schedule.hpp"
 #include "engine/shared_dataset.hpp"
@@ -91,9 +92,7 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   RunPreflight preflight = memory_preflight(cfg, comm.size(), comm.ranks_on_this_host());  // before allocating
   Worker w;
   openblas_set_num_threads(static_cast<int>(cfg.threads));
-  if (!algorithm_exists(cfg.algo)) algorithm_create(cfg.algo, cfg);  // throws the listing error
-  workload_check_name(cfg.workload);
-  target_parse(cfg.target);
+  preflight_check_names(cfg);
   w.data = dataset_load_shared(cfg);
   if (w.data->test.rows == 0)
     DSGD_THROW(InputError, "use a dataset with a test split", "dataset '{}' has no test samples", cfg.dataset);

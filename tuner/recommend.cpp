@@ -15,6 +15,7 @@
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
 #include "engine/compute_profile.hpp"
+#include "engine/preflight.hpp"
 #include "engine/shared_dataset.hpp"
 #include "tuner/evaluator.hpp"
 #include "tuner/prior.hpp"
@@ -98,8 +99,7 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
     check.given_keys.clear();
     config_validate(check);
   }
-  workload_check_name(base.workload);
-  dataset_validate_spec(base.dataset);
+  preflight_check_names(base);
 
   // The model's size, for the bytes-per-step formula (the dataset is loaded once, shared).
   const auto data = dataset_load_shared(base);

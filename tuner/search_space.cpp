@@ -267,9 +267,9 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const
   if (spec.algos.empty())
     DSGD_THROW(InputError, "pass e.g. --algos ssgd,localsgd", "--algos is empty: the search space is empty");
   std::vector<std::string> names;
-  for (const AlgorithmInfo& a : algorithm_list()) names.push_back(a.name);
+  for (const Variant* v : variant_all()) names.push_back(v->name);
   for (const std::string& a : spec.algos)
-    if (!algorithm_exists(a))
+    if (!variant_find(a))
       DSGD_THROW(InputError, fmt::format("pick from: {}", fmt::join(names, ", ")), "--algos: unknown algorithm '{}'",
                  a);
   if (spec.batches.empty() || spec.lr_scalings.empty())
