@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "core/errors.hpp"
+#include "core/text.hpp"
 
 namespace dsgd {
 
@@ -21,13 +22,6 @@ constexpr const char* kBandwidthHint =
     "give a number and a unit: bits per second as 10Gbps, 100Mbit/s, 1e9bps; bytes per second as 25GB/s, 500MB/s";
 constexpr const char* kDurationHint = "give a number and a unit: ns, us, ms or s, e.g. 20us, 1ms, 0.5s";
 
-std::string_view trim(std::string_view s) {
-  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
-  while (!s.empty() && space(s.front())) s.remove_prefix(1);
-  while (!s.empty() && space(s.back())) s.remove_suffix(1);
-  return s;
-}
-
 // A number at the start of `text` (after spaces), and the unit after it (spaces trimmed).
 // Throws InputError naming flag and text when there is no finite number.
 struct NumberAndUnit {
@@ -36,7 +30,7 @@ struct NumberAndUnit {
 };
 
 NumberAndUnit parse_number_and_unit(const std::string& text, const char* flag, const char* hint) {
-  const std::string_view s = trim(text);
+  const std::string_view s = text_trim_view(text);
   if (s.empty()) DSGD_THROW(InputError, hint, "{} '{}': empty value", flag, text);
   double value = 0;
   const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
@@ -46,7 +40,7 @@ NumberAndUnit parse_number_and_unit(const std::string& text, const char* flag, c
     DSGD_THROW(InputError, hint, "{} {}: not a number", flag, text);
   }
   if (!std::isfinite(value)) DSGD_THROW(InputError, hint, "{} {}: not a finite number", flag, text);
-  return {value, trim(s.substr(static_cast<size_t>(end - s.data())))};
+  return {value, text_trim_view(s.substr(static_cast<size_t>(end - s.data())))};
 }
 
 // ⌈log2 n⌉ for n >= 1 (0 for n = 1): the rounds of binomial trees, recursive doubling and
@@ -299,7 +293,7 @@ double network_link_efficiency(const std::string& link_efficiency, int64_t mtu, 
       "pass --link-efficiency auto (TCP/IPv4 over Ethernet at --mtu), 1 (the nominal rate) or a measured "
       "fraction such as 0.9";
   const double from_mtu = network_tcp_goodput_fraction(mtu);  // checks --mtu in every case
-  const std::string_view text = trim(link_efficiency);
+  const std::string_view text = text_trim_view(link_efficiency);
   if (text == "auto") {
     if (mtu_used) *mtu_used = static_cast<int>(mtu);
     return from_mtu;

@@ -9,6 +9,7 @@
 #include "cluster/network_model.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
+#include "core/text.hpp"
 
 namespace dsgd {
 
@@ -30,12 +31,6 @@ std::vector<std::string> split(const std::string& text, char sep) {
   return out;
 }
 
-std::string trim(const std::string& s) {
-  const auto a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  return s.substr(a, s.find_last_not_of(" \t") - a + 1);
-}
-
 double parse_number(const std::string& text, const std::string& what) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
@@ -46,7 +41,7 @@ double parse_number(const std::string& text, const std::string& what) {
 
 // Durations are parsed by the one parser the cluster flags share (--latency too).
 double parse_delay(const std::string& text, const std::string& what) {
-  return network_parse_duration(trim(text), what.c_str(), kStragglerMaxDelayS);
+  return network_parse_duration(text_trim(text), what.c_str(), kStragglerMaxDelayS);
 }
 
 // A number in [lo, hi] (a whole one when `whole`), else InputError naming the range.
@@ -64,9 +59,9 @@ double parse_bounded(const std::string& text, const std::string& what, double lo
 Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed) {
   Stragglers out;
   out.seed_ = seed;
-  if (trim(spec).empty()) return out;
+  if (text_trim(spec).empty()) return out;
   for (const std::string& raw : split(spec, ';')) {
-    const std::string part = trim(raw);
+    const std::string part = text_trim(raw);
     if (part.empty()) continue;
     const size_t colon = part.find(':');
     const std::string kind = part.substr(0, colon);
@@ -76,7 +71,7 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
         const size_t eq = item.find('=');
         if (eq == std::string::npos)
           DSGD_THROW(InputError, kForms, "--straggler '{}': '{}' is not key=value", part, item);
-        kv[trim(item.substr(0, eq))] = trim(item.substr(eq + 1));
+        kv[text_trim(item.substr(0, eq))] = text_trim(item.substr(eq + 1));
       }
     }
     StragglerModel m;

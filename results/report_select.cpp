@@ -9,17 +9,11 @@
 #include <set>
 
 #include "core/errors.hpp"
+#include "core/text.hpp"
 
 namespace dsgd {
 
 namespace {
-
-std::string trim(const std::string& text) {
-  size_t begin = text.find_first_not_of(" \t");
-  if (begin == std::string::npos) return {};
-  size_t end = text.find_last_not_of(" \t");
-  return text.substr(begin, end - begin + 1);
-}
 
 std::vector<std::string> split_items(const std::string& text) {
   std::vector<std::string> items;
@@ -27,7 +21,7 @@ std::vector<std::string> split_items(const std::string& text) {
   while (begin <= text.size()) {
     size_t end = text.find(',', begin);
     if (end == std::string::npos) end = text.size();
-    std::string item = trim(text.substr(begin, end - begin));
+    std::string item = text_trim(text.substr(begin, end - begin));
     if (!item.empty()) items.push_back(item);
     begin = end + 1;
   }
@@ -56,8 +50,8 @@ std::vector<int64_t> report_parse_ids(const std::string& text) {
       ids.push_back(parse_id(item, text));
       continue;
     }
-    const int64_t first = parse_id(trim(item.substr(0, dash)), text);
-    const int64_t last = parse_id(trim(item.substr(dash + 1)), text);
+    const int64_t first = parse_id(text_trim(item.substr(0, dash)), text);
+    const int64_t last = parse_id(text_trim(item.substr(dash + 1)), text);
     if (last < first || last - first > 1000000)
       DSGD_THROW(InputError, "give ranges as FIRST-LAST with FIRST <= LAST", "--runs: bad range '{}'", item);
     for (int64_t id = first; id <= last; ++id) ids.push_back(id);
@@ -71,7 +65,7 @@ bool report_tag_matches(const std::string& tag, const std::string& wanted) {
   const std::vector<std::string> have = split_items(tag);
   const std::set<std::string> have_set(have.begin(), have.end());
   const std::vector<std::string> want = split_items(wanted);
-  if (want.empty()) return trim(tag).empty();
+  if (want.empty()) return text_trim(tag).empty();
   for (const std::string& item : want)
     if (!have_set.count(item)) return false;
   return true;
@@ -81,7 +75,7 @@ std::string report_parse_since(const std::string& text) {
   static const std::regex date(R"(^(\d{4})-(\d{2})-(\d{2})$)");
   static const std::regex date_time(R"(^(\d{4})-(\d{2})-(\d{2})[T ](\d{2}):(\d{2})(:(\d{2}))?Z?$)");
   std::smatch m;
-  const std::string t = trim(text);
+  const std::string t = text_trim(text);
   if (std::regex_match(t, m, date)) return fmt::format("{}-{}-{}T00:00:00Z", m[1].str(), m[2].str(), m[3].str());
   if (std::regex_match(t, m, date_time))
     return fmt::format("{}-{}-{}T{}:{}:{}Z", m[1].str(), m[2].str(), m[3].str(), m[4].str(), m[5].str(),

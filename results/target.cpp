@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/errors.hpp"
+#include "core/text.hpp"
 
 namespace dsgd {
 
@@ -15,26 +16,18 @@ constexpr const char* target_forms_hint =
     "accepted forms: acc=V or test_acc=V (V a fraction in (0, 1], e.g. acc=0.8), "
     "loss=V or test_loss=V (e.g. loss=0.35), or empty for none";
 
-std::string_view trim(std::string_view text) {
-  const char* spaces = " \t\r\n";
-  size_t begin = text.find_first_not_of(spaces);
-  if (begin == std::string_view::npos) return {};
-  size_t end = text.find_last_not_of(spaces);
-  return text.substr(begin, end - begin + 1);
-}
-
 }  // namespace
 
 std::optional<Target> target_parse(const std::string& text) {
-  std::string_view whole = trim(text);
+  std::string_view whole = text_trim_view(text);
   if (whole.empty()) return std::nullopt;
 
   size_t equals = whole.find('=');
   if (equals == std::string_view::npos) {
     DSGD_THROW(InputError, target_forms_hint, "bad target '{}': expected METRIC=VALUE", text);
   }
-  std::string_view name = trim(whole.substr(0, equals));
-  std::string_view number = trim(whole.substr(equals + 1));
+  std::string_view name = text_trim_view(whole.substr(0, equals));
+  std::string_view number = text_trim_view(whole.substr(equals + 1));
 
   Target target;
   if (name == "acc" || name == "test_acc") {

@@ -17,18 +17,12 @@
 #include "cluster/network_model.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
+#include "core/text.hpp"
 #include "engine/memory_estimate.hpp"
 
 namespace dsgd {
 
 namespace {
-
-std::string trim(const std::string& s) {
-  const size_t a = s.find_first_not_of(" \t");
-  if (a == std::string::npos) return "";
-  const size_t b = s.find_last_not_of(" \t");
-  return s.substr(a, b - a + 1);
-}
 
 int64_t parse_int(const std::string& flag, const std::string& text, const std::string& whole) {
   size_t used = 0;
@@ -71,12 +65,12 @@ std::vector<std::string> tune_parse_period_schedules(const std::string& text) {
 }
 
 std::vector<int64_t> tune_parse_int_space(const std::string& flag, const std::string& text) {
-  const std::string t = trim(text);
+  const std::string t = text_trim(text);
   std::vector<int64_t> out;
   const size_t dots = t.find("..");
   if (dots != std::string::npos) {
-    const int64_t lo = parse_int(flag, trim(t.substr(0, dots)), text);
-    const int64_t hi = parse_int(flag, trim(t.substr(dots + 2)), text);
+    const int64_t lo = parse_int(flag, text_trim(t.substr(0, dots)), text);
+    const int64_t hi = parse_int(flag, text_trim(t.substr(dots + 2)), text);
     if (lo > hi)
       DSGD_THROW(InputError, fmt::format("pass {} as MIN..MAX with MIN <= MAX", flag), "{} '{}': {} is above {}", flag,
                  text, lo, hi);
@@ -98,13 +92,13 @@ std::vector<int64_t> tune_parse_int_space(const std::string& flag, const std::st
 std::vector<std::string> tune_parse_list(const std::string& flag, const std::string& text) {
   std::vector<std::string> out;
   size_t start = 0;
-  const std::string t = trim(text);
+  const std::string t = text_trim(text);
   if (t.empty())
     DSGD_THROW(InputError, fmt::format("pass at least one value to {}", flag), "{} is empty: the search space is empty",
                flag);
   while (start <= t.size()) {
     const size_t comma = t.find(',', start);
-    const std::string item = trim(t.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
+    const std::string item = text_trim(t.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
     if (item.empty())
       DSGD_THROW(InputError, fmt::format("separate the values of {} by single commas", flag), "{} '{}': empty item",
                  flag, text);
@@ -116,7 +110,7 @@ std::vector<std::string> tune_parse_list(const std::string& flag, const std::str
 }
 
 double tune_parse_duration(const std::string& flag, const std::string& text) {
-  const std::string t = trim(text);
+  const std::string t = text_trim(text);
   const std::string hint =
       fmt::format("pass {} as a duration: 300s, 5min, 1h (virtual seconds of the simulated cluster)", flag);
   size_t used = 0;
@@ -126,7 +120,7 @@ double tune_parse_duration(const std::string& flag, const std::string& text) {
   } catch (...) {
     DSGD_THROW(InputError, hint, "{} '{}' is not a duration", flag, text);
   }
-  const std::string unit = trim(t.substr(used));
+  const std::string unit = text_trim(t.substr(used));
   double scale = 0;
   if (unit.empty() || unit == "s")
     scale = 1;
@@ -145,7 +139,7 @@ double tune_parse_duration(const std::string& flag, const std::string& text) {
 }
 
 double tune_parse_bytes(const std::string& flag, const std::string& text) {
-  const std::string t = trim(text);
+  const std::string t = text_trim(text);
   const std::string hint = fmt::format("pass {} as bytes with an optional unit: 1e6, 500kB, 64MB, 1MiB", flag);
   size_t used = 0;
   double v = 0;
@@ -154,7 +148,7 @@ double tune_parse_bytes(const std::string& flag, const std::string& text) {
   } catch (...) {
     DSGD_THROW(InputError, hint, "{} '{}' is not a size", flag, text);
   }
-  const std::string unit = trim(t.substr(used));
+  const std::string unit = text_trim(t.substr(used));
   struct U {
     const char* name;
     double bytes;
