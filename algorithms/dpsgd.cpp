@@ -226,6 +226,7 @@ const Variant& variant_dpsgd() {
     v.description = "D-PSGD: gossip averaging with the topology's neighbours (mixing matrix W) every step";
     v.knobs = "--topology, --dpsgd-delay 0|1";
     v.flags = {{"dpsgd-delay"}};
+    v.gossip_every_step = true;
     v.no_compress = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";
     v.validate = dpsgd_validate;
     v.create = algorithm_create_dpsgd;

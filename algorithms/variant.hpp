@@ -29,7 +29,10 @@ struct Variant {
   std::string description;  // one line for `dsgd-bench list algorithms`
   std::string knobs;        // the flags it reads, for the same listing
   std::vector<VariantFlag> flags;
-  bool takes_period = false;      // reads --period H
+  bool takes_period = false;  // reads --period H
+  // Mixes its model with its --topology's neighbours every step (D-PSGD, AD-PSGD): the tuner
+  // searches --topologies for it, and its prior charges the topology's spectral gap.
+  bool gossip_every_step = false;
   std::string no_compress;        // why --compress does not apply to it; empty: it takes --compress
   std::string no_compress_hint;   // what to do instead (empty: drop --compress or use another variant)
   std::string optimizer = "sgd";  // what --optimizer auto means for it (sgd | adamw)

@@ -15,6 +15,7 @@
 
 #include "algorithms/optimizer.hpp"
 #include "algorithms/variant.hpp"
+#include "cluster/backends.hpp"
 #include "core/output_file.hpp"
 #include "core/run_config.hpp"
 #include "results/report_rows.hpp"
@@ -58,8 +59,10 @@ bool config_key_applies(const RunConfig& cfg, std::string_view key) {
   if (std::find(transformer.begin(), transformer.end(), key) != transformer.end()) return cfg.workload == "transformer";
   if (key == "augment") return cfg.workload == "resnet";
   if (key == "model") return cfg.workload != "svm";
-  if (key == "hostfile") return cfg.backend == "mpi";
-  if (key == "timing-only" || key == "compute-scale" || key == "profile-from") return cfg.backend == "sim";
+  const Backend* backend = backend_find(cfg.backend);
+  if (key == "hostfile") return backend && backend->has(cap_multi_process);
+  if (key == "timing-only" || key == "compute-scale" || key == "profile-from" || key == "native-floor")
+    return backend && backend->has(cap_virtual_clock);
   return true;
 }
 

@@ -41,7 +41,8 @@ int64_t parse_int(const std::string& flag, const std::string& text, const std::s
 }  // namespace
 
 bool tune_algo_is_gossip(const std::string& algo) {
-  return algo == "dpsgd" || algo == "adpsgd";
+  const Variant* v = variant_find(algo);
+  return v && v->gossip_every_step;
 }
 
 bool tune_algo_has_period_schedule(const std::string& algo) {
