@@ -80,16 +80,7 @@ std::unique_ptr<Algorithm> algorithm_create_diloco(const RunConfig& cfg) {
 
 void localsgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
 
-namespace {
-
-void diloco_validate(const RunConfig& cfg) {
-  if (!(cfg.outer_lr > 0) || !std::isfinite(cfg.outer_lr))
-    config_fail("outer-lr", fmt::format("must be > 0 (got {})", cfg.outer_lr), "pass e.g. 0.7");
-  if (!(cfg.outer_momentum >= 0 && cfg.outer_momentum < 1))
-    config_fail("outer-momentum", fmt::format("must be in [0, 1) (got {})", cfg.outer_momentum), "pass e.g. 0.9");
-}
-
-}  // namespace
+namespace {}  // namespace
 
 const Variant& variant_diloco() {
   static const Variant v = [] {
@@ -100,7 +91,6 @@ const Variant& variant_diloco() {
     v.flags = {{"outer-lr"}, {"outer-momentum"}};
     v.takes_period = true;
     v.optimizer = "adamw";
-    v.validate = diloco_validate;
     v.create = algorithm_create_diloco;
     v.timing = localsgd_timing;
     return v;

@@ -199,8 +199,6 @@ std::unique_ptr<Algorithm> algorithm_create_localsgd(const RunConfig& cfg) {
 namespace {
 
 void localsgd_validate(const RunConfig& cfg) {
-  if (cfg.post_local < 0)
-    config_fail("post-local", fmt::format("must be >= 0 (got {})", cfg.post_local), "pass 0 for none");
   const PeriodScheduleKind kind = period_schedule_kind(cfg.period_schedule);  // names --period-schedule
   if (kind == PeriodScheduleKind::schedule_qsr) {
     if (!(cfg.qsr_alpha > 0) || !std::isfinite(cfg.qsr_alpha))

@@ -337,8 +337,6 @@ void ps_validate(const RunConfig& cfg) {
                 cfg.ps_staleness == def.ps_staleness ? "is required with --ps-mode ssp"
                                                      : fmt::format("must be >= 0 (got {})", cfg.ps_staleness),
                 "pass the bound in clocks, e.g. --ps-staleness 2 (0: every worker within one step of the slowest)");
-  if (cfg.ps_shards < 0)
-    config_fail("ps-shards", fmt::format("must be >= 0 (got {})", cfg.ps_shards), "pass 0 for the default");
   if (cfg.ps_placement != "auto" && cfg.ps_placement != "colocated" && cfg.ps_placement != "dedicated")
     config_fail("ps-placement", fmt::format("unknown placement '{}'", cfg.ps_placement),
                 "available: auto (dedicated on more than one worker), colocated, dedicated");

@@ -29,7 +29,7 @@ expect_error "--compress: applies to the all-reduce variants .* not osp" "$BIN" 
 expect_error "--period: applies to --algo" "$BIN" "${base[@]}" --algo osp --period 2
 expect_error "--gossip-overlap: applies to --algo oldsgd" "$BIN" "${base[@]}" --algo dpsgd --gossip-overlap false
 expect_error "--period: applies to --algo .*oldsgd" "$BIN" "${base[@]}" --algo dpsgd --period 2
-expect_error "--period: must be at least 1" "$BIN" "${base[@]}" --algo oldsgd --period 0
+expect_error "--period: must be in 1..1000000 \(got 0\)" "$BIN" "${base[@]}" --algo oldsgd --period 0
 expect_error "--compress: applies to the all-reduce variants .* not oldsgd" "$BIN" "${base[@]}" --algo oldsgd --compress topk:0.1
 expect_error "--dreamddp-fill: applies to --algo dreamddp" "$BIN" "${base[@]}" --algo localsgd --dreamddp-fill false
 expect_error "--lr must be positive \(got 0\)" "$BIN" "${base[@]}" --lr 0

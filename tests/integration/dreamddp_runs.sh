@@ -87,6 +87,6 @@ id=$(last_run_id gpt.txt)
 [ "$(sql t.db "select status from runs where id=$id")" = completed ] || fail "transformer: not completed"
 
 # Bad input: exit code 2 and a message naming the flag.
-expect_error "period: must be at least 1" "$BIN" run --steps 2 --db bad.db --dataset "$SMALL" --algo dreamddp --period 0
+expect_error "--period: must be in 1..1000000 \(got 0\)" "$BIN" run --steps 2 --db bad.db --dataset "$SMALL" --algo dreamddp --period 0
 expect_error "schedule: applies to --algo dreamddp only" "$BIN" run --steps 2 --db bad.db --dataset "$SMALL" --algo ssgd --schedule true
 echo PASS

@@ -9,7 +9,7 @@ expect_error "--seed: must be a non-negative integer \(got -1\)" "${R[@]}" --see
 expect_error "--epochs: must be in \[0, 1e\+06\] \(got 1e\+18\)" "$BIN" run --db t.db --dataset "$SMALL" --epochs 1e18
 expect_error "--batch: must be in 1\.\.16777216 \(got 3000000000\)" "${R[@]}" --batch 3000000000
 expect_error "--lr: must be > 0 \(got nan\)" "${R[@]}" --lr nan
-expect_error "--weight-decay: must be >= 0 \(got inf\)" "${R[@]}" --weight-decay inf
+expect_error "--weight-decay: must be in \[0, 1000\] \(got inf\)" "${R[@]}" --weight-decay inf
 printf 'batch = 3000000000\n' > huge.toml
 expect_error "--batch: must be in 1\.\.16777216 \(got 3000000000\)" "$BIN" run --db t.db --config huge.toml --steps 2
 printf 'seed = -1\n' > neg.toml

@@ -98,7 +98,7 @@ awk -v a="$fwd" -v b="$got" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-12 + 1e-9*
   fail "simulated forward $got is not the calibrated $fwd"
 
 # Bad input: exit code 2 and a message naming the problem.
-expect_error "--workers: must be at least 1" "$BIN" run --backend sim --workers 0 "${common[@]}"
+expect_error "--workers: must be in 1..4096 \(got 0\)" "$BIN" run --backend sim --workers 0 "${common[@]}"
 expect_error "cannot be reached in a --timing-only run" "$BIN" run --backend sim --workers 4 --timing-only true --target acc=0.5 \
   "${common[@]}"
 expect_error "a profile of another workload" "$BIN" run --workers 2 "${common[@]}" --backend sim --profile-from "$PROF" \
