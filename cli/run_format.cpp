@@ -20,6 +20,7 @@
 #include "core/run_config.hpp"
 #include "results/report_rows.hpp"
 #include "results/row_fields.hpp"
+#include "workloads/datasets/subset.hpp"
 
 namespace dsgd {
 
@@ -107,6 +108,16 @@ std::string format_paging_warning(const nlohmann::json& pages) {
       "  {:<13} training set {:.0f} MB on 4 KiB pages ({:.0f} % on 2 MiB pages; transparent huge pages '{}'): "
       "random batches miss the TLB, so steps can be several times slower and vary between runs\n",
       "warning", bytes / 1e6, 100 * fraction, pages.value("thp", std::string("?")));
+}
+
+std::string format_eval_set(const nlohmann::json& eval_set) {
+  if (!eval_set.is_object()) return {};
+  const int64_t rows = eval_set.value("rows", int64_t{0}), of = eval_set.value("of", int64_t{0});
+  if (rows <= 0) return {};
+  return fmt::format(
+      "  {:<13} {} of {} test rows, class-stratified (--eval-subset): an accuracy near 80 % is known to +-{:.1f} "
+      "points (95 %)\n",
+      "eval-set", rows, of, 100 * dataset_accuracy_ci95(0.8, static_cast<size_t>(rows)));
 }
 
 std::string format_eval_line(const EvalRow& e, int64_t total_steps) {

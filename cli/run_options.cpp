@@ -40,7 +40,7 @@ std::string option_group(std::string_view key) {
        {"lr", "momentum", "weight-decay", "optimizer", "nesterov", "beta1", "beta2", "eps", "lr-schedule", "lr-warmup",
         "lr-step-every", "lr-step-gamma", "lr-scaling", "lr-base-batch"}},
       {"Length, evaluation and target",
-       {"steps", "epochs", "seed", "eval-every", "target", "stop-at-target", "time-limit", "warmup"}},
+       {"steps", "epochs", "seed", "eval-every", "eval-subset", "target", "stop-at-target", "time-limit", "warmup"}},
       {"Cluster and network",
        {"workers", "backend", "hostfile", "threads", "topology", "bandwidth", "latency", "inter-bandwidth",
         "inter-latency", "link-efficiency", "mtu"}},

@@ -36,6 +36,11 @@ const std::vector<RunConfigField>& run_config_fields() {
        &C::backend},
       {"seed", "random seed (data order, initialisation, synthetic data)", &C::seed},
       {"eval-every", "evaluate every K steps (0 = about 10 evaluations)", &C::eval_every},
+      {"eval-subset",
+       "evaluate on a fixed, class-stratified subset of N test rows, the same for every run (0, or N at least "
+       "the test set's rows: the whole test set); cheaper evaluations for deep workloads, at a wider confidence "
+       "interval",
+       &C::eval_subset},
       {"target", "target for time-to-target: acc=0.80 or loss=0.35", &C::target},
       {"stop-at-target", "end the run at the first evaluation that reaches --target (all ranks together)",
        &C::stop_at_target},
@@ -185,6 +190,7 @@ const std::vector<RunConfigRange>& run_config_ranges() {
       {"workers", 1, kRunConfigMaxWorkers},
       {"seed", 0, kInt63},
       {"eval-every", 0, kSteps},
+      {"eval-subset", 0, 1 << 30},
       {"time-limit", 0, 1e9},
       {"warmup", 0, kSteps},
       {"threads", 1, 256},

@@ -27,6 +27,7 @@ struct RunConfig {
   std::string backend = "mpi";
   uint64_t seed = 1;
   int64_t eval_every = 0;       // 0: about 10 evaluations per run
+  int64_t eval_subset = 0;      // evaluate on a fixed, class-stratified subset of this many test rows (0: all)
   std::string target;           // "acc=0.80" or "loss=0.35"; empty: none
   bool stop_at_target = false;  // end the run at the first evaluation at or past --target
   double time_limit = 0;        // end the run at the first evaluation at or past this training time (s); 0: none

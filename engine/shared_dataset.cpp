@@ -1,6 +1,7 @@
 // See shared_dataset.hpp.
 #include "engine/shared_dataset.hpp"
 
+#include <algorithm>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -8,6 +9,7 @@
 
 #include "core/run_config.hpp"
 #include "workloads/datasets/dataset.hpp"
+#include "workloads/datasets/subset.hpp"
 #include "workloads/workload.hpp"
 
 namespace dsgd {
@@ -27,6 +29,21 @@ std::shared_ptr<const DatasetPair> dataset_load_shared(const RunConfig& cfg) {
   std::shared_ptr<const DatasetPair> shared = std::move(loaded);
   slot = shared;
   return shared;
+}
+
+std::shared_ptr<const Dataset> dataset_eval_set_shared(const RunConfig& cfg,
+                                                       const std::shared_ptr<const DatasetPair>& data) {
+  const size_t n = static_cast<size_t>(std::max<int64_t>(cfg.eval_subset, 0));
+  if (n == 0 || (n >= data->test.rows && data->test.tokens.empty()))
+    return std::shared_ptr<const Dataset>(data, &data->test);  // the whole test set, no copy
+  static std::mutex mutex;
+  static std::map<std::pair<const DatasetPair*, size_t>, std::weak_ptr<const Dataset>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto& slot = cache[{data.get(), n}];
+  if (auto existing = slot.lock()) return existing;
+  std::shared_ptr<const Dataset> subset = std::make_shared<Dataset>(dataset_stratified_subset(data->test, n));
+  slot = subset;
+  return subset;
 }
 
 }  // namespace dsgd

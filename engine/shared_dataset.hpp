@@ -20,4 +20,10 @@ struct RunConfig;
 // (dataset_depends_on_seed); thread-safe.
 std::shared_ptr<const DatasetPair> dataset_load_shared(const RunConfig& cfg);
 
+// The set a run evaluates on: data's test set, or with --eval-subset N (below its rows) its
+// class-stratified N-row subset (workloads/datasets/subset.hpp), built once per process for
+// every worker that shares `data` (thread-safe). Throws InputError for a text dataset.
+std::shared_ptr<const Dataset> dataset_eval_set_shared(const RunConfig& cfg,
+                                                       const std::shared_ptr<const DatasetPair>& data);
+
 }  // namespace dsgd

@@ -49,6 +49,7 @@ std::atomic<bool> g_past_setup{false};
 // Everything a worker needs, built once.
 struct Worker {
   std::shared_ptr<const DatasetPair> data;  // shared by the sim backend's workers (read-only)
+  std::shared_ptr<const Dataset> eval_set;  // data->test, or its --eval-subset (shared likewise)
   std::unique_ptr<Workload> workload;
   // What an algorithm's threads use, declared before the algorithm so that its threads are
   // joined before these go: local threads 1..T−1's workloads and data streams
@@ -96,6 +97,7 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
   w.data = dataset_load_shared(cfg);
   if (w.data->test.rows == 0)
     DSGD_THROW(InputError, "use a dataset with a test split", "dataset '{}' has no test samples", cfg.dataset);
+  w.eval_set = dataset_eval_set_shared(cfg, w.data);
   w.workload = preflight.workload ? std::move(preflight.workload) : workload_create(cfg, w.data->train);
   w.workload->reserve(static_cast<size_t>(cfg.batch));
   const size_t count = w.workload->param_count();
@@ -164,6 +166,8 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
     config["dataset-pages"] = {
         {"thp", paging.thp_mode}, {"bytes", paging.bytes}, {"huge-fraction", paging.huge_fraction()}};
   }
+  if (w.eval_set.get() != &w.data->test)
+    config["eval-set"] = {{"rows", w.eval_set->rows}, {"of", w.data->test.rows}, {"stratified", true}};
   // MFU's inputs (docs/metrics.md): the summary derives achieved model GFLOP/s and MFU from them.
   config["flops-per-sample"] = w.workload->flops_per_sample();
   config["peak-gflops-per-worker"] = w.peak_flops * 1e-9;
@@ -221,12 +225,12 @@ const float* evaluation_model(Worker& w, Communicator& comm, TrainState& state, 
 
 // Each rank evaluates its slice of the test set; sums are all-reduced.
 EvalSums evaluate_test(Worker& w, Communicator& comm, const float* model) {
-  const size_t rows = w.data->test.rows;
+  const size_t rows = w.eval_set->rows;
   const size_t n = static_cast<size_t>(comm.size());
   const size_t r = static_cast<size_t>(comm.rank());
   const size_t begin = rows * r / n;
   const size_t end = rows * (r + 1) / n;
-  EvalSums local = w.workload->evaluate(model, w.data->test, begin, end);
+  EvalSums local = w.workload->evaluate(model, *w.eval_set, begin, end);
   double sums[3] = {local.loss_sum, local.correct, local.count};
   comm.untimed_allreduce_sum(sums, 3);
   return EvalSums{sums[0], sums[1], sums[2]};

@@ -1,6 +1,7 @@
 # The unit test table: one line per test file, with the module libraries it links.
 foreach(entry
     "test_datasets:dsgd_workloads"
+    "test_dataset_subset:dsgd_workloads"
     "test_svm:dsgd_workloads"
     "test_layers:dsgd_workloads"
     "test_blas_core:dsgd_workloads"
