@@ -82,23 +82,22 @@ int compare_run(const CompareCliOptions& o) {
     write_file(o.bench_bigger, compare_benchmark_json(result, true).dump(2) + "\n", "--benchmark-bigger");
   if (!o.bench_smaller.empty())
     write_file(o.bench_smaller, compare_benchmark_json(result, false).dump(2) + "\n", "--benchmark-smaller");
-  if (result.regressions > 0) {
-    std::string names;
+  // The gating metrics with a verdict, one line each (group, metric, why).
+  auto gating = [&](CompareVerdict verdict) {
+    std::string lines;
     for (const CompareGroup& g : result.groups)
       for (const CompareMetricResult& m : g.metrics)
-        if (m.metric.gate && m.verdict == CompareVerdict::compare_regressed)
-          names += fmt::format("\n  {}: {} {}", g.label, m.metric.name, m.note);
-    fmt::print(stderr, "dsgd-bench: regression:{}\n", names);
+        if (m.metric.gate && m.verdict == verdict)
+          lines += fmt::format("\n  {}: {} {}", g.label, m.metric.name, m.note);
+    return lines;
+  };
+  if (result.regressions > 0) {
+    fmt::print(stderr, "dsgd-bench: regression:{}\n", gating(CompareVerdict::compare_regressed));
     return 1;
   }
   if (result.inconclusive > 0) {
-    std::string names;
-    for (const CompareGroup& g : result.groups)
-      for (const CompareMetricResult& m : g.metrics)
-        if (m.metric.gate && m.verdict == CompareVerdict::compare_inconclusive)
-          names += fmt::format("\n  {}: {} {}", g.label, m.metric.name, m.note);
     fmt::print(stderr, "dsgd-bench: inconclusive (exit 3; rerun with --repeat {}):{}\n", result.repetitions_needed,
-               names);
+               gating(CompareVerdict::compare_inconclusive));
     return 3;
   }
   return 0;
