@@ -12,19 +12,23 @@ if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
 else
   find . \( -path './build*' -o -path './.git' \) -prune -o \( -name '*.cpp' -o -name '*.hpp' \) -print0
 fi | xargs -0 clang-format --dry-run --Werror
-# The build must be warning-free (GCC 12's known false positives are silenced in
+# The builds must be warning-free (GCC 12's known false positives are silenced in
 # CMakeLists.txt, each with its reason): a warning fails CI. ccache replays a cached
 # compile's warnings, so a warm cache still shows every one.
-build_log=$(mktemp)
-bash scripts/build.sh 2>&1 | tee "$build_log"
-if grep -E "warning[: ]" "$build_log" >/dev/null; then
-  echo "test.sh: the build printed compiler warnings:" >&2
-  grep -E "warning[: ]" "$build_log" | sort | uniq -c | sort -rn | head -20 >&2
-  echo "test.sh: fix them (or, for a compiler's false positive, silence it where it fires, with the reason, as CMakeLists.txt does)" >&2
-  rm -f "$build_log"
-  exit 1
-fi
-rm -f "$build_log"
+build_without_warnings() {  # build_without_warnings COMMAND...: runs it, fails on a compiler warning
+  local log
+  log=$(mktemp)
+  "$@" 2>&1 | tee "$log"
+  if grep -E "warning[: ]" "$log" >/dev/null; then
+    echo "test.sh: the build printed compiler warnings:" >&2
+    grep -E "warning[: ]" "$log" | sort | uniq -c | sort -rn | head -20 >&2
+    echo "test.sh: fix them (or, for a compiler's false positive, silence it where it fires, with the reason, as CMakeLists.txt does)" >&2
+    rm -f "$log"
+    exit 1
+  fi
+  rm -f "$log"
+}
+build_without_warnings bash scripts/build.sh
 # Timing assertions (stragglers, emulated links, overlap) compare measured milliseconds on
 # a shared 2-core machine; a test that fails is run once more before it counts as failed
 # (ctest prints both attempts), so one preempted run does not fail CI, and a real defect,
@@ -51,7 +55,7 @@ if [[ "${DSGD_SKIP_PORTABLE:-0}" == 1 ]]; then
   exit 0
 fi
 cmake -S . -B build-portable -DCMAKE_BUILD_TYPE=Release -DDSGD_NATIVE=OFF -DDSGD_BUILD_BENCH=OFF >/dev/null
-cmake --build build-portable -j"$(nproc)" --target dsgd_unit_tests
+build_without_warnings cmake --build build-portable -j"$(nproc)" --target dsgd_unit_tests
 (cd build-portable && ONEDNN_MAX_CPU_ISA=AVX2 ctest --no-tests=error -L unit --output-on-failure --timeout 600 --repeat until-pass:2 "$@")
 
 # Then the numeric unit tests of that build on an emulated x86-64 without AVX (qemu-user's

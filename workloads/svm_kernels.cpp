@@ -14,6 +14,12 @@ namespace dsgd {
 
 namespace {
 
+// GCC warns (-Wpsabi) that returning v8f without AVX changes the ABI, in the portable build.
+// These helpers have internal linkage and are inlined: no call crosses a translation unit.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 using v8f = float __attribute__((vector_size(32)));
 
 [[gnu::always_inline]] inline v8f load8(const float* p) {

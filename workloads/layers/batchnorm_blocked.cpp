@@ -20,6 +20,12 @@ namespace dsgd {
 
 namespace {
 
+// GCC warns (-Wpsabi) that returning v8 without AVX changes the ABI, in the portable build.
+// These helpers have internal linkage and are inlined: no call crosses a translation unit.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
 typedef float v8 __attribute__((vector_size(32)));
 constexpr size_t kFlush = 1024;  // pixels per float partial sum before it goes to double
 
