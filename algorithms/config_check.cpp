@@ -61,12 +61,11 @@ void check_optimizer(const RunConfig& cfg) {
 // "--algo A|B" for the variants that declare `key`, or a declared owner text.
 std::string owners_of(const char* key) {
   std::string out;
-  for (const Variant* v : variant_all())
+  for (const Variant* v : variant_flag_owners(key)) {
     for (const VariantFlag& f : v->flags)
-      if (std::string(f.key) == key) {
-        if (f.owner) return f.owner;
-        out += (out.empty() ? "--algo " : "|") + v->name;
-      }
+      if (std::string_view(f.key) == key && f.owner) return f.owner;
+    out += (out.empty() ? "--algo " : "|") + v->name;
+  }
   return out;
 }
 

@@ -45,6 +45,14 @@ const Variant* variant_find(const std::string& name) {
   return nullptr;
 }
 
+std::vector<const Variant*> variant_flag_owners(std::string_view key) {
+  std::vector<const Variant*> owners;
+  for (const Variant* v : variant_all())
+    for (const VariantFlag& f : v->flags)
+      if (key == f.key) owners.push_back(v);
+  return owners;
+}
+
 const Variant& variant_get(const std::string& name) {
   if (const Variant* v = variant_find(name)) return *v;
   std::string known;

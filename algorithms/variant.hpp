@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "cluster/sim_timing.hpp"
@@ -63,6 +64,10 @@ const std::vector<const Variant*>& variant_all();
 const Variant& variant_get(const std::string& name);
 // The entry of `name`, or nullptr.
 const Variant* variant_find(const std::string& name);
+
+// The variants whose registry entry owns run flag `key` (their own flags), in registry order;
+// empty for a flag every variant shares.
+std::vector<const Variant*> variant_flag_owners(std::string_view key);
 
 // Whether --algo takes --period H.
 bool variant_uses_period(const std::string& algo);

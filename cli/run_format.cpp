@@ -36,10 +36,8 @@ bool config_key_always(std::string_view key) {
 // Whether a key is one of the run's variant's own knobs (its registry flags, --period).
 bool config_key_of_variant(const RunConfig& cfg, std::string_view key) {
   if (key == "period") return variant_uses_period(cfg.algo);
-  const Variant* v = variant_find(cfg.algo);
-  if (!v) return false;
-  for (const VariantFlag& flag : v->flags)
-    if (key == flag.key) return true;
+  for (const Variant* v : variant_flag_owners(key))
+    if (v->name == cfg.algo) return true;
   return false;
 }
 
@@ -47,15 +45,7 @@ bool config_key_of_variant(const RunConfig& cfg, std::string_view key) {
 // registry entry), --period only with a variant that takes it, the model's shape only with
 // the workload that reads it, a backend's own settings only on that backend.
 bool config_key_applies(const RunConfig& cfg, std::string_view key) {
-  bool owned = false;
-  for (const Variant* v : variant_all())
-    for (const VariantFlag& flag : v->flags)
-      if (key == flag.key) {
-        if (v->name == cfg.algo) return true;
-        owned = true;
-      }
-  if (owned) return false;  // another variant's knob
-  if (key == "period") return variant_uses_period(cfg.algo);
+  if (key == "period" || !variant_flag_owners(key).empty()) return config_key_of_variant(cfg, key);
   static const std::vector<std::string_view> transformer = {"layers", "d-model", "heads", "seq", "vocab"};
   if (std::find(transformer.begin(), transformer.end(), key) != transformer.end()) return cfg.workload == "transformer";
   if (key == "augment") return cfg.workload == "resnet";
@@ -114,10 +104,12 @@ std::string format_eval_set(const nlohmann::json& eval_set) {
   if (!eval_set.is_object()) return {};
   const int64_t rows = eval_set.value("rows", int64_t{0}), of = eval_set.value("of", int64_t{0});
   if (rows <= 0) return {};
+  // The widest 95 % interval of an accuracy on that many rows (at 50 %): it holds whatever
+  // the accuracy turns out to be.
   return fmt::format(
-      "  {:<13} {} of {} test rows, class-stratified (--eval-subset): an accuracy near 80 % is known to +-{:.1f} "
-      "points (95 %)\n",
-      "eval-set", rows, of, 100 * dataset_accuracy_ci95(0.8, static_cast<size_t>(rows)));
+      "  {:<13} {} of {} test rows, class-stratified (--eval-subset): a test accuracy is known to within "
+      "+-{:.1f} points (95 %)\n",
+      "eval-set", rows, of, 100 * dataset_accuracy_ci95(0.5, static_cast<size_t>(rows)));
 }
 
 std::string format_eval_line(const EvalRow& e, int64_t total_steps) {

@@ -28,7 +28,7 @@ std::string format_eval_line(const EvalRow& row, int64_t total_steps);
 // large training set sits on 4 KiB pages; empty otherwise.
 std::string format_paging_warning(const nlohmann::json& pages);
 // The line saying a run evaluates on a subset of its test set (config "eval-set"), with the
-// 95 % confidence interval of an accuracy near 80 % on it; empty when it evaluates them all.
+// widest 95 % confidence interval of an accuracy on it; empty when it evaluates them all.
 std::string format_eval_set(const nlohmann::json& eval_set);
 // One run's block, as the text printer prints it.
 std::string format_run_summary(const RunWithSummary& run);

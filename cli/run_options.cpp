@@ -17,21 +17,15 @@ namespace dsgd {
 
 namespace {
 
-// The variants whose registry entry owns `key` (their own flags), in registry order.
-std::vector<std::string> flag_owners(std::string_view key) {
-  std::vector<std::string> owners;
-  for (const Variant* v : variant_all())
-    for (const VariantFlag& flag : v->flags)
-      if (key == flag.key) owners.push_back(v->name);
-  return owners;
-}
-
 // The --help group of a run flag: a variant's own flags under that variant (from the
 // registry), the rest by topic. Groups are listed in the order their first flag appears in
 // the field table.
 std::string option_group(std::string_view key) {
-  if (const std::vector<std::string> owners = flag_owners(key); !owners.empty())
-    return fmt::format("Options of --algo {}", fmt::join(owners, ", "));
+  if (const std::vector<const Variant*> owners = variant_flag_owners(key); !owners.empty()) {
+    std::vector<std::string> names;
+    for (const Variant* v : owners) names.push_back(v->name);
+    return fmt::format("Options of --algo {}", fmt::join(names, ", "));
+  }
   static const std::vector<std::pair<std::string_view, std::vector<std::string_view>>> groups = {
       {"Workload and data",
        {"workload", "dataset", "batch", "model", "layers", "d-model", "heads", "seq", "vocab", "augment"}},
@@ -101,7 +95,7 @@ void run_options_bind(CLI::App* sub, RunOptionBinding& b, const std::vector<std:
   // topic groups before the variants' groups.
   std::vector<const RunConfigField*> fields;
   for (const auto& field : run_config_fields())
-    if (flag_owners(field.key).empty()) fields.push_back(&field);
+    if (variant_flag_owners(field.key).empty()) fields.push_back(&field);
   for (const Variant* v : variant_all())
     for (const VariantFlag& flag : v->flags)
       for (const auto& field : run_config_fields())

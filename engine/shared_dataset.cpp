@@ -36,13 +36,20 @@ std::shared_ptr<const Dataset> dataset_eval_set_shared(const RunConfig& cfg,
   const size_t n = static_cast<size_t>(std::max<int64_t>(cfg.eval_subset, 0));
   if (n == 0 || (n >= data->test.rows && data->test.tokens.empty()))
     return std::shared_ptr<const Dataset>(data, &data->test);  // the whole test set, no copy
+  // Keyed by the pair's address, and checked against the pair itself: a freed pair's address
+  // can be reused by another dataset while an old subset is still held.
+  struct Slot {
+    std::weak_ptr<const DatasetPair> of;
+    std::weak_ptr<const Dataset> subset;
+  };
   static std::mutex mutex;
-  static std::map<std::pair<const DatasetPair*, size_t>, std::weak_ptr<const Dataset>> cache;
+  static std::map<std::pair<const DatasetPair*, size_t>, Slot> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  auto& slot = cache[{data.get(), n}];
-  if (auto existing = slot.lock()) return existing;
+  Slot& slot = cache[{data.get(), n}];
+  if (slot.of.lock() == data)
+    if (auto existing = slot.subset.lock()) return existing;
   std::shared_ptr<const Dataset> subset = std::make_shared<Dataset>(dataset_stratified_subset(data->test, n));
-  slot = subset;
+  slot = Slot{data, subset};
   return subset;
 }
 

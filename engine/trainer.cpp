@@ -27,7 +27,6 @@
 #include "engine/layer_costs.hpp"
 #include "engine/memory_estimate.hpp"
 #include "engine/peak_flops.hpp"
-#include "engine/preflight.hpp"
 #include "engine/run_record.hpp"
 #include "engine/run_schedule.hpp"
 #include "engine/shared_dataset.hpp"
@@ -90,10 +89,11 @@ void hook_trampoline(void* ctx, size_t layer) {
 }
 
 Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
+  // The names were checked before: by memory_preflight on real ranks, by sim_resolve once for
+  // every simulated worker (not again per worker).
   RunPreflight preflight = memory_preflight(cfg, comm.size(), comm.ranks_on_this_host());  // before allocating
   Worker w;
   openblas_set_num_threads(static_cast<int>(cfg.threads));
-  preflight_check_names(cfg);
   w.data = dataset_load_shared(cfg);
   if (w.data->test.rows == 0)
     DSGD_THROW(InputError, "use a dataset with a test split", "dataset '{}' has no test samples", cfg.dataset);

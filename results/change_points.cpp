@@ -183,6 +183,10 @@ std::vector<size_t> detect_window(const std::vector<double>& v, size_t begin, si
 
 }  // namespace
 
+double change_points_first_pass_pvalue(double max_pvalue) {
+  return max_pvalue < 0.05 ? 10 * max_pvalue : max_pvalue < 0.5 ? 2 * max_pvalue : max_pvalue;
+}
+
 double student_t_two_sided_p(double t, double df) {
   if (!(df > 0)) return 1;
   if (std::isinf(t)) return 0;
@@ -214,7 +218,7 @@ std::vector<ChangePoint> change_points_detect(const std::vector<double>& series,
   if (n < 2) return {};
 
   // 1. Split: weak points over overlapping windows at the relaxed threshold.
-  const double weak_p = o.max_pvalue < 0.05 ? 10 * o.max_pvalue : o.max_pvalue < 0.5 ? 2 * o.max_pvalue : o.max_pvalue;
+  const double weak_p = change_points_first_pass_pvalue(o.max_pvalue);
   const size_t step = o.window / 2;
   std::vector<size_t> weak;
   for (size_t start = 0; start < n;) {

@@ -52,6 +52,10 @@ struct ChangePoint {
   double relative_change = 0;
 };
 
+// The split pass's relaxed threshold for a final max_pvalue: 10x below 0.05, 2x below 0.5, else
+// max_pvalue itself.
+double change_points_first_pass_pvalue(double max_pvalue);
+
 // The two-sided p-value of Student's t statistic t with df degrees of freedom (df > 0):
 // I_{df/(df+t^2)}(df/2, 1/2), the regularised incomplete beta function.
 double student_t_two_sided_p(double t, double df);

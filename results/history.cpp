@@ -42,10 +42,7 @@ std::string parameters_text(const HistoryOptions& o) {
   return fmt::format(
       "E-Divisive means + Student's t: window {}, max p-value {:g} (first pass {:g}), min magnitude {:g}, "
       "min segment {}",
-      o.detect.window, o.detect.max_pvalue,
-      o.detect.max_pvalue < 0.05  ? 10 * o.detect.max_pvalue
-      : o.detect.max_pvalue < 0.5 ? 2 * o.detect.max_pvalue
-                                  : o.detect.max_pvalue,
+      o.detect.window, o.detect.max_pvalue, change_points_first_pass_pvalue(o.detect.max_pvalue),
       o.detect.min_magnitude, o.detect.min_segment);
 }
 

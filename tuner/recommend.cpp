@@ -354,7 +354,7 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
 
   if (!plan.missing_profiles.empty())
     result.profile_wall_s = tune_profiles_measure(plan, store, session_id, result.notes);
-  if (spec.base.backend == "sim" && spec.base.profile_from <= 0) {
+  if (backend_get(spec.base.backend).has(cap_virtual_clock) && spec.base.profile_from <= 0) {
     std::vector<int64_t> batches;
     for (const Candidate& c : plan.space.feasible) batches.push_back(c.batch);
     result.profile_warnings = compute_profile_warnings_stored(store, system_info_read().host, spec.base, batches);
@@ -388,8 +388,7 @@ TuneResult tune_run(const TunePlan& plan, Store& store, int64_t session_id,
   Runner runner{searched, &store, session_id, progress, result, &pool, nullptr, {}, {}, {}, {}};
   for (const TrialRow& t : tune_trials_get(store, session_id)) runner.stored[t.trial_key] = t;
   const TunePlan piloted = pilot_trial_time(searched, runner, result);
-  Runner search_runner{piloted, &store,        session_id, progress, result,        &pool,
-                       nullptr, runner.stored, {},         {},       runner.counted};
+  Runner search_runner = runner_at(piloted, runner);
   result.trial_time_s = piloted.trial_time_s;
   result.rungs_s = piloted.rungs;
 

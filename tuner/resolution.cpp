@@ -11,6 +11,19 @@
 
 namespace dsgd::tune_detail {
 
+namespace {
+
+// The plan at trial budget r: the rungs r/eta^k; the schedules follow r (Runner::schedule_probe).
+TunePlan plan_at(const TunePlan& plan, double r) {
+  TunePlan p = plan;
+  p.trial_time_s = r;
+  for (size_t i = 0; i < p.rungs.size(); ++i)
+    p.rungs[i] = r / std::pow(plan.spec.eta, static_cast<double>(p.rungs.size() - 1 - i));
+  return p;
+}
+
+}  // namespace
+
 // A ranked configuration from its trials at the largest budget it ran at: the median in the
 // censored order (of an even count, the worse of the middle two) and the spread of its times.
 RankedConfig ranked_make(const TunePlan& plan, const Candidate& c, std::vector<TrialRow> trials, double fidelity_s,
@@ -113,25 +126,12 @@ void refine_resolution(const TunePlan& plan, Runner& runner, TuneResult& result)
     }
     const size_t top = std::min(leaders.size(), static_cast<size_t>(spec.race_top));
     // The plan at R': its schedules (steps, evaluation interval) follow R' (Runner::schedule_probe).
-    TunePlan fine = plan;
-    fine.trial_time_s = fine_r;
-    for (size_t i = 0; i < fine.rungs.size(); ++i)
-      fine.rungs[i] = fine_r / std::pow(spec.eta, static_cast<double>(fine.rungs.size() - 1 - i));
+    TunePlan fine = plan_at(plan, fine_r);
     if (spec.trials > 0)
       fine.spec.trials = static_cast<int64_t>(leaders.size() + top * static_cast<size_t>(spec.race_seeds - 1));
     // Stored trials answer only requests of the same key (resume); earlier trials at coarser
     // schedules must not answer them (no by_config).
-    Runner fine_runner{fine,
-                       runner.store,
-                       runner.session_id,
-                       runner.progress,
-                       result,
-                       runner.pool,
-                       runner.serial,
-                       runner.stored,
-                       {},
-                       {},
-                       {}};
+    Runner fine_runner = runner_at(fine, runner);
     auto run = [&](const std::vector<size_t>& which, int64_t seeds) {
       std::vector<TrialRequest> reqs;
       std::vector<size_t> of;
@@ -160,7 +160,7 @@ void refine_resolution(const TunePlan& plan, Runner& runner, TuneResult& result)
     std::vector<size_t> raced;
     for (size_t i = 0; i < single.size() && raced.size() < top; ++i) raced.push_back(single[i].first);
     const auto seeded = run(raced, spec.race_seeds);
-    for (const auto& [key, t] : fine_runner.stored) runner.stored[key] = t;
+    runner_merge(runner, fine_runner);
     if (once.size() < leaders.size() || seeded.size() < raced.size()) {
       result.notes.push_back(fmt::format("resolution: the budget did not allow re-measuring the {} leaders at R = {}",
                                          leaders.size(), fmt_s(fine_r)));
@@ -204,10 +204,7 @@ TunePlan pilot_trial_time(const TunePlan& plan, Runner& runner, TuneResult& resu
   const Candidate& pilot = plan.space.feasible[plan.space.feasible.size() / 2];
   const std::string key = candidate_key(pilot);
   auto with_r = [&](double r) {
-    TunePlan p = plan;
-    p.trial_time_s = r;
-    for (size_t i = 0; i < p.rungs.size(); ++i)
-      p.rungs[i] = r / std::pow(spec.eta, static_cast<double>(p.rungs.size() - 1 - i));
+    TunePlan p = plan_at(plan, r);
     p.spec.trials = kPilotRounds;
     return p;
   };
@@ -216,12 +213,9 @@ TunePlan pilot_trial_time(const TunePlan& plan, Runner& runner, TuneResult& resu
   std::vector<std::string> runs;
   for (int round = 0; round < kPilotRounds; ++round) {
     const TunePlan at = with_r(r);
-    Runner pilot_runner{
-        at, runner.store, runner.session_id, runner.progress, result, runner.pool, runner.serial, runner.stored, {}, {},
-        {}};
+    Runner pilot_runner = runner_at(at, runner);
     const auto rows = pilot_runner.trials({{pilot, spec.base.seed, r, "pilot"}}, false);
-    for (const auto& [k, t] : pilot_runner.stored) runner.stored[k] = t;
-    runner.counted.insert(pilot_runner.counted.begin(), pilot_runner.counted.end());
+    runner_merge(runner, pilot_runner);
     if (!rows[0]) break;
     last = rows[0];
     const auto sched = pilot_runner.steps_cache.find(key);

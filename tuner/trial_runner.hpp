@@ -308,4 +308,18 @@ struct Runner {
   }
 };
 
+// A runner for the plan `at` on base's store, pool and result, knowing base's stored trials
+// and which of them are counted already (a trial is charged to the budget once), but none of
+// its shorter-trial answers or schedules: those belong to base's R.
+inline Runner runner_at(const TunePlan& at, const Runner& base) {
+  return Runner{at, base.store, base.session_id, base.progress, base.result, base.pool, base.serial, base.stored,
+                {}, {},         base.counted};
+}
+
+// What `sub` ran, known to base: its trials (resume) and the keys already counted.
+inline void runner_merge(Runner& base, const Runner& sub) {
+  for (const auto& [key, t] : sub.stored) base.stored[key] = t;
+  base.counted.insert(sub.counted.begin(), sub.counted.end());
+}
+
 }  // namespace dsgd::tune_detail
