@@ -30,9 +30,8 @@ const Variant& variant_cocod() {
     v.takes_period = true;
     v.create = algorithm_create_cocod;
     // Timing-only: the average launched every k steps and waited for k steps later.
-    v.timing = [](const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
-      timing_step_background(plan, step, clock, rows, plan.period, true);
-    };
+    v.timing = [](const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                  SimStepTiming* rows) { timing_step_background(plan, state, step, clock, rows, plan.period, true); };
     return v;
   }();
   return v;

@@ -41,9 +41,9 @@ const Variant& variant_dasgd() {
     v.validate = dasgd_validate;
     v.create = algorithm_create_dasgd;
     // Timing-only: the average launched every H steps and waited for d steps later.
-    v.timing = [](const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
-      timing_step_background(plan, step, clock, rows, plan.delay, true);
-    };
+    v.timing = [](const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                  SimStepTiming* rows) { timing_step_background(plan, state, step, clock, rows, plan.delay, true); };
+    v.timing_plan = [](const RunConfig& cfg, SimTimingPlan& plan) { plan.delay = cfg.delay; };
     return v;
   }();
   return v;

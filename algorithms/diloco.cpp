@@ -78,7 +78,8 @@ std::unique_ptr<Algorithm> algorithm_create_diloco(const RunConfig& cfg) {
   return std::make_unique<Diloco>(cfg.period, cfg.outer_lr, cfg.outer_momentum, cfg.compress, cfg.seed);
 }
 
-void localsgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
+void localsgd_timing(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                     SimStepTiming* rows);
 
 namespace {}  // namespace
 

@@ -330,21 +330,19 @@ class DreamDdp final : public Algorithm {
 // S_(t mod H) ∪ E_(t mod H) all-reduced from their hooks and waited for after the update, in
 // launch order (timing_step_layers). opt as the trainer charges it: once, after
 // optimizer_step (the hooks' updates are part of it).
-void dreamddp_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+void dreamddp_timing(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                     SimStepTiming* rows) {
   const size_t nl = plan.layer_counts.size();
-  std::vector<double>& st = plan.state;  // [0] the link's free time, [1 + slot · layers + layer] synced
-  if (st.empty()) {
+  if (state.synced.empty()) {
     const DreamDdpSchedule schedule = dreamddp_schedule_search(
         plan.cost.bwd_layer_s, layer_allreduce_s(plan.network, plan.net_algo, plan.layer_counts, plan.workers),
         plan.period, kScheduleNodes, plan.fill);
-    const std::vector<uint8_t> synced = synced_table(schedule, nl);
-    st.assign(1 + synced.size(), 0.0);
-    std::copy(synced.begin(), synced.end(), st.begin() + 1);
+    state.synced = synced_table(schedule, nl);
   }
   const size_t h = static_cast<size_t>(step % plan.period);
   std::vector<uint8_t> launch(nl);
-  for (size_t l = 0; l < nl; ++l) launch[l] = st[1 + h * nl + l] != 0;
-  timing_step_layers(plan, step, clock, rows, launch, st[0]);
+  for (size_t l = 0; l < nl; ++l) launch[l] = state.synced[h * nl + l] != 0;
+  timing_step_layers(plan, state, step, clock, rows, launch);
 }
 
 }  // namespace
@@ -367,6 +365,7 @@ const Variant& variant_dreamddp() {
     v.timing = dreamddp_timing;
     v.timing_applies = [](const RunConfig& cfg) { return cfg.workers == 1 || !cfg.bandwidth.empty(); };
     v.timing_text = "dreamddp (with --bandwidth)";
+    v.timing_plan = [](const RunConfig& cfg, SimTimingPlan& plan) { plan.fill = cfg.dreamddp_fill; };
     return v;
   }();
   return v;

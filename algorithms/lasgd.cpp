@@ -26,7 +26,8 @@
 
 namespace dsgd {
 
-void localsgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
+void localsgd_timing(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                     SimStepTiming* rows);
 
 namespace {
 

@@ -230,16 +230,17 @@ void localsgd_timing_plan(const RunConfig& cfg, SimTimingPlan& plan) {
 // Timing-only (plain Local SGD; post-local SGD's first K steps are not modelled): the model
 // all-reduce after the update on steps with (t+1) mod H = 0. diloco shares it (its outer
 // step has no modelled compute phase).
-// With a varying period (plan.period_at, qsr) state[0] holds step + 1 of the current round's
-// last step.
-void localsgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+// With a varying period (plan.period_at, qsr) state.round_end holds step + 1 of the current
+// round's last step.
+void localsgd_timing(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                     SimStepTiming* rows) {
   bool sync = false;
   if (!plan.period_at) {
     sync = (step + 1) % std::max<int64_t>(1, plan.period) == 0;
   } else {
-    if (plan.state.empty()) plan.state.push_back(static_cast<double>(plan.period_at(0)));
-    sync = static_cast<double>(step + 1) == plan.state[0];
-    if (sync) plan.state[0] = static_cast<double>(step + 1 + plan.period_at(step + 1));
+    if (state.round_end == 0) state.round_end = plan.period_at(0);
+    sync = step + 1 == state.round_end;
+    if (sync) state.round_end = step + 1 + plan.period_at(step + 1);
   }
   timing_step_allreduce(plan, step, clock, rows, sync, true);
 }

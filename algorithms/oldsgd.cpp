@@ -26,9 +26,10 @@ std::unique_ptr<Algorithm> algorithm_create_oldsgd(const RunConfig& cfg) {
 }
 
 // Timing-only (--gossip-overlap false): dpsgd's gossip after every H-th step, local steps between.
-void oldsgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+void oldsgd_timing(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                   SimStepTiming* rows) {
   if ((step + 1) % std::max<int64_t>(1, plan.period) == 0) {
-    timing_step_gossip(plan, step, clock, rows);
+    timing_step_gossip(plan, state, step, clock, rows);
   } else {
     timing_step_allreduce(plan, step, clock, rows, false, true);
   }

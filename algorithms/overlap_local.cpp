@@ -149,9 +149,8 @@ const Variant& variant_overlap_local() {
     v.create = algorithm_create_overlap_local;
     // Timing-only: the average launched every τ steps (not at the last) and waited for at the
     // next round (the pull is not a modelled compute phase).
-    v.timing = [](const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
-      timing_step_background(plan, step, clock, rows, plan.period, false);
-    };
+    v.timing = [](const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                  SimStepTiming* rows) { timing_step_background(plan, state, step, clock, rows, plan.period, false); };
     return v;
   }();
   return v;

@@ -94,32 +94,36 @@ class Pdasgd final : public Algorithm {
 // backpropagates: arrive_i = s_i + fwd + bwd + δ_i(t, bwd, with the fixed part); ssgd's
 // all-reduce (A = max_j arrive_j, comm = model(all-reduce, 4|x|, n)), the update, end_i =
 // A + comm + opt, and a_i(t+1) = end_i. data is 0 (the forward thread's).
-void pdasgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+void pdasgd_timing(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                   SimStepTiming* rows) {
   const int64_t depth = plan.forward_depth;
   if (depth == 0) return timing_step_allreduce(plan, step, clock, rows, true, false);
-  const size_t n = clock.size(), k = static_cast<size_t>(depth) + 1, stride = k + 1;
-  if (plan.state.empty()) plan.state.assign(n * stride, 0.0);  // per worker: f_i, then a_i(j) at j mod k
+  const size_t n = clock.size(), k = static_cast<size_t>(depth) + 1;
+  if (state.forward_end.empty()) {
+    state.forward_end.assign(n, 0.0);
+    state.available.assign(n * k, 0.0);
+  }
   const SimComputeCost& c = plan.cost;
   const SimTimingCompute compute = sim_timing_compute(c);
   auto delay = [&](size_t i, double compute_s, bool with_fixed) {
     return plan.stragglers.empty() ? 0.0 : plan.stragglers.delay_s(static_cast<int>(i), step, compute_s, with_fixed);
   };
   for (size_t i = 0; i < n; ++i) {
-    double* lane = &plan.state[i * stride];
-    double* avail = lane + 1;
+    double& forward_end = state.forward_end[i];
+    double* avail = &state.available[i * k];
     const double start = clock[i];
     if (step == 0) avail[0] = start;
-    const double f0 = std::max(*lane, avail[static_cast<size_t>(step - std::min(step, depth)) % k]);
-    *lane = f0 + c.data_s + c.fwd_s + delay(i, c.fwd_s, false);
+    const double f0 = std::max(forward_end, avail[static_cast<size_t>(step - std::min(step, depth)) % k]);
+    forward_end = f0 + c.data_s + c.fwd_s + delay(i, c.fwd_s, false);
     SimStepTiming& r = rows[i];
     sim_timing_fill_compute(plan, compute, r);
     r.data = 0;
-    r.fwd = std::max(0.0, *lane - start);
+    r.fwd = std::max(0.0, forward_end - start);
     r.injected = delay(i, compute.bwd, true);
     r.start = start + r.fwd + compute.bwd + r.injected;  // the arrival at the all-reduce
   }
   timing_allreduce_complete(plan, clock, rows, true, false);
-  for (size_t i = 0; i < n; ++i) plan.state[i * stride + 1 + static_cast<size_t>(step + 1) % k] = clock[i];
+  for (size_t i = 0; i < n; ++i) state.available[i * k + static_cast<size_t>(step + 1) % k] = clock[i];
 }
 
 void pdasgd_timing_plan(const RunConfig& cfg, SimTimingPlan& plan) {

@@ -170,8 +170,9 @@ void ssgd_validate(const RunConfig& cfg) {
 
 // One gradient all-reduce per step between backward and the update.
 // With --overlap: the bucketed non-blocking all-reduces (timing_rules.hpp).
-void ssgd_timing(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
-  if (plan.overlap) return timing_step_buckets(plan, step, clock, rows);
+void ssgd_timing(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                 SimStepTiming* rows) {
+  if (plan.overlap) return timing_step_buckets(plan, state, step, clock, rows);
   timing_step_allreduce(plan, step, clock, rows, true, false);
 }
 
@@ -187,6 +188,10 @@ const Variant& variant_ssgd() {
     v.validate = ssgd_validate;
     v.create = algorithm_create_ssgd;
     v.timing = ssgd_timing;
+    v.timing_plan = [](const RunConfig& cfg, SimTimingPlan& plan) {
+      plan.overlap = cfg.overlap;
+      plan.bucket_bytes = cfg.bucket_mb * 1e6;
+    };
     return v;
   }();
   return v;

@@ -53,7 +53,8 @@ void timing_allreduce_complete(const SimTimingPlan& plan, std::vector<double>& c
   }
 }
 
-void timing_step_gossip(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& /*state*/, int64_t step, std::vector<double>& clock,
+                        SimStepTiming* rows) {
   const size_t n = clock.size();
   if (n > 1 && plan.neighbors.size() != n)
     DSGD_THROW(Error, "this is a bug: pass the topology's neighbours", "timing-only gossip without neighbours");
@@ -158,7 +159,8 @@ double timing_overlap_union(const std::vector<double>& hook, const std::vector<s
 
 }  // namespace
 
-void timing_step_sharded(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+void timing_step_sharded(const SimTimingPlan& plan, SimTimingState& /*state*/, int64_t step, std::vector<double>& clock,
+                         SimStepTiming* rows) {
   const size_t n = clock.size();
   const SimTimingCompute k = sim_timing_compute(plan.cost);
   const double rs = sim_collective_time(plan.network, plan.native, CollKind::coll_reduce_scatter, plan.net_algo,
@@ -182,16 +184,14 @@ void timing_step_sharded(const SimTimingPlan& plan, int64_t step, std::vector<do
   timing_close(plan, k, clock, end, rows);
 }
 
-void timing_step_background(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
-                            int64_t delay, bool launch_at_last) {
+void timing_step_background(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                            SimStepTiming* rows, int64_t delay, bool launch_at_last) {
   const size_t n = clock.size();
-  // state: [0] the step that waits (−1: none in flight), [1] its completion, [2] the end of
-  // the last collective, [3 + i] worker i's launch, [3 + n + i] when worker i's poll saw the
-  // completion (0: not yet).
-  std::vector<double>& st = plan.state;
-  if (st.empty()) {
-    st.assign(3 + 2 * n, 0.0);
-    st[0] = -1;
+  SimTimingState::Background& bg = state.background;
+  if (!bg.started) {
+    bg.started = true;
+    bg.launch.assign(n, 0.0);
+    bg.seen.assign(n, 0.0);
   }
   const SimComputeCost& c = plan.cost;
   const SimTimingCompute k = sim_timing_compute(c);
@@ -199,7 +199,7 @@ void timing_step_background(const SimTimingPlan& plan, int64_t step, std::vector
                                            plan.param_bytes, plan.workers);
   const double bytes = ring_allreduce_bytes_sent(plan.param_bytes, plan.workers);
   auto poll = [&](size_t i, double at) {  // a progress() call of worker i at time `at`
-    if (st[0] >= 0 && st[3 + n + i] == 0 && at >= st[1]) st[3 + n + i] = at;
+    if (bg.wait_step >= 0 && bg.seen[i] == 0 && at >= bg.done) bg.seen[i] = at;
   };
   std::vector<double> t(n), w(n);
   for (size_t i = 0; i < n; ++i) {
@@ -216,37 +216,38 @@ void timing_step_background(const SimTimingPlan& plan, int64_t step, std::vector
   auto wait_all = [&] {
     w = t;
     for (size_t i = 0; i < n; ++i) {
-      const double seen = st[3 + n + i];
+      const double seen = bg.seen[i];
       const double until = seen > 0 && seen < w[i] ? seen : w[i];
-      rows[i].overlap += std::max(0.0, until - st[3 + i]);
+      rows[i].overlap += std::max(0.0, until - bg.launch[i]);
       rows[i].bytes += bytes;
-      t[i] = std::max(w[i], st[1]);
+      t[i] = std::max(w[i], bg.done);
     }
     timing_split(w, t, rows);
-    st[0] = -1;
+    bg.wait_step = -1;
   };
   const bool last = step + 1 == plan.steps;
   const bool sync = (step + 1) % std::max<int64_t>(1, plan.period) == 0;
-  if (st[0] >= 0 && double(step) == st[0]) wait_all();
+  if (bg.wait_step >= 0 && step == bg.wait_step) wait_all();
   if (sync && (launch_at_last || !last)) {
     const double launch = *std::max_element(t.begin(), t.end());
     for (size_t i = 0; i < n; ++i) {
-      st[3 + i] = t[i];
-      st[3 + n + i] = 0;
+      bg.launch[i] = t[i];
+      bg.seen[i] = 0;
     }
-    const double start = model > 0 ? std::max(launch, st[2]) : launch;
-    st[1] = start + model;
-    if (model > 0) st[2] = st[1];
-    st[0] = double(step + delay);
+    const double start = model > 0 ? std::max(launch, bg.link_free) : launch;
+    bg.done = start + model;
+    if (model > 0) bg.link_free = bg.done;
+    bg.wait_step = step + delay;
     if (delay == 0) wait_all();
   } else if (!sync) {
     for (size_t i = 0; i < n; ++i) poll(i, t[i]);  // after_update's poll
   }
-  if (st[0] >= 0 && last) wait_all();
+  if (bg.wait_step >= 0 && last) wait_all();
   timing_close(plan, k, clock, t, rows);
 }
 
-void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows) {
+void timing_step_buckets(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                         SimStepTiming* rows) {
   const size_t n = clock.size();
   const SimComputeCost& c = plan.cost;
   const SimTimingCompute k = sim_timing_compute(c);
@@ -276,7 +277,7 @@ void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<do
     e[i] = clock[i] + k.compute_before + rows[i].injected;
     t[i] = e[i];
   }
-  double link_free = plan.state.empty() ? 0.0 : plan.state[0];
+  double link_free = state.link_free;
   std::vector<double> seen_end(n * buckets.size(), 0.0);  // per (bucket, worker): min(E, first hook ≥ C)
   for (size_t b = 0; b < buckets.size(); ++b) {
     const size_t low = buckets[b].low;
@@ -292,8 +293,7 @@ void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<do
     for (size_t i = 0; i < n; ++i) t[i] = std::max(w[i], done);
     timing_split(w, t, rows);
   }
-  if (plan.state.empty()) plan.state.assign(1, 0.0);
-  plan.state[0] = link_free;
+  state.link_free = link_free;
   const double bytes = ring_allreduce_bytes_sent(plan.param_bytes, plan.workers);
   std::vector<size_t> lows;
   lows.reserve(buckets.size());
@@ -306,8 +306,8 @@ void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<do
   timing_close(plan, k, clock, t, rows);
 }
 
-void timing_step_layers(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
-                        const std::vector<uint8_t>& launch, double& link_free) {
+void timing_step_layers(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                        SimStepTiming* rows, const std::vector<uint8_t>& launch) {
   const size_t n = clock.size();
   const SimComputeCost& c = plan.cost;
   const SimTimingCompute k = sim_timing_compute(c);
@@ -336,8 +336,8 @@ void timing_step_layers(const SimTimingPlan& plan, int64_t step, std::vector<dou
     for (size_t i = 0; i < n; ++i) start = std::max(start, clock[i] + hook[l]);
     const double model =
         sim_collective_time(plan.network, plan.native, CollKind::coll_allreduce, plan.net_algo, size, plan.workers);
-    const double done = (model > 0 ? std::max(start, link_free) : start) + model;
-    if (model > 0) link_free = done;
+    const double done = (model > 0 ? std::max(start, state.link_free) : start) + model;
+    if (model > 0) state.link_free = done;
     for (size_t i = 0; i < n; ++i)  // a hook from the launch on, else the poll after backward, else U
       seen_end[b * n + i] = timing_first_hook(hook, l, clock[i], done, e[i] >= done ? e[i] : u[i]);
     w = t;

@@ -28,12 +28,14 @@ void timing_allreduce_complete(const SimTimingPlan& plan, std::vector<double>& c
 // a_i = start_i + data + fwd + bwd + δ_i + opt; the message to the k-th neighbour j arrives at
 // a_i + α_ij + Σ_{m≤k} S/B_m; end_i = max(a_i + Σ_k S/B_k, arrivals at i); wait/comm split as
 // the recorder does (docs/metrics.md): wait_i = min(end_i, max_j a_j) − a_i, comm_i = end_i − a_i − wait_i.
-void timing_step_gossip(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
+void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                        SimStepTiming* rows);
 
 // zero (32 bits): a blocking reduce-scatter after backward, the update, a blocking all-gather:
 //   a_i = start_i + data + fwd + bwd + δ_i;  A = max_j a_j;  T1 = A + model(reduce-scatter, 4|x|, n);
 //   end_i = T1 + opt + model(all-gather, 4|x|, n);  wait_i = A − a_i, comm_i = the two models.
-void timing_step_sharded(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
+void timing_step_sharded(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                         SimStepTiming* rows);
 
 // A background model average (cocod, dasgd, overlap-local): a non-blocking all-reduce launched
 // after the update of every step with (t+1) ≡ 0 mod H (at the last step only if launch_at_last)
@@ -45,8 +47,8 @@ void timing_step_sharded(const SimTimingPlan& plan, int64_t step, std::vector<do
 // min(W_i, P_i) − L_i with P_i the first poll at or after C (the layer hooks of the later
 // steps, as each layer's backward cost is charged, and the update's end of a step that
 // neither waits nor launches); bytes 2(n−1)/n·4|x| in the waiting step.
-void timing_step_background(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
-                            int64_t delay, bool launch_at_last);
+void timing_step_background(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                            SimStepTiming* rows, int64_t delay, bool launch_at_last);
 
 // ssgd --overlap: buckets of about bucket_bytes in backward order (ssgd.cpp's rule), bucket b's
 // non-blocking all-reduce launched at the hook of its last layer, h = start_i + data + fwd +
@@ -55,17 +57,18 @@ void timing_step_background(const SimTimingPlan& plan, int64_t step, std::vector
 // waits run in launch order: W_b = (first: E_i; then D_{b−1}), D_b = max(W_b, C_b), each split
 // into wait and comm with A_b = max_j W_bj; then the update; overlap_i = the union of
 // [L_b, min(E_i, the first hook at or after C_b)].
-void timing_step_buckets(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows);
+void timing_step_buckets(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                         SimStepTiming* rows);
 
 // Per-layer non-blocking all-reduces waited for after the update (dreamddp): every layer l with
 // launch[l] set is all-reduced from its hook L_li = start_i + data + fwd + Σ_{m ≥ l} bwd_m
 // (backward order), completing at C_l = max(max_j L_lj, C_prev) + model(all-reduce, 4|x_l|, n)
-// (C_prev: the collective before it, this step's or an earlier one's, kept in *link_free).
+// (C_prev: the collective before it, this step's or an earlier one's, kept in state.link_free).
 // After backward (+ δ_i, E_i) and the update (U_i = E_i + opt) the waits run in launch order:
 // W_l = (first: U_i; then D_prev), D_l = max(W_l, C_l), each split into wait and comm with
 // A_l = max_j W_lj; overlap_i = the union of [L_l, min(U_i, P_l)] with P_l the first poll at or
 // after C_l (the hooks from L_l on, then E_i); bytes Σ_l 2(n−1)/n·4|x_l|.
-void timing_step_layers(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
-                        const std::vector<uint8_t>& launch, double& link_free);
+void timing_step_layers(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
+                        SimStepTiming* rows, const std::vector<uint8_t>& launch);
 
 }  // namespace dsgd

@@ -33,10 +33,10 @@ SimTimingResult sim_timing_run(const SimTimingPlan& plan, SimTimingStep rule, co
   const size_t n = static_cast<size_t>(plan.workers);
   std::vector<double> clock(n, 0.0);
   std::vector<SimStepTiming> rows(n);
-  plan.state.clear();
+  SimTimingState state;
   int64_t since_sync = 0;
   for (int64_t step = 0; step < plan.steps; ++step) {
-    rule(plan, step, clock, rows.data());
+    rule(plan, state, step, clock, rows.data());
     if (keep && keep(step)) sink(step, rows.data());
     // The trainer's evaluation / flush points synchronise the workers (untimed collectives).
     const int64_t steps_done = step + 1;

@@ -35,11 +35,7 @@ struct SimTimingPlan {
   int64_t steps = 0;
   int64_t eval_every = 1;
   int64_t flush_every = 1;
-  int64_t period = 1;  // H (--period)
-  // The length of a round starting at step t when it varies over the run (localsgd
-  // --period-schedule qsr; set by the variant's timing_plan); empty: every round is `period`.
-  std::function<int64_t(int64_t)> period_at;
-  int64_t delay = 0;       // d (--delay, dasgd)
+  int64_t period = 1;      // H (--period)
   double param_bytes = 0;  // |x|·4
   SimComputeCost cost;
   Stragglers stragglers;
@@ -51,13 +47,45 @@ struct SimTimingPlan {
   std::vector<int> group_of;
   // Layer sizes in floats, in layer order (ssgd --overlap's buckets, dreamddp's layers).
   std::vector<size_t> layer_counts;
+
+  // Variant settings, filled from the run's configuration by the variant's timing_plan hook
+  // (algorithms/variant.hpp).
+  // The length of a round starting at step t when it varies over the run (localsgd
+  // --period-schedule qsr); empty: every round is `period`.
+  std::function<int64_t(int64_t)> period_at;
+  int64_t delay = 0;          // d (--delay, dasgd)
   bool overlap = false;       // ssgd --overlap
   double bucket_bytes = 0;    // ssgd --overlap: --bucket-mb · 1e6
   bool fill = true;           // dreamddp: --dreamddp-fill
   int64_t forward_depth = 0;  // pdasgd: S, the forward passes run ahead on a second core
-  // What a rule keeps from one step to the next (a request in flight: its launch times and
-  // completion); sim_timing_run clears it at the start of a run.
-  mutable std::vector<double> state;
+};
+
+// What a variant's timing rule carries from one step to the next. sim_timing_run starts every
+// run with a fresh one; each rule uses only its own part.
+struct SimTimingState {
+  // A non-blocking model average in flight (timing_step_background: cocod, dasgd,
+  // overlap-local).
+  struct Background {
+    bool started = false;
+    int64_t wait_step = -1;      // the step whose update waits for it (−1: none in flight)
+    double done = 0;             // its completion
+    double link_free = 0;        // the end of the last collective on the link
+    std::vector<double> launch;  // per worker: when it launched
+    std::vector<double> seen;    // per worker: when a poll saw it complete (0: not yet)
+  } background;
+  // The end of the last per-layer or per-bucket all-reduce on the link (ssgd --overlap,
+  // dreamddp): the next one starts no earlier.
+  double link_free = 0;
+  // localsgd with a varying period (qsr): step + 1 of the current round's last step (0: the
+  // first round has not started).
+  int64_t round_end = 0;
+  // dreamddp: per slot h of the H-step cycle and layer l, whether l is averaged at slot h
+  // (index h · layers + l); empty until its schedule is searched at the first step.
+  std::vector<uint8_t> synced;
+  // pdasgd (S ≥ 1): per worker i, when its latest forward ended (f_i), and when step j's
+  // model became available, a_i(j), at index i · (S + 1) + j mod (S + 1).
+  std::vector<double> forward_end;
+  std::vector<double> available;
 };
 
 // One worker's timings in one step (seconds on the virtual clock; start relative to 0).
@@ -67,9 +95,10 @@ struct SimStepTiming {
 };
 
 // A variant's timing rule for one step: clock[i] holds worker i's time at the step's start;
-// the rule fills rows[i] (every field) and moves clock[i] to the step's end.
-using SimTimingStep = void (*)(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock,
-                               SimStepTiming* rows);
+// the rule fills rows[i] (every field), moves clock[i] to the step's end and keeps what the
+// next step needs in `state`.
+using SimTimingStep = void (*)(const SimTimingPlan& plan, SimTimingState& state, int64_t step,
+                               std::vector<double>& clock, SimStepTiming* rows);
 
 // The compute part of a step, the same for every variant.
 struct SimTimingCompute {

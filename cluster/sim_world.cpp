@@ -25,29 +25,18 @@ double SimComputeCost::step_compute_s() const {
 SimWorld::SimWorld(SimWorldOptions options) : opt_(std::move(options)), n_(opt_.workers) {
   if (n_ < 1) DSGD_THROW(InputError, "pass --workers 1 or more", "sim: {} workers", n_);
   const size_t n = static_cast<size_t>(n_);
-  comms_.reserve(n);
-  for (int r = 0; r < n_; ++r) comms_.push_back(std::make_unique<SimCommunicator>(*this, r));
-  clock_.assign(n, 0.0);
-  state_.assign(n, State::state_ready);
-  blocked_in_.assign(n, "");
-  seq_.assign(n, 0);
-  waiting_seq_.assign(n, -1);
-  waiting_peer_.assign(n, -1);
-  waiting_exchange_.assign(n, -1);
-  blocked_detail_.assign(n, -1);
-  exchanges_.resize(n);
-  windows_.resize(n);
+  workers_ = std::vector<Worker>(n);
+  for (int r = 0; r < n_; ++r) worker(r).comm = std::make_unique<SimCommunicator>(*this, r);
   if (!opt_.group_of.empty() && opt_.group_of.size() != n)
     DSGD_THROW(Error, "this is a bug: pass the topology's group_of", "sim: group_of has {} entries for {} workers",
                opt_.group_of.size(), n);
-  for (int r = 0; r < n_; ++r) cv_.push_back(std::make_unique<std::condition_variable>());
 }
 
 SimWorld::~SimWorld() = default;
 
 void SimWorld::make_ready(int rank) {
-  state_[static_cast<size_t>(rank)] = State::state_ready;
-  ready_.insert({clock_[static_cast<size_t>(rank)], rank});
+  worker(rank).state = State::state_ready;
+  ready_.insert({worker(rank).clock, rank});
 }
 
 std::string SimWorld::blocked_list() const {
@@ -55,66 +44,70 @@ std::string SimWorld::blocked_list() const {
   int shown = 0;
   for (int r = 0; r < n_ && shown < 8; ++r) {
     const size_t ri = static_cast<size_t>(r);
-    if (state_[ri] != State::state_blocked) continue;
-    out += fmt::format("{}worker {} in {}", shown ? ", " : "", r, blocked_in_[ri]);
-    if (waiting_peer_[ri] >= 0) out += fmt::format(" from worker {}", waiting_peer_[ri]);
-    if (waiting_exchange_[ri] >= 0) {
+    if (workers_[ri].state != State::state_blocked) continue;
+    out += fmt::format("{}worker {} in {}", shown ? ", " : "", r, workers_[ri].blocked_in);
+    if (workers_[ri].waiting_peer >= 0) out += fmt::format(" from worker {}", workers_[ri].waiting_peer);
+    if (workers_[ri].waiting_exchange >= 0) {
       // The sources whose messages this exchange still waits for.
       std::vector<int> sources;
       for (const auto& [key, queue] : p2p_posted_)
         if (key % n_ == r)
           for (const PostedRecv& p : queue)
-            if (p.exchange == waiting_exchange_[ri]) sources.push_back(static_cast<int>(key / n_));
+            if (p.exchange == workers_[ri].waiting_exchange) sources.push_back(static_cast<int>(key / n_));
       std::sort(sources.begin(), sources.end());
       out += fmt::format(" waiting for a message from worker(s) {}", fmt::join(sources, ", "));
     }
-    if (blocked_detail_[ri] >= 0) {
-      const Window& w = windows_[static_cast<size_t>(blocked_detail_[ri])];
-      out += fmt::format(" of worker {} (held by worker {})", blocked_detail_[ri], w.holder);
+    if (workers_[ri].blocked_detail >= 0) {
+      const Window& w = workers_[static_cast<size_t>(workers_[ri].blocked_detail)].window;
+      out += fmt::format(" of worker {} (held by worker {})", workers_[ri].blocked_detail, w.holder);
     }
     ++shown;
   }
   return out;
 }
 
+void SimWorld::wake_all() {
+  for (Worker& w : workers_) w.cv.notify_all();
+}
+
 void SimWorld::pass_baton() {
   if (!ready_.empty()) {
     owner_ = ready_.begin()->second;
     ready_.erase(ready_.begin());
-    cv_[static_cast<size_t>(owner_)]->notify_one();
+    worker(owner_).cv.notify_one();
     return;
   }
   owner_ = -1;
   const bool anyone_blocked =
-      std::any_of(state_.begin(), state_.end(), [](State s) { return s == State::state_blocked; });
+      std::any_of(workers_.begin(), workers_.end(), [](const Worker& w) { return w.state == State::state_blocked; });
   if (anyone_blocked && !failed_) {
     failed_ = true;
     failure_ =
         fmt::format("deadlock in the simulated cluster: every unfinished worker is blocked ({})", blocked_list());
-    for (auto& cv : cv_) cv->notify_all();
+    wake_all();
   }
 }
 
 void SimWorld::wait_for_baton(std::unique_lock<std::mutex>& lock, int rank) {
-  cv_[static_cast<size_t>(rank)]->wait(lock, [&] { return owner_ == rank || failed_; });
+  worker(rank).cv.wait(lock, [&] { return owner_ == rank || failed_; });
   if (failed_) throw SimPeerFailed();
 }
 
 void SimWorld::yield(std::unique_lock<std::mutex>& lock, int rank) {
-  ready_.insert({clock_[static_cast<size_t>(rank)], rank});
+  ready_.insert({worker(rank).clock, rank});
   pass_baton();
   wait_for_baton(lock, rank);
 }
 
 void SimWorld::block(std::unique_lock<std::mutex>& lock, int rank, const char* where) {
-  state_[static_cast<size_t>(rank)] = State::state_blocked;
-  blocked_in_[static_cast<size_t>(rank)] = where;
+  worker(rank).state = State::state_blocked;
+  worker(rank).blocked_in = where;
   pass_baton();
   wait_for_baton(lock, rank);
 }
 
 void SimWorld::hold_until(int rank, double deadline) {
-  double& t = clock_[static_cast<size_t>(rank)];
+  double& t = worker(rank).clock;
   if (deadline > t) t = deadline;
 }
 
@@ -125,7 +118,7 @@ void SimWorld::fail_and_throw(int rank, const std::string& why) {
       failed_ = true;
       failure_ = why;
     }
-    for (auto& cv : cv_) cv->notify_all();
+    wake_all();
   }
   DSGD_THROW(Error, "this is a bug in the algorithm: every worker must run the same collectives", "worker {}: {}", rank,
              why);
@@ -158,9 +151,9 @@ void SimWorld::run(const std::function<void(int rank)>& body) {
       if (error) {
         if (!first_error) first_error = error;
         failed_ = true;
-        for (auto& cv : cv_) cv->notify_all();
+        wake_all();
       }
-      state_[static_cast<size_t>(r)] = State::state_done;
+      worker(r).state = State::state_done;
       if (owner_ == r) pass_baton();
     });
   }
@@ -262,7 +255,7 @@ int64_t SimWorld::collective_start(int rank, Op op, CollKind kind, bool timed, v
   std::unique_lock<std::mutex> lock(mutex_);
   if (failed_) throw SimPeerFailed();
   const size_t r = static_cast<size_t>(rank);
-  const int64_t seq = seq_[r]++;
+  const int64_t seq = workers_[r].seq++;
   Collective& c = collectives_[seq];
   if (c.arrived == 0) {
     c.op = op;
@@ -283,13 +276,13 @@ int64_t SimWorld::collective_start(int rank, Op op, CollKind kind, bool timed, v
   }
   c.data[r] = data;
   c.send[r] = send;
-  c.max_arrival = std::max(c.max_arrival, clock_[r]);
+  c.max_arrival = std::max(c.max_arrival, workers_[r].clock);
   if (++c.arrived == n_) {
     complete(c);
     for (int w = 0; w < n_; ++w) {
       const size_t wi = static_cast<size_t>(w);
-      if (state_[wi] == State::state_blocked && waiting_seq_[wi] == seq) {
-        waiting_seq_[wi] = -1;
+      if (workers_[wi].state == State::state_blocked && workers_[wi].waiting_seq == seq) {
+        workers_[wi].waiting_seq = -1;
         hold_until(w, c.completion);
         make_ready(w);
       }
@@ -305,7 +298,7 @@ void SimWorld::collective_wait(int rank, int64_t seq) {
   if (it->second.complete) {
     hold_until(rank, it->second.completion);
   } else {
-    waiting_seq_[static_cast<size_t>(rank)] = seq;
+    worker(rank).waiting_seq = seq;
     block(lock, rank, op_name(it->second.op));  // completion sets the clock and makes this worker ready
     it = collectives_.find(seq);
   }
@@ -318,7 +311,7 @@ bool SimWorld::collective_test(int rank, int64_t seq) {
   // Every other worker first catches up to this one's virtual time.
   yield(lock, rank);
   auto it = collectives_.find(seq);
-  if (!it->second.complete || it->second.completion > clock_[static_cast<size_t>(rank)]) return false;
+  if (!it->second.complete || it->second.completion > worker(rank).clock) return false;
   if (++it->second.released == n_) collectives_.erase(it);
   return true;
 }

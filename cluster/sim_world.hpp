@@ -185,8 +185,8 @@ class SimWorld {
 
   int size() const { return n_; }
   const SimWorldOptions& options() const { return opt_; }
-  SimCommunicator& comm(int rank) { return *comms_[static_cast<size_t>(rank)]; }
-  double time(int rank) const { return clock_[static_cast<size_t>(rank)]; }
+  SimCommunicator& comm(int rank) { return *worker(rank).comm; }
+  double time(int rank) const { return worker(rank).clock; }
 
   // Runs body(rank) on one thread per worker under the scheduler and joins them. When a
   // worker throws, the others are woken (SimPeerFailed) and the first error is rethrown.
@@ -228,7 +228,7 @@ class SimWorld {
   // Modelled time of one message of `bytes` from rank i to rank j (0 within a rank or on
   // an ideal network).
   double message_time(int i, int j, double bytes) const;
-  void advance(int rank, double seconds) { clock_[static_cast<size_t>(rank)] += seconds; }
+  void advance(int rank, double seconds) { worker(rank).clock += seconds; }
   void hold_until(int rank, double deadline);
   [[noreturn]] void fail_and_throw(int rank, const std::string& why);
 
@@ -277,9 +277,28 @@ class SimWorld {
     bool created = false;
   };
   enum class State { state_ready, state_blocked, state_done };
+  // What the scheduler keeps per simulated worker.
+  struct Worker {
+    std::unique_ptr<SimCommunicator> comm;
+    double clock = 0;  // virtual time
+    State state = State::state_ready;
+    const char* blocked_in = "";      // the call it is blocked in, for the deadlock message
+    int64_t seq = 0;                  // its next collective's sequence number
+    int64_t waiting_seq = -1;         // the collective it is blocked on (−1: none)
+    int waiting_peer = -1;            // the sender its recv is blocked on (−1: none)
+    int64_t waiting_exchange = -1;    // the exchange it is blocked on (−1: none)
+    int blocked_detail = -1;          // the peer or window named in the deadlock message (−1: none)
+    std::vector<Exchange> exchanges;  // indexed by exchange id
+    Window window;                    // the window it exposes
+    std::condition_variable cv;       // wakes it when it gets the baton
+  };
+
+  Worker& worker(int rank) { return workers_[static_cast<size_t>(rank)]; }
+  const Worker& worker(int rank) const { return workers_[static_cast<size_t>(rank)]; }
 
   // All below: called with mutex_ held.
   void make_ready(int rank);
+  void wake_all();
   void block(std::unique_lock<std::mutex>& lock, int rank, const char* where);
   void yield(std::unique_lock<std::mutex>& lock, int rank);
   void pass_baton();
@@ -292,23 +311,13 @@ class SimWorld {
 
   SimWorldOptions opt_;
   int n_;
-  std::vector<std::unique_ptr<SimCommunicator>> comms_;
-  std::vector<double> clock_;
+  std::vector<Worker> workers_;  // one per rank
   // Virtual time at which the collectives' network is free: collectives in flight share it,
   // one after another in sequence order (as the MPI backend's emulated link does).
   double collective_link_free_ = 0;
-  std::vector<State> state_;
-  std::vector<const char*> blocked_in_;
-  std::vector<int64_t> seq_;                      // next collective sequence number, per worker
-  std::vector<int64_t> waiting_seq_;              // collective a blocked worker waits for (−1: none)
-  std::vector<int> waiting_peer_;                 // sender a blocked worker's recv waits for (−1: none)
-  std::vector<int64_t> waiting_exchange_;         // exchange a blocked worker waits for (−1: none)
-  std::vector<int> blocked_detail_;               // peer or window named in the deadlock message (−1: none)
-  std::vector<std::vector<Exchange>> exchanges_;  // per worker, indexed by exchange id
   // Per (source, destination) pair, key source·n + destination.
   std::unordered_map<int64_t, std::deque<P2pMessage>> p2p_unmatched_;
   std::unordered_map<int64_t, std::deque<PostedRecv>> p2p_posted_;
-  std::vector<Window> windows_;  // per worker (its exposed window)
   std::map<int64_t, Collective> collectives_;
   std::map<std::pair<int, int>, std::deque<Message>> mailbox_;  // (src, dst)
   std::set<std::pair<double, int>> ready_;                      // (time, rank) of ready workers
@@ -316,7 +325,6 @@ class SimWorld {
   bool failed_ = false;
   std::string failure_;
   std::mutex mutex_;
-  std::vector<std::unique_ptr<std::condition_variable>> cv_;
 };
 
 }  // namespace dsgd

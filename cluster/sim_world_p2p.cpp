@@ -16,11 +16,11 @@ void SimWorld::send(int rank, int peer, const double* data, size_t count) {
   if (failed_) throw SimPeerFailed();
   Message m;
   m.payload.assign(data, data + count);
-  m.arrival = clock_[static_cast<size_t>(rank)];
+  m.arrival = worker(rank).clock;
   mailbox_[{rank, peer}].push_back(std::move(m));
   const size_t p = static_cast<size_t>(peer);
-  if (state_[p] == State::state_blocked && waiting_peer_[p] == rank) {
-    waiting_peer_[p] = -1;
+  if (workers_[p].state == State::state_blocked && workers_[p].waiting_peer == rank) {
+    workers_[p].waiting_peer = -1;
     make_ready(peer);
   }
 }
@@ -30,10 +30,10 @@ void SimWorld::recv(int rank, int peer, double* data, size_t count) {
   if (failed_) throw SimPeerFailed();
   auto& queue = mailbox_[{peer, rank}];
   if (queue.empty()) {
-    waiting_peer_[static_cast<size_t>(rank)] = peer;
+    worker(rank).waiting_peer = peer;
     block(lock, rank, "recv");
   }
-  waiting_peer_[static_cast<size_t>(rank)] = -1;
+  worker(rank).waiting_peer = -1;
   Message m = std::move(queue.front());
   queue.pop_front();
   if (m.payload.size() != count) {
@@ -73,16 +73,16 @@ void SimWorld::match(int src, int dst, const P2pMessage& m, const PostedRecv& p)
     failed_ = true;
     failure_ = fmt::format("worker {} sent {} floats to worker {}, whose receive has room for {}", src,
                            m.payload.size(), dst, p.count);
-    for (auto& cv : cv_) cv->notify_all();
+    wake_all();
     throw SimPeerFailed();
   }
   if (!m.payload.empty())
     std::memcpy(p.recv, m.payload.data(), m.payload.size() * sizeof(float));  // memcpy of null is UB
   const size_t d = static_cast<size_t>(dst);
-  Exchange& ex = exchanges_[d][static_cast<size_t>(p.exchange)];
+  Exchange& ex = workers_[d].exchanges[static_cast<size_t>(p.exchange)];
   ex.completion = std::max(ex.completion, m.arrival);
-  if (--ex.pending == 0 && state_[d] == State::state_blocked && waiting_exchange_[d] == p.exchange) {
-    waiting_exchange_[d] = -1;
+  if (--ex.pending == 0 && workers_[d].state == State::state_blocked && workers_[d].waiting_exchange == p.exchange) {
+    workers_[d].waiting_exchange = -1;
     hold_until(dst, ex.completion);
     make_ready(dst);
   }
@@ -101,12 +101,12 @@ int64_t SimWorld::exchange_start(int rank, const float* send, size_t send_count,
   for (size_t k = 0; k < n_dests; ++k) check_peer(dests[k], "send to");
   for (size_t k = 0; k < n_sources; ++k) check_peer(sources[k], "receive from");
   const size_t r = static_cast<size_t>(rank);
-  std::vector<Exchange>& mine = exchanges_[r];
+  std::vector<Exchange>& mine = workers_[r].exchanges;
   size_t id = 0;
   while (id < mine.size() && mine[id].used) ++id;
   if (id == mine.size()) mine.emplace_back();
   Exchange& ex = mine[id];
-  const double t = clock_[r];
+  const double t = workers_[r].clock;
   ex.used = true;
   ex.pending = static_cast<int>(n_sources);
   ex.completion = t;
@@ -147,7 +147,7 @@ int64_t SimWorld::exchange_start(int rank, const float* send, size_t send_count,
       p2p_unmatched_[key].push_back(std::move(m));
     }
   }
-  Exchange& ex2 = exchanges_[r][id];  // (match() does not resize this worker's table)
+  Exchange& ex2 = workers_[r].exchanges[id];  // (match() does not resize this worker's table)
   ex2.completion = std::max(ex2.completion, t + busy);
   return static_cast<int64_t>(id);
 }
@@ -156,11 +156,11 @@ void SimWorld::exchange_wait(int rank, int64_t id) {
   std::unique_lock<std::mutex> lock(mutex_);
   if (failed_) throw SimPeerFailed();
   const size_t r = static_cast<size_t>(rank);
-  if (exchanges_[r][static_cast<size_t>(id)].pending > 0) {
-    waiting_exchange_[r] = id;
+  if (workers_[r].exchanges[static_cast<size_t>(id)].pending > 0) {
+    workers_[r].waiting_exchange = id;
     block(lock, rank, "exchange");  // the last match sets the clock and makes this worker ready
   }
-  Exchange& ex = exchanges_[r][static_cast<size_t>(id)];
+  Exchange& ex = workers_[r].exchanges[static_cast<size_t>(id)];
   hold_until(rank, ex.completion);
   ex.used = false;
 }
@@ -170,35 +170,35 @@ bool SimWorld::exchange_test(int rank, int64_t id) {
   if (failed_) throw SimPeerFailed();
   yield(lock, rank);  // every other worker first catches up to this one's virtual time
   const size_t r = static_cast<size_t>(rank);
-  Exchange& ex = exchanges_[r][static_cast<size_t>(id)];
-  if (ex.pending > 0 || ex.completion > clock_[r]) return false;
+  Exchange& ex = workers_[r].exchanges[static_cast<size_t>(id)];
+  if (ex.pending > 0 || ex.completion > workers_[r].clock) return false;
   ex.used = false;
   return true;
 }
 
 SimWorld::Window& SimWorld::window_of(int rank, int target, const char* what) {
-  if (target < 0 || target >= n_ || !windows_[static_cast<size_t>(target)].created) {
+  if (target < 0 || target >= n_ || !worker(target).window.created) {
     const std::string why =
         target < 0 || target >= n_
             ? fmt::format("{} of worker {} outside 0..{}", what, target, n_ - 1)
             : fmt::format("{} of worker {}, which has no window (window_create first)", what, target);
     failed_ = true;
     failure_ = why;
-    for (auto& cv : cv_) cv->notify_all();
+    wake_all();
     DSGD_THROW(Error, "this is a bug in the algorithm: create the window on every worker first", "worker {}: {}", rank,
                why);
   }
-  return windows_[static_cast<size_t>(target)];
+  return worker(target).window;
 }
 
 void SimWorld::window_create(int rank, size_t count) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (failed_) throw SimPeerFailed();
-  Window& w = windows_[static_cast<size_t>(rank)];
+  Window& w = worker(rank).window;
   if (w.created) {
     failed_ = true;
     failure_ = fmt::format("worker {} created a second window", rank);
-    for (auto& cv : cv_) cv->notify_all();
+    wake_all();
     DSGD_THROW(Error, "this is a bug: free the window first", "worker {}: window already created", rank);
   }
   w.data.assign(count, 0.0f);
@@ -211,7 +211,7 @@ void SimWorld::window_create(int rank, size_t count) {
 
 void SimWorld::window_free(int rank) {
   std::lock_guard<std::mutex> lock(mutex_);
-  Window& w = windows_[static_cast<size_t>(rank)];
+  Window& w = worker(rank).window;
   w.data.clear();
   w.data.shrink_to_fit();
   w.created = false;
@@ -233,9 +233,9 @@ void SimWorld::window_lock(int rank, int target) {
     return;
   }
   w.waiters.push_back(rank);
-  blocked_detail_[static_cast<size_t>(rank)] = target;
+  worker(rank).blocked_detail = target;
   block(lock, rank, "window_lock");  // the holder's unlock hands the lock over and sets the clock
-  blocked_detail_[static_cast<size_t>(rank)] = -1;
+  worker(rank).blocked_detail = -1;
 }
 
 void SimWorld::window_unlock(int rank, int target) {
@@ -246,7 +246,7 @@ void SimWorld::window_unlock(int rank, int target) {
     lock.unlock();
     fail_and_throw(rank, fmt::format("window_unlock of worker {} without holding its lock", target));
   }
-  w.free_at = clock_[static_cast<size_t>(rank)];
+  w.free_at = worker(rank).clock;
   w.holder = -1;
   if (!w.waiters.empty()) {
     const int next = w.waiters.front();

@@ -182,10 +182,6 @@ SimTimingPlan timing_plan_make(const RunConfig& cfg, const Resolved& r, const Ru
   plan.eval_every = schedule.eval_every;
   plan.flush_every = schedule.flush_every;
   plan.period = cfg.period;
-  plan.delay = cfg.delay;
-  plan.overlap = cfg.overlap;
-  plan.bucket_bytes = cfg.bucket_mb * 1e6;
-  plan.fill = cfg.dreamddp_fill;
   for (const LayerView& v : r.layers) plan.layer_counts.push_back(v.count);
   plan.param_bytes = static_cast<double>(r.param_count) * sizeof(float);
   plan.cost = r.profile.cost;
