@@ -46,7 +46,12 @@ void setup_history(CLI::App& app) {
                   "smallest relative change kept, e.g. 0.02 for 2 % (0: any significant change)")
       ->capture_default_str();
   sub->add_option("--min-segment", opts->history.detect.min_segment,
-                  "commits needed after a change point to confirm it")
+                  "commits needed after a change point to confirm it, and between two points (closer ones are "
+                  "a transient: the less significant is dropped)")
+      ->capture_default_str();
+  sub->add_option("--autocorrelation", opts->history.detect.autocorrelation,
+                  "allow for serially correlated noise in the final test (AR(1) effective sample size); false: "
+                  "the plain t test")
       ->capture_default_str();
   sub->footer(
       "Series never mix machines. Commits are in the order their first run was stored.\n"

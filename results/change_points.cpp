@@ -85,6 +85,33 @@ double t_test(const Moments& a, const Moments& b) {
   return student_t_two_sided_p(t, df);
 }
 
+// The lag-1 autocorrelation of v's residuals about each range's own mean, over [begin, index)
+// and [index, end) (pairs within one range only); 0 when fewer than 3 pairs or no variance.
+double residual_autocorrelation(const std::vector<double>& v, size_t begin, size_t index, size_t end, const Moments& l,
+                                const Moments& r) {
+  double num = 0, den = 0;
+  size_t pairs = 0;
+  for (size_t i = begin; i < end; ++i) {
+    const double e = v[i] - (i < index ? l.mean : r.mean);
+    den += e * e;
+    if (i + 1 < end && i + 1 != index) {
+      num += e * (v[i + 1] - (i + 1 < index ? l.mean : r.mean));
+      ++pairs;
+    }
+  }
+  return pairs >= 3 && den > 0 ? num / den : 0.0;
+}
+
+// Moments whose count is the effective sample size of an AR(1) series with lag-1
+// autocorrelation rho > 0: n (1 − rho) / (1 + rho), at least 1 (the variance is kept).
+Moments effective(Moments m, double rho) {
+  if (rho > 0 && m.n > 1) {
+    const double n = static_cast<double>(m.n) * (1 - rho) / (1 + rho);
+    m.n = std::max<size_t>(1, static_cast<size_t>(std::floor(n)));
+  }
+  return m;
+}
+
 // A point's statistics from the values of [begin, index) and [index, end).
 ChangePoint point_make(const std::vector<double>& v, size_t begin, size_t index, size_t end,
                        const ChangePointOptions& o) {
@@ -97,7 +124,12 @@ ChangePoint point_make(const std::vector<double>& v, size_t begin, size_t index,
   cp.std_after = std::sqrt(r.var);
   cp.n_before = l.n;
   cp.n_after = r.n;
-  cp.pvalue = t_test(l, r);
+  if (o.autocorrelation) {
+    const double rho = residual_autocorrelation(v, begin, index, end, l, r);
+    cp.pvalue = t_test(effective(l, rho), effective(r, rho));
+  } else {
+    cp.pvalue = t_test(l, r);
+  }
   cp.confirmed = v.size() - index >= o.min_segment;
   if (o.log_values)
     cp.relative_change = std::expm1(r.mean - l.mean);
@@ -158,6 +190,15 @@ std::vector<std::pair<size_t, size_t>> intervals_of(const std::vector<size_t>& p
   }
   if (end > from) out.emplace_back(from, end);
   return out;
+}
+
+// A transient: two neighbouring points closer than min_segment values (one or two outlying
+// commits, not a new level). Returns the less significant of the first such pair, or
+// cps.size() when there is none.
+size_t transient_point(const std::vector<ChangePoint>& cps, size_t min_segment) {
+  for (size_t k = 0; k + 1 < cps.size(); ++k)
+    if (cps[k + 1].index - cps[k].index < min_segment) return cps[k + 1].pvalue > cps[k].pvalue ? k + 1 : k;
+  return cps.size();
 }
 
 // The hierarchical E-Divisive search over [begin, end) at significance `pvalue`: absolute
@@ -239,13 +280,15 @@ std::vector<ChangePoint> change_points_detect(const std::vector<double>& series,
   std::vector<ChangePoint> cps;
   for (size_t k = 0; k < weak.size(); ++k) cps.push_back(stats(weak, k));
 
-  // 2. Merge: drop the least significant point above max_pvalue, then the smallest change
-  // below min_magnitude, re-testing its neighbours each time.
+  // 2. Merge: drop the least significant point above max_pvalue, then the less significant
+  // point of a transient (two points closer than min_segment), then the smallest change below
+  // min_magnitude, re-testing its neighbours each time.
   while (!cps.empty()) {
     size_t drop = 0;
     for (size_t k = 1; k < cps.size(); ++k)
       if (cps[k].pvalue > cps[drop].pvalue) drop = k;
-    if (cps[drop].pvalue <= o.max_pvalue) {
+    if (cps[drop].pvalue <= o.max_pvalue) drop = transient_point(cps, o.min_segment);
+    if (drop == cps.size()) {
       drop = 0;
       for (size_t k = 1; k < cps.size(); ++k)
         if (std::fabs(cps[k].relative_change) < std::fabs(cps[drop].relative_change)) drop = k;

@@ -41,9 +41,9 @@ std::string change_text(const ChangePoint& c) {
 std::string parameters_text(const HistoryOptions& o) {
   return fmt::format(
       "E-Divisive means + Student's t: window {}, max p-value {:g} (first pass {:g}), min magnitude {:g}, "
-      "min segment {}",
+      "min segment {}, autocorrelation {}",
       o.detect.window, o.detect.max_pvalue, change_points_first_pass_pvalue(o.detect.max_pvalue),
-      o.detect.min_magnitude, o.detect.min_segment);
+      o.detect.min_magnitude, o.detect.min_segment, o.detect.autocorrelation ? "allowed for" : "ignored");
 }
 
 }  // namespace
@@ -200,7 +200,8 @@ nlohmann::json history_json(const std::vector<HistorySeries>& series, const Hist
             {"window", options.detect.window},
             {"max_pvalue", options.detect.max_pvalue},
             {"min_magnitude", options.detect.min_magnitude},
-            {"min_segment", options.detect.min_segment}}}};
+            {"min_segment", options.detect.min_segment},
+            {"autocorrelation", options.detect.autocorrelation}}}};
 }
 
 }  // namespace dsgd

@@ -1,7 +1,8 @@
 // Change-point detection (results/change_points.hpp): the t distribution's tail against values
 // integrated independently (and closed forms), the t test by hand, and the detector on series
 // whose shifts are known: one step, two steps, none, a shift too small to keep, a shift at the
-// very end (unconfirmed); deterministic, bad options refused.
+// very end (unconfirmed), a one-commit spike (a transient, not a change), serially correlated
+// noise; deterministic, bad options refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -117,6 +118,40 @@ TEST(ChangePoints, LogValuesReportTheRatio) {
   const auto cps = change_points_detect(v, o);
   ASSERT_EQ(cps.size(), 1u);
   EXPECT_NEAR(cps[0].relative_change, 1.0, 0.03);  // doubled
+}
+
+TEST(ChangePoints, AOneCommitSpikeIsATransientNotAChange) {
+  // 60 commits at 1.0 with 2 % noise, one commit at 1.5 in the middle: the detector's split
+  // finds the spike's two edges, and both are significant, but they are 1 commit apart.
+  std::vector<double> v = flat(60, 1.0, 0.02, 21);
+  v[30] = 1.5;
+  EXPECT_TRUE(change_points_detect(v, ChangePointOptions{}).empty());
+  // A level that lasts 4 commits (more than min_segment) is two changes, 4 apart.
+  std::vector<double> w = join({flat(30, 1.0, 0.02, 22), flat(4, 1.5, 0.02, 23), flat(30, 1.0, 0.02, 24)});
+  const auto cps = change_points_detect(w, ChangePointOptions{});
+  ASSERT_EQ(cps.size(), 2u);
+  EXPECT_EQ(cps[0].index, 30u);
+  EXPECT_EQ(cps[1].index, 34u);
+}
+
+TEST(ChangePoints, SeriallyCorrelatedNoiseCountsFewerIndependentValues) {
+  // AR(1) noise with phi = 0.9 and no change: wanders in long excursions, which the plain t
+  // test takes for shifts; allowing for the autocorrelation keeps the p-values honest.
+  std::vector<double> v(300);
+  uint32_t x = 7;
+  double e = 0;
+  for (double& y : v) {
+    x = x * 1664525u + 1013904223u;
+    const double u = (x >> 8) / double(1 << 24) - 0.5;
+    e = 0.9 * e + 0.02 * u;
+    y = 1.0 + e;
+  }
+  ChangePointOptions plain;
+  plain.autocorrelation = false;
+  const size_t found_plain = change_points_detect(v, plain).size();
+  const size_t found = change_points_detect(v, ChangePointOptions{}).size();
+  EXPECT_GT(found_plain, 0u);
+  EXPECT_LT(found, found_plain);
 }
 
 TEST(ChangePoints, DeterministicAndBadOptionsRefused) {
