@@ -35,5 +35,6 @@ void setup_report(CLI::App& app);
 void setup_compare(CLI::App& app);
 void setup_suite(CLI::App& app);
 void setup_history(CLI::App& app);
+void setup_track(CLI::App& app);
 
 }  // namespace dsgd

@@ -37,6 +37,7 @@ int main(int argc, char** argv) {
     dsgd::setup_compare(app);
     dsgd::setup_suite(app);
     dsgd::setup_history(app);
+    dsgd::setup_track(app);
     return dsgd::app_main_run(app, argc, argv, "dsgd-bench", dsgd::cli_exit_code());
   } catch (...) {  // CLI setup: the same message and exit code as a subcommand's error
     return dsgd::app_main_fail("dsgd-bench");

@@ -26,27 +26,27 @@ const ChangePoint* change_at(const HistorySeries& s, size_t index) {
   return nullptr;
 }
 
-std::string short_commit(const std::string& commit) {
+}  // namespace
+
+std::string history_short_commit(const std::string& commit) {
   if (commit.empty()) return "(none)";
   const bool dirty = commit.size() > 6 && commit.substr(commit.size() - 6) == "-dirty";
   const std::string hash = dirty ? commit.substr(0, commit.size() - 6) : commit;
   return hash.substr(0, 12) + (dirty ? "-dirty" : "");
 }
 
-std::string change_text(const ChangePoint& c) {
+std::string history_change_text(const ChangePoint& c) {
   return fmt::format("change {:+.1f} % (p = {:.2g}){}", 100 * c.relative_change, c.pvalue,
                      c.confirmed ? "" : ", unconfirmed: too few commits after it");
 }
 
-std::string parameters_text(const HistoryOptions& o) {
+std::string history_parameters_text(const HistoryOptions& o) {
   return fmt::format(
       "E-Divisive means + Student's t: window {}, max p-value {:g} (first pass {:g}), min magnitude {:g}, "
       "min segment {}, autocorrelation {}",
       o.detect.window, o.detect.max_pvalue, change_points_first_pass_pvalue(o.detect.max_pvalue),
       o.detect.min_magnitude, o.detect.min_segment, o.detect.autocorrelation ? "allowed for" : "ignored");
 }
-
-}  // namespace
 
 std::string history_machine(const RunRecord& run) {
   return fmt::format("{} | {} | {} | {}", run.host, run.cpu_model, run.mpi_version, run.build_type);
@@ -97,26 +97,31 @@ std::vector<HistorySeries> history_build(const std::vector<RunWithSummary>& runs
     HistorySeries& s = b.series;
     if (!options.case_filter.empty() && s.label.find(options.case_filter) == std::string::npos) continue;
     if (!options.machine_filter.empty() && s.machine.find(options.machine_filter) == std::string::npos) continue;
-    std::vector<double> medians;
     for (size_t i = 0; i < s.points.size(); ++i) {
       HistoryPoint& p = s.points[i];
+      p.values = b.values[i];
       p.count = b.values[i].size();
       p.median = stats_median(b.values[i]);
       p.q25 = stats_quantile(b.values[i], 0.25);
       p.q75 = stats_quantile(b.values[i], 0.75);
-      medians.push_back(p.median);
     }
-    // Relative changes matter, so the detector sees log values; a metric that can be 0 or
-    // negative (a change of accuracy points) is taken as it is.
-    s.log_scale = std::all_of(medians.begin(), medians.end(), [](double m) { return m > 0; });
-    if (s.log_scale)
-      for (double& m : medians) m = std::log(m);
-    ChangePointOptions detect = options.detect;
-    detect.log_values = s.log_scale;
-    s.changes = change_points_detect(medians, detect);
+    history_detect(s, options.detect);
     out.push_back(std::move(s));
   }
   return out;
+}
+
+void history_detect(HistorySeries& s, const ChangePointOptions& options) {
+  std::vector<double> medians;
+  for (const HistoryPoint& p : s.points) medians.push_back(p.median);
+  // Relative changes matter, so the detector sees log values; a metric that can be 0 or
+  // negative (a change of accuracy points) is taken as it is.
+  s.log_scale = std::all_of(medians.begin(), medians.end(), [](double m) { return m > 0; });
+  if (s.log_scale)
+    for (double& m : medians) m = std::log(m);
+  ChangePointOptions detect = options;
+  detect.log_values = s.log_scale;
+  s.changes = change_points_detect(medians, detect);
 }
 
 std::string history_table(const std::vector<HistorySeries>& series, const HistoryOptions& options, size_t last) {
@@ -128,21 +133,23 @@ std::string history_table(const std::vector<HistorySeries>& series, const Histor
       out += fmt::format("  ... {} earlier commit(s) not shown (--last)\n", from);
       for (const ChangePoint& c : s.changes)
         if (c.index < from)
-          out += fmt::format("  (earlier: at {}, {})\n", short_commit(s.points[c.index].commit), change_text(c));
+          out += fmt::format("  (earlier: at {}, {})\n", history_short_commit(s.points[c.index].commit),
+                             history_change_text(c));
     }
     out += fmt::format("  {:<18} {:<20} {:>4} {:>12} {:>25}\n", "commit", "first run", "n", "median", "IQR");
     for (size_t i = from; i < s.points.size(); ++i) {
       const HistoryPoint& p = s.points[i];
-      std::string line = fmt::format("  {:<18} {:<20} {:>4} {:>12.5g} {:>12.5g} - {:<10.5g}", short_commit(p.commit),
-                                     p.date.substr(0, 19), p.count, p.median, p.q25, p.q75);
-      if (const ChangePoint* c = change_at(s, i)) line += "  <- " + change_text(*c);
+      std::string line =
+          fmt::format("  {:<18} {:<20} {:>4} {:>12.5g} {:>12.5g} - {:<10.5g}", history_short_commit(p.commit),
+                      p.date.substr(0, 19), p.count, p.median, p.q25, p.q75);
+      if (const ChangePoint* c = change_at(s, i)) line += "  <- " + history_change_text(*c);
       out += line + "\n";
     }
     if (s.changes.empty()) out += fmt::format("  no change point in {} commit(s)\n", s.points.size());
     out += "\n";
   }
   if (series.empty()) out += "no series: no completed run with that metric (and filters) in the database\n";
-  out += fmt::format("change points: {}, on the log of the per-commit medians\n", parameters_text(options));
+  out += fmt::format("change points: {}, on the log of the per-commit medians\n", history_parameters_text(options));
   return out;
 }
 

@@ -21,6 +21,7 @@ struct HistoryPoint {
   std::string commit;  // the runs' git commit (as recorded, "-dirty" included)
   std::string date;    // created_at of the commit's first stored run
   std::vector<int64_t> run_ids;
+  std::vector<double> values;  // the repetitions' values of the metric
   double median = 0, q25 = 0, q75 = 0;
   size_t count = 0;
 };
@@ -44,6 +45,17 @@ struct HistoryOptions {
 // The series of `runs` (completed runs with a summary; the others are left out) for the
 // metric. Throws InputError for an unknown metric, naming the known ones.
 std::vector<HistorySeries> history_build(const std::vector<RunWithSummary>& runs, const HistoryOptions& options);
+
+// (Re)computes s.changes from s.points with the detector's options (on the log of the medians
+// when they are all positive: s.log_scale).
+void history_detect(HistorySeries& s, const ChangePointOptions& options);
+
+// A commit as the tables show it (12 hex digits, "-dirty" kept; "(none)" for no commit).
+std::string history_short_commit(const std::string& commit);
+// "change +28.9 % (p = 5.3e-06)", and whether it is unconfirmed.
+std::string history_change_text(const ChangePoint& c);
+// The detector's parameters, as printed under every result.
+std::string history_parameters_text(const HistoryOptions& options);
 
 // The machine fingerprint of a run.
 std::string history_machine(const RunRecord& run);

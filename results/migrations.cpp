@@ -21,6 +21,8 @@
 //   written before v8 (such a run's liveness cannot be checked).
 // - profiles.spread (v15) is NULL on rows written before v15; the store reads it as NaN
 //   (unknown), which the simulator reports rather than trusts.
+// - change_points.git_commit is the first commit after the change, as the runs recorded it;
+//   annotations.series / metric empty mean every series / metric.
 // - calibrations.id is AUTOINCREMENT for the same reason as runs.id; the tuner and the
 //   sim backend refer to a calibration by id (or take the host's latest).
 #include "results/migrations.hpp"
@@ -367,6 +369,36 @@ constexpr const char* migration_v15 = R"sql(
 ALTER TABLE profiles ADD COLUMN spread REAL;
 )sql";
 
+// v15 -> v16: `dsgd-bench track`'s records: the change points found in each series (one row
+// per series, metric, machine and commit; kept while detection still finds them), and the
+// annotations users give commits (expected: an acknowledged change; invalid / outlier: the
+// commit's point leaves the series' detection and baseline).
+constexpr const char* migration_v16 = R"sql(
+CREATE TABLE change_points (
+  id              INTEGER PRIMARY KEY AUTOINCREMENT,
+  series          TEXT NOT NULL,
+  metric          TEXT NOT NULL,
+  machine         TEXT NOT NULL,
+  git_commit      TEXT NOT NULL,
+  relative_change REAL NOT NULL,
+  pvalue          REAL NOT NULL,
+  confirmed       INTEGER NOT NULL,
+  first_seen      TEXT NOT NULL,
+  last_seen       TEXT NOT NULL,
+  UNIQUE (series, metric, machine, git_commit)
+);
+CREATE TABLE annotations (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  created_at  TEXT NOT NULL,
+  git_commit  TEXT NOT NULL,
+  kind        TEXT NOT NULL CHECK (kind IN ('expected', 'invalid', 'outlier')),
+  series      TEXT NOT NULL DEFAULT '',
+  metric      TEXT NOT NULL DEFAULT '',
+  note        TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX annotations_commit ON annotations (git_commit);
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -391,9 +423,9 @@ void field_columns_add(sqlite3* db, int version) {
 // The scripts, one per schema version: append the next one here.
 const std::vector<const char*>& migration_scripts() {
   static const std::vector<const char*> table = {
-      migration_v1,  migration_v2,  migration_v3,  migration_v4, migration_v5,
-      migration_v6,  migration_v7,  migration_v8,  migration_v9, migration_v10,
-      migration_v11, migration_v12, migration_v13, "",           migration_v15,
+      migration_v1,  migration_v2, migration_v3,  migration_v4,  migration_v5,  migration_v6,
+      migration_v7,  migration_v8, migration_v9,  migration_v10, migration_v11, migration_v12,
+      migration_v13, "",           migration_v15, migration_v16,
   };
   return table;
 }
