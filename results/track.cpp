@@ -101,11 +101,7 @@ void gate(TrackResult& r, size_t candidate, const TrackOptions& o, const std::ve
     if (cp.index < candidate) start = cp.index;
   start = std::max(start, candidate > o.baseline ? candidate - o.baseline : size_t{0});
   std::vector<double> base;
-  std::vector<double> medians;
-  for (size_t i = start; i < candidate; ++i) {
-    base.push_back(value_of(r, s.points[i].median));
-    medians.push_back(s.points[i].median);
-  }
+  for (size_t i = start; i < candidate; ++i) base.push_back(value_of(r, s.points[i].median));
   r.baseline_n = base.size();
   if (base.size() < kMinBaseline) {
     r.verdict = TrackVerdict::track_too_short;
@@ -113,12 +109,12 @@ void gate(TrackResult& r, size_t candidate, const TrackOptions& o, const std::ve
         fmt::format("not tested: {} baseline commit(s) since its last change, {} needed", base.size(), kMinBaseline);
     return;
   }
-  r.baseline_median = stats_median(medians);
   double mean = 0, var = 0;
   for (double x : base) mean += x;
   mean /= double(base.size());
   for (double x : base) var += (x - mean) * (x - mean);
   const double sd = std::sqrt(var / double(base.size() - 1));
+  r.baseline_mean = r.series.log_scale ? std::exp(mean) : mean;
   const double x = value_of(r, c.median);
   r.change = relative(r, x, mean);
   r.noise_floor = std::fabs(relative(r, mean + 2 * sd, mean));
@@ -280,9 +276,12 @@ std::string track_table(const TrackReport& report, const TrackOptions& o) {
       out += fmt::format("  {}: {}\n\n", track_verdict_text(r.verdict), r.note);
       continue;
     }
-    out += fmt::format("  {} ({} run(s)): median {:.5g} vs {:.5g}, {:+.1f} % (p = {:.2g}) -> {}\n    {}\n\n",
-                       history_short_commit(r.candidate), r.candidate_runs, r.candidate_median, r.baseline_median,
-                       100 * r.change, r.pvalue, track_verdict_text(r.verdict), r.note);
+    out += fmt::format(
+        "  {} ({} run(s)): median {:.5g} vs {:.5g} ({} mean of the baseline's medians), {:+.1f} % "
+        "(p = {:.2g}) -> {}\n    {}\n\n",
+        history_short_commit(r.candidate), r.candidate_runs, r.candidate_median, r.baseline_mean,
+        r.series.log_scale ? "geometric" : "arithmetic", 100 * r.change, r.pvalue, track_verdict_text(r.verdict),
+        r.note);
   }
   out += fmt::format("{} series tested: {} regressed, {} inconclusive\n", report.tested, report.regressed,
                      report.inconclusive);
@@ -307,7 +306,7 @@ nlohmann::json track_json(const TrackReport& report, const TrackOptions& o) {
                    {"candidate_runs", r.candidate_runs},
                    {"candidate_median", r.candidate_median},
                    {"baseline_commits", r.baseline_n},
-                   {"baseline_median", r.baseline_median},
+                   {"baseline_mean", r.baseline_mean},
                    {"noise_floor", r.noise_floor},
                    {"relative_change", r.change},
                    {"pvalue", r.pvalue},

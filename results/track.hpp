@@ -76,9 +76,10 @@ struct TrackResult {
   std::string candidate;  // its commit; empty when the series has no such commit
   size_t candidate_runs = 0;
   size_t baseline_n = 0;
-  double candidate_median = 0, baseline_median = 0;
-  double noise_floor = 0;  // 2 s, as a relative change
-  double change = 0;       // relative (a ratio of geometric means on a log scale)
+  double candidate_median = 0;
+  double baseline_mean = 0;  // of the baseline's medians: geometric on a log scale
+  double noise_floor = 0;    // 2 s, as a relative change
+  double change = 0;         // relative (a ratio of geometric means on a log scale)
   double pvalue = 1;
   TrackVerdict verdict = TrackVerdict::track_ok;
   std::string note;                  // why, in words

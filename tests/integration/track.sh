@@ -28,7 +28,7 @@ rc=0
 "$BIN" track --db t.db --metric step_time --case 'w4 b16' > r.txt 2> r.err || rc=$?
 cat r.txt r.err
 [ "$rc" = 1 ] || fail "a 30 % slower candidate: exit 1 expected, got $rc"
-grep -q '^  commit9 (2 run(s)): median .* +[23][0-9]\.[0-9] % (p = .*) -> REGRESSED' r.txt || fail "regression line"
+grep -q '^  commit9 (2 run(s)): median .* mean of the baseline.s medians), +[23][0-9]\.[0-9] % (p = .*) -> REGRESSED' r.txt || fail "regression line"
 grep -q 'against 8 commit(s), noise floor' r.txt || fail "the baseline and noise floor are not stated"
 grep -q '^gate: threshold 5.0 %, p <= 0.01' r.txt || fail "gate parameters not printed"
 [ "$(sql t.db "SELECT count(*) FROM change_points WHERE series LIKE '%w4 b16%' AND git_commit = 'commit9'")" = 1 ] ||
