@@ -182,6 +182,7 @@ const Variant& variant_adpsgd() {
     Variant v;
     v.name = "adpsgd";
     v.gossip_every_step = true;
+    v.reads_topology = true;
     v.description = "AD-PSGD: asynchronous; active (even) ranks average atomically with a random passive neighbour";
     v.knobs = "--topology";
     v.no_compress = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";

@@ -163,11 +163,11 @@ class Dpsgd final : public Algorithm {
       }
       return;
     }
-    const size_t row = static_cast<size_t>(rank_) * static_cast<size_t>(n);
-    self_weight_ = static_cast<float>(topo_.mixing[row + static_cast<size_t>(rank_)]);
-    for (int j : topo_.neighbors[static_cast<size_t>(rank_)]) {
-      peers_.push_back(j);
-      weights_.push_back(static_cast<float>(topo_.mixing[row + static_cast<size_t>(j)]));
+    const size_t r = static_cast<size_t>(rank_);
+    self_weight_ = static_cast<float>(topo_.self_weight[r]);
+    for (size_t k = 0; k < topo_.neighbors[r].size(); ++k) {
+      peers_.push_back(topo_.neighbors[r][k]);
+      weights_.push_back(static_cast<float>(topo_.neighbor_weights[r][k]));
     }
   }
 
@@ -227,6 +227,7 @@ const Variant& variant_dpsgd() {
     v.knobs = "--topology, --dpsgd-delay 0|1";
     v.flags = {{"dpsgd-delay"}};
     v.gossip_every_step = true;
+    v.reads_topology = true;
     v.no_compress = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";
     v.validate = dpsgd_validate;
     v.create = algorithm_create_dpsgd;

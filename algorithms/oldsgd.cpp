@@ -52,6 +52,7 @@ const Variant& variant_oldsgd() {
     v.timing_applies = [](const RunConfig& cfg) { return !cfg.gossip_overlap; };
     v.timing_text = "oldsgd (--gossip-overlap false, static topology)";
     v.timing_needs_neighbors = true;
+    v.reads_topology = true;
     return v;
   }();
   return v;

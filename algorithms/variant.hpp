@@ -34,6 +34,10 @@ struct Variant {
   // Mixes its model with its --topology's neighbours every step (D-PSGD, AD-PSGD): the tuner
   // searches --topologies for it, and its prior charges the topology's spectral gap.
   bool gossip_every_step = false;
+  // Averages with its --topology's neighbours (D-PSGD, AD-PSGD, OLDSGD): a run builds the
+  // whole graph, its weights and gap (topology_make). Every other variant reads only the
+  // topology's groups, the link classes of hier (topology_groups), at any size.
+  bool reads_topology = false;
   std::string no_compress;        // why --compress does not apply to it; empty: it takes --compress
   std::string no_compress_hint;   // what to do instead (empty: drop --compress or use another variant)
   std::string optimizer = "sgd";  // what --optimizer auto means for it (sgd | adamw)

@@ -11,6 +11,7 @@
 
 #include "algorithms/algorithm.hpp"
 #include "algorithms/config_check.hpp"
+#include "algorithms/variant.hpp"
 #include "cli/commands.hpp"
 #include "cli/progress_line.hpp"
 #include "cli/run_format.hpp"
@@ -60,7 +61,9 @@ void validate_before_launch(const RunConfig& cfg) {
         backend.name);
   preflight_check_names(cfg);
   Stragglers::parse(cfg.straggler, static_cast<int>(cfg.workers), cfg.seed);
-  const Topology topology = topology_make(cfg.topology, static_cast<int>(cfg.workers), cfg.seed);
+  const int workers = static_cast<int>(cfg.workers);
+  const Topology topology = variant_get(cfg.algo).reads_topology ? topology_make(cfg.topology, workers, cfg.seed)
+                                                                 : topology_groups(cfg.topology, workers);
   network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency, topology.groups,
                            cfg.link_efficiency, cfg.mtu);
   if (!cfg.hostfile.empty() && !std::filesystem::is_regular_file(cfg.hostfile))

@@ -31,27 +31,32 @@ constexpr int kTopologyFullTableMax = 16;
 // random-perm: how many steps' matchings the table shows.
 constexpr int kTopologyShownSteps = 4;
 
-double mixing_at(const Topology& t, int i, int j) {
-  return t.mixing[static_cast<size_t>(i) * t.workers + j];
-}
+// Up to this many workers the JSON also has W as dense rows ("mixing").
+constexpr int kTopologyDenseJsonMax = 256;
 
-// Keys in a fixed, readable order (spec first), mixing as an array of rows.
+// Keys in a fixed, readable order (spec first); W sparse (each rank's neighbour weights, in
+// the order of its neighbours, and its own weight), and dense up to kTopologyDenseJsonMax.
 nlohmann::ordered_json topology_to_json(const Topology& t) {
-  nlohmann::ordered_json mixing = nlohmann::ordered_json::array();
-  for (int i = 0; i < t.workers; ++i) {
-    nlohmann::ordered_json row = nlohmann::ordered_json::array();
-    for (int j = 0; j < t.workers; ++j) row.push_back(mixing_at(t, i, j));
-    mixing.push_back(row);
+  nlohmann::ordered_json out = {{"spec", t.spec},
+                                {"kind", t.kind},
+                                {"workers", t.workers},
+                                {"groups", t.groups},
+                                {"group_of", t.group_of},
+                                {"neighbors", t.neighbors},
+                                {"neighbor_weights", t.neighbor_weights},
+                                {"self_weight", t.self_weight}};
+  if (t.workers <= kTopologyDenseJsonMax) {
+    nlohmann::ordered_json mixing = nlohmann::ordered_json::array();
+    for (int i = 0; i < t.workers; ++i) {
+      nlohmann::ordered_json row = nlohmann::ordered_json::array();
+      for (int j = 0; j < t.workers; ++j) row.push_back(t.weight(i, j));
+      mixing.push_back(row);
+    }
+    out["mixing"] = mixing;
   }
-  return {{"spec", t.spec},
-          {"kind", t.kind},
-          {"workers", t.workers},
-          {"groups", t.groups},
-          {"group_of", t.group_of},
-          {"neighbors", t.neighbors},
-          {"mixing", mixing},
-          {"spectral_gap", t.spectral_gap},
-          {"time_varying", t.time_varying}};
+  out["spectral_gap"] = t.spectral_gap;
+  out["time_varying"] = t.time_varying;
+  return out;
 }
 
 void print_neighbours(const Topology& t) {
@@ -69,19 +74,26 @@ void print_neighbours(const Topology& t) {
 void print_mixing(const Topology& t) {
   const int n = t.workers;
   if (n > kTopologyFullTableMax) {
+    // From the sparse W: O(edges · log degree).
     double row_error = 0, column_error = 0, min_weight = 1;
     bool symmetric = true;
+    std::vector<double> column(static_cast<size_t>(n), 0.0);
     for (int i = 0; i < n; ++i) {
-      double row = 0, column = 0;
-      for (int j = 0; j < n; ++j) {
-        row += mixing_at(t, i, j);
-        column += mixing_at(t, j, i);
-        symmetric = symmetric && mixing_at(t, i, j) == mixing_at(t, j, i);
-        if (mixing_at(t, i, j) > 0) min_weight = std::min(min_weight, mixing_at(t, i, j));
+      const size_t ri = static_cast<size_t>(i);
+      double row = t.self_weight[ri];
+      column[ri] += t.self_weight[ri];
+      if (t.self_weight[ri] > 0) min_weight = std::min(min_weight, t.self_weight[ri]);
+      for (size_t k = 0; k < t.neighbors[ri].size(); ++k) {
+        const int j = t.neighbors[ri][k];
+        const double w = t.neighbor_weights[ri][k];
+        row += w;
+        column[static_cast<size_t>(j)] += w;
+        symmetric = symmetric && w == t.weight(j, i);
+        if (w > 0) min_weight = std::min(min_weight, w);
       }
       row_error = std::max(row_error, std::abs(row - 1));
-      column_error = std::max(column_error, std::abs(column - 1));
     }
+    for (double c : column) column_error = std::max(column_error, std::abs(c - 1));
     fmt::print("mixing matrix W ({0}×{0}, not shown above {1} workers; see --format json):\n", n,
                kTopologyFullTableMax);
     fmt::print("  max |row sum − 1| {:.1e}, max |column sum − 1| {:.1e}, {}, smallest non-zero weight {:.4f}\n",
@@ -94,7 +106,7 @@ void print_mixing(const Topology& t) {
   for (int i = 0; i < n; ++i) {
     fmt::print("  {:>3}", i);
     for (int j = 0; j < n; ++j) {
-      const double w = mixing_at(t, i, j);
+      const double w = t.weight(i, j);
       if (w == 0)
         fmt::print(" {:>6}", ".");
       else

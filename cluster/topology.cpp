@@ -1,6 +1,7 @@
 // Worker topologies: spec parsing, one graph builder per kind (listed in kTopologyKinds),
 // Metropolis-Hastings mixing weights, random-perm's per-step matchings and the spectral gap.
-// Formulas are in topology.hpp. Limits: dense W and a dense eigen solve (setup only).
+// Formulas are in topology.hpp. W is sparse; the gap has a closed form per kind except hier's
+// (a dense eigen solve, setup only).
 #include "cluster/topology.hpp"
 
 #include <fmt/format.h>
@@ -29,14 +30,50 @@ struct Dims {
 };
 
 using BuildFn = void (*)(Topology& t, Dims dims);
+using GapFn = double (*)(int workers, Dims dims);
 
 struct TopologyKind {
   const char* name;
   const char* usage;
   const char* description;
   bool takes_dims;
-  BuildFn build;  // fills neighbors (both directions, any order) and, for hier, groups/group_of
+  BuildFn build;            // fills neighbors (both directions, any order) and, for hier, groups/group_of
+  GapFn gap;                // the spectral gap in closed form; null: a dense eigen solve of W
+  bool every_pair = false;  // lists all n(n − 1) pairs (complete, random-perm)
 };
+
+// A cycle's offsets along one dimension of size m: ±1 mod m, distinct and nonzero.
+std::vector<int> cycle_offsets(int m) {
+  if (m == 1) return {};
+  if (m == 2) return {1};
+  return {1, m - 1};
+}
+
+double gap_complete(int, Dims) {
+  return 1.0;
+}  // W = 11ᵀ/n: eigenvalues 1 and 0
+
+double gap_ring(int n, Dims) {
+  return topology_circulant_gap({n}, {cycle_offsets(n)});
+}
+
+double gap_torus(int, Dims dims) {
+  return topology_circulant_gap({dims.a, dims.b}, {cycle_offsets(dims.a), cycle_offsets(dims.b)});
+}
+
+double gap_exp(int n, Dims) {
+  std::vector<int> offsets;
+  for (int64_t hop = 1; hop <= n - 1; hop *= 2)
+    for (int64_t s : {hop % n, (n - hop % n) % n})
+      if (s != 0 && std::find(offsets.begin(), offsets.end(), int(s)) == offsets.end()) offsets.push_back(int(s));
+  return topology_circulant_gap({n}, {offsets});
+}
+
+// E[W] has d on the diagonal and o elsewhere: eigenvalues 1 and d − o (topology.hpp).
+double gap_random_perm(int n, Dims) {
+  if (n == 1) return 1.0;
+  return n % 2 == 0 ? n / (2.0 * (n - 1)) : 0.5;
+}
 
 void add_edge(Topology& t, int i, int j) {
   if (i == j) return;
@@ -89,15 +126,17 @@ void build_random_perm(Topology& t, Dims dims) {
 }
 
 constexpr TopologyKind kTopologyKinds[] = {
-    {"complete", "complete", "every worker with every other; W = 11ᵀ/n, spectral gap 1", false, build_complete},
-    {"ring", "ring", "each worker with its two ring neighbours; weights 1/3", false, build_ring},
-    {"torus", "torus:RxC", "R×C 2-D torus (R·C = workers), 4 neighbours; weights 1/5", true, build_torus},
-    {"exp", "exp", "exponential graph: i with i ± 2^k mod n; Metropolis-Hastings weights", false, build_exp},
+    {"complete", "complete", "every worker with every other; W = 11ᵀ/n, spectral gap 1", false, build_complete,
+     gap_complete, true},
+    {"ring", "ring", "each worker with its two ring neighbours; weights 1/3", false, build_ring, gap_ring},
+    {"torus", "torus:RxC", "R×C 2-D torus (R·C = workers), 4 neighbours; weights 1/5", true, build_torus, gap_torus},
+    {"exp", "exp", "exponential graph: i with i ± 2^k mod n; Metropolis-Hastings weights", false, build_exp, gap_exp},
     {"hier", "hier:GxW",
      "G groups of W consecutive workers: complete inside, ring of group leaders between; "
      "Metropolis-Hastings weights",
-     true, build_hier},
-    {"random-perm", "random-perm", "a fresh random perfect matching each step; weights 1/2", false, build_random_perm},
+     true, build_hier, nullptr},
+    {"random-perm", "random-perm", "a fresh random perfect matching each step; weights 1/2", false, build_random_perm,
+     gap_random_perm, true},
 };
 
 std::string known_usages() {
@@ -129,36 +168,55 @@ Dims parse_dims(const std::string& spec, const TopologyKind& kind, std::string_v
 // Metropolis-Hastings weights (topology.hpp). The diagonal is written as
 // 1/(1+d_i) + Σ_j (1/(1+d_i) − W_ij), equal to 1 − Σ_j W_ij, so that every term is ≥ 0 and a
 // d-regular graph gets W_ii = 1/(1+d) exactly (complete: exactly 1/n everywhere).
-std::vector<double> mixing_metropolis_hastings(const std::vector<std::vector<int>>& neighbors) {
-  const int n = static_cast<int>(neighbors.size());
-  std::vector<double> w(static_cast<size_t>(n) * n, 0.0);
-  for (int i = 0; i < n; ++i) {
-    const size_t d_i = neighbors[i].size();
+void mixing_metropolis_hastings(Topology& t) {
+  const auto& nb = t.neighbors;
+  const size_t n = nb.size();
+  t.neighbor_weights.assign(n, {});
+  t.self_weight.assign(n, 0.0);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t d_i = nb[i].size();
     const double own = 1.0 / (1.0 + static_cast<double>(d_i));
     double excess = 0;
-    for (int j : neighbors[i]) {
-      const double w_ij = 1.0 / (1.0 + static_cast<double>(std::max(d_i, neighbors[j].size())));
-      w[static_cast<size_t>(i) * n + j] = w_ij;
+    for (int j : nb[i]) {
+      const double w_ij = 1.0 / (1.0 + static_cast<double>(std::max(d_i, nb[static_cast<size_t>(j)].size())));
+      t.neighbor_weights[i].push_back(w_ij);
       excess += own - w_ij;
     }
-    w[static_cast<size_t>(i) * n + i] = own + excess;
+    t.self_weight[i] = own + excess;
   }
-  return w;
 }
 
 // E[W] of random-perm (topology.hpp): 1/2 on the diagonal plus the idle chance for odd n.
-std::vector<double> mixing_random_perm_expected(int n) {
-  std::vector<double> w(static_cast<size_t>(n) * n);
-  if (n == 1) {
-    w[0] = 1.0;
-    return w;
-  }
+void mixing_random_perm_expected(Topology& t) {
+  const int n = t.workers;
   const bool even = n % 2 == 0;
   const double off = even ? 1.0 / (2.0 * (n - 1)) : 1.0 / (2.0 * n);
-  const double diag = even ? 0.5 : (n + 1.0) / (2.0 * n);
-  for (int i = 0; i < n; ++i)
-    for (int j = 0; j < n; ++j) w[static_cast<size_t>(i) * n + j] = i == j ? diag : off;
-  return w;
+  const double diag = n == 1 ? 1.0 : even ? 0.5 : (n + 1.0) / (2.0 * n);
+  t.self_weight.assign(static_cast<size_t>(n), diag);
+  t.neighbor_weights.assign(static_cast<size_t>(n), {});
+  for (size_t i = 0; i < t.neighbors.size(); ++i) t.neighbor_weights[i].assign(t.neighbors[i].size(), off);
+}
+
+// The kind of spec and its dimensions, checked (InputError naming what is wrong).
+const TopologyKind& kind_parse(const std::string& spec, int workers, Dims& dims) {
+  if (workers < 1 || workers > topology_max_workers)
+    DSGD_THROW(InputError, fmt::format("use --workers between 1 and {}", topology_max_workers),
+               "topology '{}' asked for {} workers", spec, workers);
+  const size_t colon = spec.find(':');
+  const std::string name = spec.substr(0, colon);
+  const TopologyKind* kind = nullptr;
+  for (const auto& k : kTopologyKinds)
+    if (name == k.name) kind = &k;
+  if (kind == nullptr) DSGD_THROW(InputError, "known topologies: " + known_usages(), "unknown topology '{}'", spec);
+  if (kind->takes_dims) {
+    if (colon == std::string::npos)
+      DSGD_THROW(InputError, fmt::format("write {} (dimensions whose product is --workers)", kind->usage),
+                 "topology '{}' needs dimensions", spec);
+    dims = parse_dims(spec, *kind, std::string_view(spec).substr(colon + 1), workers);
+  } else if (colon != std::string::npos) {
+    DSGD_THROW(InputError, fmt::format("write just '{}'", kind->usage), "topology '{}' takes no parameters", spec);
+  }
+  return *kind;
 }
 
 }  // namespace
@@ -171,41 +229,71 @@ LinkClass Topology::link(int i, int j) const {
   return group_of[i] == group_of[j] ? LinkClass::link_intra : LinkClass::link_inter;
 }
 
-Topology topology_make(const std::string& spec, int workers, uint64_t /*seed: see topology.hpp*/) {
-  if (workers < 1 || workers > topology_max_workers)
-    DSGD_THROW(InputError, fmt::format("use --workers between 1 and {}", topology_max_workers),
-               "topology '{}' asked for {} workers", spec, workers);
-  const size_t colon = spec.find(':');
-  const std::string name = spec.substr(0, colon);
-  const TopologyKind* kind = nullptr;
-  for (const auto& k : kTopologyKinds)
-    if (name == k.name) kind = &k;
-  if (kind == nullptr) DSGD_THROW(InputError, "known topologies: " + known_usages(), "unknown topology '{}'", spec);
+double Topology::weight(int i, int j) const {
+  if (i < 0 || j < 0 || i >= workers || j >= workers || self_weight.size() != static_cast<size_t>(workers))
+    DSGD_THROW(Error, "ranks run from 0 to workers − 1 (of a topology with weights)",
+               "topology {}: weight({}, {}) outside {} workers", spec, i, j, workers);
+  const size_t ri = static_cast<size_t>(i);
+  if (i == j) return self_weight[ri];
+  const auto& nb = neighbors[ri];
+  const auto it = std::lower_bound(nb.begin(), nb.end(), j);
+  return it != nb.end() && *it == j ? neighbor_weights[ri][static_cast<size_t>(it - nb.begin())] : 0.0;
+}
 
+Topology topology_groups(const std::string& spec, int workers) {
   Dims dims;
-  if (kind->takes_dims) {
-    if (colon == std::string::npos)
-      DSGD_THROW(InputError, fmt::format("write {} (dimensions whose product is --workers)", kind->usage),
-                 "topology '{}' needs dimensions", spec);
-    dims = parse_dims(spec, *kind, std::string_view(spec).substr(colon + 1), workers);
-  } else if (colon != std::string::npos) {
-    DSGD_THROW(InputError, fmt::format("write just '{}'", kind->usage), "topology '{}' takes no parameters", spec);
-  }
-
+  const TopologyKind& kind = kind_parse(spec, workers, dims);
   Topology t;
   t.spec = spec;
-  t.kind = kind->name;
+  t.kind = kind.name;
+  t.workers = workers;
+  t.group_of.assign(static_cast<size_t>(workers), 0);
+  if (t.kind == "hier") {
+    t.groups = dims.a;
+    for (int i = 0; i < workers; ++i) t.group_of[static_cast<size_t>(i)] = i / dims.b;
+  }
+  t.time_varying = kind.build == build_random_perm;
+  return t;
+}
+
+Topology topology_make(const std::string& spec, int workers, uint64_t /*seed: see topology.hpp*/) {
+  Dims dims;
+  const TopologyKind& kind = kind_parse(spec, workers, dims);
+  if ((kind.every_pair || !kind.gap) && workers > topology_dense_max)
+    DSGD_THROW(InputError,
+               fmt::format("use ring, exp or torus:RxC for a gossip topology past {} workers", topology_dense_max),
+               "topology '{}' at {} workers: {} (up to {} workers)", spec, workers,
+               kind.every_pair ? "it lists every pair of workers, n(n − 1) neighbours"
+                               : "its spectral gap has no closed form, and the dense eigen solve grows as n³",
+               topology_dense_max);
+  Topology t;
+  t.spec = spec;
+  t.kind = kind.name;
   t.workers = workers;
   t.group_of.assign(workers, 0);
   t.neighbors.assign(workers, {});
-  kind->build(t, dims);
+  kind.build(t, dims);
   for (auto& nb : t.neighbors) {
     std::sort(nb.begin(), nb.end());
     nb.erase(std::unique(nb.begin(), nb.end()), nb.end());
   }
-  t.mixing = t.time_varying ? mixing_random_perm_expected(workers) : mixing_metropolis_hastings(t.neighbors);
-  t.spectral_gap = topology_spectral_gap(t.mixing, workers);
+  if (t.time_varying)
+    mixing_random_perm_expected(t);
+  else
+    mixing_metropolis_hastings(t);
+  t.spectral_gap = kind.gap ? kind.gap(workers, dims) : topology_spectral_gap(topology_dense_mixing(t), workers);
   return t;
+}
+
+std::vector<double> topology_dense_mixing(const Topology& t) {
+  const size_t n = static_cast<size_t>(t.workers);
+  std::vector<double> w(n * n, 0.0);
+  for (size_t i = 0; i < n && i < t.self_weight.size(); ++i) {
+    w[i * n + i] = t.self_weight[i];
+    for (size_t k = 0; k < t.neighbors[i].size(); ++k)
+      w[i * n + static_cast<size_t>(t.neighbors[i][k])] = t.neighbor_weights[i][k];
+  }
+  return w;
 }
 
 void topology_partner_at_step(int workers, int64_t step, uint64_t seed, std::vector<int>& partner,
@@ -229,19 +317,23 @@ Topology topology_at_step(const Topology& base, int64_t step, uint64_t seed) {
   std::vector<int> partner, scratch;
   topology_partner_at_step(n, step, seed, partner, scratch);
   Topology t = base;
-  t.mixing.assign(static_cast<size_t>(n) * n, 0.0);
-  for (int i = 0; i < n; ++i) {
+  bool everyone_matched = true;
+  for (size_t i = 0; i < static_cast<size_t>(n); ++i) {
     const int j = partner[i];
     t.neighbors[i].clear();
-    if (j == i) {
-      t.mixing[static_cast<size_t>(i) * n + i] = 1.0;
+    t.neighbor_weights[i].clear();
+    if (j == static_cast<int>(i)) {
+      t.self_weight[i] = 1.0;
+      everyone_matched = false;
     } else {
       t.neighbors[i].push_back(j);
-      t.mixing[static_cast<size_t>(i) * n + i] = 0.5;
-      t.mixing[static_cast<size_t>(i) * n + j] = 0.5;
+      t.neighbor_weights[i].push_back(0.5);
+      t.self_weight[i] = 0.5;
     }
   }
-  t.spectral_gap = topology_spectral_gap(t.mixing, n);
+  // One matching is a block-diagonal W of 2×2 averaging blocks (eigenvalues 1 and 0 each) and
+  // idle 1×1 blocks: λ2 = 1 unless the single block of n = 2 is the whole cluster.
+  t.spectral_gap = n == 1 || (n == 2 && everyone_matched) ? 1.0 : 0.0;
   return t;
 }
 
@@ -249,6 +341,37 @@ std::vector<TopologyInfo> topology_list() {
   std::vector<TopologyInfo> out;
   for (const auto& k : kTopologyKinds) out.push_back({k.name, k.usage, k.description});
   return out;
+}
+
+double topology_circulant_gap(const std::vector<int>& sizes, const std::vector<std::vector<int>>& offsets) {
+  if (sizes.size() != offsets.size() || sizes.empty())
+    DSGD_THROW(Error, "pass one offset list per dimension", "topology_circulant_gap: {} sizes, {} offset lists",
+               sizes.size(), offsets.size());
+  size_t degree = 0, n = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    degree += offsets[d].size();
+    n *= static_cast<size_t>(sizes[d]);
+  }
+  // Each dimension's eigenvalue contributions, cos(2π k s / m) summed over its offsets.
+  std::vector<std::vector<double>> part(sizes.size());
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    const int m = sizes[d];
+    part[d].assign(static_cast<size_t>(m), 0.0);
+    for (int k = 0; k < m; ++k)
+      for (int s : offsets[d]) part[d][static_cast<size_t>(k)] += std::cos(2 * M_PI * double(k) * s / m);
+  }
+  double largest = 0;  // max |λ_k| over k ≠ 0
+  std::vector<size_t> k(sizes.size(), 0);
+  for (size_t index = 1; index < n; ++index) {
+    for (size_t d = sizes.size(); d-- > 0;) {  // the next multi-index, last dimension fastest
+      if (++k[d] < static_cast<size_t>(sizes[d])) break;
+      k[d] = 0;
+    }
+    double sum = 1;
+    for (size_t d = 0; d < sizes.size(); ++d) sum += part[d][k[d]];
+    largest = std::max(largest, std::fabs(sum / double(1 + degree)));
+  }
+  return std::max(0.0, 1.0 - largest);
 }
 
 double topology_spectral_gap(const std::vector<double>& mixing, int n) {

@@ -4,9 +4,13 @@
 //
 // Every kind is one row of the table in topology.cpp (topology_list()). Every W built here
 // is symmetric, non-negative and doubly stochastic, and W_ij > 0 only for neighbours or i = j.
-// Limits: W is dense (workers² doubles) and the gap is an O(n³) dense eigen solve, so
-// topology_make caps workers at topology_max_workers; build a topology once at setup, never
-// in the timed loop (topology_partner_at_step is the allocation-free per-step helper).
+// Sizes: W is kept sparse (each rank's neighbour weights, O(edges)); the gap has a closed form
+// for complete, ring, torus, exp and random-perm (circulant graphs and products of them:
+// their eigenvalues are known), and takes a dense O(n³) eigen solve only for hier, up to
+// topology_dense_max workers. complete and random-perm list every pair, so they stop at
+// topology_dense_max workers too. A run that does not gossip needs only the groups
+// (topology_groups), at any size. Build a topology once at setup, never in the timed loop
+// (topology_partner_at_step is the allocation-free per-step helper).
 #pragma once
 
 #include <cstdint>
@@ -47,29 +51,46 @@ struct Topology {
   int groups = 1;                           // hier: G; otherwise 1
   std::vector<int> group_of;                // rank -> group index
   std::vector<std::vector<int>> neighbors;  // excluding self, ascending
-  std::vector<double> mixing;               // workers×workers row-major, doubly stochastic, symmetric
-  double spectral_gap = 0;                  // 1 − |λ2| (second largest eigenvalue modulus of mixing)
-  bool time_varying = false;                // random-perm
+  // W, sparse: W_ij for j = neighbors[i][k] is neighbor_weights[i][k]; W_ii is self_weight[i];
+  // every other entry is 0. Doubly stochastic and symmetric.
+  std::vector<std::vector<double>> neighbor_weights;
+  std::vector<double> self_weight;
+  double spectral_gap = 0;    // 1 − |λ2| (second largest eigenvalue modulus of W)
+  bool time_varying = false;  // random-perm
 
   // Class of the link a message from rank i to rank j travels on: self if i == j, intra if
   // both are in the same group, inter otherwise. It classifies by group only, whether or not
   // i and j are neighbours (a collective may route any pair). Throws Error for a bad rank.
   LinkClass link(int i, int j) const;
+  // W_ij (0 when j is neither i nor a neighbour of i).
+  double weight(int i, int j) const;
 };
 
 struct TopologyInfo {
   std::string name, usage, description;
 };
 
-// The most workers topology_make accepts (W is dense and its gap an O(n³) eigen solve).
-inline constexpr int topology_max_workers = 4096;
+// The most workers topology_make and topology_groups accept.
+inline constexpr int topology_max_workers = 100000;
+// The most workers of the kinds that list every pair (complete, random-perm) and of a dense
+// eigen solve (hier's gap).
+inline constexpr int topology_dense_max = 4096;
 
 // Builds the topology named by spec for the given number of workers. Throws InputError
 // naming the spec for an unknown kind (the message lists the known ones), malformed
 // torus/hier dimensions, dimensions whose product is not workers, or workers outside
-// [1, topology_max_workers]. seed: no kind is drawn at random once at build time, so the
-// result does not depend on it; random-perm draws a matching per step in topology_at_step.
+// [1, topology_max_workers], and complete, random-perm or hier past topology_dense_max (saying
+// why). seed: no kind is drawn at random once at build time, so the result does not depend on
+// it; random-perm draws a matching per step in topology_at_step.
 Topology topology_make(const std::string& spec, int workers, uint64_t seed = 0);
+
+// The spec checked as topology_make checks it, but only spec, kind, workers, groups and
+// group_of filled (no neighbours, weights or gap): what a run that does not gossip needs (the
+// link classes of hier), at any size up to topology_max_workers.
+Topology topology_groups(const std::string& spec, int workers);
+
+// W as a dense row-major workers×workers matrix (for printing and tests; O(n²)).
+std::vector<double> topology_dense_mixing(const Topology& t);
 
 // random-perm: the step's matching, drawn from (seed, step) deterministically (the same on
 // every rank and platform), with its mixing matrix, neighbours (the partner, or none when
@@ -91,5 +112,11 @@ std::vector<TopologyInfo> topology_list();
 // stochastic W), by Eigen's SelfAdjointEigenSolver (reads the lower triangle). n = 1: 1.
 // 0 means the graph is disconnected (1 is a repeated eigenvalue) or W never mixes.
 double topology_spectral_gap(const std::vector<double>& mixing, int n);
+
+// 1 − max_{k≠0} |λ_k| of a circulant mixing matrix on Z_{m_1} × ... × Z_{m_r} (a Cartesian
+// product of cycles): W = (I + Σ_{s∈S} P_s) / (1 + |S|) with the offset set S the union over
+// dimensions d of offsets[d] (distinct, nonzero, symmetric mod m_d) along that dimension, so
+// λ_k = (1 + Σ_d Σ_{s∈offsets[d]} cos(2π k_d s / m_d)) / (1 + |S|). O(n · |S|).
+double topology_circulant_gap(const std::vector<int>& sizes, const std::vector<std::vector<int>>& offsets);
 
 }  // namespace dsgd

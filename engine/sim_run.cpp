@@ -137,7 +137,9 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
                "dataset), more than the {:.3g} GB of memory available on this machine",
                n, r.memory.total_bytes / 1e9, r.memory.per_worker_bytes / 1e6, r.memory.dataset_bytes / 1e6,
                r.memory.available_bytes / 1e9);
-  r.topology = topology_make_shared(cfg.topology, n, cfg.seed);
+  r.topology = variant_get(cfg.algo).reads_topology
+                   ? topology_make_shared(cfg.topology, n, cfg.seed)
+                   : std::make_shared<const Topology>(topology_groups(cfg.topology, n));
   r.network = sim_network_resolve(cfg, store, host, r.topology->groups);
   if (cfg.timing_only && variant_get(cfg.algo).timing_needs_neighbors && r.topology->time_varying)
     DSGD_THROW(InputError, "use a static topology (ring, torus:RxC, exp, complete, hier:GxW), or drop --timing-only",

@@ -30,7 +30,6 @@
 #include "engine/run_record.hpp"
 #include "engine/run_schedule.hpp"
 #include "engine/shared_dataset.hpp"
-#include "engine/shared_topology.hpp"
 #include "engine/step_recorder.hpp"
 #include "results/target.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -133,7 +132,8 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
     w.forward_workloads.back()->reserve(static_cast<size_t>(cfg.batch));
   }
   w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
-  w.topology = topology_make_shared(cfg.topology, comm.size(), cfg.seed);
+  // The link classes only: a gossip variant builds its own graph (algorithms/dpsgd.cpp).
+  w.topology = std::make_shared<const Topology>(topology_groups(cfg.topology, comm.size()));
   // hier:GxW: every recorded all-reduce runs in two levels (Communicator::set_hierarchy).
   comm.set_hierarchy(w.topology->groups);
   w.emulated = network_model_from_flags(cfg.bandwidth, cfg.latency, cfg.inter_bandwidth, cfg.inter_latency,

@@ -252,7 +252,8 @@ TEST(Dpsgd, RefusesATopologyWithoutNeighbours) {
   t.spec = "islands";
   t.workers = 2;
   t.neighbors = {{}, {}};
-  t.mixing = {1, 0, 0, 1};
+  t.neighbor_weights = {{}, {}};
+  t.self_weight = {1, 1};
   t.spectral_gap = 0;
   try {
     dpsgd_check_topology(t);

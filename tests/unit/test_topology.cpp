@@ -20,14 +20,15 @@ using namespace dsgd;
 namespace {
 
 double at(const Topology& t, int i, int j) {
-  return t.mixing[static_cast<size_t>(i) * t.workers + j];
+  return t.weight(i, j);
 }
 
 // The invariants every topology (static or one step of random-perm) must satisfy.
 void expect_valid_mixing(const Topology& t) {
   SCOPED_TRACE(t.spec + " with " + std::to_string(t.workers) + " workers");
   const int n = t.workers;
-  ASSERT_EQ(t.mixing.size(), static_cast<size_t>(n) * n);
+  ASSERT_EQ(t.self_weight.size(), static_cast<size_t>(n));
+  ASSERT_EQ(t.neighbor_weights.size(), static_cast<size_t>(n));
   ASSERT_EQ(t.neighbors.size(), static_cast<size_t>(n));
   ASSERT_EQ(t.group_of.size(), static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) {
@@ -142,7 +143,7 @@ TEST(Topology, CompleteIsUniformWithGapOne) {
   for (int n : {1, 2, 3, 4, 8, 9}) {
     const Topology t = topology_make("complete", n);
     EXPECT_NEAR(t.spectral_gap, 1.0, 1e-12) << n;
-    for (double w : t.mixing) EXPECT_EQ(w, 1.0 / n);
+    for (double w : topology_dense_mixing(t)) EXPECT_EQ(w, 1.0 / n);
   }
 }
 
@@ -152,10 +153,10 @@ TEST(Topology, HierWithOneGroupEqualsComplete) {
     const Topology c = topology_make("complete", n);
     EXPECT_EQ(h.kind, "hier");
     EXPECT_EQ(h.groups, 1);
-    EXPECT_EQ(h.mixing, c.mixing) << n;
+    EXPECT_EQ(topology_dense_mixing(h), topology_dense_mixing(c)) << n;
     EXPECT_EQ(h.neighbors, c.neighbors) << n;
     EXPECT_EQ(h.group_of, c.group_of) << n;
-    EXPECT_EQ(h.spectral_gap, c.spectral_gap) << n;
+    EXPECT_NEAR(h.spectral_gap, c.spectral_gap, 1e-12) << n;  // a dense solve against the closed form
     for (int i = 0; i < n; ++i)
       for (int j = 0; j < n; ++j) {
         EXPECT_EQ(h.link(i, j), i == j ? LinkClass::link_self : LinkClass::link_intra);
@@ -208,20 +209,21 @@ TEST(Topology, RandomPermStepsAreDeterministicMatchings) {
         idle += at(s, i, i) == 1.0;
       }
       EXPECT_EQ(idle, n % 2) << n;
-      EXPECT_EQ(s.mixing, topology_at_step(base, step, 42).mixing);  // same (seed, step), same W
-      distinct.insert(s.mixing);
+      EXPECT_EQ(topology_dense_mixing(s),
+                topology_dense_mixing(topology_at_step(base, step, 42)));  // same (seed, step), same W
+      distinct.insert(topology_dense_mixing(s));
     }
     if (n >= 4) {
       EXPECT_GT(distinct.size(), 1u) << n;
     }
   }
   const Topology base = topology_make("random-perm", 8);
-  EXPECT_NE(topology_at_step(base, 0, 42).mixing, topology_at_step(base, 1, 42).mixing);
-  EXPECT_NE(topology_at_step(base, 3, 42).mixing, topology_at_step(base, 3, 43).mixing);
+  EXPECT_NE(topology_dense_mixing(topology_at_step(base, 0, 42)), topology_dense_mixing(topology_at_step(base, 1, 42)));
+  EXPECT_NE(topology_dense_mixing(topology_at_step(base, 3, 42)), topology_dense_mixing(topology_at_step(base, 3, 43)));
   EXPECT_NEAR(topology_at_step(base, 3, 42).spectral_gap, 0.0, 1e-12);  // one matching never mixes 8 ranks
   // Static kinds ignore the step.
   const Topology ring = topology_make("ring", 8);
-  EXPECT_EQ(topology_at_step(ring, 7, 1).mixing, ring.mixing);
+  EXPECT_EQ(topology_dense_mixing(topology_at_step(ring, 7, 1)), topology_dense_mixing(ring));
 }
 
 TEST(Topology, RandomPermMatchingsAverageToExpectation) {
@@ -237,7 +239,8 @@ TEST(Topology, RandomPermMatchingsAverageToExpectation) {
         if (partner[i] != i) sum[static_cast<size_t>(i) * n + partner[i]] += 0.5;
       }
     }
-    for (size_t k = 0; k < sum.size(); ++k) EXPECT_NEAR(sum[k] / steps, base.mixing[k], 0.01) << n << " entry " << k;
+    const std::vector<double> expected = topology_dense_mixing(base);
+    for (size_t k = 0; k < sum.size(); ++k) EXPECT_NEAR(sum[k] / steps, expected[k], 0.01) << n << " entry " << k;
     // The allocation-free helper agrees with topology_at_step.
     topology_partner_at_step(n, 11, 3, partner, scratch);
     const Topology s = topology_at_step(base, 11, 3);
@@ -286,6 +289,62 @@ TEST(Topology, ListNamesEveryKind) {
     EXPECT_FALSE(k.description.empty());
   }
   EXPECT_EQ(names, (std::vector<std::string>{"complete", "ring", "torus", "exp", "hier", "random-perm"}));
+}
+
+// The closed forms of the spectral gap (circulant graphs and their products) against the dense
+// eigen solve of the same W, at sizes where both run: every kind but hier has one.
+TEST(Topology, ClosedFormGapsMatchTheDenseSolve) {
+  std::vector<std::string> specs = {"complete", "ring", "exp", "random-perm"};
+  for (int n : {1, 2, 3, 4, 5, 7, 8, 16, 31, 64, 100, 257}) {
+    for (const std::string& spec : specs) {
+      const Topology t = topology_make(spec, n);
+      EXPECT_NEAR(t.spectral_gap, topology_spectral_gap(topology_dense_mixing(t), n), 1e-10) << spec << " " << n;
+    }
+    for (int rows = 1; rows <= n; ++rows) {
+      if (n % rows != 0 || n > 64) continue;
+      const std::string spec = "torus:" + std::to_string(rows) + "x" + std::to_string(n / rows);
+      const Topology t = topology_make(spec, n);
+      EXPECT_NEAR(t.spectral_gap, topology_spectral_gap(topology_dense_mixing(t), n), 1e-10) << spec;
+    }
+  }
+}
+
+// At scale: W is sparse (O(edges)) and the gaps are closed forms, so a ring, an exponential
+// graph and a torus of 100,000 workers build; the kinds that list every pair, and hier's dense
+// solve, refuse past topology_dense_max with the reason; groups alone build at any size.
+TEST(Topology, LargeSparseTopologiesBuildAndDenseOnesRefuse) {
+  const int n = topology_max_workers;
+  const Topology ring = topology_make("ring", n);
+  EXPECT_NEAR(ring.spectral_gap, 1 - (1 + 2 * std::cos(2 * M_PI / n)) / 3, 1e-12);
+  EXPECT_EQ(ring.neighbors[0], (std::vector<int>{1, n - 1}));
+  EXPECT_EQ(ring.weight(0, 1), 1.0 / 3);
+  EXPECT_EQ(ring.weight(0, 2), 0.0);
+  const Topology e = topology_make("exp", n);
+  EXPECT_GT(e.spectral_gap, 0.0);
+  EXPECT_LT(e.spectral_gap, 1.0);
+  EXPECT_GT(topology_make("torus:250x400", n).spectral_gap, 0.0);
+  for (const char* spec : {"complete", "random-perm"}) {
+    try {
+      topology_make(spec, topology_dense_max + 1);
+      FAIL() << spec;
+    } catch (const InputError& err) {
+      EXPECT_NE(std::string(err.what()).find("every pair"), std::string::npos) << err.what();
+    }
+  }
+  try {
+    topology_make("hier:2x2049", 4098);
+    FAIL() << "hier past the dense limit";
+  } catch (const InputError& err) {
+    EXPECT_NE(std::string(err.what()).find("no closed form"), std::string::npos) << err.what();
+  }
+  const Topology groups = topology_groups("hier:100x1000", n);
+  EXPECT_EQ(groups.groups, 100);
+  EXPECT_EQ(groups.group_of[999], 0);
+  EXPECT_EQ(groups.group_of[1000], 1);
+  EXPECT_TRUE(groups.neighbors.empty());
+  EXPECT_EQ(topology_groups("complete", n).groups, 1);
+  EXPECT_THROW(topology_groups("torus:3x3", 10), InputError);
+  EXPECT_THROW(topology_groups("ring", n + 1), InputError);
 }
 
 TEST(Topology, SpectralGapOfDisconnectedGraphIsZero) {
