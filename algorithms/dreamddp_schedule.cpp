@@ -153,6 +153,70 @@ double dreamddp_slot_exposed(const std::vector<double>& bwd_s, const std::vector
   return exposed_of(free, ready.empty() ? 0.0 : ready[0]);
 }
 
+namespace {
+
+// Incumbent: greedy, each layer (backward order) to the slot where the partial cost is
+// lowest; ties to the slot with the least communication so far, then the fewest layers
+// (so that a free network still spreads the layers over the period). Sets s.best_assign and
+// s.best.
+void greedy_incumbent(Search& s, const std::vector<double>& comm_s, const std::vector<double>& ready) {
+  const size_t nl = comm_s.size();
+  const size_t slots = s.slots;
+  std::vector<double> free(slots, 0.0), comm_sum(slots, 0.0);
+  std::vector<size_t> layers(slots, 0);
+  std::vector<size_t> assign(nl, 0);
+  for (size_t l : s.order) {
+    size_t pick = 0;
+    double pick_cost = 0;
+    for (size_t h = 0; h < slots; ++h) {
+      const double nf = std::max(free[h], ready[l]) + comm_s[l];
+      const double cost = exposed_of(nf, s.backward) - exposed_of(free[h], s.backward);
+      const bool better = h == 0 || cost < pick_cost - s.tie ||
+                          (cost <= pick_cost + s.tie && (comm_sum[h] < comm_sum[pick] ||
+                                                         (comm_sum[h] == comm_sum[pick] && layers[h] < layers[pick])));
+      if (better) {
+        pick = h;
+        pick_cost = cost;
+      }
+    }
+    free[pick] = std::max(free[pick], ready[l]) + comm_s[l];
+    comm_sum[pick] += comm_s[l];
+    layers[pick] += 1;
+    assign[l] = pick;
+  }
+  s.best_assign = assign;
+  s.best = 0;
+  for (double f : free) s.best += exposed_of(f, s.backward);
+}
+
+// Fill idle link time with extra syncs that cost nothing in the model (fill: not for the
+// pure schedule); sets each slot's exposed and communication time.
+void extra_syncs_fill(DreamDdpSchedule& out, const std::vector<size_t>& order, const std::vector<double>& bwd_s,
+                      const std::vector<double>& comm_s, bool fill) {
+  const size_t slots = out.slots.size();
+  for (size_t h = 0; h < slots; ++h) {
+    std::vector<size_t> all = out.slots[h];
+    double exposed = dreamddp_slot_exposed(bwd_s, comm_s, all);
+    for (size_t l : order) {
+      if (!fill) break;
+      if (comm_s[l] <= 0) continue;  // no cost information: an extra sync would be a guess
+      if (std::find(out.slots[h].begin(), out.slots[h].end(), l) != out.slots[h].end()) continue;
+      all.push_back(l);
+      const double with = dreamddp_slot_exposed(bwd_s, comm_s, all);
+      if (with <= exposed) {
+        out.extra[h].push_back(l);
+        exposed = with;
+      } else {
+        all.pop_back();
+      }
+    }
+    out.exposed_s[h] = exposed;
+    for (size_t l : all) out.comm_s[h] += comm_s[l];
+  }
+}
+
+}  // namespace
+
 DreamDdpSchedule dreamddp_schedule_search(const std::vector<double>& bwd_s, const std::vector<double>& comm_s,
                                           int64_t period, int64_t max_nodes, bool fill) {
   check_inputs(bwd_s, comm_s, period);
@@ -172,37 +236,7 @@ DreamDdpSchedule dreamddp_schedule_search(const std::vector<double>& bwd_s, cons
   // ties keeps the first schedule (greedy, then depth-first order), the same in every run.
   s.tie = 1e-12 * (s.backward + std::accumulate(comm_s.begin(), comm_s.end(), 0.0));
 
-  // Incumbent: greedy, each layer (backward order) to the slot where the partial cost is
-  // lowest; ties to the slot with the least communication so far, then the fewest layers
-  // (so that a free network still spreads the layers over the period).
-  {
-    std::vector<double> free(slots, 0.0), comm_sum(slots, 0.0);
-    std::vector<size_t> layers(slots, 0);
-    std::vector<size_t> assign(nl, 0);
-    for (size_t l : s.order) {
-      size_t pick = 0;
-      double pick_cost = 0;
-      for (size_t h = 0; h < slots; ++h) {
-        const double nf = std::max(free[h], ready[l]) + comm_s[l];
-        const double cost = exposed_of(nf, s.backward) - exposed_of(free[h], s.backward);
-        const bool better =
-            h == 0 || cost < pick_cost - s.tie ||
-            (cost <= pick_cost + s.tie &&
-             (comm_sum[h] < comm_sum[pick] || (comm_sum[h] == comm_sum[pick] && layers[h] < layers[pick])));
-        if (better) {
-          pick = h;
-          pick_cost = cost;
-        }
-      }
-      free[pick] = std::max(free[pick], ready[l]) + comm_s[l];
-      comm_sum[pick] += comm_s[l];
-      layers[pick] += 1;
-      assign[l] = pick;
-    }
-    s.best_assign = assign;
-    s.best = 0;
-    for (double f : free) s.best += exposed_of(f, s.backward);
-  }
+  greedy_incumbent(s, comm_s, ready);
   if (s.best > 0) s.dfs(0);
 
   DreamDdpSchedule out;
@@ -217,27 +251,7 @@ DreamDdpSchedule dreamddp_schedule_search(const std::vector<double>& bwd_s, cons
   for (size_t l : s.order) out.slots[s.best_assign[l]].push_back(l);
   for (size_t h = 0; h < slots; ++h) out.exposed_primary_s += dreamddp_slot_exposed(bwd_s, comm_s, out.slots[h]);
 
-  // Fill idle link time with extra syncs that cost nothing in the model (fill: not for the
-  // pure schedule).
-  for (size_t h = 0; h < slots; ++h) {
-    std::vector<size_t> all = out.slots[h];
-    double exposed = dreamddp_slot_exposed(bwd_s, comm_s, all);
-    for (size_t l : s.order) {
-      if (!fill) break;
-      if (comm_s[l] <= 0) continue;  // no cost information: an extra sync would be a guess
-      if (std::find(out.slots[h].begin(), out.slots[h].end(), l) != out.slots[h].end()) continue;
-      all.push_back(l);
-      const double with = dreamddp_slot_exposed(bwd_s, comm_s, all);
-      if (with <= exposed) {
-        out.extra[h].push_back(l);
-        exposed = with;
-      } else {
-        all.pop_back();
-      }
-    }
-    out.exposed_s[h] = exposed;
-    for (size_t l : all) out.comm_s[h] += comm_s[l];
-  }
+  extra_syncs_fill(out, s.order, bwd_s, comm_s, fill);
   return out;
 }
 

@@ -119,99 +119,133 @@ struct RawDnnl {
 };
 #endif
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line.
+struct Options {
   std::vector<int> threads = {1, 2};
   int reps = 10, n = 128;
   std::vector<std::pair<int, int>> shapes = {{16, 28}, {32, 14}, {64, 7}};  // (channels, width)
+};
+
+// --shapes: CxW,CxW,...
+std::vector<std::pair<int, int>> parse_shapes(const std::string& v) {
+  std::vector<std::pair<int, int>> shapes;
+  size_t a = 0;
+  while (a < v.size()) {
+    size_t b = v.find(',', a);
+    if (b == std::string::npos) b = v.size();
+    const std::string e = v.substr(a, b - a);
+    const size_t x = e.find('x');
+    shapes.emplace_back(std::atoi(e.substr(0, x).c_str()), std::atoi(e.substr(x + 1).c_str()));
+    a = b + 1;
+  }
+  return shapes;
+}
+
+// Parses argv into o; false (after a message) on an unknown option.
+bool options_parse(int argc, char** argv, Options& o) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--threads") {
-      threads = parse_list(v);
+      o.threads = parse_list(v);
     } else if (k == "--reps") {
-      reps = std::max(1, std::atoi(v.c_str()));
+      o.reps = std::max(1, std::atoi(v.c_str()));
     } else if (k == "--n") {
-      n = std::max(1, std::atoi(v.c_str()));
+      o.n = std::max(1, std::atoi(v.c_str()));
     } else if (k == "--shapes") {
-      shapes.clear();
-      size_t a = 0;
-      while (a < v.size()) {
-        size_t b = v.find(',', a);
-        if (b == std::string::npos) b = v.size();
-        const std::string e = v.substr(a, b - a);
-        const size_t x = e.find('x');
-        shapes.emplace_back(std::atoi(e.substr(0, x).c_str()), std::atoi(e.substr(x + 1).c_str()));
-        a = b + 1;
-      }
+      o.shapes = parse_shapes(v);
     } else {
       std::fprintf(stderr, "bench_conv3x3: unknown option %s\n", k.c_str());
-      return 2;
+      return false;
     }
   }
+  return true;
+}
+
+using PassRuns = std::vector<std::function<void()>>[3];  // per pass: ours, raw, full
+using PassTimes = std::vector<double>[3][3];             // [pass][ours, raw, full]
+
+// Every run of every pass once per round, interleaved; 2 untimed warm-up rounds, then `reps`.
+void time_interleaved(PassRuns& run, int reps, PassTimes& times) {
+  for (int r = -2; r < reps; ++r)  // 2 untimed warm-up rounds
+    for (int p = 0; p < 3; ++p)
+      for (size_t k = 0; k < run[p].size(); ++k) {
+        const double t0 = now_s();
+        run[p][k]();
+        const double dt = now_s() - t0;
+        if (r >= 0) times[p][k].push_back(dt);
+      }
+}
+
+// One line per pass: ours, then raw and full with their ratio to ours ("-" where not run).
+void pass_rows_print(const char* name, int t, double flops, const PassRuns& run, PassTimes& times) {
+  const char* pass_name[3] = {"fwd", "bwdW", "bwdX"};
+  for (int p = 0; p < 3; ++p) {
+    const double o = median(times[p][0]);
+    std::printf("%-12s %3d %-4s | %8.3f %7.1f |", name, t, pass_name[p], o * 1e3, flops / o / 1e9);
+    for (size_t k = 1; k < 3; ++k) {
+      if (run[p].size() > k) {
+        const double m = median(times[p][k]);
+        std::printf(" %8.3f %7.1f %6.2f |", m * 1e3, flops / m / 1e9, m / o);
+      } else {
+        std::printf(" %8s %7s %6s |", "-", "-", "-");
+      }
+    }
+    std::printf("\n");
+  }
+}
+
+// One shape (c channels in and out, hw × hw) at every thread count.
+void shape_bench(const Options& o, int c, int hw) {
+  const std::vector<int>& threads = o.threads;
+  const dsgd::Conv2dShape s{size_t(o.n), size_t(c), size_t(hw), size_t(hw), size_t(c), 3, 1, 1};
+  const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.n * s.h * s.w;
+  const double flops = s.forward_flops();
+  // The same values serve as CNHW (DnnlConv2d) and nChw8c (the others): timing only.
+  const auto x = random_floats(nx, 1), w = random_floats(s.weight_count(), 2), dy = random_floats(ny, 3);
+  std::vector<float> y(ny), dx(nx), dw(s.weight_count());
+  for (int t : threads) {
+    openblas_set_num_threads(t);
+#if DSGD_HAVE_DNNL
+    omp_set_num_threads(t);
+#endif
+    dsgd::BlockedConv3x3 ours(s);
+    PassRuns run;  // per pass: ours, raw, full
+    run[0].push_back([&] { ours.forward(x.data(), w.data(), y.data()); });
+    run[1].push_back([&] { ours.backward_weights(x.data(), dy.data(), dw.data()); });
+    run[2].push_back([&] { ours.backward_input(w.data(), dy.data(), dx.data(), false); });
+#if DSGD_HAVE_DNNL
+    RawDnnl raw(s, x.data(), w.data(), dy.data());
+    dsgd::DnnlConv2d full(s);
+    run[0].push_back([&] { raw.forward(); });
+    run[1].push_back([&] { raw.backward_weights(); });
+    run[2].push_back([&] { raw.backward_input(); });
+    // A distinct x / dy pointer copy is not needed: each full call converts what it is given
+    // (backward_weights reuses forward's converted x, as in the step).
+    run[0].push_back([&] { full.forward(x.data(), w.data(), y.data()); });
+    run[1].push_back([&] { full.backward_weights(x.data(), dy.data(), dw.data()); });
+    run[2].push_back([&] { full.backward_input(w.data(), dy.data(), dx.data(), false); });
+    if (t == threads.front())
+      std::printf("# %dx%d: oneDNN fwd %s, bwdW %s, bwdX %s\n", c, hw, raw.impl[0].c_str(), raw.impl[1].c_str(),
+                  raw.impl[2].c_str());
+#endif
+    PassTimes times;
+    time_interleaved(run, o.reps, times);
+    char name[32];
+    std::snprintf(name, sizeof name, "%d->%d@%d", c, c, hw);
+    pass_rows_print(name, t, flops, run, times);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!options_parse(argc, argv, o)) return 2;
   const bool have_dnnl = dsgd::conv2d_dnnl_available();
-  std::printf("# bench_conv3x3: n=%d, median of %d interleaved reps; ms and GFLOP/s per pass%s\n", n, reps,
+  std::printf("# bench_conv3x3: n=%d, median of %d interleaved reps; ms and GFLOP/s per pass%s\n", o.n, o.reps,
               have_dnnl ? "" : " (no oneDNN in this build: ours only)");
   std::printf("%-12s %3s %-4s | %8s %7s | %8s %7s %6s | %8s %7s %6s\n", "shape", "thr", "pass", "ours_ms", "GF/s",
               "raw_ms", "GF/s", "raw/us", "full_ms", "GF/s", "full/us");
-  const char* pass_name[3] = {"fwd", "bwdW", "bwdX"};
-  for (const auto& [c, hw] : shapes) {
-    const dsgd::Conv2dShape s{size_t(n), size_t(c), size_t(hw), size_t(hw), size_t(c), 3, 1, 1};
-    const size_t nx = s.c_in * s.n * s.h * s.w, ny = s.c_out * s.n * s.h * s.w;
-    const double flops = s.forward_flops();
-    // The same values serve as CNHW (DnnlConv2d) and nChw8c (the others): timing only.
-    const auto x = random_floats(nx, 1), w = random_floats(s.weight_count(), 2), dy = random_floats(ny, 3);
-    std::vector<float> y(ny), dx(nx), dw(s.weight_count());
-    for (int t : threads) {
-      openblas_set_num_threads(t);
-#if DSGD_HAVE_DNNL
-      omp_set_num_threads(t);
-#endif
-      dsgd::BlockedConv3x3 ours(s);
-      std::vector<std::function<void()>> run[3];  // per pass: ours, raw, full
-      run[0].push_back([&] { ours.forward(x.data(), w.data(), y.data()); });
-      run[1].push_back([&] { ours.backward_weights(x.data(), dy.data(), dw.data()); });
-      run[2].push_back([&] { ours.backward_input(w.data(), dy.data(), dx.data(), false); });
-#if DSGD_HAVE_DNNL
-      RawDnnl raw(s, x.data(), w.data(), dy.data());
-      dsgd::DnnlConv2d full(s);
-      run[0].push_back([&] { raw.forward(); });
-      run[1].push_back([&] { raw.backward_weights(); });
-      run[2].push_back([&] { raw.backward_input(); });
-      // A distinct x / dy pointer copy is not needed: each full call converts what it is given
-      // (backward_weights reuses forward's converted x, as in the step).
-      run[0].push_back([&] { full.forward(x.data(), w.data(), y.data()); });
-      run[1].push_back([&] { full.backward_weights(x.data(), dy.data(), dw.data()); });
-      run[2].push_back([&] { full.backward_input(w.data(), dy.data(), dx.data(), false); });
-      if (t == threads.front())
-        std::printf("# %dx%d: oneDNN fwd %s, bwdW %s, bwdX %s\n", c, hw, raw.impl[0].c_str(), raw.impl[1].c_str(),
-                    raw.impl[2].c_str());
-#endif
-      std::vector<double> times[3][3];
-      for (int r = -2; r < reps; ++r)  // 2 untimed warm-up rounds
-        for (int p = 0; p < 3; ++p)
-          for (size_t k = 0; k < run[p].size(); ++k) {
-            const double t0 = now_s();
-            run[p][k]();
-            const double dt = now_s() - t0;
-            if (r >= 0) times[p][k].push_back(dt);
-          }
-      char name[32];
-      std::snprintf(name, sizeof name, "%d->%d@%d", c, c, hw);
-      for (int p = 0; p < 3; ++p) {
-        const double o = median(times[p][0]);
-        std::printf("%-12s %3d %-4s | %8.3f %7.1f |", name, t, pass_name[p], o * 1e3, flops / o / 1e9);
-        for (size_t k = 1; k < 3; ++k) {
-          if (run[p].size() > k) {
-            const double m = median(times[p][k]);
-            std::printf(" %8.3f %7.1f %6.2f |", m * 1e3, flops / m / 1e9, m / o);
-          } else {
-            std::printf(" %8s %7s %6s |", "-", "-", "-");
-          }
-        }
-        std::printf("\n");
-      }
-    }
-  }
+  for (const auto& [c, hw] : o.shapes) shape_bench(o, c, hw);
   return 0;
 }

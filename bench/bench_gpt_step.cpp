@@ -46,16 +46,20 @@ double median_time(int warmup, int reps, F&& f) {
   return median(t);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line (every option takes a whole number).
+struct Options {
   size_t threads = 1, batch = 8, steps = 15, warmup = 3;
   dsgd::TransformerConfig c;
+};
+
+// Parses argv into o; false (after a message) on an unknown option.
+bool options_parse(int argc, char** argv, Options& o) {
+  dsgd::TransformerConfig& c = o.c;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const size_t v = std::strtoull(argv[i + 1], nullptr, 10);
     if (k == "--threads")
-      threads = v;
+      o.threads = v;
     else if (k == "--layers")
       c.layers = v;
     else if (k == "--d-model")
@@ -65,28 +69,66 @@ int main(int argc, char** argv) {
     else if (k == "--seq")
       c.seq = v;
     else if (k == "--batch")
-      batch = v;
+      o.batch = v;
     else if (k == "--vocab")
       c.vocab = v;
     else if (k == "--steps")
-      steps = v;
+      o.steps = v;
     else if (k == "--warmup")
-      warmup = v;
+      o.warmup = v;
     else {
       std::fprintf(stderr, "bench_gpt_step: unknown option %s\n", k.c_str());
-      return 2;
+      return false;
     }
   }
-  openblas_set_num_threads(static_cast<int>(threads));
+  return true;
+}
 
-  // Random bytes: the step's cost does not depend on the text.
+// Random bytes (from rng): the step's cost does not depend on the text.
+dsgd::Dataset random_bytes(const dsgd::TransformerConfig& c, size_t batch, dsgd::Rng& rng) {
   dsgd::Dataset ds;
   ds.name = "random-bytes";
   ds.classes = 256;
-  dsgd::Rng rng(1);
   ds.tokens.resize(std::max<size_t>(100000, 4 * batch * (c.seq + 1)));
   for (auto& t : ds.tokens) t = static_cast<int32_t>(rng.below(std::min<size_t>(256, c.vocab)));
   dsgd::dataset_set_window(ds, c.seq + 1);
+  return ds;
+}
+
+// SGEMM reference: 1024³, GFLOP/s of the median of 7.
+double sgemm_reference_gflops() {
+  const int m = 1024;
+  std::vector<float> a(size_t(m) * m, 0.5f), b(size_t(m) * m, 0.25f), cc(size_t(m) * m);
+  const double sgemm_s = median_time(2, 7, [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, a.data(), m, b.data(), m, 0.0f, cc.data(), m);
+  });
+  return 2.0 * m * m * m / sgemm_s * 1e-9;
+}
+
+// A GEMM-bound layer alone: forward + backward (dx, dW, db) of an in → out linear over n rows;
+// (median seconds, FLOPs).
+std::pair<double, double> linear_time(size_t n, size_t in, size_t out) {
+  std::vector<float> x(n * in, 0.1f), wt(out * in, 0.01f), bias(out, 0.0f), y(n * out), dy(n * out, 0.01f), dx(n * in),
+      dw(out * in), db(out);
+  const dsgd::LinearShape s{n, in, out};
+  const double t = median_time(2, 9, [&] {
+    dsgd::linear_forward(s, x.data(), wt.data(), bias.data(), y.data());
+    dsgd::linear_backward(s, x.data(), wt.data(), dy.data(), dx.data(), dw.data(), db.data());
+  });
+  return std::make_pair(t, 6.0 * double(n) * double(in) * double(out));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!options_parse(argc, argv, o)) return 2;
+  const size_t threads = o.threads, batch = o.batch, steps = o.steps, warmup = o.warmup;
+  const dsgd::TransformerConfig& c = o.c;
+  openblas_set_num_threads(static_cast<int>(threads));
+
+  dsgd::Rng rng(1);
+  const dsgd::Dataset ds = random_bytes(c, batch, rng);
 
   dsgd::TransformerWorkload w(c);
   std::vector<float> params(w.param_count()), grads(w.param_count());
@@ -102,28 +144,11 @@ int main(int argc, char** argv) {
     opt.step(params.data(), grads.data());
   });
   const double step_flops = w.flops_per_sample() * double(batch);
+  const double sgemm_gflops = sgemm_reference_gflops();
 
-  // SGEMM reference: 1024³.
-  const int m = 1024;
-  std::vector<float> a(size_t(m) * m, 0.5f), b(size_t(m) * m, 0.25f), cc(size_t(m) * m);
-  const double sgemm_s = median_time(2, 7, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, a.data(), m, b.data(), m, 0.0f, cc.data(), m);
-  });
-  const double sgemm_gflops = 2.0 * m * m * m / sgemm_s * 1e-9;
-
-  // GEMM-bound layers alone: forward + backward (dx, dW, db) of a linear, n = batch·seq rows.
+  // GEMM-bound layers alone, n = batch·seq rows.
   const size_t n = batch * c.seq, D = c.d_model;
-  auto linear_gflops = [&](size_t in, size_t out) {
-    std::vector<float> x(n * in, 0.1f), wt(out * in, 0.01f), bias(out, 0.0f), y(n * out), dy(n * out, 0.01f),
-        dx(n * in), dw(out * in), db(out);
-    const dsgd::LinearShape s{n, in, out};
-    const double t = median_time(2, 9, [&] {
-      dsgd::linear_forward(s, x.data(), wt.data(), bias.data(), y.data());
-      dsgd::linear_backward(s, x.data(), wt.data(), dy.data(), dx.data(), dw.data(), db.data());
-    });
-    return std::make_pair(t, 6.0 * double(n) * double(in) * double(out));
-  };
-  const auto fc = linear_gflops(D, 4 * D), proj = linear_gflops(4 * D, D), qkv = linear_gflops(D, 3 * D);
+  const auto fc = linear_time(n, D, 4 * D), proj = linear_time(n, 4 * D, D), qkv = linear_time(n, D, 3 * D);
   const double mlp_gflops = (fc.second + proj.second) / (fc.first + proj.first) * 1e-9;
   const double qkv_gflops = qkv.second / qkv.first * 1e-9;
 

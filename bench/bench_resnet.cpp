@@ -54,47 +54,115 @@ double sgemm_gflops() {
   return 2.0 * n * n * double(n) / quantile(t, 0.5) / 1e9;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+// The command line (every option takes a value).
+struct Options {
   std::string model = "resnet20", shape = "1x28x28", backend = "auto", layout = "auto";
   int batch = 128, threads = 1, steps = 10, warmup = 3, profile = 0;
+};
+
+// Parses argv into o; false (after a message) on an unknown option or a bad value.
+bool options_parse(int argc, char** argv, Options& o) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--model")
-      model = v;
+      o.model = v;
     else if (k == "--batch")
-      batch = std::atoi(v.c_str());
+      o.batch = std::atoi(v.c_str());
     else if (k == "--shape")
-      shape = v;
+      o.shape = v;
     else if (k == "--threads")
-      threads = std::atoi(v.c_str());
+      o.threads = std::atoi(v.c_str());
     else if (k == "--steps")
-      steps = std::atoi(v.c_str());
+      o.steps = std::atoi(v.c_str());
     else if (k == "--warmup")
-      warmup = std::atoi(v.c_str());
+      o.warmup = std::atoi(v.c_str());
     else if (k == "--conv-backend")
-      backend = v;
+      o.backend = v;
     else if (k == "--layout")
-      layout = v;
+      o.layout = v;
     else if (k == "--profile")
-      profile = std::atoi(v.c_str());
+      o.profile = std::atoi(v.c_str());
     else {
       std::fprintf(stderr, "bench_resnet: unknown option %s\n", k.c_str());
-      return 2;
+      return false;
     }
   }
-  if (batch < 1 || steps < 1 || threads < 1) {
+  if (o.batch < 1 || o.steps < 1 || o.threads < 1) {
     std::fprintf(stderr, "bench_resnet: --batch, --steps and --threads must be positive\n");
-    return 2;
+    return false;
   }
+  return true;
+}
+
+// Per-layer accounting of the profiled steps: a table on stderr, and the "layers" JSON object's
+// entries appended to prof_json.
+void layers_profile_report(const Options& o, const dsgd::ResNetWorkload& resnet, std::string& prof_json) {
+  std::fprintf(stderr, "  %-26s %-6s %-6s %9s %9s %7s\n", "layer", "shape", "conv", "fwd ms", "bwd ms", "GFLOP/s");
+  const auto& us = resnet.unit_seconds();
+  for (size_t u = 0; u < resnet.conv_layer_count(); ++u) {
+    const double f = us[2 * u] / o.steps, b = us[2 * u + 1] / o.steps;
+    const dsgd::Conv2dShape cs = resnet.conv_shape(u);
+    dsgd::Conv2dShape sb = cs;
+    sb.n = size_t(o.batch);
+    const double fl = 3.0 * sb.forward_flops();
+    char shape_s[64];
+    std::snprintf(shape_s, sizeof shape_s, "%zu>%zu k%zu s%zu @%zu", cs.c_in, cs.c_out, cs.k, cs.stride, cs.h);
+    std::fprintf(stderr, "  %-26s %-16s %-6s %9.2f %9.2f %7.1f\n", resnet.conv_layer_name(u).c_str(), shape_s,
+                 dsgd::conv_backend_name(resnet.conv_backend(u)), f * 1e3, b * 1e3, fl / (f + b) / 1e9);
+    prof_json +=
+        (u ? ", \"" : "\"") + resnet.conv_layer_name(u) + "\": [" + std::to_string(f) + ", " + std::to_string(b) + "]";
+  }
+}
+
+// --profile 1: --steps more steps with per-kernel and per-layer accounting; prints the table to
+// stderr and returns the JSON line's "profile" member (with its leading comma).
+template <typename Step>
+std::string profile_run(const Options& o, dsgd::ResNetWorkload& resnet, Step& step, double& opt_s) {
+  auto& kp = dsgd::kernel_profile();
+  kp.clear();
+  resnet.clear_unit_seconds();
+  kp.enabled = true;
+  opt_s = 0;
+  const int steps = o.steps;
+  const double t0 = now_s();
+  for (int s = 0; s < steps; ++s) step();
+  const double total = (now_s() - t0) / steps;
+  kp.enabled = false;
+  double covered = opt_s / steps;
+  std::fprintf(stderr, "profile: %s batch %d, %d thread(s), mean of %d steps: %.1f ms/step\n", o.model.c_str(), o.batch,
+               o.threads, steps, total * 1e3);
+  std::fprintf(stderr, "  %-16s %9s %6s\n", "kernel", "ms/step", "share");
+  std::string prof_json = ", \"profile\": {\"step_s\": " + std::to_string(total);
+  for (size_t k = 0; k < kp.seconds.size(); ++k) {
+    const double v = kp.seconds[k] / steps;
+    covered += v;
+    if (v == 0) continue;
+    std::fprintf(stderr, "  %-16s %9.2f %5.1f%%\n", dsgd::kernel_name(dsgd::Kernel(k)), v * 1e3, 100 * v / total);
+    prof_json += ", \"" + std::string(dsgd::kernel_name(dsgd::Kernel(k))) + "\": " + std::to_string(v);
+  }
+  std::fprintf(stderr, "  %-16s %9.2f %5.1f%%\n", "optimizer", opt_s / steps * 1e3, 100 * opt_s / steps / total);
+  std::fprintf(stderr, "  %-16s %9.2f %5.1f%%\n", "other", (total - covered) * 1e3, 100 * (total - covered) / total);
+  prof_json += ", \"optimizer\": " + std::to_string(opt_s / steps) + ", \"layers\": {";
+  layers_profile_report(o, resnet, prof_json);
+  prof_json += "}}";
+  return prof_json;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  if (!options_parse(argc, argv, o)) return 2;
+  const std::string& model = o.model;
+  const std::string& shape = o.shape;
+  const int batch = o.batch, threads = o.threads, steps = o.steps, warmup = o.warmup;
   openblas_set_num_threads(threads);
   const dsgd::DatasetPair data =
       dsgd::dataset_load("synthetic:shape=" + shape + ",classes=10,n=" + std::to_string(batch) + ",test=0", 1);
   auto wl = dsgd::resnet_create(model, data.train, false, 1);
   auto* resnet = dynamic_cast<dsgd::ResNetWorkload*>(wl.get());
-  resnet->set_conv_backend(backend);
-  resnet->set_activation_layout(layout);
+  resnet->set_conv_backend(o.backend);
+  resnet->set_activation_layout(o.layout);
   const char* layout_name = resnet->activation_layout() == dsgd::ActivationLayout::nchw8c ? "nchw8c" : "cnhw";
   std::string backends;
   for (size_t u = 0; u < resnet->conv_layer_count(); ++u)
@@ -125,49 +193,7 @@ int main(int argc, char** argv) {
     if (s >= warmup) times.push_back(now_s() - t0);
   }
   const double med = quantile(times, 0.5);
-  std::string prof_json;
-  if (profile) {
-    auto& kp = dsgd::kernel_profile();
-    kp.clear();
-    resnet->clear_unit_seconds();
-    kp.enabled = true;
-    opt_s = 0;
-    const double t0 = now_s();
-    for (int s = 0; s < steps; ++s) step();
-    const double total = (now_s() - t0) / steps;
-    kp.enabled = false;
-    double covered = opt_s / steps;
-    std::fprintf(stderr, "profile: %s batch %d, %d thread(s), mean of %d steps: %.1f ms/step\n", model.c_str(), batch,
-                 threads, steps, total * 1e3);
-    std::fprintf(stderr, "  %-16s %9s %6s\n", "kernel", "ms/step", "share");
-    prof_json = ", \"profile\": {\"step_s\": " + std::to_string(total);
-    for (size_t k = 0; k < kp.seconds.size(); ++k) {
-      const double v = kp.seconds[k] / steps;
-      covered += v;
-      if (v == 0) continue;
-      std::fprintf(stderr, "  %-16s %9.2f %5.1f%%\n", dsgd::kernel_name(dsgd::Kernel(k)), v * 1e3, 100 * v / total);
-      prof_json += ", \"" + std::string(dsgd::kernel_name(dsgd::Kernel(k))) + "\": " + std::to_string(v);
-    }
-    std::fprintf(stderr, "  %-16s %9.2f %5.1f%%\n", "optimizer", opt_s / steps * 1e3, 100 * opt_s / steps / total);
-    std::fprintf(stderr, "  %-16s %9.2f %5.1f%%\n", "other", (total - covered) * 1e3, 100 * (total - covered) / total);
-    prof_json += ", \"optimizer\": " + std::to_string(opt_s / steps) + ", \"layers\": {";
-    std::fprintf(stderr, "  %-26s %-6s %-6s %9s %9s %7s\n", "layer", "shape", "conv", "fwd ms", "bwd ms", "GFLOP/s");
-    const auto& us = resnet->unit_seconds();
-    for (size_t u = 0; u < resnet->conv_layer_count(); ++u) {
-      const double f = us[2 * u] / steps, b = us[2 * u + 1] / steps;
-      const dsgd::Conv2dShape cs = resnet->conv_shape(u);
-      dsgd::Conv2dShape sb = cs;
-      sb.n = size_t(batch);
-      const double fl = 3.0 * sb.forward_flops();
-      char shape_s[64];
-      std::snprintf(shape_s, sizeof shape_s, "%zu>%zu k%zu s%zu @%zu", cs.c_in, cs.c_out, cs.k, cs.stride, cs.h);
-      std::fprintf(stderr, "  %-26s %-16s %-6s %9.2f %9.2f %7.1f\n", resnet->conv_layer_name(u).c_str(), shape_s,
-                   dsgd::conv_backend_name(resnet->conv_backend(u)), f * 1e3, b * 1e3, fl / (f + b) / 1e9);
-      prof_json += (u ? ", \"" : "\"") + resnet->conv_layer_name(u) + "\": [" + std::to_string(f) + ", " +
-                   std::to_string(b) + "]";
-    }
-    prof_json += "}}";
-  }
+  const std::string prof_json = o.profile ? profile_run(o, *resnet, step, opt_s) : std::string();
   const double flops = wl->flops_per_sample() * batch;
   std::printf(
       "{\"impl\": \"dsgd\", \"model\": \"%s\", \"batch\": %d, \"shape\": \"%s\", \"threads\": %d, \"steps\": %d, "

@@ -113,17 +113,85 @@ void print_suite_claims(const Suite& suite, const std::vector<std::vector<int64_
              suite_claims_table(suite_claims_evaluate(suite.claims, suite.entry_ids, runs_per_entry, store)));
 }
 
-int suite_run(const SuiteOptions& o) {
-  const std::string exe = executable_path();
-  const std::string path = suite_find(o.name, exe.empty() ? "" : fs::path(exe).parent_path().string());
-  const Suite suite = suite_load(path);
-  // suite_load checks what results/ can (core's checks); the variants' knobs need the registry.
+// suite_load checks what results/ can (core's checks); the variants' knobs need the registry.
+void suite_entries_validate(const Suite& suite, const std::string& path) {
   for (const auto& entry : suite.entries) {
     RunConfig cfg;
     run_config_apply_json(cfg, entry, path);
     for (const auto& [key, value] : entry.items()) run_config_mark_given(cfg, key);
     config_validate(cfg);
   }
+}
+
+// The tally of a suite's runs so far.
+struct SuiteTally {
+  size_t index = 0, failed = 0;
+  std::vector<std::string> ids;
+  std::vector<std::vector<int64_t>> runs_per_entry;
+};
+
+// Entry e's repetition rep (run `index` of `total`): with --dry-run its command line only;
+// else its config written into config_dir, `dsgd-bench run` as a child (a progress line on a
+// terminal meanwhile), and its result line (with its output when it failed).
+void suite_entry_run(const SuiteOptions& o, const Suite& suite, const std::string& exe, const fs::path& config_dir,
+                     size_t e, int rep, size_t total, ProgressLine& progress, SuiteTally& tally) {
+  const size_t index = ++tally.index;
+  const std::string tag = suite_tag(suite.name, rep);
+  const std::string label = suite_entry_label(suite.entries[e], suite.defaults);
+  const fs::path config = config_dir / fmt::format("entry-{}.json", e);
+  std::vector<std::string> args = {exe, "run", "--config", config.string(), "--db", o.db, "--tag", tag};
+  if (o.dry_run) {
+    fmt::print("[{}/{}] {} rep={}: dsgd-bench run {} --db {} --tag {}\n", index, total, label, rep,
+               suite.entries[e].dump(), o.db, tag);
+    return;
+  }
+  {
+    std::ofstream out(config);
+    out << suite.entries[e].dump(2) << "\n";
+  }
+  std::fflush(stdout);
+  const auto start = std::chrono::steady_clock::now();
+  auto [code, output] = run_child(args, [&](const std::string& so_far) {
+    if (!progress.enabled()) return;
+    const std::string step = last_eval_step(so_far);
+    progress.draw(fmt::format("  suite {}: run {}/{} {} rep={}  elapsed {}{}", suite.name, index, total, label, rep,
+                              ProgressLine::duration_text(progress.elapsed_s()),
+                              step.empty() ? std::string() : "  step " + step));
+  });
+  progress.clear();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::string id;
+  const size_t at = output.rfind("run_id=");
+  if (at != std::string::npos) id = output.substr(at + 7, output.find('\n', at) - at - 7);
+  if (code == 0 && !id.empty()) {
+    tally.ids.push_back(id);
+    if (id.find_first_not_of("0123456789") == std::string::npos) tally.runs_per_entry[e].push_back(std::stoll(id));
+    fmt::print("[{}/{}] {} rep={}: run_id={} ({:.1f} s)\n", index, total, label, rep, id, seconds);
+  } else {
+    ++tally.failed;
+    fmt::print("[{}/{}] {} rep={}: {} (exit {}{}; {:.1f} s); its output:\n{}\n", index, total, label, rep,
+               code == kRunDivergedExit ? "DIVERGED" : "FAILED", code, id.empty() ? "" : ", run_id=" + id, seconds,
+               output);
+  }
+}
+
+// The end of a suite: how many runs completed, its claims, and how to report and compare it.
+void suite_summary_print(const SuiteOptions& o, const Suite& suite, const SuiteTally& tally, size_t total,
+                         double seconds) {
+  fmt::print("suite {}: {} of {} runs completed in {:.0f} s{}\n", suite.name, total - tally.failed, total, seconds,
+             tally.failed ? fmt::format(", {} FAILED", tally.failed) : "");
+  print_suite_claims(suite, tally.runs_per_entry, o.db);
+  fmt::print("  report:  dsgd-bench report --db {} --tag suite={} --format html -o {}.html\n", o.db, suite.name,
+             suite.name);
+  fmt::print("  compare: dsgd-bench compare --base-db BASE.db --cand-db {} suite={} suite={}\n", o.db, suite.name,
+             suite.name);
+}
+
+int suite_run(const SuiteOptions& o) {
+  const std::string exe = executable_path();
+  const std::string path = suite_find(o.name, exe.empty() ? "" : fs::path(exe).parent_path().string());
+  const Suite suite = suite_load(path);
+  suite_entries_validate(suite, path);
   if (!o.dry_run) Store::open(o.db);  // refuse a bad --db before the first run
   const size_t total = suite.entries.size() * static_cast<size_t>(o.repeat);
   fmt::print("suite {} ({}): {} entr{} x {} repetition{} = {} runs into {}\n", suite.name, path, suite.entries.size(),
@@ -131,52 +199,13 @@ int suite_run(const SuiteOptions& o) {
   if (!suite.description.empty()) fmt::print("  {}\n", suite.description);
   const fs::path config_dir = fs::temp_directory_path() / fmt::format("dsgd-suite-{}", ::getpid());
   if (!o.dry_run) fs::create_directories(config_dir);
-  size_t index = 0, failed = 0;
-  std::vector<std::string> ids;
-  std::vector<std::vector<int64_t>> runs_per_entry(suite.entries.size());
+  SuiteTally tally;
+  tally.runs_per_entry.resize(suite.entries.size());
   const auto suite_start = std::chrono::steady_clock::now();
   ProgressLine progress;  // draws nothing when stdout is not a terminal
   for (int rep = 1; rep <= o.repeat; ++rep) {
-    for (size_t e = 0; e < suite.entries.size(); ++e) {
-      ++index;
-      const std::string tag = suite_tag(suite.name, rep);
-      const std::string label = suite_entry_label(suite.entries[e], suite.defaults);
-      const fs::path config = config_dir / fmt::format("entry-{}.json", e);
-      std::vector<std::string> args = {exe, "run", "--config", config.string(), "--db", o.db, "--tag", tag};
-      if (o.dry_run) {
-        fmt::print("[{}/{}] {} rep={}: dsgd-bench run {} --db {} --tag {}\n", index, total, label, rep,
-                   suite.entries[e].dump(), o.db, tag);
-        continue;
-      }
-      {
-        std::ofstream out(config);
-        out << suite.entries[e].dump(2) << "\n";
-      }
-      std::fflush(stdout);
-      const auto start = std::chrono::steady_clock::now();
-      auto [code, output] = run_child(args, [&](const std::string& so_far) {
-        if (!progress.enabled()) return;
-        const std::string step = last_eval_step(so_far);
-        progress.draw(fmt::format("  suite {}: run {}/{} {} rep={}  elapsed {}{}", suite.name, index, total, label, rep,
-                                  ProgressLine::duration_text(progress.elapsed_s()),
-                                  step.empty() ? std::string() : "  step " + step));
-      });
-      progress.clear();
-      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      std::string id;
-      const size_t at = output.rfind("run_id=");
-      if (at != std::string::npos) id = output.substr(at + 7, output.find('\n', at) - at - 7);
-      if (code == 0 && !id.empty()) {
-        ids.push_back(id);
-        if (id.find_first_not_of("0123456789") == std::string::npos) runs_per_entry[e].push_back(std::stoll(id));
-        fmt::print("[{}/{}] {} rep={}: run_id={} ({:.1f} s)\n", index, total, label, rep, id, seconds);
-      } else {
-        ++failed;
-        fmt::print("[{}/{}] {} rep={}: {} (exit {}{}; {:.1f} s); its output:\n{}\n", index, total, label, rep,
-                   code == kRunDivergedExit ? "DIVERGED" : "FAILED", code, id.empty() ? "" : ", run_id=" + id, seconds,
-                   output);
-      }
-    }
+    for (size_t e = 0; e < suite.entries.size(); ++e)
+      suite_entry_run(o, suite, exe, config_dir, e, rep, total, progress, tally);
   }
   std::error_code ec;
   fs::remove_all(config_dir, ec);
@@ -187,14 +216,8 @@ int suite_run(const SuiteOptions& o) {
     return 0;
   }
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - suite_start).count();
-  fmt::print("suite {}: {} of {} runs completed in {:.0f} s{}\n", suite.name, total - failed, total, seconds,
-             failed ? fmt::format(", {} FAILED", failed) : "");
-  print_suite_claims(suite, runs_per_entry, o.db);
-  fmt::print("  report:  dsgd-bench report --db {} --tag suite={} --format html -o {}.html\n", o.db, suite.name,
-             suite.name);
-  fmt::print("  compare: dsgd-bench compare --base-db BASE.db --cand-db {} suite={} suite={}\n", o.db, suite.name,
-             suite.name);
-  return failed ? 1 : 0;
+  suite_summary_print(o, suite, tally, total, seconds);
+  return tally.failed ? 1 : 0;
 }
 
 }  // namespace

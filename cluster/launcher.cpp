@@ -179,6 +179,101 @@ std::pair<std::string, std::string> stdout_terminal() {
   return {path, terminal_id(st)};
 }
 
+// The path of this program.
+std::string self_exe_path() {
+  char self[4096] = {0};
+  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (len <= 0) DSGD_THROW(Error, "", "cannot resolve the path of this program: {}", std::strerror(errno));
+  self[len] = '\0';
+  return self;
+}
+
+// mpiexec's command line: -n workers (-f hostfile), then this program (`self`) with this
+// invocation's arguments.
+std::vector<std::string> mpiexec_args(const std::string& mpiexec, int workers, const std::string& hostfile,
+                                      const std::string& self, int argc, char** argv) {
+  const std::string n = std::to_string(workers);
+  std::vector<std::string> args = {mpiexec, "-n", n};
+  if (!hostfile.empty()) {
+    args.push_back("-f");
+    args.push_back(hostfile);
+  }
+  args.push_back(self);
+  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  return args;
+}
+
+// What the forked child sets up before it becomes mpiexec: its own process group, the
+// environment the ranks read, stdout onto the relay pipe. On an exec failure it writes errno
+// to the `ready` pipe and exits 127.
+[[noreturn]] void mpiexec_child(const std::string& mpiexec, std::vector<char*>& cargs, const std::string& launch_id,
+                                const std::string& launcher_pid, const std::string& terminal,
+                                const std::string& terminal_id_text, const int ready[2], const int out[2]) {
+  // Own process group: a terminal Ctrl-C reaches mpiexec only through the launcher
+  // (once), not twice (Hydra aborts hard on a second Ctrl-C).
+  setpgid(0, 0);
+  prctl(PR_SET_PDEATHSIG, SIGINT);
+  setenv("DSGD_LAUNCHED", "1", 1);
+  setenv("DSGD_LAUNCH_ID", launch_id.c_str(), 1);
+  // The ranks tell a SIGINT from the death of this launcher (PDEATHSIG above) by whether
+  // this pid still runs (engine/interrupt.cpp): the run is then `killed`, not `interrupted`.
+  setenv("DSGD_LAUNCHER_PID", launcher_pid.c_str(), 1);
+  // Rank 0 draws its output and progress line on this terminal (launcher_adopt_terminal).
+  if (!terminal.empty()) {
+    setenv("DSGD_TERMINAL", terminal.c_str(), 1);
+    setenv("DSGD_TERMINAL_ID", terminal_id_text.c_str(), 1);
+  } else {
+    unsetenv("DSGD_TERMINAL");
+    unsetenv("DSGD_TERMINAL_ID");
+  }
+  // Idle BLAS/OpenMP threads sleep instead of spinning (read when the libraries load, so
+  // only settable here): with --threads > 1 a spinning OpenMP pool (oneDNN, layer loops)
+  // and OpenBLAS's own pool steal each other's cores (docs/workloads.md). A value the user
+  // set is kept.
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
+  // mpiexec keeps a copy of its stdout pipe's read end (no FD_CLOEXEC): when this launcher
+  // is killed, its writes do not fail (Hydra exits on a write error, killing the ranks
+  // before they record the run) while the PDEATHSIG's SIGINT stops the ranks; the few lines
+  // they print meanwhile fit in the pipe. The copy goes when mpiexec and its proxies exit.
+  fcntl(out[0], F_SETFD, 0);
+  close(ready[0]);
+  if (dup2(out[1], STDOUT_FILENO) < 0) _exit(127);  // the duplicate has no FD_CLOEXEC
+  execvp(mpiexec.c_str(), cargs.data());
+  const int err = errno;
+  ssize_t ignored = write(ready[1], &err, sizeof(err));
+  (void)ignored;
+  _exit(127);
+}
+
+// SIGINT, SIGTERM and SIGHUP forwarded to mpiexec (g_child_pid) while it runs.
+void signals_forward_to_child() {
+  struct sigaction sa {};
+  sa.sa_handler = forward_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+}
+
+// The outcome's exit code (and signal) from mpiexec's wait status.
+void outcome_from_status(int status, pid_t pid, LaunchOutcome& outcome) {
+  outcome.forwarded_signal = g_forwarded;
+  if (WIFSIGNALED(status)) {
+    // mpiexec itself was killed (SIGKILL: nothing forwarded). Its proxies and ranks are in
+    // its process group and may live on, orphaned, busy-polling: stop them.
+    outcome.mpiexec_signal = WTERMSIG(status);
+    kill(-pid, SIGKILL);
+    outcome.exit_code = 128 + WTERMSIG(status);
+  } else if (WIFEXITED(status)) {
+    outcome.exit_code = WEXITSTATUS(status);
+  } else {
+    outcome.exit_code = 1;
+  }
+  // Hydra sometimes exits 0 after forwarding a Ctrl-C (a race in its cleanup); the run
+  // was interrupted all the same, so say so.
+  if (g_forwarded && outcome.exit_code == 0) outcome.exit_code = 128 + SIGINT;
+}
+
 }  // namespace
 
 bool launcher_adopt_terminal() {
@@ -199,20 +294,9 @@ bool launcher_adopt_terminal() {
 }
 
 LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int argc, char** argv) {
-  char self[4096] = {0};
-  ssize_t len = readlink("/proc/self/exe", self, sizeof(self) - 1);
-  if (len <= 0) DSGD_THROW(Error, "", "cannot resolve the path of this program: {}", std::strerror(errno));
-  self[len] = '\0';
-
+  const std::string self = self_exe_path();
   const std::string mpiexec = launcher_mpiexec_path();
-  const std::string n = std::to_string(workers);
-  std::vector<std::string> args = {mpiexec, "-n", n};
-  if (!hostfile.empty()) {
-    args.push_back("-f");
-    args.push_back(hostfile);
-  }
-  args.push_back(self);
-  for (int i = 1; i < argc; ++i) args.push_back(argv[i]);
+  std::vector<std::string> args = mpiexec_args(mpiexec, workers, hostfile, self, argc, argv);
   std::vector<char*> cargs;
   cargs.reserve(args.size() + 1);
   for (auto& a : args) cargs.push_back(a.data());
@@ -237,54 +321,14 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
   const auto [terminal, terminal_id_text] = stdout_terminal();
   const pid_t pid = fork();
   if (pid < 0) DSGD_THROW(Error, "", "fork failed: {}", std::strerror(errno));
-  if (pid == 0) {
-    // Own process group: a terminal Ctrl-C reaches mpiexec only through the launcher
-    // (once), not twice (Hydra aborts hard on a second Ctrl-C).
-    setpgid(0, 0);
-    prctl(PR_SET_PDEATHSIG, SIGINT);
-    setenv("DSGD_LAUNCHED", "1", 1);
-    setenv("DSGD_LAUNCH_ID", outcome.launch_id.c_str(), 1);
-    // The ranks tell a SIGINT from the death of this launcher (PDEATHSIG above) by whether
-    // this pid still runs (engine/interrupt.cpp): the run is then `killed`, not `interrupted`.
-    setenv("DSGD_LAUNCHER_PID", launcher_pid.c_str(), 1);
-    // Rank 0 draws its output and progress line on this terminal (launcher_adopt_terminal).
-    if (!terminal.empty()) {
-      setenv("DSGD_TERMINAL", terminal.c_str(), 1);
-      setenv("DSGD_TERMINAL_ID", terminal_id_text.c_str(), 1);
-    } else {
-      unsetenv("DSGD_TERMINAL");
-      unsetenv("DSGD_TERMINAL_ID");
-    }
-    // Idle BLAS/OpenMP threads sleep instead of spinning (read when the libraries load, so
-    // only settable here): with --threads > 1 a spinning OpenMP pool (oneDNN, layer loops)
-    // and OpenBLAS's own pool steal each other's cores (docs/workloads.md). A value the user
-    // set is kept.
-    setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
-    setenv("OPENBLAS_THREAD_TIMEOUT", "4", 0);
-    // mpiexec keeps a copy of its stdout pipe's read end (no FD_CLOEXEC): when this launcher
-    // is killed, its writes do not fail (Hydra exits on a write error, killing the ranks
-    // before they record the run) while the PDEATHSIG's SIGINT stops the ranks; the few lines
-    // they print meanwhile fit in the pipe. The copy goes when mpiexec and its proxies exit.
-    fcntl(out[0], F_SETFD, 0);
-    close(ready[0]);
-    if (dup2(out[1], STDOUT_FILENO) < 0) _exit(127);  // the duplicate has no FD_CLOEXEC
-    execvp(mpiexec.c_str(), cargs.data());
-    const int err = errno;
-    ssize_t ignored = write(ready[1], &err, sizeof(err));
-    (void)ignored;
-    _exit(127);
-  }
+  if (pid == 0) mpiexec_child(mpiexec, cargs, outcome.launch_id, launcher_pid, terminal, terminal_id_text, ready, out);
   close(ready[1]);
   close(out[1]);
   int exec_errno = 0;
   const bool exec_failed = read(ready[0], &exec_errno, sizeof(exec_errno)) == sizeof(exec_errno);
   close(ready[0]);
   g_child_pid = pid;
-  struct sigaction sa {};
-  sa.sa_handler = forward_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESTART;
-  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &sa, nullptr);
+  signals_forward_to_child();
 
   const int status = relay_output(pid, out[0], outcome.output_errno);
   close(out[0]);
@@ -292,21 +336,7 @@ LaunchOutcome launcher_run_mpiexec(int workers, const std::string& hostfile, int
   if (exec_failed)
     DSGD_THROW(Error, "install MPICH (apt-get install mpich) or set DSGD_MPIEXEC to your mpiexec",
                "cannot execute '{}': {}", mpiexec, std::strerror(exec_errno));
-  outcome.forwarded_signal = g_forwarded;
-  if (WIFSIGNALED(status)) {
-    // mpiexec itself was killed (SIGKILL: nothing forwarded). Its proxies and ranks are in
-    // its process group and may live on, orphaned, busy-polling: stop them.
-    outcome.mpiexec_signal = WTERMSIG(status);
-    kill(-pid, SIGKILL);
-    outcome.exit_code = 128 + WTERMSIG(status);
-  } else if (WIFEXITED(status)) {
-    outcome.exit_code = WEXITSTATUS(status);
-  } else {
-    outcome.exit_code = 1;
-  }
-  // Hydra sometimes exits 0 after forwarding a Ctrl-C (a race in its cleanup); the run
-  // was interrupted all the same, so say so.
-  if (g_forwarded && outcome.exit_code == 0) outcome.exit_code = 128 + SIGINT;
+  outcome_from_status(status, pid, outcome);
   return outcome;
 }
 

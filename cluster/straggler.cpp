@@ -54,6 +54,140 @@ double parse_bounded(const std::string& text, const std::string& what, double lo
   return v;
 }
 
+// One model's key=value parameters (`part`: the model's text), taken one by one; what is
+// left over is unknown.
+struct ModelParams {
+  std::string part;
+  std::map<std::string, std::string> kv;
+
+  std::optional<std::string> take(const char* key) {
+    auto it = kv.find(key);
+    if (it == kv.end()) return std::nullopt;
+    std::string v = it->second;
+    kv.erase(it);
+    return v;
+  }
+  std::string need(const char* key) {
+    auto v = take(key);
+    if (!v) DSGD_THROW(InputError, kForms, "--straggler '{}': missing {}=", part, key);
+    return *v;
+  }
+  std::string what(const char* key) const { return fmt::format("--straggler '{}': {}", part, key); }
+};
+
+// The key=value list after the colon (none without one).
+ModelParams params_split(const std::string& part, size_t colon) {
+  ModelParams p;
+  p.part = part;
+  if (colon != std::string::npos) {
+    for (const std::string& item : split(part.substr(colon + 1), ',')) {
+      const size_t eq = item.find('=');
+      if (eq == std::string::npos)
+        DSGD_THROW(InputError, kForms, "--straggler '{}': '{}' is not key=value", part, item);
+      p.kv[text_trim(item.substr(0, eq))] = text_trim(item.substr(eq + 1));
+    }
+  }
+  return p;
+}
+
+void rank_parse(ModelParams& p, int workers, StragglerModel& m) {
+  if (auto r = p.take("rank")) {
+    const double v = parse_number(*r, "rank");
+    if (v != std::floor(v) || v < 0 || v >= workers)
+      DSGD_THROW(InputError, fmt::format("ranks are 0..{}", workers - 1),
+                 "--straggler '{}': rank {} is out of range for {} workers", p.part, *r, workers);
+    m.rank = static_cast<int>(v);
+  }
+}
+
+// fixed:rank=R,delay=D | fixed:rank=R,factor=F
+void fixed_parse(ModelParams& p, StragglerModel& m) {
+  m.kind = StragglerKind::straggler_fixed;
+  if (m.rank < 0) DSGD_THROW(InputError, kForms, "--straggler '{}': fixed needs rank=", p.part);
+  auto delay = p.take("delay");
+  auto factor = p.take("factor");
+  if (delay.has_value() == factor.has_value())
+    DSGD_THROW(InputError, kForms, "--straggler '{}': fixed takes exactly one of delay= and factor=", p.part);
+  if (delay) m.delay_s = parse_delay(*delay, p.what("delay"));
+  if (factor) {
+    m.factor = parse_number(*factor, "factor");
+    if (m.factor < 1)
+      DSGD_THROW(InputError, "a slowdown factor is >= 1", "{} = {} is below 1", p.what("factor"), *factor);
+    m.factor =
+        parse_bounded(*factor, p.what("factor"), 1, kStragglerMaxFactor, false, "a slowdown factor is from 1 to 1000");
+  }
+}
+
+// random:p=P,delay=D
+void random_parse(ModelParams& p, StragglerModel& m) {
+  m.kind = StragglerKind::straggler_random;
+  m.p = parse_number(p.need("p"), "p");
+  if (!(m.p >= 0 && m.p <= 1))
+    DSGD_THROW(InputError, "p is a probability in [0, 1]", "{} is out of range", p.what("p"));
+  m.delay_s = parse_delay(p.need("delay"), p.what("delay"));
+}
+
+// lognormal:sigma=S
+void lognormal_parse(ModelParams& p, StragglerModel& m) {
+  m.kind = StragglerKind::straggler_lognormal;
+  const std::string sigma = p.need("sigma");
+  m.sigma = parse_number(sigma, "sigma");
+  if (!(m.sigma > 0)) DSGD_THROW(InputError, "sigma must be > 0", "{} must be positive", p.what("sigma"));
+  m.sigma = parse_bounded(sigma, p.what("sigma"), 0, kStragglerMaxSigma, false, "sigma is in (0, 4]");
+}
+
+// pareto:alpha=A,scale=D
+void pareto_parse(ModelParams& p, StragglerModel& m) {
+  m.kind = StragglerKind::straggler_pareto;
+  const std::string alpha = p.need("alpha");
+  m.alpha = parse_number(alpha, "alpha");
+  if (!(m.alpha > 0)) DSGD_THROW(InputError, "alpha must be > 0", "{} must be positive", p.what("alpha"));
+  m.alpha = parse_bounded(alpha, p.what("alpha"), kStragglerMinAlpha, 1e3, false,
+                          "alpha is in [0.5, 1000] (below 1 the mean delay is infinite)");
+  m.scale_s = parse_delay(p.need("scale"), p.what("scale"));
+}
+
+// periodic:rank=R,every=N[,offset=K],delay=D
+void periodic_parse(ModelParams& p, StragglerModel& m) {
+  m.kind = StragglerKind::straggler_periodic;
+  if (m.rank < 0) DSGD_THROW(InputError, kForms, "--straggler '{}': periodic needs rank=", p.part);
+  const double every = parse_number(p.need("every"), "every");
+  if (every < 1 || every != std::floor(every))
+    DSGD_THROW(InputError, "every is a whole number of steps >= 1", "{} = {} is invalid", p.what("every"), every);
+  if (every > 1e9)
+    DSGD_THROW(InputError, "every is a whole number of steps from 1 to 1e9", "{} = {} is invalid", p.what("every"),
+               every);
+  m.every = static_cast<int64_t>(every);
+  if (auto o = p.take("offset"))
+    m.offset = static_cast<int64_t>(parse_bounded(*o, p.what("offset"), 0, 1e9, true, "offset is a step, 0..1e9"));
+  m.delay_s = parse_delay(p.need("delay"), p.what("delay"));
+}
+
+// One model of the spec ("kind:key=value,...").
+StragglerModel model_parse(const std::string& part, int workers) {
+  const size_t colon = part.find(':');
+  const std::string kind = part.substr(0, colon);
+  ModelParams p = params_split(part, colon);
+  StragglerModel m;
+  rank_parse(p, workers, m);
+  if (kind == "fixed") {
+    fixed_parse(p, m);
+  } else if (kind == "random") {
+    random_parse(p, m);
+  } else if (kind == "lognormal") {
+    lognormal_parse(p, m);
+  } else if (kind == "pareto") {
+    pareto_parse(p, m);
+  } else if (kind == "periodic") {
+    periodic_parse(p, m);
+  } else {
+    DSGD_THROW(InputError, kForms, "--straggler: unknown model '{}'", kind);
+  }
+  if (!p.kv.empty())
+    DSGD_THROW(InputError, kForms, "--straggler '{}': unknown parameter '{}'", part, p.kv.begin()->first);
+  return m;
+}
+
 }  // namespace
 
 Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed) {
@@ -63,92 +197,7 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
   for (const std::string& raw : split(spec, ';')) {
     const std::string part = text_trim(raw);
     if (part.empty()) continue;
-    const size_t colon = part.find(':');
-    const std::string kind = part.substr(0, colon);
-    std::map<std::string, std::string> kv;
-    if (colon != std::string::npos) {
-      for (const std::string& item : split(part.substr(colon + 1), ',')) {
-        const size_t eq = item.find('=');
-        if (eq == std::string::npos)
-          DSGD_THROW(InputError, kForms, "--straggler '{}': '{}' is not key=value", part, item);
-        kv[text_trim(item.substr(0, eq))] = text_trim(item.substr(eq + 1));
-      }
-    }
-    StragglerModel m;
-    auto take = [&](const char* key) -> std::optional<std::string> {
-      auto it = kv.find(key);
-      if (it == kv.end()) return std::nullopt;
-      std::string v = it->second;
-      kv.erase(it);
-      return v;
-    };
-    auto need = [&](const char* key) {
-      auto v = take(key);
-      if (!v) DSGD_THROW(InputError, kForms, "--straggler '{}': missing {}=", part, key);
-      return *v;
-    };
-    auto what = [&](const char* key) { return fmt::format("--straggler '{}': {}", part, key); };
-    if (auto r = take("rank")) {
-      const double v = parse_number(*r, "rank");
-      if (v != std::floor(v) || v < 0 || v >= workers)
-        DSGD_THROW(InputError, fmt::format("ranks are 0..{}", workers - 1),
-                   "--straggler '{}': rank {} is out of range for {} workers", part, *r, workers);
-      m.rank = static_cast<int>(v);
-    }
-    if (kind == "fixed") {
-      m.kind = StragglerKind::straggler_fixed;
-      if (m.rank < 0) DSGD_THROW(InputError, kForms, "--straggler '{}': fixed needs rank=", part);
-      auto delay = take("delay");
-      auto factor = take("factor");
-      if (delay.has_value() == factor.has_value())
-        DSGD_THROW(InputError, kForms, "--straggler '{}': fixed takes exactly one of delay= and factor=", part);
-      if (delay) m.delay_s = parse_delay(*delay, what("delay"));
-      if (factor) {
-        m.factor = parse_number(*factor, "factor");
-        if (m.factor < 1)
-          DSGD_THROW(InputError, "a slowdown factor is >= 1", "{} = {} is below 1", what("factor"), *factor);
-        m.factor = parse_bounded(*factor, what("factor"), 1, kStragglerMaxFactor, false,
-                                 "a slowdown factor is from 1 to 1000");
-      }
-    } else if (kind == "random") {
-      m.kind = StragglerKind::straggler_random;
-      m.p = parse_number(need("p"), "p");
-      if (!(m.p >= 0 && m.p <= 1))
-        DSGD_THROW(InputError, "p is a probability in [0, 1]", "{} is out of range", what("p"));
-      m.delay_s = parse_delay(need("delay"), what("delay"));
-    } else if (kind == "lognormal") {
-      m.kind = StragglerKind::straggler_lognormal;
-      const std::string sigma = need("sigma");
-      m.sigma = parse_number(sigma, "sigma");
-      if (!(m.sigma > 0)) DSGD_THROW(InputError, "sigma must be > 0", "{} must be positive", what("sigma"));
-      m.sigma = parse_bounded(sigma, what("sigma"), 0, kStragglerMaxSigma, false, "sigma is in (0, 4]");
-    } else if (kind == "pareto") {
-      m.kind = StragglerKind::straggler_pareto;
-      const std::string alpha = need("alpha");
-      m.alpha = parse_number(alpha, "alpha");
-      if (!(m.alpha > 0)) DSGD_THROW(InputError, "alpha must be > 0", "{} must be positive", what("alpha"));
-      m.alpha = parse_bounded(alpha, what("alpha"), kStragglerMinAlpha, 1e3, false,
-                              "alpha is in [0.5, 1000] (below 1 the mean delay is infinite)");
-      m.scale_s = parse_delay(need("scale"), what("scale"));
-    } else if (kind == "periodic") {
-      m.kind = StragglerKind::straggler_periodic;
-      if (m.rank < 0) DSGD_THROW(InputError, kForms, "--straggler '{}': periodic needs rank=", part);
-      const double every = parse_number(need("every"), "every");
-      if (every < 1 || every != std::floor(every))
-        DSGD_THROW(InputError, "every is a whole number of steps >= 1", "{} = {} is invalid", what("every"), every);
-      if (every > 1e9)
-        DSGD_THROW(InputError, "every is a whole number of steps from 1 to 1e9", "{} = {} is invalid", what("every"),
-                   every);
-      m.every = static_cast<int64_t>(every);
-      if (auto o = take("offset"))
-        m.offset = static_cast<int64_t>(parse_bounded(*o, what("offset"), 0, 1e9, true, "offset is a step, 0..1e9"));
-      m.delay_s = parse_delay(need("delay"), what("delay"));
-    } else {
-      DSGD_THROW(InputError, kForms, "--straggler: unknown model '{}'", kind);
-    }
-    if (!kv.empty())
-      DSGD_THROW(InputError, kForms, "--straggler '{}': unknown parameter '{}'", part, kv.begin()->first);
-    out.models_.push_back(m);
+    out.models_.push_back(model_parse(part, workers));
   }
   return out;
 }

@@ -46,6 +46,68 @@ void backward_per_layer(const LayerStamps& stamps, double t1, double t2, std::ve
   if (!stamps.order.empty()) per_layer[stamps.order.back()] += t2 - previous;
 }
 
+// The training loop the profile measures: the model, its parameters, a fixed shuffled order of
+// this rank's training samples (cycled through across batch sizes) and the hook's stamps.
+struct ProfileLoop {
+  Workload& w;
+  const Dataset& train;
+  std::vector<uint32_t>& order;
+  size_t& cursor;
+  std::vector<float>& params;
+  std::vector<float>& grads;
+  float lr;
+  LayerStamps& stamps;
+  const LayerHook& hook;
+};
+
+// What one batch size's timed iterations measured.
+struct BatchTimes {
+  std::vector<double> fwd_total, step_total;
+  std::vector<std::vector<double>> bwd;  // per layer
+  bool missing_hook = false;
+};
+
+// Warm-up and measurement by count and by time (a fixed timing protocol): untimed
+// iterations until kComputeProfileWarmup and kComputeProfileWarmupS, then timed ones until
+// `iters` and kComputeProfileMinTimeS (at most kComputeProfileMaxIters). A batch of a few
+// microseconds needs thousands of iterations before its caches, TLB and branch predictors
+// are in the state training keeps them in, and a handful of samples is mostly noise.
+BatchTimes batch_measure(ProfileLoop& p, size_t b, size_t nl, int64_t iters) {
+  BatchTimes m;
+  m.bwd.resize(nl);
+  const size_t rows = p.train.rows;
+  const double started = clock_now_s();
+  double now = started, timed_from = -1;
+  std::vector<double> per_layer(nl);
+  for (int64_t it = 0, timed = 0;; ++it) {
+    const bool warm = it >= kComputeProfileWarmup && now - started >= kComputeProfileWarmupS;
+    if (warm && timed_from < 0) timed_from = now;
+    if (warm && timed >= iters && (now - timed_from >= kComputeProfileMinTimeS || timed >= kComputeProfileMaxIters))
+      break;
+    if (p.cursor + b > rows) p.cursor = 0;
+    p.w.load_batch(p.train, p.order.data() + p.cursor, b);
+    p.cursor += b;
+    p.stamps.order.clear();
+    const double t0 = clock_now_s();
+    p.w.forward(p.params.data());
+    const double t1 = clock_now_s();
+    p.w.backward(p.params.data(), p.grads.data(), p.hook);
+    const double t2 = clock_now_s();
+    // Untimed: a plain SGD step, so the iterations follow a training trajectory (a model's cost
+    // can depend on its state: the SVM's backward only touches the hinge terms still active).
+    for (size_t i = 0; i < p.params.size(); ++i) p.params[i] -= p.lr * p.grads[i];
+    now = clock_now_s();
+    if (!warm) continue;
+    ++timed;
+    m.fwd_total.push_back(t1 - t0);
+    m.step_total.push_back(t2 - t0);
+    backward_per_layer(p.stamps, t1, t2, per_layer);
+    m.missing_hook = m.missing_hook || p.stamps.order.size() != nl;
+    for (size_t l = 0; l < nl; ++l) m.bwd[l].push_back(per_layer[l]);
+  }
+  return m;
+}
+
 }  // namespace
 
 ComputeProfileSetup compute_profile_setup(const RunConfig& model, const std::vector<int64_t>& batches) {
@@ -87,60 +149,24 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
   stamps.at.assign(nl, 0.0);
   stamps.order.reserve(nl);
   const LayerHook hook{layer_stamp, &stamps};
+  ProfileLoop loop{w, s.data.train, order, cursor, params, grads, lr, stamps, hook};
 
   std::vector<ProfileRow> result;
   for (int64_t batch : batches) {
-    const size_t b = static_cast<size_t>(batch);
-    std::vector<double> fwd_total, step_total;
-    std::vector<std::vector<double>> bwd(nl);
-    bool missing_hook = false;
-    // Warm-up and measurement by count and by time (a fixed timing protocol): untimed
-    // iterations until kComputeProfileWarmup and kComputeProfileWarmupS, then timed ones until
-    // `iters` and kComputeProfileMinTimeS (at most kComputeProfileMaxIters). A batch of a few
-    // microseconds needs thousands of iterations before its caches, TLB and branch predictors
-    // are in the state training keeps them in, and a handful of samples is mostly noise.
-    const double started = clock_now_s();
-    double now = started, timed_from = -1;
-    std::vector<double> per_layer(nl);
-    for (int64_t it = 0, timed = 0;; ++it) {
-      const bool warm = it >= kComputeProfileWarmup && now - started >= kComputeProfileWarmupS;
-      if (warm && timed_from < 0) timed_from = now;
-      if (warm && timed >= iters && (now - timed_from >= kComputeProfileMinTimeS || timed >= kComputeProfileMaxIters))
-        break;
-      if (cursor + b > rows) cursor = 0;
-      w.load_batch(s.data.train, order.data() + cursor, b);
-      cursor += b;
-      stamps.order.clear();
-      const double t0 = clock_now_s();
-      w.forward(params.data());
-      const double t1 = clock_now_s();
-      w.backward(params.data(), grads.data(), hook);
-      const double t2 = clock_now_s();
-      // Untimed: a plain SGD step, so the iterations follow a training trajectory (a model's cost
-      // can depend on its state: the SVM's backward only touches the hinge terms still active).
-      for (size_t i = 0; i < params.size(); ++i) params[i] -= lr * grads[i];
-      now = clock_now_s();
-      if (!warm) continue;
-      ++timed;
-      fwd_total.push_back(t1 - t0);
-      step_total.push_back(t2 - t0);
-      backward_per_layer(stamps, t1, t2, per_layer);
-      missing_hook = missing_hook || stamps.order.size() != nl;
-      for (size_t l = 0; l < nl; ++l) bwd[l].push_back(per_layer[l]);
-    }
-    if (missing_hook) {
+    const BatchTimes m = batch_measure(loop, static_cast<size_t>(batch), nl, iters);
+    if (m.missing_hook) {
       DSGD_THROW(Error, "this is a bug in the workload: backward must call the hook once per layer",
                  "workload '{}' did not report every layer's gradient in backward", key);
     }
     // Per layer: fwd share, bwd; then the batch's spread; the slowest rank's values (untimed
     // max-reduce: the widest spread of any rank).
     std::vector<double> values(2 * nl + 1);
-    const double fwd_median = stats_median(fwd_total);
+    const double fwd_median = stats_median(m.fwd_total);
     for (size_t l = 0; l < nl; ++l) {
       values[2 * l] = fwd_median * static_cast<double>(layers[l].count) / total_params;
-      values[2 * l + 1] = stats_median(bwd[l]);
+      values[2 * l + 1] = stats_median(m.bwd[l]);
     }
-    values[2 * nl] = stats_relative_iqr(step_total);
+    values[2 * nl] = stats_relative_iqr(m.step_total);
     comm.untimed_allreduce_max(values.data(), values.size());
     for (size_t l = 0; l < nl; ++l)
       result.push_back(ProfileRow{key, model.dataset, batch, static_cast<int64_t>(l), layers[l].name, values[2 * l],

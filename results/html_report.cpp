@@ -464,8 +464,10 @@ std::unique_ptr<ReportPrinter> html_report_printer(std::ostream& out, HtmlReport
   return std::make_unique<HtmlPrinter>(out, std::move(input), options);
 }
 
-void html_report_write(std::ostream& os, const HtmlReportInput& input, const HtmlReportOptions& options) {
-  Buffer out;
+namespace {
+
+// The page's head (style, error trap) and its title line.
+void page_head(Buffer& out, const HtmlReportInput& input) {
   put(out,
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
@@ -476,14 +478,11 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
   put(out, "</head><body><h1>dsgd-bench report</h1><p class=\"note\">{} run{} &middot; generated {} &middot; {}</p>",
       input.runs.size(), input.runs.size() == 1 ? "" : "s", html_escape(input.context.generated_at),
       html_escape(input.context.selection));
+}
 
-  run_table(out, input);
-
-  put(out, "<section><h2>Where the time goes</h2>");
-  breakdown_chart(out, input.runs);
-  put(out, "</section>");
-
-  // Convergence: one line per run, the run's color everywhere.
+// Convergence: the training loss per step and the test metrics against time and steps, one
+// line per run, the run's color everywhere.
+void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlReportOptions& options) {
   LineChart loss_steps{"loss-steps", "Training loss per step (mean over ranks)", "step", "training loss", {}, false};
   LineChart test_loss_time{
       "test-loss-time", "Test loss against training time", "training time (s)", "test loss", {}, false};
@@ -537,6 +536,21 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
       "by Largest-Triangle-Three-Buckets (first and last points kept; peaks survive). Training time excludes "
       "evaluations. Click a legend entry to hide or show its line.</p></section>",
       options.max_points_per_chart);
+}
+
+}  // namespace
+
+void html_report_write(std::ostream& os, const HtmlReportInput& input, const HtmlReportOptions& options) {
+  Buffer out;
+  page_head(out, input);
+
+  run_table(out, input);
+
+  put(out, "<section><h2>Where the time goes</h2>");
+  breakdown_chart(out, input.runs);
+  put(out, "</section>");
+
+  convergence_section(out, input, options);
 
   scaling_section(out, input.runs, options);
   validations_section(out, input.validations, options);

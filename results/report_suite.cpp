@@ -89,27 +89,24 @@ std::vector<SuiteClaim> suite_claims_load(const toml::node* node, const std::vec
   return suite_claims_parse(tables, ids, path);
 }
 
-}  // namespace
-
-Suite suite_load(const std::string& path) {
-  Suite suite;
-  suite.path = path;
-  toml::table root;
+// The suite file, read (at most 1 MiB, like a run config, nesting checked before the parser
+// sees it) and parsed.
+toml::table suite_parse(const std::string& path) {
   std::ifstream in(path);
   if (!in) DSGD_THROW(InputError, "check the suite's path", "suite '{}': cannot read the file", path);
-  // Bounded like a run config: at most 1 MiB, nesting checked before the parser sees it.
   std::string text(kConfigMaxBytes + 1, '\0');
   in.read(text.data(), static_cast<std::streamsize>(text.size()));
   text.resize(static_cast<size_t>(in.gcount()));
   run_config_check_nesting(text, path, true);
   try {
-    root = toml::parse(text, path);
+    return toml::parse(text, path);
   } catch (const toml::parse_error& e) {
     DSGD_THROW(InputError, "fix the TOML syntax", "suite '{}': {} (line {})", path, std::string(e.description()),
                e.source().begin.line);
   }
-  suite.name = root["name"].value_or(fs::path(path).stem().string());
-  suite.description = root["description"].value_or(std::string());
+}
+
+void top_level_keys_check(const toml::table& root, const std::string& path) {
   for (const auto& [k, v] : root) {
     const std::string key(k.str());
     if (key != "name" && key != "description" && key != "defaults" && key != "runs" && key != "matrix" &&
@@ -117,78 +114,106 @@ Suite suite_load(const std::string& path) {
       DSGD_THROW(InputError, "top-level keys: name, description, [defaults], [[runs]], [[matrix]], [[claims]]",
                  "suite '{}': unknown top-level key '{}'", path, key);
   }
-  nlohmann::json defaults = nlohmann::json::object();
-  if (const toml::table* t = root["defaults"].as_table()) defaults = toml_table(*t, path + " [defaults]");
-  suite.defaults = defaults;
-  auto merged = [&](const nlohmann::json& entry) {
-    nlohmann::json out = defaults;
-    for (const auto& [key, value] : entry.items()) {
-      // An entry's key replaces the default however it is spelled (weight_decay / weight-decay).
-      for (auto it = out.begin(); it != out.end();) {
-        if (normalize(it.key()) == normalize(key)) {
-          it = out.erase(it);
-        } else {
-          ++it;
-        }
+}
+
+// `entry` over the defaults: an entry's key replaces the default however it is spelled
+// (weight_decay / weight-decay).
+nlohmann::json defaults_merged(const nlohmann::json& defaults, const nlohmann::json& entry) {
+  nlohmann::json out = defaults;
+  for (const auto& [key, value] : entry.items()) {
+    for (auto it = out.begin(); it != out.end();) {
+      if (normalize(it.key()) == normalize(key)) {
+        it = out.erase(it);
+      } else {
+        ++it;
       }
-      out[key] = value;
     }
-    return out;
-  };
-  if (const toml::array* runs = root["runs"].as_array()) {
-    size_t index = 0;
-    for (const toml::node& node : *runs) {
-      ++index;
-      const std::string origin = fmt::format("{} [[runs]] #{}", path, index);
-      const toml::table* t = node.as_table();
-      if (!t) DSGD_THROW(InputError, "write [[runs]] entries as tables", "{}: not a table", origin);
-      nlohmann::json table = toml_table(*t, origin);
-      const std::string id = suite_entry_take_id(table, suite.entry_ids, origin);
-      nlohmann::json entry = merged(table);
-      entry_check(entry, origin);
+    out[key] = value;
+  }
+  return out;
+}
+
+// The [[runs]] entries, each merged over the defaults and checked, with their ids.
+void runs_load(const toml::table& root, const std::string& path, Suite& suite) {
+  const toml::array* runs = root["runs"].as_array();
+  if (!runs) return;
+  size_t index = 0;
+  for (const toml::node& node : *runs) {
+    ++index;
+    const std::string origin = fmt::format("{} [[runs]] #{}", path, index);
+    const toml::table* t = node.as_table();
+    if (!t) DSGD_THROW(InputError, "write [[runs]] entries as tables", "{}: not a table", origin);
+    nlohmann::json table = toml_table(*t, origin);
+    const std::string id = suite_entry_take_id(table, suite.entry_ids, origin);
+    nlohmann::json entry = defaults_merged(suite.defaults, table);
+    entry_check(entry, origin);
+    suite.entries.push_back(std::move(entry));
+    suite.entry_ids.push_back(id);
+  }
+}
+
+// A [[matrix]] table's axes: each key with its list of values (a single value counts as a list
+// of one).
+std::vector<std::pair<std::string, std::vector<nlohmann::json>>> matrix_axes(const toml::table& t,
+                                                                             const std::string& origin) {
+  std::vector<std::pair<std::string, std::vector<nlohmann::json>>> axes;
+  for (const auto& [k, v] : t) {
+    const std::string key(k.str());
+    std::vector<nlohmann::json> values;
+    if (const toml::array* list = v.as_array()) {
+      for (const toml::node& item : *list) values.push_back(toml_value(item, origin, key));
+    } else {
+      values.push_back(toml_value(v, origin, key));
+    }
+    if (values.empty())
+      DSGD_THROW(InputError, "give at least one value", "{}: key '{}' has an empty list", origin, key);
+    axes.emplace_back(key, std::move(values));
+  }
+  return axes;
+}
+
+// The [[matrix]] entries: each table's Cartesian product (the last key varying fastest), every
+// combination merged over the defaults and checked; they have no ids.
+void matrices_load(const toml::table& root, const std::string& path, Suite& suite) {
+  const toml::array* matrices = root["matrix"].as_array();
+  if (!matrices) return;
+  size_t index = 0;
+  for (const toml::node& node : *matrices) {
+    ++index;
+    const std::string origin = fmt::format("{} [[matrix]] #{}", path, index);
+    const toml::table* t = node.as_table();
+    if (!t) DSGD_THROW(InputError, "write [[matrix]] entries as tables", "{}: not a table", origin);
+    const auto axes = matrix_axes(*t, origin);
+    size_t total = 1;
+    for (const auto& axis : axes) total *= axis.second.size();
+    if (axes.empty()) total = 0;
+    for (size_t combination = 0; combination < total; ++combination) {
+      nlohmann::json entry = nlohmann::json::object();
+      size_t rest = combination;
+      for (size_t a = axes.size(); a-- > 0;) {
+        entry[axes[a].first] = axes[a].second[rest % axes[a].second.size()];
+        rest /= axes[a].second.size();
+      }
+      entry = defaults_merged(suite.defaults, entry);
+      entry_check(entry, fmt::format("{} ({})", origin, suite_entry_label(entry, suite.defaults)));
       suite.entries.push_back(std::move(entry));
-      suite.entry_ids.push_back(id);
+      suite.entry_ids.emplace_back();
     }
   }
-  if (const toml::array* matrices = root["matrix"].as_array()) {
-    size_t index = 0;
-    for (const toml::node& node : *matrices) {
-      ++index;
-      const std::string origin = fmt::format("{} [[matrix]] #{}", path, index);
-      const toml::table* t = node.as_table();
-      if (!t) DSGD_THROW(InputError, "write [[matrix]] entries as tables", "{}: not a table", origin);
-      // Each key: a list of values (a single value counts as a list of one).
-      std::vector<std::pair<std::string, std::vector<nlohmann::json>>> axes;
-      for (const auto& [k, v] : *t) {
-        const std::string key(k.str());
-        std::vector<nlohmann::json> values;
-        if (const toml::array* list = v.as_array()) {
-          for (const toml::node& item : *list) values.push_back(toml_value(item, origin, key));
-        } else {
-          values.push_back(toml_value(v, origin, key));
-        }
-        if (values.empty())
-          DSGD_THROW(InputError, "give at least one value", "{}: key '{}' has an empty list", origin, key);
-        axes.emplace_back(key, std::move(values));
-      }
-      // Cartesian product, the last key varying fastest.
-      size_t total = 1;
-      for (const auto& axis : axes) total *= axis.second.size();
-      if (axes.empty()) total = 0;
-      for (size_t combination = 0; combination < total; ++combination) {
-        nlohmann::json entry = nlohmann::json::object();
-        size_t rest = combination;
-        for (size_t a = axes.size(); a-- > 0;) {
-          entry[axes[a].first] = axes[a].second[rest % axes[a].second.size()];
-          rest /= axes[a].second.size();
-        }
-        entry = merged(entry);
-        entry_check(entry, fmt::format("{} ({})", origin, suite_entry_label(entry, defaults)));
-        suite.entries.push_back(std::move(entry));
-        suite.entry_ids.emplace_back();
-      }
-    }
-  }
+}
+
+}  // namespace
+
+Suite suite_load(const std::string& path) {
+  Suite suite;
+  suite.path = path;
+  const toml::table root = suite_parse(path);
+  suite.name = root["name"].value_or(fs::path(path).stem().string());
+  suite.description = root["description"].value_or(std::string());
+  top_level_keys_check(root, path);
+  if (const toml::table* t = root["defaults"].as_table()) suite.defaults = toml_table(*t, path + " [defaults]");
+  runs_load(root, path, suite);
+  matrices_load(root, path, suite);
   if (suite.entries.empty())
     DSGD_THROW(InputError, "add [[runs]] or [[matrix]] entries", "suite '{}' has no runs", path);
   if (root.contains("claims")) suite.claims = suite_claims_load(root["claims"].node(), suite.entry_ids, path);

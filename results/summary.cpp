@@ -31,10 +31,11 @@
 
 namespace dsgd {
 
-Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps, const std::vector<EvalRow>& evals) {
-  Summary summary;
+namespace {
 
-  // Means over timed (rank, step) rows, and each timed step's slowest rank.
+// Means over the timed (rank, step) rows (step, phases, bytes, staleness) into `summary`;
+// returns the (step, step_s) of every timed row, for each timed step's slowest rank.
+std::vector<std::pair<int64_t, double>> step_means(const std::vector<StepRow>& steps, Summary& summary) {
   double sum_step = 0, sum_fwd = 0, sum_bwd = 0, sum_opt = 0, sum_data = 0;
   double sum_comm = 0, sum_wait = 0, sum_overlap = 0, sum_injected = 0, sum_bytes = 0;
   double sum_stale = 0, max_stale = 0;
@@ -78,7 +79,12 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
     summary.staleness_mean = sum_stale / static_cast<double>(stale_rows);
     summary.staleness_max = max_stale;
   }
+  return step_times;
+}
 
+// The timed steps (counted into `summary`) and the sum over them of each one's slowest rank's
+// time (NaN when one is NaN).
+double slowest_rank_total(std::vector<std::pair<int64_t, double>>& step_times, Summary& summary) {
   // Sorted by step only: step_s may be NaN, which has no order.
   std::sort(step_times.begin(), step_times.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   double slowest_total = 0;
@@ -94,6 +100,12 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
     ++summary.timed_steps;
     begin = end;
   }
+  return slowest_total;
+}
+
+// Throughput (samples per second over the slowest ranks' time) and, where the run's config
+// has the model's FLOPs and the peak, the model GFLOP/s and MFU.
+void throughput_and_mfu(const RunRecord& run, double slowest_total, Summary& summary) {
   const nlohmann::json config = nlohmann::json::parse(run.config_json, nullptr, false);
   auto config_number = [&](const char* key) -> std::optional<double> {
     if (config.is_object() && config.contains(key) && config[key].is_number()) return config[key].get<double>();
@@ -111,7 +123,10 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
     summary.peak_gflops = *peak;
     summary.mfu = *summary.model_gflops / *peak;
   }
+}
 
+// The evaluations' total time, the final metrics and the time and steps to the target.
+void eval_metrics(const RunRecord& run, const std::vector<EvalRow>& evals, Summary& summary) {
   // Evaluations in step order (stable: for equal steps the later-appended one is last).
   std::vector<const EvalRow*> ordered;
   ordered.reserve(evals.size());
@@ -135,6 +150,17 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
       }
     }
   }
+}
+
+}  // namespace
+
+Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps, const std::vector<EvalRow>& evals) {
+  Summary summary;
+  // Means over timed (rank, step) rows, and each timed step's slowest rank.
+  std::vector<std::pair<int64_t, double>> step_times = step_means(steps, summary);
+  const double slowest_total = slowest_rank_total(step_times, summary);
+  throughput_and_mfu(run, slowest_total, summary);
+  eval_metrics(run, evals, summary);
   return summary;
 }
 

@@ -228,6 +228,128 @@ int64_t parse_step_bound(const std::string& text, std::string_view part) {
   return value;
 }
 
+// The run's step rows in (step, rank) order.
+std::vector<const StepRow*> rows_in_step_order(const std::vector<StepRow>& steps) {
+  std::vector<const StepRow*> rows;
+  rows.reserve(steps.size());
+  for (const StepRow& row : steps) rows.push_back(&row);
+  std::stable_sort(rows.begin(), rows.end(), [](const StepRow* a, const StepRow* b) {
+    return a->step != b->step ? a->step < b->step : a->rank < b->rank;
+  });
+  return rows;
+}
+
+// The rows grouped by step, those inside --steps only; throws when none is.
+std::vector<StepGroup> window_step_groups(const RunRecord& run, const std::vector<const StepRow*>& rows,
+                                          const TraceOptions& options) {
+  std::vector<StepGroup> window_steps;
+  for (size_t i = 0; i < rows.size();) {
+    StepGroup group;
+    group.step = rows[i]->step;
+    group.begin = i;
+    while (i < rows.size() && rows[i]->step == group.step) group.events += row_event_count(*rows[i++]);
+    group.end = i;
+    if (group.step >= options.window.begin && group.step < options.window.end) window_steps.push_back(group);
+  }
+  if (window_steps.empty()) {
+    DSGD_THROW(InputError, "pass a --steps window inside the stored steps",
+               "run {} has no stored steps in --steps {} (stored: steps {}..{})", run.id, window_text(options),
+               rows.front()->step, rows.back()->step);
+  }
+  return window_steps;
+}
+
+// Tracks: every rank of the run, and any rank found in the rows.
+std::set<int> trace_ranks(const RunRecord& run, const std::vector<const StepRow*>& rows) {
+  std::set<int> ranks;
+  for (int r = 0; r < run.workers; ++r) ranks.insert(r);
+  for (const StepRow* row : rows) ranks.insert(row->rank);
+  return ranks;
+}
+
+// Evaluations inside the window (from just before its first step to just after its
+// last), placed on the lowest rank's step boundaries.
+std::vector<EvalPlacement> evals_place(const std::vector<EvalRow>& evals, const std::vector<const StepRow*>& rows,
+                                       const std::vector<StepGroup>& window_steps) {
+  std::vector<EvalPlacement> placed;
+  const int64_t first_window = window_steps.front().step, last_window = window_steps.back().step;
+  for (const EvalRow& eval : evals) {
+    if (eval.step < first_window || eval.step > last_window + 1) continue;
+    auto lowest_rank_row = [&](int64_t step) -> const StepRow* {
+      auto it =
+          std::lower_bound(rows.begin(), rows.end(), step, [](const StepRow* r, int64_t s) { return r->step < s; });
+      return it != rows.end() && (*it)->step == step ? *it : nullptr;
+    };
+    if (const StepRow* before = lowest_rank_row(eval.step - 1);
+        before && std::isfinite(before->start_s) && std::isfinite(before->step_s)) {
+      placed.push_back({&eval, before->start_s + before->step_s});
+    } else if (const StepRow* after = lowest_rank_row(eval.step); after && std::isfinite(after->start_s)) {
+      placed.push_back({&eval, after->start_s});
+    }
+  }
+  return placed;
+}
+
+// The events of every k-th step of the window.
+size_t events_every(const std::vector<StepGroup>& window_steps, size_t k) {
+  size_t total = 0;
+  for (size_t i = 0; i < window_steps.size(); i += k) total += window_steps[i].events;
+  return total;
+}
+
+// The smallest k whose every-k-th-step selection fits --max-events beside the fixed
+// (metadata and evaluation) events; throws when not even one step fits.
+size_t sample_every_choose(const RunRecord& run, const TraceOptions& options,
+                           const std::vector<StepGroup>& window_steps, size_t fixed_events) {
+  if (options.max_events < fixed_events + window_steps.front().events) {
+    DSGD_THROW(InputError, fmt::format("pass --max-events {} or more", fixed_events + window_steps.front().events),
+               "--max-events {} cannot hold one step of run {} ({} events) and its {} metadata and "
+               "evaluation events",
+               options.max_events, run.id, window_steps.front().events, fixed_events);
+  }
+  const size_t budget = options.max_events - fixed_events;
+  size_t all_events = events_every(window_steps, 1);
+  size_t k = all_events <= budget ? 1 : std::max<size_t>(2, (all_events + budget - 1) / budget);
+  while (k < window_steps.size() && events_every(window_steps, k) > budget) ++k;
+  k = std::min(k, std::max<size_t>(1, window_steps.size()));
+  return k;
+}
+
+// The process name and, per rank, its thread name and sort index.
+void metadata_events(EventWriter& w, const RunRecord& run, const std::set<int>& ranks) {
+  {
+    fmt::memory_buffer& buf = w.next();
+    const std::string name =
+        fmt::format("run {}: {} {} on {} workers", run.id, run.algorithm, run.workload, run.workers);
+    fmt::format_to(std::back_inserter(buf),
+                   R"({{"name":"process_name","ph":"M","pid":0,"tid":0,"args":{{"name":{}}}}})",
+                   json_dump(nlohmann::json(name)));
+  }
+  for (int rank : ranks) {
+    fmt::format_to(std::back_inserter(w.next()),
+                   R"({{"name":"thread_name","ph":"M","pid":0,"tid":{},"args":{{"name":"rank {}"}}}})", rank, rank);
+    fmt::format_to(std::back_inserter(w.next()),
+                   R"({{"name":"thread_sort_index","ph":"M","pid":0,"tid":{},"args":{{"sort_index":{}}}}})", rank,
+                   rank);
+  }
+}
+
+// One evaluation as an instant event with its metrics.
+void eval_event(EventWriter& w, const EvalPlacement& p) {
+  fmt::memory_buffer& buf = w.next();
+  fmt::format_to(std::back_inserter(buf), R"({{"name":"eval","cat":"eval","ph":"i","s":"p","pid":0,"tid":0,"ts":)");
+  micros_append(buf, p.ts_s);
+  fmt::format_to(std::back_inserter(buf), R"(,"args":{{"step":{},"time_s":)", p.eval->step);
+  number_append(buf, p.eval->time_s);
+  buf.append(std::string_view(R"(,"train_loss":)"));
+  number_append(buf, p.eval->train_loss);
+  buf.append(std::string_view(R"(,"test_loss":)"));
+  number_append(buf, p.eval->test_loss);
+  buf.append(std::string_view(R"(,"test_acc":)"));
+  number_append(buf, p.eval->test_acc);
+  buf.append(std::string_view("}}"));
+}
+
 }  // namespace
 
 StepWindow trace_parse_steps(const std::string& text) {
@@ -253,70 +375,12 @@ TraceStats trace_write(const RunRecord& run, const std::vector<StepRow>& steps, 
     DSGD_THROW(InputError, "runs store step timings unless run with timers off; pick another run",
                "run {} has no stored step timings to trace", run.id);
   }
-  // Rows in (step, rank) order, grouped by step.
-  std::vector<const StepRow*> rows;
-  rows.reserve(steps.size());
-  for (const StepRow& row : steps) rows.push_back(&row);
-  std::stable_sort(rows.begin(), rows.end(), [](const StepRow* a, const StepRow* b) {
-    return a->step != b->step ? a->step < b->step : a->rank < b->rank;
-  });
-  std::vector<StepGroup> window_steps;
-  for (size_t i = 0; i < rows.size();) {
-    StepGroup group;
-    group.step = rows[i]->step;
-    group.begin = i;
-    while (i < rows.size() && rows[i]->step == group.step) group.events += row_event_count(*rows[i++]);
-    group.end = i;
-    if (group.step >= options.window.begin && group.step < options.window.end) window_steps.push_back(group);
-  }
-  if (window_steps.empty()) {
-    DSGD_THROW(InputError, "pass a --steps window inside the stored steps",
-               "run {} has no stored steps in --steps {} (stored: steps {}..{})", run.id, window_text(options),
-               rows.front()->step, rows.back()->step);
-  }
-
-  // Tracks: every rank of the run, and any rank found in the rows.
-  std::set<int> ranks;
-  for (int r = 0; r < run.workers; ++r) ranks.insert(r);
-  for (const StepRow* row : rows) ranks.insert(row->rank);
-
-  // Evaluations inside the window (from just before its first step to just after its
-  // last), placed on the lowest rank's step boundaries.
-  std::vector<EvalPlacement> placed;
-  const int64_t first_window = window_steps.front().step, last_window = window_steps.back().step;
-  for (const EvalRow& eval : evals) {
-    if (eval.step < first_window || eval.step > last_window + 1) continue;
-    auto lowest_rank_row = [&](int64_t step) -> const StepRow* {
-      auto it =
-          std::lower_bound(rows.begin(), rows.end(), step, [](const StepRow* r, int64_t s) { return r->step < s; });
-      return it != rows.end() && (*it)->step == step ? *it : nullptr;
-    };
-    if (const StepRow* before = lowest_rank_row(eval.step - 1);
-        before && std::isfinite(before->start_s) && std::isfinite(before->step_s)) {
-      placed.push_back({&eval, before->start_s + before->step_s});
-    } else if (const StepRow* after = lowest_rank_row(eval.step); after && std::isfinite(after->start_s)) {
-      placed.push_back({&eval, after->start_s});
-    }
-  }
-
-  // The smallest k whose every-k-th-step selection fits the bound.
+  const std::vector<const StepRow*> rows = rows_in_step_order(steps);
+  const std::vector<StepGroup> window_steps = window_step_groups(run, rows, options);
+  const std::set<int> ranks = trace_ranks(run, rows);
+  const std::vector<EvalPlacement> placed = evals_place(evals, rows, window_steps);
   const size_t fixed_events = 1 + 2 * ranks.size() + placed.size();
-  auto events_for = [&](size_t k) {
-    size_t total = 0;
-    for (size_t i = 0; i < window_steps.size(); i += k) total += window_steps[i].events;
-    return total;
-  };
-  if (options.max_events < fixed_events + window_steps.front().events) {
-    DSGD_THROW(InputError, fmt::format("pass --max-events {} or more", fixed_events + window_steps.front().events),
-               "--max-events {} cannot hold one step of run {} ({} events) and its {} metadata and "
-               "evaluation events",
-               options.max_events, run.id, window_steps.front().events, fixed_events);
-  }
-  const size_t budget = options.max_events - fixed_events;
-  size_t all_events = events_for(1);
-  size_t k = all_events <= budget ? 1 : std::max<size_t>(2, (all_events + budget - 1) / budget);
-  while (k < window_steps.size() && events_for(k) > budget) ++k;
-  k = std::min(k, std::max<size_t>(1, window_steps.size()));
+  const size_t k = sample_every_choose(run, options, window_steps, fixed_events);
 
   TraceStats stats;
   stats.sample_every = static_cast<int64_t>(k);
@@ -327,42 +391,15 @@ TraceStats trace_write(const RunRecord& run, const std::vector<StepRow>& steps, 
     ++stats.steps_written;
     stats.last_step = window_steps[i].step;
   }
-  stats.events = fixed_events + events_for(k);
+  stats.events = fixed_events + events_every(window_steps, k);
 
   EventWriter w(out);
   w.raw("{\"traceEvents\":[");
-  {
-    fmt::memory_buffer& buf = w.next();
-    const std::string name =
-        fmt::format("run {}: {} {} on {} workers", run.id, run.algorithm, run.workload, run.workers);
-    fmt::format_to(std::back_inserter(buf),
-                   R"({{"name":"process_name","ph":"M","pid":0,"tid":0,"args":{{"name":{}}}}})",
-                   json_dump(nlohmann::json(name)));
-  }
-  for (int rank : ranks) {
-    fmt::format_to(std::back_inserter(w.next()),
-                   R"({{"name":"thread_name","ph":"M","pid":0,"tid":{},"args":{{"name":"rank {}"}}}})", rank, rank);
-    fmt::format_to(std::back_inserter(w.next()),
-                   R"({{"name":"thread_sort_index","ph":"M","pid":0,"tid":{},"args":{{"sort_index":{}}}}})", rank,
-                   rank);
-  }
+  metadata_events(w, run, ranks);
   for (size_t i = 0; i < window_steps.size(); i += k) {
     for (size_t r = window_steps[i].begin; r < window_steps[i].end; ++r) row_events(w, *rows[r]);
   }
-  for (const EvalPlacement& p : placed) {
-    fmt::memory_buffer& buf = w.next();
-    fmt::format_to(std::back_inserter(buf), R"({{"name":"eval","cat":"eval","ph":"i","s":"p","pid":0,"tid":0,"ts":)");
-    micros_append(buf, p.ts_s);
-    fmt::format_to(std::back_inserter(buf), R"(,"args":{{"step":{},"time_s":)", p.eval->step);
-    number_append(buf, p.eval->time_s);
-    buf.append(std::string_view(R"(,"train_loss":)"));
-    number_append(buf, p.eval->train_loss);
-    buf.append(std::string_view(R"(,"test_loss":)"));
-    number_append(buf, p.eval->test_loss);
-    buf.append(std::string_view(R"(,"test_acc":)"));
-    number_append(buf, p.eval->test_acc);
-    buf.append(std::string_view("}}"));
-  }
+  for (const EvalPlacement& p : placed) eval_event(w, p);
   if (w.count() != stats.events) {
     DSGD_THROW(Error, "this is a bug in the trace writer", "trace of run {}: counted {} events, wrote {}", run.id,
                stats.events, w.count());

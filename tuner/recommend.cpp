@@ -44,23 +44,9 @@ constexpr double kTrialShareOfBudget = 20;  // R = budget / 20 by default
 // "Validation on MPI").
 constexpr double kMpiPromoteMargin = 0.1;
 
-}  // namespace
-
-bool tune_objective_better(const TrialScore& a, const TrialScore& b) {
-  return objective_better(a, b);
-}
-
-std::vector<int64_t> tune_missing_profiles(const TunePlan& plan, const Store& store) {
-  if (plan.spec.base.profile_from > 0) return {};
-  std::vector<int64_t> batches;
-  for (const Candidate& c : plan.space.feasible) batches.push_back(c.batch);
-  return compute_profile_missing(store, system_info_read().host, plan.spec.base, batches);
-}
-
-TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
-  TunePlan plan;
-  plan.spec = spec;
-  plan.max_trial_steps = max_trial_steps;
+// The checks of the spec before anything is loaded (the backend, the target, the budget, the
+// configuration and its names), with the note and the promotion margin of --backend mpi.
+void plan_check_spec(const TuneSpec& spec, int64_t max_trial_steps, TunePlan& plan) {
   const RunConfig& base = spec.base;
   if (base.backend != "sim" && base.backend != "mpi")
     DSGD_THROW(InputError, "pass --backend sim (simulated workers, the default) or --backend mpi (real ranks)",
@@ -92,8 +78,14 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
     config_validate(check);
   }
   preflight_check_names(base);
+}
 
-  // The model's size, for the bytes-per-step formula (the dataset is loaded once, shared).
+// The model's size, for the bytes-per-step formula (the dataset is loaded once, shared by the
+// plan), and the search space; throws when every configuration is refused or the target needs
+// a test set the dataset lacks.
+void plan_space(TunePlan& plan) {
+  const TuneSpec& spec = plan.spec;
+  const RunConfig& base = spec.base;
   const auto data = dataset_load_shared(base);
   plan.data = data;
   plan.param_count = workload_create(base, data->train)->param_count();
@@ -109,11 +101,12 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
   if (plan.target.metric == TargetMetric::target_test_acc && !(data->test.rows > 0))
     DSGD_THROW(InputError, "use a dataset with a test set",
                "--target {}: dataset '{}' has no test set to measure it on", base.target, base.dataset);
+}
 
-  // R and the design: SH with 3 rungs costs about n0 * R / eta * (1 + ...) = n0 R / 3 (eta 3);
-  // the race adds (race_top x (race_seeds - 1)) trials of R (its first seed is the top rung's).
-  const double eta = spec.eta;
-  const double race_extra = static_cast<double>(spec.race_top * (spec.race_seeds - 1));
+// R, the trial budget: --trial-time, a share of --budget, or at most kDefaultTrialTimeS from a
+// pilot trial; with its note.
+void plan_trial_time(TunePlan& plan) {
+  const TuneSpec& spec = plan.spec;
   if (spec.trial_time_s > 0) {
     plan.trial_time_s = spec.trial_time_s;
     plan.notes.push_back(fmt::format("trial budget R = {} (--trial-time)", fmt_s(plan.trial_time_s)));
@@ -128,6 +121,16 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
                     "re-measured at a finer R)",
                     fmt_s(plan.trial_time_s)));
   }
+}
+
+// The design: 3 rungs of R/eta², R/eta, R, the initial design n0 (less a quarter for the GP
+// proposals) and the planned trial count. SH with 3 rungs costs about n0 * R / eta * (1 + ...)
+// = n0 R / 3 (eta 3); the race adds (race_top x (race_seeds - 1)) trials of R (its first seed is
+// the top rung's).
+void plan_design(TunePlan& plan) {
+  const TuneSpec& spec = plan.spec;
+  const double eta = spec.eta;
+  const double race_extra = static_cast<double>(spec.race_top * (spec.race_seeds - 1));
   const int rungs = 3;
   for (int i = rungs - 1; i >= 0; --i) plan.rungs.push_back(plan.trial_time_s / std::pow(eta, i));
   double rung_cost_per_config = 0;  // in trials, and in R
@@ -156,6 +159,13 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
     alive = std::ceil(alive / eta);
   }
   plan.planned_trials = planned + static_cast<int64_t>(race_extra);
+}
+
+// The note describing the design: feasible and refused counts, the initial design, the
+// proposals and the rungs.
+void plan_design_note(TunePlan& plan) {
+  const TuneSpec& spec = plan.spec;
+  const double eta = spec.eta;
   plan.notes.push_back(fmt::format(
       "{} configurations feasible ({} refused by formula); initial design {} ({}{}); rungs {}",
       plan.space.feasible.size(), plan.space.refused.size(), plan.initial_design,
@@ -166,23 +176,48 @@ TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
                          : std::string(),
       spec.trial_time_s > 0 || spec.budget_s > 0 ? fmt::format("{:.4g} s", fmt::join(plan.rungs, " s, "))
                                                  : fmt::format("R/{:.0f}, R/{:.0f}, R", eta * eta, eta)));
+}
+
+}  // namespace
+
+bool tune_objective_better(const TrialScore& a, const TrialScore& b) {
+  return objective_better(a, b);
+}
+
+std::vector<int64_t> tune_missing_profiles(const TunePlan& plan, const Store& store) {
+  if (plan.spec.base.profile_from > 0) return {};
+  std::vector<int64_t> batches;
+  for (const Candidate& c : plan.space.feasible) batches.push_back(c.batch);
+  return compute_profile_missing(store, system_info_read().host, plan.spec.base, batches);
+}
+
+TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
+  TunePlan plan;
+  plan.spec = spec;
+  plan.max_trial_steps = max_trial_steps;
+  plan_check_spec(spec, max_trial_steps, plan);
+  plan_space(plan);
+  plan_trial_time(plan);
+  plan_design(plan);
+  plan_design_note(plan);
   return plan;
 }
 
 namespace {
-// The search (successive halving, GP proposals, the final race, the ranking and the verdict)
-// through `runner`: the live pool or an evaluator. `data`: the base seed's dataset, held (null
-// against an evaluator).
-void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std::shared_ptr<const DatasetPair>& data) {
-  const TuneSpec& spec = plan.spec;
-  const std::vector<Candidate>& all = plan.space.feasible;
-  std::vector<size_t> alive = plan.prior_log_time.empty()
-                                  ? space_fill_sample(all, plan.initial_design, spec.base.seed)
-                                  : prior_design(all, plan.prior_log_time, plan.initial_design, spec.base.seed);
-  const uint64_t seed0 = spec.base.seed;
+
+// What the search knows while it runs its phases: the plan, the runner and the result it
+// fills, and each candidate's best standing so far.
+struct SearchState {
+  const TunePlan& plan;
+  Runner& runner;
+  TuneResult& result;
+  const std::vector<Candidate>& all;
+  uint64_t seed0;
   // Best standing per candidate: (rung index reached, its trial).
   std::map<size_t, std::pair<int, TrialRow>> standing;
-  auto order = [&](size_t a, size_t b) {
+
+  // The censored order: the higher rung first, then the better objective, then the index.
+  bool before(size_t a, size_t b) const {
     const auto& sa = standing.at(a);
     const auto& sb = standing.at(b);
     if (sa.first != sb.first) return sa.first > sb.first;
@@ -190,122 +225,152 @@ void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std:
     if (tune_objective_better(x, y)) return true;
     if (tune_objective_better(y, x)) return false;
     return a < b;
-  };
+  }
+};
+
+// Runs the `alive` candidates at rung `rung`'s budget; returns those that ran (the budget may
+// stop it early).
+std::vector<size_t> rung_run(SearchState& st, size_t rung, const std::vector<size_t>& alive) {
+  const double budget = st.plan.rungs[rung];
+  std::vector<size_t> ran;
+  std::vector<TrialRequest> reqs;
+  reqs.reserve(alive.size());
+  for (size_t i : alive) reqs.push_back({st.all[i], st.seed0, budget, fmt::format("rung {}", rung)});
+  const auto got = st.runner.trials(reqs, true);
+  for (size_t k = 0; k < alive.size() && got[k]; ++k) {
+    st.standing[alive[k]] = {static_cast<int>(rung), *got[k]};
+    ran.push_back(alive[k]);
+  }
+  return ran;
+}
+
+// After rung 0: the GP + weighted EI proposals, run at rung 0's budget and added to `ran`.
+void proposals_run(SearchState& st, std::vector<size_t>& ran) {
+  const TunePlan& plan = st.plan;
+  const double budget = plan.rungs[0];
+  std::vector<std::pair<size_t, TrialScore>> observed;
+  observed.reserve(ran.size());
+  for (size_t i : ran) observed.emplace_back(i, score_of(st.standing.at(i).second));
+  const std::set<size_t> tried(ran.begin(), ran.end());
+  std::vector<Proposal> props;
+  try {
+    props = proposals_weighted_ei(st.all, observed, tried, plan.proposals, st.seed0, plan.prior_log_time);
+  } catch (const Error& e) {
+    st.result.notes.push_back(fmt::format("GP proposals skipped: {}", e.what()));
+  }
+  std::vector<std::string> names;
+  std::vector<TrialRequest> reqs;
+  reqs.reserve(props.size());
+  for (const Proposal& p : props) reqs.push_back({st.all[p.index], st.seed0, budget, "rung 0 ei"});
+  const auto got = st.runner.trials(reqs, true);
+  for (size_t k = 0; k < props.size() && got[k]; ++k) {
+    const Proposal& p = props[k];
+    st.standing[p.index] = {0, *got[k]};
+    ran.push_back(p.index);
+    names.push_back(fmt::format("{} (P(reach) {:.2f}, predicted {:.3g} s)", candidate_key(st.all[p.index]), p.p_reach,
+                                std::exp(p.mean_log_time)));
+  }
+  if (!names.empty())
+    st.result.notes.push_back(fmt::format("GP + weighted EI after rung 0 proposed: {}", fmt::join(names, "; ")));
+  else if (props.empty())
+    st.result.notes.push_back("GP + weighted EI after rung 0: fewer than 2 trials reached the target, no proposals");
+}
+
+// successive_halving_promote: the best ceil(n/eta) of `ran` (sorted) in the censored order (and
+// those within the plan's margin of the last of them: 0 on sim, where a trial is deterministic),
+// and at least race_top so the final race has its candidates at the full budget.
+std::vector<size_t> rung_promote(const SearchState& st, const std::vector<size_t>& ran) {
+  const TuneSpec& spec = st.plan.spec;
+  std::vector<RungEntry> entries;
+  for (size_t i : ran) {
+    const TrialScore sc = score_of(st.standing.at(i).second);
+    entries.push_back({static_cast<int64_t>(i), sc.reached, sc.time_s, sc.progress});
+  }
+  std::vector<size_t> next;
+  for (int64_t id : successive_halving_promote(entries, spec.eta, st.plan.promote_margin))
+    next.push_back(static_cast<size_t>(id));
+  for (size_t i : ran)
+    if (next.size() < std::min<size_t>(ran.size(), static_cast<size_t>(spec.race_top)) &&
+        std::find(next.begin(), next.end(), i) == next.end())
+      next.push_back(i);
+  return next;
+}
+
+// Successive halving over the plan's rungs from the initial design (with the proposals after
+// rung 0), until the last rung or the budget.
+void rungs_run(SearchState& st) {
+  const TunePlan& plan = st.plan;
+  const TuneSpec& spec = plan.spec;
+  std::vector<size_t> alive = plan.prior_log_time.empty()
+                                  ? space_fill_sample(st.all, plan.initial_design, spec.base.seed)
+                                  : prior_design(st.all, plan.prior_log_time, plan.initial_design, spec.base.seed);
   for (size_t rung = 0; rung < plan.rungs.size() && !alive.empty(); ++rung) {
-    const double budget = plan.rungs[rung];
-    std::vector<size_t> ran;
-    {
-      std::vector<TrialRequest> reqs;
-      reqs.reserve(alive.size());
-      for (size_t i : alive) reqs.push_back({all[i], seed0, budget, fmt::format("rung {}", rung)});
-      const auto got = runner.trials(reqs, true);
-      for (size_t k = 0; k < alive.size() && got[k]; ++k) {
-        standing[alive[k]] = {static_cast<int>(rung), *got[k]};
-        ran.push_back(alive[k]);
-      }
-    }
-    if (rung == 0 && plan.proposals > 0 && !runner.exhausted && ran.size() == alive.size()) {
-      std::vector<std::pair<size_t, TrialScore>> observed;
-      observed.reserve(ran.size());
-      for (size_t i : ran) observed.emplace_back(i, score_of(standing.at(i).second));
-      const std::set<size_t> tried(ran.begin(), ran.end());
-      std::vector<Proposal> props;
-      try {
-        props = proposals_weighted_ei(all, observed, tried, plan.proposals, seed0, plan.prior_log_time);
-      } catch (const Error& e) {
-        result.notes.push_back(fmt::format("GP proposals skipped: {}", e.what()));
-      }
-      std::vector<std::string> names;
-      std::vector<TrialRequest> reqs;
-      reqs.reserve(props.size());
-      for (const Proposal& p : props) reqs.push_back({all[p.index], seed0, budget, "rung 0 ei"});
-      const auto got = runner.trials(reqs, true);
-      for (size_t k = 0; k < props.size() && got[k]; ++k) {
-        const Proposal& p = props[k];
-        standing[p.index] = {0, *got[k]};
-        ran.push_back(p.index);
-        names.push_back(fmt::format("{} (P(reach) {:.2f}, predicted {:.3g} s)", candidate_key(all[p.index]), p.p_reach,
-                                    std::exp(p.mean_log_time)));
-      }
-      if (!names.empty())
-        result.notes.push_back(fmt::format("GP + weighted EI after rung 0 proposed: {}", fmt::join(names, "; ")));
-      else if (props.empty())
-        result.notes.push_back("GP + weighted EI after rung 0: fewer than 2 trials reached the target, no proposals");
+    std::vector<size_t> ran = rung_run(st, rung, alive);
+    if (rung == 0 && plan.proposals > 0 && !st.runner.exhausted && ran.size() == alive.size()) {
+      proposals_run(st, ran);
       alive = ran;
     }
     if (ran.size() < alive.size())
-      result.notes.push_back(
+      st.result.notes.push_back(
           fmt::format("the budget ran out in rung {} after {} of {} configurations", rung, ran.size(), alive.size()));
-    std::sort(ran.begin(), ran.end(), order);
-    if (rung + 1 == plan.rungs.size() || runner.exhausted) break;
-    // successive_halving_promote: the best ceil(n/eta) in the censored order (and those within the
-    // plan's margin of the last of them: 0 on sim, where a trial is deterministic), and at
-    // least race_top so the final race has its candidates at the full budget.
-    std::vector<RungEntry> entries;
-    for (size_t i : ran) {
-      const TrialScore sc = score_of(standing.at(i).second);
-      entries.push_back({static_cast<int64_t>(i), sc.reached, sc.time_s, sc.progress});
-    }
-    std::vector<size_t> next;
-    for (int64_t id : successive_halving_promote(entries, spec.eta, plan.promote_margin))
-      next.push_back(static_cast<size_t>(id));
-    for (size_t i : ran)
-      if (next.size() < std::min<size_t>(ran.size(), static_cast<size_t>(spec.race_top)) &&
-          std::find(next.begin(), next.end(), i) == next.end())
-        next.push_back(i);
-    alive = next;
+    std::sort(ran.begin(), ran.end(), [&](size_t a, size_t b) { return st.before(a, b); });
+    if (rung + 1 == plan.rungs.size() || st.runner.exhausted) break;
+    alive = rung_promote(st, ran);
   }
+}
 
-  // Final race: the top race_top over race_seeds seeds at the full budget R.
-  std::vector<size_t> ranked;
-  ranked.reserve(standing.size());
-  for (const auto& [i, s] : standing) ranked.push_back(i);
-  std::sort(ranked.begin(), ranked.end(), order);
-  const size_t top = std::min<size_t>(ranked.size(), static_cast<size_t>(spec.race_top));
-  const double R = plan.trial_time_s;
+// Final race: the first `top` of `ranked` over race_seeds seeds at the full budget R, seed by
+// seed, as one list of independent trials; every seed's dataset held meanwhile (one copy for
+// all of them unless the dataset is generated from the seed). Returns each raced candidate's
+// trials.
+std::map<size_t, std::vector<TrialRow>> race_run(SearchState& st, const std::vector<size_t>& ranked, size_t top,
+                                                 const std::shared_ptr<const DatasetPair>& data) {
+  const TuneSpec& spec = st.plan.spec;
+  const double R = st.plan.trial_time_s;
   std::map<size_t, std::vector<TrialRow>> race;
-  runner.exhausted = false;  // the race may use what successive halving left
-  // Seed by seed, as one list of independent trials; every seed's dataset held meanwhile (one
-  // copy for all of them unless the dataset is generated from the seed).
-  {
-    std::vector<std::shared_ptr<const DatasetPair>> seed_data{data};  // empty against an evaluator
-    std::vector<TrialRequest> reqs;
-    std::vector<size_t> which;
-    for (int64_t s = 0; s < spec.race_seeds; ++s) {
-      RunConfig seeded = spec.base;
-      seeded.seed = seed0 + static_cast<uint64_t>(s);
-      if (s > 0 && runner.serial) runner.serial->begin_seed(seeded.seed);
-      if (s > 0 && !runner.serial) seed_data.push_back(dataset_load_shared(seeded));
-      for (size_t k = 0; k < top; ++k) {
-        reqs.push_back({all[ranked[k]], seeded.seed, R, "race"});
-        which.push_back(ranked[k]);
-      }
+  st.runner.exhausted = false;                                      // the race may use what successive halving left
+  std::vector<std::shared_ptr<const DatasetPair>> seed_data{data};  // empty against an evaluator
+  std::vector<TrialRequest> reqs;
+  std::vector<size_t> which;
+  for (int64_t s = 0; s < spec.race_seeds; ++s) {
+    RunConfig seeded = spec.base;
+    seeded.seed = st.seed0 + static_cast<uint64_t>(s);
+    if (s > 0 && st.runner.serial) st.runner.serial->begin_seed(seeded.seed);
+    if (s > 0 && !st.runner.serial) seed_data.push_back(dataset_load_shared(seeded));
+    for (size_t k = 0; k < top; ++k) {
+      reqs.push_back({st.all[ranked[k]], seeded.seed, R, "race"});
+      which.push_back(ranked[k]);
     }
-    const auto got = runner.trials(reqs, false);
-    for (size_t k = 0; k < reqs.size(); ++k)
-      if (got[k]) race[which[k]].push_back(*got[k]);
   }
-  if (runner.exhausted) result.notes.push_back("the budget ran out during the final race: some seeds are missing");
+  const auto got = st.runner.trials(reqs, false);
+  for (size_t k = 0; k < reqs.size(); ++k)
+    if (got[k]) race[which[k]].push_back(*got[k]);
+  return race;
+}
 
-  // The ranking: raced configurations by median, then the others by their best standing.
+// The ranking: raced configurations by median, then the others by their best standing.
+void ranking_make(SearchState& st, const std::vector<size_t>& ranked,
+                  const std::map<size_t, std::vector<TrialRow>>& race) {
+  const TunePlan& plan = st.plan;
+  TuneResult& result = st.result;
   for (size_t k = 0; k < ranked.size(); ++k) {
     const size_t i = ranked[k];
     auto it = race.find(i);
     if (it != race.end() && !it->second.empty())
-      result.ranking.push_back(ranked_make(plan, all[i], it->second, R, true));
+      result.ranking.push_back(ranked_make(plan, st.all[i], it->second, plan.trial_time_s, true));
     else
       result.ranking.push_back(
-          ranked_make(plan, all[i], {standing.at(i).second}, standing.at(i).second.budget_s, false));
+          ranked_make(plan, st.all[i], {st.standing.at(i).second}, st.standing.at(i).second.budget_s, false));
   }
   std::stable_sort(result.ranking.begin(), result.ranking.end(), [&](const RankedConfig& a, const RankedConfig& b) {
     if (a.raced != b.raced) return a.raced;
     if (a.fidelity_s != b.fidelity_s) return a.fidelity_s > b.fidelity_s;
     return tune_objective_better(a.median, b.median);
   });
+}
 
-  verdict_make(plan, result);
-  refine_resolution(plan, runner, result);
-  // Still limited (R given by --trial-time, the budget spent, or no finer R possible): say so.
+// Still limited (R given by --trial-time, the budget spent, or no finer R possible): say so.
+void note_resolution_limit(TuneResult& result) {
   if (const double interval = resolution_limit_s(result); interval > 0) {
     const RankedConfig& w = result.ranking.front();
     result.notes.push_back(fmt::format(
@@ -315,6 +380,25 @@ void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std:
         static_cast<int64_t>(std::llround(w.median.time_s / interval)), interval,
         std::max(w.median.time_s * 10, 1e-3)));
   }
+}
+
+// The search (successive halving, GP proposals, the final race, the ranking and the verdict)
+// through `runner`: the live pool or an evaluator. `data`: the base seed's dataset, held (null
+// against an evaluator).
+void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std::shared_ptr<const DatasetPair>& data) {
+  SearchState st{plan, runner, result, plan.space.feasible, plan.spec.base.seed, {}};
+  rungs_run(st);
+  std::vector<size_t> ranked;
+  ranked.reserve(st.standing.size());
+  for (const auto& [i, s] : st.standing) ranked.push_back(i);
+  std::sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) { return st.before(a, b); });
+  const size_t top = std::min<size_t>(ranked.size(), static_cast<size_t>(plan.spec.race_top));
+  const auto race = race_run(st, ranked, top, data);
+  if (runner.exhausted) result.notes.push_back("the budget ran out during the final race: some seeds are missing");
+  ranking_make(st, ranked, race);
+  verdict_make(plan, result);
+  refine_resolution(plan, runner, result);
+  note_resolution_limit(result);
 }
 
 }  // namespace

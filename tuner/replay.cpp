@@ -220,22 +220,8 @@ TunePlan bench_plan(const StoredGrid& grid, double budget_s) {
   return tune_plan(spec, grid.max_trial_steps);
 }
 
-}  // namespace
-
-TunePrior bench_prior_build(const StoredGrid& grid, Store& read) {
-  const TunePlan plan = bench_plan(grid, grid.total_cost_s);
-  const uint64_t seed = grid.seeds.empty() ? grid.spec.base.seed : grid.seeds.back() + 1;
-  return prior_build(plan, read, prior_probe_run(plan, read, seed));
-}
-
-BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o, const TunePrior* prior) {
-  bench_options_validate(o);
-  if (bench_needs_prior(o) && !prior) DSGD_THROW(Error, "this is a bug", "bench_run: a prior strategy without a prior");
-  BenchReport report;
-  const size_t n_seeds = grid.seeds.size();
-  // The grid's best by median over all seeds, and per seed.
-  std::set<std::string> keys;
-  for (const auto& [k, t] : grid.trials) keys.insert(k.first);
+// The grid's best configuration by its median time over all seeds.
+void grid_best_find(const StoredGrid& grid, const std::set<std::string>& keys, BenchReport& report) {
   for (const std::string& key : keys) {
     std::vector<double> times;
     for (uint64_t s : grid.seeds) times.push_back(truth_time(grid, key, s));
@@ -245,6 +231,11 @@ BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o, const TuneP
       report.grid_best_time_s = med;
     }
   }
+}
+
+// The grid's best per seed (into the report); returns its time by seed.
+std::map<uint64_t, double> best_per_seed(const StoredGrid& grid, const std::set<std::string>& keys,
+                                         BenchReport& report) {
   std::map<uint64_t, double> best_at;
   for (uint64_t s : grid.seeds) {
     std::string arg;
@@ -259,13 +250,90 @@ BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o, const TuneP
     best_at[s] = best;
     report.best_per_seed.push_back({s, {arg, best}});
   }
-  if (prior) {
-    const TunePlan plan = bench_plan(grid, grid.total_cost_s);
-    report.prior_best = candidate_key(plan.space.feasible.at(prior->argmin));
-    report.prior_notes = prior_describe(plan, *prior);
-    for (size_t i = 0; i < plan.space.feasible.size() && i < prior->predictions.size(); ++i)
-      report.prior_times.push_back({candidate_key(plan.space.feasible[i]), prior->predictions[i].time_s});
+  return best_at;
+}
+
+// The prior's best configuration, its notes and its predicted time per configuration.
+void prior_report(const StoredGrid& grid, const TunePrior& prior, BenchReport& report) {
+  const TunePlan plan = bench_plan(grid, grid.total_cost_s);
+  report.prior_best = candidate_key(plan.space.feasible.at(prior.argmin));
+  report.prior_notes = prior_describe(plan, prior);
+  for (size_t i = 0; i < plan.space.feasible.size() && i < prior.predictions.size(); ++i)
+    report.prior_times.push_back({candidate_key(plan.space.feasible[i]), prior.predictions[i].time_s});
+}
+
+// Repetition r of `row`'s strategy: searches on every seed but the held-out one (all of them
+// when there is one), then the regret of its recommendation on the seeds it did not evaluate.
+void bench_rep_run(const StoredGrid& grid, const TunePlan& plan, const TunePrior* prior, int64_t r,
+                   std::map<uint64_t, double>& best_at, BenchRow& row) {
+  const std::string& strategy = row.strategy;
+  const size_t n_seeds = grid.seeds.size();
+  BenchRep rep;
+  const size_t held = static_cast<size_t>(r) % n_seeds;
+  rep.held_out_seed = grid.seeds[held];
+  std::vector<uint64_t> search;
+  for (size_t k = 0; k < n_seeds; ++k)
+    if (k != held || n_seeds == 1) search.push_back(grid.seeds[k]);
+  const uint64_t strategy_seed = 1000003ULL * static_cast<uint64_t>(r + 1) + grid.spec.base.seed;
+  StrategyOutcome out;
+  if (strategy == "tuner" || strategy == "tuner-prior")
+    out = strategy_tuner(grid, plan, strategy_seed, search, strategy == "tuner-prior" ? prior : nullptr);
+  else if (strategy == "prior")
+    out = strategy_prior(plan, *prior);
+  else if (strategy == "random")
+    out = strategy_random(grid, plan, strategy_seed, search);
+  else
+    out = strategy_hyperband(grid, plan, strategy_seed, search);
+  rep.recommended = out.recommended;
+  rep.cost_share = grid.total_cost_s > 0 ? out.cost_s / grid.total_cost_s : 0;
+  // Regret on every grid seed the strategy did not evaluate (the held-out one among them).
+  for (uint64_t s : grid.seeds)
+    if (s == rep.held_out_seed || !out.used.count(s)) rep.regret_seeds.push_back(s);
+  if (out.recommended.empty()) {
+    ++row.no_recommendation;
+    rep.regret = kInf;
+  } else {
+    double sum = 0;
+    for (uint64_t s : rep.regret_seeds) sum += truth_time(grid, out.recommended, s) / best_at[s] - 1;
+    rep.regret = sum / static_cast<double>(rep.regret_seeds.size());
   }
+  if (rep.regret <= 0.05) ++row.within_5pct;
+  row.reps.push_back(rep);
+}
+
+// The quartiles of the row's regrets and cost shares.
+void row_quartiles(BenchRow& row) {
+  std::vector<double> regrets, costs;
+  for (const BenchRep& rep : row.reps) {
+    regrets.push_back(rep.regret);
+    costs.push_back(rep.cost_share);
+  }
+  row.regret_q25 = stats_quantile(regrets, 0.25);
+  row.regret_median = stats_quantile(regrets, 0.5);
+  row.regret_q75 = stats_quantile(regrets, 0.75);
+  row.cost_q25 = stats_quantile(costs, 0.25);
+  row.cost_median = stats_quantile(costs, 0.5);
+  row.cost_q75 = stats_quantile(costs, 0.75);
+}
+
+}  // namespace
+
+TunePrior bench_prior_build(const StoredGrid& grid, Store& read) {
+  const TunePlan plan = bench_plan(grid, grid.total_cost_s);
+  const uint64_t seed = grid.seeds.empty() ? grid.spec.base.seed : grid.seeds.back() + 1;
+  return prior_build(plan, read, prior_probe_run(plan, read, seed));
+}
+
+BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o, const TunePrior* prior) {
+  bench_options_validate(o);
+  if (bench_needs_prior(o) && !prior) DSGD_THROW(Error, "this is a bug", "bench_run: a prior strategy without a prior");
+  BenchReport report;
+  // The grid's best by median over all seeds, and per seed.
+  std::set<std::string> keys;
+  for (const auto& [k, t] : grid.trials) keys.insert(k.first);
+  grid_best_find(grid, keys, report);
+  std::map<uint64_t, double> best_at = best_per_seed(grid, keys, report);
+  if (prior) prior_report(grid, *prior, report);
   for (double fraction : o.budget_fractions) {
     const TunePlan plan = bench_plan(grid, fraction * grid.total_cost_s);
     if (prior && prior->log_time.size() != plan.space.feasible.size())
@@ -275,50 +343,8 @@ BenchReport bench_run(const StoredGrid& grid, const BenchOptions& o, const TuneP
       BenchRow row;
       row.strategy = strategy;
       row.budget_fraction = fraction;
-      for (int64_t r = 0; r < o.reps; ++r) {
-        BenchRep rep;
-        const size_t held = static_cast<size_t>(r) % n_seeds;
-        rep.held_out_seed = grid.seeds[held];
-        std::vector<uint64_t> search;
-        for (size_t k = 0; k < n_seeds; ++k)
-          if (k != held || n_seeds == 1) search.push_back(grid.seeds[k]);
-        const uint64_t strategy_seed = 1000003ULL * static_cast<uint64_t>(r + 1) + grid.spec.base.seed;
-        StrategyOutcome out;
-        if (strategy == "tuner" || strategy == "tuner-prior")
-          out = strategy_tuner(grid, plan, strategy_seed, search, strategy == "tuner-prior" ? prior : nullptr);
-        else if (strategy == "prior")
-          out = strategy_prior(plan, *prior);
-        else if (strategy == "random")
-          out = strategy_random(grid, plan, strategy_seed, search);
-        else
-          out = strategy_hyperband(grid, plan, strategy_seed, search);
-        rep.recommended = out.recommended;
-        rep.cost_share = grid.total_cost_s > 0 ? out.cost_s / grid.total_cost_s : 0;
-        // Regret on every grid seed the strategy did not evaluate (the held-out one among them).
-        for (uint64_t s : grid.seeds)
-          if (s == rep.held_out_seed || !out.used.count(s)) rep.regret_seeds.push_back(s);
-        if (out.recommended.empty()) {
-          ++row.no_recommendation;
-          rep.regret = kInf;
-        } else {
-          double sum = 0;
-          for (uint64_t s : rep.regret_seeds) sum += truth_time(grid, out.recommended, s) / best_at[s] - 1;
-          rep.regret = sum / static_cast<double>(rep.regret_seeds.size());
-        }
-        if (rep.regret <= 0.05) ++row.within_5pct;
-        row.reps.push_back(rep);
-      }
-      std::vector<double> regrets, costs;
-      for (const BenchRep& rep : row.reps) {
-        regrets.push_back(rep.regret);
-        costs.push_back(rep.cost_share);
-      }
-      row.regret_q25 = stats_quantile(regrets, 0.25);
-      row.regret_median = stats_quantile(regrets, 0.5);
-      row.regret_q75 = stats_quantile(regrets, 0.75);
-      row.cost_q25 = stats_quantile(costs, 0.25);
-      row.cost_median = stats_quantile(costs, 0.5);
-      row.cost_q75 = stats_quantile(costs, 0.75);
+      for (int64_t r = 0; r < o.reps; ++r) bench_rep_run(grid, plan, prior, r, best_at, row);
+      row_quartiles(row);
       report.rows.push_back(std::move(row));
     }
   }

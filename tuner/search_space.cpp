@@ -254,7 +254,10 @@ std::vector<std::string> tune_parse_compressors(const std::string& text) {
   return out;
 }
 
-SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const DatasetPair* data) {
+namespace {
+
+// The checks of the search space's flags before enumerating it.
+void space_spec_check(const TuneSpec& spec, const DatasetPair* data) {
   if (spec.max_memory_bytes > 0 && !data)
     DSGD_THROW(Error, "this is a bug", "space_enumerate: --max-memory needs the dataset");
   if (spec.compressors.empty())
@@ -269,72 +272,95 @@ SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const
                  a);
   if (spec.batches.empty() || spec.lr_scalings.empty())
     DSGD_THROW(InputError, "pass at least one batch and one --lr-scaling rule", "the search space is empty");
+}
+
+// The axes of one algorithm's part of the space: those of knobs it does not have are one empty
+// value ("" or period 0).
+struct AlgoAxes {
+  std::vector<int64_t> periods;
+  std::vector<std::string> topologies;
+  std::vector<std::string> compressors;
+  std::vector<std::string> schedules;
+};
+
+AlgoAxes algo_axes(const TuneSpec& spec, const std::string& algo) {
+  std::vector<int64_t> periods = variant_uses_period(algo) ? spec.periods : std::vector<int64_t>{0};
+  std::vector<std::string> topologies = tune_algo_is_gossip(algo) ? spec.topologies : std::vector<std::string>{""};
+  if (periods.empty() || topologies.empty())
+    DSGD_THROW(InputError,
+               fmt::format("pass at least one value of {} for {}", periods.empty() ? "--period" : "--topologies", algo),
+               "the search space of {} is empty", algo);
+  const std::vector<std::string> compressors =
+      variant_uses_compress(algo) ? spec.compressors : std::vector<std::string>{""};
+  std::vector<std::string> schedules{""};
+  if (tune_algo_has_period_schedule(algo)) {
+    schedules.clear();
+    for (const std::string& name : spec.period_schedules) schedules.push_back(name == "constant" ? "" : name);
+  }
+  if (schedules.empty())
+    DSGD_THROW(InputError, fmt::format("pass at least one value of --period-schedules for {}", algo),
+               "the search space of {} is empty", algo);
+  return {std::move(periods), std::move(topologies), compressors, std::move(schedules)};
+}
+
+// Candidate c into out.feasible (with its bytes per step), or into out.refused with the reason:
+// qsr under a constant lr schedule, an invalid configuration, above --max-bytes-per-step or
+// above --max-memory. n: the workers; param_bytes: the model's size.
+void candidate_place(const TuneSpec& spec, const Candidate& c, size_t param_count, double param_bytes, int n,
+                     const DatasetPair* data, SpaceEnumeration& out) {
+  const RunConfig cfg = candidate_config(spec, c, spec.base.seed);
+  if (c.period_schedule == "qsr" && cfg.lr_schedule == "constant") {
+    out.refused.push_back({c, fmt::format("qsr under --lr-schedule constant is the constant schedule at H={} (alpha = "
+                                          "lr*sqrt(H)): pass --lr-schedule cosine or step to search it",
+                                          c.period)});
+    return;
+  }
+  try {
+    config_validate(cfg);
+  } catch (const InputError& e) {
+    out.refused.push_back({c, e.what()});
+    return;
+  }
+  const auto algorithm = algorithm_create(c.algo, cfg);
+  // With a compressor: what the compressor sends (its own formula per call).
+  const double bytes = algorithm->bytes_sent_per_step(param_bytes, n);
+  if (spec.max_bytes_per_step > 0 && bytes > spec.max_bytes_per_step) {
+    out.refused.push_back({c, fmt::format("sends {:.4g} bytes per step per worker, above --max-bytes-per-step {:.4g}",
+                                          bytes, spec.max_bytes_per_step)});
+    return;
+  }
+  if (spec.max_memory_bytes > 0) {
+    const MemoryEstimate m = memory_estimate(cfg, data->train, data->test, param_count, -1, algorithm.get(), 1, 1);
+    if (m.total_bytes > spec.max_memory_bytes) {
+      out.refused.push_back(
+          {c, fmt::format("needs about {:.4g} MB per worker ({:.4g} MB of model copies and algorithm "
+                          "state, {:.4g} MB of batch, {:.4g} MB of dataset), above --max-memory {:.4g} MB",
+                          m.total_bytes / 1e6, m.replicas_bytes / 1e6, m.batch_bytes / 1e6, m.dataset_bytes / 1e6,
+                          spec.max_memory_bytes / 1e6)});
+      return;
+    }
+  }
+  out.feasible.push_back(c);
+  out.bytes_per_step.push_back(bytes);
+}
+
+}  // namespace
+
+SpaceEnumeration space_enumerate(const TuneSpec& spec, size_t param_count, const DatasetPair* data) {
+  space_spec_check(spec, data);
   SpaceEnumeration out;
   const int n = static_cast<int>(spec.base.workers);
   const double param_bytes = static_cast<double>(param_count) * sizeof(float);
   for (const std::string& algo : spec.algos) {
-    std::vector<int64_t> periods = variant_uses_period(algo) ? spec.periods : std::vector<int64_t>{0};
-    std::vector<std::string> topologies = tune_algo_is_gossip(algo) ? spec.topologies : std::vector<std::string>{""};
-    if (periods.empty() || topologies.empty())
-      DSGD_THROW(
-          InputError,
-          fmt::format("pass at least one value of {} for {}", periods.empty() ? "--period" : "--topologies", algo),
-          "the search space of {} is empty", algo);
-    const std::vector<std::string> compressors =
-        variant_uses_compress(algo) ? spec.compressors : std::vector<std::string>{""};
-    std::vector<std::string> schedules{""};
-    if (tune_algo_has_period_schedule(algo)) {
-      schedules.clear();
-      for (const std::string& name : spec.period_schedules) schedules.push_back(name == "constant" ? "" : name);
-    }
-    if (schedules.empty())
-      DSGD_THROW(InputError, fmt::format("pass at least one value of --period-schedules for {}", algo),
-                 "the search space of {} is empty", algo);
-    for (const std::string& sched : schedules)
-      for (int64_t h : periods)
-        for (const std::string& topo : topologies)
+    const AlgoAxes axes = algo_axes(spec, algo);
+    for (const std::string& sched : axes.schedules)
+      for (int64_t h : axes.periods)
+        for (const std::string& topo : axes.topologies)
           for (int64_t b : spec.batches)
             for (const std::string& rule : spec.lr_scalings)
-              for (const std::string& comp : compressors) {
+              for (const std::string& comp : axes.compressors) {
                 Candidate c{algo, h, b, topo, rule, comp, sched};
-                const RunConfig cfg = candidate_config(spec, c, spec.base.seed);
-                if (sched == "qsr" && cfg.lr_schedule == "constant") {
-                  out.refused.push_back(
-                      {c, fmt::format("qsr under --lr-schedule constant is the constant schedule at H={} (alpha = "
-                                      "lr*sqrt(H)): pass --lr-schedule cosine or step to search it",
-                                      h)});
-                  continue;
-                }
-                try {
-                  config_validate(cfg);
-                } catch (const InputError& e) {
-                  out.refused.push_back({c, e.what()});
-                  continue;
-                }
-                const auto algorithm = algorithm_create(algo, cfg);
-                // With a compressor: what the compressor sends (its own formula per call).
-                const double bytes = algorithm->bytes_sent_per_step(param_bytes, n);
-                if (spec.max_bytes_per_step > 0 && bytes > spec.max_bytes_per_step) {
-                  out.refused.push_back(
-                      {c, fmt::format("sends {:.4g} bytes per step per worker, above --max-bytes-per-step {:.4g}",
-                                      bytes, spec.max_bytes_per_step)});
-                  continue;
-                }
-                if (spec.max_memory_bytes > 0) {
-                  const MemoryEstimate m =
-                      memory_estimate(cfg, data->train, data->test, param_count, -1, algorithm.get(), 1, 1);
-                  if (m.total_bytes > spec.max_memory_bytes) {
-                    out.refused.push_back(
-                        {c,
-                         fmt::format("needs about {:.4g} MB per worker ({:.4g} MB of model copies and algorithm "
-                                     "state, {:.4g} MB of batch, {:.4g} MB of dataset), above --max-memory {:.4g} MB",
-                                     m.total_bytes / 1e6, m.replicas_bytes / 1e6, m.batch_bytes / 1e6,
-                                     m.dataset_bytes / 1e6, spec.max_memory_bytes / 1e6)});
-                    continue;
-                  }
-                }
-                out.feasible.push_back(c);
-                out.bytes_per_step.push_back(bytes);
+                candidate_place(spec, c, param_count, param_bytes, n, data, out);
               }
   }
   return out;

@@ -39,6 +39,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -50,6 +51,8 @@
 #include "workloads/workload.hpp"
 
 namespace dsgd {
+
+class SlotTimer;  // workloads/layers/kernel_profile.hpp
 
 struct ImageShape {
   size_t channels = 0, height = 0, width = 0;
@@ -159,6 +162,19 @@ class ResNetWorkload final : public Workload {
   void check_dataset(const Dataset& ds, const char* what) const;
   // Runs the network on the n samples already in arena's input; returns the logits pointer.
   const float* run_forward(float* arena, float* pooled, float* logits, size_t n, const float* params, bool train);
+  // The steps of run_forward and do_backward (resnet_passes.cpp), one per kind of op.
+  void forward_conv(float* arena, size_t n, size_t index, const float* params);
+  void forward_batchnorm(float* arena, size_t n, size_t index, const float* params, bool train);
+  void forward_join(float* arena, size_t n, size_t index, bool train);
+  void forward_head(float* arena, float* pooled, float* logits, size_t n, const float* params);
+  void backward_head(const float* params, float* grads, const LayerHook& hook);
+  void backward_join(size_t index);
+  void backward_unit(size_t index, const float* params, float* grads, const LayerHook& hook);
+  void backward_batchnorm(size_t index, const float* params, float* grads, float* d);
+  void backward_conv_primitive(size_t index, const float* params, float* grads, const float* d,
+                               std::optional<SlotTimer>& ut, const LayerHook& hook);
+  void backward_conv_im2col(size_t index, const float* params, float* grads, float* d, std::optional<SlotTimer>& ut,
+                            const LayerHook& hook);
   // The oneDNN convolution of unit u for batch n at the current thread count and layouts
   // (created on first use, then kept).
   DnnlConv2d& dnnl_conv(size_t u, size_t n);
