@@ -136,6 +136,12 @@ void config_check_timing_only(const RunConfig& cfg) {
 
 void config_validate(const RunConfig& cfg) {
   run_config_validate_generic(cfg);
+  if (cfg.workers > kRunConfigMaxComputingWorkers && !cfg.timing_only)
+    config_fail(
+        "workers",
+        fmt::format("must be in 1..{} for workers that compute (got {})", kRunConfigMaxComputingWorkers, cfg.workers),
+        fmt::format("use --backend sim --timing-only true for up to {} simulated workers, or fewer workers",
+                    kRunConfigMaxWorkers));
   const Variant& self = variant_get(cfg.algo);
   check_backend(cfg, self);
   check_optimizer(cfg);

@@ -2,6 +2,11 @@
 //  - BM_SimTimingOnly: the --timing-only loop, simulated worker-steps per second
 //    (goal: 1024 workers x 10,000 steps of localsgd in under 10 s, >= 1e6 worker-steps/s);
 //    also dpsgd on exp (10 neighbour messages per worker-step at 1024 workers);
+//  - BM_SimScale: the --timing-only loop from 100 to 100,000 workers (100 steps, no stragglers):
+//    setup (the topology a gossip variant builds) and worker-steps per second; the collective
+//    variants' workers are alike, so one worker is simulated for all (sim_timing.hpp); dpsgd
+//    on ring and exp simulates each worker (goal: >= 1e7 worker-steps/s for the collective
+//    ones at 100,000 workers);
 //  - BM_SimNumericsOverhead: a simulated run with numerics (threads, baton, collectives'
 //    reductions, the trainer's instrumentation and its two evaluations) against the pure
 //    compute of the same worker-steps (load_batch, forward, backward, optimizer step run
@@ -61,6 +66,39 @@ void BM_SimTimingOnly(benchmark::State& state, const char* algo) {
   }
   state.counters["worker_steps_per_s"] = benchmark::Counter(worker_steps, benchmark::Counter::kIsRate);
   state.counters["virtual_s"] = end;
+}
+
+// algo: a variant with a timing rule; topology: the gossip graph ("" for a collective variant).
+void BM_SimScale(benchmark::State& state, const char* algo, const char* topology) {
+  SimTimingPlan plan;
+  plan.workers = static_cast<int>(state.range(0));
+  plan.steps = 100;
+  plan.eval_every = 10;
+  plan.flush_every = 10;
+  plan.period = 8;
+  plan.param_bytes = 7850 * 4.0;
+  plan.cost.data_s = 2e-6;
+  plan.cost.fwd_s = 30e-6;
+  plan.cost.bwd_layer_s = {40e-6, 1e-6};
+  plan.cost.opt_s = 5e-6;
+  plan.network = NetworkModel{LinkModel{50e-6, 1.25e8}, std::nullopt, 1};
+  const Variant& variant = variant_get(algo);
+  double setup_s = 0, worker_steps = 0, loop_s = 0;
+  for (auto _ : state) {
+    const double t0 = clock_now_s();
+    if (*topology) {
+      const Topology t = topology_make(topology, plan.workers, 1);
+      plan.neighbors = t.neighbors;
+      plan.group_of = t.group_of;
+    }
+    const double t1 = clock_now_s();
+    const SimTimingResult r = sim_timing_run(plan, variant.timing, nullptr, nullptr);
+    setup_s += t1 - t0;
+    loop_s += clock_now_s() - t1;
+    worker_steps += static_cast<double>(r.worker_steps);
+  }
+  state.counters["setup_s"] = setup_s / static_cast<double>(state.iterations());
+  state.counters["worker_steps_per_s"] = worker_steps / loop_s;
 }
 
 RunConfig overhead_config(int64_t steps) {
@@ -140,6 +178,26 @@ void BM_SimNumericsOverhead(benchmark::State& state) {
 
 BENCHMARK_CAPTURE(BM_SimTimingOnly, localsgd, "localsgd")->Args({1024, 10000})->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_SimTimingOnly, dpsgd_exp, "dpsgd")->Args({1024, 1000})->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimScale, ssgd, "ssgd", "")
+    ->RangeMultiplier(10)
+    ->Range(100, 100000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimScale, localsgd, "localsgd", "")
+    ->RangeMultiplier(10)
+    ->Range(100, 100000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimScale, diloco, "diloco", "")
+    ->RangeMultiplier(10)
+    ->Range(100, 100000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimScale, dpsgd_ring, "dpsgd", "ring")
+    ->RangeMultiplier(10)
+    ->Range(100, 100000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_SimScale, dpsgd_exp, "dpsgd", "exp")
+    ->RangeMultiplier(10)
+    ->Range(100, 100000)
+    ->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_SimNumericsOverhead)->Args({8, 300})->Unit(benchmark::kMillisecond)->MinTime(3.0);
 
 BENCHMARK_MAIN();

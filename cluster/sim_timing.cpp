@@ -31,13 +31,17 @@ SimTimingResult sim_timing_run(const SimTimingPlan& plan, SimTimingStep rule, co
                                const std::function<void(int64_t, const SimStepTiming*)>& sink) {
   if (!rule) DSGD_THROW(Error, "this is a bug: pass the variant's timing rule", "timing-only run without a step rule");
   const size_t n = static_cast<size_t>(plan.workers);
-  std::vector<double> clock(n, 0.0);
-  std::vector<SimStepTiming> rows(n);
+  const bool alike = !plan.simulate_each_worker && plan.stragglers.empty() && plan.neighbors.empty();
+  std::vector<double> clock(alike ? 1 : n, 0.0);
+  std::vector<SimStepTiming> rows(clock.size()), copies;
   SimTimingState state;
   int64_t since_sync = 0;
   for (int64_t step = 0; step < plan.steps; ++step) {
     rule(plan, state, step, clock, rows.data());
-    if (keep && keep(step)) sink(step, rows.data());
+    if (keep && keep(step)) {
+      if (alike) copies.assign(n, rows[0]);
+      sink(step, alike ? copies.data() : rows.data());
+    }
     // The trainer's evaluation / flush points synchronise the workers (untimed collectives).
     const int64_t steps_done = step + 1;
     ++since_sync;

@@ -58,6 +58,9 @@ struct SimTimingPlan {
   double bucket_bytes = 0;    // ssgd --overlap: --bucket-mb · 1e6
   bool fill = true;           // dreamddp: --dreamddp-fill
   int64_t forward_depth = 0;  // pdasgd: S, the forward passes run ahead on a second core
+
+  // Tests: simulate every worker even when they are alike (see sim_timing_run).
+  bool simulate_each_worker = false;
 };
 
 // What a variant's timing rule carries from one step to the next. sim_timing_run starts every
@@ -117,6 +120,12 @@ struct SimTimingResult {
   int64_t worker_steps = 0;  // workers × steps simulated
 };
 
+// Workers alike: without stragglers and without a gossip graph (plan.neighbors empty), every
+// worker starts each step at the same time and pays the same costs, so every rule gives every
+// worker the same timings. The run then simulates one worker (the rule sees a clock of one
+// entry; collective costs still use plan.workers) and hands the sink `workers` copies of its
+// row: O(steps) instead of O(workers × steps). tests/unit/test_sim_world.cpp checks the rows
+// equal the per-worker path's, bit for bit, for every variant with a rule.
 // Runs the plan with a variant's step rule. keep(step) says whether the step's per-worker timings are wanted; when it
 // returns true, sink(step, timings) receives `workers` entries (valid during the call).
 SimTimingResult sim_timing_run(const SimTimingPlan& plan, SimTimingStep rule, const std::function<bool(int64_t)>& keep,

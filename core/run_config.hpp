@@ -143,8 +143,10 @@ const std::vector<RunConfigRange>& run_config_ranges();
 const RunConfigRange* run_config_range(const std::string& key);
 // The most training steps a run may take (--steps, or derived from --epochs).
 constexpr int64_t kRunConfigMaxSteps = 1'000'000'000;
-// The most workers a run may have (--workers; also calibrate's).
-constexpr int64_t kRunConfigMaxWorkers = 4096;
+// The most workers a run may have (--workers): the timing-only simulator's limit.
+constexpr int64_t kRunConfigMaxWorkers = 100'000;
+// The most workers that compute (MPI ranks, calibrate's ranks, the simulator with numerics).
+constexpr int64_t kRunConfigMaxComputingWorkers = 4096;
 // Throws InputError "--KEY: must be in LO..HI (got V)" for the first numeric field outside
 // its range (run_config_validate calls it last, after the more specific checks).
 void run_config_check_ranges(const RunConfig& cfg);

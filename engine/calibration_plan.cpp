@@ -85,9 +85,9 @@ CalibrationPlan calibration_plan_make(const CalibrationOptions& o) {
   for (int64_t bytes = plan.min_bytes; bytes <= plan.max_bytes; bytes *= plan.size_factor) {
     plan.sweep.sizes.push_back(bytes);
   }
-  if (o.workers < 1 || o.workers > kRunConfigMaxWorkers) {
-    DSGD_THROW(InputError, "pass --workers 2 or more", "--workers must be in 1..{} (got {})", kRunConfigMaxWorkers,
-               o.workers);
+  if (o.workers < 1 || o.workers > kRunConfigMaxComputingWorkers) {
+    DSGD_THROW(InputError, "pass --workers 2 or more", "--workers must be in 1..{} (got {})",
+               kRunConfigMaxComputingWorkers, o.workers);
   }
   if (o.threads < 1 || o.threads > 256) {
     DSGD_THROW(InputError, "pass e.g. --threads 1", "--threads must be in 1..256 (got {})", o.threads);

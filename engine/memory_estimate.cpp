@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "algorithms/algorithm.hpp"
+#include "algorithms/variant.hpp"
 #include "cluster/backends.hpp"
 #include "cluster/sim_timing.hpp"
 #include "core/errors.hpp"
@@ -23,6 +24,18 @@ double dataset_bytes(const Dataset& d) {
          static_cast<double>(d.tokens.size()) * sizeof(int32_t);
 }
 
+// A gossip variant's topology: its neighbour lists and weights (an int and a double per
+// edge), O(n²) for the kinds that list every pair, O(n log n) at most for the others (the
+// exponential graph's degree is about 2 log2 n). Other variants keep only the groups.
+double topology_bytes(const RunConfig& cfg) {
+  if (!variant_get(cfg.algo).reads_topology) return 0;
+  const double n = static_cast<double>(cfg.workers);
+  const bool every_pair = cfg.topology.rfind("complete", 0) == 0 || cfg.topology.rfind("random-perm", 0) == 0 ||
+                          cfg.topology.rfind("hier", 0) == 0;
+  const double degree = every_pair ? n - 1 : 2 * std::ceil(std::log2(std::max(2.0, n))) + 2;
+  return n * (degree + 1) * (sizeof(int) + sizeof(double));
+}
+
 std::string gb(double bytes) {
   return fmt::format("{:.3g} GB", bytes / 1e9);
 }
@@ -36,8 +49,8 @@ MemoryEstimate memory_estimate(const RunConfig& cfg, const Dataset& train, const
   m.workers_per_process = std::max(1, workers_per_process);
   m.processes = std::max(1, processes);
   const double n = static_cast<double>(cfg.workers);
-  // The dataset and the topology's n×n mixing matrix, once per process.
-  m.dataset_bytes = dataset_bytes(train) + dataset_bytes(test) + n * n * sizeof(double);
+  // The dataset and a gossip variant's topology, once per process.
+  m.dataset_bytes = dataset_bytes(train) + dataset_bytes(test) + topology_bytes(cfg);
   m.model_bytes = static_cast<double>(param_count) * sizeof(float);
   if (cfg.timing_only) {
     m.per_worker_bytes = 4 * sizeof(double) + sizeof(SimStepTiming);

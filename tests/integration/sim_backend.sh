@@ -98,7 +98,15 @@ awk -v a="$fwd" -v b="$got" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-12 + 1e-9*
   fail "simulated forward $got is not the calibrated $fwd"
 
 # Bad input: exit code 2 and a message naming the problem.
-expect_error "--workers: must be in 1..4096 \(got 0\)" "$BIN" run --backend sim --workers 0 "${common[@]}"
+expect_error "--workers: must be in 1..100000 \(got 0\)" "$BIN" run --backend sim --workers 0 "${common[@]}"
+expect_error "--workers: must be in 1..4096 for workers that compute \(got 5000\)" "$BIN" run --backend sim \
+  --workers 5000 "${common[@]}"
+expect_error "topology 'complete' at 5000 workers: it lists every pair" "$BIN" run --backend sim --workers 5000 \
+  --timing-only true --algo dpsgd --topology complete "${common[@]}"
+# 100,000 timing-only workers: alike (no stragglers), one worker is simulated for all.
+"$BIN" run --backend sim --workers 100000 --timing-only true --steps 20 --batch 32 --dataset "$SMALL" \
+  --profile-from "$PROF" --db t.db > big.out || { cat big.out; fail "a 100,000-worker timing-only run failed"; }
+[ "$(sql t.db "SELECT workers FROM runs ORDER BY id DESC LIMIT 1")" = 100000 ] || fail "100,000 workers not stored"
 expect_error "cannot be reached in a --timing-only run" "$BIN" run --backend sim --workers 4 --timing-only true --target acc=0.5 \
   "${common[@]}"
 expect_error "a profile of another workload" "$BIN" run --workers 2 "${common[@]}" --backend sim --profile-from "$PROF" \

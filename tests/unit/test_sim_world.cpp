@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 
 #include "algorithms/variant.hpp"
@@ -270,6 +271,52 @@ TEST(SimTiming, MatchesTheThreadedSimulator) {
   for (int r = 0; r < n; ++r)
     for (int64_t s = 0; s < steps; ++s)
       EXPECT_NEAR(fast[s][r].start + fast[s][r].step, ends[r][s], 1e-12) << "rank " << r << " step " << s;
+}
+
+// Workers alike (no stragglers, no gossip graph): sim_timing_run simulates one worker and
+// copies its row; every variant's rule gives the same rows, bit for bit, as simulating each
+// worker.
+TEST(SimTiming, AlikeWorkersShortcutEqualsSimulatingEachWorker) {
+  const int n = 6;
+  const int64_t steps = 37;
+  SimTimingPlan plan;
+  plan.workers = n;
+  plan.steps = steps;
+  plan.eval_every = 10;
+  plan.flush_every = 8;
+  plan.period = 4;
+  plan.delay = 2;
+  plan.forward_depth = 2;
+  plan.overlap = true;
+  plan.bucket_bytes = 3000;
+  plan.layer_counts = {500, 1500, 2000};
+  plan.param_bytes = 4.0 * 4000;
+  plan.cost.data_s = 1e-4;
+  plan.cost.fwd_s = 2e-3;
+  plan.cost.bwd_layer_s = {3e-3, 1e-3, 2e-3};
+  plan.cost.opt_s = 5e-4;
+  plan.network = NetworkModel{LinkModel{50e-6, 1.25e8}, std::nullopt, 1};
+  plan.net_algo = CollAlgo::algo_auto;
+  size_t checked = 0;
+  for (const Variant* v : variant_all()) {
+    if (!v->timing || v->timing_needs_neighbors) continue;
+    auto rows_of = [&](bool each) {
+      SimTimingPlan p = plan;
+      p.simulate_each_worker = each;
+      std::vector<SimStepTiming> all;
+      const SimTimingResult r = sim_timing_run(
+          p, v->timing, [](int64_t) { return true; },
+          [&](int64_t, const SimStepTiming* t) { all.insert(all.end(), t, t + n); });
+      EXPECT_EQ(r.worker_steps, steps * n);
+      all.push_back(SimStepTiming{r.end_time});
+      return all;
+    };
+    const std::vector<SimStepTiming> alike = rows_of(false), each = rows_of(true);
+    ASSERT_EQ(alike.size(), each.size()) << v->name;
+    EXPECT_EQ(std::memcmp(alike.data(), each.data(), alike.size() * sizeof(SimStepTiming)), 0) << v->name;
+    ++checked;
+  }
+  EXPECT_GE(checked, 10u);  // ssgd, localsgd, diloco, cocod, dasgd, overlap-local, zero, dreamddp, lasgd, pdasgd
 }
 
 }  // namespace
