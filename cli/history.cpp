@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/history_options.hpp"
 #include "core/errors.hpp"
 #include "results/store.hpp"
 
@@ -19,6 +20,30 @@ struct HistoryCliOptions {
 };
 }  // namespace
 
+void history_add_options(CLI::App& sub, HistoryOptions& h) {
+  sub.add_option("--metric", h.metric,
+                 "a compared metric or its alias (step_time, throughput, acc, loss, time_to_target, ...)")
+      ->capture_default_str();
+  sub.add_option("--case", h.case_filter, "keep the series whose case label contains this text (e.g. 'svm ssgd w2')");
+  sub.add_option("--machine", h.machine_filter,
+                 "keep the series whose machine (host | CPU | MPI | build) contains this text");
+  sub.add_option("--window", h.detect.window, "points per window of the detector's first pass")->capture_default_str();
+  sub.add_option("--max-pvalue", h.detect.max_pvalue,
+                 "a change point's significance (two-sided Student's t); the first pass uses 10x")
+      ->capture_default_str();
+  sub.add_option("--min-magnitude", h.detect.min_magnitude,
+                 "smallest relative change kept, e.g. 0.02 for 2 % (0: any significant change)")
+      ->capture_default_str();
+  sub.add_option("--min-segment", h.detect.min_segment,
+                 "commits needed after a change point to confirm it, and between two points (closer ones are "
+                 "a transient: the less significant is dropped)")
+      ->capture_default_str();
+  sub.add_option("--autocorrelation", h.detect.autocorrelation,
+                 "allow for serially correlated noise in the final test (AR(1) effective sample size); false: "
+                 "the plain t test")
+      ->capture_default_str();
+}
+
 void setup_history(CLI::App& app) {
   auto opts = std::make_shared<HistoryCliOptions>();
   CLI::App* sub = app.add_subcommand(
@@ -26,33 +51,11 @@ void setup_history(CLI::App& app) {
       "A metric's history across commits: per benchmark case and machine, the median, IQR and count of each "
       "commit's runs, and the change points (E-Divisive means with a Student's t test)");
   sub->add_option("--db", opts->db, "SQLite results database")->capture_default_str();
-  sub->add_option("--metric", opts->history.metric,
-                  "a compared metric or its alias (step_time, throughput, acc, loss, time_to_target, ...)")
-      ->capture_default_str();
-  sub->add_option("--case", opts->history.case_filter,
-                  "keep the series whose case label contains this text (e.g. 'svm ssgd w2')");
-  sub->add_option("--machine", opts->history.machine_filter,
-                  "keep the series whose machine (host | CPU | MPI | build) contains this text");
+  history_add_options(*sub, opts->history);
   sub->add_option("--last", opts->last, "print the last N commits of each series (detection sees them all)");
   sub->add_option("--format", opts->format, "table | csv | json")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "csv", "json"}));
-  sub->add_option("--window", opts->history.detect.window, "points per window of the detector's first pass")
-      ->capture_default_str();
-  sub->add_option("--max-pvalue", opts->history.detect.max_pvalue,
-                  "a change point's significance (two-sided Student's t); the first pass uses 10x")
-      ->capture_default_str();
-  sub->add_option("--min-magnitude", opts->history.detect.min_magnitude,
-                  "smallest relative change kept, e.g. 0.02 for 2 % (0: any significant change)")
-      ->capture_default_str();
-  sub->add_option("--min-segment", opts->history.detect.min_segment,
-                  "commits needed after a change point to confirm it, and between two points (closer ones are "
-                  "a transient: the less significant is dropped)")
-      ->capture_default_str();
-  sub->add_option("--autocorrelation", opts->history.detect.autocorrelation,
-                  "allow for serially correlated noise in the final test (AR(1) effective sample size); false: "
-                  "the plain t test")
-      ->capture_default_str();
   sub->footer(
       "Series never mix machines. Commits are in the order their first run was stored.\n"
       "Examples:\n"

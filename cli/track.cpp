@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
+#include "cli/history_options.hpp"
 #include "core/errors.hpp"
 #include "results/store.hpp"
 
@@ -86,10 +87,7 @@ void setup_track(CLI::App& app) {
       "CI gate over history: record each series' change points, and test each series' newest commit against the "
       "commits since its last change (exit 1: regressed, 3: inconclusive)");
   sub->add_option("--db", opts->db, "SQLite results database")->capture_default_str();
-  sub->add_option("--metric", opts->track.history.metric, "the metric to track (as for history)")
-      ->capture_default_str();
-  sub->add_option("--case", opts->track.history.case_filter, "keep the series whose case label contains this text");
-  sub->add_option("--machine", opts->track.history.machine_filter, "keep the series whose machine contains this text");
+  history_add_options(*sub, opts->track.history);
   sub->add_option("--commit", opts->track.commit, "the candidate commit (a prefix; default: each series' newest)");
   sub->add_option("--threshold", opts->track.threshold, "smallest relative change that matters (0.05: 5 %)")
       ->capture_default_str();
@@ -99,13 +97,6 @@ void setup_track(CLI::App& app) {
   sub->add_option("--format", opts->format, "table | json")
       ->capture_default_str()
       ->check(CLI::IsMember({"table", "json"}));
-  sub->add_option("--window", opts->track.history.detect.window, "detector: points per window of the first pass")
-      ->capture_default_str();
-  sub->add_option("--max-pvalue", opts->track.history.detect.max_pvalue, "detector: a change point's significance")
-      ->capture_default_str();
-  sub->add_option("--min-segment", opts->track.history.detect.min_segment,
-                  "detector: commits needed after a change point to confirm it")
-      ->capture_default_str();
   setup_annotate(*sub, opts);
   sub->footer(
       "Exit: 0 no regression, 1 a regression, 2 bad input or nothing testable, 3 inconclusive.\n"
