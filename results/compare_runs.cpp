@@ -92,7 +92,7 @@ CompareThreshold parse_threshold_value(const std::string& text, const std::strin
 }  // namespace
 
 std::optional<double> compare_metric_value(const RunWithSummary& r, const std::string& name) {
-  if (r.run.status != "completed" || !r.summary) return std::nullopt;
+  if (r.run.status != RunStatus::run_completed || !r.summary) return std::nullopt;
   return metric_value(*r.summary, name);
 }
 
@@ -209,8 +209,8 @@ std::string compare_group_key(const RunRecord& r, bool ignore_machine) {
 bool compare_divergence(const std::vector<const RunWithSummary*>& base, const std::vector<const RunWithSummary*>& cand,
                         CompareGroup& group) {
   auto diverged = [](const std::vector<const RunWithSummary*>& runs) {
-    return static_cast<size_t>(
-        std::count_if(runs.begin(), runs.end(), [](const RunWithSummary* r) { return r->run.status == "diverged"; }));
+    return static_cast<size_t>(std::count_if(
+        runs.begin(), runs.end(), [](const RunWithSummary* r) { return r->run.status == RunStatus::run_diverged; }));
   };
   const size_t bd = diverged(base), cd = diverged(cand);
   if (bd == 0 && cd == 0) return false;
@@ -242,7 +242,7 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
     Side side;
     for (const RunWithSummary& r : runs) {
       // A diverged run belongs to its group (it counts against the side), but gives no metric.
-      if ((r.run.status != "completed" && r.run.status != "diverged") || !r.summary) {
+      if ((r.run.status != RunStatus::run_completed && r.run.status != RunStatus::run_diverged) || !r.summary) {
         ++side.skipped;
         continue;
       }

@@ -79,7 +79,7 @@ void TrialWatch::finish(const std::optional<std::string>& stopped, int64_t plann
   // at its target or budget as 'stopped', with why (nobody interrupted it).
   const bool diverged = out.stop_reason.rfind("diverged", 0) == 0;
   if (stopped && run_id > 0)
-    store.run_finish(run_id, diverged ? "diverged" : "stopped",
+    store.run_finish(run_id, diverged ? RunStatus::run_diverged : RunStatus::run_stopped,
                      diverged ? *stopped : "stopped by dsgd-tune: " + *stopped);
   if (!out.reached) out.time_s = last_time;
   out.steps = last_step;
@@ -87,9 +87,11 @@ void TrialWatch::finish(const std::optional<std::string>& stopped, int64_t plann
     const RunWithSummary run = store.run_get(run_id);
     // A run the trainer itself ended as diverged (or anything but completed/stopped) is not a
     // success, whatever its last evaluation says.
-    if (run.run.status != "completed" && run.run.status != "stopped" && !(diverged && run.run.status == "diverged")) {
+    const RunStatus ended = run.run.status;
+    if (ended != RunStatus::run_completed && ended != RunStatus::run_stopped &&
+        !(diverged && ended == RunStatus::run_diverged)) {
       out.reached = false;
-      out.stop_reason = fmt::format("{}: the run ended as '{}'", run.run.status, run.run.status);
+      out.stop_reason = fmt::format("{}: the run ended as '{}'", run_status_text(ended), run_status_text(ended));
       out.time_s = last_time;
     }
     if (run.summary) {
@@ -124,7 +126,7 @@ TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& targ
     out.stop_reason = fmt::format("error: {}", e.what());
     if (run_id > 0) {
       try {
-        store.run_finish(run_id, "failed", e.what());
+        store.run_finish(run_id, RunStatus::run_failed, e.what());
       } catch (...) {
       }
     }

@@ -39,9 +39,9 @@ TrialOutcome trial_run_mpi(const RunConfig& base, double budget_s, const Target&
     run_id = seen_id;  // stored, then a non-zero exit (a diverged run exits 3): its status says what happened
   }
   const RunWithSummary run = store.run_get(run_id);
-  if (run.run.status != "completed" && run.run.status != "diverged")
-    return fail(
-        fmt::format("the MPI run ended as '{}'{}", run.run.status, run.run.error.empty() ? "" : ": " + run.run.error));
+  if (run.run.status != RunStatus::run_completed && run.run.status != RunStatus::run_diverged)
+    return fail(fmt::format("the MPI run ended as '{}'{}", run_status_text(run.run.status),
+                            run.run.error.empty() ? "" : ": " + run.run.error));
   TrialWatch watch{target, budget_s, out};
   std::optional<std::string> stopped;
   for (const EvalRow& row : store.evals_get(run_id))
