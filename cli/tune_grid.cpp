@@ -41,7 +41,7 @@ int run_grid(const GridOptions& o) {
     if (s.kind != "grid")
       DSGD_THROW(InputError, "resume it with `dsgd-tune recommend --resume`", "session {} is a {} session, not a grid",
                  o.resume, s.kind);
-    if (s.status == "completed")
+    if (s.status == TuneSessionStatus::session_completed)
       DSGD_THROW(InputError, fmt::format("replay it with `dsgd-tune bench --grid {}`", o.resume),
                  "grid session {} is already completed", o.resume);
     grid = grid_plan_from_json(nlohmann::json::parse(s.spec_json));
@@ -62,7 +62,7 @@ int run_grid(const GridOptions& o) {
     row.spec_json = grid_spec_to_json(grid).dump();
     session_id = tune_session_begin(store, row);
   } else {
-    tune_session_set_status(store, session_id, "running");
+    tune_session_set_status(store, session_id, TuneSessionStatus::session_running);
   }
   const RunConfig& b = grid.plan.spec.base;
   fmt::print("dsgd-tune grid: session {}{} in {}\n", session_id, o.resume > 0 ? " (resumed)" : "", db);
@@ -113,9 +113,9 @@ int run_grid(const GridOptions& o) {
   fmt::print("\n{:>4}  {:<30} {:>24} {:>8}\n", "rank", "configuration", "median time-to-target", "reached");
   for (size_t k = 0; k < lines.size(); ++k) {
     const Line& l = lines[k];
-    const std::string cell = l.median.status == "failed" ? "failed"
-                             : l.median.reached          ? fmt::format("{:.4g} s", l.median.time_s)
-                                                         : fmt::format("not reached by {:.4g} s", l.median.time_s);
+    const std::string cell = l.median.status == TrialStatus::trial_failed ? "failed"
+                             : l.median.reached                           ? fmt::format("{:.4g} s", l.median.time_s)
+                                                : fmt::format("not reached by {:.4g} s", l.median.time_s);
     fmt::print("{:>4}  {:<30} {:>24} {:>5}/{}\n", k + 1, l.key, cell, l.reached, l.seeds);
   }
   nlohmann::json out = {{"kind", "grid"},
@@ -128,7 +128,7 @@ int run_grid(const GridOptions& o) {
   out["verdict"] = !lines.empty() && lines.front().median.reached
                        ? fmt::format("grid best: {} (median {:.4g} s)", lines.front().key, lines.front().median.time_s)
                        : std::string("grid: no configuration reached the target");
-  tune_session_finish(store, session_id, "completed", out.dump(), "");
+  tune_session_finish(store, session_id, TuneSessionStatus::session_completed, out.dump(), "");
   fmt::print(
       "\n{} trials run{}, {:.4g} s of evaluation time in all (the grid's cost); {:.1f} s real, of which trials "
       "{:.1f} s, profiling {:.1f} s\n",

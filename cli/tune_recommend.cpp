@@ -69,7 +69,7 @@ std::string ms(double s, double step) {
 
 std::string time_cell(const RankedConfig& rc) {
   if (rc.median.reached) return fmt::format("{:.4g} s", rc.median.time_s);
-  if (rc.representative.stop_reason.rfind("diverged", 0) == 0)
+  if (rc.representative.stop_kind == StopKind::stop_diverged)
     return fmt::format("diverged at {:.4g} s", rc.median.time_s);
   return fmt::format("not reached by {:.4g} s", rc.median.time_s);
 }
@@ -89,7 +89,7 @@ void print_table(const TunePlan& plan, const TuneResult& r) {
     fmt::print("{:>4}  {:<30} {:>24} {:>16} {:>10} {:>9} {:>9} {:>9} {:>11.4g} {:>5} {:>7.4g} s{}\n", k + 1, rc.key,
                time_cell(rc), spread_cell(rc), ms(t.step_s, t.step_s), ms(t.compute_s, t.step_s),
                ms(t.comm_s, t.step_s), ms(t.wait_s, t.step_s), rc.bytes_per_step, rc.trials.size(), rc.fidelity_s,
-               t.status == "failed" ? "  (failed: " + t.stop_reason + ")" : "");
+               t.status == TrialStatus::trial_failed ? "  (failed: " + t.stop_reason + ")" : "");
   }
   fmt::print(
       "(step, compute, comm, wait: ms per step, means of the median seed's run; bytes/step: per worker, the "
@@ -111,7 +111,7 @@ int run_recommend(const RecommendOptions& o) {
     db = run_options_resolve(o.space.run).db;
     Store store = Store::open_readonly(db);
     const TuneSessionRow s = tune_session_get(store, o.resume);
-    if (s.status == "completed")
+    if (s.status == TuneSessionStatus::session_completed)
       DSGD_THROW(InputError, fmt::format("see it with `dsgd-tune show {}`", o.resume),
                  "session {} is already completed", o.resume);
     spec = tune_spec_from_json(nlohmann::json::parse(s.spec_json));
@@ -149,7 +149,7 @@ int run_recommend(const RecommendOptions& o) {
     row.spec_json = tune_spec_to_json(spec).dump();
     session_id = tune_session_begin(store, row);
   } else {
-    tune_session_set_status(store, session_id, "running");
+    tune_session_set_status(store, session_id, TuneSessionStatus::session_running);
   }
   tune_interrupt_start(db, session_id, "recommend");
   const bool table = o.format == "table";
@@ -213,7 +213,7 @@ int run_recommend(const RecommendOptions& o) {
     toml = tune_config_toml(winner);
     out["command"] = command;
   }
-  tune_session_finish(store, session_id, "completed", out.dump(), "");
+  tune_session_finish(store, session_id, TuneSessionStatus::session_completed, out.dump(), "");
   if (!o.output.empty() && !toml.empty()) {
     std::ofstream f(o.output);
     f << toml;

@@ -59,6 +59,7 @@ TuningSession session_read(const Store& store, int64_t id) {
     t.run_id = r.run_id;
     t.status = r.status;
     t.stop_reason = r.stop_reason;
+    t.stop_kind = r.stop_kind;
     t.reached = r.reached;
     t.time_s = finite_or_zero(r.time_s);
     t.steps = r.steps;
@@ -71,7 +72,7 @@ TuningSession session_read(const Store& store, int64_t id) {
     t.cost_s = t.time_s;  // tuner/evaluator.hpp trial_cost_s
     cost += t.cost_s;
     t.cumulative_cost_s = cost;
-    if (t.reached && t.status == "completed" && (!best || t.time_s < *best)) best = t.time_s;
+    if (t.reached && t.status == TrialStatus::trial_completed && (!best || t.time_s < *best)) best = t.time_s;
     t.best_so_far_s = best;
     s.trials.push_back(std::move(t));
   }
@@ -113,7 +114,7 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
   out += fmt::format(
       "<p class=\"note\">target {} &middot; status {} &middot; {} trials stored, {} reached the target &middot; "
       "evaluation time spent {} s{}{}</p>",
-      esc(s.target), esc(s.status), s.trials.size(), reached, num(cost),
+      esc(s.target), esc(tune_session_status_text(s.status)), s.trials.size(), reached, num(cost),
       s.budget_s > 0 ? fmt::format(" of a {} s budget", num(s.budget_s)) : std::string(),
       s.wall_s > 0 ? fmt::format(" &middot; {} s real", num(s.wall_s)) : std::string());
   if (!s.verdict.empty()) out += fmt::format("<p>{}</p>", esc(s.verdict));
@@ -166,7 +167,7 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
   std::map<std::string, size_t> algo_series;
   HtmlSeries censored{"censored", "not reached (a lower bound on the steps)", 9, false, {}, {}};
   for (const TuningTrial& t : s.trials) {
-    if (!(t.step_s > 0) || t.status != "completed") continue;
+    if (!(t.step_s > 0) || t.status != TrialStatus::trial_completed) continue;
     HtmlSeries* target = &censored;
     if (t.reached) {
       auto [it, added] = algo_series.emplace(t.algo, scatter.series.size());
@@ -194,7 +195,7 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
     }
   for (const TuningTrial& t : s.trials) {
     auto it = per_seed.find(t.config_key);
-    if (it == per_seed.end() || t.status != "completed") continue;
+    if (it == per_seed.end() || t.status != TrialStatus::trial_completed) continue;
     const TuningTrial*& slot = it->second[t.seed];
     if (!slot || t.budget_s >= slot->budget_s) slot = &t;
   }
@@ -254,10 +255,10 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
       "<th>best so far (s)</th><th>run</th></tr></thead><tbody>";
   for (size_t i = 0; i < s.trials.size() && i < kMaxTableRows; ++i) {
     const TuningTrial& t = s.trials[i];
-    const std::string outcome = t.status != "completed"                   ? "failed"
-                                : t.reached                               ? "reached"
-                                : t.stop_reason.rfind("diverged", 0) == 0 ? "diverged"
-                                                                          : "not reached";
+    const std::string outcome = t.status != TrialStatus::trial_completed ? "failed"
+                                : t.reached                              ? "reached"
+                                : t.stop_kind == StopKind::stop_diverged ? "diverged"
+                                                                         : "not reached";
     out += fmt::format(
         "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td title=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
@@ -347,7 +348,7 @@ ReportTable report_trials_table(const TuningReport& report) {
       row.emplace_back(t.seed);
       row.emplace_back(t.budget_s);
       row.push_back(t.run_id > 0 ? ReportValue(t.run_id) : ReportValue());
-      row.emplace_back(t.status);
+      row.emplace_back(std::string(trial_status_text(t.status)));
       row.emplace_back(t.stop_reason);
       row.emplace_back(int64_t{t.reached ? 1 : 0});
       row.push_back(t.reached ? ReportValue(t.time_s) : ReportValue());

@@ -179,7 +179,7 @@ Explanation tune_explain(const TuneSpec& spec, const std::vector<Candidate>& spa
   // Each configuration's base-seed trial at the largest budget it ran: what the session knows.
   std::map<std::string, const TrialRow*> evaluated;
   for (const TrialRow& t : trials) {
-    if (t.seed != spec.base.seed || t.status == "failed") continue;
+    if (t.seed != spec.base.seed || t.status == TrialStatus::trial_failed) continue;
     const TrialRow*& slot = evaluated[t.config_key];
     if (!slot || t.budget_s > slot->budget_s) slot = &t;
   }

@@ -169,7 +169,8 @@ struct Runner {
     }
     for (const TrialRow& t : by_config[ck + "|" + std::to_string(q.seed)]) {
       // Stopped for a reason a longer budget would not change (not "budget: ...").
-      const bool final_stop = t.reached || t.status == "failed" || t.stop_reason.rfind("budget", 0) != 0;
+      const bool final_stop =
+          t.reached || t.status == TrialStatus::trial_failed || t.stop_kind != StopKind::stop_budget;
       if (t.budget_s < q.budget && final_stop) {
         if (count) ++result.trials_reused;
         return t;
@@ -191,7 +192,8 @@ struct Runner {
     row.config_json = job.config_json;
     if (job.schedule) steps_cache[ck] = *job.schedule;
     if (!job.error.empty()) {
-      row.status = "failed";
+      row.status = TrialStatus::trial_failed;
+      row.stop_kind = StopKind::stop_error;
       row.stop_reason = fmt::format("error: {}", job.error);
       row.progress = -1e30;
     } else {
@@ -199,6 +201,7 @@ struct Runner {
       row.run_id = o.run_id > 0 ? pool->copy_run(job.ticket, o.run_id) : 0;
       row.status = o.status;
       row.stop_reason = o.stop_reason;
+      row.stop_kind = o.stop_kind;
       row.reached = o.reached;
       row.time_s = o.time_s;
       row.progress = o.progress;
