@@ -124,7 +124,7 @@ int run_recommend(const RecommendOptions& o) {
   if (o.format != "table" && o.format != "json")
     DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
   int jobs = tune_space_options_jobs(o.space, spec.base.threads);
-  const bool mpi = spec.base.backend == "mpi";
+  const bool mpi = trial_backend_find(spec.base.backend) == TrialBackend::trial_mpi;  // tune_plan refuses others
   if (mpi) {  // trials timed on real ranks: one at a time, or they would slow each other down
     if (o.space.jobs_option && o.space.jobs_option->count() > 0 && o.space.jobs > 1)
       DSGD_THROW(InputError, "drop --jobs (trials on MPI run one at a time), or use --backend sim",

@@ -40,7 +40,7 @@ TuningSession session_read(const Store& store, int64_t id) {
   const nlohmann::json spec = parse_object(row.spec_json);
   const nlohmann::json result = parse_object(row.result_json);
   s.kind = row.kind;
-  s.backend = spec.value("base", nlohmann::json::object()).value("backend", std::string("sim"));
+  s.backend = trial_backend_parse(spec.value("base", nlohmann::json::object()).value("backend", std::string("sim")));
   s.budget_s = spec.value("budget-s", 0.0);
   s.verdict = result.value("verdict", std::string());
   s.command = result.value("command", std::string());
@@ -108,7 +108,7 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
   size_t reached = 0;
   for (const TuningTrial& t : s.trials) reached += t.reached ? 1 : 0;
   const double cost = s.trials.empty() ? 0 : s.trials.back().cumulative_cost_s;
-  const bool mpi = s.backend == "mpi";
+  const bool mpi = s.backend == TrialBackend::trial_mpi;
   out += fmt::format("<section id=\"{}\"><h2>Tuning session {} ({}, {})</h2>", id, s.id, esc(s.kind),
                      mpi ? "trials on MPI ranks, wall-clock training time" : "trials on the simulator, virtual time");
   out += fmt::format(

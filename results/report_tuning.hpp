@@ -20,6 +20,7 @@
 
 #include "results/report_rows.hpp"
 #include "results/store.hpp"
+#include "results/trial_backend.hpp"
 #include "results/tune_store.hpp"
 
 namespace dsgd {
@@ -48,7 +49,9 @@ struct TuningSession {
   int64_t id = 0;
   std::string kind;
   TuneSessionStatus status = TuneSessionStatus::session_running;
-  std::string target, backend, created_at;
+  std::string target;
+  TrialBackend backend = TrialBackend::trial_sim;
+  std::string created_at;
   double budget_s = 0;  // --budget (0: none)
   std::string verdict;  // from the stored result
   std::string command;  // the winner's dsgd-bench run command (empty: none)

@@ -117,7 +117,7 @@ struct Runner {
     int64_t steps = plan.max_trial_steps;
     int64_t every = 1;
     if (step_s > 0) {
-      const double margin = plan.spec.base.backend == "mpi" ? kMpiStepMargin : kStepMargin;
+      const double margin = plan.backend == TrialBackend::trial_mpi ? kMpiStepMargin : kStepMargin;
       steps = static_cast<int64_t>(std::ceil(R * margin / step_s)) + cfg.warmup + 1;
       every = std::max<int64_t>(1, static_cast<int64_t>(std::floor(plan.rungs.front() / kEvalsPerRung0 / step_s)));
     }
@@ -141,8 +141,8 @@ struct Runner {
         cfg.tag = fmt::format("tune-session={}", session_id);
         cfg.backend = plan.spec.base.backend;  // the schedule's probe is a sim estimate either way
         job.config_json = run_config_to_json(cfg).dump();
-        job.outcome = cfg.backend == "mpi" ? trial_run_mpi(cfg, q.budget, plan.target, slot)
-                                           : trial_run(cfg, q.budget, plan.target, slot);
+        job.outcome = plan.backend == TrialBackend::trial_mpi ? trial_run_mpi(cfg, q.budget, plan.target, slot)
+                                                              : trial_run(cfg, q.budget, plan.target, slot);
       } catch (const std::exception& e) {  // the step-time estimate failed: the configuration cannot run
         job.config_json = run_config_to_json(cfg).dump();
         job.error = e.what();

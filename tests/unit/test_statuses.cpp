@@ -9,6 +9,7 @@
 #include "core/errors.hpp"
 #include "error_text.hpp"
 #include "results/run_status.hpp"
+#include "results/trial_backend.hpp"
 #include "results/trial_status.hpp"
 #include "results/trial_stop.hpp"
 #include "results/tune_session_status.hpp"
@@ -92,6 +93,21 @@ TEST(StopKindTest, ARunThatEndedOtherwiseIsRunEnded) {
   EXPECT_EQ(trial_stop_kind_of_reason("killed: the run ended as 'killed'"), StopKind::stop_run_ended);
   EXPECT_EQ(trial_stop_kind_of_reason("failed: the run ended as 'failed'"), StopKind::stop_run_ended);
   EXPECT_EQ(trial_stop_kind_of_reason(""), StopKind::stop_run_ended);
+}
+
+TEST(TrialBackendTest, TextParsesBackToEveryBackend) {
+  for (TrialBackend b : {TrialBackend::trial_sim, TrialBackend::trial_mpi}) {
+    EXPECT_EQ(trial_backend_parse(trial_backend_text(b)), b);
+    EXPECT_EQ(trial_backend_find(trial_backend_text(b)), b);
+  }
+  EXPECT_EQ(trial_backend_text(TrialBackend::trial_sim), std::string("sim"));
+  EXPECT_EQ(trial_backend_text(TrialBackend::trial_mpi), std::string("mpi"));
+}
+
+TEST(TrialBackendTest, AnotherBackendIsAnInputErrorNamingIt) {
+  EXPECT_EQ(trial_backend_find("nccl"), std::nullopt);
+  EXPECT_THROW(trial_backend_parse("nccl"), InputError);
+  EXPECT_NE(error_of([] { trial_backend_parse("nccl"); }).find("got --backend nccl"), std::string::npos);
 }
 
 }  // namespace
