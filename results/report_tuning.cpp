@@ -102,13 +102,12 @@ void sort_by_x(HtmlSeries& s) {
   s.y = std::move(y);
 }
 
-std::string session_html(const TuningSession& s, const HtmlReportOptions& options) {
-  const std::string id = fmt::format("tune-{}", s.id);
-  std::string out;
+// The section's heading, its summary line, the verdict and the winner's command.
+std::string session_header_html(const TuningSession& s, const std::string& id, bool mpi) {
   size_t reached = 0;
   for (const TuningTrial& t : s.trials) reached += t.reached ? 1 : 0;
   const double cost = s.trials.empty() ? 0 : s.trials.back().cumulative_cost_s;
-  const bool mpi = s.backend == TrialBackend::trial_mpi;
+  std::string out;
   out += fmt::format("<section id=\"{}\"><h2>Tuning session {} ({}, {})</h2>", id, s.id, esc(s.kind),
                      mpi ? "trials on MPI ranks, wall-clock training time" : "trials on the simulator, virtual time");
   out += fmt::format(
@@ -119,9 +118,13 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
       s.wall_s > 0 ? fmt::format(" &middot; {} s real", num(s.wall_s)) : std::string());
   if (!s.verdict.empty()) out += fmt::format("<p>{}</p>", esc(s.verdict));
   if (!s.command.empty()) out += fmt::format("<p><code>{}</code></p>", esc(s.command));
+  return out;
+}
 
-  // The best so far: a staircase over the cumulative cost (it only drops when a trial improves
-  // it), and every reached trial as a point at the cost spent when it ended.
+// The best so far: a staircase over the cumulative cost (it only drops when a trial improves
+// it), and every reached trial as a point at the cost spent when it ended.
+HtmlChart best_so_far_chart(const TuningSession& s, const std::string& id, bool mpi) {
+  const double cost = s.trials.empty() ? 0 : s.trials.back().cumulative_cost_s;
   HtmlChart best{id + "-best",
                  "Best time-to-target so far against evaluation time spent",
                  mpi ? "evaluation time spent (s, wall-clock training)" : "evaluation time spent (s, virtual)",
@@ -154,9 +157,12 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
     curve.y.push_back(*last);
   }
   best.series = {curve, each};
+  return best;
+}
 
-  // Every trial: step time against steps to the target, one color per algorithm; censored
-  // trials (steps at the stop, a lower bound) apart.
+// Every trial: step time against steps to the target, one color per algorithm; censored
+// trials (steps at the stop, a lower bound) apart.
+HtmlChart trials_scatter_chart(const TuningSession& s, const std::string& id) {
   HtmlChart scatter{id + "-scatter",
                     "Trials: step time against steps to the target",
                     "steps to the target (censored: steps at the stop)",
@@ -180,10 +186,13 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
   }
   scatter.series.push_back(censored);
   for (HtmlSeries& series : scatter.series) sort_by_x(series);
+  return scatter;
+}
 
-  // The race: time-to-target per seed of each raced configuration — per seed its trial at the
-  // largest budget it ran (a trial that reached the target at a lower rung answered the race's
-  // budget for that seed and is not stored again).
+// The race: time-to-target per seed of each raced configuration — per seed its trial at the
+// largest budget it ran (a trial that reached the target at a lower rung answered the race's
+// budget for that seed and is not stored again). No series when the session had no race.
+HtmlChart race_chart(const TuningSession& s, const std::string& id) {
   double top = 0;
   for (const TuningTrial& t : s.trials) top = std::max(top, t.budget_s);
   std::vector<std::string> order;
@@ -218,37 +227,34 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
     series.label = fmt::format("{} ({} of {} seeds reached)", key, hit, seeds.size());
     race.series.push_back(std::move(series));
   }
+  return race;
+}
 
-  out += "<div class=\"grid\">";
-  out += html_chart(best, options);
-  out += html_chart(scatter, options);
-  if (!race.series.empty()) out += html_chart(race, options);
-  out += "</div>";
-  out += fmt::format(
-      "<p class=\"note\">A trial costs its time-to-target when it reached the target, else its elapsed time: the "
-      "evaluation time the tuner charged to its budget. Successive halving compares trials at equal {} time, not "
-      "equal steps; the recommendation is the best median over the race's seeds.</p>",
-      mpi ? "wall-clock" : "virtual");
+// The session's validations on the real backend, one row per validated configuration (empty
+// when it has none).
+std::string validations_html(const TuningSession& s) {
+  if (s.validations.empty()) return "";
+  std::string out = "<h3>Validations on the real backend (predicted by the session's trial, measured on MPI)</h3>";
+  out +=
+      "<div class=\"scroll\"><table><thead><tr><th>validation</th><th>rank</th><th>configuration</th>"
+      "<th>predicted time-to-target (s)</th><th>measured (s)</th><th>predicted step (ms)</th>"
+      "<th>measured step (ms)</th><th>sim run</th><th>MPI run</th></tr></thead><tbody>";
+  for (const TopValidation& validation : s.validations)
+    for (const TopValidationRow& v : validation.rows)
+      out += fmt::format(
+          "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td></tr>",
+          validation.id, v.rank, esc(v.config_key), v.predicted_time_s ? num(*v.predicted_time_s) : "not reached",
+          v.measured_time_s ? num(*v.measured_time_s) : "not reached", num(v.predicted_step_s * 1e3),
+          num(v.measured_step_s * 1e3), v.sim_run_id, v.mpi_run_id);
+  out += "</tbody></table></div>";
+  return out;
+}
 
-  if (!s.validations.empty()) {
-    out += "<h3>Validations on the real backend (predicted by the session's trial, measured on MPI)</h3>";
-    out +=
-        "<div class=\"scroll\"><table><thead><tr><th>validation</th><th>rank</th><th>configuration</th>"
-        "<th>predicted time-to-target (s)</th><th>measured (s)</th><th>predicted step (ms)</th>"
-        "<th>measured step (ms)</th><th>sim run</th><th>MPI run</th></tr></thead><tbody>";
-    for (const TopValidation& validation : s.validations)
-      for (const TopValidationRow& v : validation.rows)
-        out += fmt::format(
-            "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td>"
-            "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-            "<td class=\"num\">{}</td></tr>",
-            validation.id, v.rank, esc(v.config_key), v.predicted_time_s ? num(*v.predicted_time_s) : "not reached",
-            v.measured_time_s ? num(*v.measured_time_s) : "not reached", num(v.predicted_step_s * 1e3),
-            num(v.measured_step_s * 1e3), v.sim_run_id, v.mpi_run_id);
-    out += "</tbody></table></div>";
-  }
-
-  out += fmt::format("<h3>Trials ({}, in the order the tuner ran them)</h3>", s.trials.size());
+// Every trial in the order the tuner ran it (the first kMaxTableRows; the rest named by count).
+std::string trials_table_html(const TuningSession& s) {
+  std::string out = fmt::format("<h3>Trials ({}, in the order the tuner ran them)</h3>", s.trials.size());
   out +=
       "<div class=\"scroll\"><table><thead><tr><th>trial</th><th>phase</th><th>configuration</th><th>seed</th>"
       "<th>budget (s)</th><th>outcome</th><th>time (s)</th><th>steps</th><th>step (ms)</th><th>cost so far (s)</th>"
@@ -271,6 +277,26 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
   if (s.trials.size() > kMaxTableRows)
     out += fmt::format("<p class=\"note\">{} more trials: dsgd-bench report --session {} --format csv</p>",
                        s.trials.size() - kMaxTableRows, s.id);
+  return out;
+}
+
+std::string session_html(const TuningSession& s, const HtmlReportOptions& options) {
+  const std::string id = fmt::format("tune-{}", s.id);
+  const bool mpi = s.backend == TrialBackend::trial_mpi;
+  std::string out = session_header_html(s, id, mpi);
+  const HtmlChart race = race_chart(s, id);
+  out += "<div class=\"grid\">";
+  out += html_chart(best_so_far_chart(s, id, mpi), options);
+  out += html_chart(trials_scatter_chart(s, id), options);
+  if (!race.series.empty()) out += html_chart(race, options);
+  out += "</div>";
+  out += fmt::format(
+      "<p class=\"note\">A trial costs its time-to-target when it reached the target, else its elapsed time: the "
+      "evaluation time the tuner charged to its budget. Successive halving compares trials at equal {} time, not "
+      "equal steps; the recommendation is the best median over the race's seeds.</p>",
+      mpi ? "wall-clock" : "virtual");
+  out += validations_html(s);
+  out += trials_table_html(s);
   out += "</section>";
   return out;
 }
