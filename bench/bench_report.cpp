@@ -26,7 +26,7 @@ const HtmlReportInput& synthetic_input() {
       HtmlRunData d;
       RunRecord& r = d.run.run;
       r.id = i + 1;
-      r.status = "completed";
+      r.status = RunStatus::run_completed;
       r.workload = "svm";
       r.dataset = "synthetic";
       r.algorithm = i % 2 ? "localsgd" : "ssgd";

@@ -149,7 +149,8 @@ int report_lost_output(int err, const std::string& db, const std::string& stored
 int run_printed_exit(const TrainResult& result, const std::string& db, int exit_code) {
   const int err = stdout_error_take();
   if (err == 0) return exit_code;
-  return report_lost_output(err, db, fmt::format("run {} ({})", result.run_id, result.status), exit_code);
+  return report_lost_output(err, db, fmt::format("run {} ({})", result.run_id, run_status_text(result.status)),
+                            exit_code);
 }
 
 // A run that threw: rank 0 marks it failed in the database (when it was stored), and every
@@ -161,7 +162,7 @@ int run_failed(const std::exception& e, Communicator& comm, std::optional<Store>
   const int64_t run_id = trainer_active_run_id();
   if (store && run_id > 0) {
     try {
-      store->run_finish(run_id, "failed", e.what());
+      store->run_finish(run_id, RunStatus::run_failed, e.what());
     } catch (...) {
     }
   }
@@ -172,7 +173,7 @@ int run_failed(const std::exception& e, Communicator& comm, std::optional<Store>
 // 0 for a completed run; kRunDivergedExit for a diverged one, which rank 0 explains (every
 // rank knows: the trainer's divergence check is agreed collectively).
 int run_exit_code(const TrainResult& result, bool root, const std::string& db) {
-  if (result.status != "diverged") return 0;
+  if (result.status != RunStatus::run_diverged) return 0;
   if (root) {
     fmt::print(stderr,
                "dsgd-bench: run {} {}; it is stored as 'diverged' in {} and is never counted as reaching a target "
@@ -291,13 +292,13 @@ void launch_record_end(const std::string& db, const LaunchOutcome& outcome) {
   try {
     Store store = Store::open(db, StoreOpenOptions{false, false});
     const std::string what = launcher_describe_end(outcome);
-    for (int64_t id : store.runs_of_launch(outcome.launch_id, "running")) {
-      store.run_finish(id, "killed", what);
+    for (int64_t id : store.runs_of_launch(outcome.launch_id, RunStatus::run_running)) {
+      store.run_finish(id, RunStatus::run_killed, what);
       fmt::print(stderr, "dsgd-bench: run {} marked 'killed' in {}: {}\n", id, db, what);
     }
     if (outcome.forwarded_signal)
-      for (int64_t id : store.runs_of_launch(outcome.launch_id, "interrupted"))
-        store.run_finish(id, "interrupted", what);
+      for (int64_t id : store.runs_of_launch(outcome.launch_id, RunStatus::run_interrupted))
+        store.run_finish(id, RunStatus::run_interrupted, what);
   } catch (const std::exception& e) {
     fmt::print(stderr, "dsgd-bench: warning: could not record how the launch ended in {}: {}\n", db, e.what());
   }
@@ -309,9 +310,10 @@ std::string launch_stored_runs(const std::string& db, const LaunchOutcome& outco
   std::string stored;
   try {
     Store store = Store::open(db, StoreOpenOptions{false, false});
-    for (const char* status : {"completed", "diverged", "failed", "interrupted", "killed", "stopped"})
+    for (RunStatus status : {RunStatus::run_completed, RunStatus::run_diverged, RunStatus::run_failed,
+                             RunStatus::run_interrupted, RunStatus::run_killed, RunStatus::run_stopped})
       for (int64_t id : store.runs_of_launch(outcome.launch_id, status))
-        stored += fmt::format("{}run {} ({})", stored.empty() ? "" : ", ", id, status);
+        stored += fmt::format("{}run {} ({})", stored.empty() ? "" : ", ", id, run_status_text(status));
   } catch (const std::exception&) {
   }
   return stored;

@@ -290,7 +290,7 @@ std::string format_runs_table(const std::vector<RunWithSummary>& runs) {
     }
     out += fmt::format("{:>5}  {:<20}  {:<11}  {:<9}  {:<9}  {:>7}  {:>7}  {:<11}  {:>12}  {:>9}  {:>8}  {}\n", r.id,
                        esc(r.created_at), esc(r.workload), esc(r.algorithm), esc(r.backend), r.workers, r.steps,
-                       esc(r.status), thr, step, acc, esc(r.tag));
+                       esc(run_status_text(r.status)), thr, step, acc, esc(r.tag));
   }
   if (runs.empty()) out += "(no runs yet: try `dsgd-bench run`)\n";
   return out;

@@ -41,7 +41,7 @@ auto tune_session_run(Store& store, int64_t session_id, bool tty, Body&& body) -
   } catch (const std::exception& e) {
     interrupt_yield_to_watcher();
     if (tty) std::fputs("\n", stderr);
-    tune_session_finish(store, session_id, "failed", "", e.what());
+    tune_session_finish(store, session_id, TuneSessionStatus::session_failed, "", e.what());
     throw;
   }
 }

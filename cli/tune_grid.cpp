@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <functional>
 #include <map>
 
 #include "cli/tune_commands.hpp"
@@ -30,51 +31,63 @@ struct GridOptions {
   int64_t resume = 0;
 };
 
-int run_grid(const GridOptions& o) {
+// The grid to run: the stored one of --resume (refused when not a grid or already completed),
+// or a new one planned from the flags (session_id 0: not stored yet).
+struct GridSession {
   GridPlan grid;
   int64_t session_id = 0;
   std::string db;
+};
+
+GridSession grid_resolve(const GridOptions& o) {
+  GridSession g;
   if (o.resume > 0) {
-    db = run_options_resolve(o.space.run).db;
-    Store store = Store::open_readonly(db);
+    g.db = run_options_resolve(o.space.run).db;
+    Store store = Store::open_readonly(g.db);
     const TuneSessionRow s = tune_session_get(store, o.resume);
     if (s.kind != "grid")
       DSGD_THROW(InputError, "resume it with `dsgd-tune recommend --resume`", "session {} is a {} session, not a grid",
                  o.resume, s.kind);
-    if (s.status == "completed")
+    if (s.status == TuneSessionStatus::session_completed)
       DSGD_THROW(InputError, fmt::format("replay it with `dsgd-tune bench --grid {}`", o.resume),
                  "grid session {} is already completed", o.resume);
-    grid = grid_plan_from_json(nlohmann::json::parse(s.spec_json));
-    grid.plan.spec.base.db = db;
-    session_id = o.resume;
+    g.grid = grid_plan_from_json(nlohmann::json::parse(s.spec_json));
+    g.grid.plan.spec.base.db = g.db;
+    g.session_id = o.resume;
   } else {
-    grid = grid_plan(tune_space_options_spec(o.space), o.seeds, o.space.max_trial_steps);
-    db = grid.plan.spec.base.db;
+    g.grid = grid_plan(tune_space_options_spec(o.space), o.seeds, o.space.max_trial_steps);
+    g.db = g.grid.plan.spec.base.db;
   }
-  grid.plan.jobs = tune_space_options_jobs(o.space, grid.plan.spec.base.threads);
-  Store store = Store::open(db);
-  grid.plan.missing_profiles = tune_missing_profiles(grid.plan, store);
-  if (session_id == 0) {
-    TuneSessionRow row;
-    row.kind = "grid";
-    row.target = target_format(grid.plan.target);
-    row.seed = grid.plan.spec.base.seed;
-    row.spec_json = grid_spec_to_json(grid).dump();
-    session_id = tune_session_begin(store, row);
-  } else {
-    tune_session_set_status(store, session_id, "running");
+  return g;
+}
+
+// Stores a new grid session as running, or marks the resumed one running again; returns its id.
+int64_t grid_session_start(Store& store, const GridPlan& grid, int64_t session_id) {
+  if (session_id != 0) {
+    tune_session_set_status(store, session_id, TuneSessionStatus::session_running);
+    return session_id;
   }
+  TuneSessionRow row;
+  row.kind = "grid";
+  row.target = target_format(grid.plan.target);
+  row.seed = grid.plan.spec.base.seed;
+  row.spec_json = grid_spec_to_json(grid).dump();
+  return tune_session_begin(store, row);
+}
+
+void print_grid_header(const GridPlan& grid, int64_t session_id, const std::string& db, bool resumed) {
   const RunConfig& b = grid.plan.spec.base;
-  fmt::print("dsgd-tune grid: session {}{} in {}\n", session_id, o.resume > 0 ? " (resumed)" : "", db);
+  fmt::print("dsgd-tune grid: session {}{} in {}\n", session_id, resumed ? " (resumed)" : "", db);
   fmt::print("  {} on {}, {} simulated workers, network {}{}, target {}\n", b.workload, b.dataset, b.workers,
              b.bandwidth.empty() ? "(calibrated or ideal)" : b.bandwidth, b.latency.empty() ? "" : " / " + b.latency,
              target_format(grid.plan.target));
   for (const std::string& n : grid.plan.notes) fmt::print("  {}\n", n);
   std::fflush(stdout);
-  tune_interrupt_start(db, session_id, "grid");
-  const bool tty = isatty(STDERR_FILENO) != 0;
-  const double started = clock_now_s();
-  auto progress = [&](const GridProgress& p) {
+}
+
+// The progress line on a terminal (stderr), redrawn at each trial; nothing elsewhere.
+std::function<void(const GridProgress&)> grid_progress_printer(bool tty, double started) {
+  return [tty, started](const GridProgress& p) {
     if (!tty) return;
     fmt::print(stderr,
                "\r\033[K[dsgd-tune grid] trial {} of {} ({} left) | best {} | {:.0f} s elapsed | {:.4g} s of "
@@ -83,41 +96,48 @@ int run_grid(const GridOptions& o) {
                clock_now_s() - started, p.used_s, p.current);
     std::fflush(stderr);
   };
-  const GridResult result =
-      tune_session_run(store, session_id, tty, [&] { return grid_run(grid, store, session_id, progress); });
-  if (tty) fmt::print(stderr, "\r\033[K");
-  const double wall = clock_now_s() - started;
-  for (const std::string& n : result.notes) fmt::print("  {}\n", n);
+}
 
-  // Per configuration: the median over its seeds in the censored order.
+// One configuration of the grid: its median trial over the seeds (censored order).
+struct GridLine {
+  std::string key;
+  TrialRow median;
+  int reached = 0, seeds = 0;
+};
+
+// Per configuration, the median over its seeds; best first (ties by key).
+std::vector<GridLine> grid_lines(const GridResult& result) {
   std::map<std::string, std::vector<TrialRow>> by_config;
   for (const TrialRow& t : result.trials) by_config[t.config_key].push_back(t);
-  struct Line {
-    std::string key;
-    TrialRow median;
-    int reached = 0, seeds = 0;
-  };
-  std::vector<Line> lines;
+  std::vector<GridLine> lines;
   for (auto& [key, trials] : by_config) {
     std::sort(trials.begin(), trials.end(),
               [](const TrialRow& x, const TrialRow& y) { return objective_better(trial_score(x), trial_score(y)); });
-    Line l{key, trials[trials.size() / 2], 0, static_cast<int>(trials.size())};
+    GridLine l{key, trials[trials.size() / 2], 0, static_cast<int>(trials.size())};
     for (const TrialRow& t : trials) l.reached += t.reached ? 1 : 0;
     lines.push_back(l);
   }
-  std::sort(lines.begin(), lines.end(), [](const Line& x, const Line& y) {
+  std::sort(lines.begin(), lines.end(), [](const GridLine& x, const GridLine& y) {
     if (objective_better(trial_score(x.median), trial_score(y.median))) return true;
     if (objective_better(trial_score(y.median), trial_score(x.median))) return false;
     return x.key < y.key;
   });
+  return lines;
+}
+
+void print_grid_table(const std::vector<GridLine>& lines) {
   fmt::print("\n{:>4}  {:<30} {:>24} {:>8}\n", "rank", "configuration", "median time-to-target", "reached");
   for (size_t k = 0; k < lines.size(); ++k) {
-    const Line& l = lines[k];
-    const std::string cell = l.median.status == "failed" ? "failed"
-                             : l.median.reached          ? fmt::format("{:.4g} s", l.median.time_s)
-                                                         : fmt::format("not reached by {:.4g} s", l.median.time_s);
+    const GridLine& l = lines[k];
+    const std::string cell = l.median.status == TrialStatus::trial_failed ? "failed"
+                             : l.median.reached                           ? fmt::format("{:.4g} s", l.median.time_s)
+                                                : fmt::format("not reached by {:.4g} s", l.median.time_s);
     fmt::print("{:>4}  {:<30} {:>24} {:>5}/{}\n", k + 1, l.key, cell, l.reached, l.seeds);
   }
+}
+
+// The stored result: counts, cost, the best configuration and the verdict.
+nlohmann::json grid_result_json(const GridResult& result, const std::vector<GridLine>& lines, double wall) {
   nlohmann::json out = {{"kind", "grid"},
                         {"trials", result.trials.size()},
                         {"trials_run", result.trials_run},
@@ -128,7 +148,10 @@ int run_grid(const GridOptions& o) {
   out["verdict"] = !lines.empty() && lines.front().median.reached
                        ? fmt::format("grid best: {} (median {:.4g} s)", lines.front().key, lines.front().median.time_s)
                        : std::string("grid: no configuration reached the target");
-  tune_session_finish(store, session_id, "completed", out.dump(), "");
+  return out;
+}
+
+void print_grid_footer(const GridResult& result, double wall, int64_t session_id, const std::string& db) {
   fmt::print(
       "\n{} trials run{}, {:.4g} s of evaluation time in all (the grid's cost); {:.1f} s real, of which trials "
       "{:.1f} s, profiling {:.1f} s\n",
@@ -137,6 +160,30 @@ int run_grid(const GridOptions& o) {
   fmt::print("replay tuning strategies against it: dsgd-tune bench --grid {}{}\n", session_id,
              db == "./dsgd.db" ? "" : " --db " + db);
   fmt::print("session_id={}\n", session_id);
+}
+
+int run_grid(const GridOptions& o) {
+  GridSession g = grid_resolve(o);
+  GridPlan& grid = g.grid;
+  grid.plan.jobs = tune_space_options_jobs(o.space, grid.plan.spec.base.threads);
+  Store store = Store::open(g.db);
+  grid.plan.missing_profiles = tune_missing_profiles(grid.plan, store);
+  const int64_t session_id = grid_session_start(store, grid, g.session_id);
+  print_grid_header(grid, session_id, g.db, o.resume > 0);
+  tune_interrupt_start(g.db, session_id, "grid");
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const double started = clock_now_s();
+  const std::function<void(const GridProgress&)> progress = grid_progress_printer(tty, started);
+  const GridResult result =
+      tune_session_run(store, session_id, tty, [&] { return grid_run(grid, store, session_id, progress); });
+  if (tty) fmt::print(stderr, "\r\033[K");
+  const double wall = clock_now_s() - started;
+  for (const std::string& n : result.notes) fmt::print("  {}\n", n);
+  const std::vector<GridLine> lines = grid_lines(result);
+  print_grid_table(lines);
+  tune_session_finish(store, session_id, TuneSessionStatus::session_completed,
+                      grid_result_json(result, lines, wall).dump(), "");
+  print_grid_footer(result, wall, session_id, g.db);
   return 0;
 }
 

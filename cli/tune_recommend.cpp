@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 
 #include "cli/tune_commands.hpp"
 #include "cli/tune_space_options.hpp"
@@ -69,7 +70,7 @@ std::string ms(double s, double step) {
 
 std::string time_cell(const RankedConfig& rc) {
   if (rc.median.reached) return fmt::format("{:.4g} s", rc.median.time_s);
-  if (rc.representative.stop_reason.rfind("diverged", 0) == 0)
+  if (rc.representative.stop_kind == StopKind::stop_diverged)
     return fmt::format("diverged at {:.4g} s", rc.median.time_s);
   return fmt::format("not reached by {:.4g} s", rc.median.time_s);
 }
@@ -89,7 +90,7 @@ void print_table(const TunePlan& plan, const TuneResult& r) {
     fmt::print("{:>4}  {:<30} {:>24} {:>16} {:>10} {:>9} {:>9} {:>9} {:>11.4g} {:>5} {:>7.4g} s{}\n", k + 1, rc.key,
                time_cell(rc), spread_cell(rc), ms(t.step_s, t.step_s), ms(t.compute_s, t.step_s),
                ms(t.comm_s, t.step_s), ms(t.wait_s, t.step_s), rc.bytes_per_step, rc.trials.size(), rc.fidelity_s,
-               t.status == "failed" ? "  (failed: " + t.stop_reason + ")" : "");
+               t.status == TrialStatus::trial_failed ? "  (failed: " + t.stop_reason + ")" : "");
   }
   fmt::print(
       "(step, compute, comm, wait: ms per step, means of the median seed's run; bytes/step: per worker, the "
@@ -102,94 +103,111 @@ void print_table(const TunePlan& plan, const TuneResult& r) {
   }
 }
 
-int run_recommend(const RecommendOptions& o) {
-  const double started = clock_now_s();  // the session's real time, planning (the dataset's load) included
+// The session to run: the stored one of --resume (its spec, refused when already completed), or
+// a new one's spec from the flags (session_id 0: not stored yet).
+struct RecommendSession {
   TuneSpec spec;
   int64_t session_id = 0;
   std::string db;
+};
+
+RecommendSession session_resolve(const RecommendOptions& o) {
+  RecommendSession r;
   if (o.resume > 0) {
-    db = run_options_resolve(o.space.run).db;
-    Store store = Store::open_readonly(db);
+    r.db = run_options_resolve(o.space.run).db;
+    Store store = Store::open_readonly(r.db);
     const TuneSessionRow s = tune_session_get(store, o.resume);
-    if (s.status == "completed")
+    if (s.status == TuneSessionStatus::session_completed)
       DSGD_THROW(InputError, fmt::format("see it with `dsgd-tune show {}`", o.resume),
                  "session {} is already completed", o.resume);
-    spec = tune_spec_from_json(nlohmann::json::parse(s.spec_json));
-    spec.base.db = db;
-    session_id = o.resume;
+    r.spec = tune_spec_from_json(nlohmann::json::parse(s.spec_json));
+    r.spec.base.db = r.db;
+    r.session_id = o.resume;
   } else {
-    spec = spec_from_options(o);
-    db = spec.base.db;
+    r.spec = spec_from_options(o);
+    r.db = r.spec.base.db;
   }
-  if (o.format != "table" && o.format != "json")
-    DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
-  int jobs = tune_space_options_jobs(o.space, spec.base.threads);
-  const bool mpi = spec.base.backend == "mpi";
-  if (mpi) {  // trials timed on real ranks: one at a time, or they would slow each other down
-    if (o.space.jobs_option && o.space.jobs_option->count() > 0 && o.space.jobs > 1)
-      DSGD_THROW(InputError, "drop --jobs (trials on MPI run one at a time), or use --backend sim",
-                 "--jobs {} with --backend mpi: each trial is timed on real ranks of this machine, and two at a time "
-                 "would share its cores and slow each other down",
-                 o.space.jobs);
-    jobs = 1;
-  }
-  TunePlan plan = tune_plan(spec, o.space.max_trial_steps);  // every input check; no database yet
-  plan.jobs = jobs;
+  return r;
+}
+
+// Trials at a time: --jobs, or one on MPI (refusing --jobs above 1 there).
+int jobs_resolve(const RecommendOptions& o, const TuneSpec& spec) {
+  const int jobs = tune_space_options_jobs(o.space, spec.base.threads);
+  // Before tune_plan, which refuses a backend other than sim or mpi.
+  if (trial_backend_find(spec.base.backend) != TrialBackend::trial_mpi) return jobs;
+  // Trials timed on real ranks: one at a time, or they would slow each other down.
+  if (o.space.jobs_option && o.space.jobs_option->count() > 0 && o.space.jobs > 1)
+    DSGD_THROW(InputError, "drop --jobs (trials on MPI run one at a time), or use --backend sim",
+               "--jobs {} with --backend mpi: each trial is timed on real ranks of this machine, and two at a time "
+               "would share its cores and slow each other down",
+               o.space.jobs);
+  return 1;
+}
+
+void validate_option_check(const RecommendOptions& o, const TuneSpec& spec) {
   if (o.validate < 0) DSGD_THROW(InputError, "pass --validate 2 (or leave it out)", "--validate must be >= 0");
   if (o.validate > 0 && o.format != "table")
     DSGD_THROW(InputError, "run `dsgd-tune validate SESSION --top K` after the JSON output",
                "--validate prints a table: it cannot be combined with --format {}", o.format);
   if (o.validate > 0) tune_validate_check_workers(spec.base.workers, spec.base.hostfile, "--validate");
-  Store store = Store::open(db);
-  plan.missing_profiles = tune_missing_profiles(plan, store);
-  if (session_id == 0) {
-    TuneSessionRow row;
-    row.target = target_format(plan.target);
-    row.seed = spec.base.seed;
-    row.spec_json = tune_spec_to_json(spec).dump();
-    session_id = tune_session_begin(store, row);
-  } else {
-    tune_session_set_status(store, session_id, "running");
+}
+
+// Stores a new session as running, or marks the resumed one running again; returns its id.
+int64_t session_start(Store& store, const TunePlan& plan, const TuneSpec& spec, int64_t session_id) {
+  if (session_id != 0) {
+    tune_session_set_status(store, session_id, TuneSessionStatus::session_running);
+    return session_id;
   }
-  tune_interrupt_start(db, session_id, "recommend");
-  const bool table = o.format == "table";
-  if (table) {
-    const RunConfig& b = spec.base;
-    fmt::print("dsgd-tune recommend: session {}{} in {}\n", session_id, o.resume > 0 ? " (resumed)" : "", db);
-    fmt::print("  {} on {}, {} {}, network {}{}, straggler {}, target {}\n", b.workload, b.dataset, b.workers,
-               mpi ? "MPI ranks on this machine" : "simulated workers",
-               b.bandwidth.empty() ? (mpi ? "(this machine's fabric)" : "(calibrated or ideal)") : b.bandwidth,
-               b.latency.empty() ? "" : " / " + b.latency, b.straggler.empty() ? "none" : b.straggler,
-               target_format(plan.target));
-    fmt::print("  budget: {}{}\n",
-               spec.budget_s > 0 ? fmt::format("{:.4g} s of evaluation time ({})", spec.budget_s,
-                                               mpi ? "the trials' training time, wall clock" : "virtual")
-                                 : "",
-               spec.trials > 0 ? fmt::format("{}{} trials", spec.budget_s > 0 ? ", at most " : "", spec.trials) : "");
-    for (const std::string& n : plan.notes) fmt::print("  {}\n", n);
-    if (mpi)
-      fmt::print(
-          "  trials on MPI: one at a time, each a `dsgd-bench run --backend mpi` of {} ranks (engine/child_run)\n",
-          b.workers);
-    else
-      fmt::print("  trials at a time: {} (--jobs{})\n", plan.jobs, o.space.jobs > 0 ? "" : ": one per core");
-    std::fflush(stdout);
-  }
+  TuneSessionRow row;
+  row.target = target_format(plan.target);
+  row.seed = spec.base.seed;
+  row.spec_json = tune_spec_to_json(spec).dump();
+  return tune_session_begin(store, row);
+}
+
+// The table format's opening lines: the session, the cluster, the budget, the plan's notes.
+void print_header(const RecommendOptions& o, const TunePlan& plan, int64_t session_id, const std::string& db) {
+  const TuneSpec& spec = plan.spec;
+  const RunConfig& b = spec.base;
+  const bool mpi = plan.backend == TrialBackend::trial_mpi;
+  fmt::print("dsgd-tune recommend: session {}{} in {}\n", session_id, o.resume > 0 ? " (resumed)" : "", db);
+  fmt::print("  {} on {}, {} {}, network {}{}, straggler {}, target {}\n", b.workload, b.dataset, b.workers,
+             mpi ? "MPI ranks on this machine" : "simulated workers",
+             b.bandwidth.empty() ? (mpi ? "(this machine's fabric)" : "(calibrated or ideal)") : b.bandwidth,
+             b.latency.empty() ? "" : " / " + b.latency, b.straggler.empty() ? "none" : b.straggler,
+             target_format(plan.target));
+  fmt::print("  budget: {}{}\n",
+             spec.budget_s > 0 ? fmt::format("{:.4g} s of evaluation time ({})", spec.budget_s,
+                                             mpi ? "the trials' training time, wall clock" : "virtual")
+                               : "",
+             spec.trials > 0 ? fmt::format("{}{} trials", spec.budget_s > 0 ? ", at most " : "", spec.trials) : "");
+  for (const std::string& n : plan.notes) fmt::print("  {}\n", n);
+  if (mpi)
+    fmt::print("  trials on MPI: one at a time, each a `dsgd-bench run --backend mpi` of {} ranks (engine/child_run)\n",
+               b.workers);
+  else
+    fmt::print("  trials at a time: {} (--jobs{})\n", plan.jobs, o.space.jobs > 0 ? "" : ": one per core");
+  std::fflush(stdout);
+}
+
+// The progress line on a terminal (stderr), redrawn at each trial; nothing elsewhere.
+std::function<void(const TuneProgress&)> progress_printer(const TuneSpec& spec, double started) {
   const bool tty = isatty(STDERR_FILENO) != 0;
-  auto progress = [&](const TuneProgress& p) {
+  const int64_t trials = spec.trials;
+  return [tty, trials, started](const TuneProgress& p) {
     if (!tty) return;
     std::string budget = p.budget_s > 0 ? fmt::format("budget {:.4g} of {:.4g} s used, {:.4g} s left", p.used_s,
                                                       p.budget_s, std::max(0.0, p.budget_s - p.used_s))
                                         : fmt::format("{:.4g} s of evaluation used", p.used_s);
-    if (spec.trials > 0) budget += fmt::format(", {} of {} trials", p.trial, spec.trials);
+    if (trials > 0) budget += fmt::format(", {} of {} trials", p.trial, trials);
     fmt::print(stderr, "\r\033[K[dsgd-tune] trial {} of ~{} | best {} | {:.0f} s elapsed | {} | running {}",
                p.trial + 1, p.planned, p.best, clock_now_s() - started, budget, p.current);
     std::fflush(stderr);
   };
-  const TuneResult result =
-      tune_session_run(store, session_id, tty, [&] { return tune_run(plan, store, session_id, progress); });
-  if (tty) fmt::print(stderr, "\r\033[K");
-  const double wall = clock_now_s() - started;
+}
+
+// The stored result: the ranking (tune_result_json) and where the session's real time went.
+nlohmann::json result_json(const TunePlan& plan, const TuneResult& result, double wall) {
   nlohmann::json out = tune_result_json(plan, result);
   out["wall_s"] = wall;
   out["trial_wall_s"] = result.trial_wall_s;
@@ -204,52 +222,96 @@ int run_recommend(const RecommendOptions& o) {
   out["overhead_share"] = wall > 0 ? own / wall : 0.0;
   out["probe_s"] = result.probe_s;
   out["probe_wall_s"] = result.probe_wall_s;
+  return out;
+}
+
+// The winner's `dsgd-bench run` command and TOML (both empty when nothing reached the target).
+struct Recommendation {
   std::string command, toml;
-  if (!result.ranking.empty() && result.ranking.front().median.reached) {
-    RunConfig winner;
-    run_config_apply_json(winner, nlohmann::json::parse(result.ranking.front().representative.config_json),
-                          fmt::format("trial of session {}", session_id));
-    command = tune_run_command(winner);
-    toml = tune_config_toml(winner);
-    out["command"] = command;
-  }
-  tune_session_finish(store, session_id, "completed", out.dump(), "");
-  if (!o.output.empty() && !toml.empty()) {
-    std::ofstream f(o.output);
-    f << toml;
-    if (!f) DSGD_THROW(Error, "pass a writable path to -o", "cannot write '{}'", o.output);
-  }
-  if (table) {
-    for (const std::string& n : result.notes) fmt::print("  {}\n", n);
-    for (const std::string& w : result.profile_warnings)
-      fmt::print(
-          "  warning: compute profile {} (the simulated times of that batch may be biased; rerun "
-          "`dsgd-bench calibrate` on a quiet machine)\n",
-          w);
-    print_table(plan, result);
-    fmt::print("\n{}\n", result.verdict);
-    const std::vector<std::string> why = explain_lines(result.explanation);
-    if (!why.empty()) fmt::print("\n{}\n", fmt::join(why, "\n"));
-    if (!command.empty()) fmt::print("\nrun it:\n  {}\n", command);
-    if (!o.output.empty()) {
-      if (!toml.empty())
-        fmt::print("  (also written to {}: dsgd-bench run --config {})\n", o.output, o.output);
-      else
-        fmt::print("  (nothing written to {}: no recommendation)\n", o.output);
-    }
+};
+
+Recommendation recommendation_of(const TuneResult& result, int64_t session_id) {
+  Recommendation r;
+  if (result.ranking.empty() || !result.ranking.front().median.reached) return r;
+  RunConfig winner;
+  run_config_apply_json(winner, nlohmann::json::parse(result.ranking.front().representative.config_json),
+                        fmt::format("trial of session {}", session_id));
+  r.command = tune_run_command(winner);
+  r.toml = tune_config_toml(winner);
+  return r;
+}
+
+void output_write(const RecommendOptions& o, const std::string& toml) {
+  if (o.output.empty() || toml.empty()) return;
+  std::ofstream f(o.output);
+  f << toml;
+  if (!f) DSGD_THROW(Error, "pass a writable path to -o", "cannot write '{}'", o.output);
+}
+
+// The table format's ending: notes, warnings, the ranking, the verdict and why, the command, and
+// where the time went.
+void print_summary(const RecommendOptions& o, const TunePlan& plan, const TuneResult& result, const Recommendation& rec,
+                   const nlohmann::json& out) {
+  for (const std::string& n : result.notes) fmt::print("  {}\n", n);
+  for (const std::string& w : result.profile_warnings)
     fmt::print(
-        "\n{} trials run{}{}{}, {:.4g} s of evaluation time; {:.1f} s real: trials running {:.1f} s ({:.1f} s of "
-        "trials, {} at a time), profiling {:.1f} s, {}the tuner itself {:.1f} s ({:.1f} % of the session)\n",
-        result.trials_run, result.trials_resumed > 0 ? fmt::format(", {} kept from before", result.trials_resumed) : "",
-        result.trials_reused > 0 ? fmt::format(", {} answered by a shorter trial", result.trials_reused) : "",
-        result.trials_dropped > 0
-            ? fmt::format(", {} started ahead and dropped (the budget ran out first)", result.trials_dropped)
-            : "",
-        result.used_s, wall, result.busy_wall_s, result.trial_wall_s, result.jobs, result.profile_wall_s,
-        spec.prior ? fmt::format("the prior's probe {:.4g} s of evaluation and {:.1f} s real, ", result.probe_s,
-                                 result.probe_wall_s)
-                   : std::string(),
-        own, wall > 0 ? 100.0 * own / wall : 0.0);
+        "  warning: compute profile {} (the simulated times of that batch may be biased; rerun "
+        "`dsgd-bench calibrate` on a quiet machine)\n",
+        w);
+  print_table(plan, result);
+  fmt::print("\n{}\n", result.verdict);
+  const std::vector<std::string> why = explain_lines(result.explanation);
+  if (!why.empty()) fmt::print("\n{}\n", fmt::join(why, "\n"));
+  if (!rec.command.empty()) fmt::print("\nrun it:\n  {}\n", rec.command);
+  if (!o.output.empty()) {
+    if (!rec.toml.empty())
+      fmt::print("  (also written to {}: dsgd-bench run --config {})\n", o.output, o.output);
+    else
+      fmt::print("  (nothing written to {}: no recommendation)\n", o.output);
+  }
+  const double wall = out["wall_s"].get<double>(), own = out["overhead_s"].get<double>();
+  fmt::print(
+      "\n{} trials run{}{}{}, {:.4g} s of evaluation time; {:.1f} s real: trials running {:.1f} s ({:.1f} s of "
+      "trials, {} at a time), profiling {:.1f} s, {}the tuner itself {:.1f} s ({:.1f} % of the session)\n",
+      result.trials_run, result.trials_resumed > 0 ? fmt::format(", {} kept from before", result.trials_resumed) : "",
+      result.trials_reused > 0 ? fmt::format(", {} answered by a shorter trial", result.trials_reused) : "",
+      result.trials_dropped > 0
+          ? fmt::format(", {} started ahead and dropped (the budget ran out first)", result.trials_dropped)
+          : "",
+      result.used_s, wall, result.busy_wall_s, result.trial_wall_s, result.jobs, result.profile_wall_s,
+      plan.spec.prior ? fmt::format("the prior's probe {:.4g} s of evaluation and {:.1f} s real, ", result.probe_s,
+                                    result.probe_wall_s)
+                      : std::string(),
+      own, wall > 0 ? 100.0 * own / wall : 0.0);
+}
+
+int run_recommend(const RecommendOptions& o) {
+  const double started = clock_now_s();  // the session's real time, planning (the dataset's load) included
+  RecommendSession session = session_resolve(o);
+  if (o.format != "table" && o.format != "json")
+    DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
+  const int jobs = jobs_resolve(o, session.spec);
+  TunePlan plan = tune_plan(session.spec, o.space.max_trial_steps);  // every input check; no database yet
+  plan.jobs = jobs;
+  validate_option_check(o, session.spec);
+  Store store = Store::open(session.db);
+  plan.missing_profiles = tune_missing_profiles(plan, store);
+  const int64_t session_id = session_start(store, plan, session.spec, session.session_id);
+  tune_interrupt_start(session.db, session_id, "recommend");
+  const bool table = o.format == "table";
+  if (table) print_header(o, plan, session_id, session.db);
+  const bool tty = isatty(STDERR_FILENO) != 0;
+  const std::function<void(const TuneProgress&)> progress = progress_printer(session.spec, started);
+  const TuneResult result =
+      tune_session_run(store, session_id, tty, [&] { return tune_run(plan, store, session_id, progress); });
+  if (tty) fmt::print(stderr, "\r\033[K");
+  nlohmann::json out = result_json(plan, result, clock_now_s() - started);
+  const Recommendation rec = recommendation_of(result, session_id);
+  if (!rec.command.empty()) out["command"] = rec.command;
+  tune_session_finish(store, session_id, TuneSessionStatus::session_completed, out.dump(), "");
+  output_write(o, rec.toml);
+  if (table) {
+    print_summary(o, plan, result, rec, out);
     if (o.validate > 0) tune_validate_print_run(store, session_id, o.validate, "--validate");
     fmt::print("session_id={}\n", session_id);
   } else {
@@ -257,7 +319,7 @@ int run_recommend(const RecommendOptions& o) {
   }
   // A search that found no configuration reaching the target has nothing to recommend: a
   // script must not take it for a recommendation (docs/tuner.md, "Exit codes").
-  return command.empty() ? kTuneExitNoRecommendation : 0;
+  return rec.command.empty() ? kTuneExitNoRecommendation : 0;
 }
 
 }  // namespace

@@ -31,8 +31,8 @@ int run_sessions(const SessionsOptions& o) {
   fmt::print("{:>4}  {:<9} {:<20} {:<11} {:<12} {:>6}  {}\n", "id", "kind", "created", "status", "target", "trials",
              "result");
   for (const TuneSessionRow& s : sessions)
-    fmt::print("{:>4}  {:<9} {:<20} {:<11} {:<12} {:>6}  {}\n", s.id, s.kind, s.created_at.substr(0, 19), s.status,
-               s.target, tune_session_trial_count(store, s.id), verdict_of(s));
+    fmt::print("{:>4}  {:<9} {:<20} {:<11} {:<12} {:>6}  {}\n", s.id, s.kind, s.created_at.substr(0, 19),
+               tune_session_status_text(s.status), s.target, tune_session_trial_count(store, s.id), verdict_of(s));
   return 0;
 }
 
@@ -49,7 +49,7 @@ int run_show(const SessionsOptions& o) {
                    {"seed", r.seed},
                    {"budget_s", r.budget_s},
                    {"run_id", r.run_id},
-                   {"status", r.status},
+                   {"status", trial_status_text(r.status)},
                    {"stop_reason", r.stop_reason},
                    {"reached", r.reached},
                    {"time_s", r.time_s},
@@ -59,7 +59,7 @@ int run_show(const SessionsOptions& o) {
                    {"wall_s", r.wall_s}});
     nlohmann::json j = {{"session", s.id},
                         {"kind", s.kind},
-                        {"status", s.status},
+                        {"status", tune_session_status_text(s.status)},
                         {"target", s.target},
                         {"created_at", s.created_at},
                         {"spec", nlohmann::json::parse(s.spec_json)},
@@ -68,16 +68,16 @@ int run_show(const SessionsOptions& o) {
     fmt::print("{}\n", j.dump(2));
     return 0;
   }
-  fmt::print("session {} ({}): {}, target {}, created {}{}\n", s.id, s.kind, s.status, s.target, s.created_at,
-             s.finished_at.empty() ? "" : ", finished " + s.finished_at);
+  fmt::print("session {} ({}): {}, target {}, created {}{}\n", s.id, s.kind, tune_session_status_text(s.status),
+             s.target, s.created_at, s.finished_at.empty() ? "" : ", finished " + s.finished_at);
   fmt::print("{}\n\n", verdict_of(s));
   fmt::print("{:>5} {:<7} {:<30} {:>5} {:>10} {:<10} {:>7} {:>12} {:>7} {:>8} {:>7}  {}\n", "trial", "phase",
              "configuration", "seed", "fidelity", "status", "reached", "time(s)", "steps", "run", "wall(s)",
              "stop reason");
   for (const TrialRow& r : trials)
     fmt::print("{:>5} {:<7} {:<30} {:>5} {:>8.4g} s {:<10} {:>7} {:>12.4g} {:>7} {:>8} {:>7.2f}  {}\n", r.id, r.phase,
-               r.config_key, r.seed, r.budget_s, r.status, r.reached ? "yes" : "no", r.time_s, r.steps,
-               r.run_id > 0 ? std::to_string(r.run_id) : "-", r.wall_s, r.stop_reason);
+               r.config_key, r.seed, r.budget_s, trial_status_text(r.status), r.reached ? "yes" : "no", r.time_s,
+               r.steps, r.run_id > 0 ? std::to_string(r.run_id) : "-", r.wall_s, r.stop_reason);
   for (const TopValidation& v : tune_validations_get(store, s.id)) {  // dsgd-tune validate / recommend --validate
     fmt::print("\n");
     tune_validation_print(v);

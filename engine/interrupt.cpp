@@ -96,11 +96,11 @@ void interrupt_start_watcher(const std::string& db_path) {
       if (const long launcher = launcher_gone_pid(); launcher > 0) {
         const std::string why = "its launcher (dsgd-bench pid " + std::to_string(launcher) +
                                 ") was killed (SIGKILL: nothing forwarded) and mpiexec stopped the ranks";
-        store.run_finish(run_id, "killed", why);
+        store.run_finish(run_id, RunStatus::run_killed, why);
         std::fprintf(stderr, "dsgd-bench: run %lld marked 'killed' in %s: %s\n", static_cast<long long>(run_id),
                      db_path.c_str(), why.c_str());
       } else {
-        store.run_finish(run_id, "interrupted", "stopped by " + name);
+        store.run_finish(run_id, RunStatus::run_interrupted, "stopped by " + name);
         std::fprintf(stderr, "dsgd-bench: interrupted by %s; run %lld kept as 'interrupted' in %s\n", name.c_str(),
                      static_cast<long long>(run_id), db_path.c_str());
       }

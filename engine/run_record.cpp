@@ -10,7 +10,7 @@ RunRecord run_record_from_config(const RunConfig& cfg, int workers, int64_t step
                                  const std::string& library_version, nlohmann::json& config) {
   const SystemInfo sys = system_info_read();
   RunRecord r;
-  r.status = "running";
+  r.status = RunStatus::run_running;
   r.workload = cfg.workload;
   r.dataset = cfg.dataset;
   r.algorithm = cfg.algo;

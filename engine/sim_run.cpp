@@ -281,7 +281,7 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
             [](const StepRow& a, const StepRow& b) { return a.rank != b.rank ? a.rank < b.rank : a.step < b.step; });
   if (store && !rows.empty()) store->steps_append(result.run_id, rows);
   result.timed_wall_s = out.end_time;
-  if (store) store->run_finish(result.run_id, "completed", "");
+  if (store) store->run_finish(result.run_id, RunStatus::run_completed, "");
   return result;
 }
 
@@ -349,9 +349,10 @@ SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const 
     DSGD_THROW(InputError, "pass a run measured on a real backend (mpi)",
                "--profile-from {}: run {} is itself simulated; its compute times are modelled, not measured",
                cfg.profile_from, rec.id);
-  if (rec.status != "completed" || !run.summary || !(run.summary->fwd_s + run.summary->bwd_s > 0))
+  if (rec.status != RunStatus::run_completed || !run.summary || !(run.summary->fwd_s + run.summary->bwd_s > 0))
     DSGD_THROW(InputError, "pass a completed run with per-step timings (--timers true)",
-               "--profile-from {}: run {} is '{}' and has no measured compute", cfg.profile_from, rec.id, rec.status);
+               "--profile-from {}: run {} is '{}' and has no measured compute", cfg.profile_from, rec.id,
+               run_status_text(rec.status));
   const Summary& s = *run.summary;
   p.cost.data_s = s.data_s;
   p.cost.fwd_s = s.fwd_s;

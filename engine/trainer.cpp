@@ -500,7 +500,7 @@ class Trainer {
     row.train_loss = loss[1] > 0 ? loss[0] / loss[1] : std::nan("");
     if (diverged) {
       row.test_loss = row.test_acc = std::nan("");
-      result_.status = "diverged";
+      result_.status = RunStatus::run_diverged;
       result_.diverged_step = loss_bad ? static_cast<int64_t>(-bad[0]) : steps_done;
       result_.error =
           loss_bad

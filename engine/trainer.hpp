@@ -39,9 +39,9 @@ struct TrainResult {
   int64_t steps = 0;
   int64_t warmup = 0;
   double timed_wall_s = 0;  // wall time of the timed steps on rank 0 (evaluations excluded)
-  // "completed", or "diverged" when an evaluation found a non-finite training loss or model
+  // run_completed, or run_diverged when an evaluation found a non-finite training loss or model
   // (the run then stops at that evaluation, on every rank; `error` says where).
-  std::string status = "completed";
+  RunStatus status = RunStatus::run_completed;
   int64_t diverged_step = -1;  // first step with a non-finite loss, or the evaluation's step
   std::string error;
   // Why a completed run ended before its last step (--stop-at-target, --time-limit: "target

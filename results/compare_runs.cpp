@@ -92,7 +92,7 @@ CompareThreshold parse_threshold_value(const std::string& text, const std::strin
 }  // namespace
 
 std::optional<double> compare_metric_value(const RunWithSummary& r, const std::string& name) {
-  if (r.run.status != "completed" || !r.summary) return std::nullopt;
+  if (r.run.status != RunStatus::run_completed || !r.summary) return std::nullopt;
   return metric_value(*r.summary, name);
 }
 
@@ -209,8 +209,8 @@ std::string compare_group_key(const RunRecord& r, bool ignore_machine) {
 bool compare_divergence(const std::vector<const RunWithSummary*>& base, const std::vector<const RunWithSummary*>& cand,
                         CompareGroup& group) {
   auto diverged = [](const std::vector<const RunWithSummary*>& runs) {
-    return static_cast<size_t>(
-        std::count_if(runs.begin(), runs.end(), [](const RunWithSummary* r) { return r->run.status == "diverged"; }));
+    return static_cast<size_t>(std::count_if(
+        runs.begin(), runs.end(), [](const RunWithSummary* r) { return r->run.status == RunStatus::run_diverged; }));
   };
   const size_t bd = diverged(base), cd = diverged(cand);
   if (bd == 0 && cd == 0) return false;
@@ -231,26 +231,169 @@ bool compare_divergence(const std::vector<const RunWithSummary*>& base, const st
   return worse;
 }
 
+namespace {
+
+using RunGroups = std::map<std::string, std::vector<const RunWithSummary*>>;
+
+// One side's runs by group key; runs neither completed nor diverged (or without a summary) are
+// counted in `skipped`. A diverged run belongs to its group (it counts against the side), but
+// gives no metric.
+struct CompareSide {
+  RunGroups groups;
+  size_t skipped = 0;
+};
+
+CompareSide compare_side_collect(const std::vector<RunWithSummary>& runs, bool ignore_machine) {
+  CompareSide side;
+  for (const RunWithSummary& r : runs) {
+    if ((r.run.status != RunStatus::run_completed && r.run.status != RunStatus::run_diverged) || !r.summary) {
+      ++side.skipped;
+      continue;
+    }
+    side.groups[compare_group_key(r.run, ignore_machine)].push_back(&r);
+  }
+  return side;
+}
+
+// A metric measured on one side only: missing, or a regression when the candidate no longer
+// reaches the target.
+void compare_one_sided(CompareMetricResult& m, bool base_measured, CompareGroup& group, CompareResult& result) {
+  const bool lost = base_measured && m.metric.name == "time_to_target_s";
+  m.verdict = lost ? CompareVerdict::compare_regressed : CompareVerdict::compare_missing;
+  m.note = base_measured ? "not measured in the candidate" : "not measured in the baseline";
+  if (lost) m.note = "the candidate no longer reaches the target";
+  if (lost && m.metric.gate) {
+    group.regressed = true;
+    ++result.regressions;
+  }
+}
+
+// The verdict of a metric measured on both sides: within the threshold, inconclusive (no
+// outcome of these sample sizes can reach p < alpha), noise, regressed or improved. Counts the
+// gating ones in `group` and `result`.
+void compare_verdict(CompareMetricResult& m, size_t nx, size_t ny, const CompareOptions& options, CompareGroup& group,
+                     CompareResult& result) {
+  const double size = m.threshold.points ? std::fabs(m.absolute_change) : std::fabs(m.relative_change);
+  const bool beyond = size > m.threshold.value;
+  const bool worse = m.metric.bigger_is_better ? m.absolute_change < 0 : m.absolute_change > 0;
+  if (!beyond) {
+    m.verdict = CompareVerdict::compare_ok;
+    m.note = fmt::format("within {}", format_threshold(m.threshold));
+  } else if (!m.testable) {
+    // No outcome of these sample sizes can reach p < alpha: the data cannot tell a real
+    // change from run-to-run noise, so neither "regressed" nor "noise" can be claimed.
+    size_t need = std::max(nx, ny);
+    while (mann_whitney_min_p(need, need) >= options.alpha && need < 1000) ++need;
+    m.verdict = CompareVerdict::compare_inconclusive;
+    m.note = fmt::format("{} than {}, but {} vs {} repetitions cannot support a verdict at alpha {:g}: run {} a side",
+                         worse ? "worse" : "better", format_threshold(m.threshold), nx, ny, options.alpha, need);
+    if (m.metric.gate) {
+      ++result.inconclusive;
+      result.repetitions_needed = std::max(result.repetitions_needed, need);
+    }
+  } else if (m.p_value >= options.alpha) {
+    m.verdict = CompareVerdict::compare_noise;
+    m.note = fmt::format("beyond {} but p = {:.3g} >= {:g}", format_threshold(m.threshold), m.p_value, options.alpha);
+  } else if (worse) {
+    m.verdict = CompareVerdict::compare_regressed;
+    m.note = fmt::format("worse than {}, p = {:.3g}", format_threshold(m.threshold), m.p_value);
+    if (m.metric.gate) {
+      group.regressed = true;
+      ++result.regressions;
+    }
+  } else {
+    m.verdict = CompareVerdict::compare_improved;
+    m.note = fmt::format("better than {}", format_threshold(m.threshold));
+  }
+}
+
+// The one warning of a comparison with fewer repetitions than the test needs to be reliable.
+std::string few_repetitions_warning(size_t nx, size_t ny, const std::string& label, bool testable,
+                                    const CompareOptions& options) {
+  return fmt::format(
+      "few repetitions ({} baseline, {} candidate in '{}'): the Mann-Whitney U test needs about {} per side to "
+      "be reliable (Google Benchmark's rule){}; run the suite with --repeat {}",
+      nx, ny, label, options.recommended_repetitions,
+      testable ? ""
+               : "; below 4 per side no p-value can reach significance, so a change beyond the threshold is "
+                 "inconclusive",
+      options.recommended_repetitions);
+}
+
+// One metric of a matched group (nothing when neither side measured it): medians, change,
+// the Mann-Whitney test and the verdict.
+void compare_metric(const CompareMetric& metric, const std::vector<const RunWithSummary*>& base,
+                    const std::vector<const RunWithSummary*>& cand, const CompareOptions& options, CompareGroup& group,
+                    CompareResult& result, bool& few_warned) {
+  std::vector<double> x, y;
+  for (const RunWithSummary* r : base)
+    if (auto v = compare_metric_value(*r, metric.name)) x.push_back(*v);
+  for (const RunWithSummary* r : cand)
+    if (auto v = compare_metric_value(*r, metric.name)) y.push_back(*v);
+  if (x.empty() && y.empty()) return;  // not measured on either side (no target, ...)
+  CompareMetricResult m;
+  m.metric = metric;
+  auto it = options.per_metric.find(metric.name);
+  m.threshold = it != options.per_metric.end() ? it->second : options.threshold;
+  m.base_n = x.size();
+  m.cand_n = y.size();
+  m.base_median = stats_median(x);
+  m.cand_median = stats_median(y);
+  if (x.empty() || y.empty()) {
+    compare_one_sided(m, !x.empty(), group, result);
+    group.metrics.push_back(m);
+    return;
+  }
+  m.absolute_change = m.cand_median - m.base_median;
+  if (m.base_median != 0) {
+    m.relative_change = m.absolute_change / std::fabs(m.base_median);
+  } else {
+    m.relative_change =
+        m.absolute_change == 0 ? 0.0 : std::copysign(std::numeric_limits<double>::infinity(), m.absolute_change);
+  }
+  const MannWhitneyResult test = mann_whitney_u(x, y);
+  m.p_value = test.p_value;
+  m.exact = test.exact;
+  m.testable = mann_whitney_min_p(x.size(), y.size()) < options.alpha;
+  compare_verdict(m, x.size(), y.size(), options, group, result);
+  if (!few_warned && std::min(x.size(), y.size()) < options.recommended_repetitions) {
+    few_warned = true;
+    result.warnings.push_back(few_repetitions_warning(x.size(), y.size(), group.label, m.testable, options));
+  }
+  group.metrics.push_back(m);
+}
+
+// A group present on both sides: its divergence row, then every metric.
+CompareGroup compare_group(const std::vector<const RunWithSummary*>& base,
+                           const std::vector<const RunWithSummary*>& cand, const CompareOptions& options,
+                           CompareResult& result, bool& few_warned) {
+  CompareGroup group;
+  group.label = compare_group_label(base.front()->run);
+  group.name = group_name(base.front()->run);
+  for (const RunWithSummary* r : base) group.base_ids.push_back(r->run.id);
+  for (const RunWithSummary* r : cand) group.cand_ids.push_back(r->run.id);
+  if (compare_divergence(base, cand, group)) ++result.regressions;
+  for (const CompareMetric& metric : compare_metrics())
+    compare_metric(metric, base, cand, options, group, result, few_warned);
+  return group;
+}
+
+// The line of a group found on one side only (bi: its baseline runs, else ci: its candidate runs).
+std::string unmatched_line(const RunGroups& base_groups, const RunGroups::const_iterator& bi,
+                           const RunGroups::const_iterator& ci, bool ignore_machine) {
+  const bool in_base = bi != base_groups.end();
+  const RunRecord& r = (in_base ? bi->second : ci->second).front()->run;
+  return fmt::format("{} only: {}{}", in_base ? "baseline" : "candidate", compare_group_label(r),
+                     ignore_machine ? "" : fmt::format(" on {} ({})", r.host, r.cpu_model));
+}
+
+}  // namespace
+
 CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::vector<RunWithSummary>& cand,
                            const CompareOptions& options) {
   CompareResult result;
-  struct Side {
-    std::map<std::string, std::vector<const RunWithSummary*>> groups;
-    size_t skipped = 0;
-  };
-  auto collect = [&](const std::vector<RunWithSummary>& runs) {
-    Side side;
-    for (const RunWithSummary& r : runs) {
-      // A diverged run belongs to its group (it counts against the side), but gives no metric.
-      if ((r.run.status != "completed" && r.run.status != "diverged") || !r.summary) {
-        ++side.skipped;
-        continue;
-      }
-      side.groups[compare_group_key(r.run, options.ignore_machine)].push_back(&r);
-    }
-    return side;
-  };
-  const Side b = collect(base), c = collect(cand);
+  const CompareSide b = compare_side_collect(base, options.ignore_machine);
+  const CompareSide c = compare_side_collect(cand, options.ignore_machine);
   if (b.skipped) result.warnings.push_back(fmt::format("baseline: {} run(s) not completed, left out", b.skipped));
   if (c.skipped) result.warnings.push_back(fmt::format("candidate: {} run(s) not completed, left out", c.skipped));
   if (b.groups.empty() || c.groups.empty()) {
@@ -266,105 +409,10 @@ CompareResult compare_runs(const std::vector<RunWithSummary>& base, const std::v
     auto bi = b.groups.find(key);
     auto ci = c.groups.find(key);
     if (bi == b.groups.end() || ci == c.groups.end()) {
-      const RunRecord& r = (bi != b.groups.end() ? bi->second : ci->second).front()->run;
-      result.unmatched.push_back(
-          fmt::format("{} only: {}{}", bi != b.groups.end() ? "baseline" : "candidate", compare_group_label(r),
-                      options.ignore_machine ? "" : fmt::format(" on {} ({})", r.host, r.cpu_model)));
+      result.unmatched.push_back(unmatched_line(b.groups, bi, ci, options.ignore_machine));
       continue;
     }
-    CompareGroup group;
-    group.label = compare_group_label(bi->second.front()->run);
-    group.name = group_name(bi->second.front()->run);
-    for (const RunWithSummary* r : bi->second) group.base_ids.push_back(r->run.id);
-    for (const RunWithSummary* r : ci->second) group.cand_ids.push_back(r->run.id);
-    if (compare_divergence(bi->second, ci->second, group)) ++result.regressions;
-    for (const CompareMetric& metric : compare_metrics()) {
-      std::vector<double> x, y;
-      for (const RunWithSummary* r : bi->second)
-        if (auto v = compare_metric_value(*r, metric.name)) x.push_back(*v);
-      for (const RunWithSummary* r : ci->second)
-        if (auto v = compare_metric_value(*r, metric.name)) y.push_back(*v);
-      if (x.empty() && y.empty()) continue;  // not measured on either side (no target, ...)
-      CompareMetricResult m;
-      m.metric = metric;
-      auto it = options.per_metric.find(metric.name);
-      m.threshold = it != options.per_metric.end() ? it->second : options.threshold;
-      m.base_n = x.size();
-      m.cand_n = y.size();
-      m.base_median = stats_median(x);
-      m.cand_median = stats_median(y);
-      if (x.empty() || y.empty()) {
-        // Measured on one side only: a target the candidate no longer reaches is a regression.
-        const bool lost = !x.empty() && metric.name == "time_to_target_s";
-        m.verdict = lost ? CompareVerdict::compare_regressed : CompareVerdict::compare_missing;
-        m.note = x.empty() ? "not measured in the baseline" : "not measured in the candidate";
-        if (lost) m.note = "the candidate no longer reaches the target";
-        if (lost && metric.gate) {
-          group.regressed = true;
-          ++result.regressions;
-        }
-        group.metrics.push_back(m);
-        continue;
-      }
-      m.absolute_change = m.cand_median - m.base_median;
-      if (m.base_median != 0) {
-        m.relative_change = m.absolute_change / std::fabs(m.base_median);
-      } else {
-        m.relative_change =
-            m.absolute_change == 0 ? 0.0 : std::copysign(std::numeric_limits<double>::infinity(), m.absolute_change);
-      }
-      const MannWhitneyResult test = mann_whitney_u(x, y);
-      m.p_value = test.p_value;
-      m.exact = test.exact;
-      m.testable = mann_whitney_min_p(x.size(), y.size()) < options.alpha;
-      const double size = m.threshold.points ? std::fabs(m.absolute_change) : std::fabs(m.relative_change);
-      const bool beyond = size > m.threshold.value;
-      const bool worse = metric.bigger_is_better ? m.absolute_change < 0 : m.absolute_change > 0;
-      if (!beyond) {
-        m.verdict = CompareVerdict::compare_ok;
-        m.note = fmt::format("within {}", format_threshold(m.threshold));
-      } else if (!m.testable) {
-        // No outcome of these sample sizes can reach p < alpha: the data cannot tell a real
-        // change from run-to-run noise, so neither "regressed" nor "noise" can be claimed.
-        size_t need = std::max(x.size(), y.size());
-        while (mann_whitney_min_p(need, need) >= options.alpha && need < 1000) ++need;
-        m.verdict = CompareVerdict::compare_inconclusive;
-        m.note = fmt::format(
-            "{} than {}, but {} vs {} repetitions cannot support a verdict at alpha {:g}: run {} a side",
-            worse ? "worse" : "better", format_threshold(m.threshold), x.size(), y.size(), options.alpha, need);
-        if (metric.gate) {
-          ++result.inconclusive;
-          result.repetitions_needed = std::max(result.repetitions_needed, need);
-        }
-      } else if (m.p_value >= options.alpha) {
-        m.verdict = CompareVerdict::compare_noise;
-        m.note =
-            fmt::format("beyond {} but p = {:.3g} >= {:g}", format_threshold(m.threshold), m.p_value, options.alpha);
-      } else if (worse) {
-        m.verdict = CompareVerdict::compare_regressed;
-        m.note = fmt::format("worse than {}, p = {:.3g}", format_threshold(m.threshold), m.p_value);
-        if (metric.gate) {
-          group.regressed = true;
-          ++result.regressions;
-        }
-      } else {
-        m.verdict = CompareVerdict::compare_improved;
-        m.note = fmt::format("better than {}", format_threshold(m.threshold));
-      }
-      if (!few_warned && std::min(x.size(), y.size()) < options.recommended_repetitions) {
-        few_warned = true;
-        result.warnings.push_back(fmt::format(
-            "few repetitions ({} baseline, {} candidate in '{}'): the Mann-Whitney U test needs about {} per side to "
-            "be reliable (Google Benchmark's rule){}; run the suite with --repeat {}",
-            x.size(), y.size(), group.label, options.recommended_repetitions,
-            m.testable ? ""
-                       : "; below 4 per side no p-value can reach significance, so a change beyond the threshold is "
-                         "inconclusive",
-            options.recommended_repetitions));
-      }
-      group.metrics.push_back(m);
-    }
-    result.groups.push_back(std::move(group));
+    result.groups.push_back(compare_group(bi->second, ci->second, options, result, few_warned));
   }
   if (result.groups.empty()) {
     std::string detail;

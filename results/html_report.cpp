@@ -51,7 +51,7 @@ void scaling_section(Buffer& out, const std::vector<HtmlRunData>& runs, const Ht
   std::map<std::string, std::map<int, std::vector<double>>> groups;  // key -> workers -> throughputs
   std::map<std::string, const RunRecord*> first_run;
   for (const HtmlRunData& r : runs) {
-    if (!r.run.summary || r.run.run.status != "completed") continue;
+    if (!r.run.summary || r.run.run.status != RunStatus::run_completed) continue;
     const double t = r.run.summary->throughput_samples_per_s;
     if (!(t > 0)) continue;
     const std::string key = scaling_key(r.run.run);

@@ -213,7 +213,7 @@ ReportTable report_runs_table(const std::vector<RunWithSummary>& runs) {
     std::vector<ReportValue> row;
     row.reserve(table.columns.size());
     row.emplace_back(r.id);
-    row.emplace_back(r.status);
+    row.emplace_back(std::string(run_status_text(r.status)));
     row.push_back(text_or_null(r.created_at));
     row.push_back(text_or_null(r.finished_at));
     row.emplace_back(r.workload);

@@ -40,7 +40,7 @@ TuningSession session_read(const Store& store, int64_t id) {
   const nlohmann::json spec = parse_object(row.spec_json);
   const nlohmann::json result = parse_object(row.result_json);
   s.kind = row.kind;
-  s.backend = spec.value("base", nlohmann::json::object()).value("backend", std::string("sim"));
+  s.backend = trial_backend_parse(spec.value("base", nlohmann::json::object()).value("backend", std::string("sim")));
   s.budget_s = spec.value("budget-s", 0.0);
   s.verdict = result.value("verdict", std::string());
   s.command = result.value("command", std::string());
@@ -59,6 +59,7 @@ TuningSession session_read(const Store& store, int64_t id) {
     t.run_id = r.run_id;
     t.status = r.status;
     t.stop_reason = r.stop_reason;
+    t.stop_kind = r.stop_kind;
     t.reached = r.reached;
     t.time_s = finite_or_zero(r.time_s);
     t.steps = r.steps;
@@ -71,7 +72,7 @@ TuningSession session_read(const Store& store, int64_t id) {
     t.cost_s = t.time_s;  // tuner/evaluator.hpp trial_cost_s
     cost += t.cost_s;
     t.cumulative_cost_s = cost;
-    if (t.reached && t.status == "completed" && (!best || t.time_s < *best)) best = t.time_s;
+    if (t.reached && t.status == TrialStatus::trial_completed && (!best || t.time_s < *best)) best = t.time_s;
     t.best_so_far_s = best;
     s.trials.push_back(std::move(t));
   }
@@ -101,26 +102,29 @@ void sort_by_x(HtmlSeries& s) {
   s.y = std::move(y);
 }
 
-std::string session_html(const TuningSession& s, const HtmlReportOptions& options) {
-  const std::string id = fmt::format("tune-{}", s.id);
-  std::string out;
+// The section's heading, its summary line, the verdict and the winner's command.
+std::string session_header_html(const TuningSession& s, const std::string& id, bool mpi) {
   size_t reached = 0;
   for (const TuningTrial& t : s.trials) reached += t.reached ? 1 : 0;
   const double cost = s.trials.empty() ? 0 : s.trials.back().cumulative_cost_s;
-  const bool mpi = s.backend == "mpi";
+  std::string out;
   out += fmt::format("<section id=\"{}\"><h2>Tuning session {} ({}, {})</h2>", id, s.id, esc(s.kind),
                      mpi ? "trials on MPI ranks, wall-clock training time" : "trials on the simulator, virtual time");
   out += fmt::format(
       "<p class=\"note\">target {} &middot; status {} &middot; {} trials stored, {} reached the target &middot; "
       "evaluation time spent {} s{}{}</p>",
-      esc(s.target), esc(s.status), s.trials.size(), reached, num(cost),
+      esc(s.target), esc(tune_session_status_text(s.status)), s.trials.size(), reached, num(cost),
       s.budget_s > 0 ? fmt::format(" of a {} s budget", num(s.budget_s)) : std::string(),
       s.wall_s > 0 ? fmt::format(" &middot; {} s real", num(s.wall_s)) : std::string());
   if (!s.verdict.empty()) out += fmt::format("<p>{}</p>", esc(s.verdict));
   if (!s.command.empty()) out += fmt::format("<p><code>{}</code></p>", esc(s.command));
+  return out;
+}
 
-  // The best so far: a staircase over the cumulative cost (it only drops when a trial improves
-  // it), and every reached trial as a point at the cost spent when it ended.
+// The best so far: a staircase over the cumulative cost (it only drops when a trial improves
+// it), and every reached trial as a point at the cost spent when it ended.
+HtmlChart best_so_far_chart(const TuningSession& s, const std::string& id, bool mpi) {
+  const double cost = s.trials.empty() ? 0 : s.trials.back().cumulative_cost_s;
   HtmlChart best{id + "-best",
                  "Best time-to-target so far against evaluation time spent",
                  mpi ? "evaluation time spent (s, wall-clock training)" : "evaluation time spent (s, virtual)",
@@ -153,9 +157,12 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
     curve.y.push_back(*last);
   }
   best.series = {curve, each};
+  return best;
+}
 
-  // Every trial: step time against steps to the target, one color per algorithm; censored
-  // trials (steps at the stop, a lower bound) apart.
+// Every trial: step time against steps to the target, one color per algorithm; censored
+// trials (steps at the stop, a lower bound) apart.
+HtmlChart trials_scatter_chart(const TuningSession& s, const std::string& id) {
   HtmlChart scatter{id + "-scatter",
                     "Trials: step time against steps to the target",
                     "steps to the target (censored: steps at the stop)",
@@ -166,7 +173,7 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
   std::map<std::string, size_t> algo_series;
   HtmlSeries censored{"censored", "not reached (a lower bound on the steps)", 9, false, {}, {}};
   for (const TuningTrial& t : s.trials) {
-    if (!(t.step_s > 0) || t.status != "completed") continue;
+    if (!(t.step_s > 0) || t.status != TrialStatus::trial_completed) continue;
     HtmlSeries* target = &censored;
     if (t.reached) {
       auto [it, added] = algo_series.emplace(t.algo, scatter.series.size());
@@ -179,10 +186,13 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
   }
   scatter.series.push_back(censored);
   for (HtmlSeries& series : scatter.series) sort_by_x(series);
+  return scatter;
+}
 
-  // The race: time-to-target per seed of each raced configuration — per seed its trial at the
-  // largest budget it ran (a trial that reached the target at a lower rung answered the race's
-  // budget for that seed and is not stored again).
+// The race: time-to-target per seed of each raced configuration — per seed its trial at the
+// largest budget it ran (a trial that reached the target at a lower rung answered the race's
+// budget for that seed and is not stored again). No series when the session had no race.
+HtmlChart race_chart(const TuningSession& s, const std::string& id) {
   double top = 0;
   for (const TuningTrial& t : s.trials) top = std::max(top, t.budget_s);
   std::vector<std::string> order;
@@ -194,7 +204,7 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
     }
   for (const TuningTrial& t : s.trials) {
     auto it = per_seed.find(t.config_key);
-    if (it == per_seed.end() || t.status != "completed") continue;
+    if (it == per_seed.end() || t.status != TrialStatus::trial_completed) continue;
     const TuningTrial*& slot = it->second[t.seed];
     if (!slot || t.budget_s >= slot->budget_s) slot = &t;
   }
@@ -217,47 +227,44 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
     series.label = fmt::format("{} ({} of {} seeds reached)", key, hit, seeds.size());
     race.series.push_back(std::move(series));
   }
+  return race;
+}
 
-  out += "<div class=\"grid\">";
-  out += html_chart(best, options);
-  out += html_chart(scatter, options);
-  if (!race.series.empty()) out += html_chart(race, options);
-  out += "</div>";
-  out += fmt::format(
-      "<p class=\"note\">A trial costs its time-to-target when it reached the target, else its elapsed time: the "
-      "evaluation time the tuner charged to its budget. Successive halving compares trials at equal {} time, not "
-      "equal steps; the recommendation is the best median over the race's seeds.</p>",
-      mpi ? "wall-clock" : "virtual");
+// The session's validations on the real backend, one row per validated configuration (empty
+// when it has none).
+std::string validations_html(const TuningSession& s) {
+  if (s.validations.empty()) return "";
+  std::string out = "<h3>Validations on the real backend (predicted by the session's trial, measured on MPI)</h3>";
+  out +=
+      "<div class=\"scroll\"><table><thead><tr><th>validation</th><th>rank</th><th>configuration</th>"
+      "<th>predicted time-to-target (s)</th><th>measured (s)</th><th>predicted step (ms)</th>"
+      "<th>measured step (ms)</th><th>sim run</th><th>MPI run</th></tr></thead><tbody>";
+  for (const TopValidation& validation : s.validations)
+    for (const TopValidationRow& v : validation.rows)
+      out += fmt::format(
+          "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
+          "<td class=\"num\">{}</td></tr>",
+          validation.id, v.rank, esc(v.config_key), v.predicted_time_s ? num(*v.predicted_time_s) : "not reached",
+          v.measured_time_s ? num(*v.measured_time_s) : "not reached", num(v.predicted_step_s * 1e3),
+          num(v.measured_step_s * 1e3), v.sim_run_id, v.mpi_run_id);
+  out += "</tbody></table></div>";
+  return out;
+}
 
-  if (!s.validations.empty()) {
-    out += "<h3>Validations on the real backend (predicted by the session's trial, measured on MPI)</h3>";
-    out +=
-        "<div class=\"scroll\"><table><thead><tr><th>validation</th><th>rank</th><th>configuration</th>"
-        "<th>predicted time-to-target (s)</th><th>measured (s)</th><th>predicted step (ms)</th>"
-        "<th>measured step (ms)</th><th>sim run</th><th>MPI run</th></tr></thead><tbody>";
-    for (const TopValidation& validation : s.validations)
-      for (const TopValidationRow& v : validation.rows)
-        out += fmt::format(
-            "<tr><td class=\"num\">{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td>"
-            "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
-            "<td class=\"num\">{}</td></tr>",
-            validation.id, v.rank, esc(v.config_key), v.predicted_time_s ? num(*v.predicted_time_s) : "not reached",
-            v.measured_time_s ? num(*v.measured_time_s) : "not reached", num(v.predicted_step_s * 1e3),
-            num(v.measured_step_s * 1e3), v.sim_run_id, v.mpi_run_id);
-    out += "</tbody></table></div>";
-  }
-
-  out += fmt::format("<h3>Trials ({}, in the order the tuner ran them)</h3>", s.trials.size());
+// Every trial in the order the tuner ran it (the first kMaxTableRows; the rest named by count).
+std::string trials_table_html(const TuningSession& s) {
+  std::string out = fmt::format("<h3>Trials ({}, in the order the tuner ran them)</h3>", s.trials.size());
   out +=
       "<div class=\"scroll\"><table><thead><tr><th>trial</th><th>phase</th><th>configuration</th><th>seed</th>"
       "<th>budget (s)</th><th>outcome</th><th>time (s)</th><th>steps</th><th>step (ms)</th><th>cost so far (s)</th>"
       "<th>best so far (s)</th><th>run</th></tr></thead><tbody>";
   for (size_t i = 0; i < s.trials.size() && i < kMaxTableRows; ++i) {
     const TuningTrial& t = s.trials[i];
-    const std::string outcome = t.status != "completed"                   ? "failed"
-                                : t.reached                               ? "reached"
-                                : t.stop_reason.rfind("diverged", 0) == 0 ? "diverged"
-                                                                          : "not reached";
+    const std::string outcome = t.status != TrialStatus::trial_completed ? "failed"
+                                : t.reached                              ? "reached"
+                                : t.stop_kind == StopKind::stop_diverged ? "diverged"
+                                                                         : "not reached";
     out += fmt::format(
         "<tr><td class=\"num\">{}</td><td>{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
         "<td title=\"{}\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>"
@@ -270,6 +277,26 @@ std::string session_html(const TuningSession& s, const HtmlReportOptions& option
   if (s.trials.size() > kMaxTableRows)
     out += fmt::format("<p class=\"note\">{} more trials: dsgd-bench report --session {} --format csv</p>",
                        s.trials.size() - kMaxTableRows, s.id);
+  return out;
+}
+
+std::string session_html(const TuningSession& s, const HtmlReportOptions& options) {
+  const std::string id = fmt::format("tune-{}", s.id);
+  const bool mpi = s.backend == TrialBackend::trial_mpi;
+  std::string out = session_header_html(s, id, mpi);
+  const HtmlChart race = race_chart(s, id);
+  out += "<div class=\"grid\">";
+  out += html_chart(best_so_far_chart(s, id, mpi), options);
+  out += html_chart(trials_scatter_chart(s, id), options);
+  if (!race.series.empty()) out += html_chart(race, options);
+  out += "</div>";
+  out += fmt::format(
+      "<p class=\"note\">A trial costs its time-to-target when it reached the target, else its elapsed time: the "
+      "evaluation time the tuner charged to its budget. Successive halving compares trials at equal {} time, not "
+      "equal steps; the recommendation is the best median over the race's seeds.</p>",
+      mpi ? "wall-clock" : "virtual");
+  out += validations_html(s);
+  out += trials_table_html(s);
   out += "</section>";
   return out;
 }
@@ -347,7 +374,7 @@ ReportTable report_trials_table(const TuningReport& report) {
       row.emplace_back(t.seed);
       row.emplace_back(t.budget_s);
       row.push_back(t.run_id > 0 ? ReportValue(t.run_id) : ReportValue());
-      row.emplace_back(t.status);
+      row.emplace_back(std::string(trial_status_text(t.status)));
       row.emplace_back(t.stop_reason);
       row.emplace_back(int64_t{t.reached ? 1 : 0});
       row.push_back(t.reached ? ReportValue(t.time_s) : ReportValue());

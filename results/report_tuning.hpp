@@ -20,6 +20,7 @@
 
 #include "results/report_rows.hpp"
 #include "results/store.hpp"
+#include "results/trial_backend.hpp"
 #include "results/tune_store.hpp"
 
 namespace dsgd {
@@ -28,7 +29,10 @@ struct HtmlReportOptions;
 
 struct TuningTrial {
   int64_t id = 0;
-  std::string phase, config_key, algo, status, stop_reason;
+  std::string phase, config_key, algo;
+  TrialStatus status = TrialStatus::trial_completed;
+  std::string stop_reason;
+  StopKind stop_kind = StopKind::stop_end_of_steps;
   int64_t seed = 0;
   double budget_s = 0;
   int64_t run_id = 0;  // 0: none stored
@@ -43,7 +47,11 @@ struct TuningTrial {
 
 struct TuningSession {
   int64_t id = 0;
-  std::string kind, status, target, backend, created_at;
+  std::string kind;
+  TuneSessionStatus status = TuneSessionStatus::session_running;
+  std::string target;
+  TrialBackend backend = TrialBackend::trial_sim;
+  std::string created_at;
   double budget_s = 0;  // --budget (0: none)
   std::string verdict;  // from the stored result
   std::string command;  // the winner's dsgd-bench run command (empty: none)

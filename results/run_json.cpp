@@ -9,7 +9,7 @@ nlohmann::json run_to_json(const RunWithSummary& rs) {
   const RunRecord& r = rs.run;
   nlohmann::json j;
   j["run_id"] = r.id;
-  j["status"] = r.status;
+  j["status"] = run_status_text(r.status);
   j["created_at"] = r.created_at;
   j["finished_at"] = r.finished_at.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.finished_at);
   j["workload"] = r.workload;

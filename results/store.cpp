@@ -54,6 +54,7 @@
 #include "results/migrations.hpp"
 #include "results/row_fields.hpp"
 #include "results/run_liveness.hpp"
+#include "results/run_status.hpp"
 #include "results/sqlite.hpp"
 #include "results/store_file.hpp"
 #include "results/target.hpp"
@@ -95,7 +96,7 @@ RunRecord run_read(const SqlStatement& stmt) {
   int c = 0;
   run.id = stmt.column_int64(c++);
   run.created_at = stmt.column_text(c++);
-  run.status = stmt.column_text(c++);
+  run.status = run_status_parse(stmt.column_text(c++));
   run.workload = stmt.column_text(c++);
   run.dataset = stmt.column_text(c++);
   run.algorithm = stmt.column_text(c++);
@@ -461,17 +462,15 @@ double Store::host_peak_record(const std::string& host, int threads, double gflo
   return result;
 }
 
-void Store::run_finish(int64_t run_id, const std::string& status, const std::string& error) {
+void Store::run_finish(int64_t run_id, RunStatus status, const std::string& error) {
   // The finished statuses (diverged: a non-finite loss or model; stopped: ended on purpose by
   // its caller before its last step, as dsgd-tune ends a trial at its target or budget;
-  // docs/metrics.md). Readers (runs, show, report) print any status string they find.
-  static const char* const finished[] = {"completed", "failed", "interrupted", "killed", "diverged", "stopped"};
-  if (std::find_if(std::begin(finished), std::end(finished), [&](const char* s) { return status == s; }) ==
-      std::end(finished)) {
+  // docs/metrics.md).
+  if (!run_status_finished(status)) {
     DSGD_THROW(Error, "",
                "run_finish: bad status '{}' for run {} (completed, failed, interrupted, killed, diverged or "
                "stopped)",
-               status, run_id);
+               run_status_text(status), run_id);
   }
   SqlTransaction transaction(db_);
   std::optional<RunRecord> run = run_find(db_, schema_version(), run_id);
@@ -480,7 +479,7 @@ void Store::run_finish(int64_t run_id, const std::string& status, const std::str
       db_, run_id,
       summary_compute(*run, steps_read(db_, schema_version(), run_id), evals_read(db_, schema_version(), run_id)));
   SqlStatement update(db_, "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?");
-  update.bind_all(status, system_time_iso8601());
+  update.bind_all(run_status_text(status), system_time_iso8601());
   update.bind_text_or_null(3, error);
   update.bind(4, run_id);
   update.run();
@@ -511,11 +510,11 @@ RunWithSummary Store::run_get(int64_t run_id) const {
   return result;
 }
 
-std::vector<int64_t> Store::runs_of_launch(const std::string& launch_id, const std::string& status) const {
+std::vector<int64_t> Store::runs_of_launch(const std::string& launch_id, RunStatus status) const {
   std::vector<int64_t> ids;
   if (launch_id.empty() || user_version() < 8) return ids;
   SqlStatement stmt(db_, "SELECT id FROM runs WHERE launch_id = ? AND status = ? ORDER BY id");
-  stmt.bind_all(launch_id, status);
+  stmt.bind_all(launch_id, run_status_text(status));
   while (stmt.step()) ids.push_back(stmt.column_int64(0));
   return ids;
 }
@@ -549,9 +548,10 @@ std::vector<int64_t> Store::runs_mark_killed(const std::vector<std::pair<int64_t
     {
       SqlStatement status(db_, "SELECT status FROM runs WHERE id = ?");
       status.bind(1, id);
-      if (!status.step() || status.column_text(0) != "running") continue;  // finished meanwhile
+      if (!status.step() || run_status_parse(status.column_text(0)) != RunStatus::run_running)
+        continue;  // finished meanwhile
     }
-    run_finish(id, "killed", why);
+    run_finish(id, RunStatus::run_killed, why);
     marked.push_back(id);
   }
   return marked;
@@ -562,17 +562,17 @@ std::vector<int64_t> Store::runs_reap_dead() {
 }
 
 void Store::run_status_adjust(RunRecord& run) const {
-  if (run.status != "running") return;
+  if (run.status != RunStatus::run_running) return;
   for (const auto& [id, why] : killed_unwritten_) {
     if (id == run.id) {
-      run.status = "killed";
+      run.status = RunStatus::run_killed;
       run.error = why + " (not stored: the database could not be written)";
       return;
     }
   }
   if (std::find(checked_alive_.begin(), checked_alive_.end(), run.id) != checked_alive_.end()) return;
   const double silent = seconds_since_iso8601(run.heartbeat_at.empty() ? run.created_at : run.heartbeat_at);
-  if (silent > stale_after_s) run.status = "stale?";
+  if (silent > stale_after_s) run.status = RunStatus::run_stale;
 }
 
 std::vector<EvalRow> Store::evals_get(int64_t run_id) const {

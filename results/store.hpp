@@ -1,9 +1,9 @@
 // The SQLite results store (embedded default ./dsgd.db). WAL mode, schema version in
 // PRAGMA user_version with forward migrations (results/migrations.cpp). Only rank 0
 // writes, in batched transactions. A run row is inserted as `running` and finished as
-// `completed`, `failed`, `interrupted`, `killed` or `diverged` (readers print any status
-// string they find); the summary is computed from the stored steps and evaluations, so
-// `show` and the per-step tables never disagree.
+// `completed`, `failed`, `interrupted`, `killed`, `diverged` or `stopped` (results/run_status.hpp:
+// read back as a RunStatus; a text it does not know is an error); the summary is computed from
+// the stored steps and evaluations, so `show` and the per-step tables never disagree.
 // Dead runs: each run records its writer process (host, pid, start time; schema v8) and a
 // heartbeat at every flush. Opening the database marks a `running` run of this host whose
 // writer is gone as `killed` ("process gone: ..."; only in what is read when the database
@@ -22,6 +22,8 @@
 #include <utility>
 #include <vector>
 
+#include "results/run_status.hpp"
+
 struct sqlite3;
 
 namespace dsgd {
@@ -29,8 +31,8 @@ namespace dsgd {
 // What a run is: identity, configuration and context; written once at start.
 struct RunRecord {
   int64_t id = 0;
-  std::string created_at;  // ISO 8601 UTC, filled by the store when empty
-  std::string status;      // running | completed | diverged | failed | interrupted | killed (| stale? when read)
+  std::string created_at;                     // ISO 8601 UTC, filled by the store when empty
+  RunStatus status = RunStatus::run_running;  // stored as its text (results/run_status.hpp)
   std::string workload, dataset, algorithm, backend;
   int workers = 0;
   int64_t batch = 0;   // per worker
@@ -200,11 +202,11 @@ class Store {
   // Appends rows in one transaction each call.
   void steps_append(int64_t run_id, const std::vector<StepRow>& rows);
   void evals_append(int64_t run_id, const std::vector<EvalRow>& rows);
-  // Marks the run finished with status (completed, failed, interrupted, killed or diverged;
-  // Error otherwise), computes and stores its summary from the rows.
-  void run_finish(int64_t run_id, const std::string& status, const std::string& error);
+  // Marks the run finished with status (completed, failed, interrupted, killed, diverged or
+  // stopped; Error for running or stale?), computes and stores its summary from the rows.
+  void run_finish(int64_t run_id, RunStatus status, const std::string& error);
   // The ids of the runs of one launch (RunRecord::launch_id) with this status.
-  std::vector<int64_t> runs_of_launch(const std::string& launch_id, const std::string& status) const;
+  std::vector<int64_t> runs_of_launch(const std::string& launch_id, RunStatus status) const;
   // Marks `running` runs of this host whose writer is gone as `killed`; returns their ids
   // (Store::open and open_readonly do it unless told not to).
   std::vector<int64_t> runs_reap_dead();

@@ -187,7 +187,7 @@ nlohmann::json other_data(const RunRecord& run, const TraceOptions& options, con
   }
   return {
       {"run_id", run.id},
-      {"status", run.status},
+      {"status", run_status_text(run.status)},
       {"workload", run.workload},
       {"dataset", run.dataset},
       {"algorithm", run.algorithm},

@@ -26,7 +26,7 @@ TuneSessionRow session_read(const SqlStatement& s) {
   r.id = s.column_int64(c++);
   r.created_at = s.column_text(c++);
   r.finished_at = s.column_text(c++);
-  r.status = s.column_text(c++);
+  r.status = tune_session_status_parse(s.column_text(c++));
   r.target = s.column_text(c++);
   r.seed = std::stoull("0" + s.column_text(c++));
   r.spec_json = s.column_text(c++);
@@ -53,25 +53,26 @@ int64_t tune_session_begin(Store& store, const TuneSessionRow& row) {
   SqlStatement stmt(store.handle(),
                     "INSERT INTO tune_sessions (created_at, status, target, seed, spec_json, host, git_commit, kind) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?, ?)");
-  stmt.bind_all(system_time_iso8601(), std::string("running"), row.target, std::to_string(row.seed), row.spec_json,
-                sys.host, sys.git_commit, row.kind.empty() ? std::string("recommend") : row.kind);
+  stmt.bind_all(system_time_iso8601(), tune_session_status_text(TuneSessionStatus::session_running), row.target,
+                std::to_string(row.seed), row.spec_json, sys.host, sys.git_commit,
+                row.kind.empty() ? std::string("recommend") : row.kind);
   stmt.run();
   SqlStatement id(store.handle(), "SELECT last_insert_rowid()");
   id.step();
   return id.column_int64(0);
 }
 
-void tune_session_set_status(Store& store, int64_t id, const std::string& status) {
+void tune_session_set_status(Store& store, int64_t id, TuneSessionStatus status) {
   SqlStatement stmt(store.handle(), "UPDATE tune_sessions SET status = ?, finished_at = NULL WHERE id = ?");
-  stmt.bind_all(status, id);
+  stmt.bind_all(tune_session_status_text(status), id);
   stmt.run();
 }
 
-void tune_session_finish(Store& store, int64_t id, const std::string& status, const std::string& result_json,
+void tune_session_finish(Store& store, int64_t id, TuneSessionStatus status, const std::string& result_json,
                          const std::string& error) {
   SqlStatement stmt(store.handle(),
                     "UPDATE tune_sessions SET status = ?, finished_at = ?, result_json = ?, error = ? WHERE id = ?");
-  stmt.bind(1, status);
+  stmt.bind(1, tune_session_status_text(status));
   stmt.bind(2, system_time_iso8601());
   stmt.bind_text_or_null(3, result_json);
   stmt.bind_text_or_null(4, error);
@@ -123,7 +124,7 @@ void tune_trial_insert(Store& store, const TrialRow& r) {
     stmt.bind(++c, r.run_id);
   else
     stmt.bind(++c, nullptr);
-  stmt.bind(++c, r.status);
+  stmt.bind(++c, trial_status_text(r.status));
   stmt.bind(++c, r.stop_reason);
   stmt.bind(++c, r.reached);
   stmt.bind(++c, r.time_s);
@@ -157,8 +158,9 @@ std::vector<TrialRow> tune_trials_get(const Store& store, int64_t session_id) {
     r.seed = std::stoull("0" + stmt.column_text(c++));
     r.budget_s = stmt.column_real(c++);
     r.run_id = stmt.column_int64(c++);
-    r.status = stmt.column_text(c++);
+    r.status = trial_status_parse(stmt.column_text(c++));
     r.stop_reason = stmt.column_text(c++);
+    r.stop_kind = trial_stop_kind_of_reason(r.stop_reason);
     r.reached = stmt.column_int64(c++) != 0;
     r.time_s = stmt.column_real(c++);
     r.progress = stmt.column_real(c++);

@@ -14,13 +14,16 @@
 #include <vector>
 
 #include "results/store.hpp"
+#include "results/trial_status.hpp"
+#include "results/trial_stop.hpp"
+#include "results/tune_session_status.hpp"
 
 namespace dsgd {
 
 struct TuneSessionRow {
   int64_t id = 0;
   std::string created_at, finished_at;
-  std::string status;  // running | completed | failed | interrupted
+  TuneSessionStatus status = TuneSessionStatus::session_running;  // stored as its text
   std::string target;
   uint64_t seed = 0;
   std::string spec_json;    // tuner/search_space.hpp TuneSpec
@@ -38,9 +41,11 @@ struct TrialRow {
   std::string config_json;
   uint64_t seed = 0;
   double budget_s = 0;
-  int64_t run_id = 0;  // 0: none stored
-  std::string status;  // completed | failed
-  std::string stop_reason;
+  int64_t run_id = 0;                                 // 0: none stored
+  TrialStatus status = TrialStatus::trial_completed;  // stored as its text
+  std::string stop_reason;                            // the human account, stored
+  // Its kind, set with stop_reason (read back from it: trial_stop_kind_of_reason; not stored).
+  StopKind stop_kind = StopKind::stop_end_of_steps;
   bool reached = false;
   double time_s = 0, progress = 0;
   int64_t steps = 0;
@@ -53,8 +58,8 @@ struct TrialRow {
 bool tune_tables_exist(const Store& store);
 
 int64_t tune_session_begin(Store& store, const TuneSessionRow& row);
-void tune_session_set_status(Store& store, int64_t id, const std::string& status);
-void tune_session_finish(Store& store, int64_t id, const std::string& status, const std::string& result_json,
+void tune_session_set_status(Store& store, int64_t id, TuneSessionStatus status);
+void tune_session_finish(Store& store, int64_t id, TuneSessionStatus status, const std::string& result_json,
                          const std::string& error);
 // Throws InputError naming the database when the session does not exist (or the schema
 // predates the tuner).

@@ -12,6 +12,7 @@ foreach(entry
     "test_attention_layers:dsgd_workloads"
     "test_transformer:dsgd_algorithms"
     "test_store:dsgd_results"
+    "test_statuses:dsgd_results"
     "test_run_copy:dsgd_results"
     "test_change_points:dsgd_results"
     "test_history:dsgd_results"

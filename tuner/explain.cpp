@@ -160,6 +160,45 @@ std::string score_text(bool reached, double time_s) {
   return reached ? fmt::format("{:.4g} s", time_s) : fmt::format("not reached by {:.4g} s", time_s);
 }
 
+// Each configuration's base-seed trial at the largest budget it ran: what the session knows.
+std::map<std::string, const TrialRow*> evaluated_trials(const TuneSpec& spec, const std::vector<TrialRow>& trials) {
+  std::map<std::string, const TrialRow*> evaluated;
+  for (const TrialRow& t : trials) {
+    if (t.seed != spec.base.seed || t.status == TrialStatus::trial_failed) continue;
+    const TrialRow*& slot = evaluated[t.config_key];
+    if (!slot || t.budget_s > slot->budget_s) slot = &t;
+  }
+  return evaluated;
+}
+
+// The GP's predictions at the neighbours the session did not run (proposals_weighted_ei
+// scores exactly the candidates outside `tried`); none when the fit is degenerate.
+std::map<size_t, Proposal> neighbour_predictions(const TuneSpec& spec, const std::vector<Candidate>& space,
+                                                 const std::vector<Neighbour>& near,
+                                                 const std::map<std::string, const TrialRow*>& evaluated) {
+  std::map<size_t, Proposal> predicted;
+  std::vector<std::pair<size_t, TrialScore>> observed;
+  std::set<size_t> tried;
+  for (size_t i = 0; i < space.size(); ++i) {
+    auto it = evaluated.find(candidate_key(space[i]));
+    if (it == evaluated.end()) continue;
+    const TrialRow& t = *it->second;
+    observed.emplace_back(i, TrialScore{t.reached, t.time_s, t.progress});
+  }
+  for (size_t i = 0; i < space.size(); ++i) tried.insert(i);
+  size_t wanted = 0;
+  for (const Neighbour& n : near)
+    if (!evaluated.count(candidate_key(space[n.index]))) wanted += tried.erase(n.index);
+  if (wanted > 0) {
+    try {
+      for (const Proposal& p : proposals_weighted_ei(space, observed, tried, wanted, spec.base.seed))
+        predicted[p.index] = p;
+    } catch (const std::exception&) {  // no GP (a degenerate fit): the neighbour is left unpredicted
+    }
+  }
+  return predicted;
+}
+
 }  // namespace
 
 Explanation tune_explain(const TuneSpec& spec, const std::vector<Candidate>& space,
@@ -176,13 +215,7 @@ Explanation tune_explain(const TuneSpec& spec, const std::vector<Candidate>& spa
     e.why = "the only configuration evaluated";
   }
 
-  // Each configuration's base-seed trial at the largest budget it ran: what the session knows.
-  std::map<std::string, const TrialRow*> evaluated;
-  for (const TrialRow& t : trials) {
-    if (t.seed != spec.base.seed || t.status == "failed") continue;
-    const TrialRow*& slot = evaluated[t.config_key];
-    if (!slot || t.budget_s > slot->budget_s) slot = &t;
-  }
+  const std::map<std::string, const TrialRow*> evaluated = evaluated_trials(spec, trials);
   const Candidate& w = ranking.front().candidate;
   const std::vector<Neighbour> near = neighbours_of(spec, w, space);
   // The winner on each basis: its median over the race seeds, and its base-seed trial.
@@ -194,30 +227,7 @@ Explanation tune_explain(const TuneSpec& spec, const std::vector<Candidate>& spa
   const double winner_base_s =
       winner_base != evaluated.end() ? winner_base->second->time_s : ranking.front().representative.time_s;
 
-  // The GP's predictions at the neighbours the session did not run (proposals_weighted_ei
-  // scores exactly the candidates outside `tried`).
-  std::map<size_t, Proposal> predicted;
-  {
-    std::vector<std::pair<size_t, TrialScore>> observed;
-    std::set<size_t> tried;
-    for (size_t i = 0; i < space.size(); ++i) {
-      auto it = evaluated.find(candidate_key(space[i]));
-      if (it == evaluated.end()) continue;
-      const TrialRow& t = *it->second;
-      observed.emplace_back(i, TrialScore{t.reached, t.time_s, t.progress});
-    }
-    for (size_t i = 0; i < space.size(); ++i) tried.insert(i);
-    size_t wanted = 0;
-    for (const Neighbour& n : near)
-      if (!evaluated.count(candidate_key(space[n.index]))) wanted += tried.erase(n.index);
-    if (wanted > 0) {
-      try {
-        for (const Proposal& p : proposals_weighted_ei(space, observed, tried, wanted, spec.base.seed))
-          predicted[p.index] = p;
-      } catch (const std::exception&) {  // no GP (a degenerate fit): the neighbour is left unpredicted
-      }
-    }
-  }
+  const std::map<size_t, Proposal> predicted = neighbour_predictions(spec, space, near, evaluated);
   for (const Neighbour& n : near) {
     ExplainNeighbour x;
     x.knob = n.knob;

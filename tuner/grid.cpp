@@ -8,6 +8,7 @@
 #include "core/clock.hpp"
 #include "core/errors.hpp"
 #include "engine/shared_dataset.hpp"
+#include "results/trial_backend.hpp"
 #include "results/tune_store.hpp"
 #include "tuner/evaluator.hpp"
 
@@ -17,7 +18,7 @@ GridPlan grid_plan(TuneSpec spec, int64_t seeds, int64_t max_trial_steps) {
   if (!(spec.trial_time_s > 0))
     DSGD_THROW(InputError, "pass --trial-time, e.g. --trial-time 0.5s (virtual seconds)",
                "dsgd-tune grid needs --trial-time: every configuration runs at that full trial time R");
-  if (spec.base.backend != "sim")
+  if (trial_backend_find(spec.base.backend) != TrialBackend::trial_sim)
     DSGD_THROW(InputError, "drop --backend (a grid runs on the simulated cluster)",
                "dsgd-tune grid runs its trials on --backend sim only (got --backend {}): a stored grid is replayed as "
                "an exact, deterministic oracle",

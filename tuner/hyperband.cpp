@@ -40,7 +40,8 @@ HyperbandOutcome hyperband_search(const TunePlan& plan, TrialEvaluator& eval, ui
   // else run when its full budget fits.
   auto trial = [&](size_t i, double b) -> const TrialRow* {
     for (const TrialRow& t : done[i]) {
-      const bool final_stop = t.reached || t.status == "failed" || t.stop_reason.rfind("budget", 0) != 0;
+      const bool final_stop =
+          t.reached || t.status == TrialStatus::trial_failed || t.stop_kind != StopKind::stop_budget;
       if (t.budget_s >= b * (1 - 1e-9) || (final_stop && t.budget_s < b)) return &t;
     }
     if (out.cost_s + b > plan.spec.budget_s * (1 + 1e-9)) {

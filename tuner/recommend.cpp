@@ -48,10 +48,8 @@ constexpr double kMpiPromoteMargin = 0.1;
 // configuration and its names), with the note and the promotion margin of --backend mpi.
 void plan_check_spec(const TuneSpec& spec, int64_t max_trial_steps, TunePlan& plan) {
   const RunConfig& base = spec.base;
-  if (base.backend != "sim" && base.backend != "mpi")
-    DSGD_THROW(InputError, "pass --backend sim (simulated workers, the default) or --backend mpi (real ranks)",
-               "dsgd-tune runs its trials on --backend sim or mpi; got --backend {}", base.backend);
-  if (base.backend == "mpi") {
+  plan.backend = trial_backend_parse(base.backend);
+  if (plan.backend == TrialBackend::trial_mpi) {
     // Real ranks on this machine (the tuner owns --hostfile): the run path's oversubscription rule.
     const std::string warning = tune_validate_check_workers(
         base.workers, base.hostfile, "--backend mpi",

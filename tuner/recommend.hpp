@@ -29,6 +29,7 @@
 
 #include "results/store.hpp"
 #include "results/target.hpp"
+#include "results/trial_backend.hpp"
 #include "results/tune_store.hpp"
 #include "tuner/explain.hpp"
 #include "tuner/objective.hpp"
@@ -56,6 +57,7 @@ struct TunePlan {
   // When set, the initial design is prior_design's and the GP's mean is the prior.
   std::vector<double> prior_log_time;
   double promote_margin = 0;  // successive halving's margin (tuner/successive_halving.hpp): 0 on sim, 0.1 on mpi
+  TrialBackend backend = TrialBackend::trial_sim;  // spec.base.backend, parsed once (results/trial_backend.hpp)
 };
 
 // Validates and plans without a database (so bad input creates no file). Throws InputError

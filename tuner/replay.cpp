@@ -132,7 +132,7 @@ StoredGrid replay_grid_load(const Store& store, int64_t session_id) {
 TrialRow replay_trial(const GridTrial& g, const Target& target, double budget) {
   TrialRow row = g.trial;
   row.budget_s = budget;
-  if (g.trial.status == "failed") return row;
+  if (g.trial.status == TrialStatus::trial_failed) return row;
   // The live trial's callback (tuner/trial.cpp), evaluation by evaluation.
   bool any_progress = false;
   row.progress = -1e30;
@@ -146,16 +146,19 @@ TrialRow replay_trial(const GridTrial& g, const Target& target, double budget) {
     row.time_s = e.time_s;
     if (target_reached(target, e)) {
       row.reached = true;
+      row.stop_kind = StopKind::stop_target;
       row.stop_reason = fmt::format("target: replayed, reached at {:.4g} s (step {})", e.time_s, e.step);
       return row;
     }
     if (e.step > 0 && (!std::isfinite(e.train_loss) || !std::isfinite(e.test_loss))) {
       row.reached = false;
+      row.stop_kind = StopKind::stop_diverged;
       row.stop_reason = fmt::format("diverged: non-finite loss at step {}", e.step);
       return row;
     }
     if (e.time_s >= budget) {
       row.reached = false;
+      row.stop_kind = StopKind::stop_budget;
       row.stop_reason =
           fmt::format("budget: replayed, {:.4g} s reached at {:.4g} s (step {})", budget, e.time_s, e.step);
       return row;

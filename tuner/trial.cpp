@@ -25,7 +25,7 @@ constexpr int64_t kPilotSteps = 20;
 // Thrown from the rank-0 worker's evaluation callback to end the simulated run there; the
 // simulator wakes the other workers and rethrows it from sim_run.
 struct TrialStop {
-  std::string reason;
+  TrialStopReason reason;
 };
 
 }  // namespace
@@ -43,7 +43,7 @@ double trial_step_time_estimate(const RunConfig& base, Store& store) {
   return r.timed_wall_s / static_cast<double>(steps);
 }
 
-std::optional<std::string> TrialWatch::see(const EvalRow& row) {
+std::optional<TrialStopReason> TrialWatch::see(const EvalRow& row) {
   last_time = row.time_s;
   last_step = row.step;
   const double metric = target.metric == TargetMetric::target_test_acc ? row.test_acc : -row.test_loss;
@@ -54,42 +54,48 @@ std::optional<std::string> TrialWatch::see(const EvalRow& row) {
   if (target_reached(target, row)) {
     out.reached = true;
     out.time_s = row.time_s;
-    return fmt::format("target {} reached at {:.4g} s (step {})", target_format(target), row.time_s, row.step);
+    return TrialStopReason{StopKind::stop_target, fmt::format("target {} reached at {:.4g} s (step {})",
+                                                              target_format(target), row.time_s, row.step)};
   }
   if (row.step > 0 && (!std::isfinite(row.train_loss) || !std::isfinite(row.test_loss)))
-    return fmt::format("diverged: non-finite loss at step {}", row.step);
+    return TrialStopReason{StopKind::stop_diverged, fmt::format("diverged: non-finite loss at step {}", row.step)};
   if (row.time_s >= budget_s)
-    return fmt::format("budget of {:.4g} s reached at {:.4g} s (step {})", budget_s, row.time_s, row.step);
+    return TrialStopReason{StopKind::stop_budget, fmt::format("budget of {:.4g} s reached at {:.4g} s (step {})",
+                                                              budget_s, row.time_s, row.step)};
   return std::nullopt;
 }
 
-void TrialWatch::finish(const std::optional<std::string>& stopped, int64_t planned_steps, int64_t run_id,
+void TrialWatch::finish(const std::optional<TrialStopReason>& stopped, int64_t planned_steps, int64_t run_id,
                         Store& store) {
   out.run_id = run_id;
-  if (!stopped)
-    out.stop_reason =
-        fmt::format("end-of-steps: the last of {} steps, before the target and the budget", planned_steps);
-  else
-    out.stop_reason = (out.reached                          ? std::string("target: ")
-                       : stopped->rfind("diverged", 0) == 0 ? std::string()
-                                                            : std::string("budget: ")) +
-                      *stopped;
-  out.status = "completed";
+  out.stop_kind = stopped ? stopped->kind : StopKind::stop_end_of_steps;
+  switch (out.stop_kind) {
+    case StopKind::stop_target: out.stop_reason = "target: " + stopped->text; break;
+    case StopKind::stop_budget: out.stop_reason = "budget: " + stopped->text; break;
+    case StopKind::stop_diverged: out.stop_reason = stopped->text; break;  // starts with "diverged: "
+    default:
+      out.stop_reason =
+          fmt::format("end-of-steps: the last of {} steps, before the target and the budget", planned_steps);
+  }
+  out.status = TrialStatus::trial_completed;
   // A diverged run is stored as the trainer stores one ('diverged'); a run the tuner stopped
   // at its target or budget as 'stopped', with why (nobody interrupted it).
-  const bool diverged = out.stop_reason.rfind("diverged", 0) == 0;
+  const bool diverged = out.stop_kind == StopKind::stop_diverged;
   if (stopped && run_id > 0)
-    store.run_finish(run_id, diverged ? "diverged" : "stopped",
-                     diverged ? *stopped : "stopped by dsgd-tune: " + *stopped);
+    store.run_finish(run_id, diverged ? RunStatus::run_diverged : RunStatus::run_stopped,
+                     diverged ? stopped->text : "stopped by dsgd-tune: " + stopped->text);
   if (!out.reached) out.time_s = last_time;
   out.steps = last_step;
   if (run_id > 0) {
     const RunWithSummary run = store.run_get(run_id);
     // A run the trainer itself ended as diverged (or anything but completed/stopped) is not a
     // success, whatever its last evaluation says.
-    if (run.run.status != "completed" && run.run.status != "stopped" && !(diverged && run.run.status == "diverged")) {
+    const RunStatus ended = run.run.status;
+    if (ended != RunStatus::run_completed && ended != RunStatus::run_stopped &&
+        !(diverged && ended == RunStatus::run_diverged)) {
       out.reached = false;
-      out.stop_reason = fmt::format("{}: the run ended as '{}'", run.run.status, run.run.status);
+      out.stop_kind = ended == RunStatus::run_diverged ? StopKind::stop_diverged : StopKind::stop_run_ended;
+      out.stop_reason = fmt::format("{}: the run ended as '{}'", run_status_text(ended), run_status_text(ended));
       out.time_s = last_time;
     }
     if (run.summary) {
@@ -112,19 +118,20 @@ TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& targ
   TrainerCallbacks callbacks;
   callbacks.on_start = [&](const RunRecord& record) { run_id = record.id; };
   callbacks.on_eval = [&](const EvalRow& row) {
-    if (std::optional<std::string> stop = watch.see(row)) throw TrialStop{*stop};
+    if (std::optional<TrialStopReason> stop = watch.see(row)) throw TrialStop{*stop};
   };
-  std::optional<std::string> stopped;
+  std::optional<TrialStopReason> stopped;
   try {
     sim_run(cfg, &store, callbacks);
   } catch (const TrialStop& stop) {
     stopped = stop.reason;
   } catch (const std::exception& e) {
-    out.status = "failed";
+    out.status = TrialStatus::trial_failed;
+    out.stop_kind = StopKind::stop_error;
     out.stop_reason = fmt::format("error: {}", e.what());
     if (run_id > 0) {
       try {
-        store.run_finish(run_id, "failed", e.what());
+        store.run_finish(run_id, RunStatus::run_failed, e.what());
       } catch (...) {
       }
     }

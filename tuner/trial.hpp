@@ -16,19 +16,29 @@
 #include "core/run_config.hpp"
 #include "results/store.hpp"
 #include "results/target.hpp"
+#include "results/trial_status.hpp"
+#include "results/trial_stop.hpp"
 
 namespace dsgd {
 
 struct TrialOutcome {
-  int64_t run_id = 0;       // 0 when the run failed before it was stored
-  std::string status;       // completed | failed
-  std::string stop_reason;  // target | budget | diverged | end-of-steps | error: ...
+  int64_t run_id = 0;  // 0 when the run failed before it was stored
+  TrialStatus status = TrialStatus::trial_completed;
+  std::string stop_reason;                           // target | budget | diverged | end-of-steps | error: ...
+  StopKind stop_kind = StopKind::stop_end_of_steps;  // the kind stop_reason starts with
   bool reached = false;
   double time_s = 0;    // time-to-target when reached; else elapsed virtual time (a lower bound)
   double progress = 0;  // best target metric seen, oriented so larger is closer (acc, or -loss)
   int64_t steps = 0;    // steps done at the stop
   double step_s = 0, compute_s = 0, comm_s = 0, wait_s = 0, bytes_per_step = 0;  // run summary (0: none)
   double wall_s = 0;                                                             // real seconds the trial took
+};
+
+// Why an evaluation ends a trial: its kind (stop_target, stop_diverged or stop_budget) and the
+// account ("target acc=0.8 reached at ...", "diverged: ...", "budget of ...").
+struct TrialStopReason {
+  StopKind kind = StopKind::stop_budget;
+  std::string text;
 };
 
 // A trial's view of its evaluations, one at a time (the sim trial's evaluation callback; the MPI
@@ -41,13 +51,12 @@ struct TrialWatch {
   double last_time = 0;
   int64_t last_step = 0;
   bool any_progress = false;
-  // The stop reason when this evaluation ends the trial ("target acc=0.8 reached at ...",
-  // "diverged: ...", "budget of ..."), else nullopt.
-  std::optional<std::string> see(const EvalRow& row);
+  // Why this evaluation ends the trial, else nullopt.
+  std::optional<TrialStopReason> see(const EvalRow& row);
   // The outcome after the last evaluation seen: `stopped` the reason see() gave (nullopt: the run
   // did all `planned_steps`). Finishes a stopped run `run_id` of `store` as 'stopped'
   // ("stopped by dsgd-tune: ...") or 'diverged', and reads its summary (step breakdown).
-  void finish(const std::optional<std::string>& stopped, int64_t planned_steps, int64_t run_id, Store& store);
+  void finish(const std::optional<TrialStopReason>& stopped, int64_t planned_steps, int64_t run_id, Store& store);
 };
 
 // Trains cfg (backend sim; cfg.steps and cfg.eval_every set by the caller) until the target,

@@ -22,7 +22,8 @@ TrialOutcome trial_run_mpi(const RunConfig& base, double budget_s, const Target&
   int64_t run_id = 0, seen_id = 0;
   std::string error_line;  // the child's own message, for a failure
   auto fail = [&](const std::string& why) {
-    out.status = "failed";
+    out.status = TrialStatus::trial_failed;
+    out.stop_kind = StopKind::stop_error;
     out.stop_reason = fmt::format("error: {}", why);
     out.run_id = run_id;
     out.wall_s = clock_now_s() - started;
@@ -39,11 +40,11 @@ TrialOutcome trial_run_mpi(const RunConfig& base, double budget_s, const Target&
     run_id = seen_id;  // stored, then a non-zero exit (a diverged run exits 3): its status says what happened
   }
   const RunWithSummary run = store.run_get(run_id);
-  if (run.run.status != "completed" && run.run.status != "diverged")
-    return fail(
-        fmt::format("the MPI run ended as '{}'{}", run.run.status, run.run.error.empty() ? "" : ": " + run.run.error));
+  if (run.run.status != RunStatus::run_completed && run.run.status != RunStatus::run_diverged)
+    return fail(fmt::format("the MPI run ended as '{}'{}", run_status_text(run.run.status),
+                            run.run.error.empty() ? "" : ": " + run.run.error));
   TrialWatch watch{target, budget_s, out};
-  std::optional<std::string> stopped;
+  std::optional<TrialStopReason> stopped;
   for (const EvalRow& row : store.evals_get(run_id))
     if ((stopped = watch.see(row))) break;
   watch.finish(stopped, cfg.steps, run_id, store);

@@ -117,7 +117,7 @@ struct Runner {
     int64_t steps = plan.max_trial_steps;
     int64_t every = 1;
     if (step_s > 0) {
-      const double margin = plan.spec.base.backend == "mpi" ? kMpiStepMargin : kStepMargin;
+      const double margin = plan.backend == TrialBackend::trial_mpi ? kMpiStepMargin : kStepMargin;
       steps = static_cast<int64_t>(std::ceil(R * margin / step_s)) + cfg.warmup + 1;
       every = std::max<int64_t>(1, static_cast<int64_t>(std::floor(plan.rungs.front() / kEvalsPerRung0 / step_s)));
     }
@@ -141,8 +141,8 @@ struct Runner {
         cfg.tag = fmt::format("tune-session={}", session_id);
         cfg.backend = plan.spec.base.backend;  // the schedule's probe is a sim estimate either way
         job.config_json = run_config_to_json(cfg).dump();
-        job.outcome = cfg.backend == "mpi" ? trial_run_mpi(cfg, q.budget, plan.target, slot)
-                                           : trial_run(cfg, q.budget, plan.target, slot);
+        job.outcome = plan.backend == TrialBackend::trial_mpi ? trial_run_mpi(cfg, q.budget, plan.target, slot)
+                                                              : trial_run(cfg, q.budget, plan.target, slot);
       } catch (const std::exception& e) {  // the step-time estimate failed: the configuration cannot run
         job.config_json = run_config_to_json(cfg).dump();
         job.error = e.what();
@@ -169,7 +169,8 @@ struct Runner {
     }
     for (const TrialRow& t : by_config[ck + "|" + std::to_string(q.seed)]) {
       // Stopped for a reason a longer budget would not change (not "budget: ...").
-      const bool final_stop = t.reached || t.status == "failed" || t.stop_reason.rfind("budget", 0) != 0;
+      const bool final_stop =
+          t.reached || t.status == TrialStatus::trial_failed || t.stop_kind != StopKind::stop_budget;
       if (t.budget_s < q.budget && final_stop) {
         if (count) ++result.trials_reused;
         return t;
@@ -191,7 +192,8 @@ struct Runner {
     row.config_json = job.config_json;
     if (job.schedule) steps_cache[ck] = *job.schedule;
     if (!job.error.empty()) {
-      row.status = "failed";
+      row.status = TrialStatus::trial_failed;
+      row.stop_kind = StopKind::stop_error;
       row.stop_reason = fmt::format("error: {}", job.error);
       row.progress = -1e30;
     } else {
@@ -199,6 +201,7 @@ struct Runner {
       row.run_id = o.run_id > 0 ? pool->copy_run(job.ticket, o.run_id) : 0;
       row.status = o.status;
       row.stop_reason = o.stop_reason;
+      row.stop_kind = o.stop_kind;
       row.reached = o.reached;
       row.time_s = o.time_s;
       row.progress = o.progress;

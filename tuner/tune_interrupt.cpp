@@ -46,7 +46,7 @@ void tune_interrupt_start(const std::string& db_path, int64_t session_id, const 
     remove_registered();
     try {
       Store store = Store::open(db_path, StoreOpenOptions{false, false});  // quick: no checks
-      tune_session_finish(store, session_id, "interrupted", "", "stopped by " + name);
+      tune_session_finish(store, session_id, TuneSessionStatus::session_interrupted, "", "stopped by " + name);
       std::fprintf(stderr,
                    "\ndsgd-tune: interrupted by %s; session %lld kept as 'interrupted' in %s (finished trials are "
                    "kept: dsgd-tune %s --resume %lld)\n",

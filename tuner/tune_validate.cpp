@@ -43,9 +43,9 @@ RunConfig mpi_config(const TrialRow& trial, const TuneSessionRow& session, const
 
 TopValidationPlan tune_validate_plan(const Store& store, int64_t session_id, int64_t top_k, const char* flag) {
   const TuneSessionRow session = tune_session_get(store, session_id);
-  if (session.status != "completed" || session.result_json.empty())
+  if (session.status != TuneSessionStatus::session_completed || session.result_json.empty())
     DSGD_THROW(InputError, fmt::format("finish it first: dsgd-tune recommend --resume {}", session_id),
-               "session {} is {}: it has no ranking to validate", session_id, session.status);
+               "session {} is {}: it has no ranking to validate", session_id, tune_session_status_text(session.status));
   const nlohmann::json ranking = nlohmann::json::parse(session.result_json).value("ranking", nlohmann::json::array());
   if (top_k < 1 || top_k > static_cast<int64_t>(ranking.size()))
     DSGD_THROW(
@@ -61,7 +61,7 @@ TopValidationPlan tune_validate_plan(const Store& store, int64_t session_id, int
     const int64_t run_id = entry.value("run_id", int64_t(0));
     const auto trial =
         std::find_if(trials.begin(), trials.end(), [&](const TrialRow& t) { return t.run_id == run_id; });
-    if (run_id == 0 || trial == trials.end() || trial->status != "completed")
+    if (run_id == 0 || trial == trials.end() || trial->status != TrialStatus::trial_completed)
       DSGD_THROW(InputError, fmt::format("pass a smaller {}", flag),
                  "session {}: configuration {} ({}) has no completed sim trial to compare with", session_id, k + 1,
                  entry.value("config", std::string("?")));

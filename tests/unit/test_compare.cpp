@@ -76,7 +76,7 @@ RunWithSummary make_run(int64_t id, double step_time, double acc, const std::str
                         const std::string& algorithm = "ssgd") {
   RunWithSummary rs;
   rs.run.id = id;
-  rs.run.status = "completed";
+  rs.run.status = RunStatus::run_completed;
   rs.run.workload = "svm";
   rs.run.dataset = "fashion-mnist";
   rs.run.algorithm = algorithm;
@@ -257,7 +257,7 @@ TEST(Compare, MatchingAndNothingMatched) {
   EXPECT_NE(compare_group_key(slow_net.run, false), compare_group_key(base[0].run, false));
   // Failed runs take no part; a side with none left is an error.
   RunWithSummary failed = make_run(6, 0.01, 0.8);
-  failed.run.status = "failed";
+  failed.run.status = RunStatus::run_failed;
   EXPECT_THROW(compare_runs(base, {failed}, CompareOptions{}), InputError);
 }
 
@@ -275,7 +275,7 @@ TEST(Compare, LostTargetIsARegression) {
 TEST(Compare, DivergedCandidateRegressesAndGivesNoSample) {
   auto base = reps(1, 3, 0.010, 0.0, 0.8);
   auto cand = reps(10, 3, 0.010, 0.0, 0.8);
-  cand[1].run.status = "diverged";
+  cand[1].run.status = RunStatus::run_diverged;
   cand[1].summary->step_time_s = 0.001;  // would look 10x faster
   const CompareResult result = compare_runs(base, cand, CompareOptions{});
   ASSERT_EQ(result.groups.size(), 1u);
@@ -287,7 +287,7 @@ TEST(Compare, DivergedCandidateRegressesAndGivesNoSample) {
   EXPECT_TRUE(result.groups[0].regressed);
   EXPECT_EQ(result.regressions, 1u);
   // The same share of diverged runs on both sides: no regression from it.
-  base[0].run.status = "diverged";
+  base[0].run.status = RunStatus::run_diverged;
   const CompareResult same = compare_runs(base, cand, CompareOptions{});
   EXPECT_EQ(find_metric(same.groups[0], "diverged_runs").verdict, CompareVerdict::compare_ok);
 }

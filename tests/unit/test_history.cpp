@@ -14,7 +14,7 @@ namespace {
 RunWithSummary run_of(int64_t id, const std::string& commit, double step_time, const std::string& host = "node1") {
   RunWithSummary r;
   r.run.id = id;
-  r.run.status = "completed";
+  r.run.status = RunStatus::run_completed;
   r.run.workload = "svm";
   r.run.dataset = "fashion-mnist";
   r.run.algorithm = "ssgd";
@@ -44,7 +44,7 @@ TEST(History, SeriesPerCaseAndMachineWithTheChangeAtItsCommit) {
       runs.push_back(run_of(id++, "c" + std::to_string(c), 0.010 * noise, "node2"));
     }
   RunWithSummary failed = run_of(id++, "c3", 1.0);
-  failed.run.status = "failed";
+  failed.run.status = RunStatus::run_failed;
   runs.push_back(failed);
   HistoryOptions o;
   const std::vector<HistorySeries> series = history_build(runs, o);

@@ -63,7 +63,7 @@ HtmlRunData make_run(int64_t id, int workers, double throughput, size_t steps) {
   HtmlRunData d;
   RunRecord& r = d.run.run;
   r.id = id;
-  r.status = "completed";
+  r.status = RunStatus::run_completed;
   r.workload = "svm";
   r.dataset = "fashion-mnist";
   r.algorithm = "ssgd";
@@ -173,7 +173,7 @@ TEST(HtmlReport, LoadsValidationsOnlyWhenTheTableHasRows) {
     a.train_loss = 1.0;
     b.train_loss = 3.0;
     store.steps_append(id, {a, b});
-    store.run_finish(id, "completed", "");
+    store.run_finish(id, RunStatus::run_completed, "");
   }
   {
     Store store = Store::open_readonly(db);

@@ -26,7 +26,7 @@ RunWithSummary sample_run() {
   r.id = 7;
   r.created_at = "2026-11-30T01:02:03Z";
   r.finished_at = "2026-11-30T01:02:09Z";
-  r.status = "completed";
+  r.status = RunStatus::run_completed;
   r.workload = "svm";
   r.dataset = "synthetic:n=100,d=5";
   r.algorithm = "localsgd";
@@ -150,7 +150,7 @@ TEST(ReportRows, UnitsOfSummaryColumns) {
 TEST(ReportRows, RunWithoutSummaryIsNullNotZero) {
   RunWithSummary rs = sample_run();
   rs.summary.reset();
-  rs.run.status = "running";
+  rs.run.status = RunStatus::run_running;
   const ReportTable table = report_runs_table({rs});
   const auto& row = table.rows.at(0);
   EXPECT_TRUE(std::holds_alternative<std::monostate>(row[table.column_index("throughput_samples_per_s")]));
@@ -253,7 +253,7 @@ TEST(ReportSelect, FromStore) {
       r.created_at = "2026-11-2" + std::to_string(7 + i) + "T00:00:00Z";
       r.config_json = "{}";
       const int64_t id = store.run_begin(r);
-      store.run_finish(id, "completed", "");
+      store.run_finish(id, RunStatus::run_completed, "");
     }
   }
   Store store = Store::open_readonly(db);

@@ -158,7 +158,7 @@ TEST(RowFields, SummaryFieldsRoundTripThroughTheStore) {
     run.workload = "svm";
     run.steps = 1;
     const int64_t id = store.run_begin(run);
-    store.run_finish(id, "completed", "");
+    store.run_finish(id, RunStatus::run_completed, "");
     std::string sql;
     std::vector<double> expected;
     for (const RowField<Summary>& f : summary_fields()) {

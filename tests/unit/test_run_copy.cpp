@@ -78,7 +78,7 @@ TEST_F(RunCopyTest, CopiesEveryRowOfOneRunUnderANewId) {
   Store from = Store::open(path("from.db"));
   const int64_t other = from.run_begin(run_make("ssgd"));
   from.steps_append(other, steps_make(3, 0.5));
-  from.run_finish(other, "completed", "");
+  from.run_finish(other, RunStatus::run_completed, "");
   const int64_t id = from.run_begin(run_make("localsgd"));
   from.steps_append(id, steps_make(4, 0.25));
   EvalRow e0, e1;
@@ -92,7 +92,7 @@ TEST_F(RunCopyTest, CopiesEveryRowOfOneRunUnderANewId) {
   e1.test_loss = 0.5;
   e1.consensus_distance = 0.125;
   from.evals_append(id, {e0, e1});
-  from.run_finish(id, "interrupted", "stopped by dsgd-tune: target reached");
+  from.run_finish(id, RunStatus::run_interrupted, "stopped by dsgd-tune: target reached");
 
   Store to = Store::open(path("to.db"));
   for (int k = 0; k < 3; ++k) to.run_begin(run_make("dpsgd"));  // ids 1..3 taken

@@ -39,7 +39,7 @@ TEST(ValidationStore, RoundTripNewestFirst) {
   ASSERT_GE(store.user_version(), 5);
   EXPECT_TRUE(validations_list(store).empty());
   RunRecord run;
-  run.status = "completed";
+  run.status = RunStatus::run_completed;
   const int64_t a = store.run_begin(run);
   const int64_t b = store.run_begin(run);
   ValidationRecord v;

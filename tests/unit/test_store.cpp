@@ -224,18 +224,18 @@ TEST_F(StoreTest, RoundTripKeepsEveryValue) {
   store.evals_append(id, evals);
 
   RunWithSummary running = store.run_get(id);
-  EXPECT_EQ(running.run.status, "running");
+  EXPECT_EQ(running.run.status, RunStatus::run_running);
   EXPECT_FALSE(running.summary.has_value());
   EXPECT_TRUE(running.run.finished_at.empty());
 
-  store.run_finish(id, "completed", "");
+  store.run_finish(id, RunStatus::run_completed, "");
 
   RunWithSummary got = store.run_get(id);
   const RunRecord& r = got.run;
   EXPECT_EQ(r.id, id);
   EXPECT_FALSE(r.created_at.empty());
   EXPECT_FALSE(r.finished_at.empty());
-  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.status, RunStatus::run_completed);
   EXPECT_EQ(r.workload, run.workload);
   EXPECT_EQ(r.dataset, run.dataset);
   EXPECT_EQ(r.algorithm, run.algorithm);
@@ -285,14 +285,14 @@ TEST_F(StoreTest, FailedRunKeepsItsErrorAndRowsSurviveReopen) {
     Store store = Store::open(db_path());
     id = store.run_begin(run_make());
     store.steps_append(id, {step_make(0, 0, true, 1.0)});
-    store.run_finish(id, "failed", "rank 1: out of memory");
+    store.run_finish(id, RunStatus::run_failed, "rank 1: out of memory");
   }
   Store store = Store::open(db_path());  // reopening an up-to-date database changes nothing
   RunWithSummary got = store.run_get(id);
-  EXPECT_EQ(got.run.status, "failed");
+  EXPECT_EQ(got.run.status, RunStatus::run_failed);
   EXPECT_EQ(got.run.error, "rank 1: out of memory");
   EXPECT_EQ(store.steps_get(id).size(), 1u);
-  EXPECT_THROW(store.run_finish(id, "finished", ""), Error);  // not a known status
+  EXPECT_THROW(store.run_finish(id, RunStatus::run_stale, ""), Error);  // not a finished status
 }
 
 TEST_F(StoreTest, RunsListIsNewestFirstWithLimit) {
@@ -482,7 +482,7 @@ TEST_F(StoreTest, RunFinishStoresTheTwoRankSummary) {
   const int64_t id = store.run_begin(ex.run);
   store.steps_append(id, ex.steps);
   store.evals_append(id, ex.evals);
-  store.run_finish(id, "completed", "");
+  store.run_finish(id, RunStatus::run_completed, "");
   RunWithSummary got = store.run_get(id);
   ASSERT_TRUE(got.summary.has_value());
   expect_same_summary(*got.summary, summary_compute(ex.run, ex.steps, ex.evals));
@@ -602,7 +602,7 @@ TEST_F(StoreTest, MigratesAVersion1DatabaseKeepingItsRuns) {
   Store store = Store::open(db_path());
   EXPECT_EQ(store.user_version(), Store::schema_version());
   RunWithSummary got = store.run_get(7);
-  EXPECT_EQ(got.run.status, "completed");
+  EXPECT_EQ(got.run.status, RunStatus::run_completed);
   EXPECT_EQ(got.run.seed, 18446744073709551615ULL);
   EXPECT_EQ(got.run.tag, "old run");
   EXPECT_EQ(got.run.host, "node01");
@@ -686,7 +686,7 @@ TEST_F(StoreTest, MigratesAVersion2DatabaseKeepingItsDataAndReadingInjectedAsZer
   EXPECT_EQ(rows[0].injected_s, 0.0);
   EXPECT_DOUBLE_EQ(rows[0].train_loss, 0.5);
   RunWithSummary got = store.run_get(id);
-  EXPECT_EQ(got.run.status, "completed");
+  EXPECT_EQ(got.run.status, RunStatus::run_completed);
   ASSERT_TRUE(got.summary.has_value());
   EXPECT_DOUBLE_EQ(got.summary->throughput_samples_per_s, 8.0);
   EXPECT_EQ(got.summary->injected_s, 0.0);
@@ -695,7 +695,7 @@ TEST_F(StoreTest, MigratesAVersion2DatabaseKeepingItsDataAndReadingInjectedAsZer
   StepRow row = step_make(1, 0, true, 1.0);
   row.injected_s = 0.03125;
   store.steps_append(next, {row});
-  store.run_finish(next, "completed", "");
+  store.run_finish(next, RunStatus::run_completed, "");
   EXPECT_EQ(store.steps_get(next)[0].injected_s, 0.03125);
   EXPECT_DOUBLE_EQ(store.run_get(next).summary->injected_s, 0.03125);
   // The calibration tables exist and are empty.
@@ -713,7 +713,7 @@ TEST_F(StoreTest, InjectedDelayRoundTripsAndIsAveragedInTheSummary) {
   rows[4].injected_s = 0.0;
   rows[2].injected_s = 0.0;
   store.steps_append(id, rows);
-  store.run_finish(id, "completed", "");
+  store.run_finish(id, RunStatus::run_completed, "");
   std::vector<StepRow> back = store.steps_get(id);
   ASSERT_EQ(back.size(), rows.size());
   for (size_t i = 0; i < rows.size(); ++i) expect_same_step(back[i], rows[i]);
@@ -960,7 +960,7 @@ TEST_F(StoreTest, MissingRunIsAnInputError) {
   CaughtInputError caught = catch_input_error([&] { store.run_get(42); });
   ASSERT_TRUE(caught.thrown);
   EXPECT_NE(caught.what.find("run 42 not found in DB"), std::string::npos) << caught.what;
-  EXPECT_THROW(store.run_finish(42, "completed", ""), InputError);
+  EXPECT_THROW(store.run_finish(42, RunStatus::run_completed, ""), InputError);
   EXPECT_TRUE(store.steps_get(42).empty());
   EXPECT_TRUE(store.evals_get(42).empty());
 }
@@ -976,12 +976,12 @@ TEST_F(StoreTest, ReadOnlyOpenReadsAndNeverWrites) {
   {
     Store store = Store::open(db_path());
     id = store.run_begin(run_make());
-    store.run_finish(id, "interrupted", "");
+    store.run_finish(id, RunStatus::run_interrupted, "");
   }
   const std::string before = file_bytes(db_path());
   {
     Store store = Store::open_readonly(db_path());
-    EXPECT_EQ(store.run_get(id).run.status, "interrupted");
+    EXPECT_EQ(store.run_get(id).run.status, RunStatus::run_interrupted);
     EXPECT_EQ(store.runs_list().size(), 1u);
     EXPECT_THROW(store.run_begin(run_make()), Error);
   }
@@ -1144,7 +1144,7 @@ TEST_F(StoreTest, MigratesAVersion13DatabaseAddingEvalTotalFromTheFieldTable) {
   EvalRow eval = eval_make(2, 1.0, 0.5, 0.7);
   eval.eval_s = 0.125;
   store.evals_append(next, {eval});
-  store.run_finish(next, "completed", "");
+  store.run_finish(next, RunStatus::run_completed, "");
   ASSERT_TRUE(store.run_get(next).summary->eval_total_s.has_value());
   EXPECT_DOUBLE_EQ(*store.run_get(next).summary->eval_total_s, 0.125);
 }
@@ -1181,7 +1181,7 @@ TEST_F(StoreTest, RunOfThisHostWhosePidIsGoneIsMarkedKilledOnOpen) {
   {
     const Store reader = Store::open_readonly(db_path());  // the database is writable: stored
     const RunWithSummary got = reader.run_get(id);
-    EXPECT_EQ(got.run.status, "killed");
+    EXPECT_EQ(got.run.status, RunStatus::run_killed);
     EXPECT_NE(got.run.error.find("process gone"), std::string::npos) << got.run.error;
     ASSERT_TRUE(got.summary.has_value());  // what was measured is kept and summarised
     EXPECT_EQ(got.summary->timed_steps, 1);
@@ -1199,8 +1199,8 @@ TEST_F(StoreTest, RunWhosePidWasReusedIsKilledAndALiveOneStaysRunning) {
   const int64_t reused = store.run_begin(run);
   raw_exec(store.handle(), fmt::format("UPDATE runs SET pid_start = pid_start + 1 WHERE id = {}", reused));
   Store again = Store::open(db_path());
-  EXPECT_EQ(again.run_get(live).run.status, "running");  // this very process: alive
-  EXPECT_EQ(again.run_get(reused).run.status, "killed");
+  EXPECT_EQ(again.run_get(live).run.status, RunStatus::run_running);  // this very process: alive
+  EXPECT_EQ(again.run_get(reused).run.status, RunStatus::run_killed);
   EXPECT_NE(again.run_get(reused).run.error.find("another process"), std::string::npos);
 }
 
@@ -1210,21 +1210,20 @@ TEST_F(StoreTest, UncheckableRunIsStaleAfterAnHourWithoutHeartbeatButStaysStored
   const int64_t recent = store.run_begin(run_make());
   raw_exec(store.handle(), fmt::format("UPDATE runs SET heartbeat_at = '2020-01-01T00:00:00Z' WHERE id = {}", quiet));
   Store again = Store::open(db_path());
-  EXPECT_EQ(again.run_get(quiet).run.status, "stale?");
-  EXPECT_EQ(again.run_get(recent).run.status, "running");
+  EXPECT_EQ(again.run_get(quiet).run.status, RunStatus::run_stale);
+  EXPECT_EQ(again.run_get(recent).run.status, RunStatus::run_running);
   EXPECT_EQ(raw_query_text(again.handle(), fmt::format("SELECT status FROM runs WHERE id = {}", quiet)), "running");
 }
 
 TEST_F(StoreTest, FinishAcceptsKilledAndDivergedButNotRunning) {
   Store store = Store::open(db_path());
   const int64_t a = store.run_begin(run_make());
-  store.run_finish(a, "diverged", "loss is NaN");  // the status another part adds
-  EXPECT_EQ(store.run_get(a).run.status, "diverged");
+  store.run_finish(a, RunStatus::run_diverged, "loss is NaN");  // the status another part adds
+  EXPECT_EQ(store.run_get(a).run.status, RunStatus::run_diverged);
   const int64_t b = store.run_begin(run_make());
-  store.run_finish(b, "killed", "by a test");
-  EXPECT_EQ(store.run_get(b).run.status, "killed");
-  EXPECT_THROW(store.run_finish(b, "running", ""), Error);
-  EXPECT_THROW(store.run_finish(b, "", ""), Error);
+  store.run_finish(b, RunStatus::run_killed, "by a test");
+  EXPECT_EQ(store.run_get(b).run.status, RunStatus::run_killed);
+  EXPECT_THROW(store.run_finish(b, RunStatus::run_running, ""), Error);
 }
 
 TEST_F(StoreTest, LaunchIdIsRecordedAndFindsTheLaunchsRuns) {
@@ -1234,7 +1233,7 @@ TEST_F(StoreTest, LaunchIdIsRecordedAndFindsTheLaunchsRuns) {
   ::unsetenv("DSGD_LAUNCH_ID");
   const int64_t other = store.run_begin(run_make());
   EXPECT_EQ(store.run_get(id).run.launch_id, "123-456");
-  EXPECT_EQ(store.runs_of_launch("123-456", "running"), std::vector<int64_t>{id});
+  EXPECT_EQ(store.runs_of_launch("123-456", RunStatus::run_running), std::vector<int64_t>{id});
   EXPECT_TRUE(store.run_get(other).run.launch_id.empty());
 }
 
@@ -1312,7 +1311,7 @@ TEST_F(StoreTest, StepsAppendBeatsTheHeartbeat) {
   raw_exec(store.handle(), fmt::format("UPDATE runs SET heartbeat_at = '2020-01-01T00:00:00Z' WHERE id = {}", id));
   store.steps_append(id, {step_make(0, 0, true, 0.5)});
   EXPECT_NE(store.run_get(id).run.heartbeat_at, "2020-01-01T00:00:00Z");
-  EXPECT_EQ(store.run_get(id).run.status, "running");
+  EXPECT_EQ(store.run_get(id).run.status, RunStatus::run_running);
 }
 
 }  // namespace

@@ -107,7 +107,7 @@ class TraceTest : public ::testing::Test {
       evals.push_back(e);
     }
     store.evals_append(id, evals);
-    store.run_finish(id, "completed", "");
+    store.run_finish(id, RunStatus::run_completed, "");
     return id;
   }
 

@@ -187,7 +187,7 @@ TEST(Trainer, NonFiniteLossStopsTheRunAsDiverged) {
     cb.on_eval = [&](const EvalRow& e) { evals.push_back(e); };
     auto comm = communicator_create_self();
     const TrainResult r = trainer_run(cfg, *comm, nullptr, cb);
-    EXPECT_EQ(r.status, "diverged");
+    EXPECT_EQ(r.status, RunStatus::run_diverged);
     ASSERT_GE(r.diverged_step, 0);
     ASSERT_FALSE(evals.empty());
     EXPECT_LT(evals.back().step, cfg.steps);        // stopped early
@@ -202,7 +202,7 @@ TEST(Trainer, NonFiniteLossStopsTheRunAsDiverged) {
 TEST(Trainer, SaneRunIsCompleted) {
   auto comm = communicator_create_self();
   const TrainResult r = trainer_run(small_config(), *comm, nullptr, {});
-  EXPECT_EQ(r.status, "completed");
+  EXPECT_EQ(r.status, RunStatus::run_completed);
   EXPECT_EQ(r.diverged_step, -1);
   EXPECT_TRUE(r.error.empty());
 }

@@ -50,7 +50,7 @@ TEST(TuneValidate, PlanRefusesBadKAndUnfinishedSessions) {
     EXPECT_THROW(tune_validate_plan(store, running, 1, "--top"), InputError);
     const int64_t done = tune_session_begin(store, row);
     const nlohmann::json result = {{"ranking", {{{"rank", 1}, {"config", "ssgd b=16"}, {"run_id", 0}}}}};
-    tune_session_finish(store, done, "completed", result.dump(), "");
+    tune_session_finish(store, done, TuneSessionStatus::session_completed, result.dump(), "");
     try {
       tune_validate_plan(store, done, 2, "--top");
       ADD_FAILURE() << "--top 2 of 1 ranked was accepted";

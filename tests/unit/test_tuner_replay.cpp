@@ -45,7 +45,7 @@ GridTrial synthetic_trial(const std::string& key, uint64_t seed, double reach_s)
   t.config_key = key;
   t.seed = seed;
   t.budget_s = kR;
-  t.status = "completed";
+  t.status = TrialStatus::trial_completed;
   t.run_id = 1;
   for (int k = 0;; ++k) {
     EvalRow e;
@@ -57,11 +57,13 @@ GridTrial synthetic_trial(const std::string& key, uint64_t seed, double reach_s)
     if (e.test_acc >= 0.8) {
       t.reached = true;
       t.time_s = e.time_s;
+      t.stop_kind = StopKind::stop_target;
       t.stop_reason = "target: reached";
       break;
     }
     if (e.time_s >= kR - 1e-12) {
       t.time_s = e.time_s;
+      t.stop_kind = StopKind::stop_budget;
       t.stop_reason = "budget: reached";
       break;
     }

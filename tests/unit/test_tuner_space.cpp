@@ -199,7 +199,7 @@ TEST(TunerExplain, BreakdownAndNeighbours) {
     t.config_key = candidate_key(c);
     t.seed = 1;
     t.budget_s = 1;
-    t.status = "completed";
+    t.status = TrialStatus::trial_completed;
     t.reached = reached;
     t.time_s = time;
     t.steps = steps;
@@ -252,7 +252,7 @@ TEST(TunerExplain, NeighboursComparedLikeWithLike) {
     t.config_key = candidate_key(c);
     t.seed = seed;
     t.budget_s = 1;
-    t.status = "completed";
+    t.status = TrialStatus::trial_completed;
     t.reached = true;
     t.time_s = time;
     t.steps = 100;
@@ -295,7 +295,7 @@ TEST(TunerExplain, CompressorIsAKnobOfTheWinner) {
   w.config_key = candidate_key(topk);
   r.config_key = candidate_key(plain);
   w.seed = r.seed = 1;
-  w.status = r.status = "completed";
+  w.status = r.status = TrialStatus::trial_completed;
   w.reached = true;
   w.time_s = 0.1;
   r.time_s = 0.3;  // censored
@@ -418,15 +418,15 @@ TEST(TunerStore, SessionsAndTrialsRoundTripAndATrialIsStoredOnce) {
     t.config_key = "ssgd b=16 lr=linear";
     t.seed = 7;
     t.budget_s = 1;
-    t.status = "completed";
+    t.status = TrialStatus::trial_completed;
     t.stop_reason = "budget: budget of 1 s reached at 1.2 s (step 9)";
     t.time_s = 1.2;
     t.progress = 0.7;
     tune_trial_insert(store, t);
     EXPECT_THROW(tune_trial_insert(store, t), Error) << "the same trial twice in a session";
-    tune_session_finish(store, id, "completed", R"({"verdict":"v"})", "");
+    tune_session_finish(store, id, TuneSessionStatus::session_completed, R"({"verdict":"v"})", "");
     const TuneSessionRow back = tune_session_get(store, id);
-    EXPECT_EQ(back.status, "completed");
+    EXPECT_EQ(back.status, TuneSessionStatus::session_completed);
     EXPECT_EQ(back.seed, 7u);
     EXPECT_EQ(back.target, "acc=0.8");
     const auto trials = tune_trials_get(store, id);
@@ -436,6 +436,7 @@ TEST(TunerStore, SessionsAndTrialsRoundTripAndATrialIsStoredOnce) {
     EXPECT_FALSE(trials[0].reached);
     EXPECT_DOUBLE_EQ(trials[0].time_s, 1.2);
     EXPECT_EQ(trials[0].stop_reason, t.stop_reason);
+    EXPECT_EQ(trials[0].stop_kind, StopKind::stop_budget) << "read back from the stored reason";
     EXPECT_EQ(tune_session_trial_count(store, id), 1);
   }
   std::filesystem::remove(path);
