@@ -40,7 +40,9 @@ TuningSession session_read(const Store& store, int64_t id) {
   const nlohmann::json spec = parse_object(row.spec_json);
   const nlohmann::json result = parse_object(row.result_json);
   s.kind = row.kind;
-  s.backend = trial_backend_parse(spec.value("base", nlohmann::json::object()).value("backend", std::string("sim")));
+  // As stored by tune_plan's parse (sim or mpi); anything else reads as sim, as it always has.
+  const std::string backend = spec.value("base", nlohmann::json::object()).value("backend", std::string("sim"));
+  s.backend = trial_backend_find(backend).value_or(TrialBackend::trial_sim);
   s.budget_s = spec.value("budget-s", 0.0);
   s.verdict = result.value("verdict", std::string());
   s.command = result.value("command", std::string());
