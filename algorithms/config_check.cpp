@@ -125,13 +125,14 @@ void check_backend(const RunConfig& cfg, const Variant& self) {
 }  // namespace
 
 void config_check_timing_only(const RunConfig& cfg) {
-  if (cfg.timing_only && !variant_timing_supported(cfg))
-    DSGD_THROW(InputError, "use one of those, or drop --timing-only to simulate with numerics",
-               "--timing-only models {} only (got {}{})", variant_timing_supported_text(), cfg.algo,
-               !cfg.compress.empty()    ? " with --compress"
-               : cfg.algo == "dpsgd"    ? " with --dpsgd-delay 1"
-               : cfg.algo == "dreamddp" ? " without --bandwidth"
-                                        : "");
+  if (!cfg.timing_only || variant_timing_supported(cfg)) return;
+  // What of the request is not modelled: --compress, or settings outside the variant's model.
+  const Variant& v = variant_get(cfg.algo);
+  const std::string what = !cfg.compress.empty() ? " with --compress"
+                           : v.timing            ? fmt::format(" with these settings: only {}", v.timing_text)
+                                                 : "";
+  DSGD_THROW(InputError, "use one of those, or drop --timing-only to simulate with numerics",
+             "--timing-only models {} only (got {}{})", variant_timing_supported_text(), cfg.algo, what);
 }
 
 void config_validate(const RunConfig& cfg) {

@@ -128,7 +128,7 @@ grep -q "no compute profile" m2.out && fail "the profile was measured again"
 expect_error "more than the" "$BIN" run --backend sim --workers 1024 --profile-from "$PROF" --db t.db --steps 5 \
   --dataset "synthetic:n=5000,d=2000000,density=0.000005,classes=10,test=100"
 # dreamddp's schedule is searched on the link its layer costs name: modelled with --bandwidth only.
-expect_error "models ssgd, localsgd \(--period-schedule constant or qsr\), diloco, cocod, dasgd, overlap-local, dpsgd \(--dpsgd-delay 0, static topology\), zero \(32 bits\), dreamddp \(with --bandwidth\), .*without --compress only \(got dreamddp without --bandwidth\)" \
+expect_error "models ssgd, localsgd \(--period-schedule constant or qsr\), diloco, cocod, dasgd, overlap-local, dpsgd \(--dpsgd-delay 0, static topology\), zero \(32 bits\), dreamddp \(with --bandwidth\), .*without --compress only \(got dreamddp with these settings: only dreamddp \(with --bandwidth\)\)" \
   "$BIN" run --backend sim --workers 2 --timing-only true --algo dreamddp "${common[@]}" --profile-from "$PROF"
 expect_error "only \(got dreamddp with --compress\)" "$BIN" run --backend sim --workers 2 --timing-only true \
   --algo dreamddp "${common[@]}" --profile-from "$PROF" --bandwidth 1Gbps --compress topk:0.1
