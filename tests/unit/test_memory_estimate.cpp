@@ -53,7 +53,7 @@ TEST(MemoryEstimate, TermsFollowTheFormula) {
   EXPECT_DOUBLE_EQ(m.model_bytes, 510 * 4.0);
   EXPECT_DOUBLE_EQ(m.replicas_bytes, 6 * 510 * 4.0);
   EXPECT_DOUBLE_EQ(m.batch_bytes, 1000 * 50 * 4.0);
-  EXPECT_DOUBLE_EQ(m.dataset_bytes, 110 * 50 * 4.0 + 110 * 4.0 + 1 * 8.0);
+  EXPECT_DOUBLE_EQ(m.dataset_bytes, 110 * 50 * 4.0 + 110 * 4.0);  // ssgd builds no gossip graph
   EXPECT_DOUBLE_EQ(m.per_worker_bytes, m.replicas_bytes + m.batch_bytes + 100 * 4.0 + 256 * 1024.0);
   EXPECT_DOUBLE_EQ(m.total_bytes, 3 * (m.dataset_bytes + m.per_worker_bytes));  // 3 ranks on the host
   // The sim backend's estimate is the same formula with every worker in one process.
@@ -62,6 +62,16 @@ TEST(MemoryEstimate, TermsFollowTheFormula) {
   EXPECT_EQ(s.workers_per_process, 4);
   EXPECT_EQ(s.processes, 1);
   EXPECT_DOUBLE_EQ(s.total_bytes, s.dataset_bytes + 4 * s.per_worker_bytes);
+  // A gossip variant adds its topology once: an int and a double per edge and self-loop
+  // (ring: degree bound 2 log2 n + 2 = 6 at n = 4; complete: n − 1).
+  RunConfig gossip = cfg;
+  gossip.algo = "dpsgd";
+  gossip.topology = "ring";
+  EXPECT_DOUBLE_EQ(memory_estimate(gossip, train, test, 510, -1, nullptr, 1, 1).dataset_bytes,
+                   110 * 50 * 4.0 + 110 * 4.0 + 4 * 7 * 12.0);
+  gossip.topology = "complete";
+  EXPECT_DOUBLE_EQ(memory_estimate(gossip, train, test, 510, -1, nullptr, 1, 1).dataset_bytes,
+                   110 * 50 * 4.0 + 110 * 4.0 + 4 * 4 * 12.0);
   // A workload's own figure for its step buffers replaces the input batch's.
   const MemoryEstimate w = memory_estimate(cfg, train, test, 510, 123456.0, nullptr, 1, 1);
   EXPECT_DOUBLE_EQ(w.batch_bytes, 123456.0);
