@@ -285,6 +285,13 @@ Topology topology_make(const std::string& spec, int workers, uint64_t /*seed: se
   return t;
 }
 
+int topology_degree_bound(const std::string& spec, int workers) {
+  Dims dims;
+  const TopologyKind& kind = kind_parse(spec, workers, dims);
+  if (kind.every_pair || !kind.gap) return workers - 1;
+  return std::min(workers - 1, 2 * static_cast<int>(std::ceil(std::log2(std::max(2, workers)))) + 2);
+}
+
 std::vector<double> topology_dense_mixing(const Topology& t) {
   const size_t n = static_cast<size_t>(t.workers);
   std::vector<double> w(n * n, 0.0);

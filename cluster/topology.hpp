@@ -89,6 +89,11 @@ Topology topology_make(const std::string& spec, int workers, uint64_t seed = 0);
 // link classes of hier), at any size up to topology_max_workers.
 Topology topology_groups(const std::string& spec, int workers);
 
+// At most how many neighbours a rank of spec's graph has at `workers` (n − 1 for the kinds that
+// list every pair and for hier; 2⌈log2 n⌉ + 2 bounds ring, torus and exp), without building it:
+// for memory estimates. Throws as topology_groups for a bad spec.
+int topology_degree_bound(const std::string& spec, int workers);
+
 // W as a dense row-major workers×workers matrix (for printing and tests; O(n²)).
 std::vector<double> topology_dense_mixing(const Topology& t);
 

@@ -8,6 +8,7 @@
 #include "algorithms/variant.hpp"
 #include "cluster/backends.hpp"
 #include "cluster/sim_timing.hpp"
+#include "cluster/topology.hpp"
 #include "core/errors.hpp"
 #include "core/memory_info.hpp"
 #include "engine/preflight.hpp"
@@ -24,16 +25,12 @@ double dataset_bytes(const Dataset& d) {
          static_cast<double>(d.tokens.size()) * sizeof(int32_t);
 }
 
-// A gossip variant's topology: its neighbour lists and weights (an int and a double per
-// edge), O(n²) for the kinds that list every pair, O(n log n) at most for the others (the
-// exponential graph's degree is about 2 log2 n). Other variants keep only the groups.
+// A gossip variant's topology: its neighbour lists and weights, an int and a double per edge
+// and self weight (cluster/topology.hpp's degree bound). Other variants keep only the groups.
 double topology_bytes(const RunConfig& cfg) {
   if (!variant_get(cfg.algo).reads_topology) return 0;
-  const double n = static_cast<double>(cfg.workers);
-  const bool every_pair = cfg.topology.rfind("complete", 0) == 0 || cfg.topology.rfind("random-perm", 0) == 0 ||
-                          cfg.topology.rfind("hier", 0) == 0;
-  const double degree = every_pair ? n - 1 : 2 * std::ceil(std::log2(std::max(2.0, n))) + 2;
-  return n * (degree + 1) * (sizeof(int) + sizeof(double));
+  const int n = static_cast<int>(cfg.workers);
+  return double(n) * (topology_degree_bound(cfg.topology, n) + 1) * (sizeof(int) + sizeof(double));
 }
 
 std::string gb(double bytes) {

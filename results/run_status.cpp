@@ -1,20 +1,14 @@
 // The run statuses' text (see run_status.hpp).
 #include "results/run_status.hpp"
 
-#include <iterator>
-
+#include "core/enum_text.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
 
 namespace {
 
-struct RunStatusName {
-  RunStatus status;
-  const char* text;
-};
-
-constexpr RunStatusName kRunStatuses[] = {
+constexpr EnumText<RunStatus> kRunStatuses[] = {
     {RunStatus::run_running, "running"},         {RunStatus::run_completed, "completed"},
     {RunStatus::run_diverged, "diverged"},       {RunStatus::run_failed, "failed"},
     {RunStatus::run_interrupted, "interrupted"}, {RunStatus::run_killed, "killed"},
@@ -24,18 +18,13 @@ constexpr RunStatusName kRunStatuses[] = {
 }  // namespace
 
 const char* run_status_text(RunStatus status) {
-  for (const RunStatusName& n : kRunStatuses)
-    if (n.status == status) return n.text;
-  return "?";  // not reached: every enumerator has a row
+  return enum_text(kRunStatuses, status);
 }
 
 RunStatus run_status_parse(std::string_view text) {
-  for (const RunStatusName& n : kRunStatuses)
-    if (text == n.text) return n.status;
+  if (const auto status = enum_parse(kRunStatuses, text)) return *status;
   DSGD_THROW(Error, "the database may come from a newer dsgd-bench: read it with that version",
-             "unknown run status '{}' (known: running, completed, diverged, failed, interrupted, killed, stopped, "
-             "stale?)",
-             text);
+             "unknown run status '{}' (known: {})", text, enum_known(kRunStatuses));
 }
 
 bool run_status_finished(RunStatus status) {

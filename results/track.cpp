@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "core/enum_text.hpp"
 #include "core/errors.hpp"
 #include "core/stats.hpp"
 #include "core/system_info.hpp"
@@ -17,7 +18,22 @@ namespace dsgd {
 
 namespace {
 
-constexpr int track_schema = 16;  // first schema version with the tracking tables
+constexpr int track_schema = 16;
+
+constexpr EnumText<AnnotationKind> kAnnotationKinds[] = {
+    {AnnotationKind::annotation_expected, "expected"},
+    {AnnotationKind::annotation_invalid, "invalid"},
+    {AnnotationKind::annotation_outlier, "outlier"},
+};
+
+constexpr EnumText<TrackVerdict> kTrackVerdicts[] = {
+    {TrackVerdict::track_ok, "ok"},
+    {TrackVerdict::track_improved, "improved"},
+    {TrackVerdict::track_regressed, "REGRESSED"},
+    {TrackVerdict::track_acknowledged, "acknowledged"},
+    {TrackVerdict::track_inconclusive, "inconclusive"},
+    {TrackVerdict::track_too_short, "too short"},
+};  // first schema version with the tracking tables
 constexpr size_t kMinBaseline = 3;
 
 bool commit_matches(const std::string& commit, const std::string& prefix) {
@@ -161,19 +177,12 @@ bool metric_bigger_is_better(const std::string& metric) {
 }  // namespace
 
 const char* annotation_kind_text(AnnotationKind kind) {
-  switch (kind) {
-    case AnnotationKind::annotation_expected: return "expected";
-    case AnnotationKind::annotation_invalid: return "invalid";
-    case AnnotationKind::annotation_outlier: return "outlier";
-  }
-  return "?";
+  return enum_text(kAnnotationKinds, kind);
 }
 
 AnnotationKind annotation_kind_parse(const std::string& text) {
-  for (AnnotationKind k :
-       {AnnotationKind::annotation_expected, AnnotationKind::annotation_invalid, AnnotationKind::annotation_outlier})
-    if (text == annotation_kind_text(k)) return k;
-  DSGD_THROW(InputError, "pass --kind expected, invalid or outlier",
+  if (const auto kind = enum_parse(kAnnotationKinds, text)) return *kind;
+  DSGD_THROW(InputError, "pass --kind " + enum_known(kAnnotationKinds),
              "unknown annotation kind '{}' (expected: an acknowledged change; invalid: a broken measurement, hidden; "
              "outlier: kept in the output, left out of detection)",
              text);
@@ -213,15 +222,7 @@ std::vector<Annotation> annotations_list(const Store& store) {
 }
 
 const char* track_verdict_text(TrackVerdict v) {
-  switch (v) {
-    case TrackVerdict::track_ok: return "ok";
-    case TrackVerdict::track_improved: return "improved";
-    case TrackVerdict::track_regressed: return "REGRESSED";
-    case TrackVerdict::track_acknowledged: return "acknowledged";
-    case TrackVerdict::track_inconclusive: return "inconclusive";
-    case TrackVerdict::track_too_short: return "too short";
-  }
-  return "?";
+  return enum_text(kTrackVerdicts, v);
 }
 
 TrackReport track_run(Store& store, const TrackOptions& o) {

@@ -63,15 +63,16 @@ TEST(MemoryEstimate, TermsFollowTheFormula) {
   EXPECT_EQ(s.processes, 1);
   EXPECT_DOUBLE_EQ(s.total_bytes, s.dataset_bytes + 4 * s.per_worker_bytes);
   // A gossip variant adds its topology once: an int and a double per edge and self-loop
-  // (ring: degree bound 2 log2 n + 2 = 6 at n = 4; complete: n − 1).
+  // (ring: degree bound 2 log2 n + 2 = 14 at n = 64; complete: n − 1).
   RunConfig gossip = cfg;
   gossip.algo = "dpsgd";
+  gossip.workers = 64;
   gossip.topology = "ring";
   EXPECT_DOUBLE_EQ(memory_estimate(gossip, train, test, 510, -1, nullptr, 1, 1).dataset_bytes,
-                   110 * 50 * 4.0 + 110 * 4.0 + 4 * 7 * 12.0);
+                   110 * 50 * 4.0 + 110 * 4.0 + 64 * 15 * 12.0);
   gossip.topology = "complete";
   EXPECT_DOUBLE_EQ(memory_estimate(gossip, train, test, 510, -1, nullptr, 1, 1).dataset_bytes,
-                   110 * 50 * 4.0 + 110 * 4.0 + 4 * 4 * 12.0);
+                   110 * 50 * 4.0 + 110 * 4.0 + 64 * 64 * 12.0);
   // A workload's own figure for its step buffers replaces the input batch's.
   const MemoryEstimate w = memory_estimate(cfg, train, test, 510, 123456.0, nullptr, 1, 1);
   EXPECT_DOUBLE_EQ(w.batch_bytes, 123456.0);

@@ -20,7 +20,7 @@ TEST(Track, AnnotationKindsRoundTripAndUnknownIsRefused) {
     FAIL() << "an unknown kind must be refused";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("unknown annotation kind 'regression'"), std::string::npos);
-    EXPECT_NE(std::string(e.hint()).find("expected, invalid or outlier"), std::string::npos);
+    EXPECT_NE(std::string(e.hint()).find("expected, invalid, outlier"), std::string::npos);
   }
 }
 
