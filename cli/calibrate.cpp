@@ -237,7 +237,7 @@ void setup_calibrate(CLI::App& app, int argc, char** argv) {
       sub->add_option("--max-size", o.max_size, "largest buffer (--quick: 1MiB)")->capture_default_str();
   opts->reps_option =
       sub->add_option("--reps", o.reps, "repetitions per size, each of >= 10 ms (--quick: 2)")->capture_default_str();
-  sub->add_flag("--quick", o.quick, "sizes x4 up to 1MiB, 2 repetitions, 5 profile iterations: a few seconds");
+  sub->add_flag("--quick", o.quick, "sizes up to 1MiB, 2 repetitions, 5 profile iterations: a few seconds");
   sub->add_option("--workload", o.model.workload, "workload to profile per layer (dsgd-bench list workloads)")
       ->capture_default_str();
   sub->add_option("--dataset", o.model.dataset, "dataset spec of the profile (dsgd-bench list datasets)")

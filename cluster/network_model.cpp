@@ -396,9 +396,23 @@ double network_p2p_time(const LinkModel& link, double bytes) {
   return link.alpha_s + bytes / link.bytes_per_s;
 }
 
+double network_message_time(const NetworkModel& model, CollKind kind, bool between_groups, double bytes) {
+  if (model.measured && model.groups <= 1)
+    if (const std::optional<double> t = measured_fabric_time(*model.measured, kind, bytes)) return *t;
+  return network_p2p_time(between_groups ? network_inter_link(model) : model.intra, bytes);
+}
+
 double network_collective_time(const NetworkModel& model, CollKind kind, CollAlgo algo, double bytes, int n) {
   if (n <= 1) return 0.0;
   const bool grouped = std::min(model.groups, n) > 1;
+  if (model.measured && !grouped) {
+    if (const std::optional<double> t = measured_fabric_time(*model.measured, kind, bytes)) {
+      const int ranks = model.measured->ranks;
+      if (n == ranks) return *t;
+      const double at_ranks = flat_time(model.intra, kind, CollAlgo::algo_ring, bytes, ranks);
+      return at_ranks > 0 ? *t * flat_time(model.intra, kind, CollAlgo::algo_ring, bytes, n) / at_ranks : *t;
+    }
+  }
   if (algo == CollAlgo::algo_hierarchical || (algo == CollAlgo::algo_auto && grouped))
     return hierarchical_time(model, kind, bytes, n);
   // algo_auto without groups: flat_time takes the minimum over the flat algorithms.

@@ -55,10 +55,12 @@
 //   (docs/cluster.md, "Two hosts on one machine").
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <string>
 
 #include "cluster/communicator.hpp"
+#include "cluster/measured_fabric.hpp"
 
 namespace dsgd {
 
@@ -96,13 +98,17 @@ struct LinkModel {
 // between groups (empty: same as intra). groups is G of a hier:GxW topology, 1 otherwise.
 // efficiency: the goodput fraction already applied to every link's bytes_per_s (1: the
 // nominal rate as typed); mtu: the MTU it was derived from (0: given as a number). Both
-// only describe the model (network_model_describe).
+// only describe the model (network_model_describe). measured: a calibration's collective
+// curves (cluster/measured_fabric.hpp), read instead of intra's α-β line for the kinds they
+// cover when groups == 1; intra is then that calibration's all-reduce fit, which scales a
+// curve to other rank counts.
 struct NetworkModel {
   LinkModel intra;
   std::optional<LinkModel> inter;
   int groups = 1;
   double efficiency = 1.0;
   int mtu = 0;
+  std::shared_ptr<const MeasuredFabric> measured = nullptr;
 };
 
 // ---- protocol overhead -----------------------------------------------------------------------
@@ -161,9 +167,17 @@ const char* network_algo_name(CollAlgo algo);
 // Seconds one message of `bytes` takes on `link`: α + bytes/B.
 double network_p2p_time(const LinkModel& link, double bytes);
 
+// Seconds one point-to-point message (kind coll_sendrecv) or one remote access of a one-sided
+// window (coll_onesided) of `bytes` takes on the model: the measured curve of that kind when
+// the model has one (and one group), else network_p2p_time on the intra link, or on the inter
+// link when `between_groups`.
+double network_message_time(const NetworkModel& model, CollKind kind, bool between_groups, double bytes);
+
 // Modelled seconds of one collective of `bytes` (the buffer size S: the whole vector for
 // all-reduce, reduce-scatter's input, all-gather's output) over n ranks (formulas at the
-// top of this file). 0 when n <= 1. O(1), never allocates, never throws.
+// top of this file). 0 when n <= 1. With measured curves (and one group) the kind's curve
+// at S, times ring(n) / ring(ranks of the curve) on the intra link; `algo` is then the
+// measured library's own choice and is not applied. O(log sizes), never allocates, never throws.
 double network_collective_time(const NetworkModel& model, CollKind kind, CollAlgo algo, double bytes, int n);
 
 // A link whose ring all-reduce model reproduces a calibrated all-reduce line

@@ -98,12 +98,14 @@ struct SimWorldOptions {
   std::optional<NetworkModel> native;
 };
 
-// Modelled time of one point-to-point message of `bytes` from rank i to rank j: α + S/B of
-// the pair's link (intra when group_of is empty or both ranks are in one group, else inter);
-// 0 within a rank or on an ideal network (no model).
-// With `native` (--native-floor): at least native's α + S/B (the host's own fabric).
+// Modelled time of one point-to-point message (kind coll_sendrecv) or one-sided access
+// (coll_onesided) of `bytes` from rank i to rank j: network_message_time on the pair's link
+// (intra when group_of is empty or both ranks are in one group, else inter): α + S/B, or a
+// calibration's measured curve; 0 within a rank or on an ideal network (no model).
+// With `native` (--native-floor): at least native's time (the host's own fabric).
 double sim_message_time(const std::optional<NetworkModel>& network, const std::optional<NetworkModel>& native,
-                        const std::vector<int>& group_of, int i, int j, double bytes);
+                        const std::vector<int>& group_of, int i, int j, double bytes,
+                        CollKind kind = CollKind::coll_sendrecv);
 // Modelled time of a collective: network_collective_time on `network` (0 without one), and
 // with `native` at least its ring time (what a real collective under emulation lasts).
 double sim_collective_time(const std::optional<NetworkModel>& network, const std::optional<NetworkModel>& native,
@@ -225,9 +227,9 @@ class SimWorld {
   void window_unlock(int rank, int target);
   void window_get(int rank, int target, float* dst, size_t count, uint64_t* version);
   void window_put(int rank, int target, const float* src, size_t count, uint64_t version);
-  // Modelled time of one message of `bytes` from rank i to rank j (0 within a rank or on
-  // an ideal network).
-  double message_time(int i, int j, double bytes) const;
+  // Modelled time of one message (or one-sided access) of `bytes` from rank i to rank j
+  // (0 within a rank or on an ideal network).
+  double message_time(int i, int j, double bytes, CollKind kind = CollKind::coll_sendrecv) const;
   void advance(int rank, double seconds) { worker(rank).clock += seconds; }
   void hold_until(int rank, double deadline);
   [[noreturn]] void fail_and_throw(int rank, const std::string& why);

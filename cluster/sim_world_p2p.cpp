@@ -45,14 +45,14 @@ void SimWorld::recv(int rank, int peer, double* data, size_t count) {
 }
 
 double sim_message_time(const std::optional<NetworkModel>& network, const std::optional<NetworkModel>& native,
-                        const std::vector<int>& group_of, int i, int j, double bytes) {
+                        const std::vector<int>& group_of, int i, int j, double bytes, CollKind kind) {
   if (i == j) return 0.0;
   double t = 0.0;
   if (network) {
     const bool same_group = group_of.empty() || group_of[static_cast<size_t>(i)] == group_of[static_cast<size_t>(j)];
-    t = network_p2p_time(same_group ? network->intra : network_inter_link(*network), bytes);
+    t = network_message_time(*network, kind, !same_group, bytes);
   }
-  if (native) t = std::max(t, network_p2p_time(native->intra, bytes));
+  if (native) t = std::max(t, network_message_time(*native, kind, false, bytes));
   return t;
 }
 
@@ -63,8 +63,8 @@ double sim_collective_time(const std::optional<NetworkModel>& network, const std
   return t;
 }
 
-double SimWorld::message_time(int i, int j, double bytes) const {
-  return sim_message_time(opt_.network, opt_.native, opt_.group_of, i, j, bytes);
+double SimWorld::message_time(int i, int j, double bytes, CollKind kind) const {
+  return sim_message_time(opt_.network, opt_.native, opt_.group_of, i, j, bytes, kind);
 }
 
 // Called with mutex_ held: delivers a message into a posted receive of worker dst.
@@ -268,7 +268,7 @@ void SimWorld::window_get(int rank, int target, float* dst, size_t count, uint64
   }
   std::memcpy(dst, w.data.data(), count * sizeof(float));
   *version = w.version;
-  advance(rank, message_time(rank, target, static_cast<double>(count) * sizeof(float)));
+  advance(rank, message_time(rank, target, static_cast<double>(count) * sizeof(float), CollKind::coll_onesided));
 }
 
 void SimWorld::window_put(int rank, int target, const float* src, size_t count, uint64_t version) {
@@ -282,7 +282,7 @@ void SimWorld::window_put(int rank, int target, const float* src, size_t count, 
   }
   std::memcpy(w.data.data(), src, count * sizeof(float));
   w.version = version;
-  advance(rank, message_time(rank, target, static_cast<double>(count) * sizeof(float)));
+  advance(rank, message_time(rank, target, static_cast<double>(count) * sizeof(float), CollKind::coll_onesided));
 }
 
 }  // namespace dsgd

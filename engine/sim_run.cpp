@@ -61,6 +61,26 @@ struct SimNetwork {
   std::string description;
 };
 
+// The host's fabric as its calibration measured it: the link of the all-reduce fit (the
+// ring formula at link_ranks gives the fitted line) and the sweep's measured curves
+// (cluster/measured_fabric.hpp), which the model reads instead of the line where they exist.
+NetworkModel sim_network_calibrated(const Store& store, const AllreduceFit& fit, int link_ranks) {
+  NetworkModel model{network_link_from_allreduce_fit(fit.alpha_s, fit.bandwidth_bytes_per_s, link_ranks),
+                     std::nullopt, 1};
+  if (fit.workers < 2) return model;
+  std::vector<MeasuredPoint> points;
+  for (const CollectiveRow& row : store.collectives_get(fit.calibration_id))
+    points.push_back({row.op, static_cast<double>(row.bytes), row.time_s});
+  model.measured = std::make_shared<const MeasuredFabric>(measured_fabric_build(fit.calibration_id, fit.workers, points));
+  return model;
+}
+
+std::string sim_network_calibrated_describe(const NetworkModel& model) {
+  if (!model.measured) return network_model_describe(model);
+  return fmt::format("{}; all-reduce fit {} (other kinds, and other rank counts by its ratio)",
+                     measured_fabric_describe(*model.measured), network_model_describe(model));
+}
+
 SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std::string& host, int groups) {
   SimNetwork net;
   net.algo = groups > 1 ? CollAlgo::algo_hierarchical : CollAlgo::algo_auto;
@@ -71,12 +91,10 @@ SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std
     return net;
   }
   if (const std::optional<AllreduceFit> fit = store ? store->allreduce_fit_latest(host) : std::nullopt) {
-    net.model = NetworkModel{
-        network_link_from_allreduce_fit(fit->alpha_s, fit->bandwidth_bytes_per_s, std::max(1, fit->workers)),
-        std::nullopt, 1};
+    net.model = sim_network_calibrated(*store, *fit, std::max(1, fit->workers));
     net.algo = CollAlgo::algo_ring;
-    net.description =
-        fmt::format("calibration {} of this host: {}", fit->calibration_id, network_model_describe(*net.model));
+    net.description = fmt::format("calibration {} of this host: {}", fit->calibration_id,
+                                  sim_network_calibrated_describe(*net.model));
     return net;
   }
   net.description = "ideal (no --bandwidth and no calibrated all-reduce of this host: collectives take 0 s)";
@@ -89,11 +107,9 @@ SimNetwork sim_network_resolve(const RunConfig& cfg, const Store* store, const s
   SimNetwork net = sim_network_links(cfg, store, host, groups);
   if (!cfg.native_floor) return net;
   if (const std::optional<AllreduceFit> fit = store ? store->allreduce_fit_latest(host) : std::nullopt) {
-    net.native = NetworkModel{
-        network_link_from_allreduce_fit(fit->alpha_s, fit->bandwidth_bytes_per_s, static_cast<int>(cfg.workers)),
-        std::nullopt, 1};
+    net.native = sim_network_calibrated(*store, *fit, static_cast<int>(cfg.workers));
     net.description += fmt::format("; at least the native fabric of calibration {} ({})", fit->calibration_id,
-                                   network_model_describe(*net.native));
+                                   sim_network_calibrated_describe(*net.native));
     return net;
   }
   net.description += "; --native-floor without a calibrated all-reduce of this host: no floor";

@@ -26,6 +26,7 @@ foreach(entry
     "test_output_file:dsgd_core"
     "test_trainer:dsgd_engine"
     "test_network_model:dsgd_cluster"
+    "test_measured_fabric:dsgd_cluster"
     "test_topology:dsgd_cluster"
     "test_launcher:dsgd_cluster"
     "test_trace:dsgd_results"

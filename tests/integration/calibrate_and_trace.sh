@@ -20,9 +20,9 @@ grep -q "harness vs bare MPI_Allreduce busbw" cal.txt || fail "no harness vs bar
 sql t.db "select mpi_version from calibrations where id=$cid" | grep -q MPICH || fail "MPI version not recorded"
 [ "$(sql t.db "select count(distinct op) from collectives where calibration_id=$cid")" = 8 ] ||
   fail "expected 8 ops in collectives"
-# --quick: 4 B .. 1 MiB by x4 = 10 sizes
-[ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce'")" = 10 ] ||
-  fail "expected 10 allreduce sizes"
+# --quick: 4 B .. 1 MiB by x2 = 19 sizes (every octave: a protocol switch falls between two)
+[ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce'")" = 19 ] ||
+  fail "expected 19 allreduce sizes"
 [ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and (time_s <= 0 or busbw_gbps <= 0 or time_min_s > time_s or time_max_s < time_s)")" = 0 ] ||
   fail "collectives rows with impossible times"
 # busbw = algbw x 2(n-1)/n = algbw on 2 ranks; algbw = bytes / time / 1e9

@@ -1,0 +1,102 @@
+// A calibration's measured collective curves (measured_fabric.hpp): building them from the
+// sweep's points, reading them by interpolation, and describing them.
+#include "cluster/measured_fabric.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "core/errors.hpp"
+
+namespace dsgd {
+
+namespace {
+
+struct OpKind {
+  std::string_view op;
+  CollKind kind;
+};
+constexpr std::array<OpKind, 6> kOpKinds = {{
+    {"allreduce", CollKind::coll_allreduce},
+    {"reduce_scatter", CollKind::coll_reduce_scatter},
+    {"allgather", CollKind::coll_allgather},
+    {"broadcast", CollKind::coll_broadcast},
+    {"sendrecv", CollKind::coll_sendrecv},
+    {"onesided_put", CollKind::coll_onesided},
+}};
+
+// Sorted by size; one point per size (the smallest time when a size repeats); non-decreasing.
+std::optional<MeasuredCurve> curve_make(std::vector<std::pair<double, double>> points) {
+  std::sort(points.begin(), points.end());
+  MeasuredCurve c;
+  for (const auto& [bytes, seconds] : points) {
+    if (!c.bytes.empty() && c.bytes.back() == bytes) continue;  // sorted: the first is the smallest
+    c.bytes.push_back(bytes);
+    c.seconds.push_back(c.seconds.empty() ? seconds : std::max(seconds, c.seconds.back()));
+  }
+  if (c.bytes.size() < 2) return std::nullopt;
+  return c;
+}
+
+std::string bytes_text(double b) {
+  if (b >= 1024.0 * 1024.0) return fmt::format("{:g} MiB", b / (1024.0 * 1024.0));
+  if (b >= 1024.0) return fmt::format("{:g} KiB", b / 1024.0);
+  return fmt::format("{:g} B", b);
+}
+
+}  // namespace
+
+std::optional<CollKind> measured_fabric_kind(std::string_view op) {
+  for (const OpKind& k : kOpKinds)
+    if (k.op == op) return k.kind;
+  return std::nullopt;
+}
+
+MeasuredFabric measured_fabric_build(int64_t calibration_id, int ranks, const std::vector<MeasuredPoint>& points) {
+  if (ranks < 2)
+    DSGD_THROW(Error, "measure the fabric on 2 or more ranks (dsgd-bench calibrate --workers 2)",
+               "measured fabric of calibration {}: {} rank(s)", calibration_id, ranks);
+  std::array<std::vector<std::pair<double, double>>, kCollKinds> by_kind;
+  for (const MeasuredPoint& p : points) {
+    const std::optional<CollKind> kind = measured_fabric_kind(p.op);
+    if (!kind || !(p.bytes >= 0) || !std::isfinite(p.bytes) || !(p.seconds > 0) || !std::isfinite(p.seconds))
+      continue;
+    by_kind[static_cast<size_t>(*kind)].emplace_back(p.bytes, p.seconds);
+  }
+  MeasuredFabric fabric;
+  fabric.calibration_id = calibration_id;
+  fabric.ranks = ranks;
+  for (size_t k = 0; k < kCollKinds; ++k) fabric.curves[k] = curve_make(std::move(by_kind[k]));
+  return fabric;
+}
+
+std::optional<double> measured_fabric_time(const MeasuredFabric& fabric, CollKind kind, double bytes) {
+  const size_t k = static_cast<size_t>(kind);
+  if (k >= kCollKinds || !fabric.curves[k]) return std::nullopt;
+  const MeasuredCurve& c = *fabric.curves[k];
+  if (bytes <= c.bytes.front()) return c.seconds.front();
+  // The segment [i − 1, i] that holds bytes; past the end, the last segment extended.
+  const size_t i = std::min<size_t>(
+      static_cast<size_t>(std::upper_bound(c.bytes.begin(), c.bytes.end(), bytes) - c.bytes.begin()),
+      c.bytes.size() - 1);
+  const double slope = (c.seconds[i] - c.seconds[i - 1]) / (c.bytes[i] - c.bytes[i - 1]);
+  return c.seconds[i - 1] + slope * (bytes - c.bytes[i - 1]);
+}
+
+std::string measured_fabric_describe(const MeasuredFabric& fabric) {
+  std::string kinds;
+  double lo = INFINITY, hi = 0;
+  for (size_t k = 0; k < kCollKinds; ++k) {
+    if (!fabric.curves[k]) continue;
+    if (!kinds.empty()) kinds += ", ";
+    kinds += coll_kind_name(static_cast<CollKind>(k));
+    lo = std::min(lo, fabric.curves[k]->bytes.front());
+    hi = std::max(hi, fabric.curves[k]->bytes.back());
+  }
+  if (kinds.empty()) return "no measured curve";
+  return fmt::format("{} measured on {} ranks at {}..{}", kinds, fabric.ranks, bytes_text(lo), bytes_text(hi));
+}
+
+}  // namespace dsgd

@@ -1,0 +1,74 @@
+// A fabric as a calibration measured it (docs/sim.md, "The host's own fabric"): for each
+// collective kind, the time of every swept buffer size on the calibration's ranks, used by the
+// network model instead of one α-β line where a calibration gives them.
+//
+// Why. One straight line t = α + β·S cannot follow a library's protocol switches: MPICH on
+// shared memory moves from its eager to its rendezvous protocol between 16 and 32 KB, where
+// the all-reduce's time jumps 4x, and a fit through the whole sweep misses a 31 KB message by
+// 40 %. The measured curve, read piecewise, is an α-β fit per size range.
+//
+// Model. A curve is the sweep's points (S_k, t_k), sorted by S, made non-decreasing (t_k =
+// max(t_k, t_{k−1}): a larger message never takes less; the sweep's medians are noisy by a
+// few %), and read by linear interpolation between neighbouring sizes; below the smallest
+// size the smallest size's time; above the largest the last segment's slope (its α-β line).
+// Scaled to n ranks by the caller (network_model.cpp) with the α-β model's ratio
+// model(n) / model(ranks), so the curve's shape is kept and its rank dependence is the
+// formula's. Kinds without a curve (barrier) keep the α-β model.
+//
+// Limits. Only as good as the sweep: sizes outside it are extrapolated (the header of a
+// simulated run names the measured range); one host's fabric, so groups > 1 (hier
+// topologies) never use it; the sweep's sendrecv is a ping-pong between two ranks, so a
+// neighbour exchange with several peers is the sum of their messages, as in the α-β model.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/communicator.hpp"
+
+namespace dsgd {
+
+// One measured point: the calibration's op name (results CollectiveRow::op), S and its time.
+struct MeasuredPoint {
+  std::string op;
+  double bytes = 0;
+  double seconds = 0;
+};
+
+// The sizes and times of one kind, sorted, non-decreasing, at least two points.
+struct MeasuredCurve {
+  std::vector<double> bytes, seconds;
+};
+
+constexpr size_t kCollKinds = 7;  // CollKind's values, coll_allreduce .. coll_onesided
+
+struct MeasuredFabric {
+  int64_t calibration_id = 0;
+  int ranks = 2;  // the calibration's ranks: the curves' n
+  std::array<std::optional<MeasuredCurve>, kCollKinds> curves;
+};
+
+// The CollKind an op of the calibration's sweep measures: "allreduce" (the harness all-reduce
+// training uses), "reduce_scatter", "allgather", "broadcast", "sendrecv" and "onesided_put"
+// (a lock, put, unlock epoch: what one remote access of the simulator costs). Empty for the
+// others ("allreduce_mpi", the bare library call; "onesided_get", the same epoch's other half).
+std::optional<CollKind> measured_fabric_kind(std::string_view op);
+
+// The curves of a calibration's points. Points whose op has no kind, whose size is negative or
+// whose time is not a finite positive number are skipped; a kind with fewer than two distinct
+// sizes gets no curve. Throws Error when ranks < 2.
+MeasuredFabric measured_fabric_build(int64_t calibration_id, int ranks, const std::vector<MeasuredPoint>& points);
+
+// The measured time of a buffer of `bytes` of `kind` on the fabric's own ranks; empty when the
+// kind has no curve.
+std::optional<double> measured_fabric_time(const MeasuredFabric& fabric, CollKind kind, double bytes);
+
+// "all-reduce, reduce-scatter, all-gather, broadcast, sendrecv, one-sided measured on 2 ranks
+// at 4 B..4 MiB": the kinds with a curve and the swept range, for a run's header.
+std::string measured_fabric_describe(const MeasuredFabric& fabric);
+
+}  // namespace dsgd
