@@ -61,8 +61,7 @@ MeasuredFabric measured_fabric_build(int64_t calibration_id, int ranks, const st
   std::array<std::vector<std::pair<double, double>>, kCollKinds> by_kind;
   for (const MeasuredPoint& p : points) {
     const std::optional<CollKind> kind = measured_fabric_kind(p.op);
-    if (!kind || !(p.bytes >= 0) || !std::isfinite(p.bytes) || !(p.seconds > 0) || !std::isfinite(p.seconds))
-      continue;
+    if (!kind || !(p.bytes >= 0) || !std::isfinite(p.bytes) || !(p.seconds > 0) || !std::isfinite(p.seconds)) continue;
     by_kind[static_cast<size_t>(*kind)].emplace_back(p.bytes, p.seconds);
   }
   MeasuredFabric fabric;
@@ -78,9 +77,9 @@ std::optional<double> measured_fabric_time(const MeasuredFabric& fabric, CollKin
   const MeasuredCurve& c = *fabric.curves[k];
   if (bytes <= c.bytes.front()) return c.seconds.front();
   // The segment [i − 1, i] that holds bytes; past the end, the last segment extended.
-  const size_t i = std::min<size_t>(
-      static_cast<size_t>(std::upper_bound(c.bytes.begin(), c.bytes.end(), bytes) - c.bytes.begin()),
-      c.bytes.size() - 1);
+  const size_t i =
+      std::min<size_t>(static_cast<size_t>(std::upper_bound(c.bytes.begin(), c.bytes.end(), bytes) - c.bytes.begin()),
+                       c.bytes.size() - 1);
   const double slope = (c.seconds[i] - c.seconds[i - 1]) / (c.bytes[i] - c.bytes[i - 1]);
   return c.seconds[i - 1] + slope * (bytes - c.bytes[i - 1]);
 }

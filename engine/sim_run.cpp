@@ -65,13 +65,14 @@ struct SimNetwork {
 // ring formula at link_ranks gives the fitted line) and the sweep's measured curves
 // (cluster/measured_fabric.hpp), which the model reads instead of the line where they exist.
 NetworkModel sim_network_calibrated(const Store& store, const AllreduceFit& fit, int link_ranks) {
-  NetworkModel model{network_link_from_allreduce_fit(fit.alpha_s, fit.bandwidth_bytes_per_s, link_ranks),
-                     std::nullopt, 1};
+  NetworkModel model{network_link_from_allreduce_fit(fit.alpha_s, fit.bandwidth_bytes_per_s, link_ranks), std::nullopt,
+                     1};
   if (fit.workers < 2) return model;
   std::vector<MeasuredPoint> points;
   for (const CollectiveRow& row : store.collectives_get(fit.calibration_id))
     points.push_back({row.op, static_cast<double>(row.bytes), row.time_s});
-  model.measured = std::make_shared<const MeasuredFabric>(measured_fabric_build(fit.calibration_id, fit.workers, points));
+  model.measured =
+      std::make_shared<const MeasuredFabric>(measured_fabric_build(fit.calibration_id, fit.workers, points));
   return model;
 }
 

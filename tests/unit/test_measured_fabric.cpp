@@ -52,9 +52,9 @@ TEST(MeasuredFabric, FollowsAProtocolJumpThatOneLineMisses) {
   // A calibration of a 2-core machine (MPICH 4 on shared memory, 2 ranks): the harness
   // all-reduce from 4 B to 4 MiB, and the α-β fit calibrate stored for it (α 1.10 µs, bus
   // bandwidth 2.48 GB/s). Between 16 and 32 KiB the time jumps 4.5x.
-  const double sizes[] = {4,     8,     16,    32,     64,     128,    256,    512,     1024,    2048,   4096,
-                          8192,  16384, 32768, 65536,  131072, 262144, 524288, 1048576, 2097152, 4194304};
-  const double us[] = {0.759, 0.788, 1.449, 1.609, 1.744, 1.532, 1.605, 1.917,  2.158,  2.458,  3.102,
+  const double sizes[] = {4,    8,     16,    32,    64,     128,    256,    512,     1024,    2048,   4096,
+                          8192, 16384, 32768, 65536, 131072, 262144, 524288, 1048576, 2097152, 4194304};
+  const double us[] = {0.759, 0.788, 1.449, 1.609, 1.744, 1.532, 1.605, 1.917, 2.158, 2.458, 3.102,
                        3.533, 4.676, 20.83, 34.62, 66.60, 111.9, 228.6, 489.1, 973.1, 1771.7};
   std::vector<MeasuredPoint> sweep;
   for (size_t i = 0; i < std::size(sizes); ++i) sweep.push_back({"allreduce", sizes[i], us[i] * 1e-6});
@@ -71,10 +71,15 @@ TEST(MeasuredFabric, FollowsAProtocolJumpThatOneLineMisses) {
 }
 
 TEST(MeasuredFabric, MakesTheCurveNonDecreasingAndSkipsBadPoints) {
-  const MeasuredFabric f = measured_fabric_build(
-      1, 2,
-      {{"allgather", 1024, 2e-6}, {"allgather", 2048, 1.5e-6}, {"allgather", 4096, 3e-6}, {"allgather", 8192, NAN},
-       {"allgather", -1, 1e-6}, {"allgather", 16384, -2.0}, {"allreduce_mpi", 64, 1.0}, {"onesided_get", 64, 1.0}});
+  const MeasuredFabric f = measured_fabric_build(1, 2,
+                                                 {{"allgather", 1024, 2e-6},
+                                                  {"allgather", 2048, 1.5e-6},
+                                                  {"allgather", 4096, 3e-6},
+                                                  {"allgather", 8192, NAN},
+                                                  {"allgather", -1, 1e-6},
+                                                  {"allgather", 16384, -2.0},
+                                                  {"allreduce_mpi", 64, 1.0},
+                                                  {"onesided_get", 64, 1.0}});
   ASSERT_TRUE(f.curves[static_cast<size_t>(CollKind::coll_allgather)].has_value());
   const MeasuredCurve& c = *f.curves[static_cast<size_t>(CollKind::coll_allgather)];
   EXPECT_EQ(c.bytes, (std::vector<double>{1024, 2048, 4096}));
@@ -105,8 +110,8 @@ TEST(MeasuredFabric, ScalesToOtherRankCountsByTheRingRatio) {
 }
 
 TEST(MeasuredFabric, MessagesAndOneSidedAccessesReadTheirOwnCurves) {
-  const NetworkModel m = model_with({{"sendrecv", 8, 1e-6}, {"sendrecv", 65536, 9e-6}, {"onesided_put", 8, 7e-6},
-                                     {"onesided_put", 65536, 15e-6}});
+  const NetworkModel m = model_with(
+      {{"sendrecv", 8, 1e-6}, {"sendrecv", 65536, 9e-6}, {"onesided_put", 8, 7e-6}, {"onesided_put", 65536, 15e-6}});
   EXPECT_DOUBLE_EQ(network_message_time(m, CollKind::coll_sendrecv, false, 65536), 9e-6);
   EXPECT_DOUBLE_EQ(network_message_time(m, CollKind::coll_onesided, false, 65536), 15e-6);
   // No all-reduce curve: the α-β line of the fit, whatever the other curves.
