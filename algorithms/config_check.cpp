@@ -8,6 +8,8 @@
 #include "algorithms/variant.hpp"
 #include "cluster/backends.hpp"
 #include "core/errors.hpp"
+#include "workloads/cost_file.hpp"
+#include "workloads/workload.hpp"
 
 namespace dsgd {
 
@@ -135,8 +137,29 @@ void config_check_timing_only(const RunConfig& cfg) {
              "--timing-only models {} only (got {}{})", variant_timing_supported_text(), cfg.algo, what);
 }
 
+namespace {
+
+// A cost-file workload (--workload profile:FILE) has times and no numerics: the simulator's
+// timing-only path, a step count, and a batch the file can scale to; the file is read now.
+void check_cost_file(const RunConfig& cfg) {
+  if (!cost_file_workload(cfg.workload)) return;
+  workload_check_name(cfg.workload);  // the path after profile:
+  if (!backend_get(cfg.backend).has(cap_virtual_clock) || !cfg.timing_only)
+    config_fail("workload",
+                fmt::format("{} is a cost file: its model is timed, not trained, so it runs on the simulator's "
+                            "timing-only path only (got --backend {}{})",
+                            cfg.workload, cfg.backend, cfg.timing_only ? "" : " without --timing-only"),
+                kCostFileRunHint);
+  if (cfg.steps <= 0)
+    config_fail("steps", "a cost file has no dataset, so no epoch: give the number of steps", kCostFileRunHint);
+  cost_file_at_batch(cost_file_read(cost_file_path(cfg.workload)), cfg.batch);
+}
+
+}  // namespace
+
 void config_validate(const RunConfig& cfg) {
   run_config_validate_generic(cfg);
+  check_cost_file(cfg);
   if (cfg.workers > kRunConfigMaxComputingWorkers && !cfg.timing_only)
     config_fail(
         "workers",

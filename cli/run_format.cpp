@@ -204,6 +204,8 @@ std::string run_text(const RowView& r) {
                      r.text("created_at"), r.text("git_commit"));
   const std::string error = r.text("error");
   if (!error.empty()) out += fmt::format("  error: {}\n", error);
+  const std::string prediction = r.text("prediction");
+  if (!prediction.empty()) out += fmt::format("  predicted: {}\n", prediction);
   if (r.number("timed_steps")) out += summary_text(r);  // a run without a summary has none
   return out;
 }

@@ -32,6 +32,7 @@
 #include "engine/shared_dataset.hpp"
 #include "engine/shared_topology.hpp"
 #include "results/optimizer_profile_store.hpp"
+#include "workloads/cost_file.hpp"
 
 namespace dsgd {
 
@@ -126,9 +127,14 @@ struct Resolved {
   SimNetwork network;
   SimMemory memory;
   std::string details_json;
+  size_t batches_per_epoch = 0;  // per worker's shard (0: no dataset, --steps given)
 };
 
+void sim_resolve_finish(const RunConfig& cfg, Resolved& r);
+Resolved sim_resolve_cost_file(const RunConfig& cfg, const Store* store);
+
 Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, const SimProfileMissing& missing) {
+  if (cost_file_workload(cfg.workload)) return sim_resolve_cost_file(cfg, store);
   Resolved r;
   const std::string host = system_info_read().host;
   const int n = static_cast<int>(cfg.workers);
@@ -170,6 +176,13 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
     if (!fill.batches.empty() && missing.after) missing.after(fill);
   }
   r.profile = sim_profile_resolve(cfg, store, host, r.layers);
+  r.batches_per_epoch = r.data->train.rows / static_cast<size_t>(n) / static_cast<size_t>(cfg.batch);
+  sim_resolve_finish(cfg, r);
+  return r;
+}
+
+// --compute-scale on the profile, and the run's backend details.
+void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   SimComputeCost& c = r.profile.cost;
   const double k = cfg.compute_scale;
   c.data_s *= k;
@@ -190,6 +203,35 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
   if (!r.profile.warnings.empty()) details["profile-warnings"] = r.profile.warnings;
   if (!r.network.model) details["network-ideal"] = true;
   r.details_json = details.dump();
+}
+
+// A cost-file workload (--workload profile:FILE): the layers and compute times are the
+// file's, at cfg.batch (workloads/cost_file.hpp); no dataset, no numerics (timing-only).
+Resolved sim_resolve_cost_file(const RunConfig& cfg, const Store* store) {
+  Resolved r;
+  const CostFile file = cost_file_read(cost_file_path(cfg.workload));
+  const CostAtBatch at = cost_file_at_batch(file, cfg.batch);
+  for (const CostFileLayer& l : cost_file_layers(file)) {
+    r.layers.push_back(LayerView{l.name, r.param_count, l.floats});
+    r.param_count += l.floats;
+  }
+  r.topology = variant_get(cfg.algo).reads_topology
+                   ? topology_make_shared(cfg.topology, static_cast<int>(cfg.workers), cfg.seed)
+                   : std::make_shared<const Topology>(topology_groups(cfg.topology, static_cast<int>(cfg.workers)));
+  r.network = sim_network_resolve(cfg, store, system_info_read().host, r.topology->groups);
+  SimComputeCost& c = r.profile.cost;
+  c.data_s = at.data_s;
+  c.fwd_s = at.fwd_s;
+  c.bwd_layer_s = at.bwd_layer_s;
+  c.bwd_rest_s = at.bwd_rest_s;
+  c.opt_s = at.opt_s;
+  r.profile.source = fmt::format("cost file: {}; batch {} {}", cost_file_describe(file), cfg.batch, at.how);
+  if (at.step_spread > kProfileSpreadLimit)
+    r.profile.warnings.push_back(
+        fmt::format("the cost file's step spread is {:.0f} % (above {:.0f} %): its times are "
+                    "too noisy to predict from; export it again on a quiet machine",
+                    100 * at.step_spread, 100 * kProfileSpreadLimit));
+  sim_resolve_finish(cfg, r);
   return r;
 }
 
@@ -263,8 +305,7 @@ StepRow timing_step_row(int rank, int64_t step, int64_t warmup, const SimStepTim
 
 TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store, const TrainerCallbacks& callbacks) {
   // Every worker's shard has train_rows / workers samples (the batch sampler's split).
-  const RunSchedule schedule =
-      run_schedule_make(cfg, r.data->train.rows / static_cast<size_t>(cfg.workers) / static_cast<size_t>(cfg.batch));
+  const RunSchedule schedule = run_schedule_make(cfg, r.batches_per_epoch);
   const SimTimingPlan plan = timing_plan_make(cfg, r, schedule);
   const int64_t warmup = schedule.warmup;
   const size_t n = static_cast<size_t>(plan.workers);
@@ -274,6 +315,7 @@ TrainResult sim_run_timing(const RunConfig& cfg, const Resolved& r, Store* store
   nlohmann::json config;
   RunRecord record = run_record_from_config(cfg, plan.workers, plan.steps, warmup, plan.eval_every,
                                             "dsgd-bench sim (virtual clock)", config);
+  if (cost_file_workload(cfg.workload)) record.dataset = "none";  // a cost file's model reads no data
   config["backend-details"] = nlohmann::json::parse(r.details_json);
   config["backend-details"]["stored-steps"] =
       keep_every == 1 ? std::string("all") : fmt::format("one step per block of {} (seeded)", keep_every);

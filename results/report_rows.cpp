@@ -55,6 +55,9 @@ const std::vector<ReportColumn>& run_context_columns() {
       col("host", "", T::report_text, "host name of rank 0"),
       col("cpu_model", "", T::report_text, "CPU model of rank 0"),
       col("mpi_version", "", T::report_text, "MPI library version"),
+      col("prediction", "", T::report_text,
+          "a simulated run's figures are predicted: from which compute profile and network, with its warnings; "
+          "null for a measured run"),
       col("error", "", T::report_text, "error message of a failed run; null otherwise"),
   };
   return columns;
@@ -66,6 +69,20 @@ const std::set<std::string>& config_keys_skipped() {
                                              "steps",    "workers", "backend", "seed",     "target",
                                              "tag",      "warmup",  "db",      "hostfile", "save-params"};
   return keys;
+}
+
+// What a simulated run's figures were predicted from (its backend details, stored with the
+// run): "compute from <profile>; network <network>[; warning: ...]"; empty for a run on a real clock.
+std::string prediction_of(const nlohmann::json& config) {
+  if (!config.is_object()) return "";
+  const auto d = config.find("backend-details");
+  if (d == config.end() || !d->is_object() || d->value("clock", "") != "virtual") return "";
+  std::string out = fmt::format("{}compute from {}; network {}", d->value("timing-only", false) ? "timing only; " : "",
+                                d->value("profile", "?"), d->value("network", "?"));
+  if (const auto w = d->find("profile-warnings"); w != d->end() && w->is_array())
+    for (const auto& line : *w)
+      if (line.is_string()) out += "; warning: " + line.get<std::string>();
+  return out;
 }
 
 std::string key_to_column(std::string key) {
@@ -253,6 +270,7 @@ ReportTable report_runs_table(const std::vector<RunWithSummary>& runs) {
     row.emplace_back(r.host);
     row.emplace_back(r.cpu_model);
     row.emplace_back(r.mpi_version);
+    row.push_back(text_or_null(prediction_of(config)));
     row.push_back(text_or_null(r.error));
     table.rows.push_back(std::move(row));
   }

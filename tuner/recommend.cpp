@@ -28,6 +28,7 @@
 #include "tuner/trial_pool.hpp"
 #include "tuner/trial_runner.hpp"
 #include "tuner/tune_validate.hpp"
+#include "workloads/cost_file.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
 
@@ -48,6 +49,13 @@ constexpr double kMpiPromoteMargin = 0.1;
 // configuration and its names), with the note and the promotion margin of --backend mpi.
 void plan_check_spec(const TuneSpec& spec, int64_t max_trial_steps, TunePlan& plan) {
   const RunConfig& base = spec.base;
+  if (cost_file_workload(base.workload))
+    DSGD_THROW(InputError,
+               "time one configuration with dsgd-bench run --workload PROFILE --backend sim --timing-only true "
+               "--steps N, and compare step times across configurations",
+               "--workload {}: a cost file has no numerics, so dsgd-tune cannot measure a time to the target; "
+               "tuning from a cost file (with a convergence model) is not implemented yet",
+               base.workload);
   plan.backend = trial_backend_parse(base.backend);
   if (plan.backend == TrialBackend::trial_mpi) {
     // Real ranks on this machine (the tuner owns --hostfile): the run path's oversubscription rule.

@@ -4,6 +4,7 @@
 
 #include "core/errors.hpp"
 #include "core/run_config.hpp"
+#include "workloads/cost_file.hpp"
 #include "workloads/resnet.hpp"
 #include "workloads/svm.hpp"
 #include "workloads/transformer.hpp"
@@ -75,16 +76,26 @@ constexpr WorkloadEntry kWorkloads[] = {
 }  // namespace
 
 void workload_check_name(const std::string& name) {
+  if (cost_file_workload(name)) {
+    if (cost_file_path(name).empty())
+      DSGD_THROW(InputError, "write --workload profile:PATH, PATH a file from tools/export_profile.py",
+                 "--workload {}: no file after profile:", name);
+    return;
+  }
   std::string known;
   for (const WorkloadEntry& entry : kWorkloads) {
     if (name == entry.name) return;
     known += known.empty() ? entry.name : std::string(", ") + entry.name;
   }
-  DSGD_THROW(InputError, fmt::format("known workloads: {}", known), "unknown workload '{}'", name);
+  DSGD_THROW(InputError, fmt::format("known workloads: {}; or profile:FILE, a model cost file", known),
+             "unknown workload '{}'", name);
 }
 
 std::unique_ptr<Workload> workload_create(const RunConfig& cfg, const Dataset& train) {
   workload_check_name(cfg.workload);
+  if (cost_file_workload(cfg.workload))
+    DSGD_THROW(InputError, kCostFileRunHint, "--workload {}: a cost file has times, not a model to train",
+               cfg.workload);
   for (const WorkloadEntry& entry : kWorkloads)
     if (cfg.workload == entry.name) return entry.create(cfg, train);
   return nullptr;  // unreachable: workload_check_name threw

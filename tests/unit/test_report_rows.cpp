@@ -90,7 +90,7 @@ TEST(ReportRows, RunsCsvGolden) {
       "overlap_s,overlap_pct,injected_s,bytes_sent_per_step,timed_steps,final_train_loss,final_test_loss,"
       "final_test_acc,time_to_target_s,steps_to_target,staleness_mean,staleness_max,model_gflops,peak_gflops,mfu,"
       "eval_total_s" +
-      config_header() + ",tool_version,git_commit,build_type,host,cpu_model,mpi_version,error\n";
+      config_header() + ",tool_version,git_commit,build_type,host,cpu_model,mpi_version,prediction,error\n";
   ASSERT_EQ(csv.substr(0, header.size()), header);
   const std::string row = csv.substr(header.size());
   // Identity and summary part, byte for byte: the tag quoted with its quotes doubled and
@@ -100,7 +100,7 @@ TEST(ReportRows, RunsCsvGolden) {
       "42,\"a,b \"\"q\"\"\nline2\",acc=0.8,12345.678,0.0103,0.006,0.002,0.003,0.001,0.0005,0.003,1e-07,0.001,25,0,"
       "1500000,95,0.5,0.25,0.8125,,,,,,,,,";
   ASSERT_EQ(row.substr(0, expected_start.size()), expected_start);
-  const std::string expected_end = ",0.1.0,abc123,Release,node1,Test CPU,MPICH 4.0,\n";
+  const std::string expected_end = ",0.1.0,abc123,Release,node1,Test CPU,MPICH 4.0,,\n";
   ASSERT_EQ(row.substr(row.size() - expected_end.size()), expected_end);
   // Configuration values read from config_json; the straggler spec has commas: quoted.
   EXPECT_NE(row.find(",0.05,0,0.0001,"), std::string::npos) << row;

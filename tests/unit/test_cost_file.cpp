@@ -1,0 +1,214 @@
+// The model cost file reader (workloads/cost_file): a well-formed file is read field for field;
+// every kind of bad file is refused with InputError naming the file and the field; batch
+// scaling recovers t0 + k·b exactly from linear data, refuses batches beyond the
+// extrapolation limit and single-batch files at another batch; parameter-less layers' backward
+// time goes to the next layer whose gradient becomes ready; layers count float32 units of the
+// file's parameter bytes.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "core/errors.hpp"
+#include "workloads/cost_file.hpp"
+
+using namespace dsgd;
+using Json = nlohmann::json;
+
+namespace {
+
+Json stat(double median, double spread = 0.05) {
+  return {{"median_s", median}, {"spread", spread}, {"samples", 20}};
+}
+
+// An MLP of three modules (fc1 with parameters, relu without, fc2 with), measured at the given
+// batches; every time is t0 + k·b with known t0 and k.
+Json mlp(std::vector<int> batches = {16, 32, 64}) {
+  Json file = {
+      {"format", "dsgd-model-cost"},
+      {"version", 1},
+      {"model", "mlp"},
+      {"framework", "pytorch"},
+      {"framework_version", "1.13.1"},
+      {"dtype", "float32"},
+      {"device", {{"kind", "cpu"}, {"name", "test"}, {"peak_flops", 1e11}, {"memory_bandwidth_bytes_per_s", 1e10}}},
+      {"input_shape", {784}},
+      {"parameters", 203530},
+      {"parameter_bytes", 814120},
+      {"batches", Json::array()}};
+  for (int b : batches) {
+    auto lin = [b](double t0, double k) { return t0 + k * b; };
+    Json layers = Json::array();
+    layers.push_back({{"name", "fc1"},
+                      {"type", "Linear"},
+                      {"calls", 1},
+                      {"parameters", 200960},
+                      {"parameter_bytes", 803840},
+                      {"forward", stat(lin(1e-5, 1e-5))},
+                      {"backward", stat(lin(2e-5, 2e-5))},
+                      {"forward_flops", nullptr},
+                      {"backward_flops", nullptr},
+                      {"activation_bytes", nullptr},
+                      {"grad_ready_s", nullptr}});
+    layers.push_back({{"name", "relu"},
+                      {"type", "ReLU"},
+                      {"calls", 1},
+                      {"parameters", 0},
+                      {"parameter_bytes", 0},
+                      {"forward", stat(lin(1e-6, 1e-7))},
+                      {"backward", stat(lin(3e-6, 1e-7))}});
+    layers.push_back({{"name", "fc2"},
+                      {"type", "Linear"},
+                      {"calls", 1},
+                      {"parameters", 2570},
+                      {"parameter_bytes", 10280},
+                      {"forward", stat(lin(2e-6, 1e-7))},
+                      {"backward", stat(lin(4e-6, 2e-7))}});
+    file["batches"].push_back({{"batch", b},
+                               {"iterations", 20},
+                               {"step", stat(lin(1e-4, 5e-5))},
+                               {"forward", stat(lin(1.5e-5, 1.2e-5))},
+                               {"backward", stat(lin(3e-5, 2.4e-5))},
+                               {"optimizer", stat(5e-5, 0.1)},
+                               {"unattributed_s", 1e-6},
+                               {"layers", layers}});
+  }
+  return file;
+}
+
+class CostFileTest : public ::testing::Test {
+ protected:
+  std::string write(const Json& j) { return write_text(j.dump()); }
+  std::string write_text(const std::string& text) {
+    std::ofstream(path_) << text;
+    return path_;
+  }
+  void TearDown() override { std::remove(path_.c_str()); }
+  // The message of the InputError reading `j` throws ("" when none).
+  std::string error_of(const Json& j) {
+    try {
+      cost_file_read(write(j));
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string path_ = ::testing::TempDir() + "cost_file_test.json";
+};
+
+TEST_F(CostFileTest, ReadsAWellFormedFile) {
+  Json j = mlp();
+  j["gradient_noise_scale"] = {{"b_simple", 312.0}, {"batch_small", 16}, {"batch_big", 64}, {"samples", 10}};
+  const CostFile f = cost_file_read(write(j));
+  EXPECT_EQ(f.model, "mlp");
+  EXPECT_EQ(f.framework_version, "1.13.1");
+  EXPECT_EQ(f.device_kind, "cpu");
+  EXPECT_EQ(f.parameters, 203530);
+  ASSERT_EQ(f.layers.size(), 3u);
+  EXPECT_EQ(f.layers[1].name, "relu");
+  ASSERT_EQ(f.batches.size(), 3u);
+  EXPECT_EQ(f.batches[2].batch, 64);
+  EXPECT_DOUBLE_EQ(f.batches[0].layer_bwd[0].median_s, 2e-5 + 2e-5 * 16);
+  EXPECT_DOUBLE_EQ(f.batches[0].optimizer.spread, 0.1);
+  ASSERT_TRUE(f.noise_scale.has_value());
+  EXPECT_DOUBLE_EQ(*f.noise_scale, 312.0);
+  // Layers with parameters, in float32 units of their bytes.
+  const std::vector<CostFileLayer> layers = cost_file_layers(f);
+  ASSERT_EQ(layers.size(), 2u);
+  EXPECT_EQ(layers[0].floats, 200960u);
+  EXPECT_EQ(layers[1].name, "fc2");
+  EXPECT_NE(cost_file_describe(f).find("model mlp (pytorch 1.13.1, float32; cpu test)"), std::string::npos);
+}
+
+TEST_F(CostFileTest, RefusesBadFilesNamingTheField) {
+  struct Case {
+    const char* what;
+    std::function<void(Json&)> spoil;
+    const char* expected;
+  };
+  const std::vector<Case> cases = {
+      {"another version", [](Json& j) { j["version"] = 2; }, "version 2; this dsgd-bench reads version 1"},
+      {"another format", [](Json& j) { j["format"] = "chakra"; }, "format is 'chakra'"},
+      {"a missing field", [](Json& j) { j["batches"][1]["layers"][2]["backward"].erase("median_s"); },
+       "batches[1].layers[2].backward.median_s is missing"},
+      {"a negative time", [](Json& j) { j["batches"][0]["step"]["median_s"] = -1e-3; },
+       "batches[0].step.median_s is negative"},
+      {"a string for a number", [](Json& j) { j["batches"][0]["forward"]["spread"] = "5%"; },
+       "batches[0].forward.spread is not a number"},
+      {"bytes that do not add up", [](Json& j) { j["parameter_bytes"] = 814124; },
+       "parameter_bytes is 814124 but the layers' parameter_bytes add up to 814120"},
+      {"layers that differ between batches", [](Json& j) { j["batches"][2]["layers"][2]["name"] = "head"; },
+       "'head' (2570 parameters) differs from the first batch entry's layer 2: 'fc2'"},
+      {"unsorted batches", [](Json& j) { std::swap(j["batches"][0], j["batches"][1]); },
+       "batches[1].batch is 16 after 32"},
+      {"no batches", [](Json& j) { j["batches"] = Json::array(); }, "batches is not a non-empty array"},
+      {"a zero sample count", [](Json& j) { j["batches"][0]["layers"][0]["forward"]["samples"] = 0; },
+       "batches[0].layers[0].forward.samples is 0 (at least 1)"},
+  };
+  for (const Case& c : cases) {
+    Json j = mlp();
+    c.spoil(j);
+    const std::string message = error_of(j);
+    EXPECT_NE(message.find(c.expected), std::string::npos) << c.what << ": " << message;
+    EXPECT_NE(message.find(path_), std::string::npos) << c.what << ": the file is named";
+  }
+  // NaN is not JSON (Python's json.dump writes it unless allow_nan=False).
+  try {
+    cost_file_read(write_text(R"({"format": "dsgd-model-cost", "version": 1, "model": NaN})"));
+    FAIL() << "NaN accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("not valid JSON"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(cost_file_read(path_ + ".absent"), InputError);
+}
+
+TEST_F(CostFileTest, ScalesWithTheBatchAsAFittedLine) {
+  const CostFile f = cost_file_read(write(mlp()));
+  for (int b : {8, 16, 48, 64, 256}) {
+    const CostAtBatch at = cost_file_at_batch(f, b);
+    EXPECT_NEAR(at.fwd_s, 1.5e-5 + 1.2e-5 * b, 1e-12) << b;
+    EXPECT_NEAR(at.opt_s, 5e-5, 1e-12) << "the optimizer does not scale with the batch";
+    ASSERT_EQ(at.bwd_layer_s.size(), 2u);
+    // fc2's gradient is ready first; relu's backward runs before fc1's gradient is ready.
+    EXPECT_NEAR(at.bwd_layer_s[1], 4e-6 + 2e-7 * b, 1e-12) << b;
+    EXPECT_NEAR(at.bwd_layer_s[0], (2e-5 + 2e-5 * b) + (3e-6 + 1e-7 * b), 1e-12) << b;
+    // The whole backward (3e-5 + 2.4e-5 b) exceeds the layers' sum by the rest.
+    const double layers = (2e-5 + 2e-5 * b) + (3e-6 + 1e-7 * b) + (4e-6 + 2e-7 * b);
+    EXPECT_NEAR(at.bwd_rest_s, std::max(0.0, (3e-5 + 2.4e-5 * b) - layers), 1e-12) << b;
+    // Data: the step minus its parts, never negative.
+    const double step = 1e-4 + 5e-5 * b;
+    EXPECT_NEAR(at.data_s, std::max(0.0, step - at.fwd_s - std::max(3e-5 + 2.4e-5 * b, layers) - 5e-5), 1e-12) << b;
+    EXPECT_NE(at.how.find("fitted t0 + k*batch over batches 16, 32, 64"), std::string::npos);
+  }
+}
+
+TEST_F(CostFileTest, RefusesBatchesItCannotScaleTo) {
+  const CostFile f = cost_file_read(write(mlp()));
+  EXPECT_NO_THROW(cost_file_at_batch(f, 4));    // 16 / 4
+  EXPECT_NO_THROW(cost_file_at_batch(f, 256));  // 64 x 4
+  for (int b : {3, 257}) {
+    try {
+      cost_file_at_batch(f, b);
+      FAIL() << "batch " << b << " accepted";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("outside what cost file"), std::string::npos) << e.what();
+      EXPECT_NE(e.hint().find("use a batch in 4..256"), std::string::npos) << e.hint();
+    }
+  }
+  // One batch in the file: only that batch.
+  const CostFile one = cost_file_read(write(mlp({32})));
+  EXPECT_EQ(cost_file_at_batch(one, 32).how, "measured at batch 32");
+  EXPECT_THROW(cost_file_at_batch(one, 64), InputError);
+}
+
+TEST(CostFileWorkload, NamesAFileAfterThePrefix) {
+  EXPECT_TRUE(cost_file_workload("profile:model.json"));
+  EXPECT_FALSE(cost_file_workload("svm"));
+  EXPECT_EQ(cost_file_path("profile:/a/b.json"), "/a/b.json");
+  EXPECT_EQ(cost_file_path("resnet"), "");
+}
+
+}  // namespace

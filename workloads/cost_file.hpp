@@ -1,0 +1,102 @@
+// A model cost file (docs/model-cost-file.md): a user's model measured in their own framework
+// by tools/export_profile.py — per layer, in forward order, its parameters and its forward and
+// backward times at one or more batch sizes, plus the whole step — read and checked here, and
+// turned into the compute cost of one step at any batch the file can scale to.
+//
+// A workload written `profile:FILE` (dsgd-bench run --workload profile:model.json) is such a
+// file: it has no numerics, so it runs on the simulator's timing-only path, and its times are
+// the file's, not this machine's.
+//
+// Batch scaling. Each time (each layer's forward and backward, the whole forward, backward,
+// optimizer and step) is fitted as t0 + k·b by least squares over the file's batches, so a
+// fixed cost per call is not scaled with the batch. With one batch in the file only that
+// batch can be predicted; with two or more, batches from kCostFileExtrapolation times below
+// the smallest to kCostFileExtrapolation times above the largest. A fit is never negative.
+//
+// Limits. The exporter's hooks see module boundaries: work between modules (the loss, the
+// framework's own bookkeeping) is the file's step minus the parts, charged once per step as
+// data time here. Parameter-less layers (activations, pooling) have no gradient to send:
+// their backward time is charged with the next layer whose gradient becomes ready.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dsgd {
+
+// A median time over the exporter's timed iterations, its spread (interquartile range over
+// median) and the number of iterations.
+struct CostStat {
+  double median_s = 0;
+  double spread = 0;
+  int64_t samples = 0;
+};
+
+struct CostLayer {
+  std::string name, type;
+  int64_t calls = 1;  // calls per forward (a module used twice: both calls' times summed)
+  int64_t parameters = 0;
+  int64_t parameter_bytes = 0;
+};
+
+// The measurements at one batch size; layer_fwd / layer_bwd follow CostFile::layers.
+struct CostBatch {
+  int64_t batch = 0;
+  int64_t iterations = 0;
+  CostStat step, forward, backward, optimizer;
+  double unattributed_s = 0;
+  std::vector<CostStat> layer_fwd, layer_bwd;
+};
+
+struct CostFile {
+  std::string path;
+  std::string model, framework, framework_version, dtype;
+  std::string device_kind, device_name;
+  double device_peak_flops = 0, device_memory_bandwidth = 0;  // bytes/s; as the exporter measured
+  int64_t parameters = 0, parameter_bytes = 0;
+  std::vector<CostLayer> layers;      // forward execution order
+  std::vector<CostBatch> batches;     // sorted by batch, distinct
+  std::optional<double> noise_scale;  // gradient noise scale B_simple, when measured
+};
+
+constexpr int kCostFileVersion = 1;
+constexpr const char* kCostFileRunHint = "run it with --backend sim --timing-only true and --steps N";
+constexpr double kCostFileExtrapolation = 4.0;
+
+// Whether a --workload value names a cost file ("profile:FILE"), and the file's path.
+bool cost_file_workload(const std::string& workload);
+std::string cost_file_path(const std::string& workload);
+
+// Reads and checks a cost file. Throws InputError naming the file and the field (its JSON
+// path, e.g. batches[1].layers[3].backward.median_s) on: a missing or unreadable file, JSON
+// that does not parse (NaN and Infinity included), another format or version, a missing or
+// mistyped field, a negative time or spread, parameter bytes of the layers that do not add
+// up to the stated total, batch entries whose layers differ, and batches not sorted or
+// repeated.
+CostFile cost_file_read(const std::string& path);
+
+// The compute cost of one step at `batch` (seconds per worker, per step). bwd_layer_s has
+// one entry per layer that has parameters (cost_file_layers' order).
+struct CostAtBatch {
+  double data_s = 0, fwd_s = 0, bwd_rest_s = 0, opt_s = 0;
+  std::vector<double> bwd_layer_s;
+  double step_spread = 0;  // the largest spread of the step among the batches used
+  std::string how;         // "measured at batch 32" or "fitted t0 + k·b over batches 16, 32, 64"
+};
+// Throws InputError when batch is outside what the file can scale to (naming the range).
+CostAtBatch cost_file_at_batch(const CostFile& file, int64_t batch);
+
+// The layers that have parameters (their names and parameter counts in float32 units:
+// parameter_bytes / 4, so that a collective moves the file's bytes).
+struct CostFileLayer {
+  std::string name;
+  size_t floats = 0;
+};
+std::vector<CostFileLayer> cost_file_layers(const CostFile& file);
+
+// "model mlp-784-256-10 (pytorch 1.13.1, float32; cpu Intel Xeon ...), file model.json".
+std::string cost_file_describe(const CostFile& file);
+
+}  // namespace dsgd
