@@ -26,6 +26,7 @@
 #include "core/run_config.hpp"
 #include "core/system_info.hpp"
 #include "engine/collective_check.hpp"
+#include "engine/fabric_file.hpp"
 #include "engine/interrupt.hpp"
 #include "engine/preflight.hpp"
 #include "engine/sim_run.hpp"
@@ -49,6 +50,7 @@ struct RunCommandOptions : RunOptionBinding {
 // bad flag never creates a file.
 void validate_before_launch(const RunConfig& cfg) {
   config_validate(cfg);
+  if (!cfg.fabric.empty()) fabric_file_read(cfg.fabric);  // a bad file is refused before anything starts
   const Backend& backend = backend_get(cfg.backend);
   backend_require_available(backend);
   // A device backend needs a workload that computes on its device; none does yet (docs/gpu.md).

@@ -52,7 +52,8 @@ bool config_key_applies(const RunConfig& cfg, std::string_view key) {
   if (key == "model") return cfg.workload != "svm";
   const Backend* backend = backend_find(cfg.backend);
   if (key == "hostfile") return backend && backend->has(cap_multi_process);
-  if (key == "timing-only" || key == "compute-scale" || key == "profile-from" || key == "native-floor")
+  if (key == "timing-only" || key == "compute-scale" || key == "profile-from" || key == "native-floor" ||
+      key == "fabric")
     return backend && backend->has(cap_virtual_clock);
   return true;
 }

@@ -39,7 +39,7 @@ std::string option_group(std::string_view key) {
        {"workers", "backend", "hostfile", "threads", "topology", "bandwidth", "latency", "inter-bandwidth",
         "inter-latency", "link-efficiency", "mtu"}},
       {"Stragglers", {"straggler"}},
-      {"Simulator (--backend sim)", {"timing-only", "compute-scale", "profile-from", "native-floor"}},
+      {"Simulator (--backend sim)", {"timing-only", "compute-scale", "profile-from", "native-floor", "fabric"}},
       {"Measurement and output", {"db", "tag", "save-params", "timers"}},
   };
   for (const auto& [name, keys] : groups)

@@ -140,7 +140,13 @@ const Backend& backend_check_config(const RunConfig& cfg, uint32_t needs, const 
     if (cfg.native_floor)
       fail("native-floor", fmt::format("applies to --backend {} only", clocked),
            fmt::format("add --backend {}, or drop the flag", clocked));
+    if (!cfg.fabric.empty())
+      fail("fabric", fmt::format("applies to --backend {} only (a real run uses the real network)", clocked),
+           fmt::format("add --backend {}, or drop the flag", clocked));
   }
+  if (!cfg.fabric.empty() && !cfg.bandwidth.empty())
+    fail("fabric", "and --bandwidth both describe the network: give one",
+         "drop --bandwidth to simulate the fabric file's network, or --fabric to simulate the link");
   backend_check_needs(b, needs, needed_by);
   return b;
 }

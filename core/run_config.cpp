@@ -130,6 +130,10 @@ const std::vector<RunConfigField>& run_config_fields() {
        "sim: every communication lasts at least this host's calibrated native time, as under network emulation "
        "on this host (dsgd-bench validate sets it)",
        &C::native_floor},
+      {"fabric",
+       "sim: the network of a fabric file, a cluster's collectives as its framework measured them "
+       "(tools/export_fabric.py; instead of --bandwidth or this host's calibration)",
+       &C::fabric},
       {"ps-mode", "ps: sync (bulk synchronous) | async (each push applied at once) | ssp (stale synchronous)",
        &C::ps_mode},
       {"ps-staleness", "ps --ps-mode ssp: staleness bound s (a worker at clock c waits while the slowest is below c-s)",

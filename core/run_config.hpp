@@ -88,6 +88,7 @@ struct RunConfig {
   int64_t profile_from = 0;    // sim: compute profile from this stored run (0: the host's calibration)
   bool schedule = false;       // dreamddp: print the layer→slot schedule at start
   bool native_floor = false;   // sim: communication lasts at least this host's calibrated native time
+  std::string fabric;          // sim: the network as a fabric file measured it (tools/export_fabric.py)
 
   // Parameter server (algorithms/ps.cpp).
   std::string ps_mode = "sync";       // sync | async | ssp

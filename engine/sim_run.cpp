@@ -25,6 +25,7 @@
 #include "engine/batch_sampler.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/compute_profile.hpp"
+#include "engine/fabric_file.hpp"
 #include "engine/memory_estimate.hpp"
 #include "engine/preflight.hpp"
 #include "engine/run_record.hpp"
@@ -90,6 +91,14 @@ SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std
                                        cfg.link_efficiency, cfg.mtu);
   if (net.model) {
     net.description = network_model_describe(*net.model);
+    return net;
+  }
+  if (!cfg.fabric.empty()) {
+    const FabricFile file = fabric_file_read(cfg.fabric);
+    net.model = fabric_file_network(file);
+    net.algo = CollAlgo::algo_ring;
+    net.description = fmt::format("fabric file: {}; {}", fabric_file_describe(file),
+                                  sim_network_calibrated_describe(*net.model));
     return net;
   }
   if (const std::optional<AllreduceFit> fit = store ? store->allreduce_fit_latest(host) : std::nullopt) {
