@@ -568,9 +568,12 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
     optimizer = (optimizer_factory or (lambda ps: torch.optim.SGD(ps, lr=0.01, momentum=0.9)))(params)
     clock = _make_clock(torch, device)
     modules = _profiled_modules(model)
-    mode = "module" if backward_hooks in ("auto", "module") else "tensor"
     if backward_hooks not in ("auto", "module", "tensor"):
         raise ValueError("backward_hooks: auto, module or tensor")
+    mode = "module" if backward_hooks in ("auto", "module") else "tensor"
+    if mode == "module" and not hasattr(torch.nn.Module, "register_full_backward_hook"):
+        log("export_profile: this torch has no full backward hooks (torch < 1.8); tensor hooks used")
+        mode = "tensor"
 
     def new_recorder(mode):
         rec = _Recorder(torch, modules, clock, mode)
