@@ -984,7 +984,10 @@ def main(argv=None):
                     "training program and call profile_model() and write_cost_file(): see the "
                     "example at the top of tools/export_profile.py (python3 -c 'import "
                     "export_profile; help(export_profile)' from tools/).",
-        epilog="Example: python3 tools/export_profile.py --model mlp --batches 16,32,64 -o mlp.json")
+        epilog="Example: python3 tools/export_profile.py --model mlp --batches 16,32,64 -o mlp.json\n\n"
+               "From your own program:\n\n" + __doc__.split("program (the command line only runs\n"
+                                                              "built-in example models):\n\n")[1]
+                                                  .split("\n\nStandard library")[0])
     ap.add_argument("--model", default="mlp", choices=EXAMPLES, help="built-in example model (default mlp)")
     ap.add_argument("--batches", default="16,32,64", help="comma-separated batch sizes (default 16,32,64)")
     ap.add_argument("--iterations", type=int, default=20, help="timed iterations per batch size (default 20)")
