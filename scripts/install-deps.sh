@@ -6,13 +6,16 @@
 #                    BLAS, and the datasets the quick start, the examples and the smoke suite
 #                    use (Fashion-MNIST, fortunes).
 #   --tests          also what scripts/test.sh needs: GoogleTest and Google Benchmark, python3,
-#                    jq, chromium (the HTML report tests), iproute2 (ip, tc:
+#                    PyTorch 1.13 (python3-torch: tests/python, the tests of the cost-file
+#                    exporters tools/export_profile.py and tools/export_fabric.py), jq,
+#                    chromium (the HTML report tests), iproute2 (ip, tc:
 #                    scripts/netns-cluster.sh and tests/integration/netns_two_hosts.sh),
 #                    clang-format (the formatting check), qemu-user (the portable pass on an
 #                    emulated CPU without AVX), clang and libclang-rt-14-dev (libFuzzer and the
 #                    sanitizer runtimes: the fuzz targets of tests/fuzz, scripts/fuzz.sh).
 #   --bench-extras   also what the side-by-side benchmarks compare against: PyTorch 1.13
-#                    (bench/bench_resnet.py, bench/bench_gpt.py) and BLIS
+#                    (bench/bench_resnet.py, bench/bench_gpt.py; --tests installs it too),
+#                    torchvision and BLIS
 #                    (bench/bench_resnet_backends.sh). Not needed to build or test.
 # The options combine (--tests --bench-extras).
 # Without libgtest-dev the build configures without the tests, and without libbenchmark-dev
@@ -33,7 +36,7 @@ packages=(
 for arg in "$@"; do
   case "$arg" in
     --tests)
-      packages+=(libgtest-dev libbenchmark-dev python3 jq chromium iproute2
+      packages+=(libgtest-dev libbenchmark-dev python3 python3-torch jq chromium iproute2
                  clang-format qemu-user clang libclang-rt-14-dev) ;;
     --bench-extras)
       packages+=(python3-torch python3-torchvision libblis-dev) ;;
