@@ -249,14 +249,29 @@ def _measure(args, log):
             fn = op_fn(op, nbytes)
             if fn is None:
                 continue
+            # Iterations per repetition: enough back-to-back calls to last args.min_rep_time
+            # (rank 0's estimate: the fastest of three single calls, shared), so one thread's
+            # wake-up does not make a repetition; the time per call is the repetition's time over
+            # its calls.
+            single = []
+            for _ in range(3):
+                dist.barrier()
+                t0 = time.perf_counter()
+                fn()
+                sync()
+                single.append(time.perf_counter() - t0)
+            one = torch.tensor([min(single)], dtype=torch.float64, device=device)
+            dist.broadcast(one, 0)
+            iters = int(min(1000, max(1, args.min_rep_time / max(float(one.item()), 1e-7))))
             times = []
             for r in range(args.warmup + args.reps):
                 dist.barrier()
                 sync()
                 t0 = time.perf_counter()
-                fn()
+                for _ in range(iters):
+                    fn()
                 sync()
-                t = time.perf_counter() - t0
+                t = (time.perf_counter() - t0) / iters
                 if op == "sendrecv":
                     t = t / 2 if rank == 0 else 0.0
                 if r >= args.warmup:
@@ -265,7 +280,7 @@ def _measure(args, log):
             dist.all_reduce(tt, op=dist.ReduceOp.MAX)
             slow = tt.cpu().tolist()
             collectives.append({"op": op, "bytes": nbytes, "time_s": statistics.median(slow),
-                                "time_min_s": min(slow), "time_max_s": max(slow), "iters": len(slow)})
+                                "time_min_s": min(slow), "time_max_s": max(slow), "iters": len(slow) * iters})
             if rank == 0 and args.verbose:
                 log("export_fabric: %-14s %9d B  %.3g s" % (op, nbytes, collectives[-1]["time_s"]))
     names = [None] * world
@@ -340,6 +355,8 @@ def main(argv=None):
     ap.add_argument("--max-size", type=int, default=4 << 20, help="largest message in bytes (default 4 MiB)")
     ap.add_argument("--reps", type=int, default=30, help="timed repetitions per op and size (default 30)")
     ap.add_argument("--warmup", type=int, default=5, help="untimed repetitions first (default 5)")
+    ap.add_argument("--min-rep-time", type=float, default=0.002,
+                    help="seconds a repetition lasts at least: back-to-back calls, timed together (default 0.002)")
     ap.add_argument("--ops", default=",".join(OPS), help="comma-separated subset of " + ",".join(OPS))
     ap.add_argument("--threads", type=int, default=1, help="torch threads per process (default 1)")
     ap.add_argument("--verbose", action="store_true", help="print each measurement (rank 0)")

@@ -644,7 +644,18 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
                     row["ready"][name] = (max(pd) - f1) if pd else None
                 _make_exclusive(row, modules, layer_names)
                 per_iter.append(row)
-            batches.append(_batch_entry(b, iterations, per_iter, info, layer_names, modules))
+            entry = _batch_entry(b, iterations, per_iter, info, layer_names, modules)
+            # The whole step, forward, backward and optimizer again without hooks: the hooks'
+            # own cost (hook_overhead_s per module) is in the hooked figures, not in training.
+            rec.remove()
+            plain = _time_plain(model, inputs, targets, loss_fn, optimizer, clock, warmup, iterations)
+            entry.update(plain)
+            entry["unattributed_s"] = (plain["step"]["median_s"]
+                                       - sum(l["forward"]["median_s"] + l["backward"]["median_s"]
+                                             for l in entry["layers"])
+                                       - plain["optimizer"]["median_s"])
+            rec = new_recorder(rec.mode)
+            batches.append(entry)
     finally:
         rec.active = False
         rec.remove()
@@ -691,6 +702,26 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
             d["gradient_noise_scale"] = gns
     validate_cost_file(d)
     return d
+
+
+def _time_plain(model, inputs, targets, loss_fn, optimizer, clock, warmup, iterations):
+    """step / forward / backward / optimizer stats of `iterations` steps without hooks."""
+    rows = []
+    for it in range(warmup + iterations):
+        optimizer.zero_grad(set_to_none=True)
+        clock.sync()
+        s0 = clock.mark()
+        loss = loss_fn(_call_model(model, inputs), targets)
+        s1 = clock.mark()
+        loss.backward()
+        s2 = clock.mark()
+        optimizer.step()
+        s3 = clock.mark()
+        clock.sync()
+        if it >= warmup:
+            f1, b1, o1 = clock.resolve(s0, [s1, s2, s3])
+            rows.append({"step": o1, "forward": f1, "backward": b1 - f1, "optimizer": o1 - b1})
+    return {key: summarize([r[key] for r in rows]) for key in ("step", "forward", "backward", "optimizer")}
 
 
 def _make_exclusive(row, modules, layer_names):
@@ -975,6 +1006,25 @@ def build_example(name):
 EXAMPLES = ("mlp", "mlp3", "cnn", "resnet20")
 
 
+def _profile_example(index, args, batches, result=None):
+    """One process of main(): profiles the built-in example; process 0 puts its dict in `result`."""
+    import torch
+
+    torch.manual_seed(args.seed)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    model, make_batch, loss_fn, model_name = build_example(args.model)
+    d = profile_model(model, make_batch, batches, loss_fn, iterations=args.iterations, warmup=args.warmup,
+                      device=args.device or "cpu", model_name=model_name,
+                      noise_scale_batches=(batches[0], batches[-1]) if args.noise_scale else None,
+                      noise_scale_samples=args.noise_samples, backward_hooks=args.backward_hooks,
+                      log=(lambda msg: print(msg, file=sys.stderr)) if index == 0 else (lambda msg: None))
+    d["processes"] = args.processes
+    if result is not None and index == 0:
+        result.put(d)
+    return d
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(
         prog="export_profile.py",
@@ -1000,6 +1050,9 @@ def main(argv=None):
                     help="also estimate the gradient noise scale B_simple between the smallest and "
                          "largest batch size")
     ap.add_argument("--noise-samples", type=int, default=10, help="batch pairs for --noise-scale (default 10)")
+    ap.add_argument("--processes", type=int, default=1,
+                    help="measure in N processes at once, as N ranks of the real job share this host "
+                         "(default 1: alone); process 0's measurements are written")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     args = ap.parse_args(argv)
@@ -1013,21 +1066,31 @@ def main(argv=None):
         ap.error("--iterations >= 1, --warmup >= 0")
     if args.noise_scale and len(batches) < 2:
         ap.error("--noise-scale needs two different batch sizes in --batches")
-    import torch
+    if args.processes < 1:
+        ap.error("--processes >= 1")
+    if args.processes == 1:
+        d = _profile_example(0, args, batches)
+    else:
+        # The same measurement in N processes at once (a host that runs N ranks of the real job:
+        # they share its cores, caches and memory bandwidth); process 0's file is written.
+        import torch.multiprocessing as mp
 
-    torch.manual_seed(args.seed)
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    model, make_batch, loss_fn, model_name = build_example(args.model)
-    d = profile_model(model, make_batch, batches, loss_fn, iterations=args.iterations, warmup=args.warmup,
-                      device=args.device or "cpu", model_name=model_name,
-                      noise_scale_batches=(batches[0], batches[-1]) if args.noise_scale else None,
-                      noise_scale_samples=args.noise_samples, backward_hooks=args.backward_hooks)
+        ctx = mp.get_context("spawn")
+        result = ctx.Queue()
+        procs = [ctx.Process(target=_profile_example, args=(i, args, batches, result)) for i in range(args.processes)]
+        for p in procs:
+            p.start()
+        d = result.get()
+        for p in procs:
+            p.join()
+        if any(p.exitcode != 0 for p in procs):
+            print("export_profile: a process of --processes failed", file=sys.stderr)
+            return 1
     write_cost_file(d, args.output)
     e = d["batches"][-1]
     print("export_profile: %s, %d layers, %d parameters; batch %d: step %.3g s (forward %.3g, backward %.3g, "
           "optimizer %.3g, unattributed %.3g); hook overhead %.3g s per module; wrote %s"
-          % (model_name, len(e["layers"]), d["parameters"], e["batch"], e["step"]["median_s"],
+          % (d["model"], len(e["layers"]), d["parameters"], e["batch"], e["step"]["median_s"],
              e["forward"]["median_s"], e["backward"]["median_s"], e["optimizer"]["median_s"],
              e["unattributed_s"], d["hook_overhead_s"], args.output), file=sys.stderr)
     return 0

@@ -142,6 +142,7 @@ CostFile cost_file_read(const std::string& path) {
                                    c.batches[i - 1].batch));
   }
   totals_check(top, c);
+  if (top.has("processes")) c.processes = top.count("processes", 1);
   if (top.has("gradient_noise_scale")) c.noise_scale = top.at("gradient_noise_scale").non_negative("b_simple");
   return c;
 }
@@ -184,8 +185,20 @@ CostAtBatch cost_file_at_batch(const CostFile& file, int64_t batch) {
     }
   }
   out.bwd_layer_s.assign(reversed.rbegin(), reversed.rend());
-  out.bwd_rest_s = pending + std::max(0.0, backward - layers_sum);
-  out.data_s = std::max(0.0, step - out.fwd_s - std::max(backward, layers_sum) - out.opt_s);
+  out.bwd_rest_s = pending;
+  // The whole backward is measured without hooks; the layers' times only split it: scaled to
+  // it, down when the hooks' own cost makes them add up to more, up when work the hooks miss
+  // (between modules, in autograd) makes them add up to less. That work happens during the
+  // backward, so it is spread over the layers, not charged after the last gradient, where it
+  // would hide a bucket's all-reduce.
+  if (layers_sum > 0) {
+    const double scale = backward / layers_sum;
+    for (double& t : out.bwd_layer_s) t *= scale;
+    out.bwd_rest_s *= scale;
+  } else {
+    out.bwd_rest_s = backward;
+  }
+  out.data_s = std::max(0.0, step - out.fwd_s - backward - out.opt_s);
   for (const CostBatch& b : bs) out.step_spread = std::max(out.step_spread, b.step.spread);
   if (bs.size() == 1) {
     out.how = fmt::format("measured at batch {}", lo);
@@ -205,8 +218,9 @@ std::vector<CostFileLayer> cost_file_layers(const CostFile& file) {
 }
 
 std::string cost_file_describe(const CostFile& file) {
-  return fmt::format("model {} ({} {}, {}; {} {}), file {}", file.model, file.framework, file.framework_version,
-                     file.dtype, file.device_kind, file.device_name, file.path);
+  return fmt::format("model {} ({} {}, {}; {} {}{}), file {}", file.model, file.framework, file.framework_version,
+                     file.dtype, file.device_kind, file.device_name,
+                     file.processes > 1 ? fmt::format("; {} processes at once", file.processes) : "", file.path);
 }
 
 }  // namespace dsgd

@@ -13,6 +13,11 @@
 // batch can be predicted; with two or more, batches from kCostFileExtrapolation times below
 // the smallest to kCostFileExtrapolation times above the largest. A fit is never negative.
 //
+// Totals. The step, forward, backward and optimizer are the exporter's measurements without
+// hooks; the layers' times (taken with hooks, which cost hook_overhead_s each) only split the
+// backward among the gradients, scaled to add up to the whole backward. So a simulated step's
+// compute is the file's measured step at that batch.
+//
 // Limits. The exporter's hooks see module boundaries: work between modules (the loss, the
 // framework's own bookkeeping) is the file's step minus the parts, charged once per step as
 // data time here. Parameter-less layers (activations, pooling) have no gradient to send:
@@ -59,6 +64,7 @@ struct CostFile {
   std::vector<CostLayer> layers;      // forward execution order
   std::vector<CostBatch> batches;     // sorted by batch, distinct
   std::optional<double> noise_scale;  // gradient noise scale B_simple, when measured
+  int64_t processes = 1;              // processes measuring at once on the exporter's host
 };
 
 constexpr int kCostFileVersion = 1;
@@ -96,7 +102,8 @@ struct CostFileLayer {
 };
 std::vector<CostFileLayer> cost_file_layers(const CostFile& file);
 
-// "model mlp-784-256-10 (pytorch 1.13.1, float32; cpu Intel Xeon ...), file model.json".
+// "model mlp-784-256-10 (pytorch 1.13.1, float32; cpu Intel Xeon ...; 2 processes at once),
+// file model.json".
 std::string cost_file_describe(const CostFile& file);
 
 }  // namespace dsgd

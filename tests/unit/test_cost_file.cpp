@@ -5,6 +5,7 @@
 // time goes to the next layer whose gradient becomes ready; layers count float32 units of the
 // file's parameter bytes.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -96,7 +97,10 @@ class CostFileTest : public ::testing::Test {
     }
     return "";
   }
-  std::string path_ = ::testing::TempDir() + "cost_file_test.json";
+  // One file per test and process: ctest runs the tests of this program in parallel.
+  std::string path_ = ::testing::TempDir() + "cost_file_" +
+                      ::testing::UnitTest::GetInstance()->current_test_info()->name() + "_" +
+                      std::to_string(::getpid()) + ".json";
 };
 
 TEST_F(CostFileTest, ReadsAWellFormedFile) {
@@ -172,17 +176,31 @@ TEST_F(CostFileTest, ScalesWithTheBatchAsAFittedLine) {
     EXPECT_NEAR(at.fwd_s, 1.5e-5 + 1.2e-5 * b, 1e-12) << b;
     EXPECT_NEAR(at.opt_s, 5e-5, 1e-12) << "the optimizer does not scale with the batch";
     ASSERT_EQ(at.bwd_layer_s.size(), 2u);
-    // fc2's gradient is ready first; relu's backward runs before fc1's gradient is ready.
-    EXPECT_NEAR(at.bwd_layer_s[1], 4e-6 + 2e-7 * b, 1e-12) << b;
-    EXPECT_NEAR(at.bwd_layer_s[0], (2e-5 + 2e-5 * b) + (3e-6 + 1e-7 * b), 1e-12) << b;
-    // The whole backward (3e-5 + 2.4e-5 b) exceeds the layers' sum by the rest.
+    // fc2's gradient is ready first; relu's backward runs before fc1's gradient is ready. The
+    // whole backward (3e-5 + 2.4e-5 b) exceeds the layers' sum: they are scaled up to it.
     const double layers = (2e-5 + 2e-5 * b) + (3e-6 + 1e-7 * b) + (4e-6 + 2e-7 * b);
-    EXPECT_NEAR(at.bwd_rest_s, std::max(0.0, (3e-5 + 2.4e-5 * b) - layers), 1e-12) << b;
+    const double scale = (3e-5 + 2.4e-5 * b) / layers;
+    EXPECT_NEAR(at.bwd_layer_s[1], scale * (4e-6 + 2e-7 * b), 1e-12) << b;
+    EXPECT_NEAR(at.bwd_layer_s[0], scale * ((2e-5 + 2e-5 * b) + (3e-6 + 1e-7 * b)), 1e-12) << b;
+    EXPECT_EQ(at.bwd_rest_s, 0.0) << "no parameter-less layer before the first gradient";
     // Data: the step minus its parts, never negative.
     const double step = 1e-4 + 5e-5 * b;
-    EXPECT_NEAR(at.data_s, std::max(0.0, step - at.fwd_s - std::max(3e-5 + 2.4e-5 * b, layers) - 5e-5), 1e-12) << b;
+    EXPECT_NEAR(at.data_s, std::max(0.0, step - at.fwd_s - (3e-5 + 2.4e-5 * b) - 5e-5), 1e-12) << b;
     EXPECT_NE(at.how.find("fitted t0 + k*batch over batches 16, 32, 64"), std::string::npos);
   }
+}
+
+TEST_F(CostFileTest, LayersAddingUpToMoreThanTheBackwardAreScaledToIt) {
+  // The hooked layers add up to 2.7e-5 + 2.03e-5 b; a whole backward (unhooked) of half that.
+  Json j = mlp();
+  for (auto& b : j["batches"]) {
+    const double bb = b["batch"].get<double>();
+    b["backward"]["median_s"] = 0.5 * (2.7e-5 + 2.03e-5 * bb);
+  }
+  const CostAtBatch at = cost_file_at_batch(cost_file_read(write(j)), 32);
+  const double whole = 0.5 * (2.7e-5 + 2.03e-5 * 32);
+  EXPECT_NEAR(at.bwd_layer_s[0] + at.bwd_layer_s[1] + at.bwd_rest_s, whole, 1e-12);
+  EXPECT_NEAR(at.bwd_layer_s[1], 0.5 * (4e-6 + 2e-7 * 32), 1e-12) << "each layer scaled alike";
 }
 
 TEST_F(CostFileTest, RefusesBatchesItCannotScaleTo) {

@@ -1,0 +1,172 @@
+#!/usr/bin/python3
+"""The simulator's prediction for a user's own model against real PyTorch on this machine.
+
+For each model (default: an MLP, which has no native workload here, and ResNet-20) this script
+  1. measures the fabric as PyTorch sees it (tools/export_fabric.py --spawn 2, gloo on loopback),
+  2. exports the model's cost file at two batch sizes (tools/export_profile.py, 1 thread, in 2
+     processes at once, as the real run's 2 ranks share this host),
+  3. runs it for real on 2 processes (1 thread each): DistributedDataParallel, and Local SGD (a
+     plain model whose parameters are all-reduced and averaged every H steps, H = 4, 16), at
+     three batch sizes: the cost file's largest (measured) and 2x and 4x that (extrapolated),
+  4. predicts each configuration with `dsgd-bench run --workload profile:FILE --fabric FABRIC
+     --backend sim --timing-only true` (DDP as ssgd with overlap and DDP's 25 MB buckets),
+and prints one line per configuration (measured median and best step, predicted step, error)
+and the ranking's Kendall tau. Interleaving: every configuration runs once per round, the rounds
+repeat (--rounds), and the measured figure is the median over rounds of each round's mean step.
+
+  python3 bench/ddp_check.py --bench build/dsgd-bench --out /tmp/ddp [--models mlp,resnet20]
+      [--rounds 3] [--steps 30] [--batch 16]
+
+Targets (on a quiet machine): every predicted step within 10 % of the measured median; the
+ranking kept (Kendall tau >= 0.8, the same best configuration); at 2x and 4x the measured batch
+within 15 %. Needs python3-torch (scripts/install-deps.sh --bench-extras or --tests).
+"""
+import argparse
+import json
+import os
+import socket
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOLS = os.path.join(os.path.dirname(HERE), "tools")
+sys.path.insert(0, TOOLS)
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def worker(rank, world, port, model_name, variant, period, batch, warmup, steps, result_path):
+    import torch
+    import torch.distributed as dist
+    import export_profile
+
+    torch.set_num_threads(1)
+    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    dist.init_process_group("gloo", rank=rank, world_size=world)
+    torch.manual_seed(1)
+    model, make_batch, loss_fn, _ = export_profile.build_example(model_name)
+    if variant == "ddp":
+        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
+    inputs, targets = make_batch(batch)
+    times = []
+    dist.barrier()
+    for step in range(warmup + steps):
+        t0 = time.perf_counter()
+        opt.zero_grad(set_to_none=True)
+        loss = loss_fn(model(inputs), targets)
+        loss.backward()
+        opt.step()
+        if variant == "localsgd" and (step + 1) % period == 0:
+            # One all-reduce of the whole model, as the simulator's localsgd does.
+            flat = torch._utils._flatten_dense_tensors([p.data for p in params])
+            dist.all_reduce(flat)
+            flat /= world
+            for p, q in zip(params, torch._utils._unflatten_dense_tensors(flat, [p.data for p in params])):
+                p.data.copy_(q)
+        times.append(time.perf_counter() - t0)
+    timed = torch.tensor(times[warmup:], dtype=torch.float64)
+    dist.all_reduce(timed)  # the ranks' mean per step
+    timed /= world
+    if rank == 0:
+        with open(result_path, "w") as f:
+            json.dump(timed.tolist(), f)
+    dist.destroy_process_group()
+
+
+def measure(model, variant, period, batch, warmup, steps, out):
+    import torch.multiprocessing as mp
+
+    path = os.path.join(out, "measured.json")
+    mp.spawn(worker, args=(2, free_port(), model, variant, period, batch, warmup, steps, path), nprocs=2)
+    with open(path) as f:
+        return json.load(f)
+
+
+def predict(bench, db, cost, fabric, variant, period, batch, warmup, steps):
+    algo = ["--algo", "ssgd", "--overlap", "true", "--bucket-mb", "25"] if variant == "ddp" else \
+        ["--algo", "localsgd", "--period", str(period)]
+    cmd = [bench, "run", "--workload", "profile:" + cost, "--fabric", fabric, "--backend", "sim",
+           "--timing-only", "true", "--workers", "2", "--batch", str(batch), "--steps", str(warmup + steps),
+           "--warmup", str(warmup), "--db", db] + algo
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    run_id = int(out.strip().splitlines()[-1].split("=")[1])
+    with sqlite3.connect(db) as c:
+        return c.execute("SELECT avg(step_s) FROM steps WHERE run_id = ? AND timed", (run_id,)).fetchone()[0]
+
+
+def kendall_tau(xs, ys):
+    n, s = len(xs), 0
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = xs[i] - xs[j], ys[i] - ys[j]
+            s += (a * b > 0) - (a * b < 0)
+    return s / (n * (n - 1) / 2) if n > 1 else 1.0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bench", default="build/dsgd-bench")
+    ap.add_argument("--out", default="/tmp/ddp_check")
+    ap.add_argument("--models", default="mlp,resnet20")
+    ap.add_argument("--batch", type=int, default=16, help="the cost file's largest batch (also half of it)")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--steps", type=int, default=30)
+    args = ap.parse_args()
+    os.makedirs(args.out, exist_ok=True)
+    bench = os.path.abspath(args.bench)
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    fabric = os.path.join(args.out, "fabric.json")
+    subprocess.run([sys.executable, os.path.join(TOOLS, "export_fabric.py"), "--spawn", "2", "-o", fabric],
+                   check=True, env=env, capture_output=True)
+    db = os.path.join(args.out, "predictions.db")
+    if os.path.exists(db):
+        os.remove(db)
+    b0 = args.batch
+    configs = [(v, h, b) for b in (b0, 2 * b0, 4 * b0) for v, h in (("ddp", 1), ("localsgd", 4), ("localsgd", 16))]
+    rows = []
+    for model in args.models.split(","):
+        cost = os.path.join(args.out, model + ".json")
+        # Exported as 2 processes at once: the real run's 2 ranks share this host's cores and memory.
+        subprocess.run([sys.executable, os.path.join(TOOLS, "export_profile.py"), "--model", model, "--threads", "1",
+                        "--processes", "2", "--batches", "%d,%d" % (b0 // 2, b0), "--iterations", "30", "-o", cost],
+                       check=True, env=env, capture_output=True)
+        means = {c: [] for c in configs}
+        best = {c: float("inf") for c in configs}
+        for _ in range(args.rounds):
+            for c in configs:
+                per_step = measure(model, c[0], c[1], c[2], args.warmup, args.steps, args.out)
+                means[c].append(statistics.fmean(per_step))
+                best[c] = min(best[c], min(per_step))
+        for c in configs:
+            p = predict(bench, db, cost, fabric, c[0], c[1], c[2], args.warmup, args.steps)
+            m = statistics.median(means[c])
+            rows.append((model, c, m, min(means[c]), max(means[c]), best[c], p))
+    print("%-9s %-12s %5s %11s %20s %10s %11s %7s" % ("model", "variant", "batch", "meas(ms)", "rounds [min,max]",
+                                                     "best step", "pred(ms)", "error"))
+    for model, (v, h, b), m, lo, hi, bs, p in rows:
+        name = "ddp" if v == "ddp" else "localsgd H=%d" % h
+        print("%-9s %-12s %5d %11.3f %20s %10.3f %11.3f %+6.1f%%" % (model, name, b, 1e3 * m,
+              "[%.3f, %.3f]" % (1e3 * lo, 1e3 * hi), 1e3 * bs, 1e3 * p, 100 * (p - m) / m))
+    for model in args.models.split(","):
+        mine = [r for r in rows if r[0] == model]
+        tau = kendall_tau([r[2] for r in mine], [r[6] for r in mine])
+        same_best = min(mine, key=lambda r: r[2])[1] == min(mine, key=lambda r: r[6])[1]
+        errs = sorted(abs(r[6] - r[2]) / r[2] for r in mine)
+        print("%s: Kendall tau %.2f over %d configurations; same best: %s; |error| median %.1f %%, worst %.1f %%"
+              % (model, tau, len(mine), "yes" if same_best else "no", 100 * statistics.median(errs),
+                 100 * errs[-1]))
+    print("load average now: %s; outputs in %s" % (open("/proc/loadavg").read().split()[:3], args.out))
+
+
+if __name__ == "__main__":
+    main()
