@@ -97,8 +97,8 @@ SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std
     const FabricFile file = fabric_file_read(cfg.fabric);
     net.model = fabric_file_network(file);
     net.algo = CollAlgo::algo_ring;
-    net.description = fmt::format("fabric file: {}; {}", fabric_file_describe(file),
-                                  sim_network_calibrated_describe(*net.model));
+    net.description =
+        fmt::format("fabric file: {}; {}", fabric_file_describe(file), sim_network_calibrated_describe(*net.model));
     return net;
   }
   if (const std::optional<AllreduceFit> fit = store ? store->allreduce_fit_latest(host) : std::nullopt) {
