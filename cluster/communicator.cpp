@@ -227,30 +227,35 @@ void Communicator::window_free() {
 
 void Communicator::window_lock(int rank) {
   epoch_arrive_ = now();
-  epoch_remote_bytes_ = epoch_put_bytes_ = 0;
+  epoch_emulated_s_ = epoch_put_bytes_ = 0;
   do_window_lock(rank);
 }
 
+// Each remote access of an epoch is one emulated message (α + S/B each: a get and a put cross
+// the link one after the other), as the simulator times them.
 void Communicator::window_get(BufferView dst, int rank, uint64_t* version) {
   check(dst, "window_get");
   do_window_get(dst, rank, version);
-  if (rank != this->rank()) epoch_remote_bytes_ += double(dst.bytes());
+  if (rank != this->rank() && emulation_.extra_s)
+    epoch_emulated_s_ += emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, double(dst.bytes()), size());
 }
 
 void Communicator::window_put(ConstBufferView src, int rank, uint64_t version) {
   check(src, "window_put");
   do_window_put(src, rank, version);
   if (rank != this->rank()) {
-    epoch_remote_bytes_ += double(src.bytes());
     epoch_put_bytes_ += double(src.bytes());
+    if (emulation_.extra_s)
+      epoch_emulated_s_ += emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, double(src.bytes()), size());
   }
 }
 
 void Communicator::window_unlock(int rank) {
+  // The emulated transfer ends before the lock is released: on a real link the target's window
+  // stays locked until the epoch's data has crossed it, so a rank waiting for that lock waits
+  // for the transfer too (as the simulator's window does).
+  if (epoch_emulated_s_ > 0) hold_until(epoch_arrive_ + epoch_emulated_s_);
   do_window_unlock(rank);
-  if (emulation_.extra_s && epoch_remote_bytes_ > 0)
-    hold_until(epoch_arrive_ +
-               emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, epoch_remote_bytes_, size()));
   record(CollKind::coll_onesided, epoch_arrive_, epoch_put_bytes_);
 }
 

@@ -377,7 +377,7 @@ class Communicator {
   void emulate(CollKind kind, double bytes);
   CollEventLog* log_ = nullptr;
   EmulationHook emulation_;
-  double epoch_arrive_ = 0, epoch_remote_bytes_ = 0, epoch_put_bytes_ = 0;
+  double epoch_arrive_ = 0, epoch_emulated_s_ = 0, epoch_put_bytes_ = 0;
   int hier_groups_ = 1;
   LinkClasses links_;
   double emulated_link_free_ = 0;  // end of the last non-blocking request's emulated link time
