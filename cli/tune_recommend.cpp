@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 
@@ -18,11 +19,13 @@
 #include "core/system_info.hpp"
 #include "results/store.hpp"
 #include "results/tune_store.hpp"
+#include "tuner/cost_file_rank.hpp"
 #include "tuner/recommend.hpp"
 #include "tuner/trial_pool.hpp"
 #include "tuner/tune_interrupt.hpp"
 #include "tuner/tune_output.hpp"
 #include "tuner/tune_validate.hpp"
+#include "workloads/cost_file.hpp"
 
 namespace dsgd {
 
@@ -285,8 +288,63 @@ void print_summary(const RecommendOptions& o, const TunePlan& plan, const TuneRe
       own, wall > 0 ? 100.0 * own / wall : 0.0);
 }
 
+// A cost file (--workload profile:FILE): every configuration timed and ranked by a predicted
+// figure (tuner/cost_file_rank.hpp); nothing is trained and no session is stored.
+int run_cost_file_recommend(const RecommendOptions& o, const TuneSpec& spec) {
+  if (o.resume > 0 || o.validate > 0)
+    DSGD_THROW(InputError, "drop --resume and --validate",
+               "--workload {}: a cost file's ranking is not a stored session and has nothing to run on real ranks",
+               spec.base.workload);
+  // Checked before the database is opened (created), so a refusal stores nothing.
+  const bool network_given = !spec.base.bandwidth.empty() || !spec.base.fabric.empty();
+  if (!network_given && (!std::filesystem::exists(spec.base.db) ||
+                         !Store::open_readonly(spec.base.db).allreduce_fit_latest(system_info_read().host)))
+    DSGD_THROW(InputError,
+               "pass --bandwidth and --latency (your cluster's link), --fabric FILE (tools/export_fabric.py), or "
+               "run dsgd-bench calibrate --workers 2 for this host's",
+               "--workload {}: no network to time the configurations on (an ideal one would rank by compute "
+               "alone)",
+               spec.base.workload);
+  Store store = Store::open(spec.base.db);
+  const CostFileRanking ranking = cost_file_rank(spec, store);
+  RunConfig best = ranking.rows.front().config;
+  best.steps = spec.base.steps > 0 ? spec.base.steps : 100;
+  nlohmann::json rows = nlohmann::json::array();
+  for (const CostFileRankRow& r : ranking.rows)
+    rows.push_back({{"configuration", candidate_key(r.candidate)},
+                    {"step_s", r.step_s},
+                    {"score", r.score},
+                    {"relative", r.relative}});
+  output_write(o, tune_config_toml(best));
+  if (o.format == "json") {
+    nlohmann::json out = {
+        {"workload", spec.base.workload}, {"basis", ranking.basis}, {"unit", ranking.unit},
+        {"notes", ranking.notes},         {"ranking", rows},        {"command", tune_run_command(best)}};
+    fmt::print("{}\n", out.dump(2));
+    return 0;
+  }
+  fmt::print("dsgd-tune recommend: {} on {} simulated workers ({} configurations timed, {} refused)\n",
+             spec.base.workload, spec.base.workers, ranking.rows.size(), ranking.refused.size());
+  fmt::print("  ranked by {}\n", ranking.basis);
+  for (const std::string& n : ranking.notes) fmt::print("  note: {}\n", n);
+  fmt::print("\nrank  {:<36} {:>12} {:>14} {:>9}\n", "configuration", "step (ms)", ranking.unit, "vs best");
+  for (size_t i = 0; i < ranking.rows.size(); ++i) {
+    const CostFileRankRow& r = ranking.rows[i];
+    fmt::print("{:>4}  {:<36} {:>12.4f} {:>14.4g} {:>8.3f}x\n", i + 1, candidate_key(r.candidate), 1e3 * r.step_s,
+               r.score, r.relative);
+  }
+  for (const Refusal& r : ranking.refused) fmt::print("  refused: {}: {}\n", candidate_key(r.candidate), r.reason);
+  fmt::print("\npredicted best: {} (a prediction, not a measurement); to time it:\n  {}\n",
+             candidate_key(ranking.rows.front().candidate), tune_run_command(best));
+  return 0;
+}
+
 int run_recommend(const RecommendOptions& o) {
   const double started = clock_now_s();  // the session's real time, planning (the dataset's load) included
+  if (o.resume == 0) {
+    const TuneSpec spec = spec_from_options(o);
+    if (cost_file_workload(spec.base.workload)) return run_cost_file_recommend(o, spec);
+  }
   RecommendSession session = session_resolve(o);
   if (o.format != "table" && o.format != "json")
     DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);

@@ -51,11 +51,9 @@ void plan_check_spec(const TuneSpec& spec, int64_t max_trial_steps, TunePlan& pl
   const RunConfig& base = spec.base;
   if (cost_file_workload(base.workload))
     DSGD_THROW(InputError,
-               "time one configuration with dsgd-bench run --workload PROFILE --backend sim --timing-only true "
-               "--steps N, and compare step times across configurations",
-               "--workload {}: a cost file has no numerics, so dsgd-tune cannot measure a time to the target; "
-               "tuning from a cost file (with a convergence model) is not implemented yet",
-               base.workload);
+               "rank its configurations with dsgd-tune recommend (by predicted time; docs/tuner.md, \"A cost "
+               "file\")",
+               "--workload {}: a cost file has no numerics, so no time to the target can be measured", base.workload);
   plan.backend = trial_backend_parse(base.backend);
   if (plan.backend == TrialBackend::trial_mpi) {
     // Real ranks on this machine (the tuner owns --hostfile): the run path's oversubscription rule.

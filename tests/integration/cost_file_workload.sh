@@ -73,8 +73,37 @@ expect_error "version 2; this dsgd-bench reads version 1" "$BIN" run --workload 
 expect_error "cost file absent.json: cannot be read" "$BIN" run --workload profile:absent.json \
   --backend sim --timing-only true "${bad[@]}"
 expect_error "no file after profile:" "$BIN" run --workload profile: --backend sim --timing-only true "${bad[@]}"
-# The tuner measures time to a target, which a cost file cannot give (yet): refused, nothing stored.
+# The tuner ranks a cost file's configurations by predicted time: per sample without a noise
+# scale; by S(B) = S_min (1 + B_noise / B) with one (then a larger global batch gains less).
 TUNE="$(dirname "$BIN")/dsgd-tune"
-expect_error "dsgd-tune cannot measure a time to the target" "$TUNE" recommend --workload profile:mlp.json \
-  --workers 8 --target acc=0.8 --algos ssgd,localsgd --batch 16..64 --trials 4 --db bad.db
+tune=(recommend --workers 8 --algos ssgd,localsgd --period 1,16 --batch 16,64 --bandwidth 100Mbps --latency 1ms)
+"$TUNE" "${tune[@]}" --workload profile:mlp.json --db tune.db -o best.toml > rank.out 2>&1 ||
+  { cat rank.out; fail "ranking a cost file failed"; }
+grep -q "ranked by time per epoch at equal statistical efficiency" rank.out || { cat rank.out; fail "no basis"; }
+grep -q "a prediction, not a measurement" rank.out || { cat rank.out; fail "the prediction is not called one"; }
+# On a 100 Mbit/s link, H = 16 at the largest batch beats synchronous SGD at the smallest.
+first=$(awk '$1 == "1" { print $2, $3, $4 }' rank.out)
+[ "$first" = "localsgd H=16 b=64" ] || { cat rank.out; fail "best is '$first', expected localsgd H=16 b=64"; }
+grep -q "workload = 'profile:mlp.json'" best.toml || { cat best.toml; fail "-o wrote no cost-file config"; }
+"$BIN" run --config best.toml --db t.db > best.out 2>&1 || { cat best.out; fail "the written config does not run"; }
+python3 - <<'PY'
+import json
+d = json.load(open("mlp.json"))
+d["gradient_noise_scale"] = {"b_simple": 4096.0, "batch_small": 16, "batch_big": 64, "samples": 10}
+json.dump(d, open("mlp_gns.json", "w"))
+PY
+"$TUNE" "${tune[@]}" --workload profile:mlp_gns.json --db tune.db --format json > rank.json ||
+  fail "ranking with a noise scale failed"
+python3 - <<'PY' || fail "the noise-scale ranking is not S(B)-weighted"
+import json
+r = json.load(open("rank.json"))
+assert "B_noise = 4096" in r["basis"], r["basis"]
+rows = {x["configuration"]: x for x in r["ranking"]}
+a, b = rows["localsgd H=16 b=16 lr=linear"], rows["localsgd H=16 b=64 lr=linear"]
+# score = step x (1 + 4096 / (batch x 8)), relative to the best
+for x, batch in ((a, 16), (b, 64)):
+    assert abs(x["score"] - x["step_s"] * (1 + 4096 / (batch * 8))) < 1e-12 * x["score"], x
+PY
+expect_error "no network to time the configurations on" "$TUNE" recommend --workload profile:mlp.json \
+  --workers 8 --algos ssgd --batch 16 --db bad.db
 echo "PASS"
