@@ -36,6 +36,15 @@ void JsonFields::fail(const std::string& key, const std::string& problem) const 
   DSGD_THROW(InputError, hint_, "{} {}: {}{}", what_, file_, field.empty() ? "" : field + " ", problem);
 }
 
+void JsonFields::check_format(const std::string& format, int64_t version, const std::string& version_hint) const {
+  const std::string found = text("format");
+  if (found != format) fail("format", fmt::format("is '{}', not '{}'", found, format));
+  const int64_t v = count("version", 0);
+  if (v != version)
+    DSGD_THROW(InputError, version_hint, "{} {}: version {}; this dsgd-bench reads version {}", what_, file_, v,
+               version);
+}
+
 const nlohmann::json& JsonFields::get(const std::string& key) const {
   if (!j_.contains(key)) fail(key, "is missing");
   return j_.at(key);

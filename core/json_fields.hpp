@@ -21,6 +21,9 @@ class JsonFields {
   JsonFields(const std::string& what, const std::string& file, const std::string& hint, const nlohmann::json& j,
              std::string where = "");
   [[noreturn]] void fail(const std::string& key, const std::string& problem) const;
+  // The top-level "format" is `format` and "version" is `version`: InputError otherwise (for
+  // another version, "this dsgd-bench reads version N" with `version_hint`).
+  void check_format(const std::string& format, int64_t version, const std::string& version_hint) const;
   const nlohmann::json& get(const std::string& key) const;  // present (may be null)
   bool has(const std::string& key) const;                   // present and not null
   std::string text(const std::string& key) const;

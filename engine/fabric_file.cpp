@@ -22,12 +22,7 @@ constexpr const char* kHint = "measure it again with tools/export_fabric.py (doc
 FabricFile fabric_file_read(const std::string& path) {
   const nlohmann::json j = json_file_load(kWhat, path);
   const JsonFields top(kWhat, path, kHint, j);
-  const std::string format = top.text("format");
-  if (format != kFormat) top.fail("format", fmt::format("is '{}', not '{}'", format, kFormat));
-  const int64_t version = top.count("version", 0);
-  if (version != kFabricFileVersion)
-    DSGD_THROW(InputError, "measure it with the tools/export_fabric.py of this version",
-               "fabric file {}: version {}; this dsgd-bench reads version {}", path, version, kFabricFileVersion);
+  top.check_format(kFormat, kFabricFileVersion, "measure it with the tools/export_fabric.py of this version");
   FabricFile f;
   f.path = path;
   f.framework = top.text("framework");

@@ -28,6 +28,7 @@ foreach(entry
     "test_trainer:dsgd_engine"
     "test_network_model:dsgd_cluster"
     "test_measured_fabric:dsgd_cluster"
+    "test_fabric_file:dsgd_engine"
     "test_topology:dsgd_cluster"
     "test_launcher:dsgd_cluster"
     "test_trace:dsgd_results"

@@ -113,13 +113,9 @@ std::string cost_file_path(const std::string& workload) {
 CostFile cost_file_read(const std::string& path) {
   const Json j = json_file_load(kWhat, path);
   const Fields top(kWhat, path, kExportHint, j);
-  const std::string format = top.text("format");
-  if (format != kFormat) top.fail("format", fmt::format("is '{}', not '{}'", format, kFormat));
-  const int64_t version = top.count("version", 0);
-  if (version != kCostFileVersion)
-    DSGD_THROW(InputError,
-               fmt::format("export it with the tools/export_profile.py of this version (writes {})", kCostFileVersion),
-               "cost file {}: version {}; this dsgd-bench reads version {}", path, version, kCostFileVersion);
+  top.check_format(
+      kFormat, kCostFileVersion,
+      fmt::format("export it with the tools/export_profile.py of this version (writes {})", kCostFileVersion));
   CostFile c;
   c.path = path;
   c.model = top.text("model");
