@@ -309,46 +309,30 @@ class _Recorder:
 
         return hook
 
-    # backward
-    def _bw_pre_hook(self, name):
-        def hook(module, grad_output):
+    # backward: each hook stamps the time into one of the tables (looked up when it fires, as
+    # reset() replaces them)
+    def _stamper(self, table, name):
+        def hook(*_):
             if self.active:
-                self.bw_start.setdefault(name, []).append(self._mark())
+                getattr(self, table).setdefault(name, []).append(self._mark())
             return None
 
         return hook
 
-    def _tensor_start_hook(self, name):
-        def hook(grad):
-            if self.active:
-                self.bw_start.setdefault(name, []).append(self._mark())
-            return None
+    def _bw_pre_hook(self, name):  # module full backward pre-hook: backward of the module starts
+        return self._stamper("bw_start", name)
 
-        return hook
+    def _tensor_start_hook(self, name):  # tensor hook on the module's output's gradient
+        return self._stamper("bw_start", name)
 
-    def _bw_hook(self, name):
-        def hook(module, grad_input, grad_output):
-            if self.active:
-                self.bw_end.setdefault(name, []).append(self._mark())
-            return None
+    def _bw_hook(self, name):  # module full backward hook: its input's gradient is done
+        return self._stamper("bw_end", name)
 
-        return hook
+    def _tensor_end_hook(self, name):  # tensor hook on the module's input's gradient
+        return self._stamper("bw_end", name)
 
-    def _tensor_end_hook(self, name):
-        def hook(grad):
-            if self.active:
-                self.bw_end.setdefault(name, []).append(self._mark())
-            return None
-
-        return hook
-
-    def _param_hook(self, name):
-        def hook(grad):
-            if self.active:
-                self.param_done.setdefault(name, []).append(self._mark())
-            return None
-
-        return hook
+    def _param_hook(self, name):  # a parameter's gradient is done
+        return self._stamper("param_done", name)
 
 
 def _backward_durations(starts, ends, param_done, calls_with_grad):
