@@ -52,6 +52,9 @@ void setup_list(CLI::App& app) {
   sub->callback([what]() {
     if (*what == "workloads") {
       for (const auto& w : workload_list()) fmt::print("{:<14} {}\n", w.name, w.description);
+      fmt::print(
+          "{:<14} {}\n", "profile:FILE",
+          "your own model's measured costs (tools/export_profile.py; sim, timing-only; docs/model-cost-file.md)");
     } else if (*what == "algorithms") {
       for (const Variant* v : variant_all()) fmt::print("{:<14} {:<62} knobs: {}\n", v->name, v->description, v->knobs);
     } else if (*what == "backends") {
