@@ -583,16 +583,7 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
                 rec.capture_info = info is None
                 rec.active = True
                 try:
-                    clock.sync()
-                    s0 = clock.mark()
-                    out = _call_model(model, inputs)
-                    loss = loss_fn(out, targets)
-                    s1 = clock.mark()
-                    loss.backward()
-                    s2 = clock.mark()
-                    optimizer.step()
-                    s3 = clock.mark()
-                    clock.sync()
+                    s0, (s1, s2, s3) = _timed_step(model, inputs, targets, loss_fn, optimizer, clock)
                 except RuntimeError as e:
                     rec.active = False
                     if backward_hooks == "auto" and rec.mode == "module" and bi == 0 and it == 0:
@@ -688,22 +679,28 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
     return d
 
 
+def _timed_step(model, inputs, targets, loss_fn, optimizer, clock):
+    """One step (forward + loss, backward, optimizer); its start mark and the marks after each part."""
+    clock.sync()
+    s0 = clock.mark()
+    loss = loss_fn(_call_model(model, inputs), targets)
+    s1 = clock.mark()
+    loss.backward()
+    s2 = clock.mark()
+    optimizer.step()
+    s3 = clock.mark()
+    clock.sync()
+    return s0, [s1, s2, s3]
+
+
 def _time_plain(model, inputs, targets, loss_fn, optimizer, clock, warmup, iterations):
     """step / forward / backward / optimizer stats of `iterations` steps without hooks."""
     rows = []
     for it in range(warmup + iterations):
         optimizer.zero_grad(set_to_none=True)
-        clock.sync()
-        s0 = clock.mark()
-        loss = loss_fn(_call_model(model, inputs), targets)
-        s1 = clock.mark()
-        loss.backward()
-        s2 = clock.mark()
-        optimizer.step()
-        s3 = clock.mark()
-        clock.sync()
+        s0, marks = _timed_step(model, inputs, targets, loss_fn, optimizer, clock)
         if it >= warmup:
-            f1, b1, o1 = clock.resolve(s0, [s1, s2, s3])
+            f1, b1, o1 = clock.resolve(s0, marks)
             rows.append({"step": o1, "forward": f1, "backward": b1 - f1, "optimizer": o1 - b1})
     return {key: summarize([r[key] for r in rows]) for key in ("step", "forward", "backward", "optimizer")}
 
