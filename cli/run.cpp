@@ -101,9 +101,10 @@ class RunPrinter {
       stdout_print(format_eval_set(config.value("eval-set", nlohmann::json{})));
       if (backend_get(cfg_.backend).has(cap_virtual_clock)) {
         const auto details = config.value("backend-details", nlohmann::json{});
-        stdout_print(fmt::format("  {:<13} virtual clock; profile {}; network {}; about {:.3g} MB\n", cfg_.backend,
+        const double memory = details.value("memory-estimate-bytes", 0.0);
+        stdout_print(fmt::format("  {:<13} virtual clock; profile {}; network {}{}\n", cfg_.backend,
                                  details.value("profile", "?"), details.value("network", "?"),
-                                 details.value("memory-estimate-bytes", 0.0) / 1e6));
+                                 memory > 0 ? fmt::format("; about {:.3g} MB", memory / 1e6) : ""));
         // What the prediction cannot be trusted for: a noisy profile, a network taken as ideal.
         for (const auto& w : details.value("profile-warnings", nlohmann::json::array()))
           stdout_print(fmt::format("  {:<13} {}\n", "warning", w.get<std::string>()));

@@ -291,9 +291,8 @@ void print_summary(const RecommendOptions& o, const TunePlan& plan, const TuneRe
 // A cost file (--workload profile:FILE): every configuration timed and ranked by a predicted
 // figure (tuner/cost_file_rank.hpp); nothing is trained and no session is stored.
 int run_cost_file_recommend(const RecommendOptions& o, const TuneSpec& spec) {
-  if (o.resume > 0 || o.validate > 0)
-    DSGD_THROW(InputError, "drop --resume and --validate",
-               "--workload {}: a cost file's ranking is not a stored session and has nothing to run on real ranks",
+  if (o.validate > 0)
+    DSGD_THROW(InputError, "drop --validate", "--workload {}: a cost file's ranking has nothing to run on real ranks",
                spec.base.workload);
   // Checked before the database is opened (created), so a refusal stores nothing.
   const bool network_given = !spec.base.bandwidth.empty() || !spec.base.fabric.empty();
@@ -341,11 +340,9 @@ int run_cost_file_recommend(const RecommendOptions& o, const TuneSpec& spec) {
 
 int run_recommend(const RecommendOptions& o) {
   const double started = clock_now_s();  // the session's real time, planning (the dataset's load) included
-  if (o.resume == 0) {
-    const TuneSpec spec = spec_from_options(o);
-    if (cost_file_workload(spec.base.workload)) return run_cost_file_recommend(o, spec);
-  }
   RecommendSession session = session_resolve(o);
+  // A stored session is never a cost file's (its ranking stores none), so --resume never lands here.
+  if (cost_file_workload(session.spec.base.workload)) return run_cost_file_recommend(o, session.spec);
   if (o.format != "table" && o.format != "json")
     DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
   const int jobs = jobs_resolve(o, session.spec);

@@ -45,6 +45,7 @@ struct MeasuredCurve {
 };
 
 constexpr size_t kCollKinds = 7;  // CollKind's values, coll_allreduce .. coll_onesided
+static_assert(static_cast<size_t>(CollKind::coll_onesided) + 1 == kCollKinds, "a CollKind without a curve slot");
 
 struct MeasuredFabric {
   int64_t calibration_id = 0;

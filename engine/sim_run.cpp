@@ -206,9 +206,10 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
       {"step-compute-s", c.step_compute_s()},
       {"network", r.network.description},
       {"collective-algorithm", network_algo_name(r.network.algo)},
-      {"memory-estimate-bytes", r.memory.total_bytes},
       {"timing-only", cfg.timing_only},
   };
+  // A cost file's run has no model in memory to estimate: no figure rather than 0.
+  if (r.memory.total_bytes > 0) details["memory-estimate-bytes"] = r.memory.total_bytes;
   if (!r.profile.warnings.empty()) details["profile-warnings"] = r.profile.warnings;
   if (!r.network.model) details["network-ideal"] = true;
   r.details_json = details.dump();
