@@ -57,6 +57,20 @@ std::array<double, 3> system_load_average() {
   return load;
 }
 
+std::optional<CpuTimes> system_cpu_times() {
+  std::ifstream in("/proc/stat");
+  std::string label;
+  if (!(in >> label) || label != "cpu") return std::nullopt;
+  // user nice system idle iowait irq softirq steal (guest time is already in user and nice)
+  uint64_t field[8] = {};
+  for (uint64_t& f : field)
+    if (!(in >> f)) return std::nullopt;
+  CpuTimes t;
+  for (uint64_t f : field) t.total += f;
+  t.steal = field[7];
+  return t;
+}
+
 std::string system_time_iso8601() {
   std::time_t now = std::time(nullptr);
   std::tm tm{};

@@ -43,6 +43,9 @@ struct ChangePointOptions {
   // The series holds logarithms (of per-commit medians): relative changes are then
   // exp(mean_after - mean_before) - 1, the ratio of geometric means.
   bool log_values = false;
+  // For history (results/history.hpp): whether a series of positive values is taken on the log
+  // scale (relative changes; the default), or as it is (Apache Otava's convention).
+  bool log_when_positive = true;
   // The final test allows for serially correlated noise (a machine that drifts slowly between
   // commits): with the residuals' lag-1 autocorrelation rho > 0, each side counts as
   // n (1 − rho) / (1 + rho) independent values (AR(1)'s effective sample size), so the t

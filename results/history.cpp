@@ -10,6 +10,8 @@
 #include "core/errors.hpp"
 #include "core/stats.hpp"
 #include "results/compare_runs.hpp"
+#include "results/git_order.hpp"
+#include "results/history_import.hpp"
 
 namespace dsgd {
 
@@ -18,6 +20,12 @@ namespace {
 // The points to print: the last `last` (0: all).
 size_t first_shown(const HistorySeries& s, size_t last) {
   return last == 0 || last >= s.points.size() ? 0 : s.points.size() - last;
+}
+
+bool metric_bigger_is_better(const std::string& metric) {
+  for (const CompareMetric& m : compare_metrics())
+    if (m.name == metric) return m.bigger_is_better;
+  return false;
 }
 
 const ChangePoint* change_at(const HistorySeries& s, size_t index) {
@@ -43,9 +51,16 @@ std::string history_change_text(const ChangePoint& c) {
 std::string history_parameters_text(const HistoryOptions& o) {
   return fmt::format(
       "E-Divisive means + Student's t: window {}, max p-value {:g} (first pass {:g}), min magnitude {:g}, "
-      "min segment {}, autocorrelation {}",
+      "min segment {}, autocorrelation {}, {}",
       o.detect.window, o.detect.max_pvalue, change_points_first_pass_pvalue(o.detect.max_pvalue),
-      o.detect.min_magnitude, o.detect.min_segment, o.detect.autocorrelation ? "allowed for" : "ignored");
+      o.detect.min_magnitude, o.detect.min_segment, o.detect.autocorrelation ? "allowed for" : "ignored",
+      o.detect.log_when_positive ? "log scale" : "linear scale");
+}
+
+bool history_run_loaded(const RunWithSummary& r) {
+  if (!r.summary) return false;
+  return (r.summary->host_load && *r.summary->host_load > kBusyLoad) ||
+         (r.summary->cpu_steal && *r.summary->cpu_steal > kBusySteal);
 }
 
 std::string history_machine(const RunRecord& run) {
@@ -77,6 +92,7 @@ std::vector<HistorySeries> history_build(const std::vector<RunWithSummary>& runs
       b.series.label = compare_group_label(r->run);
       b.series.machine = machine;
       b.series.metric = metric;
+      b.series.bigger_is_better = metric_bigger_is_better(metric);
       order.push_back(key);
     }
     auto [pit, new_point] = b.point_of.try_emplace(r->run.git_commit, b.series.points.size());
@@ -88,6 +104,7 @@ std::vector<HistorySeries> history_build(const std::vector<RunWithSummary>& runs
       b.values.emplace_back();
     }
     b.series.points[pit->second].run_ids.push_back(r->run.id);
+    b.series.points[pit->second].loaded += history_run_loaded(*r) ? 1 : 0;
     b.values[pit->second].push_back(*v);
   }
 
@@ -97,18 +114,59 @@ std::vector<HistorySeries> history_build(const std::vector<RunWithSummary>& runs
     HistorySeries& s = b.series;
     if (!options.case_filter.empty() && s.label.find(options.case_filter) == std::string::npos) continue;
     if (!options.machine_filter.empty() && s.machine.find(options.machine_filter) == std::string::npos) continue;
-    for (size_t i = 0; i < s.points.size(); ++i) {
-      HistoryPoint& p = s.points[i];
-      p.values = b.values[i];
-      p.count = b.values[i].size();
-      p.median = stats_median(b.values[i]);
-      p.q25 = stats_quantile(b.values[i], 0.25);
-      p.q75 = stats_quantile(b.values[i], 0.75);
-    }
+    for (size_t i = 0; i < s.points.size(); ++i) history_point_set_values(s.points[i], std::move(b.values[i]));
     history_detect(s, options.detect);
     out.push_back(std::move(s));
   }
   return out;
+}
+
+void history_point_set_values(HistoryPoint& p, std::vector<double> values) {
+  p.count = values.size();
+  p.median = stats_median(values);
+  p.q25 = stats_quantile(values, 0.25);
+  p.q75 = stats_quantile(values, 0.75);
+  p.values = std::move(values);
+}
+
+namespace {
+
+// Reorders s's points along the line; the points off it leave the series (counted).
+void order_along(HistorySeries& s, const GitLine& line, const std::string& ref) {
+  std::vector<std::pair<double, HistoryPoint>> on;
+  for (HistoryPoint& p : s.points)
+    if (const std::optional<double> at = line.position(p.commit)) on.emplace_back(*at, std::move(p));
+  s.off_line = s.points.size() - on.size();
+  std::stable_sort(on.begin(), on.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  s.points.clear();
+  for (auto& [at, p] : on) s.points.push_back(std::move(p));
+  s.order = "git " + ref + " first-parent";
+}
+
+}  // namespace
+
+std::vector<HistorySeries> history_load(const Store& store, const HistoryOptions& options) {
+  if (options.order != "auto" && options.order != "git" && options.order != "stored")
+    DSGD_THROW(InputError, "pass --order auto, git or stored", "unknown history order '{}'", options.order);
+  std::vector<HistorySeries> series = options.metric == kImportedMetric ? history_imported_series(store, options)
+                                                                        : history_build(store.runs_list(0), options);
+  if (options.order == "stored") return series;
+  std::string why;
+  const std::optional<GitLine> line = GitLine::read(options.git_dir, options.git_ref, &why);
+  if (!line) {
+    if (options.order == "git")
+      DSGD_THROW(InputError, "run it inside the repository (or pass --git-dir DIR), or pass --order stored",
+                 "--order git: {}", why);
+    return series;
+  }
+  for (HistorySeries& s : series) {
+    const bool any_on_line = std::any_of(s.points.begin(), s.points.end(),
+                                         [&](const HistoryPoint& p) { return line->position(p.commit).has_value(); });
+    if (options.order == "auto" && !any_on_line) continue;
+    order_along(s, *line, options.git_ref);
+    history_detect(s, options.detect);
+  }
+  return series;
 }
 
 void history_detect(HistorySeries& s, const ChangePointOptions& options) {
@@ -116,7 +174,8 @@ void history_detect(HistorySeries& s, const ChangePointOptions& options) {
   for (const HistoryPoint& p : s.points) medians.push_back(p.median);
   // Relative changes matter, so the detector sees log values; a metric that can be 0 or
   // negative (a change of accuracy points) is taken as it is.
-  s.log_scale = std::all_of(medians.begin(), medians.end(), [](double m) { return m > 0; });
+  s.log_scale =
+      options.log_when_positive && std::all_of(medians.begin(), medians.end(), [](double m) { return m > 0; });
   if (s.log_scale)
     for (double& m : medians) m = std::log(m);
   ChangePointOptions detect = options;
@@ -127,7 +186,10 @@ void history_detect(HistorySeries& s, const ChangePointOptions& options) {
 std::string history_table(const std::vector<HistorySeries>& series, const HistoryOptions& options, size_t last) {
   std::string out;
   for (const HistorySeries& s : series) {
-    out += fmt::format("{}  [{}]\n  machine: {}\n", s.label, s.metric, s.machine);
+    out +=
+        fmt::format("{}  [{}{}]\n  machine: {}\n", s.label, s.metric, s.unit.empty() ? "" : ", " + s.unit, s.machine);
+    out += fmt::format("  order: {}{}\n", s.order == "stored" ? "as stored" : s.order,
+                       s.off_line ? fmt::format("; {} commit(s) off the line left out", s.off_line) : "");
     const size_t from = first_shown(s, last);
     if (from > 0) {
       out += fmt::format("  ... {} earlier commit(s) not shown (--last)\n", from);
@@ -136,20 +198,25 @@ std::string history_table(const std::vector<HistorySeries>& series, const Histor
           out += fmt::format("  (earlier: at {}, {})\n", history_short_commit(s.points[c.index].commit),
                              history_change_text(c));
     }
-    out += fmt::format("  {:<18} {:<20} {:>4} {:>12} {:>25}\n", "commit", "first run", "n", "median", "IQR");
+    out += fmt::format("  {:<18} {:<20} {:>4} {:>12} {:>25}\n", "commit", s.unit.empty() ? "first run" : "date", "n",
+                       "median", "IQR");
     for (size_t i = from; i < s.points.size(); ++i) {
       const HistoryPoint& p = s.points[i];
       std::string line =
           fmt::format("  {:<18} {:<20} {:>4} {:>12.5g} {:>12.5g} - {:<10.5g}", history_short_commit(p.commit),
                       p.date.substr(0, 19), p.count, p.median, p.q25, p.q75);
+      if (p.loaded) line += fmt::format("  [{} of {} on a busy host]", p.loaded, p.count);
       if (const ChangePoint* c = change_at(s, i)) line += "  <- " + history_change_text(*c);
       out += line + "\n";
     }
     if (s.changes.empty()) out += fmt::format("  no change point in {} commit(s)\n", s.points.size());
     out += "\n";
   }
-  if (series.empty()) out += "no series: no completed run with that metric (and filters) in the database\n";
-  out += fmt::format("change points: {}, on the log of the per-commit medians\n", history_parameters_text(options));
+  if (series.empty())
+    out += options.metric == kImportedMetric
+               ? "no series: nothing imported (dsgd-bench track import FILE) matches the filters\n"
+               : "no series: no completed run with that metric (and filters) in the database\n";
+  out += fmt::format("change points: {}\n", history_parameters_text(options));
   return out;
 }
 
@@ -182,6 +249,7 @@ nlohmann::json history_json(const std::vector<HistorySeries>& series, const Hist
                         {"date", p.date},
                         {"runs", p.run_ids},
                         {"n", p.count},
+                        {"busy_host_runs", p.loaded},
                         {"median", p.median},
                         {"q25", p.q25},
                         {"q75", p.q75}});
@@ -198,6 +266,10 @@ nlohmann::json history_json(const std::vector<HistorySeries>& series, const Hist
                    {"machine", s.machine},
                    {"metric", s.metric},
                    {"log_scale", s.log_scale},
+                   {"bigger_is_better", s.bigger_is_better},
+                   {"unit", s.unit},
+                   {"order", s.order},
+                   {"off_line", s.off_line},
                    {"points", points},
                    {"change_points", changes}});
   }

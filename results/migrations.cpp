@@ -399,6 +399,39 @@ CREATE TABLE annotations (
 CREATE INDEX annotations_commit ON annotations (git_commit);
 )sql";
 
+// v16 -> v17: history brought in from elsewhere (`track import`: a CSV or
+// github-action-benchmark's data; a point per line and repetition, unique so that a second
+// import of one file adds nothing), and the noise floors `track calibrate` measures (the
+// coefficient of variation of R runs of one commit, per series, metric and machine; the
+// newest replaces the last). Also summaries.host_load and cpu_steal (field table).
+constexpr const char* migration_v17 = R"sql(
+CREATE TABLE imported_points (
+  id               INTEGER PRIMARY KEY AUTOINCREMENT,
+  series           TEXT NOT NULL,
+  machine          TEXT NOT NULL,
+  git_commit       TEXT NOT NULL,
+  date             TEXT NOT NULL,
+  value            REAL NOT NULL,
+  unit             TEXT NOT NULL DEFAULT '',
+  bigger_is_better INTEGER NOT NULL,
+  repetition       INTEGER NOT NULL,
+  source           TEXT NOT NULL,
+  imported_at      TEXT NOT NULL,
+  UNIQUE (series, machine, git_commit, date, value, repetition)
+);
+CREATE TABLE noise_floors (
+  id          INTEGER PRIMARY KEY AUTOINCREMENT,
+  series      TEXT NOT NULL,
+  metric      TEXT NOT NULL,
+  machine     TEXT NOT NULL,
+  git_commit  TEXT NOT NULL,
+  cv          REAL NOT NULL,
+  runs        INTEGER NOT NULL,
+  created_at  TEXT NOT NULL,
+  UNIQUE (series, metric, machine)
+);
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -425,7 +458,7 @@ const std::vector<const char*>& migration_scripts() {
   static const std::vector<const char*> table = {
       migration_v1,  migration_v2, migration_v3,  migration_v4,  migration_v5,  migration_v6,
       migration_v7,  migration_v8, migration_v9,  migration_v10, migration_v11, migration_v12,
-      migration_v13, "",           migration_v15, migration_v16,
+      migration_v13, "",           migration_v15, migration_v16, migration_v17,
   };
   return table;
 }

@@ -116,6 +116,12 @@ const std::vector<RowField<Summary>>& summary_fields() {
         &S::eval_total_s}
           .since(14)
           .print("evaluations", "{:.3f} s (not in the training time)"),
+      F{"host_load", "1",
+        "1-minute load average at the run's end beyond the run's own processes, per core; null: unknown", &S::host_load}
+          .since(17),
+      F{"cpu_steal", "1", "fraction of the host's CPU time stolen by the hypervisor during the run; null: unknown",
+        &S::cpu_steal}
+          .since(17),
   };
   return fields;
 }

@@ -428,7 +428,9 @@ int64_t Store::run_begin(const RunRecord& run) {
   const char* launch = std::getenv("DSGD_LAUNCH_ID");
   stmt.bind_text_or_null(index++, launch ? launch : "");
   stmt.run();
-  return sqlite3_last_insert_rowid(db_);
+  const int64_t id = sqlite3_last_insert_rowid(db_);
+  if (const std::optional<CpuTimes> cpu = system_cpu_times()) begin_cpu_.emplace_back(id, *cpu);
+  return id;
 }
 
 void Store::steps_append(int64_t run_id, const std::vector<StepRow>& rows) {
@@ -475,9 +477,10 @@ void Store::run_finish(int64_t run_id, RunStatus status, const std::string& erro
   SqlTransaction transaction(db_);
   std::optional<RunRecord> run = run_find(db_, schema_version(), run_id);
   if (!run) run_throw_not_found(path_, run_id);
-  summary_write(
-      db_, run_id,
-      summary_compute(*run, steps_read(db_, schema_version(), run_id), evals_read(db_, schema_version(), run_id)));
+  Summary summary =
+      summary_compute(*run, steps_read(db_, schema_version(), run_id), evals_read(db_, schema_version(), run_id));
+  summary_conditions(*run, begin_cpu_, summary);
+  summary_write(db_, run_id, summary);
   SqlStatement update(db_, "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?");
   update.bind_all(run_status_text(status), system_time_iso8601());
   update.bind_text_or_null(3, error);

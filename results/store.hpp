@@ -22,6 +22,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/system_info.hpp"
 #include "results/run_status.hpp"
 
 struct sqlite3;
@@ -104,6 +105,11 @@ struct Summary {
   // Seconds the run's evaluations took on rank 0 (the sum of evals.eval_s; evaluations are
   // not in time_s or the step times); empty when no evaluation has eval_s (before v11).
   std::optional<double> eval_total_s;
+  // The conditions the run was measured under, for marking runs a busy or oversubscribed host
+  // slowed: the host's 1-minute load average at the run's end beyond the run's own processes,
+  // per core; and the fraction of the host's CPU time the hypervisor stole during the run.
+  // Empty where unreadable, and on runs stored before schema v17.
+  std::optional<double> host_load, cpu_steal;
 };
 
 struct RunWithSummary {
@@ -259,9 +265,15 @@ class Store {
   std::vector<std::pair<int64_t, std::string>> killed_unwritten_;
   // `running` runs whose writer was seen alive when the Store was opened.
   std::vector<int64_t> checked_alive_;
+  // The host's CPU times when each run this Store began started (for its cpu_steal).
+  std::vector<std::pair<int64_t, CpuTimes>> begin_cpu_;
 };
 
 // Computes the summary of a run from its stored rows (used by run_finish).
 Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps, const std::vector<EvalRow>& evals);
+// Sets summary.host_load (now) and cpu_steal (since the run's entry in `begin_cpu`, when it
+// has one) for a run that ends now; neither for a simulated run (its clock is virtual).
+void summary_conditions(const RunRecord& run, const std::vector<std::pair<int64_t, CpuTimes>>& begin_cpu,
+                        Summary& summary);
 
 }  // namespace dsgd

@@ -154,6 +154,22 @@ void eval_metrics(const RunRecord& run, const std::vector<EvalRow>& evals, Summa
 
 }  // namespace
 
+void summary_conditions(const RunRecord& run, const std::vector<std::pair<int64_t, CpuTimes>>& begin_cpu,
+                        Summary& summary) {
+  if (run.backend == "sim") return;  // a virtual clock: the host's load does not change its figures
+  const double load = system_load_average()[0];
+  const int cores = system_info_read().cores;
+  // The run's own processes on this host: its MPI ranks, or the one simulating process.
+  const double own = run.backend == "mpi" ? static_cast<double>(run.workers) : 1.0;
+  if (load >= 0 && cores > 0) summary.host_load = std::max(0.0, load - own) / cores;
+  for (const auto& [id, begin] : begin_cpu) {
+    if (id != run.id) continue;
+    const std::optional<CpuTimes> end = system_cpu_times();
+    if (end && end->total > begin.total)
+      summary.cpu_steal = double(end->steal - begin.steal) / double(end->total - begin.total);
+  }
+}
+
 Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps, const std::vector<EvalRow>& evals) {
   Summary summary;
   // Means over timed (rank, step) rows, and each timed step's slowest rank.

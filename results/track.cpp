@@ -12,6 +12,8 @@
 #include "core/stats.hpp"
 #include "core/system_info.hpp"
 #include "results/compare_runs.hpp"
+#include "results/history_import.hpp"
+#include "results/noise_floor.hpp"
 #include "results/sqlite.hpp"
 
 namespace dsgd {
@@ -106,11 +108,13 @@ double relative(const TrackResult& r, double candidate, double base) {
 }
 
 // The candidate's test against the baseline (see track.hpp).
-void gate(TrackResult& r, size_t candidate, const TrackOptions& o, const std::vector<Annotation>& annotations) {
+void gate(TrackResult& r, size_t candidate, const TrackOptions& o, const std::vector<Annotation>& annotations,
+          const std::vector<NoiseFloor>& floors) {
   const HistorySeries& s = r.series;
   const HistoryPoint& c = s.points[candidate];
   r.candidate = c.commit;
   r.candidate_runs = c.count;
+  r.candidate_busy = c.loaded;
   r.candidate_median = c.median;
   size_t start = 0;  // the baseline: the commits since the last change point before the candidate
   for (const ChangePoint& cp : s.changes)
@@ -134,14 +138,19 @@ void gate(TrackResult& r, size_t candidate, const TrackOptions& o, const std::ve
   const double x = value_of(r, c.median);
   r.change = relative(r, x, mean);
   r.noise_floor = std::fabs(relative(r, mean + 2 * sd, mean));
+  for (const NoiseFloor& f : floors)
+    if (f.series == s.label && f.metric == s.metric && f.machine == s.machine)
+      r.calibrated_floor = noise_floor_of_median(f.cv, c.count);
+  const bool calibrated = r.calibrated_floor > r.noise_floor;
+  if (calibrated) r.noise_floor = r.calibrated_floor;
   const double n = double(base.size());
   const double t = sd > 0 ? (x - mean) / (sd * std::sqrt(1 + 1 / n)) : (x == mean ? 0.0 : INFINITY);
   r.pvalue = student_t_two_sided_p(t, n - 1);
   const bool bad = r.bigger_is_better ? r.change < 0 : r.change > 0;
   const bool large = std::fabs(r.change) >= o.threshold;
   const bool supported = r.pvalue <= o.gate_pvalue && std::fabs(r.change) > r.noise_floor;
-  const std::string against =
-      fmt::format("against {} commit(s), noise floor ±{:.1f} %", base.size(), 100 * r.noise_floor);
+  const std::string against = fmt::format("against {} commit(s), noise floor ±{:.1f} %{}", base.size(),
+                                          100 * r.noise_floor, calibrated ? " (calibrated)" : "");
   if (!large) {
     r.verdict = TrackVerdict::track_ok;
     r.note = fmt::format("below the {:.1f} % threshold", 100 * o.threshold);
@@ -153,6 +162,13 @@ void gate(TrackResult& r, size_t candidate, const TrackOptions& o, const std::ve
                 : expected ? TrackVerdict::track_acknowledged
                            : TrackVerdict::track_regressed;
     r.note = against + (expected ? "; annotated expected" : "");
+    if (r.verdict == TrackVerdict::track_regressed && c.loaded == c.count) {
+      r.verdict = TrackVerdict::track_inconclusive;
+      r.note = fmt::format(
+          "{}: every candidate run was taken on a busy host (load or CPU steal; see `show`): rerun it on a quiet "
+          "machine",
+          against);
+    }
   } else if (bad) {
     r.verdict = TrackVerdict::track_inconclusive;
     r.note = std::fabs(r.change) <= r.noise_floor
@@ -168,10 +184,41 @@ void gate(TrackResult& r, size_t candidate, const TrackOptions& o, const std::ve
   }
 }
 
-bool metric_bigger_is_better(const std::string& metric) {
-  for (const CompareMetric& m : compare_metrics())
-    if (m.name == metric) return m.bigger_is_better;
-  return false;
+// The reference case's veto (TrackOptions::reference): a regression the reference shows too, on
+// the same machine and commit, is the machine's. The reference series are not gated.
+void reference_veto(TrackReport& report, const std::string& reference) {
+  std::vector<const TrackResult*> refs;
+  for (const TrackResult& r : report.results)
+    if (r.series.label.find(reference) != std::string::npos) refs.push_back(&r);
+  if (refs.empty())
+    DSGD_THROW(InputError, "pass text of a case label that `dsgd-bench history` lists",
+               "track: no series matches the reference case '{}'", reference);
+  for (TrackResult& r : report.results) {
+    if (r.series.label.find(reference) != std::string::npos) {
+      if (r.verdict == TrackVerdict::track_regressed || r.verdict == TrackVerdict::track_inconclusive) {
+        report.regressed -= r.verdict == TrackVerdict::track_regressed;
+        report.inconclusive -= r.verdict == TrackVerdict::track_inconclusive;
+        r.note = fmt::format("the reference case ({:+.1f} %): not gated; it tells a slower machine from slower code",
+                             100 * r.change);
+        r.verdict = TrackVerdict::track_ok;
+      }
+      continue;
+    }
+    if (r.verdict != TrackVerdict::track_regressed) continue;
+    for (const TrackResult* ref : refs) {
+      if (ref->series.machine != r.series.machine || ref->candidate != r.candidate || ref->baseline_n == 0) continue;
+      const bool same_direction = (ref->change > 0) == (r.change > 0);
+      if (!same_direction || std::fabs(ref->change) < 0.5 * std::fabs(r.change)) continue;
+      r.verdict = TrackVerdict::track_inconclusive;
+      --report.regressed;
+      ++report.inconclusive;
+      r.note = fmt::format(
+          "{}; but the reference case '{}' moved {:+.1f} % at this commit too: the machine changed, not the code "
+          "(rerun both on a quiet machine)",
+          r.note, ref->series.label, 100 * ref->change);
+      break;
+    }
+  }
 }
 
 }  // namespace
@@ -192,7 +239,7 @@ int64_t annotation_add(Store& store, Annotation a) {
   if (a.commit.size() < 4)
     DSGD_THROW(InputError, "pass the commit's hash (at least 4 characters), as `git rev-parse HEAD` prints it",
                "annotation commit '{}' is too short to name one commit", a.commit);
-  if (!a.metric.empty()) a.metric = compare_metric_resolve(a.metric, "--metric");
+  if (!a.metric.empty() && a.metric != kImportedMetric) a.metric = compare_metric_resolve(a.metric, "--metric");
   sqlite3* db = store.handle();
   SqlStatement insert(db,
                       "INSERT INTO annotations (created_at, git_commit, kind, series, metric, note) "
@@ -231,12 +278,13 @@ TrackReport track_run(Store& store, const TrackOptions& o) {
                fmt::format("pass --threshold >= 0, --gate-pvalue in (0, 1] and --baseline >= {}", kMinBaseline),
                "track: threshold {}, gate p-value {}, baseline {}", o.threshold, o.gate_pvalue, o.baseline);
   const std::vector<Annotation> annotations = annotations_list(store);
+  const std::vector<NoiseFloor> floors = noise_floors_list(store);
   TrackReport report;
   bool commit_seen = o.commit.empty();
-  for (HistorySeries& s : history_build(store.runs_list(0), o.history)) {
+  for (HistorySeries& s : history_load(store, o.history)) {
     TrackResult& r = report.results.emplace_back();
     r.series = std::move(s);
-    r.bigger_is_better = metric_bigger_is_better(r.series.metric);
+    r.bigger_is_better = r.series.bigger_is_better;
     exclude_annotated(r, annotations);
     history_detect(r.series, o.history.detect);
     if (o.record) record_changes(store, r.series);
@@ -249,7 +297,7 @@ TrackReport track_run(Store& store, const TrackOptions& o) {
       continue;
     }
     commit_seen = true;
-    gate(r, candidate, o, annotations);
+    gate(r, candidate, o, annotations, floors);
     if (r.verdict == TrackVerdict::track_too_short) continue;
     ++report.tested;
     report.regressed += r.verdict == TrackVerdict::track_regressed;
@@ -258,6 +306,7 @@ TrackReport track_run(Store& store, const TrackOptions& o) {
   if (!commit_seen)
     DSGD_THROW(InputError, "pass a commit the selected series have runs of (dsgd-bench history lists them)",
                "track: no selected series has a run of commit '{}'", o.commit);
+  if (!o.reference.empty()) reference_veto(report, o.reference);
   return report;
 }
 
@@ -286,8 +335,10 @@ std::string track_table(const TrackReport& report, const TrackOptions& o) {
   }
   out += fmt::format("{} series tested: {} regressed, {} inconclusive\n", report.tested, report.regressed,
                      report.inconclusive);
-  out += fmt::format("gate: threshold {:.1f} %, p <= {:g} against up to {} baseline commits; detector: {}\n",
-                     100 * o.threshold, o.gate_pvalue, o.baseline, history_parameters_text(o.history));
+  out += fmt::format("gate: threshold {:.1f} %, p <= {:g} against up to {} baseline commits{}; detector: {}\n",
+                     100 * o.threshold, o.gate_pvalue, o.baseline,
+                     o.reference.empty() ? "" : fmt::format(", reference case '{}'", o.reference),
+                     history_parameters_text(o.history));
   return out;
 }
 
@@ -309,6 +360,8 @@ nlohmann::json track_json(const TrackReport& report, const TrackOptions& o) {
                    {"baseline_commits", r.baseline_n},
                    {"baseline_mean", r.baseline_mean},
                    {"noise_floor", r.noise_floor},
+                   {"calibrated_floor", r.calibrated_floor},
+                   {"candidate_busy_runs", r.candidate_busy},
                    {"relative_change", r.change},
                    {"pvalue", r.pvalue},
                    {"verdict", track_verdict_text(r.verdict)},

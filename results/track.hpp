@@ -14,8 +14,12 @@
 //   improved      the same in the good direction;
 //   inconclusive  in the bad direction and at least the threshold, but within the noise floor
 //                 or not significant: the data cannot tell, so it neither passes nor fails;
+//                 also a regression whose candidate runs were all taken on a busy host, or
+//                 that the reference case shows on the machine (TrackOptions::reference);
 //   ok            below the threshold, or an unsupported change in the good direction;
 //   too short     fewer than 3 baseline commits: the series is not tested.
+// The noise floor is widened to a `track calibrate` measurement where the series has one
+// (results/noise_floor.hpp).
 // Annotations: `expected` acknowledges a change at that commit; `invalid` and `outlier` take
 // the commit's point out of the series (detection, baseline and candidate); `invalid` also
 // hides it from the output.
@@ -67,7 +71,12 @@ struct TrackOptions {
   double threshold = 0.05;    // smallest relative change that matters
   double gate_pvalue = 0.01;  // the candidate test's significance
   size_t baseline = 20;       // most baseline commits used (the newest ones)
-  bool record = true;         // store the change points found
+  // A frozen reference case (text its label contains): a series whose code does not change,
+  // run beside the others. When it moves at the candidate by at least half a regressing
+  // series' change, in the same direction, the machine changed, not the code: the regression
+  // becomes inconclusive. Empty: none.
+  std::string reference;
+  bool record = true;  // store the change points found
 };
 
 struct TrackResult {
@@ -77,9 +86,11 @@ struct TrackResult {
   size_t candidate_runs = 0;
   size_t baseline_n = 0;
   double candidate_median = 0;
-  double baseline_mean = 0;  // of the baseline's medians: geometric on a log scale
-  double noise_floor = 0;    // 2 s, as a relative change
-  double change = 0;         // relative (a ratio of geometric means on a log scale)
+  double baseline_mean = 0;     // of the baseline's medians: geometric on a log scale
+  double noise_floor = 0;       // 2 s, as a relative change, or the calibrated floor when wider
+  double calibrated_floor = 0;  // from `track calibrate` for a median of candidate_runs (0: none)
+  size_t candidate_busy = 0;    // candidate runs taken on a busy host
+  double change = 0;            // relative (a ratio of geometric means on a log scale)
   double pvalue = 1;
   TrackVerdict verdict = TrackVerdict::track_ok;
   std::string note;                  // why, in words

@@ -17,6 +17,7 @@ foreach(entry
     "test_run_copy:dsgd_results"
     "test_change_points:dsgd_results"
     "test_history:dsgd_results"
+    "test_history_import:dsgd_results"
     "test_track:dsgd_results"
     "test_run_config:dsgd_core"
     "test_config_check:dsgd_algorithms"

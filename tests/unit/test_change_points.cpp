@@ -200,7 +200,7 @@ TEST(ChangePoints, DeterministicAndBadOptionsRefused) {
 // Otava's test of the TigerBeetle series (tests/tigerbeetle_test.py): window 30, min magnitude
 // 0.05, max p-value 0.01 or 0.05, on the raw values, finds [15, 71]; at 0.2, [10, 11, 15, 71]. The
 // same options here: no minimum segment beyond one value, the plain t test (Otava's), raw values.
-// (At 0.1 Otava also keeps 363, the 9th value from the end, where this detector does not.)
+// (At 0.1 Otava also keeps 363, the second value from the end, where this detector does not.)
 TEST(ChangePoints, RealSeriesMatchesOtavasIndices) {
   const std::vector<double> series = history_csv_values("tigerbeetle.csv");
   ASSERT_EQ(series.size(), 365u);
