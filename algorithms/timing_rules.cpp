@@ -14,7 +14,7 @@ void timing_step_allreduce(const SimTimingPlan& plan, int64_t step, std::vector<
   for (size_t i = 0; i < clock.size(); ++i) {
     SimStepTiming& r = rows[i];
     sim_timing_fill_compute(plan, k, r);
-    r.injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
+    r.injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd, rows[i]);
     // Arrival at the step's collective: after backward, or after the update.
     r.start = clock[i] + k.compute_before + r.injected + (after_update ? c.opt_s : 0.0);
   }
@@ -61,7 +61,7 @@ void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& /*state*/, in
   const SimTimingCompute k = sim_timing_compute(plan.cost);
   std::vector<double> arrive(n), depart(n);
   for (size_t i = 0; i < n; ++i) {
-    const double d = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
+    const double d = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd, rows[i]);
     rows[i].injected = d;
     arrive[i] = clock[i] + k.compute_before + d + plan.cost.opt_s;
     depart[i] = arrive[i];
@@ -170,7 +170,7 @@ void timing_step_sharded(const SimTimingPlan& plan, SimTimingState& /*state*/, i
   std::vector<double> arrive(n), end(n);
   for (size_t i = 0; i < n; ++i) {
     rows[i] = SimStepTiming{};
-    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
+    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd, rows[i]);
     arrive[i] = clock[i] + k.compute_before + rows[i].injected;
   }
   const double a = *std::max_element(arrive.begin(), arrive.end());
@@ -204,7 +204,7 @@ void timing_step_background(const SimTimingPlan& plan, SimTimingState& state, in
   std::vector<double> t(n), w(n);
   for (size_t i = 0; i < n; ++i) {
     rows[i] = SimStepTiming{};
-    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
+    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd, rows[i]);
     // The layer hooks poll, in backward order, as each layer's cost is charged.
     double at = clock[i] + c.data_s + c.fwd_s;
     for (size_t l = c.bwd_layer_s.size(); l-- > 0;) {
@@ -273,7 +273,7 @@ void timing_step_buckets(const SimTimingPlan& plan, SimTimingState& state, int64
   std::vector<double> e(n), t(n), w(n);
   for (size_t i = 0; i < n; ++i) {
     rows[i] = SimStepTiming{};
-    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
+    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd, rows[i]);
     e[i] = clock[i] + k.compute_before + rows[i].injected;
     t[i] = e[i];
   }
@@ -322,7 +322,7 @@ void timing_step_layers(const SimTimingPlan& plan, SimTimingState& state, int64_
   std::vector<double> e(n), u(n), t(n), w(n);
   for (size_t i = 0; i < n; ++i) {
     rows[i] = SimStepTiming{};
-    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd);
+    rows[i].injected = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd, rows[i]);
     e[i] = clock[i] + k.compute_before + rows[i].injected;
     u[i] = e[i] + c.opt_s;
     t[i] = u[i];

@@ -126,6 +126,9 @@ const Backend& backend_check_config(const RunConfig& cfg, uint32_t needs, const 
   auto fail = [](const char* flag, const std::string& what, const std::string& hint) {
     DSGD_THROW(InputError, hint, "--{}: {}", flag, what);
   };
+  if (cfg.compute_jitter != "profile" && cfg.compute_jitter != "off")
+    fail("compute-jitter", fmt::format("'{}' is not profile or off", cfg.compute_jitter),
+         "pass --compute-jitter profile (the profile's measured spread) or off (every step at its mean)");
   std::string clocked;  // the rows with a virtual clock, for the hints
   for (const Backend& other : backend_all())
     if (other.has(cap_virtual_clock)) clocked += (clocked.empty() ? "" : "|") + std::string(other.name);
@@ -139,6 +142,9 @@ const Backend& backend_check_config(const RunConfig& cfg, uint32_t needs, const 
            fmt::format("add --backend {}, or drop the flag", clocked));
     if (cfg.native_floor)
       fail("native-floor", fmt::format("applies to --backend {} only", clocked),
+           fmt::format("add --backend {}, or drop the flag", clocked));
+    if (cfg.given("compute-jitter"))
+      fail("compute-jitter", fmt::format("applies to --backend {} only (real compute varies by itself)", clocked),
            fmt::format("add --backend {}, or drop the flag", clocked));
     if (!cfg.fabric.empty())
       fail("fabric", fmt::format("applies to --backend {} only (a real run uses the real network)", clocked),

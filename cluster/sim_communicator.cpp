@@ -42,6 +42,10 @@ std::string SimCommunicator::backend_details() const {
   return world_.options().details_json;
 }
 
+std::vector<double> SimCommunicator::compute_jitter() const {
+  return world_.options().jitter_factors;
+}
+
 using Op = SimWorld::Op;
 
 void SimCommunicator::untimed_allreduce_sum(double* data, size_t count) {

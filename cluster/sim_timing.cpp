@@ -16,8 +16,10 @@ SimTimingCompute sim_timing_compute(const SimComputeCost& c) {
   return k;
 }
 
-double sim_timing_delay(const SimTimingPlan& plan, int i, int64_t step, double fwd_bwd) {
-  return plan.stragglers.empty() ? 0.0 : plan.stragglers.delay_s(i, step, fwd_bwd);
+double sim_timing_delay(const SimTimingPlan& plan, int i, int64_t step, double fwd_bwd, SimStepTiming& row) {
+  if (plan.stragglers.empty()) return 0.0;
+  row.jitter = plan.stragglers.jitter_s(i, step, fwd_bwd);
+  return plan.stragglers.delay_s(i, step, fwd_bwd);
 }
 
 void sim_timing_fill_compute(const SimTimingPlan& plan, const SimTimingCompute& k, SimStepTiming& row) {

@@ -95,6 +95,7 @@ struct SimTimingState {
 struct SimStepTiming {
   double start = 0, step = 0, data = 0, fwd = 0, bwd = 0, opt = 0, comm = 0, wait = 0, injected = 0, bytes = 0;
   double overlap = 0;  // a non-blocking request's time in flight during compute (docs/metrics.md)
+  double jitter = 0;   // the compute jitter's part of `injected` (stored as compute: bwd_s)
 };
 
 // A variant's timing rule for one step: clock[i] holds worker i's time at the step's start;
@@ -110,8 +111,9 @@ struct SimTimingCompute {
   double fwd_bwd = 0;         // what the straggler models scale
 };
 SimTimingCompute sim_timing_compute(const SimComputeCost& c);
-// Worker i's injected straggler delay at `step` (0 without stragglers).
-double sim_timing_delay(const SimTimingPlan& plan, int i, int64_t step, double fwd_bwd);
+// Worker i's injected straggler delay at `step` (0 without stragglers), the compute jitter
+// included; row.jitter is set to the jitter's part.
+double sim_timing_delay(const SimTimingPlan& plan, int i, int64_t step, double fwd_bwd, SimStepTiming& row);
 // Fills a row's compute fields (data, fwd, bwd, opt) from the plan's cost.
 void sim_timing_fill_compute(const SimTimingPlan& plan, const SimTimingCompute& k, SimStepTiming& row);
 

@@ -1,6 +1,7 @@
 // See straggler.hpp.
 #include "cluster/straggler.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -202,8 +203,25 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
   return out;
 }
 
+void Stragglers::set_jitter(std::vector<double> factors) {
+  if (!factors.empty()) {
+    bool ok = factors.size() >= 2 && factors[0] == 1.0;
+    for (size_t i = 1; i < factors.size(); ++i) ok = ok && std::isfinite(factors[i]) && factors[i] >= factors[i - 1];
+    if (!ok) DSGD_THROW(Error, "this is a bug", "compute jitter: quantile factors must ascend from 1");
+  }
+  jitter_ = std::move(factors);
+}
+
+double Stragglers::jitter_s(int rank, int64_t step, double compute_s) const {
+  if (jitter_.empty()) return 0.0;
+  Rng rng(rng_derive_seed(seed_, 0x717E, static_cast<uint64_t>(rank), static_cast<uint64_t>(step)));
+  const size_t k =
+      std::min(static_cast<size_t>(rng.uniform() * static_cast<double>(jitter_.size())), jitter_.size() - 1);
+  return (jitter_[k] - 1.0) * compute_s;
+}
+
 double Stragglers::delay_s(int rank, int64_t step, double compute_s, bool with_fixed) const {
-  double total = 0;
+  double total = jitter_s(rank, step, compute_s);
   for (size_t i = 0; i < models_.size(); ++i) {
     const StragglerModel& m = models_[i];
     if (m.rank >= 0 && m.rank != rank) continue;

@@ -12,6 +12,11 @@
 // pareto draw is truncated at 1 hour. Several models add up. Draws come from
 // rng_derive_seed(seed, model, rank, step), so a (seed, rank, step) always gets the
 // same delay, whatever order steps run in (the same on the mpi and sim backends).
+//
+// The simulator's compute jitter is kept here too, beside the models, so that both simulated
+// paths (threaded and timing-only) apply it exactly alike: it is never parsed from a spec (the
+// simulator sets it from the compute profile's measured per-iteration spread, --compute-jitter),
+// and it is not a straggler: it is part of the compute (bwd_s), not of injected_s.
 #pragma once
 
 #include <cstdint>
@@ -52,7 +57,7 @@ class Stragglers {
   Stragglers() = default;
   // Parses the spec (empty: no stragglers). Throws InputError naming the bad part.
   static Stragglers parse(const std::string& spec, int workers, uint64_t seed);
-  bool empty() const { return models_.empty(); }
+  bool empty() const { return models_.empty() && jitter_.empty(); }
   // Seconds to add to `rank`'s compute at `step`, whose measured compute took compute_s.
   double delay_s(int rank, int64_t step, double compute_s) const { return delay_s(rank, step, compute_s, true); }
   // The same delay for a worker whose step computes on two threads (pdasgd's forward thread
@@ -63,8 +68,19 @@ class Stragglers {
   double delay_s(int rank, int64_t step, double compute_s, bool with_fixed) const;
   const std::vector<StragglerModel>& models() const { return models_; }
 
+  // The compute jitter: `factors` are K equally likely compute times (measured ones, sorted),
+  // relative to the lowest (ascending, factors[0] = 1; at least 2): an empirical distribution.
+  // Each (rank, step) draws one, factors[⌊u·K⌋] with u ~ U(0, 1), and its compute c (charged
+  // at the distribution's lowest) becomes c·factor: the delay adds (factor − 1)·c. Empty:
+  // none. Throws Error for factors that are not so.
+  void set_jitter(std::vector<double> factors);
+  const std::vector<double>& jitter() const { return jitter_; }
+  // The jitter's part of delay_s (0 without a jitter).
+  double jitter_s(int rank, int64_t step, double compute_s) const;
+
  private:
   std::vector<StragglerModel> models_;
+  std::vector<double> jitter_;
   uint64_t seed_ = 0;
 };
 

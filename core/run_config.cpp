@@ -131,6 +131,11 @@ const std::vector<RunConfigField>& run_config_fields() {
        "sim: every communication lasts at least this host's calibrated native time, as under network emulation "
        "on this host (dsgd-bench validate sets it)",
        &C::native_floor},
+      {"compute-jitter",
+       "sim: profile = each worker's compute per step drawn from the compute profile's measured per-step "
+       "distribution, where it has one (workers wait for each other as on real hardware); off = every step at "
+       "the profile's mean",
+       &C::compute_jitter},
       {"fabric",
        "sim: the network of a fabric file, a cluster's collectives as its framework measured them "
        "(tools/export_fabric.py; instead of --bandwidth or this host's calibration)",

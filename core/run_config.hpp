@@ -89,6 +89,9 @@ struct RunConfig {
   bool schedule = false;       // dreamddp: print the layer→slot schedule at start
   bool native_floor = false;   // sim: communication lasts at least this host's calibrated native time
   std::string fabric;          // sim: the network as a fabric file measured it (tools/export_fabric.py)
+  // sim: each (worker, step)'s compute drawn from the profile's measured distribution
+  // ("profile", where the profile has one) or fixed at its mean ("off").
+  std::string compute_jitter = "profile";
 
   // Parameter server (algorithms/ps.cpp).
   std::string ps_mode = "sync";       // sync | async | ssp

@@ -211,6 +211,8 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   // A cost file's run has no model in memory to estimate: no figure rather than 0.
   if (r.memory.total_bytes > 0) details["memory-estimate-bytes"] = r.memory.total_bytes;
   if (!r.profile.warnings.empty()) details["profile-warnings"] = r.profile.warnings;
+  details["compute-jitter"] = r.profile.jitter.empty() ? "none" : "from the profile";
+  if (!r.profile.jitter_source.empty()) details["compute-jitter-source"] = r.profile.jitter_source;
   if (!r.network.model) details["network-ideal"] = true;
   r.details_json = details.dump();
 }
@@ -257,6 +259,7 @@ SimTimingPlan timing_plan_make(const RunConfig& cfg, const Resolved& r, const Ru
   plan.param_bytes = static_cast<double>(r.param_count) * sizeof(float);
   plan.cost = r.profile.cost;
   plan.stragglers = Stragglers::parse(cfg.straggler, plan.workers, cfg.seed);
+  plan.stragglers.set_jitter(r.profile.jitter);
   plan.network = r.network.model;
   plan.net_algo = r.network.algo;
   plan.native = r.network.native;
@@ -301,13 +304,13 @@ StepRow timing_step_row(int rank, int64_t step, int64_t warmup, const SimStepTim
   row.start_s = t.start;
   row.step_s = t.step;
   row.fwd_s = t.fwd;
-  row.bwd_s = t.bwd;
+  row.bwd_s = t.bwd + t.jitter;  // the compute jitter is compute, not an injected delay
   row.opt_s = t.opt;
   row.data_s = t.data;
   row.comm_s = t.comm;
   row.wait_s = t.wait;
   row.overlap_s = t.overlap;
-  row.injected_s = t.injected;
+  row.injected_s = std::max(0.0, t.injected - t.jitter);
   row.bytes_sent = t.bytes;
   row.train_loss = std::numeric_limits<double>::quiet_NaN();
   return row;
@@ -361,6 +364,7 @@ TrainResult sim_run_numerics(const RunConfig& cfg, const Resolved& r, Store* sto
   options.algo = r.network.algo;
   options.native = r.network.native;
   options.cost = r.profile.cost;
+  options.jitter_factors = r.profile.jitter;
   options.details_json = r.details_json;
   options.group_of = r.topology->group_of;
   SimWorld world(std::move(options));
@@ -398,6 +402,47 @@ RunConfig stored_model(const RunRecord& rec) {
 
 // --profile-from RUN: the run's measured means per step (backward split over layers by
 // parameter count); refused unless it is a completed real run of the same workload, dataset and batch.
+// The compute jitter of a profile taken from a run: the empirical distribution of its timed
+// steps' fwd + bwd (every rank's; at most kJitterSamples evenly spaced order statistics of
+// them), relative to the lowest; the profile's fwd and bwd are scaled from their means to that
+// lowest, so that the jittered compute has the run's distribution, its mean and tail
+// included. A run of fewer than kJitterMinSteps timed (rank, step) rows keeps a fixed
+// compute, and says so.
+constexpr size_t kJitterSamples = 1000, kJitterMinSteps = 20;
+
+void profile_jitter_from_steps(const Store& store, int64_t run_id, SimProfile& p) {
+  std::vector<double> compute;
+  for (const StepRow& row : store.steps_get(run_id))
+    if (row.timed && row.fwd_s + row.bwd_s > 0) compute.push_back(row.fwd_s + row.bwd_s);
+  if (compute.size() < kJitterMinSteps) {
+    p.jitter_source =
+        fmt::format("none: run {} has {} timed steps, {} needed", run_id, compute.size(), kJitterMinSteps);
+    return;
+  }
+  std::sort(compute.begin(), compute.end());
+  double mean = 0;
+  for (double c : compute) mean += c;
+  mean /= static_cast<double>(compute.size());
+  const double lowest = compute.front();
+  if (!(lowest > 0)) return;
+  const size_t k_samples = std::min(kJitterSamples, compute.size());
+  std::vector<double> factors(k_samples);
+  for (size_t k = 0; k < k_samples; ++k)
+    factors[k] = compute[k * (compute.size() - 1) / std::max<size_t>(1, k_samples - 1)] / lowest;
+  factors[0] = 1.0;
+  // The mean of the samples kept (all of them, or evenly spaced ones) sets the scale.
+  mean = 0;
+  for (double f : factors) mean += f * lowest;
+  mean /= static_cast<double>(factors.size());
+  const double scale = lowest / mean;
+  p.cost.fwd_s *= scale;
+  for (double& b : p.cost.bwd_layer_s) b *= scale;
+  p.jitter = std::move(factors);
+  const double median = compute[compute.size() / 2];
+  p.jitter_source = fmt::format("from run {}'s {} timed steps (fwd+bwd {:.3g} to {:.3g} ms, median {:.3g} ms)", run_id,
+                                compute.size(), 1e3 * lowest, 1e3 * compute.back(), 1e3 * median);
+}
+
 SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const std::vector<LayerView>& layers) {
   SimProfile p;
   const size_t nl = layers.size();
@@ -433,6 +478,7 @@ SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const 
     p.cost.bwd_layer_s[l] = total > 0 ? s.bwd_s * static_cast<double>(layers[l].count) / total : 0.0;
   p.source =
       fmt::format("run {} (measured means per step: data, fwd, bwd split over layers by parameters, opt)", rec.id);
+  if (cfg.compute_jitter == "profile") profile_jitter_from_steps(*store, rec.id, p);
   return p;
 }
 

@@ -132,6 +132,7 @@ Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
     w.forward_workloads.back()->reserve(static_cast<size_t>(cfg.batch));
   }
   w.stragglers = Stragglers::parse(cfg.straggler, comm.size(), cfg.seed);
+  w.stragglers.set_jitter(comm.compute_jitter());
   // The link classes only: a gossip variant builds its own graph (algorithms/dpsgd.cpp).
   w.topology = std::make_shared<const Topology>(topology_groups(cfg.topology, comm.size()));
   // hier:GxW: every recorded all-reduce runs in two levels (Communicator::set_hierarchy).
@@ -408,13 +409,15 @@ class Trainer {
     if (stragglers) {
       // The step's compute: forward and backward, or with a decoupled forward the backward
       // (the forward thread applies its share, Algorithm::forward_instances).
-      const double delay = decoupled_ ? w_.stragglers.delay_s(comm_.rank(), step, t3 - t2, true)
-                                      : w_.stragglers.delay_s(comm_.rank(), step, t3 - t1);
+      const double compute = decoupled_ ? t3 - t2 : t3 - t1;
+      const double delay = w_.stragglers.delay_s(comm_.rank(), step, compute, true);
       if (delay > 0) {
         comm_.hold_until(t3 + delay);
         if (t) {
           const double held = comm_.now();
-          t->row.injected_s = held - t3;
+          // The simulator's compute jitter is compute (bwd_s), not an injected delay.
+          const double jitter = w_.stragglers.jitter_s(comm_.rank(), step, compute);
+          t->row.injected_s = std::max(0.0, held - t3 - jitter);
           t3 = held;
         }
       }

@@ -86,7 +86,9 @@ double t_test(const Moments& a, const Moments& b) {
 }
 
 // The lag-1 autocorrelation of v's residuals about each range's own mean, over [begin, index)
-// and [index, end) (pairs within one range only); 0 when fewer than 3 pairs or no variance.
+// and [index, end) (pairs within one range only); 0 when fewer than 3 pairs or no variance
+// (residuals within rounding of the values: flat segments would otherwise correlate their
+// rounding errors to rho = 1 and hide a clean step).
 double residual_autocorrelation(const std::vector<double>& v, size_t begin, size_t index, size_t end, const Moments& l,
                                 const Moments& r) {
   double num = 0, den = 0;
@@ -99,7 +101,9 @@ double residual_autocorrelation(const std::vector<double>& v, size_t begin, size
       ++pairs;
     }
   }
-  return pairs >= 3 && den > 0 ? num / den : 0.0;
+  const double scale = std::max({std::fabs(l.mean), std::fabs(r.mean), 1e-300});
+  const double rounding = 1e-12 * scale;
+  return pairs >= 3 && den > static_cast<double>(end - begin) * rounding * rounding ? num / den : 0.0;
 }
 
 // Moments whose count is the effective sample size of an AR(1) series with lag-1

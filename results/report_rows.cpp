@@ -79,6 +79,8 @@ std::string prediction_of(const nlohmann::json& config) {
   if (d == config.end() || !d->is_object() || d->value("clock", "") != "virtual") return "";
   std::string out = fmt::format("{}compute from {}; network {}", d->value("timing-only", false) ? "timing only; " : "",
                                 d->value("profile", "?"), d->value("network", "?"));
+  if (const auto j = d->find("compute-jitter-source"); j != d->end() && j->is_string())
+    out += fmt::format("; compute jitter {}", j->get<std::string>());
   if (const auto w = d->find("profile-warnings"); w != d->end() && w->is_array())
     for (const auto& line : *w)
       if (line.is_string()) out += "; warning: " + line.get<std::string>();

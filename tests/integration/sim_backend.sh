@@ -16,7 +16,7 @@ common=(--dataset "$SMALL" --steps 60 --batch 32 --lr 0.05 --momentum 0 --seed 1
 # A measured 1-worker run is the compute profile of the simulations below.
 "$BIN" run --workers 1 --algo ssgd "${common[@]}" > prof.out || fail "profile run failed"
 PROF=$(last_run_id prof.out)
-sim=(--backend sim --profile-from "$PROF")
+sim=(--backend sim --profile-from "$PROF" --compute-jitter off)
 
 for algo in "ssgd" "localsgd --period 4"; do
   name=${algo%% *}
@@ -79,7 +79,7 @@ awk -v a="$a" -v b="$b" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-9*a)}' ||
 
 # 64 workers, non-blocking per-layer all-reduces (ssgd --overlap): completes, every worker's
 # rows stored, replicas identical so the stored accuracy is the model's.
-"$BIN" run --backend sim --workers 64 --algo ssgd --overlap true "${common[@]}" --profile-from "$PROF" --steps 20 \
+"$BIN" run --backend sim --workers 64 --algo ssgd --overlap true "${common[@]}" --profile-from "$PROF" --compute-jitter off --steps 20 \
   --bandwidth 10Gbps --latency 20us > big.out || fail "64-worker simulation failed"
 BIG=$(last_run_id big.out)
 [[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$BIG") == 1280 ]] || fail "64 x 20 step rows not stored"
@@ -105,11 +105,11 @@ expect_error "topology 'complete' at 5000 workers: it lists every pair" "$BIN" r
   --timing-only true --algo dpsgd --topology complete "${common[@]}"
 # 100,000 timing-only workers: alike (no stragglers), one worker is simulated for all.
 "$BIN" run --backend sim --workers 100000 --timing-only true --steps 20 --batch 32 --dataset "$SMALL" \
-  --profile-from "$PROF" --db t.db > big.out || { cat big.out; fail "a 100,000-worker timing-only run failed"; }
+  --profile-from "$PROF" --compute-jitter off --db t.db > big.out || { cat big.out; fail "a 100,000-worker timing-only run failed"; }
 [ "$(sql t.db "SELECT workers FROM runs ORDER BY id DESC LIMIT 1")" = 100000 ] || fail "100,000 workers not stored"
 expect_error "cannot be reached in a --timing-only run" "$BIN" run --backend sim --workers 4 --timing-only true --target acc=0.5 \
   "${common[@]}"
-expect_error "a profile of another workload" "$BIN" run --workers 2 "${common[@]}" --backend sim --profile-from "$PROF" \
+expect_error "a profile of another workload" "$BIN" run --workers 2 "${common[@]}" --backend sim --profile-from "$PROF" --compute-jitter off \
   --dataset "synthetic:n=2000,d=50,classes=3,test=100"
 # No profile of this batch on this host: the run measures it, says so, stores it as a
 # profile-only calibration and uses it; the next run finds it. Bad input measures nothing.
@@ -125,13 +125,13 @@ grep -q "profile calibration 1 (per-layer" m1.out || { cat m1.out; fail "the mea
 "$BIN" run --workers 2 "${common[@]}" --backend sim --db empty.db > m2.out 2>&1 || fail "second sim run failed"
 grep -q "no compute profile" m2.out && fail "the profile was measured again"
 [[ $(sql empty.db "SELECT count(*) FROM calibrations") == 1 ]] || fail "a second calibration was stored"
-expect_error "more than the" "$BIN" run --backend sim --workers 1024 --profile-from "$PROF" --db t.db --steps 5 \
+expect_error "more than the" "$BIN" run --backend sim --workers 1024 --profile-from "$PROF" --compute-jitter off --db t.db --steps 5 \
   --dataset "synthetic:n=5000,d=2000000,density=0.000005,classes=10,test=100"
 # dreamddp's schedule is searched on the link its layer costs name: modelled with --bandwidth only.
 expect_error "models ssgd, localsgd \(--period-schedule constant or qsr\), diloco, cocod, dasgd, overlap-local, dpsgd \(--dpsgd-delay 0, static topology\), zero \(32 bits\), dreamddp \(with --bandwidth\), .*without --compress only \(got dreamddp with these settings: only dreamddp \(with --bandwidth\)\)" \
-  "$BIN" run --backend sim --workers 2 --timing-only true --algo dreamddp "${common[@]}" --profile-from "$PROF"
+  "$BIN" run --backend sim --workers 2 --timing-only true --algo dreamddp "${common[@]}" --profile-from "$PROF" --compute-jitter off
 expect_error "only \(got dreamddp with --compress\)" "$BIN" run --backend sim --workers 2 --timing-only true \
-  --algo dreamddp "${common[@]}" --profile-from "$PROF" --bandwidth 1Gbps --compress topk:0.1
+  --algo dreamddp "${common[@]}" --profile-from "$PROF" --compute-jitter off --bandwidth 1Gbps --compress topk:0.1
 # Each model shape has its own profile (workload_profile_key): ResNet-8 is measured as
 # resnet:resnet8 (it used to be measured as ResNet-20 and then refused), a ResNet-20 run does not
 # take it, calibrate --model stores the same key, and --profile-from a ResNet-8 run is refused

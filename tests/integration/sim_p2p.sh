@@ -13,7 +13,7 @@ common=(--dataset "$SMALL" --steps 40 --batch 32 --lr 0.05 --seed 11 --db t.db -
 
 "$BIN" run --workers 1 --algo ssgd "${common[@]}" > prof.out || fail "profile run failed"
 PROF=$(last_run_id prof.out)
-sim=(--backend sim --profile-from "$PROF" --bandwidth 1Gbps --latency 50us)
+sim=(--backend sim --profile-from "$PROF" --compute-jitter off --bandwidth 1Gbps --latency 50us)
 
 for delay in 0 1; do
   "$BIN" run --workers 2 --algo dpsgd --dpsgd-delay $delay --topology ring "${common[@]}" \
@@ -45,7 +45,7 @@ cmp mpi_zero.bin sim_zero2.bin || fail "sim zero (2 workers) differs from mpi ze
 tiny=(--dataset "synthetic:n=6400,d=20,classes=2,noise=0.02,test=400" --steps 6 --batch 8 --lr 0.05 --seed 3
   --db t.db --eval-every 3)
 "$BIN" run --workers 1 --algo ssgd "${tiny[@]}" > adprof.out || fail "adpsgd profile run failed"
-ad=(--workers 64 --algo adpsgd --topology ring "${tiny[@]}" --backend sim --profile-from "$(last_run_id adprof.out)"
+ad=(--workers 64 --algo adpsgd --topology ring "${tiny[@]}" --backend sim --profile-from "$(last_run_id adprof.out)" --compute-jitter off
   --bandwidth 1Gbps --latency 50us)
 for k in 1 2; do
   timeout 300 "$BIN" run "${ad[@]}" > "ad$k.out" 2>&1 || { tail -5 "ad$k.out"; fail "adpsgd on 64 workers failed or hung"; }

@@ -136,6 +136,8 @@ RunWithSummary run_of(int64_t id, const std::string& commit, double step_time) {
   r.run.id = id;
   r.run.status = RunStatus::run_completed;
   r.run.workload = "svm";
+  r.run.dataset = "fashion-mnist";
+  r.run.cpu_model = "cpu";
   r.run.algorithm = "ssgd";
   r.run.backend = "mpi";
   r.run.workers = 2;
@@ -155,7 +157,8 @@ TEST(NoiseFloor, CoefficientOfVariationOfTheRunsAndTheFloorOfAMedian) {
   std::vector<RunWithSummary> runs;
   const double values[] = {1.0, 1.1, 0.9, 1.0, 1.0};  // mean 1, sample sd sqrt(0.02 / 4)
   for (int i = 0; i < 5; ++i) runs.push_back(run_of(i + 1, "abc", values[i]));
-  runs.push_back(run_of(9, "abc-other-case", 5.0));  // one run of another commit: too few
+  runs.push_back(run_of(9, "abc", 5.0));  // one run of another case (batch 128): too few
+  runs.back().run.batch = 128;
   const std::vector<NoiseFloor> floors = noise_floor_measure(runs, {"step_time_s"});
   ASSERT_EQ(floors.size(), 1u);
   EXPECT_EQ(floors[0].commit, "abc");

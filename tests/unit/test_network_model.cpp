@@ -171,6 +171,40 @@ TEST(StragglerParse, HeavyTailDrawsAreTruncatedAtAnHour) {
   EXPECT_GT(largest, kStragglerMaxDelayS);  // both tails reached the cap at least once
 }
 
+// The simulator's compute jitter: draws from the factors, deterministic per (seed, rank, step),
+// its mean the factors' mean, part of delay_s beside the models, and never a spec's.
+TEST(StragglerJitter, DrawsTheEmpiricalDistribution) {
+  Stragglers s = Stragglers::parse("", 4, 7);
+  EXPECT_TRUE(s.empty());
+  s.set_jitter({1.0, 1.0, 1.5, 3.0});  // mean 1.625
+  EXPECT_FALSE(s.empty());             // the alike-workers shortcut is off with a jitter
+  double sum = 0;
+  int threes = 0;
+  const int draws = 40000;
+  for (int64_t step = 0; step < draws / 4; ++step)
+    for (int rank = 0; rank < 4; ++rank) {
+      const double j = s.jitter_s(rank, step, 2.0);
+      EXPECT_TRUE(j == 0.0 || j == 1.0 || j == 4.0) << j;  // (factor − 1) · 2 s
+      EXPECT_EQ(j, s.delay_s(rank, step, 2.0));            // the only model here
+      EXPECT_EQ(j, s.jitter_s(rank, step, 2.0));           // deterministic
+      sum += 1 + j / 2.0;
+      threes += j == 4.0;
+    }
+  EXPECT_NEAR(sum / draws, 1.625, 0.02);
+  EXPECT_NEAR(double(threes) / draws, 0.25, 0.01);
+  // Added to a straggler model's delay.
+  Stragglers both = Stragglers::parse("fixed:rank=1,delay=5ms", 4, 7);
+  both.set_jitter({1.0, 1.0, 1.5, 3.0});
+  EXPECT_DOUBLE_EQ(both.delay_s(1, 3, 2.0), 0.005 + both.jitter_s(1, 3, 2.0));
+  EXPECT_DOUBLE_EQ(both.delay_s(0, 3, 2.0), both.jitter_s(0, 3, 2.0));
+  // Factors that do not ascend from 1 are a bug of the caller.
+  EXPECT_THROW(s.set_jitter({1.2, 1.5}), Error);
+  EXPECT_THROW(s.set_jitter({1.0, 0.9}), Error);
+  EXPECT_THROW(s.set_jitter({1.0}), Error);
+  s.set_jitter({});
+  EXPECT_TRUE(s.empty());
+}
+
 // ---- the model from flags -----------------------------------------------------------------------
 
 TEST(NetworkModelFromFlags, EmptyBandwidthMeansNoEmulation) {

@@ -1,0 +1,32 @@
+# The simulator's compute jitter (--compute-jitter): with a profile taken from a real run, each
+# simulated worker's compute per step is drawn from that run's measured per-step distribution,
+# so identical workers wait for each other as real ones do; the threaded and the timing-only
+# simulator give the same times; `off` keeps every step at the mean (no wait); the jitter is
+# compute (bwd_s), not an injected delay; and the flag is refused where it does not apply.
+source "$(dirname "$0")/common.bash"
+
+"$BIN" run --dataset "$SMALL" --workers 2 --steps 120 --batch 16 --db t.db > prof.out || fail "profile run failed"
+P=$(last_run_id prof.out)
+sim=(--backend sim --profile-from "$P" --dataset "$SMALL" --workers 4 --steps 120 --batch 16 --db t.db)
+"$BIN" run "${sim[@]}" > threaded.out || fail "threaded sim failed"
+"$BIN" run "${sim[@]}" --timing-only true > timing.out || fail "timing-only sim failed"
+"$BIN" run "${sim[@]}" --timing-only true --compute-jitter off > off.out || fail "--compute-jitter off failed"
+T=$(last_run_id threaded.out)
+O=$(last_run_id timing.out)
+F=$(last_run_id off.out)
+val() { sql t.db "SELECT printf('%.9g', $2) FROM summaries WHERE run_id = $1"; }
+[ "$(val "$T" step_time_s)" = "$(val "$O" step_time_s)" ] ||
+  fail "threaded $(val "$T" step_time_s) and timing-only $(val "$O" step_time_s) step times differ"
+awk -v w="$(val "$O" wait_s)" 'BEGIN { exit !(w > 0) }' || fail "jittered workers should wait for each other"
+[ "$(val "$F" wait_s)" = 0 ] || fail "--compute-jitter off: identical workers never wait, got $(val "$F" wait_s)"
+[ "$(val "$O" injected_s)" = 0 ] || fail "the jitter is compute, not an injected delay"
+# The jittered mean compute is the profile run's (its distribution, mean included), within its tail's noise.
+awk -v a="$(val "$O" 'fwd_s + bwd_s')" -v b="$(val "$P" 'fwd_s + bwd_s')" 'BEGIN { exit !(a > 0.5 * b && a < 2 * b) }' ||
+  fail "jittered compute $(val "$O" 'fwd_s + bwd_s') far from the profile's $(val "$P" 'fwd_s + bwd_s')"
+"$BIN" show "$O" --db t.db > show.txt || fail "show failed"
+grep -q 'compute jitter from run [0-9]*.s [0-9]* timed steps' show.txt || { cat show.txt; fail "show does not say where the jitter came from"; }
+
+expect_error "--compute-jitter: 'sometimes' is not profile or off" "$BIN" run "${sim[@]}" --compute-jitter sometimes
+expect_error "--compute-jitter: applies to --backend sim" "$BIN" run --dataset "$SMALL" --steps 5 --compute-jitter off \
+  --db t.db
+echo PASS
