@@ -6,8 +6,10 @@
 // trials. Columns and formats: docs/reports.md.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
+#include "algorithms/variant.hpp"
 #include "cli/commands.hpp"
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
@@ -32,6 +34,16 @@ struct ReportOptions {
   int curve_points = 0;
   int64_t session = 0;  // --session S: the trials of a tuning session (results/report_tuning.hpp)
 };
+
+// Whether `algorithm` reads run flag `knob` (its registry entry); an algorithm this build does
+// not know (an older database) keeps every knob.
+bool variant_reads_knob(const std::string& algorithm, const std::string& knob) {
+  if (!variant_find(algorithm)) return true;
+  if (knob == "period") return variant_uses_period(algorithm);
+  const std::vector<const Variant*> owners = variant_flag_owners(knob);
+  return owners.empty() ||
+         std::any_of(owners.begin(), owners.end(), [&](const Variant* v) { return v->name == algorithm; });
+}
 
 void report_run(const ReportOptions& o) {
   if (o.per_step && o.evals)
@@ -92,7 +104,9 @@ void report_run(const ReportOptions& o) {
   if (o.format == "html") {  // the one format that needs more than the tables: the runs' curves
     HtmlReportOptions html_options;
     if (o.curve_points > 0) html_options.max_points_per_chart = o.curve_points;
-    printer = html_report_printer(output.stream(), html_report_load(store, runs, context), html_options);
+    HtmlReportInput input = html_report_load(store, runs, context);
+    input.knob_applies = variant_reads_knob;
+    printer = html_report_printer(output.stream(), std::move(input), html_options);
   } else {
     printer = report_printer_create(o.format, output.stream());
   }

@@ -1,5 +1,5 @@
 // The HTML report's charts (see html_svg.hpp): line charts with snapped axes, hover and a
-// legend, the breakdown bars, and the public html_chart / html_axis_ticks.
+// legend, and the public html_chart / html_axis_ticks.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -163,101 +163,6 @@ void line_chart(Buffer& out, LineChart chart, const HtmlReportOptions& options) 
   legend(out, chart.id, chart.series);
   put(out, "</figure>");
 }
-
-// ---- breakdown bars ------------------------------------------------------------------------
-
-struct Segment {
-  const char* key;
-  const char* label;
-  const char* color;
-};
-
-constexpr Segment segments[] = {
-    {"data", "data", "#9c755f"},
-    {"compute", "compute (fwd+bwd+opt)", "#4e79a7"},
-    {"injected", "injected delay", "#b07aa1"},
-    {"wait", "wait", "#e15759"},
-    {"comm", "comm", "#f28e2b"},
-};
-constexpr const char* overlap_color = "#59a14f";
-
-void breakdown_chart(Buffer& out, const std::vector<HtmlRunData>& runs) {
-  put(out,
-      "<figure class=\"chart wide\" id=\"breakdown\"><figcaption>Time per step, by phase (mean over timed "
-      "rank-steps, ms). The thin bar under each run is overlap: communication hidden inside compute, not added to "
-      "the step.</figcaption>");
-  std::vector<const HtmlRunData*> shown;
-  for (const HtmlRunData& r : runs)
-    if (r.run.summary && r.run.summary->timed_steps > 0) shown.push_back(&r);
-  if (shown.empty()) {
-    put(out, "<p class=\"note\">No run with timed steps.</p></figure>");
-    return;
-  }
-  const double label_w = 190, right = 20, width = 1240;
-  const double bar_h = std::clamp(1800.0 / static_cast<double>(shown.size()), 3.0, 18.0);
-  const double row_h = bar_h + std::max(2.0, bar_h * 0.45);
-  const double top = 8, axis_h = 40;
-  const double height = top + row_h * static_cast<double>(shown.size()) + axis_h;
-  double max_ms = 0;
-  auto parts = [](const Summary& s) {
-    return std::array<double, 5>{s.data_s * 1e3, s.compute_s * 1e3, s.injected_s * 1e3, s.wait_s * 1e3, s.comm_s * 1e3};
-  };
-  for (const HtmlRunData* r : shown) {
-    double total = 0;
-    for (double v : parts(*r->run.summary))
-      if (std::isfinite(v)) total += std::max(0.0, v);
-    max_ms = std::max({max_ms, total, r->run.summary->overlap_s * 1e3});
-  }
-  Range xr;
-  xr.add(0);
-  xr.add(max_ms > 0 ? max_ms : 1);
-  const std::vector<double> ticks = snap_ticks(xr, 8);
-  const double pw = width - label_w - right;
-  auto sx = [&](double ms) { return label_w + ms / xr.hi * pw; };
-  put(out, "<svg viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"time breakdown per run\">", width, height);
-  for (double t : ticks) {
-    put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", sx(t), top, sx(t),
-        height - axis_h);
-    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:g}</text>", sx(t),
-        height - axis_h + 16, t);
-  }
-  put(out, "<text class=\"axis\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">time per step (ms)</text>",
-      label_w + pw / 2, height - 6);
-  for (size_t i = 0; i < shown.size(); ++i) {
-    const RunRecord& run = shown[i]->run.run;
-    const Summary& s = *shown[i]->run.summary;
-    const double y = top + row_h * static_cast<double>(i);
-    if (bar_h >= 9)
-      put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", label_w - 6,
-          y + bar_h * 0.8, html_escape(fmt::format("run {} {} {}w", run.id, run.algorithm, run.workers).substr(0, 28)));
-    const auto values = parts(s);
-    double x_ms = 0;
-    for (size_t k = 0; k < values.size(); ++k) {
-      const double v = std::isfinite(values[k]) ? std::max(0.0, values[k]) : 0.0;
-      if (v <= 0) continue;
-      put(out,
-          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {} {:.4g} "
-          "ms</title></rect>",
-          sx(x_ms), y, sx(x_ms + v) - sx(x_ms), bar_h * 0.75, segments[k].color, html_escape(run_label(run)),
-          segments[k].label, v);
-      x_ms += v;
-    }
-    const double overlap = std::isfinite(s.overlap_s) ? s.overlap_s * 1e3 : 0.0;
-    if (overlap > 0)
-      put(out,
-          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: overlap {:.4g} "
-          "ms</title></rect>",
-          sx(0), y + bar_h * 0.78, sx(overlap) - sx(0), std::max(1.0, bar_h * 0.22), overlap_color,
-          html_escape(run_label(run)), overlap);
-  }
-  put(out, "</svg><div class=\"legend\">");
-  for (const Segment& seg : segments) put(out, "<span><i style=\"background:{}\"></i>{}</span>", seg.color, seg.label);
-  put(out, "<span><i style=\"background:{}\"></i>overlap (inside compute)</span></div></figure>", overlap_color);
-}
-
-// ---- scaling -----------------------------------------------------------------------------
-
-// Runs that differ only in workers (and tag / seed / db paths) share a key.
 
 }  // namespace html_detail
 

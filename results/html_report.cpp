@@ -17,6 +17,7 @@
 
 #include "core/stats.hpp"
 #include "results/html_downsample.hpp"
+#include "results/html_group_charts.hpp"
 #include "results/html_svg.hpp"
 #include "results/sqlite.hpp"
 
@@ -160,11 +161,30 @@ void run_table(Buffer& out, const HtmlReportInput& input) {
     put(out, "<th title=\"{}\">{}</th>", html_escape(column.help), html_escape(column.name));
   }
   put(out, "</tr></thead><tbody>");
+  auto column_of = [&](const char* name) {
+    for (size_t i = 0; i < table.columns.size(); ++i)
+      if (table.columns[i].name == name) return i;
+    return table.columns.size();
+  };
+  const size_t algorithm_column = column_of("algorithm"), error_column = column_of("error");
   for (size_t r = 0; r < table.rows.size(); ++r) {
     put(out, "<tr>");
+    const std::string algorithm =
+        algorithm_column < table.columns.size() ? report_value_text(table.rows[r][algorithm_column]) : "";
     for (size_t c : columns) {
       const bool numeric = table.columns[c].type != ReportType::report_text;
-      if (table.columns[c].name == "run_id") {
+      const std::string& name = table.columns[c].name;
+      if (name == "period" && input.knob_applies && !algorithm.empty() && !input.knob_applies(algorithm, "period")) {
+        put(out, "<td class=\"na\" title=\"{} does not read --period\">·</td>", html_escape(algorithm));
+        continue;
+      }
+      if (name == "status" && error_column < table.columns.size() &&
+          !report_value_text(table.rows[r][error_column]).empty()) {
+        put(out, "<td title=\"{}\">{}</td>", html_escape(report_value_text(table.rows[r][error_column])),
+            value_html(table.rows[r][c]));
+        continue;
+      }
+      if (name == "run_id") {
         put(out, "<td class=\"num\"><i class=\"sw\" style=\"background:{}\"></i>{}</td>", color_of(r),
             value_html(table.rows[r][c]));
       } else {
@@ -344,7 +364,9 @@ th,td{padding:3px 8px;border-bottom:1px solid var(--grid);text-align:left;white-
 thead th{position:sticky;top:0;background:var(--head)}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.kv th{background:none;color:var(--muted);font-weight:500}
-code{font-size:12px}
+code{font-size:12px}td.na{color:var(--muted);text-align:center}
+svg .whisk{fill:none;stroke:var(--fg);stroke-width:1.2}
+table.heatmap td{min-width:64px}table.heatmap th{background:var(--head)}figure.heat{overflow-x:auto}
 )css";
 
 constexpr const char* error_trap =
@@ -475,9 +497,16 @@ void page_head(Buffer& out, const HtmlReportInput& input) {
   put_text(out, style);
   put(out, "</style>");
   put_text(out, error_trap);
-  put(out, "</head><body><h1>dsgd-bench report</h1><p class=\"note\">{} run{} &middot; generated {} &middot; {}</p>",
-      input.runs.size(), input.runs.size() == 1 ? "" : "s", html_escape(input.context.generated_at),
-      html_escape(input.context.selection));
+  std::map<std::string, size_t> statuses;
+  for (const HtmlRunData& r : input.runs) ++statuses[run_status_text(r.run.run.status)];
+  std::string counts;
+  for (const auto& [status, count] : statuses)
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count, status);
+  put(out,
+      "</head><body><h1>dsgd-bench report</h1><p class=\"note\">{} run{} ({}) &middot; generated {} &middot; "
+      "{}</p>",
+      input.runs.size(), input.runs.size() == 1 ? "" : "s", html_escape(counts),
+      html_escape(input.context.generated_at), html_escape(input.context.selection));
 }
 
 // Convergence: the training loss per step and the test metrics against time and steps, one
@@ -544,10 +573,16 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
   Buffer out;
   page_head(out, input);
 
+  std::vector<RunWithSummary> runs;
+  runs.reserve(input.runs.size());
+  for (const HtmlRunData& r : input.runs) runs.push_back(r.run);
+  const HtmlRunGrouping grouping = html_group_runs(runs, input.knob_applies);
+
   run_table(out, input);
+  put_text(out, html_configurations_section(grouping));
 
   put(out, "<section><h2>Where the time goes</h2>");
-  breakdown_chart(out, input.runs);
+  put_text(out, html_group_breakdown_chart(grouping));
   put(out, "</section>");
 
   convergence_section(out, input, options);
