@@ -367,6 +367,17 @@ table.kv th{background:none;color:var(--muted);font-weight:500}
 code{font-size:12px}td.na{color:var(--muted);text-align:center}
 svg .whisk{fill:none;stroke:var(--fg);stroke-width:1.2}
 table.heatmap td{min-width:64px}table.heatmap th{background:var(--head)}figure.heat{overflow-x:auto}
+svg .band{fill:#4e79a7;opacity:.13}svg .level{fill:none;stroke:#4e79a7;stroke-width:1.8}
+svg .rep circle{fill:var(--muted);opacity:.35}svg .iqr{stroke:var(--fg);stroke-width:1.4}svg .med{fill:var(--fg)}
+svg .cp line{stroke-width:1.6}svg .cp.bad line{stroke:#e15759}svg .cp.good line{stroke:#59a14f}
+svg .cp.bad text{fill:#e15759;font-weight:600}svg .cp.good text{fill:#3b8a35;font-weight:600}
+svg .cp.unconfirmed line{stroke-dasharray:4 3}
+svg .ann line{stroke:var(--muted);stroke-dasharray:2 3}svg .ann text{fill:var(--muted);font-size:10px}
+svg .ann-expected line{stroke:#b07aa1}svg .ann-invalid line,svg .ann-outlier line{stroke:#9c755f}
+svg .params{fill:var(--muted);font-size:8.5px}
+.badge{background:#e15759;color:#fff;border-radius:3px;padding:0 5px;font-size:11px;font-weight:600}
+#regressions-only:checked~.cases .case:not([data-regressed]){display:none}
+.case{min-width:0}
 )css";
 
 constexpr const char* error_trap =
@@ -578,6 +589,7 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
   for (const HtmlRunData& r : input.runs) runs.push_back(r.run);
   const HtmlRunGrouping grouping = html_group_runs(runs, input.knob_applies);
 
+  if (input.history) put_text(out, html_history_section(*input.history));  // what --history asked for, first
   run_table(out, input);
   put_text(out, html_configurations_section(grouping));
 

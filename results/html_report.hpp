@@ -1,7 +1,7 @@
 // The self-contained HTML report: one file, no network (no CDN, no external script,
 // font or image), charts as inline SVG drawn here, and a few lines of inline JavaScript
 // (legend toggles; an error trap the headless-Chromium test reads). Sections: context,
-// the run
+// with --history the trend charts of the stored history (results/html_history.hpp), the run
 // table (the `runs` report rows), the configurations (repetitions grouped, faceted and sorted
 // by what varies, pivot heatmaps: results/html_group_charts.hpp), the time breakdown per
 // configuration (stacked bars), convergence
@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "results/html_history.hpp"
 #include "results/html_run_groups.hpp"
 #include "results/report_printer.hpp"
 #include "results/report_rows.hpp"
@@ -53,6 +54,8 @@ struct HtmlReportInput {
   // after the validations (a report section such as a tuning session's trials).
   std::optional<ReportTable> runs_table;
   std::vector<ReportTable> sections;
+  // --history: the trend charts of the stored history (results/html_history.hpp); none: left out.
+  std::optional<HtmlHistoryInput> history;
   // Which knobs each algorithm reads (the tables leave the others out); null: every knob.
   HtmlKnobApplies knob_applies;
 };
