@@ -78,16 +78,25 @@ std::vector<double> snap_ticks(Range& r, int count) {
   return ticks;
 }
 
+// One entry per distinct id that has points (series sharing an id, the runs of one
+// configuration, share an entry), at most legend_max.
 void legend(Buffer& out, const std::string& chart_id, const std::vector<Series>& series) {
   put(out, "<div class=\"legend\" data-chart=\"{}\">", chart_id);
-  const size_t shown = std::min(series.size(), legend_max);
+  std::vector<const Series*> entries;
+  for (const Series& s : series) {
+    if (s.x.empty()) continue;
+    if (std::none_of(entries.begin(), entries.end(), [&](const Series* e) { return e->id == s.id; }))
+      entries.push_back(&s);
+  }
+  const size_t shown = std::min(entries.size(), legend_max);
   for (size_t i = 0; i < shown; ++i) {
+    const Series& s = *entries[i];
     put(out,
         "<span class=\"lg\" data-s=\"{}\" title=\"click to hide or show\"><i style=\"background:{}\"></i>{}</span>",
-        html_escape(series[i].id), series[i].color, html_escape(series[i].label));
+        html_escape(s.id), s.color, html_escape(s.legend.empty() ? s.label : s.legend));
   }
-  if (series.size() > shown)
-    put(out, "<span class=\"more\">+{} more lines (hover a line for its run)</span>", series.size() - shown);
+  if (entries.size() > shown)
+    put(out, "<span class=\"more\">+{} more (hover a line for its run)</span>", entries.size() - shown);
   put(out, "</div>");
 }
 
@@ -116,6 +125,10 @@ void line_chart(Buffer& out, LineChart chart, const HtmlReportOptions& options) 
     }
     s.x = std::move(x);
     s.y = std::move(y);
+  }
+  if (yr.empty()) {  // every value non-finite (timing-only runs have no loss)
+    put(out, "<p class=\"note\">No data for this chart in the selected runs.</p></figure>");
+    return;
   }
   if (chart.y_from_zero && !yr.empty()) yr.lo = std::min(yr.lo, 0.0);
   if (chart.diagonal && !xr.empty() && !yr.empty()) {
@@ -172,7 +185,7 @@ std::string html_chart(const HtmlChart& chart, const HtmlReportOptions& options)
   LineChart c{chart.id, chart.title, chart.x_label, chart.y_label, {}, chart.y_from_zero, chart.markers};
   c.x_integer = chart.x_integer;
   for (const HtmlSeries& s : chart.series)
-    c.series.push_back(Series{s.id, s.label, color_of(s.color), s.x, s.y, s.line});
+    c.series.push_back(Series{s.id, s.label, {}, color_of(s.color), s.x, s.y, s.line});
   Buffer out;
   line_chart(out, std::move(c), options);
   return fmt::to_string(out);

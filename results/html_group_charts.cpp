@@ -108,7 +108,8 @@ std::string cell_style(double v, double lo, double hi, bool bigger_is_better) {
 }
 
 void heatmap(Buffer& out, const HtmlRunGrouping& grouping, const std::vector<size_t>& groups,
-             const std::pair<std::string, std::string>& knobs, const GroupMetric& m, bool bigger_is_better) {
+             const std::pair<std::string, std::string>& knobs, const std::string& where, const GroupMetric& m,
+             bool bigger_is_better) {
   std::set<std::string, decltype(&html_knob_less)> rows(&html_knob_less), cols(&html_knob_less);
   std::map<std::pair<std::string, std::string>, const HtmlRunGroup*> cell;
   double lo = std::numeric_limits<double>::infinity(), hi = 0;
@@ -127,10 +128,11 @@ void heatmap(Buffer& out, const HtmlRunGrouping& grouping, const std::vector<siz
   }
   if (!(lo <= hi)) return;
   put(out,
-      "<figure class=\"heat\"><figcaption>{} ({}), median: {} × {}</figcaption><table class=\"heatmap\" "
+      "<figure class=\"heat\"><figcaption>{} ({}), median: {} × {}{}</figcaption><table class=\"heatmap\" "
       "data-rows=\"{}\" data-cols=\"{}\"><thead><tr><th>{} \\ {}</th>",
-      m.title, m.unit, knob_title(knobs.first), knob_title(knobs.second), html_escape(knobs.first),
-      html_escape(knobs.second), knob_title(knobs.first), knob_title(knobs.second));
+      m.title, m.unit, knob_title(knobs.first), knob_title(knobs.second),
+      where.empty() ? "" : ", " + html_escape(where), html_escape(knobs.first), html_escape(knobs.second),
+      knob_title(knobs.first), knob_title(knobs.second));
   for (const std::string& c : cols) put(out, "<th class=\"num\">{}</th>", html_escape(c));
   put(out, "</tr></thead><tbody>");
   for (const std::string& r : rows) {
@@ -149,6 +151,31 @@ void heatmap(Buffer& out, const HtmlRunGrouping& grouping, const std::vector<siz
     put(out, "</tr>");
   }
   put(out, "</tbody></table></figure>");
+}
+
+// The heatmaps of a pivot: per metric, one per combination of the further varying knobs' values
+// (at most max_heatmaps).
+void pivot_heatmaps(Buffer& out, const HtmlRunGrouping& grouping, const std::vector<size_t>& groups,
+                    const HtmlGroupPivot& pivot) {
+  constexpr size_t max_heatmaps = 8;
+  std::vector<std::pair<std::string, std::vector<size_t>>> parts;  // "workers=4" -> its groups, in order
+  for (size_t i : groups) {
+    std::string where;
+    for (const std::string& k : pivot.rest) {
+      const auto it = grouping.groups[i].knobs.find(k);
+      where += fmt::format("{}{}={}", where.empty() ? "" : " ", knob_title(k),
+                           it == grouping.groups[i].knobs.end() ? "·" : it->second);
+    }
+    auto part = std::find_if(parts.begin(), parts.end(), [&](const auto& p) { return p.first == where; });
+    if (part == parts.end()) part = parts.insert(parts.end(), {where, {}});
+    part->second.push_back(i);
+  }
+  for (size_t m = 0; m < 2; ++m)
+    for (size_t p = 0; p < parts.size() && p < max_heatmaps; ++p)
+      heatmap(out, grouping, parts[p].second, {pivot.rows, pivot.cols}, parts[p].first, bar_metrics[m], m == 0);
+  if (parts.size() > max_heatmaps)
+    put(out, "<p class=\"note\">{} more heatmaps left out (one per value of {}).</p>", parts.size() - max_heatmaps,
+        html_escape(pivot.rest.front()));
 }
 
 void configurations_table(Buffer& out, const HtmlRunGrouping& grouping) {
@@ -195,10 +222,9 @@ std::vector<std::pair<std::string, std::vector<size_t>>> html_group_facets(const
   return facets;
 }
 
-std::optional<std::pair<std::string, std::string>> html_group_pivot_knobs(const HtmlRunGrouping& grouping,
-                                                                          const std::vector<size_t>& groups) {
+std::optional<HtmlGroupPivot> html_group_pivot(const HtmlRunGrouping& grouping, const std::vector<size_t>& groups) {
   std::vector<std::string> varying;
-  for (const std::string& k : grouping.varying) {
+  for (const std::string& k : html_group_knobs()) {
     if (k == grouping.facet) continue;
     std::set<std::string> values;
     for (size_t i : groups)
@@ -206,8 +232,8 @@ std::optional<std::pair<std::string, std::string>> html_group_pivot_knobs(const 
         values.insert(it->second);
     if (values.size() > 1) varying.push_back(k);
   }
-  if (varying.size() != 2) return std::nullopt;
-  return std::make_pair(varying[0], varying[1]);
+  if (varying.size() < 2) return std::nullopt;
+  return HtmlGroupPivot{varying[0], varying[1], std::vector<std::string>(varying.begin() + 2, varying.end())};
 }
 
 std::string html_configurations_section(const HtmlRunGrouping& grouping) {
@@ -228,10 +254,7 @@ std::string html_configurations_section(const HtmlRunGrouping& grouping) {
     if (!grouping.facet.empty()) put(out, "<h3>{} {}</h3>", knob_title(grouping.facet), html_escape(value));
     put(out, "<div class=\"grid\">");
     for (const GroupMetric& m : bar_metrics) bar_chart(out, grouping, groups, m, fmt::format("groups-{}-{}", m.id, f));
-    if (const auto pivot = html_group_pivot_knobs(grouping, groups)) {
-      heatmap(out, grouping, groups, *pivot, bar_metrics[0], true);
-      heatmap(out, grouping, groups, *pivot, bar_metrics[1], false);
-    }
+    if (const auto pivot = html_group_pivot(grouping, groups)) pivot_heatmaps(out, grouping, groups, *pivot);
     put(out, "</div>");
   }
   configurations_table(out, grouping);

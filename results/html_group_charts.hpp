@@ -1,7 +1,8 @@
 // The HTML report's charts of configurations (results/html_run_groups.hpp), internal to
 // results/html_report.cpp: per facet, one bar per configuration at its median with an IQR
 // whisker and its n (throughput; time-to-target when a group reached its target), log scale
-// where the values span decades; a pivot heatmap when exactly two knobs vary within a facet;
+// where the values span decades; a pivot heatmap when two knobs vary within a facet (one per
+// value of any further varying knob);
 // the configurations table with only the knobs each algorithm reads; and the time breakdown,
 // one stacked bar per configuration.
 #pragma once
@@ -26,8 +27,14 @@ std::string html_group_breakdown_chart(const HtmlRunGrouping& grouping);
 // every group when there is no facet knob).
 std::vector<std::pair<std::string, std::vector<size_t>>> html_group_facets(const HtmlRunGrouping& grouping);
 
-// The two knobs that vary within these groups (other than the facet), when exactly two do.
-std::optional<std::pair<std::string, std::string>> html_group_pivot_knobs(const HtmlRunGrouping& grouping,
-                                                                          const std::vector<size_t>& groups);
+// A pivot of a facet's groups: the first two knobs that vary within it (in html_group_knobs'
+// order, the facet left out) as the heatmap's rows and columns, and the knobs that vary beyond
+// those (one heatmap per combination of their values).
+struct HtmlGroupPivot {
+  std::string rows, cols;
+  std::vector<std::string> rest;
+};
+// The pivot of these groups, when at least two knobs vary within them.
+std::optional<HtmlGroupPivot> html_group_pivot(const HtmlRunGrouping& grouping, const std::vector<size_t>& groups);
 
 }  // namespace dsgd

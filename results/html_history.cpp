@@ -241,7 +241,7 @@ std::string html_history_chart(const HistorySeries& s, const std::vector<Annotat
 
 std::string html_history_breakdown_chart(const HistorySeries& s, const std::map<int64_t, Summary>& summaries,
                                          const std::string& id) {
-  constexpr double h = 200, top = 10, bottom = 24;
+  constexpr double h = 150, top = 8, bottom = 22;
   const size_t n = s.points.size();
   struct Parts {
     std::array<double, 3> ms{};  // compute, comm, wait
@@ -331,7 +331,11 @@ std::string html_history_section(const HtmlHistoryInput& input) {
       "<input type=\"checkbox\" id=\"regressions-only\" class=\"filter\"><label for=\"regressions-only\"> "
       "regressions only (hide the cases without a change point in the metric's bad direction)</label>"
       "<div class=\"grid cases\">");
-  for (size_t i = 0; i < input.series.size(); ++i) {
+  // The cases with a regression first, each kind in the order `history` prints them.
+  std::vector<size_t> order(input.series.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_partition(order.begin(), order.end(), [&](size_t i) { return html_history_regressed(input.series[i]); });
+  for (size_t i : order) {
     const HistorySeries& s = input.series[i];
     put(out, "<div class=\"case\"{}>", html_history_regressed(s) ? " data-regressed=\"1\"" : "");
     put_text(out, html_history_chart(s, input.annotations, input.options, fmt::format("history-{}", i)));
@@ -340,7 +344,8 @@ std::string html_history_section(const HtmlHistoryInput& input) {
   }
   put(out,
       "</div><p class=\"note\">A series is one case × metric × machine, as <code>dsgd-bench history</code> "
-      "prints it. Points: each commit's median, its interquartile range (whisker) and every repetition (faint). "
+      "prints it; the cases with a regression come first. Points: each commit's median, its interquartile range "
+      "(whisker) and every repetition (faint). "
       "The step line is each segment's mean between change points, the band its mean ± one standard deviation "
       "(geometric on the log of the medians, where the detector works). Change points are marked with their "
       "change and p-value (red: the metric's bad direction; dashed: not yet confirmed); annotations "

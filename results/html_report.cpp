@@ -140,7 +140,8 @@ const std::vector<std::string>& run_table_columns() {
   return names;
 }
 
-void run_table(Buffer& out, const HtmlReportInput& input) {
+// `color_group[i]`: the palette index of run i's configuration (its color in every chart).
+void run_table(Buffer& out, const HtmlReportInput& input, const std::vector<size_t>& color_group) {
   const std::vector<HtmlRunData>& runs = input.runs;
   ReportTable built;
   if (!input.runs_table) {
@@ -185,8 +186,8 @@ void run_table(Buffer& out, const HtmlReportInput& input) {
         continue;
       }
       if (name == "run_id") {
-        put(out, "<td class=\"num\"><i class=\"sw\" style=\"background:{}\"></i>{}</td>", color_of(r),
-            value_html(table.rows[r][c]));
+        put(out, "<td class=\"num\"><i class=\"sw\" style=\"background:{}\"></i>{}</td>",
+            color_of(table.rows.size() == color_group.size() ? color_group[r] : r), value_html(table.rows[r][c]));
       } else {
         put(out, "<td{}>{}</td>", numeric ? " class=\"num\"" : "", value_html(table.rows[r][c]));
       }
@@ -522,7 +523,10 @@ void page_head(Buffer& out, const HtmlReportInput& input) {
 
 // Convergence: the training loss per step and the test metrics against time and steps, one
 // line per run, the run's color everywhere.
-void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlReportOptions& options) {
+// Runs of one configuration share a color and a legend entry (`grouping`; `color_group[i]`: run
+// i's configuration).
+void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlReportOptions& options,
+                         const HtmlRunGrouping& grouping, const std::vector<size_t>& color_group) {
   LineChart loss_steps{"loss-steps", "Training loss per step (mean over ranks)", "step", "training loss", {}, false};
   LineChart test_loss_time{
       "test-loss-time", "Test loss against training time", "training time (s)", "test loss", {}, false};
@@ -539,9 +543,12 @@ void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlRe
   for (size_t i = 0; i < input.runs.size(); ++i) {
     const HtmlRunData& r = input.runs[i];
     Series base;
-    base.id = std::to_string(r.run.run.id);
+    const size_t group = color_group[i];
+    base.id = fmt::format("g{}", group);
     base.label = run_label(r.run.run);
-    base.color = color_of(i);
+    base.legend = fmt::format("{} (n={})", html_group_short_label(grouping.groups[group], grouping),
+                              grouping.groups[group].members.size());
+    base.color = color_of(group);
     Series s = base;
     s.x = r.loss_steps;
     s.y = r.loss_values;
@@ -574,7 +581,8 @@ void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlRe
   put(out,
       "</div><p class=\"note\">Long curves are reduced to at most {} points per chart, shared among its lines, "
       "by Largest-Triangle-Three-Buckets (first and last points kept; peaks survive). Training time excludes "
-      "evaluations. Click a legend entry to hide or show its line.</p></section>",
+      "evaluations. The runs of one configuration share a color and a legend entry: click it to hide or show "
+      "them.</p></section>",
       options.max_points_per_chart);
 }
 
@@ -588,16 +596,19 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
   runs.reserve(input.runs.size());
   for (const HtmlRunData& r : input.runs) runs.push_back(r.run);
   const HtmlRunGrouping grouping = html_group_runs(runs, input.knob_applies);
+  std::vector<size_t> color_group(runs.size());
+  for (size_t g = 0; g < grouping.groups.size(); ++g)
+    for (size_t i : grouping.groups[g].members) color_group[i] = g;
 
   if (input.history) put_text(out, html_history_section(*input.history));  // what --history asked for, first
-  run_table(out, input);
+  run_table(out, input, color_group);
   put_text(out, html_configurations_section(grouping));
 
   put(out, "<section><h2>Where the time goes</h2>");
   put_text(out, html_group_breakdown_chart(grouping));
   put(out, "</section>");
 
-  convergence_section(out, input, options);
+  convergence_section(out, input, options, grouping, color_group);
 
   scaling_section(out, input.runs, options);
   validations_section(out, input.validations, options);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <set>
 
+#include "core/run_config.hpp"
 #include "core/stats.hpp"
 #include "results/compare_runs.hpp"
 
@@ -109,10 +110,27 @@ std::optional<double> knob_number(const std::string& text) {
   return v;
 }
 
+// The run's settings (the keys of the run-config field table: not what the run derived, such as
+// its backend's details), less those that differ between repetitions.
+nlohmann::json settings_of(const nlohmann::json& config) {
+  static const std::set<std::string> keys = [] {
+    std::set<std::string> k;
+    for (const RunConfigField& f : run_config_fields()) k.insert(f.key);
+    for (const char* r : repetition_keys) k.erase(r);
+    return k;
+  }();
+  nlohmann::json out = nlohmann::json::object();
+  for (const auto& item : config.items())
+    if (keys.count(item.key())) out[item.key()] = item.value();
+  return out;
+}
+
 // Settings outside the knobs that differ among the groups ("compute-scale=1.3 lr=0.1"): the
 // "other" knob, so that two configurations never look the same.
 void add_other_settings(std::vector<HtmlRunGroup>& groups, const std::vector<nlohmann::json>& settings) {
-  static const std::set<std::string> knob_keys = {"workload", "dataset", "algo", "period", "batch", "workers"};
+  // The knobs' own keys, and profile-from (a run id: it follows the batch, and says nothing).
+  static const std::set<std::string> knob_keys = {"workload", "dataset", "algo",        "period",
+                                                  "batch",    "workers", "profile-from"};
   std::set<std::string> keys;
   for (const nlohmann::json& c : settings)
     for (const auto& item : c.items()) keys.insert(item.key());
@@ -158,8 +176,7 @@ HtmlRunGrouping html_group_runs(const std::vector<RunWithSummary>& runs, const H
     const RunRecord& r = runs[i].run;
     nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
     if (!config.is_object()) config = nlohmann::json::object();
-    nlohmann::json key = config;
-    for (const char* k : repetition_keys) key.erase(k);
+    nlohmann::json key = settings_of(config);
     const std::string text = nlohmann::json::array({r.workload, r.dataset, r.algorithm, r.backend, r.workers, r.batch,
                                                     r.period, r.steps, r.target, r.host, r.cpu_model, key})
                                  .dump();

@@ -45,8 +45,9 @@ inline std::string run_label(const RunRecord& r) {
 }
 
 struct Series {
-  std::string id;     // data-s attribute: the run id or a group index
-  std::string label;  // legend and hover text
+  std::string id;     // data-s attribute: the run id or a group index (series sharing it share a legend entry)
+  std::string label;  // hover text, and the legend's unless `legend` is set
+  std::string legend;
   const char* color = "#888";
   std::vector<double> x, y;
   bool line = true;  // false: points only

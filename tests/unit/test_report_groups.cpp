@@ -101,10 +101,12 @@ TEST(ReportGroups, VaryingKnobsFacetSortAndPivot) {
   EXPECT_EQ(facets[0].first, "localsgd");
   EXPECT_EQ(facets[0].second.size(), 4u);
   // Two knobs vary within localsgd (H x batch): a pivot; one within ssgd: none.
-  const auto pivot = html_group_pivot_knobs(g, facets[0].second);
+  const auto pivot = html_group_pivot(g, facets[0].second);
   ASSERT_TRUE(pivot.has_value());
-  EXPECT_EQ(*pivot, std::make_pair(std::string("period"), std::string("batch")));
-  EXPECT_FALSE(html_group_pivot_knobs(g, facets[1].second).has_value());
+  EXPECT_EQ(pivot->rows, "period");
+  EXPECT_EQ(pivot->cols, "batch");
+  EXPECT_TRUE(pivot->rest.empty());
+  EXPECT_FALSE(html_group_pivot(g, facets[1].second).has_value());
   const std::string html = html_configurations_section(g);
   EXPECT_NE(html.find("<table class=\"heatmap\" data-rows=\"period\" data-cols=\"batch\""), std::string::npos);
   // The localsgd facet's throughputs span 2,000 .. 64,000 samples/s: a log axis.
@@ -113,6 +115,27 @@ TEST(ReportGroups, VaryingKnobsFacetSortAndPivot) {
             std::string::npos);
   EXPECT_NE(html.find("data-n=\"1\" data-median=\"8000\""), std::string::npos);
   EXPECT_EQ(html.find("interrupted"), std::string::npos);
+}
+
+TEST(ReportGroups, AThirdVaryingKnobGivesOneHeatmapPerValue) {
+  std::vector<RunWithSummary> runs;
+  int64_t id = 1;
+  for (int workers : {16, 4})
+    for (int64_t h : {4, 16})
+      for (int64_t b : {32, 256}) {
+        RunWithSummary r = run_of(id++, "localsgd", h, b, 100.0 * workers, 0);
+        r.run.workers = workers;
+        runs.push_back(r);
+      }
+  const HtmlRunGrouping g = html_group_runs(runs, period_applies);
+  EXPECT_TRUE(g.facet.empty());  // only numeric knobs vary: no facet
+  const auto pivot = html_group_pivot(g, html_group_facets(g).at(0).second);
+  ASSERT_TRUE(pivot.has_value());
+  EXPECT_EQ(pivot->rest, std::vector<std::string>{"workers"});
+  const std::string html = html_configurations_section(g);
+  EXPECT_NE(html.find("median: H × batch, workers=4</figcaption>"), std::string::npos);
+  EXPECT_NE(html.find("median: H × batch, workers=16</figcaption>"), std::string::npos);
+  EXPECT_LT(html.find("workers=4</figcaption>"), html.find("workers=16</figcaption>"));  // sorted numerically
 }
 
 TEST(ReportGroups, LogScaleOnlyOverDecades) {
