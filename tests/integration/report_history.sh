@@ -5,7 +5,8 @@
 # point marked at commit 5 with its change, the annotation's line and note, the detector's
 # parameters, the compute / comm / wait chart, the regressions-only filter marking only the
 # changing case, and the grouped configurations (the steady case's 16 runs are one bar, n = 16). The
-# page loads in headless Chromium without script errors. Bad input: --history with another
+# page loads in headless Chromium without script errors. A run stopped at a trial budget is shown as
+# stopped with its reason, never as interrupted. Bad input: --history with another
 # format, and a history flag without --history, are exit 2.
 source "$(dirname "$0")/common.bash"
 
@@ -51,6 +52,16 @@ grep -q 'data-n="16"' h.html || fail "the 16 runs of the steady case are not one
 # --case narrows the series as in `history`.
 "$BIN" report --db t.db --format html --history --case 'w4 b16' -o one.html || fail "report --history --case failed"
 [ "$(grep -o '<div class="case"' one.html | wc -l)" = 1 ] || fail "--case did not select one series"
+
+# A run stopped on purpose (a dsgd-tune trial at its budget) is shown as stopped, with its reason,
+# counted apart, and never as interrupted.
+cp t.db stopped.db
+sql stopped.db "UPDATE runs SET status = 'stopped', error = 'stopped by dsgd-tune: budget of 0.5 s reached' WHERE id = $P"
+"$BIN" report --db stopped.db --format html -o stopped.html || fail "report of a stopped run failed"
+grep -q '<td title="stopped by dsgd-tune: budget of 0.5 s reached">stopped</td>' stopped.html ||
+  fail "the stopped run's status and reason are not in the run table"
+grep -q '33 runs (32 completed, 1 stopped)' stopped.html || fail "statuses not counted"
+grep -Eq '>interrupted<|[0-9] interrupted' stopped.html && fail "a stopped run shown as interrupted"
 
 CHROMIUM=$(command -v chromium || command -v chromium-browser || true)
 if [ -n "$CHROMIUM" ]; then
