@@ -180,7 +180,12 @@ void pivot_heatmaps(Buffer& out, const HtmlRunGrouping& grouping, const std::vec
 
 void configurations_table(Buffer& out, const HtmlRunGrouping& grouping) {
   put(out, "<div class=\"scroll\"><table class=\"groups\"><thead><tr><th>configuration</th>");
-  const std::vector<std::string>& knobs = html_group_knobs();
+  // The knobs that vary, and the workload and algorithm always (every knob when none varies).
+  std::vector<std::string> knobs;
+  for (const std::string& k : html_group_knobs())
+    if (grouping.varying.empty() || k == "workload" || k == "algorithm" ||
+        std::find(grouping.varying.begin(), grouping.varying.end(), k) != grouping.varying.end())
+      if (k != "other" || !grouping.varying.empty()) knobs.push_back(k);
   for (const std::string& k : knobs) put(out, "<th>{}</th>", knob_title(k));
   put(out,
       "<th class=\"num\">n</th><th>statuses</th><th class=\"num\">throughput (samples/s)</th><th class=\"num\">IQR"
@@ -259,7 +264,8 @@ std::string html_configurations_section(const HtmlRunGrouping& grouping) {
   }
   configurations_table(out, grouping);
   put(out,
-      "<p class=\"note\">A knob shown as · is not read by that algorithm (ssgd has no period). Statuses count "
+      "<p class=\"note\">Columns: the knobs that vary, with the workload and algorithm. A knob shown as · is not read "
+      "by that algorithm (ssgd has no period). Statuses count "
       "every run of the configuration; medians count the completed ones.</p></section>");
   return fmt::to_string(out);
 }

@@ -54,7 +54,7 @@ HtmlAxisScale html_axis_scale(double lo, double hi, int count, bool allow_log, b
   if (allow_log && html_range_spans_decades(lo, hi)) return log_scale(lo, hi);
   HtmlAxisScale s;
   if (from_zero) lo = std::min(lo, 0.0);
-  if (lo == hi) {
+  if (hi - lo <= 1e-9 * std::max(std::fabs(lo), std::fabs(hi))) {  // one value (up to rounding)
     const double pad = lo == 0 ? 1 : std::fabs(lo) * 0.05;
     lo -= pad;
     hi += pad;

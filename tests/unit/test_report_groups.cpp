@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -151,6 +152,13 @@ TEST(ReportGroups, LogScaleOnlyOverDecades) {
   EXPECT_FALSE(lin.log);
   EXPECT_LE(lin.lo, 3);
   EXPECT_GE(lin.hi, 9);
+  // One value, up to rounding (quartiles of one repetition): padded, ticks that differ.
+  const HtmlAxisScale one = html_axis_scale(3.386469e-06, 3.386469e-06 * (1 + 1e-15), 5, true);
+  EXPECT_GE(one.ticks.size(), 2u);
+  EXPECT_LT(one.lo, 3.3e-06);
+  const std::vector<std::string> texts = html_tick_texts(one.ticks);
+  EXPECT_EQ(std::set<std::string>(texts.begin(), texts.end()).size(), texts.size());
+  EXPECT_LE(texts.front().size(), 7u) << texts.front();
 }
 
 }  // namespace
