@@ -31,6 +31,16 @@ constexpr GroupMetric bar_metrics[] = {
     {"ttt", "Time to target", "s", &HtmlRunGroup::time_to_target},
 };
 
+// `text` cut to what fits in `width` viewBox units at the tick font (11 units, about 7 a
+// character), with an ellipsis; never inside a UTF-8 sequence.
+std::string fit_label(const std::string& text, double width) {
+  const size_t max_chars = static_cast<size_t>(std::max(4.0, width / 7.0));
+  if (text.size() <= max_chars) return text;
+  size_t cut = max_chars - 1;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  return text.substr(0, cut) + "…";
+}
+
 const char* knob_title(const std::string& knob) {
   if (knob == "period") return "H";
   return knob.c_str();
@@ -56,7 +66,7 @@ void bar_chart(Buffer& out, const HtmlRunGrouping& grouping, const std::vector<s
   }
   if (shown.empty()) return;
   const HtmlAxisScale scale = html_axis_scale(html_range_spans_decades(lo, hi) ? lo : 0, hi, 5, true, true);
-  constexpr double width = 640, label_w = 190, right = 52, top = 6, row = 16, axis_h = 34;
+  constexpr double width = 640, label_w = 240, right = 52, top = 6, row = 16, axis_h = 34;
   const double pw = width - label_w - right;
   const double height = top + row * static_cast<double>(shown.size()) + axis_h;
   auto sx = [&](double v) { return label_w + pw * std::clamp(scale.fraction(v), 0.0, 1.0); };
@@ -86,7 +96,7 @@ void bar_chart(Buffer& out, const HtmlRunGrouping& grouping, const std::vector<s
         s.n, s.median, html_escape(g.label), number_text(s.median), m.unit, number_text(s.q25), number_text(s.q75), s.n,
         html_escape(status_text(g)));
     put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", label_w - 6, y + 11.5,
-        html_escape(label.size() > 30 ? label.substr(0, 29) + "…" : label));
+        html_escape(fit_label(label, label_w - 8)));
     put(out, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"11\" fill=\"{}\"/>", label_w, y + 2.5,
         std::max(0.5, sx(s.median) - label_w), color_of(shown[k]));
     if (s.n > 1)
@@ -302,7 +312,7 @@ std::string html_group_breakdown_chart(const HtmlRunGrouping& grouping) {
     put(out, "<p class=\"note\">No run with timed steps.</p></figure>");
     return fmt::to_string(out);
   }
-  const double label_w = 230, right = 60, width = 1240;
+  const double label_w = 280, right = 60, width = 1240;
   const double bar_h = std::clamp(1800.0 / static_cast<double>(shown.size()), 9.0, 18.0);
   const double row_h = bar_h + std::max(2.0, bar_h * 0.45);
   const double top = 8, axis_h = 40;
@@ -336,7 +346,7 @@ std::string html_group_breakdown_chart(const HtmlRunGrouping& grouping) {
     if (!grouping.facet.empty()) label = g.knobs.at(grouping.facet) + " " + label;
     put(out, "<g class=\"gbar\" data-n=\"{}\"><title>{} (n = {})</title>", g.timed, html_escape(g.label), g.timed);
     put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", label_w - 6,
-        y + bar_h * 0.7, html_escape(label.size() > 36 ? label.substr(0, 35) + "…" : label));
+        y + bar_h * 0.7, html_escape(fit_label(label, label_w - 8)));
     double x_ms = 0;
     for (const Phase& p : phases) {
       const double v = std::isfinite(g.*p.seconds) ? std::max(0.0, g.*p.seconds * 1e3) : 0.0;
