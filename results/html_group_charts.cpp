@@ -93,8 +93,8 @@ void bar_chart(Buffer& out, const HtmlRunGrouping& grouping, const std::vector<s
     put(out,
         "<g class=\"gbar\" data-n=\"{}\" data-median=\"{:g}\"><title>{}\nmedian {} {} (IQR {} - {}), n = {}; "
         "{}</title>",
-        s.n, s.median, html_escape(g.label), number_text(s.median), m.unit, number_text(s.q25), number_text(s.q75), s.n,
-        html_escape(status_text(g)));
+        s.n, s.median, html_escape(g.label), html_compact_text(s.median), m.unit, html_compact_text(s.q25),
+        html_compact_text(s.q75), s.n, html_escape(status_text(g)));
     put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", label_w - 6, y + 11.5,
         html_escape(fit_label(label, label_w - 8)));
     put(out, "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"11\" fill=\"{}\"/>", label_w, y + 2.5,
@@ -155,8 +155,8 @@ void heatmap(Buffer& out, const HtmlRunGrouping& grouping, const std::vector<siz
       }
       const HtmlGroupStat& s = it->second->*m.stat;
       put(out, "<td class=\"num\" style=\"{}\" title=\"{}: IQR {} - {}, n = {}\">{}</td>",
-          cell_style(s.median, lo, hi, bigger_is_better), html_escape(it->second->label), number_text(s.q25),
-          number_text(s.q75), s.n, number_text(s.median));
+          cell_style(s.median, lo, hi, bigger_is_better), html_escape(it->second->label), html_compact_text(s.q25),
+          html_compact_text(s.q75), s.n, html_compact_text(s.median));
     }
     put(out, "</tr>");
   }
@@ -213,13 +213,13 @@ void configurations_table(Buffer& out, const HtmlRunGrouping& grouping) {
         put(out, "<td>{}</td>", html_escape(it->second));
     }
     auto stat = [&](const HtmlGroupStat& s, double scale) {
-      return s.n ? number_text(s.median * scale) : std::string();
+      return s.n ? html_compact_text(s.median * scale) : std::string();
     };
     put(out,
         "<td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td "
         "class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>",
         g.members.size(), html_escape(status_text(g)), stat(g.throughput, 1),
-        g.throughput.n > 1 ? number_text(g.throughput.q25) + " - " + number_text(g.throughput.q75) : "",
+        g.throughput.n > 1 ? html_compact_text(g.throughput.q25) + " - " + html_compact_text(g.throughput.q75) : "",
         stat(g.step_time, 1e3), stat(g.time_to_target, 1), stat(g.final_test_acc, 1));
   }
   put(out, "</tbody></table></div>");
@@ -247,7 +247,10 @@ std::optional<HtmlGroupPivot> html_group_pivot(const HtmlRunGrouping& grouping, 
         values.insert(it->second);
     if (values.size() > 1) varying.push_back(k);
   }
-  if (varying.size() < 2) return std::nullopt;
+  // "other" (a list of settings) is no axis: it can only split the heatmaps.
+  const auto other = std::find(varying.begin(), varying.end(), "other");
+  if (other != varying.end()) std::rotate(other, other + 1, varying.end());
+  if (varying.size() < 2 || varying[1] == "other") return std::nullopt;
   return HtmlGroupPivot{varying[0], varying[1], std::vector<std::string>(varying.begin() + 2, varying.end())};
 }
 

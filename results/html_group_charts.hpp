@@ -28,8 +28,8 @@ std::string html_group_breakdown_chart(const HtmlRunGrouping& grouping);
 std::vector<std::pair<std::string, std::vector<size_t>>> html_group_facets(const HtmlRunGrouping& grouping);
 
 // A pivot of a facet's groups: the first two knobs that vary within it (in html_group_knobs'
-// order, the facet left out) as the heatmap's rows and columns, and the knobs that vary beyond
-// those (one heatmap per combination of their values).
+// order, the facet left out; never "other") as the heatmap's rows and columns, and the knobs
+// that vary beyond those (one heatmap per combination of their values).
 struct HtmlGroupPivot {
   std::string rows, cols;
   std::vector<std::string> rest;

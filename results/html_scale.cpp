@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
+#include <utility>
 
 #include "results/html_report.hpp"
 
@@ -72,16 +74,45 @@ HtmlAxisScale html_axis_scale(double lo, double hi, int count, bool allow_log, b
   return s;
 }
 
+namespace {
+
+// The divisor and suffix for values up to `magnitude`: 1 below 10,000.
+std::pair<double, const char*> compact_unit(double magnitude) {
+  if (magnitude >= 1e10) return {1e9, "G"};
+  if (magnitude >= 1e7) return {1e6, "M"};
+  if (magnitude >= 1e4) return {1e3, "k"};
+  return {1, ""};
+}
+
+}  // namespace
+
 std::vector<std::string> html_tick_texts(const std::vector<double>& ticks) {
+  double magnitude = 0, smallest = std::numeric_limits<double>::infinity();
+  for (double t : ticks) {
+    magnitude = std::max(magnitude, std::fabs(t));
+    if (t != 0) smallest = std::min(smallest, std::fabs(t));
+  }
+  // A suffix only when every tick but 0 is a whole count of it (not 1e-06k on a log axis).
+  const auto unit = compact_unit(magnitude);
+  const auto [divisor, suffix] = smallest >= unit.first ? unit : std::pair<double, const char*>{1, ""};
   std::vector<std::string> texts(ticks.size());
-  for (int digits = 1; digits <= 8; ++digits) {
+  // At least the integer digits of the largest ("20M", not "2e+01M").
+  const int integer_digits =
+      magnitude / divisor >= 1 ? static_cast<int>(std::floor(std::log10(magnitude / divisor))) + 1 : 1;
+  for (int digits = std::min(integer_digits, 8); digits <= 8; ++digits) {
     for (size_t i = 0; i < ticks.size(); ++i)
-      texts[i] = std::fabs(ticks[i]) < 1e-300 ? "0" : fmt::format("{:.{}g}", ticks[i], digits);
+      texts[i] = std::fabs(ticks[i]) < 1e-300 ? "0" : fmt::format("{:.{}g}{}", ticks[i] / divisor, digits, suffix);
     bool distinct = true;
     for (size_t i = 1; i < texts.size(); ++i) distinct &= texts[i] != texts[i - 1];
     if (distinct) break;
   }
   return texts;
+}
+
+std::string html_compact_text(double v) {
+  if (!std::isfinite(v)) return "";
+  const auto [divisor, suffix] = compact_unit(std::fabs(v));
+  return fmt::format("{:.4g}{}", v / divisor, suffix);
 }
 
 }  // namespace dsgd

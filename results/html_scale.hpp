@@ -26,7 +26,13 @@ struct HtmlAxisScale {
 HtmlAxisScale html_axis_scale(double lo, double hi, int count, bool allow_log, bool from_zero = false);
 
 // The labels of an axis' ticks: the fewest significant digits (at least 1, at most 8) that
-// tell every tick from its neighbours ("3.5e-06", "3.6e-06" rather than "3.50000e-06").
+// tell every tick from its neighbours ("3.5e-06", "3.6e-06" rather than "3.50000e-06"); from
+// 10,000 up in thousands, millions or billions, all with the largest tick's suffix
+// ("20M", "40M").
 std::vector<std::string> html_tick_texts(const std::vector<double>& ticks);
+
+// A value as a table cell shows it: 4 significant digits, from 10,000 up with k, M or G
+// ("13.05M"); "" for a non-finite value.
+std::string html_compact_text(double v);
 
 }  // namespace dsgd

@@ -49,6 +49,8 @@ grep -q 'class="med" [^>]*data-commit="commit8"><title>commit8 (20' h.html || fa
 # The configurations: repetitions grouped, n shown (the steady case: 8 commits x 2).
 grep -q '<section id="configurations">' h.html || fail "no configurations section"
 grep -q 'data-n="16"' h.html || fail "the 16 runs of the steady case are not one configuration"
+# ssgd reads no --period: its period is left out of the tables.
+grep -q '<td class="na" title="ssgd does not read --period">·</td>' h.html || fail "ssgd's period is shown"
 # --case narrows the series as in `history`.
 "$BIN" report --db t.db --format html --history --case 'w4 b16' -o one.html || fail "report --history --case failed"
 [ "$(grep -o '<div class="case"' one.html | wc -l)" = 1 ] || fail "--case did not select one series"

@@ -137,6 +137,13 @@ TEST(ReportGroups, AThirdVaryingKnobGivesOneHeatmapPerValue) {
   EXPECT_NE(html.find("median: H × batch, workers=4</figcaption>"), std::string::npos);
   EXPECT_NE(html.find("median: H × batch, workers=16</figcaption>"), std::string::npos);
   EXPECT_LT(html.find("workers=4</figcaption>"), html.find("workers=16</figcaption>"));  // sorted numerically
+  // A further differing setting ("other") splits heatmaps, never makes an axis of one.
+  std::vector<RunWithSummary> scaled = {runs[0], runs[0]};  // H 4 and 16, compute-scale 1 and 1.3
+  scaled[1].run.config_json = R"({"algo":"localsgd","period":16,"batch":32,"compute-scale":1.3})";
+  scaled[1].run.period = 16;
+  const HtmlRunGrouping two = html_group_runs(scaled, period_applies);
+  EXPECT_EQ(two.groups.at(1).knobs.at("other"), "compute-scale=1.3");
+  EXPECT_FALSE(html_group_pivot(two, html_group_facets(two).at(0).second).has_value());
 }
 
 TEST(ReportGroups, LogScaleOnlyOverDecades) {
@@ -159,6 +166,12 @@ TEST(ReportGroups, LogScaleOnlyOverDecades) {
   const std::vector<std::string> texts = html_tick_texts(one.ticks);
   EXPECT_EQ(std::set<std::string>(texts.begin(), texts.end()).size(), texts.size());
   EXPECT_LE(texts.front().size(), 7u) << texts.front();
+  // Large values in thousands or millions, one suffix per axis.
+  EXPECT_EQ(html_tick_texts({0, 2e7, 4e7}), (std::vector<std::string>{"0", "20M", "40M"}));
+  EXPECT_EQ(html_tick_texts({5000, 10000, 15000}), (std::vector<std::string>{"5k", "10k", "15k"}));
+  EXPECT_EQ(html_tick_texts({0.01, 1, 100, 10000}), (std::vector<std::string>{"0.01", "1", "100", "10000"}));
+  EXPECT_EQ(html_compact_text(13054321), "13.05M");
+  EXPECT_EQ(html_compact_text(0.0123), "0.0123");
 }
 
 }  // namespace
