@@ -159,11 +159,13 @@ void setup_report(CLI::App& app) {
   sub->add_flag("--history", opts->history,
                 "html: trend charts of the stored history (the series of dsgd-bench history: --metric, --case, "
                 "--machine and the detector's options as there)");
+  const size_t before_history = sub->get_options().size();
   history_add_options(*sub, opts->history_options);
-  sub->callback([opts, sub]() {
-    for (const char* flag : {"--metric", "--case", "--machine", "--window", "--max-pvalue", "--min-magnitude",
-                             "--min-segment", "--autocorrelation"})
-      if (sub->count(flag) > 0) opts->history_flags_given.emplace_back(flag);
+  std::vector<CLI::Option*> history_flags = sub->get_options();  // the ones history_add_options added
+  history_flags.erase(history_flags.begin(), history_flags.begin() + static_cast<std::ptrdiff_t>(before_history));
+  sub->callback([opts, history_flags]() {
+    for (const CLI::Option* flag : history_flags)
+      if (flag->count() > 0) opts->history_flags_given.push_back(flag->get_name());
     report_run(*opts);
   });
 }

@@ -522,9 +522,8 @@ void page_head(Buffer& out, const HtmlReportInput& input) {
 }
 
 // Convergence: the training loss per step and the test metrics against time and steps, one
-// line per run, the run's color everywhere.
-// Runs of one configuration share a color and a legend entry (`grouping`; `color_group[i]`: run
-// i's configuration).
+// line per run; the runs of one configuration share its color and a legend entry (`grouping`;
+// `color_group[i]`: run i's configuration).
 void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlReportOptions& options,
                          const HtmlRunGrouping& grouping, const std::vector<size_t>& color_group) {
   LineChart loss_steps{"loss-steps", "Training loss per step (mean over ranks)", "step", "training loss", {}, false};
