@@ -521,9 +521,54 @@ void page_head(Buffer& out, const HtmlReportInput& input) {
       html_escape(input.context.generated_at), html_escape(input.context.selection));
 }
 
+// A configuration's convergence curves: at each step, the median over its runs of the
+// training loss; at each evaluation step, the medians of the training time, test loss and test
+// accuracy (non-finite values left out).
+struct ConfigurationCurves {
+  std::pair<std::vector<double>, std::vector<double>> loss_steps, test_loss_time, test_acc_time, test_loss_steps,
+      test_acc_steps;
+};
+
+ConfigurationCurves configuration_curves(const HtmlReportInput& input, const HtmlRunGroup& group) {
+  std::map<double, std::vector<double>> loss;
+  struct AtEval {
+    std::vector<double> time, test_loss, test_acc;
+  };
+  std::map<int64_t, AtEval> evals;
+  auto add = [](std::vector<double>& v, double x) {
+    if (std::isfinite(x)) v.push_back(x);
+  };
+  for (size_t i : group.members) {
+    const HtmlRunData& r = input.runs[i];
+    for (size_t k = 0; k < r.loss_steps.size(); ++k) add(loss[r.loss_steps[k]], r.loss_values[k]);
+    for (const EvalRow& e : r.evals) {
+      AtEval& at = evals[e.step];
+      add(at.time, e.time_s);
+      add(at.test_loss, e.test_loss);
+      add(at.test_acc, e.test_acc);
+    }
+  }
+  ConfigurationCurves c;
+  auto push = [](std::pair<std::vector<double>, std::vector<double>>& xy, double x, const std::vector<double>& y) {
+    if (y.empty() || !std::isfinite(x)) return;
+    xy.first.push_back(x);
+    xy.second.push_back(stats_median(y));
+  };
+  for (const auto& [step, values] : loss) push(c.loss_steps, step, values);
+  for (const auto& [step, at] : evals) {
+    const double time = at.time.empty() ? std::numeric_limits<double>::quiet_NaN() : stats_median(at.time);
+    push(c.test_loss_time, time, at.test_loss);
+    push(c.test_acc_time, time, at.test_acc);
+    push(c.test_loss_steps, static_cast<double>(step), at.test_loss);
+    push(c.test_acc_steps, static_cast<double>(step), at.test_acc);
+  }
+  return c;
+}
+
 // Convergence: the training loss per step and the test metrics against time and steps, one
 // line per run; the runs of one configuration share its color and a legend entry (`grouping`;
-// `color_group[i]`: run i's configuration).
+// `color_group[i]`: run i's configuration). With more runs than a legend holds, one line per
+// configuration: its runs' pointwise median (configuration_curves).
 void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlReportOptions& options,
                          const HtmlRunGrouping& grouping, const std::vector<size_t>& color_group) {
   LineChart loss_steps{"loss-steps", "Training loss per step (mean over ranks)", "step", "training loss", {}, false};
@@ -539,7 +584,33 @@ void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlRe
   LineChart test_acc_steps{
       "test-acc-steps", "Test accuracy against steps", "step", "test accuracy (fraction)", {}, false};
   bool few_evals = true;
-  for (size_t i = 0; i < input.runs.size(); ++i) {
+  // Many runs: one line per configuration, the pointwise median of its runs.
+  const bool medians = input.runs.size() > legend_max && grouping.groups.size() < input.runs.size();
+  if (medians) {
+    for (size_t g = 0; g < grouping.groups.size(); ++g) {
+      const ConfigurationCurves c = configuration_curves(input, grouping.groups[g]);
+      Series base;
+      base.id = fmt::format("g{}", g);
+      base.label = fmt::format("{} (median of {} runs)", grouping.groups[g].label, grouping.groups[g].members.size());
+      base.legend = fmt::format("{} (n={})", html_group_short_label(grouping.groups[g], grouping),
+                                grouping.groups[g].members.size());
+      base.color = color_of(g);
+      const std::pair<LineChart*, const std::pair<std::vector<double>, std::vector<double>>*> curves[] = {
+          {&loss_steps, &c.loss_steps},
+          {&test_loss_time, &c.test_loss_time},
+          {&test_acc_time, &c.test_acc_time},
+          {&test_loss_steps, &c.test_loss_steps},
+          {&test_acc_steps, &c.test_acc_steps}};
+      for (const auto& [chart, xy] : curves) {
+        Series line = base;
+        line.x = xy->first;
+        line.y = xy->second;
+        chart->series.push_back(std::move(line));
+      }
+      if (c.test_acc_steps.first.size() > 30) few_evals = false;
+    }
+  }
+  for (size_t i = 0; i < input.runs.size() && !medians; ++i) {
     const HtmlRunData& r = input.runs[i];
     Series base;
     const size_t group = color_group[i];
@@ -569,7 +640,7 @@ void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlRe
     test_loss_steps.series.push_back(std::move(ls));
     test_acc_steps.series.push_back(std::move(as));
   }
-  const bool markers = few_evals && input.runs.size() <= 12;
+  const bool markers = few_evals && (medians ? grouping.groups.size() : input.runs.size()) <= 12;
   for (LineChart* c : {&test_loss_time, &test_acc_time, &test_loss_steps, &test_acc_steps}) c->markers = markers;
   put(out, "<section><h2>Convergence</h2><div class=\"grid\">");
   line_chart(out, std::move(test_acc_time), options);
@@ -580,9 +651,14 @@ void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlRe
   put(out,
       "</div><p class=\"note\">Long curves are reduced to at most {} points per chart, shared among its lines, "
       "by Largest-Triangle-Three-Buckets (first and last points kept; peaks survive). Training time excludes "
-      "evaluations. The runs of one configuration share a color and a legend entry: click it to hide or show "
-      "them.</p></section>",
-      options.max_points_per_chart);
+      "evaluations. {}</p></section>",
+      options.max_points_per_chart,
+      medians ? fmt::format("With more than {} runs, each line is a configuration: at each step (evaluation), "
+                            "the median of its runs' values (and of their training times). Click a legend entry "
+                            "to hide or show it.",
+                            legend_max)
+              : std::string("The runs of one configuration share a color and a legend entry: click it to hide or "
+                            "show them."));
 }
 
 }  // namespace
