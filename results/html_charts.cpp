@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "results/html_downsample.hpp"
+#include "results/html_scale.hpp"
 #include "results/html_svg.hpp"
 
 namespace dsgd {
@@ -43,19 +44,22 @@ void chart_axes(Buffer& out, const Range& xr, const Range& yr, const std::vector
   const double pw = chart_w - margin_l - margin_r, ph = chart_h - margin_t - margin_b;
   auto sx = [&](double v) { return margin_l + (v - xr.lo) / (xr.hi - xr.lo) * pw; };
   auto sy = [&](double v) { return margin_t + ph - (v - yr.lo) / (yr.hi - yr.lo) * ph; };
-  for (double t : yt) {
-    const double y = sy(t);
+  const std::vector<std::string> y_texts = html_tick_texts(yt), x_texts = html_tick_texts(xt);
+  for (size_t i = 0; i < yt.size(); ++i) {
+    const double y = sy(yt[i]);
     put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", margin_l, y,
         margin_l + pw, y);
     put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", margin_l - 5, y + 4,
-        html_escape(fmt::format("{:g}", t)));
+        html_escape(y_texts[i]));
   }
-  for (double t : xt) {
-    const double x = sx(t);
+  for (size_t i = 0; i < xt.size(); ++i) {
+    const double x = sx(xt[i]);
     put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", x, margin_t, x,
         margin_t + ph);
-    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", x, margin_t + ph + 16,
-        html_escape(fmt::format("{:g}", t)));
+    // A label at the frame's right end ends there (the margin cannot hold half of it).
+    const bool at_right = x > margin_l + pw - 20;
+    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\">{}</text>", x, margin_t + ph + 16,
+        at_right ? "end" : "middle", html_escape(x_texts[i]));
   }
   put(out, "<rect class=\"frame\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>", margin_l, margin_t,
       pw, ph);
