@@ -338,8 +338,20 @@ std::string html_history_section(const HtmlHistoryInput& input) {
   for (size_t i : order) {
     const HistorySeries& s = input.series[i];
     put(out, "<div class=\"case\"{}>", html_history_regressed(s) ? " data-regressed=\"1\"" : "");
-    put_text(out, html_history_chart(s, input.annotations, input.options, fmt::format("history-{}", i)));
-    put_text(out, html_history_breakdown_chart(s, input.summaries, fmt::format("history-breakdown-{}", i)));
+    if (s.points.size() < 2) {  // no history yet: a line, not an empty chart
+      const HistoryPoint* p = s.points.empty() ? nullptr : &s.points.front();
+      put(out,
+          "<figure class=\"chart hist\" id=\"history-{}\"><figcaption>{}</figcaption><p class=\"note\">One "
+          "commit so far{}: no trend to draw. {}</p></figure>",
+          i, html_escape(s.label + " · " + s.metric),
+          p ? fmt::format(" ({}, median {}, n = {})", html_escape(history_short_commit(p->commit)),
+                          number_text(p->median), p->count)
+            : "",
+          html_escape(s.machine));
+    } else {
+      put_text(out, html_history_chart(s, input.annotations, input.options, fmt::format("history-{}", i)));
+      put_text(out, html_history_breakdown_chart(s, input.summaries, fmt::format("history-breakdown-{}", i)));
+    }
     put(out, "</div>");
   }
   put(out,

@@ -38,11 +38,12 @@ grep -Eq '<g class="cp bad" data-commit="commit5"><line [^>]*/><text [^>]*>\+[23
 [ "$(grep -o 'class="cp ' h.html | wc -l)" = 1 ] || fail "expected exactly one change point marker"
 [ "$(grep -o '<div class="case" data-regressed="1">' h.html | wc -l)" = 1 ] || fail "one regressed case expected"
 [ "$(grep -o '<div class="case"' h.html | wc -l)" = 3 ] || fail "three cases (w4, w2, the profile run) expected"
+grep -q 'One commit so far (profile, median ' h.html || fail "the profile run's series of one commit is not a line"
 grep -q '<g class="ann ann-outlier" data-commit="commit3">' h.html || fail "annotation line missing"
 grep -q 'noisy neighbour on the runner' h.html || fail "annotation note missing"
 grep -q 'class="params"[^>]*>E-Divisive means + Student&#39;s t: window 50, max p-value 0.001' h.html ||
   fail "detector parameters not stamped on the chart"
-grep -q 'id="history-breakdown-0"' h.html || fail "no compute / comm / wait chart"
+grep -Eq 'id="history-breakdown-[0-9]+"' h.html || fail "no compute / comm / wait chart"
 grep -q 'id="regressions-only"' h.html || fail "no regressions-only filter"
 # Each commit's median, with its 2 repetitions (the commit's date on hover).
 grep -q 'class="med" [^>]*data-commit="commit8"><title>commit8 (20' h.html || fail "median point of commit8"

@@ -120,6 +120,13 @@ TEST(ReportHistory, AnnotationsLogAxisAndTheFilter) {
     ++regressed;
   EXPECT_EQ(regressed, 1u);
   EXPECT_NE(section.find("id=\"history-breakdown-0\""), std::string::npos);  // the runs' compute / comm / wait
+  // A series of one commit is a line, not an empty chart.
+  input.series[1].points.resize(1);
+  input.series[1].changes.clear();
+  const std::string short_section = html_history_section(input);
+  EXPECT_NE(short_section.find("One commit so far (commit0, median 0.01, n = 3): no trend to draw."),
+            std::string::npos);
+  EXPECT_EQ(short_section.find("id=\"history-breakdown-1\""), std::string::npos);
 }
 
 }  // namespace
