@@ -1,5 +1,5 @@
 // The HTML report's history charts (see html_history.hpp). Geometry: each trend chart is a
-// 640 x 330 viewBox; commits are equal-width slots along x in stored order.
+// 640 x 330 viewBox; commits are equal-width slots along x in the series' order (git or stored).
 #include "results/html_history.hpp"
 
 #include <fmt/format.h>
@@ -294,8 +294,8 @@ std::string html_history_breakdown_chart(const HistorySeries& s, const std::map<
   put(out, "<rect class=\"frame\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>", margin_l, top,
       plot_w, ph);
   put(out,
-      "<text class=\"axis\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">commits in stored order (as above)</text>",
-      margin_l + plot_w / 2, h - 6);
+      "<text class=\"axis\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">commits in {} order (as above)</text>",
+      margin_l + plot_w / 2, h - 6, s.order == "stored" ? "stored" : html_escape(s.order));
   put(out, "</svg><div class=\"legend\">");
   for (size_t k = 0; k < 3; ++k) put(out, "<span><i style=\"background:{}\"></i>{}</span>", colors[k], names[k]);
   put(out, "</div></figure>");
