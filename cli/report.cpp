@@ -6,11 +6,15 @@
 // trials. Columns and formats: docs/reports.md.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <optional>
 
+#include "algorithms/variant.hpp"
 #include "cli/commands.hpp"
+#include "cli/history_options.hpp"
 #include "core/errors.hpp"
 #include "core/output_file.hpp"
+#include "results/html_history.hpp"
 #include "results/html_report.hpp"
 #include "results/report_printer.hpp"
 #include "results/report_rows.hpp"
@@ -30,8 +34,21 @@ struct ReportOptions {
   bool per_step = false;
   bool evals = false;
   int curve_points = 0;
-  int64_t session = 0;  // --session S: the trials of a tuning session (results/report_tuning.hpp)
+  int64_t session = 0;   // --session S: the trials of a tuning session (results/report_tuning.hpp)
+  bool history = false;  // html: the trend charts of the stored history (results/html_history.hpp)
+  HistoryOptions history_options;
+  std::vector<std::string> history_flags_given;  // --metric, --case, ... (they need --history)
 };
+
+// Whether `algorithm` reads run flag `knob` (its registry entry); an algorithm this build does
+// not know (an older database) keeps every knob.
+bool variant_reads_knob(const std::string& algorithm, const std::string& knob) {
+  if (!variant_find(algorithm)) return true;
+  if (knob == "period") return variant_uses_period(algorithm);
+  const std::vector<const Variant*> owners = variant_flag_owners(knob);
+  return owners.empty() ||
+         std::any_of(owners.begin(), owners.end(), [&](const Variant* v) { return v->name == algorithm; });
+}
 
 void report_run(const ReportOptions& o) {
   if (o.per_step && o.evals)
@@ -39,6 +56,15 @@ void report_run(const ReportOptions& o) {
   if (o.format == "html" && (o.per_step || o.evals))
     DSGD_THROW(InputError, "use --format csv or json for the long tables",
                "--per-step / --evals apply to csv and json; the HTML report always has every chart");
+  if (o.history && o.format != "html")
+    DSGD_THROW(InputError, "add --format html -o FILE, or use dsgd-bench history for csv/json",
+               "--history draws trend charts: it needs --format html (got --format {})", o.format);
+  if (!o.history && !o.history_flags_given.empty()) {
+    std::string flags;
+    for (const std::string& f : o.history_flags_given) flags += (flags.empty() ? "" : ", ") + f;
+    DSGD_THROW(InputError, "add --history", "{} only appl{} with --history (the series of its trend charts)", flags,
+               o.history_flags_given.size() == 1 ? "ies" : "y");
+  }
   if (o.format == "html" && o.output == "-")
     DSGD_THROW(InputError, "pass -o report.html", "--format html needs -o FILE");
   if (o.session > 0 && (!o.selection.runs.empty() || !o.selection.tag.empty() || !o.selection.since.empty()))
@@ -92,7 +118,10 @@ void report_run(const ReportOptions& o) {
   if (o.format == "html") {  // the one format that needs more than the tables: the runs' curves
     HtmlReportOptions html_options;
     if (o.curve_points > 0) html_options.max_points_per_chart = o.curve_points;
-    printer = html_report_printer(output.stream(), html_report_load(store, runs, context), html_options);
+    HtmlReportInput input = html_report_load(store, runs, context);
+    if (o.history) input.history = html_history_load(store, o.history_options);
+    input.knob_applies = variant_reads_knob;
+    printer = html_report_printer(output.stream(), std::move(input), html_options);
   } else {
     printer = report_printer_create(o.format, output.stream());
   }
@@ -127,7 +156,18 @@ void setup_report(CLI::App& app) {
   sub->add_option("--curve-points", opts->curve_points,
                   "html: most points drawn per chart, shared among its lines (default 60000)")
       ->check(CLI::PositiveNumber);
-  sub->callback([opts]() { report_run(*opts); });
+  sub->add_flag("--history", opts->history,
+                "html: trend charts of the stored history (the series of dsgd-bench history: --metric, --case, "
+                "--machine and the detector's options as there)");
+  const size_t before_history = sub->get_options().size();
+  history_add_options(*sub, opts->history_options);
+  std::vector<CLI::Option*> history_flags = sub->get_options();  // the ones history_add_options added
+  history_flags.erase(history_flags.begin(), history_flags.begin() + static_cast<std::ptrdiff_t>(before_history));
+  sub->callback([opts, history_flags]() {
+    for (const CLI::Option* flag : history_flags)
+      if (flag->count() > 0) opts->history_flags_given.push_back(flag->get_name());
+    report_run(*opts);
+  });
 }
 
 }  // namespace dsgd

@@ -1,5 +1,5 @@
 // The HTML report's charts (see html_svg.hpp): line charts with snapped axes, hover and a
-// legend, the breakdown bars, and the public html_chart / html_axis_ticks.
+// legend, and the public html_chart / html_axis_ticks.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "results/html_downsample.hpp"
+#include "results/html_scale.hpp"
 #include "results/html_svg.hpp"
 
 namespace dsgd {
@@ -43,19 +44,22 @@ void chart_axes(Buffer& out, const Range& xr, const Range& yr, const std::vector
   const double pw = chart_w - margin_l - margin_r, ph = chart_h - margin_t - margin_b;
   auto sx = [&](double v) { return margin_l + (v - xr.lo) / (xr.hi - xr.lo) * pw; };
   auto sy = [&](double v) { return margin_t + ph - (v - yr.lo) / (yr.hi - yr.lo) * ph; };
-  for (double t : yt) {
-    const double y = sy(t);
+  const std::vector<std::string> y_texts = html_tick_texts(yt), x_texts = html_tick_texts(xt);
+  for (size_t i = 0; i < yt.size(); ++i) {
+    const double y = sy(yt[i]);
     put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", margin_l, y,
         margin_l + pw, y);
     put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", margin_l - 5, y + 4,
-        html_escape(fmt::format("{:g}", t)));
+        html_escape(y_texts[i]));
   }
-  for (double t : xt) {
-    const double x = sx(t);
+  for (size_t i = 0; i < xt.size(); ++i) {
+    const double x = sx(xt[i]);
     put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{:.1f}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", x, margin_t, x,
         margin_t + ph);
-    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{}</text>", x, margin_t + ph + 16,
-        html_escape(fmt::format("{:g}", t)));
+    // A label at the frame's right end ends there (the margin cannot hold half of it).
+    const bool at_right = x > margin_l + pw - 20;
+    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\">{}</text>", x, margin_t + ph + 16,
+        at_right ? "end" : "middle", html_escape(x_texts[i]));
   }
   put(out, "<rect class=\"frame\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\"/>", margin_l, margin_t,
       pw, ph);
@@ -78,16 +82,25 @@ std::vector<double> snap_ticks(Range& r, int count) {
   return ticks;
 }
 
+// One entry per distinct id that has points (series sharing an id, the runs of one
+// configuration, share an entry), at most legend_max.
 void legend(Buffer& out, const std::string& chart_id, const std::vector<Series>& series) {
   put(out, "<div class=\"legend\" data-chart=\"{}\">", chart_id);
-  const size_t shown = std::min(series.size(), legend_max);
+  std::vector<const Series*> entries;
+  for (const Series& s : series) {
+    if (s.x.empty()) continue;
+    if (std::none_of(entries.begin(), entries.end(), [&](const Series* e) { return e->id == s.id; }))
+      entries.push_back(&s);
+  }
+  const size_t shown = std::min(entries.size(), legend_max);
   for (size_t i = 0; i < shown; ++i) {
+    const Series& s = *entries[i];
     put(out,
         "<span class=\"lg\" data-s=\"{}\" title=\"click to hide or show\"><i style=\"background:{}\"></i>{}</span>",
-        html_escape(series[i].id), series[i].color, html_escape(series[i].label));
+        html_escape(s.id), s.color, html_escape(s.legend.empty() ? s.label : s.legend));
   }
-  if (series.size() > shown)
-    put(out, "<span class=\"more\">+{} more lines (hover a line for its run)</span>", series.size() - shown);
+  if (entries.size() > shown)
+    put(out, "<span class=\"more\">+{} more (hover a line for its run)</span>", entries.size() - shown);
   put(out, "</div>");
 }
 
@@ -116,6 +129,10 @@ void line_chart(Buffer& out, LineChart chart, const HtmlReportOptions& options) 
     }
     s.x = std::move(x);
     s.y = std::move(y);
+  }
+  if (yr.empty()) {  // every value non-finite (timing-only runs have no loss)
+    put(out, "<p class=\"note\">No data for this chart in the selected runs.</p></figure>");
+    return;
   }
   if (chart.y_from_zero && !yr.empty()) yr.lo = std::min(yr.lo, 0.0);
   if (chart.diagonal && !xr.empty() && !yr.empty()) {
@@ -164,101 +181,6 @@ void line_chart(Buffer& out, LineChart chart, const HtmlReportOptions& options) 
   put(out, "</figure>");
 }
 
-// ---- breakdown bars ------------------------------------------------------------------------
-
-struct Segment {
-  const char* key;
-  const char* label;
-  const char* color;
-};
-
-constexpr Segment segments[] = {
-    {"data", "data", "#9c755f"},
-    {"compute", "compute (fwd+bwd+opt)", "#4e79a7"},
-    {"injected", "injected delay", "#b07aa1"},
-    {"wait", "wait", "#e15759"},
-    {"comm", "comm", "#f28e2b"},
-};
-constexpr const char* overlap_color = "#59a14f";
-
-void breakdown_chart(Buffer& out, const std::vector<HtmlRunData>& runs) {
-  put(out,
-      "<figure class=\"chart wide\" id=\"breakdown\"><figcaption>Time per step, by phase (mean over timed "
-      "rank-steps, ms). The thin bar under each run is overlap: communication hidden inside compute, not added to "
-      "the step.</figcaption>");
-  std::vector<const HtmlRunData*> shown;
-  for (const HtmlRunData& r : runs)
-    if (r.run.summary && r.run.summary->timed_steps > 0) shown.push_back(&r);
-  if (shown.empty()) {
-    put(out, "<p class=\"note\">No run with timed steps.</p></figure>");
-    return;
-  }
-  const double label_w = 190, right = 20, width = 1240;
-  const double bar_h = std::clamp(1800.0 / static_cast<double>(shown.size()), 3.0, 18.0);
-  const double row_h = bar_h + std::max(2.0, bar_h * 0.45);
-  const double top = 8, axis_h = 40;
-  const double height = top + row_h * static_cast<double>(shown.size()) + axis_h;
-  double max_ms = 0;
-  auto parts = [](const Summary& s) {
-    return std::array<double, 5>{s.data_s * 1e3, s.compute_s * 1e3, s.injected_s * 1e3, s.wait_s * 1e3, s.comm_s * 1e3};
-  };
-  for (const HtmlRunData* r : shown) {
-    double total = 0;
-    for (double v : parts(*r->run.summary))
-      if (std::isfinite(v)) total += std::max(0.0, v);
-    max_ms = std::max({max_ms, total, r->run.summary->overlap_s * 1e3});
-  }
-  Range xr;
-  xr.add(0);
-  xr.add(max_ms > 0 ? max_ms : 1);
-  const std::vector<double> ticks = snap_ticks(xr, 8);
-  const double pw = width - label_w - right;
-  auto sx = [&](double ms) { return label_w + ms / xr.hi * pw; };
-  put(out, "<svg viewBox=\"0 0 {} {:.0f}\" role=\"img\" aria-label=\"time breakdown per run\">", width, height);
-  for (double t : ticks) {
-    put(out, "<line class=\"grid\" x1=\"{:.1f}\" y1=\"{}\" x2=\"{:.1f}\" y2=\"{:.1f}\"/>", sx(t), top, sx(t),
-        height - axis_h);
-    put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">{:g}</text>", sx(t),
-        height - axis_h + 16, t);
-  }
-  put(out, "<text class=\"axis\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"middle\">time per step (ms)</text>",
-      label_w + pw / 2, height - 6);
-  for (size_t i = 0; i < shown.size(); ++i) {
-    const RunRecord& run = shown[i]->run.run;
-    const Summary& s = *shown[i]->run.summary;
-    const double y = top + row_h * static_cast<double>(i);
-    if (bar_h >= 9)
-      put(out, "<text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\">{}</text>", label_w - 6,
-          y + bar_h * 0.8, html_escape(fmt::format("run {} {} {}w", run.id, run.algorithm, run.workers).substr(0, 28)));
-    const auto values = parts(s);
-    double x_ms = 0;
-    for (size_t k = 0; k < values.size(); ++k) {
-      const double v = std::isfinite(values[k]) ? std::max(0.0, values[k]) : 0.0;
-      if (v <= 0) continue;
-      put(out,
-          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: {} {:.4g} "
-          "ms</title></rect>",
-          sx(x_ms), y, sx(x_ms + v) - sx(x_ms), bar_h * 0.75, segments[k].color, html_escape(run_label(run)),
-          segments[k].label, v);
-      x_ms += v;
-    }
-    const double overlap = std::isfinite(s.overlap_s) ? s.overlap_s * 1e3 : 0.0;
-    if (overlap > 0)
-      put(out,
-          "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.2f}\" height=\"{:.1f}\" fill=\"{}\"><title>{}: overlap {:.4g} "
-          "ms</title></rect>",
-          sx(0), y + bar_h * 0.78, sx(overlap) - sx(0), std::max(1.0, bar_h * 0.22), overlap_color,
-          html_escape(run_label(run)), overlap);
-  }
-  put(out, "</svg><div class=\"legend\">");
-  for (const Segment& seg : segments) put(out, "<span><i style=\"background:{}\"></i>{}</span>", seg.color, seg.label);
-  put(out, "<span><i style=\"background:{}\"></i>overlap (inside compute)</span></div></figure>", overlap_color);
-}
-
-// ---- scaling -----------------------------------------------------------------------------
-
-// Runs that differ only in workers (and tag / seed / db paths) share a key.
-
 }  // namespace html_detail
 
 using namespace html_detail;
@@ -267,7 +189,7 @@ std::string html_chart(const HtmlChart& chart, const HtmlReportOptions& options)
   LineChart c{chart.id, chart.title, chart.x_label, chart.y_label, {}, chart.y_from_zero, chart.markers};
   c.x_integer = chart.x_integer;
   for (const HtmlSeries& s : chart.series)
-    c.series.push_back(Series{s.id, s.label, color_of(s.color), s.x, s.y, s.line});
+    c.series.push_back(Series{s.id, s.label, {}, color_of(s.color), s.x, s.y, s.line});
   Buffer out;
   line_chart(out, std::move(c), options);
   return fmt::to_string(out);

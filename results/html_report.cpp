@@ -17,6 +17,7 @@
 
 #include "core/stats.hpp"
 #include "results/html_downsample.hpp"
+#include "results/html_group_charts.hpp"
 #include "results/html_svg.hpp"
 #include "results/sqlite.hpp"
 
@@ -139,7 +140,8 @@ const std::vector<std::string>& run_table_columns() {
   return names;
 }
 
-void run_table(Buffer& out, const HtmlReportInput& input) {
+// `color_group[i]`: the palette index of run i's configuration (its color in every chart).
+void run_table(Buffer& out, const HtmlReportInput& input, const std::vector<size_t>& color_group) {
   const std::vector<HtmlRunData>& runs = input.runs;
   ReportTable built;
   if (!input.runs_table) {
@@ -160,13 +162,32 @@ void run_table(Buffer& out, const HtmlReportInput& input) {
     put(out, "<th title=\"{}\">{}</th>", html_escape(column.help), html_escape(column.name));
   }
   put(out, "</tr></thead><tbody>");
+  auto column_of = [&](const char* name) {
+    for (size_t i = 0; i < table.columns.size(); ++i)
+      if (table.columns[i].name == name) return i;
+    return table.columns.size();
+  };
+  const size_t algorithm_column = column_of("algorithm"), error_column = column_of("error");
   for (size_t r = 0; r < table.rows.size(); ++r) {
     put(out, "<tr>");
+    const std::string algorithm =
+        algorithm_column < table.columns.size() ? report_value_text(table.rows[r][algorithm_column]) : "";
     for (size_t c : columns) {
       const bool numeric = table.columns[c].type != ReportType::report_text;
-      if (table.columns[c].name == "run_id") {
-        put(out, "<td class=\"num\"><i class=\"sw\" style=\"background:{}\"></i>{}</td>", color_of(r),
+      const std::string& name = table.columns[c].name;
+      if (name == "period" && input.knob_applies && !algorithm.empty() && !input.knob_applies(algorithm, "period")) {
+        put(out, "<td class=\"na\" title=\"{} does not read --period\">·</td>", html_escape(algorithm));
+        continue;
+      }
+      if (name == "status" && error_column < table.columns.size() &&
+          !report_value_text(table.rows[r][error_column]).empty()) {
+        put(out, "<td title=\"{}\">{}</td>", html_escape(report_value_text(table.rows[r][error_column])),
             value_html(table.rows[r][c]));
+        continue;
+      }
+      if (name == "run_id") {
+        put(out, "<td class=\"num\"><i class=\"sw\" style=\"background:{}\"></i>{}</td>",
+            color_of(table.rows.size() == color_group.size() ? color_group[r] : r), value_html(table.rows[r][c]));
       } else {
         put(out, "<td{}>{}</td>", numeric ? " class=\"num\"" : "", value_html(table.rows[r][c]));
       }
@@ -344,7 +365,20 @@ th,td{padding:3px 8px;border-bottom:1px solid var(--grid);text-align:left;white-
 thead th{position:sticky;top:0;background:var(--head)}
 td.num{text-align:right;font-variant-numeric:tabular-nums}
 table.kv th{background:none;color:var(--muted);font-weight:500}
-code{font-size:12px}
+code{font-size:12px}td.na{color:var(--muted);text-align:center}
+svg .whisk{fill:none;stroke:var(--fg);stroke-width:1.2}
+table.heatmap td{min-width:64px}table.heatmap th{background:var(--head)}figure.heat{overflow-x:auto}
+svg .band{fill:#4e79a7;opacity:.13}svg .level{fill:none;stroke:#4e79a7;stroke-width:1.8}
+svg .rep circle{fill:var(--muted);opacity:.35}svg .iqr{stroke:var(--fg);stroke-width:1.4}svg .med{fill:var(--fg)}
+svg .cp line{stroke-width:1.6}svg .cp.bad line{stroke:#e15759}svg .cp.good line{stroke:#59a14f}
+svg .cp.bad text{fill:#e15759;font-weight:600}svg .cp.good text{fill:#3b8a35;font-weight:600}
+svg .cp.unconfirmed line{stroke-dasharray:4 3}
+svg .ann line{stroke:var(--muted);stroke-dasharray:2 3}svg .ann text{fill:var(--muted);font-size:10px}
+svg .ann-expected line{stroke:#b07aa1}svg .ann-invalid line,svg .ann-outlier line{stroke:#9c755f}
+svg .params{fill:var(--muted);font-size:8.5px}
+.badge{background:#e15759;color:#fff;border-radius:3px;padding:0 5px;font-size:11px;font-weight:600}
+#regressions-only:checked~.cases .case:not([data-regressed]){display:none}
+.case{min-width:0}
 )css";
 
 constexpr const char* error_trap =
@@ -475,14 +509,68 @@ void page_head(Buffer& out, const HtmlReportInput& input) {
   put_text(out, style);
   put(out, "</style>");
   put_text(out, error_trap);
-  put(out, "</head><body><h1>dsgd-bench report</h1><p class=\"note\">{} run{} &middot; generated {} &middot; {}</p>",
-      input.runs.size(), input.runs.size() == 1 ? "" : "s", html_escape(input.context.generated_at),
-      html_escape(input.context.selection));
+  std::map<std::string, size_t> statuses;
+  for (const HtmlRunData& r : input.runs) ++statuses[run_status_text(r.run.run.status)];
+  std::string counts;
+  for (const auto& [status, count] : statuses)
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", count, status);
+  put(out,
+      "</head><body><h1>dsgd-bench report</h1><p class=\"note\">{} run{} ({}) &middot; generated {} &middot; "
+      "{}</p>",
+      input.runs.size(), input.runs.size() == 1 ? "" : "s", html_escape(counts),
+      html_escape(input.context.generated_at), html_escape(input.context.selection));
+}
+
+// A configuration's convergence curves: at each step, the median over its runs of the
+// training loss; at each evaluation step, the medians of the training time, test loss and test
+// accuracy (non-finite values left out).
+struct ConfigurationCurves {
+  std::pair<std::vector<double>, std::vector<double>> loss_steps, test_loss_time, test_acc_time, test_loss_steps,
+      test_acc_steps;
+};
+
+ConfigurationCurves configuration_curves(const HtmlReportInput& input, const HtmlRunGroup& group) {
+  std::map<double, std::vector<double>> loss;
+  struct AtEval {
+    std::vector<double> time, test_loss, test_acc;
+  };
+  std::map<int64_t, AtEval> evals;
+  auto add = [](std::vector<double>& v, double x) {
+    if (std::isfinite(x)) v.push_back(x);
+  };
+  for (size_t i : group.members) {
+    const HtmlRunData& r = input.runs[i];
+    for (size_t k = 0; k < r.loss_steps.size(); ++k) add(loss[r.loss_steps[k]], r.loss_values[k]);
+    for (const EvalRow& e : r.evals) {
+      AtEval& at = evals[e.step];
+      add(at.time, e.time_s);
+      add(at.test_loss, e.test_loss);
+      add(at.test_acc, e.test_acc);
+    }
+  }
+  ConfigurationCurves c;
+  auto push = [](std::pair<std::vector<double>, std::vector<double>>& xy, double x, const std::vector<double>& y) {
+    if (y.empty() || !std::isfinite(x)) return;
+    xy.first.push_back(x);
+    xy.second.push_back(stats_median(y));
+  };
+  for (const auto& [step, values] : loss) push(c.loss_steps, step, values);
+  for (const auto& [step, at] : evals) {
+    const double time = at.time.empty() ? std::numeric_limits<double>::quiet_NaN() : stats_median(at.time);
+    push(c.test_loss_time, time, at.test_loss);
+    push(c.test_acc_time, time, at.test_acc);
+    push(c.test_loss_steps, static_cast<double>(step), at.test_loss);
+    push(c.test_acc_steps, static_cast<double>(step), at.test_acc);
+  }
+  return c;
 }
 
 // Convergence: the training loss per step and the test metrics against time and steps, one
-// line per run, the run's color everywhere.
-void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlReportOptions& options) {
+// line per run; the runs of one configuration share its color and a legend entry (`grouping`;
+// `color_group[i]`: run i's configuration). With more runs than a legend holds, one line per
+// configuration: its runs' pointwise median (configuration_curves).
+void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlReportOptions& options,
+                         const HtmlRunGrouping& grouping, const std::vector<size_t>& color_group) {
   LineChart loss_steps{"loss-steps", "Training loss per step (mean over ranks)", "step", "training loss", {}, false};
   LineChart test_loss_time{
       "test-loss-time", "Test loss against training time", "training time (s)", "test loss", {}, false};
@@ -496,12 +584,41 @@ void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlRe
   LineChart test_acc_steps{
       "test-acc-steps", "Test accuracy against steps", "step", "test accuracy (fraction)", {}, false};
   bool few_evals = true;
-  for (size_t i = 0; i < input.runs.size(); ++i) {
+  // Many runs: one line per configuration, the pointwise median of its runs.
+  const bool medians = input.runs.size() > legend_max && grouping.groups.size() < input.runs.size();
+  if (medians) {
+    for (size_t g = 0; g < grouping.groups.size(); ++g) {
+      const ConfigurationCurves c = configuration_curves(input, grouping.groups[g]);
+      Series base;
+      base.id = fmt::format("g{}", g);
+      base.label = fmt::format("{} (median of {} runs)", grouping.groups[g].label, grouping.groups[g].members.size());
+      base.legend = fmt::format("{} (n={})", html_group_short_label(grouping.groups[g], grouping),
+                                grouping.groups[g].members.size());
+      base.color = color_of(g);
+      const std::pair<LineChart*, const std::pair<std::vector<double>, std::vector<double>>*> curves[] = {
+          {&loss_steps, &c.loss_steps},
+          {&test_loss_time, &c.test_loss_time},
+          {&test_acc_time, &c.test_acc_time},
+          {&test_loss_steps, &c.test_loss_steps},
+          {&test_acc_steps, &c.test_acc_steps}};
+      for (const auto& [chart, xy] : curves) {
+        Series line = base;
+        line.x = xy->first;
+        line.y = xy->second;
+        chart->series.push_back(std::move(line));
+      }
+      if (c.test_acc_steps.first.size() > 30) few_evals = false;
+    }
+  }
+  for (size_t i = 0; i < input.runs.size() && !medians; ++i) {
     const HtmlRunData& r = input.runs[i];
     Series base;
-    base.id = std::to_string(r.run.run.id);
+    const size_t group = color_group[i];
+    base.id = fmt::format("g{}", group);
     base.label = run_label(r.run.run);
-    base.color = color_of(i);
+    base.legend = fmt::format("{} (n={})", html_group_short_label(grouping.groups[group], grouping),
+                              grouping.groups[group].members.size());
+    base.color = color_of(group);
     Series s = base;
     s.x = r.loss_steps;
     s.y = r.loss_values;
@@ -523,7 +640,7 @@ void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlRe
     test_loss_steps.series.push_back(std::move(ls));
     test_acc_steps.series.push_back(std::move(as));
   }
-  const bool markers = few_evals && input.runs.size() <= 12;
+  const bool markers = few_evals && (medians ? grouping.groups.size() : input.runs.size()) <= 12;
   for (LineChart* c : {&test_loss_time, &test_acc_time, &test_loss_steps, &test_acc_steps}) c->markers = markers;
   put(out, "<section><h2>Convergence</h2><div class=\"grid\">");
   line_chart(out, std::move(test_acc_time), options);
@@ -534,8 +651,14 @@ void convergence_section(Buffer& out, const HtmlReportInput& input, const HtmlRe
   put(out,
       "</div><p class=\"note\">Long curves are reduced to at most {} points per chart, shared among its lines, "
       "by Largest-Triangle-Three-Buckets (first and last points kept; peaks survive). Training time excludes "
-      "evaluations. Click a legend entry to hide or show its line.</p></section>",
-      options.max_points_per_chart);
+      "evaluations. {}</p></section>",
+      options.max_points_per_chart,
+      medians ? fmt::format("With more than {} runs, each line is a configuration: at each step (evaluation), "
+                            "the median of its runs' values (and of their training times). Click a legend entry "
+                            "to hide or show it.",
+                            legend_max)
+              : std::string("The runs of one configuration share a color and a legend entry: click it to hide or "
+                            "show them."));
 }
 
 }  // namespace
@@ -544,13 +667,23 @@ void html_report_write(std::ostream& os, const HtmlReportInput& input, const Htm
   Buffer out;
   page_head(out, input);
 
-  run_table(out, input);
+  std::vector<RunWithSummary> runs;
+  runs.reserve(input.runs.size());
+  for (const HtmlRunData& r : input.runs) runs.push_back(r.run);
+  const HtmlRunGrouping grouping = html_group_runs(runs, input.knob_applies);
+  std::vector<size_t> color_group(runs.size());
+  for (size_t g = 0; g < grouping.groups.size(); ++g)
+    for (size_t i : grouping.groups[g].members) color_group[i] = g;
+
+  if (input.history) put_text(out, html_history_section(*input.history));  // what --history asked for, first
+  run_table(out, input, color_group);
+  put_text(out, html_configurations_section(grouping));
 
   put(out, "<section><h2>Where the time goes</h2>");
-  breakdown_chart(out, input.runs);
+  put_text(out, html_group_breakdown_chart(grouping));
   put(out, "</section>");
 
-  convergence_section(out, input, options);
+  convergence_section(out, input, options, grouping, color_group);
 
   scaling_section(out, input.runs, options);
   validations_section(out, input.validations, options);

@@ -1,7 +1,10 @@
 // The self-contained HTML report: one file, no network (no CDN, no external script,
 // font or image), charts as inline SVG drawn here, and a few lines of inline JavaScript
 // (legend toggles; an error trap the headless-Chromium test reads). Sections: context,
-// run table (the `runs` report rows), time breakdown per run (stacked bars), convergence
+// with --history the trend charts of the stored history (results/html_history.hpp), the run
+// table (the `runs` report rows), the configurations (repetitions grouped, faceted and sorted
+// by what varies, pivot heatmaps: results/html_group_charts.hpp), the time breakdown per
+// configuration (stacked bars), convergence
 // (training loss per step; test loss and accuracy against training time and steps),
 // scaling (throughput and efficiency against workers, for runs that differ only in
 // workers), validations (predicted vs measured, when the database has a non-empty
@@ -19,6 +22,8 @@
 #include <string>
 #include <vector>
 
+#include "results/html_history.hpp"
+#include "results/html_run_groups.hpp"
 #include "results/report_printer.hpp"
 #include "results/report_rows.hpp"
 #include "results/report_tuning.hpp"
@@ -49,6 +54,10 @@ struct HtmlReportInput {
   // after the validations (a report section such as a tuning session's trials).
   std::optional<ReportTable> runs_table;
   std::vector<ReportTable> sections;
+  // --history: the trend charts of the stored history (results/html_history.hpp); none: left out.
+  std::optional<HtmlHistoryInput> history;
+  // Which knobs each algorithm reads (the tables leave the others out); null: every knob.
+  HtmlKnobApplies knob_applies;
 };
 
 struct HtmlReportOptions {

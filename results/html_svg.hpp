@@ -1,6 +1,5 @@
-// The HTML report's SVG building blocks (internal to results/html_report.cpp and
-// results/html_charts.cpp): the output buffer and its writers, the palette, and the line and
-// breakdown charts the report's sections draw.
+// The HTML report's SVG building blocks (internal to the results/html_*.cpp files): the output
+// buffer and its writers, the palette, and the line charts the report's sections draw.
 #pragma once
 
 #include <fmt/format.h>
@@ -46,8 +45,9 @@ inline std::string run_label(const RunRecord& r) {
 }
 
 struct Series {
-  std::string id;     // data-s attribute: the run id or a group index
-  std::string label;  // legend and hover text
+  std::string id;     // data-s attribute: the run id or a group index (series sharing it share a legend entry)
+  std::string label;  // hover text, and the legend's unless `legend` is set
+  std::string legend;
   const char* color = "#888";
   std::vector<double> x, y;
   bool line = true;  // false: points only
@@ -64,8 +64,5 @@ struct LineChart {
 
 // A line chart in a <figure>: axes, lines (downsampled per options), legend.
 void line_chart(Buffer& out, LineChart chart, const HtmlReportOptions& options);
-
-// The time-per-step breakdown bars of the runs that have timed steps.
-void breakdown_chart(Buffer& out, const std::vector<HtmlRunData>& runs);
 
 }  // namespace dsgd::html_detail

@@ -28,7 +28,8 @@ ReportColumn col(const char* name, const char* unit, ReportType type, const char
 const std::vector<ReportColumn>& run_identity_columns() {
   static const std::vector<ReportColumn> columns = {
       col("run_id", "", T::report_integer, "run id (dsgd-bench runs)"),
-      col("status", "", T::report_text, "completed | diverged | failed | interrupted | running"),
+      col("status", "", T::report_text,
+          "completed | diverged | failed | interrupted | killed | stopped (at a target or budget) | running"),
       col("created_at", "", T::report_text, "start, ISO 8601 UTC"),
       col("finished_at", "", T::report_text, "end, ISO 8601 UTC; null while running"),
       col("workload", "", T::report_text, "workload (svm, ...)"),

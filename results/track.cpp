@@ -42,11 +42,6 @@ bool commit_matches(const std::string& commit, const std::string& prefix) {
   return !prefix.empty() && commit.compare(0, prefix.size(), prefix) == 0;
 }
 
-bool annotation_applies(const Annotation& a, const HistorySeries& s, const std::string& commit) {
-  return commit_matches(commit, a.commit) && (a.series.empty() || s.label.find(a.series) != std::string::npos) &&
-         (a.metric.empty() || a.metric == s.metric);
-}
-
 // Removes the points an invalid or outlier annotation names, and records which did.
 void exclude_annotated(TrackResult& r, const std::vector<Annotation>& annotations) {
   std::vector<HistoryPoint> kept;
@@ -222,6 +217,11 @@ void reference_veto(TrackReport& report, const std::string& reference) {
 }
 
 }  // namespace
+
+bool annotation_applies(const Annotation& a, const HistorySeries& s, const std::string& commit) {
+  return commit_matches(commit, a.commit) && (a.series.empty() || s.label.find(a.series) != std::string::npos) &&
+         (a.metric.empty() || a.metric == s.metric);
+}
 
 const char* annotation_kind_text(AnnotationKind kind) {
   return enum_text(kAnnotationKinds, kind);

@@ -50,6 +50,10 @@ struct Annotation {
   std::string note;
 };
 
+// Whether an annotation names this series and commit: its commit a prefix of the point's, its
+// case text in the series' label (or none), its metric the series' (or none).
+bool annotation_applies(const Annotation& annotation, const HistorySeries& series, const std::string& commit);
+
 // Stores an annotation (InputError for a commit shorter than 4 characters); returns its id.
 int64_t annotation_add(Store& store, Annotation annotation);
 // Every annotation, oldest first (none in a database older than the tracking tables).

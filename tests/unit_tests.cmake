@@ -44,6 +44,8 @@ foreach(entry
     "test_report_rows:dsgd_results"
     "test_row_fields:dsgd_results"
     "test_report_html:dsgd_results"
+    "test_report_groups:dsgd_results"
+    "test_report_history_charts:dsgd_results"
     "test_report_suite:dsgd_results"
     "test_suite_claims:dsgd_results"
     "test_compare:dsgd_results"

@@ -2,7 +2,9 @@
 // ticks, the document's self-containedness (no network reference of any kind), the
 // sections that appear only with their data (scaling, validations), loading from a store
 // with and without a `validations` table, and the size bound of a 1,000-run x 10,000-step
-// report (< 5 MB; its render time is printed here and measured in bench/bench_report.cpp).
+// report (< 5 MB; its render time is printed here and measured in bench/bench_report.cpp): one
+// median line per configuration when there are more runs than a legend holds, else one line
+// per run within the point budget.
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <sqlite3.h>
@@ -229,7 +231,30 @@ TEST(HtmlReport, ThousandRunsOfTenThousandStepsStayUnderFiveMegabytes) {
   std::printf("1000 runs x 10000 steps: %.2f MB of HTML in %.2f s (timing informational; see bench_report)\n",
               static_cast<double>(html.size()) / 1e6, seconds);
   EXPECT_LT(html.size(), 5u * 1000 * 1000);
-  // Each line of the per-step chart keeps at most 60000 / 1000 = 60 points.
+  // 4 configurations (1-4 workers) of 250 runs: one median line each, of every step (10,000 <=
+  // 60000 / 4 points).
+  const size_t chart = html.find("id=\"loss-steps\"");
+  ASSERT_NE(chart, std::string::npos);
+  const std::string loss_chart = html.substr(chart, html.find("</figure>", chart) - chart);
+  size_t paths = 0;
+  for (size_t at = 0; (at = loss_chart.find("<path", at)) != std::string::npos; ++at) ++paths;
+  EXPECT_EQ(paths, 4u);
+  const size_t path = loss_chart.find("<path");
+  const std::string d = loss_chart.substr(path, loss_chart.find("</path>", path) - path);
+  EXPECT_EQ(static_cast<size_t>(std::count(d.begin(), d.end(), ',')), 10000u) << d.substr(0, 200);
+  EXPECT_NE(d.find("<title>svm ssgd w1 "), std::string::npos) << "not the configuration's median line";
+}
+
+TEST(HtmlReport, ThousandConfigurationsShareThePointBudget) {
+  HtmlReportInput input;
+  input.runs.reserve(1000);
+  for (int64_t i = 0; i < 1000; ++i) {
+    input.runs.push_back(make_run(i + 1, 1 + static_cast<int>(i % 4), 1000 + i, 10000));
+    input.runs.back().run.run.config_json = fmt::format(R"({{"lr": {}}})", 0.001 * static_cast<double>(i + 1));
+  }
+  const std::string html = render(input);
+  EXPECT_LT(html.size(), 5u * 1000 * 1000);
+  // Every run its own configuration: one line per run, each at most 60000 / 1000 = 60 points.
   const size_t chart = html.find("id=\"loss-steps\"");
   ASSERT_NE(chart, std::string::npos);
   const size_t path = html.find("<path", chart);
