@@ -110,6 +110,25 @@ BatchTimes batch_measure(ProfileLoop& p, size_t b, size_t nl, int64_t iters) {
 
 }  // namespace
 
+std::vector<double> profile_jitter_quantiles(std::vector<double> times) {
+  std::vector<double> out;
+  if (times.size() < 2) return out;
+  std::sort(times.begin(), times.end());
+  if (!(times.front() > 0)) return out;
+  out.resize(kProfileJitterPoints);
+  const double n = static_cast<double>(times.size());
+  for (size_t k = 0; k < kProfileJitterPoints; ++k) {
+    // The quantile at (k + ½)/K, interpolated between order statistics at (i + ½)/n.
+    const double at = std::clamp((static_cast<double>(k) + 0.5) / kProfileJitterPoints * n - 0.5, 0.0, n - 1);
+    const size_t i = std::min(static_cast<size_t>(at), times.size() - 2);
+    out[k] = times[i] + (at - static_cast<double>(i)) * (times[i + 1] - times[i]);
+  }
+  const double first = out.front();
+  for (double& v : out) v /= first;
+  out.front() = 1.0;
+  return out;
+}
+
 ComputeProfileSetup compute_profile_setup(const RunConfig& model, const std::vector<int64_t>& batches) {
   ComputeProfileSetup s;
   s.data = dataset_load(model.dataset, kComputeProfileSeed);
@@ -158,19 +177,35 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
       DSGD_THROW(Error, "this is a bug in the workload: backward must call the hook once per layer",
                  "workload '{}' did not report every layer's gradient in backward", key);
     }
-    // Per layer: fwd share, bwd; then the batch's spread; the slowest rank's values (untimed
-    // max-reduce: the widest spread of any rank).
-    std::vector<double> values(2 * nl + 1);
+    // Per layer: fwd share, bwd; then the batch's spread and its distribution's quantiles; the
+    // slowest rank's values (untimed max-reduce: the widest spread of any rank).
+    const std::vector<double> jitter = profile_jitter_quantiles(m.step_total);
+    std::vector<double> values(2 * nl + 1 + jitter.size());
     const double fwd_median = stats_median(m.fwd_total);
     for (size_t l = 0; l < nl; ++l) {
       values[2 * l] = fwd_median * static_cast<double>(layers[l].count) / total_params;
       values[2 * l + 1] = stats_median(m.bwd[l]);
     }
     values[2 * nl] = stats_relative_iqr(m.step_total);
+    std::copy(jitter.begin(), jitter.end(), values.begin() + static_cast<std::ptrdiff_t>(2 * nl + 1));
     comm.untimed_allreduce_max(values.data(), values.size());
-    for (size_t l = 0; l < nl; ++l)
-      result.push_back(ProfileRow{key, model.dataset, batch, static_cast<int64_t>(l), layers[l].name, values[2 * l],
-                                  values[2 * l + 1], values[2 * nl]});
+    for (size_t l = 0; l < nl; ++l) {
+      ProfileRow& row = result.emplace_back();
+      row.workload = key;
+      row.dataset = model.dataset;
+      row.batch = batch;
+      row.layer = static_cast<int64_t>(l);
+      row.layer_name = layers[l].name;
+      row.fwd_s = values[2 * l];
+      row.bwd_s = values[2 * l + 1];
+      row.spread = values[2 * nl];
+      if (l == 0 && !jitter.empty()) {
+        row.jitter.assign(values.begin() + static_cast<std::ptrdiff_t>(2 * nl + 1), values.end());
+        for (double& f : row.jitter) f /= row.jitter.front() > 0 ? row.jitter.front() : 1.0;  // max-reduced
+        row.jitter.front() = 1.0;
+        for (size_t k = 1; k < row.jitter.size(); ++k) row.jitter[k] = std::max(row.jitter[k], row.jitter[k - 1]);
+      }
+    }
   }
   return result;
 }

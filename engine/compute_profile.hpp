@@ -74,6 +74,12 @@ std::vector<int64_t> compute_profile_missing(const Store& store, const std::stri
 int64_t compute_profile_store_new(Store& store, const RunConfig& model, const std::vector<int64_t>& batches,
                                   int64_t iters, const std::string& by);
 
+// The simulator's compute jitter from a profiled batch (ProfileRow::jitter): the quantiles of
+// `times` (per-iteration forward + backward) at probabilities (k + ½)/K for K =
+// kProfileJitterPoints, relative to the first; empty for fewer than 2 times.
+inline constexpr size_t kProfileJitterPoints = 100;
+std::vector<double> profile_jitter_quantiles(std::vector<double> times);
+
 // A batch whose per-iteration compute spreads wider than this (interquartile range / median)
 // is too noisy to predict from: calibrate and the simulator say so. A chosen bound, between
 // what was measured on an idle 2-core machine (SVM on 2 ranks: 8-10 %) and the profiles that

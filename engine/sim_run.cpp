@@ -443,6 +443,32 @@ void profile_jitter_from_steps(const Store& store, int64_t run_id, SimProfile& p
                                 compute.size(), 1e3 * lowest, 1e3 * compute.back(), 1e3 * median);
 }
 
+// The compute jitter of a calibration's profile: the batch's stored quantiles (its layer-0
+// row), equally likely; the profile's per-layer medians are scaled to the lowest, so that the
+// jittered compute has the measured distribution (median and mean included). None for a
+// calibration stored before the distributions were.
+void profile_jitter_from_calibration(const std::vector<ProfileRow>& rows, int64_t calibration_id, SimProfile& p) {
+  const ProfileRow* first = nullptr;
+  for (const ProfileRow& row : rows)
+    if (row.layer == 0 && row.jitter.size() >= 2) first = &row;
+  if (!first) {
+    p.jitter_source =
+        fmt::format("none: calibration {} stored no per-iteration distribution (an older version)", calibration_id);
+    return;
+  }
+  const std::vector<double>& f = first->jitter;
+  const size_t k = f.size();
+  const double median = k % 2 ? f[k / 2] : 0.5 * (f[k / 2 - 1] + f[k / 2]);
+  if (!(median >= 1.0) || f.front() != 1.0 || !std::is_sorted(f.begin(), f.end())) return;
+  p.cost.fwd_s /= median;
+  for (double& b : p.cost.bwd_layer_s) b /= median;
+  p.jitter = f;
+  p.jitter_source = fmt::format(
+      "from calibration {}'s per-iteration distribution at batch {} ({} quantiles: the slowest {:.2f}x the fastest, "
+      "the median {:.2f}x)",
+      calibration_id, first->batch, k, f.back(), median);
+}
+
 SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const std::vector<LayerView>& layers) {
   SimProfile p;
   const size_t nl = layers.size();
@@ -539,6 +565,7 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
                              opt ? compute_profile_optimizer_key(cfg) : std::string("not profiled: 0"));
       for (const std::string& w : compute_profile_warnings(rows))
         p.warnings.push_back(fmt::format("calibration {}: {}", cal.id, w));
+      if (cfg.compute_jitter == "profile") profile_jitter_from_calibration(rows, cal.id, p);
       return p;
     }
   }

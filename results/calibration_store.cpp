@@ -6,6 +6,8 @@
 // no calibrations rather than an error.
 #include <sqlite3.h>
 
+#include <nlohmann/json.hpp>
+
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
 #include "results/sqlite.hpp"
@@ -17,6 +19,7 @@ namespace {
 
 constexpr int calibration_schema = 3;      // first schema version with the calibration tables
 constexpr int profile_spread_schema = 15;  // first with profiles.spread
+constexpr int profile_jitter_schema = 17;  // first with profiles.jitter
 
 constexpr const char* calibration_columns =
     "id, created_at, workers, host, cpu_model, mpi_version, git_commit, tool_version, config_json";
@@ -103,9 +106,10 @@ void Store::profiles_append(int64_t calibration_id, const std::vector<ProfileRow
   if (!calibration_exists(db_, calibration_id)) calibration_throw_not_found(path_, calibration_id);
   SqlStatement stmt(db_,
                     "INSERT INTO profiles (calibration_id, workload, dataset, batch, layer, "
-                    "layer_name, fwd_s, bwd_s, spread) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    "layer_name, fwd_s, bwd_s, spread, jitter) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const ProfileRow& r : rows) {
     stmt.bind_all(calibration_id, r.workload, r.dataset, r.batch, r.layer, r.layer_name, r.fwd_s, r.bwd_s, r.spread);
+    stmt.bind_text_or_null(10, r.jitter.empty() ? std::string() : nlohmann::json(r.jitter).dump());
     stmt.run();
   }
   transaction.commit();
@@ -196,9 +200,10 @@ std::vector<ProfileRow> Store::profiles_get(int64_t calibration_id) const {
   if (user_version() < calibration_schema) return rows;
   // profiles.spread exists from v15 (a read-only open of an older database has none).
   const bool has_spread = user_version() >= profile_spread_schema;
-  SqlStatement stmt(db_, fmt::format("SELECT workload, dataset, batch, layer, layer_name, fwd_s, bwd_s, {} FROM "
+  const bool has_jitter = user_version() >= profile_jitter_schema;
+  SqlStatement stmt(db_, fmt::format("SELECT workload, dataset, batch, layer, layer_name, fwd_s, bwd_s, {}, {} FROM "
                                      "profiles WHERE calibration_id = ? ORDER BY workload, batch, layer",
-                                     has_spread ? "spread" : "NULL"));
+                                     has_spread ? "spread" : "NULL", has_jitter ? "jitter" : "NULL"));
   stmt.bind(1, calibration_id);
   while (stmt.step()) {
     ProfileRow& r = rows.emplace_back();
@@ -210,6 +215,12 @@ std::vector<ProfileRow> Store::profiles_get(int64_t calibration_id) const {
     r.fwd_s = stmt.column_real(5);
     r.bwd_s = stmt.column_real(6);
     r.spread = stmt.column_real(7);
+    if (!stmt.column_is_null(8)) {
+      const nlohmann::json j = nlohmann::json::parse(stmt.column_text(8), nullptr, false);
+      if (j.is_array())
+        for (const nlohmann::json& v : j)
+          if (v.is_number()) r.jitter.push_back(v.get<double>());
+    }
   }
   return rows;
 }

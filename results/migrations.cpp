@@ -403,7 +403,9 @@ CREATE INDEX annotations_commit ON annotations (git_commit);
 // github-action-benchmark's data; a point per line and repetition, unique so that a second
 // import of one file adds nothing), and the noise floors `track calibrate` measures (the
 // coefficient of variation of R runs of one commit, per series, metric and machine; the
-// newest replaces the last). Also summaries.host_load and cpu_steal (field table).
+// newest replaces the last). profiles.jitter: a profiled batch's per-iteration distribution
+// (a JSON array of quantiles, on its layer-0 row). Also summaries.host_load and cpu_steal
+// (field table).
 constexpr const char* migration_v17 = R"sql(
 CREATE TABLE imported_points (
   id               INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -430,6 +432,7 @@ CREATE TABLE noise_floors (
   created_at  TEXT NOT NULL,
   UNIQUE (series, metric, machine)
 );
+ALTER TABLE profiles ADD COLUMN jitter TEXT;
 )sql";
 
 int user_version_read(sqlite3* db) {

@@ -163,6 +163,10 @@ struct ProfileRow {
   // The batch's relative spread: interquartile range / median of the per-iteration forward +
   // backward time (the same on every layer row of a batch). NaN: unknown (stored before v15).
   double spread = std::numeric_limits<double>::quiet_NaN();
+  // The batch's per-iteration forward + backward distribution (the simulator's compute jitter):
+  // its quantiles at probabilities (k + ½)/K, k < K, relative to the first (ascending, the first
+  // 1). Carried by the batch's layer-0 row; empty on the others, and before schema v17.
+  std::vector<double> jitter{};
 };
 
 struct StoreOpenOptions {
