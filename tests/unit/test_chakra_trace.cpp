@@ -31,13 +31,6 @@ std::string example_path() {
   return std::string(DSGD_TEST_DATA_DIR) + "/chakra/mlp3.et";
 }
 
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 class ChakraTrace : public ::testing::Test {
  protected:
   std::string path_ = ::testing::TempDir() + "chakra_" + std::to_string(getpid()) + "_" +
@@ -75,6 +68,13 @@ TEST_F(ChakraTrace, WorkloadPrefix) {
 namespace {
 
 namespace pb = dsgd::chakra;
+
+std::string file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 std::string varint(uint64_t n) {
   std::string out;
