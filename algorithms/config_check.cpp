@@ -147,12 +147,13 @@ void check_cost_file(const RunConfig& cfg) {
   workload_check_name(cfg.workload);  // the path after profile: or chakra:
   if (!backend_get(cfg.backend).has(cap_virtual_clock) || !cfg.timing_only)
     config_fail("workload",
-                fmt::format("{} is a cost file: its model is timed, not trained, so it runs on the simulator's "
-                            "timing-only path only (got --backend {}{})",
+                fmt::format("{} is a model's costs (a cost file or a Chakra trace): its model is timed, not "
+                            "trained, so it runs on the simulator's timing-only path only (got --backend {}{})",
                             cfg.workload, cfg.backend, cfg.timing_only ? "" : " without --timing-only"),
                 kCostFileRunHint);
   if (cfg.steps <= 0)
-    config_fail("steps", "a cost file has no dataset, so no epoch: give the number of steps", kCostFileRunHint);
+    config_fail("steps", "a cost file or trace has no dataset, so no epoch: give the number of steps",
+                kCostFileRunHint);
   cost_file_at_batch(cost_file_load(cfg.workload), cfg.batch);
 }
 
