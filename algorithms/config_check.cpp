@@ -139,20 +139,22 @@ void config_check_timing_only(const RunConfig& cfg) {
 
 namespace {
 
-// A cost-file workload (--workload profile:FILE) has times and no numerics: the simulator's
-// timing-only path, a step count, and a batch the file can scale to; the file is read now.
+// A cost-file workload (--workload profile:FILE or chakra:FILE) has times and no numerics: the
+// simulator's timing-only path, a step count, and a batch the file can scale to; the file is
+// read now (by its prefix: a trace given as profile: is refused, and the reverse).
 void check_cost_file(const RunConfig& cfg) {
   if (!cost_file_workload(cfg.workload)) return;
-  workload_check_name(cfg.workload);  // the path after profile:
+  workload_check_name(cfg.workload);  // the path after profile: or chakra:
   if (!backend_get(cfg.backend).has(cap_virtual_clock) || !cfg.timing_only)
     config_fail("workload",
-                fmt::format("{} is a cost file: its model is timed, not trained, so it runs on the simulator's "
-                            "timing-only path only (got --backend {}{})",
+                fmt::format("{} is a model's costs (a cost file or a Chakra trace): its model is timed, not "
+                            "trained, so it runs on the simulator's timing-only path only (got --backend {}{})",
                             cfg.workload, cfg.backend, cfg.timing_only ? "" : " without --timing-only"),
                 kCostFileRunHint);
   if (cfg.steps <= 0)
-    config_fail("steps", "a cost file has no dataset, so no epoch: give the number of steps", kCostFileRunHint);
-  cost_file_at_batch(cost_file_read(cost_file_path(cfg.workload)), cfg.batch);
+    config_fail("steps", "a cost file or trace has no dataset, so no epoch: give the number of steps",
+                kCostFileRunHint);
+  cost_file_at_batch(cost_file_load(cfg.workload), cfg.batch);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include "cli/commands.hpp"
 #include "cluster/backends.hpp"
 #include "cluster/topology.hpp"
+#include "workloads/chakra_trace.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
 
@@ -55,6 +56,9 @@ void setup_list(CLI::App& app) {
       fmt::print(
           "{:<14} {}\n", "profile:FILE",
           "your own model's measured costs (tools/export_profile.py; sim, timing-only; docs/model-cost-file.md)");
+      fmt::print("{:<14} {}{}\n", "chakra:FILE",
+                 "your own model's step from one rank's Chakra execution trace (sim, timing-only; docs/chakra.md)",
+                 chakra_trace_supported() ? "" : " [not in this build: no protobuf]");
     } else if (*what == "algorithms") {
       for (const Variant* v : variant_all()) fmt::print("{:<14} {:<62} knobs: {}\n", v->name, v->description, v->knobs);
     } else if (*what == "backends") {

@@ -17,7 +17,9 @@ namespace dsgd {
 const std::vector<RunConfigField>& run_config_fields() {
   using C = RunConfig;
   static const std::vector<RunConfigField> fields = {
-      {"workload", "workload to train (dsgd-bench list workloads), or profile:FILE, a model cost file to time",
+      {"workload",
+       "workload to train (dsgd-bench list workloads), or profile:FILE, a model cost file to time, or chakra:FILE, a "
+       "Chakra execution trace to time",
        &C::workload},
       {"dataset", "dataset spec: fashion-mnist | synthetic:n=..,d=.. | libsvm:PATH (dsgd-bench list datasets)",
        &C::dataset},

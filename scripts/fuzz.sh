@@ -3,7 +3,8 @@
 # runs each for N seconds (default 60) from its seed corpus (tests/fuzz/corpus/NAME, copied:
 # the seeds in the repository stay as they are). A crash leaves crash-* / leak-* / timeout-*
 # files in build-fuzz/findings/NAME and makes the script exit 1.
-#   scripts/fuzz.sh [SECONDS] [TARGET...]      targets: config libsvm idx cifar text specs
+#   scripts/fuzz.sh [SECONDS] [TARGET...]      targets: config libsvm idx cifar text specs chakra
+#                                               (chakra: in a build with protobuf; by default then)
 # scripts/test.sh (CI) runs every target for 20 s. The build compiles only the ~25 parser
 # sources the targets need, at -O1 with line tables (enough for the sanitizers' stacks).
 set -euo pipefail
@@ -11,12 +12,15 @@ cd "$(dirname "$0")/.."
 seconds="${1:-60}"
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(config libsvm idx cifar text specs)
+defaults=0
+[ ${#targets[@]} -gt 0 ] || { targets=(config libsvm idx cifar text specs); defaults=1; }
 command -v clang++ > /dev/null || { echo "fuzz.sh: needs clang++ (apt-get install -y clang libclang-rt-14-dev)" >&2; exit 2; }
 start=$(date +%s)
 cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
   -DDSGD_FUZZ=ON -DDSGD_BUILD_TESTS=OFF -DDSGD_BUILD_BENCH=OFF -DDSGD_WITH_CUDA=OFF > /dev/null
+# The Chakra trace reader's target exists where protobuf was found (CMake says so).
+if [ "$defaults" = 1 ] && cmake --build build-fuzz --target help | grep -c "fuzz_chakra" > /dev/null; then targets+=(chakra); fi
 cmake --build build-fuzz -j "${JOBS:-$(nproc)}" --target "${targets[@]/#/fuzz_}"
 echo "fuzz.sh: built in $(($(date +%s) - start)) s"
 status=0

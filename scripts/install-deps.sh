@@ -6,6 +6,7 @@
 #                    BLAS, and the datasets the quick start, the examples and the smoke suite
 #                    use (Fashion-MNIST, fortunes).
 #   --tests          also what scripts/test.sh needs: GoogleTest and Google Benchmark, python3,
+#                    python3-protobuf (tools/chakra_trace.py: the Chakra trace tests),
 #                    PyTorch 1.13 (python3-torch: tests/python, the tests of the cost-file
 #                    exporters tools/export_profile.py and tools/export_fabric.py), jq,
 #                    chromium (the HTML report tests), iproute2 (ip, tc:
@@ -20,6 +21,10 @@
 # The options combine (--tests --bench-extras).
 # Without libgtest-dev the build configures without the tests, and without libbenchmark-dev
 # without the Google Benchmark programs of bench/ (CMake prints "not found" for each).
+# libprotobuf-dev and protobuf-compiler are optional for the build (cmake -DDSGD_WITH_PROTOBUF=OFF,
+# or absent: --workload chakra:FILE is refused, saying why) but installed by default: they read
+# Chakra execution traces (docs/chakra.md). python3-protobuf (--tests) writes the test traces
+# (tools/chakra_trace.py).
 # libdnnl-dev (oneDNN) is optional for the build (cmake -DDSGD_WITH_DNNL=OFF, or absent: every
 # convolution on im2col + SGEMM) but installed by default: it is the faster convolution backend
 # for most ResNet layers (workloads/layers/conv2d_dnnl.cpp).
@@ -31,12 +36,13 @@ packages=(
   libsqlite3-dev sqlite3 zlib1g-dev
   mpich libmpich-dev
   libopenblas-dev libeigen3-dev libdnnl-dev
+  libprotobuf-dev protobuf-compiler
   dataset-fashion-mnist fortunes
 )
 for arg in "$@"; do
   case "$arg" in
     --tests)
-      packages+=(libgtest-dev libbenchmark-dev python3 python3-torch jq chromium iproute2
+      packages+=(libgtest-dev libbenchmark-dev python3 python3-torch python3-protobuf jq chromium iproute2
                  clang-format qemu-user clang libclang-rt-14-dev) ;;
     --bench-extras)
       packages+=(python3-torch python3-torchvision libblis-dev) ;;

@@ -4,6 +4,7 @@ foreach(entry
     "test_dataset_subset:dsgd_workloads"
     "test_svm:dsgd_workloads"
     "test_cost_file:dsgd_workloads"
+    "test_chakra_trace:dsgd_workloads"
     "test_layers:dsgd_workloads"
     "test_blas_core:dsgd_workloads"
     "test_huge_pages:dsgd_workloads"

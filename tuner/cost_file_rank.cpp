@@ -40,7 +40,12 @@ RunConfig timed_config(const TuneSpec& spec, const Candidate& c) {
 
 CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read) {
   const TuneSpec spec = timing_space(spec_in);
-  const CostFile file = cost_file_read(cost_file_path(spec.base.workload));
+  const CostFile file = cost_file_load(spec.base.workload);
+  if (file.batches.size() == 1 && file.batches.front().batch == kCostBatchUnknown && spec.batches.size() > 1)
+    DSGD_THROW(InputError, "pass the batch the trace was recorded at, as one --batch",
+               "--workload {}: the trace records no batch size, so its times cannot be compared across batches "
+               "(got {} batches to search)",
+               spec.base.workload, spec.batches.size());
   size_t floats = 0;
   for (const CostFileLayer& l : cost_file_layers(file)) floats += l.floats;
   const SpaceEnumeration space = space_enumerate(spec, floats);
@@ -75,9 +80,11 @@ CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read) {
         *file.noise_scale);
     out.unit = "relative";
   } else {
-    out.basis =
-        "time per epoch at equal statistical efficiency: step time / (batch x workers) (the cost file has no gradient "
-        "noise scale: export it with --noise-scale to rank by predicted time to a target)";
+    out.basis = std::string("time per epoch at equal statistical efficiency: step time / (batch x workers) ") +
+                (file.source == CostSource::cost_source_chakra
+                     ? "(a Chakra trace has no gradient noise scale, so no time to a target is predicted)"
+                     : "(the cost file has no gradient noise scale: export it with --noise-scale to rank by "
+                       "predicted time to a target)");
     out.unit = "s per sample";
   }
   out.notes.push_back(

@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "core/errors.hpp"
 #include "core/json_fields.hpp"
+#include "workloads/chakra_trace.hpp"
 
 namespace dsgd {
 
@@ -17,6 +19,7 @@ namespace {
 using Json = nlohmann::json;
 
 constexpr const char* kPrefix = "profile:";
+constexpr const char* kChakraPrefix = "chakra:";
 constexpr const char* kFormat = "dsgd-model-cost";
 constexpr const char* kExportHint = "export the file again with tools/export_profile.py (docs/model-cost-file.md)";
 
@@ -100,17 +103,65 @@ double fit_at(const std::vector<CostBatch>& batches, int64_t batch, Get get) {
   return std::max(0.0, t0 + k * static_cast<double>(batch));
 }
 
+bool starts_with(const std::string& s, const char* prefix) {
+  return s.rfind(prefix, 0) == 0;
+}
+
+// What a file starts with: a JSON object (a cost file), something else (a Chakra trace starts
+// with a length varint), or nothing readable (its reader says why). JSON: '{' and then '"',
+// '}' or the end, blanks between. The second byte matters: a trace whose GlobalMetadata is
+// 123 bytes long starts with '{' too, followed by a field tag (0x0a, a JSON blank, then the
+// version's length; or 0x12).
+enum class FileStart { file_start_unreadable, file_start_json, file_start_other };
+
+FileStart file_start(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) return FileStart::file_start_unreadable;
+  auto next = [&in](char& ch) {
+    while (in.get(ch))
+      if (ch != ' ' && ch != '\t' && ch != '\n' && ch != '\r') return true;
+    return false;
+  };
+  char ch = 0;
+  if (!next(ch) || ch != '{') return FileStart::file_start_other;
+  return !next(ch) || ch == '"' || ch == '}' ? FileStart::file_start_json : FileStart::file_start_other;
+}
+
 }  // namespace
 
 bool cost_file_workload(const std::string& workload) {
-  return workload.rfind(kPrefix, 0) == 0;
+  return starts_with(workload, kPrefix) || starts_with(workload, kChakraPrefix);
 }
 
 std::string cost_file_path(const std::string& workload) {
-  return cost_file_workload(workload) ? workload.substr(std::char_traits<char>::length(kPrefix)) : std::string();
+  if (starts_with(workload, kPrefix)) return workload.substr(std::char_traits<char>::length(kPrefix));
+  if (starts_with(workload, kChakraPrefix)) return workload.substr(std::char_traits<char>::length(kChakraPrefix));
+  return {};
+}
+
+CostFile cost_file_load(const std::string& workload) {
+  const std::string path = cost_file_path(workload);
+  const FileStart start = file_start(path);
+  if (starts_with(workload, kChakraPrefix)) {
+    if (start == FileStart::file_start_json)
+      DSGD_THROW(InputError, fmt::format("write --workload profile:{} for a model cost file", path),
+                 "--workload {}: {} is JSON, not a Chakra execution trace", workload, path);
+    return chakra_trace_read(path);
+  }
+  if (start == FileStart::file_start_other)
+    DSGD_THROW(InputError,
+               fmt::format("write --workload chakra:{} for a Chakra execution trace, or export a cost file with "
+                           "tools/export_profile.py",
+                           path),
+               "--workload {}: {} is not JSON (a model cost file starts with '{{')", workload, path);
+  return cost_file_json_read(path);
 }
 
 CostFile cost_file_read(const std::string& path) {
+  return file_start(path) == FileStart::file_start_other ? chakra_trace_read(path) : cost_file_json_read(path);
+}
+
+CostFile cost_file_json_read(const std::string& path) {
   const Json j = json_file_load(kWhat, path);
   const Fields top(kWhat, path, kExportHint, j);
   top.check_format(
@@ -147,6 +198,22 @@ CostAtBatch cost_file_at_batch(const CostFile& file, int64_t batch) {
   const std::vector<CostBatch>& bs = file.batches;
   const int64_t lo = bs.front().batch, hi = bs.back().batch;
   const double x = kCostFileExtrapolation;
+  if (bs.size() == 1 && lo == kCostBatchUnknown) {
+    CostBatch at = bs.front();
+    at.batch = batch;
+    CostFile one = file;
+    one.batches = {at};
+    CostAtBatch out = cost_file_at_batch(one, batch);
+    out.how =
+        fmt::format("as traced (the trace records no batch size: its times are taken as those at batch {})", batch);
+    return out;
+  }
+  if (bs.size() == 1 && batch != lo && file.source == CostSource::cost_source_chakra)
+    DSGD_THROW(InputError,
+               fmt::format("use --batch {}: a trace is one step at one batch, and its times are not scaled to "
+                           "another (docs/chakra.md)",
+                           lo),
+               "--batch {}: Chakra trace {} was recorded at batch {}", batch, file.path, lo);
   if (bs.size() == 1 && batch != lo)
     DSGD_THROW(InputError,
                fmt::format("use --batch {}, or export the model at two or more batch sizes (--batches) so that "
@@ -196,7 +263,9 @@ CostAtBatch cost_file_at_batch(const CostFile& file, int64_t batch) {
   }
   out.data_s = std::max(0.0, step - out.fwd_s - backward - out.opt_s);
   for (const CostBatch& b : bs) out.step_spread = std::max(out.step_spread, b.step.spread);
-  if (bs.size() == 1) {
+  if (bs.size() == 1 && file.source == CostSource::cost_source_chakra) {
+    out.how = "as traced";
+  } else if (bs.size() == 1) {
     out.how = fmt::format("measured at batch {}", lo);
   } else {
     std::string list;
@@ -214,6 +283,8 @@ std::vector<CostFileLayer> cost_file_layers(const CostFile& file) {
 }
 
 std::string cost_file_describe(const CostFile& file) {
+  if (file.source == CostSource::cost_source_chakra)
+    return fmt::format("Chakra trace {} ({})", file.path, file.source_note);
   return fmt::format("model {} ({} {}, {}; {} {}{}), file {}", file.model, file.framework, file.framework_version,
                      file.dtype, file.device_kind, file.device_name,
                      file.processes > 1 ? fmt::format("; {} processes at once", file.processes) : "", file.path);

@@ -22,6 +22,10 @@
 // framework's own bookkeeping) is the file's step minus the parts, charged once per step as
 // data time here. Parameter-less layers (activations, pooling) have no gradient to send:
 // their backward time is charged with the next layer whose gradient becomes ready.
+//
+// A second source. A Chakra execution trace (`chakra:FILE`, workloads/chakra_trace.hpp,
+// docs/chakra.md) is turned into the same CostFile: one batch entry, one layer per gradient
+// all-reduce. cost_file_load reads either, by the workload's prefix.
 #pragma once
 
 #include <cstdint>
@@ -55,7 +59,19 @@ struct CostBatch {
   std::vector<CostStat> layer_fwd, layer_bwd;
 };
 
+// Where a CostFile's numbers came from.
+enum class CostSource {
+  cost_source_json,    // a model cost file (tools/export_profile.py)
+  cost_source_chakra,  // a Chakra execution trace (workloads/chakra_trace.hpp)
+};
+
+// The batch of a batch entry read from a trace that does not record it: the times are taken
+// to be those at whichever batch the run asks for (cost_file_at_batch says so).
+constexpr int64_t kCostBatchUnknown = 0;
+
 struct CostFile {
+  CostSource source = CostSource::cost_source_json;
+  std::string source_note;  // a trace: what was read from it and what was left out
   std::string path;
   std::string model, framework, framework_version, dtype;
   std::string device_kind, device_name;
@@ -71,9 +87,15 @@ constexpr int kCostFileVersion = 1;
 constexpr const char* kCostFileRunHint = "run it with --backend sim --timing-only true and --steps N";
 constexpr double kCostFileExtrapolation = 4.0;
 
-// Whether a --workload value names a cost file ("profile:FILE"), and the file's path.
+// Whether a --workload value names a cost file ("profile:FILE") or a Chakra trace
+// ("chakra:FILE"), and the file's path.
 bool cost_file_workload(const std::string& workload);
 std::string cost_file_path(const std::string& workload);
+
+// Reads the workload's file by its prefix: profile: a JSON cost file (cost_file_json_read),
+// chakra: a Chakra trace (chakra_trace_read). Throws InputError as those do, and on a file of
+// the other kind (naming the prefix to use).
+CostFile cost_file_load(const std::string& workload);
 
 // Reads and checks a cost file. Throws InputError naming the file and the field (its JSON
 // path, e.g. batches[1].layers[3].backward.median_s) on: a missing or unreadable file, JSON
@@ -81,6 +103,11 @@ std::string cost_file_path(const std::string& workload);
 // mistyped field, a negative time or spread, parameter bytes of the layers that do not add
 // up to the stated total, batch entries whose layers differ, and batches not sorted or
 // repeated.
+CostFile cost_file_json_read(const std::string& path);
+
+// Reads a file by its content, for callers that have the path only: a file whose first
+// non-blank byte is '{' as a JSON cost file, any other as a Chakra trace. Prefer
+// cost_file_load, which checks the content against the prefix the user wrote.
 CostFile cost_file_read(const std::string& path);
 
 // The compute cost of one step at `batch` (seconds per worker, per step). bwd_layer_s has
@@ -91,7 +118,8 @@ struct CostAtBatch {
   double step_spread = 0;  // the largest spread of the step among the batches used
   std::string how;         // "measured at batch 32" or "fitted t0 + k·b over batches 16, 32, 64"
 };
-// Throws InputError when batch is outside what the file can scale to (naming the range).
+// Throws InputError when batch is outside what the file can scale to (naming the range). A
+// single entry of batch kCostBatchUnknown (a trace that records no batch) is used at any batch.
 CostAtBatch cost_file_at_batch(const CostFile& file, int64_t batch);
 
 // The layers that have parameters (their names and parameter counts in float32 units:
@@ -103,7 +131,7 @@ struct CostFileLayer {
 std::vector<CostFileLayer> cost_file_layers(const CostFile& file);
 
 // "model mlp-784-256-10 (pytorch 1.13.1, float32; cpu Intel Xeon ...; 2 processes at once),
-// file model.json".
+// file model.json"; for a trace, "Chakra trace FILE (...)" with its source_note.
 std::string cost_file_describe(const CostFile& file);
 
 }  // namespace dsgd

@@ -78,8 +78,10 @@ constexpr WorkloadEntry kWorkloads[] = {
 void workload_check_name(const std::string& name) {
   if (cost_file_workload(name)) {
     if (cost_file_path(name).empty())
-      DSGD_THROW(InputError, "write --workload profile:PATH, PATH a file from tools/export_profile.py",
-                 "--workload {}: no file after profile:", name);
+      DSGD_THROW(InputError,
+                 "write --workload profile:PATH, PATH a file from tools/export_profile.py, or chakra:PATH, PATH a "
+                 "Chakra execution trace",
+                 "--workload {}: no file after {}", name, name);
     return;
   }
   std::string known;
@@ -87,8 +89,10 @@ void workload_check_name(const std::string& name) {
     if (name == entry.name) return;
     known += known.empty() ? entry.name : std::string(", ") + entry.name;
   }
-  DSGD_THROW(InputError, fmt::format("known workloads: {}; or profile:FILE, a model cost file", known),
-             "unknown workload '{}'", name);
+  DSGD_THROW(
+      InputError,
+      fmt::format("known workloads: {}; or profile:FILE, a model cost file; or chakra:FILE, a Chakra trace", known),
+      "unknown workload '{}'", name);
 }
 
 std::unique_ptr<Workload> workload_create(const RunConfig& cfg, const Dataset& train) {
