@@ -221,7 +221,7 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
 // file's, at cfg.batch (workloads/cost_file.hpp); no dataset, no numerics (timing-only).
 Resolved sim_resolve_cost_file(const RunConfig& cfg, const Store* store) {
   Resolved r;
-  const CostFile file = cost_file_read(cost_file_path(cfg.workload));
+  const CostFile file = cost_file_load(cfg.workload);
   const CostAtBatch at = cost_file_at_batch(file, cfg.batch);
   for (const CostFileLayer& l : cost_file_layers(file)) {
     r.layers.push_back(LayerView{l.name, r.param_count, l.floats});
