@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
+#include "workloads/layers/kernel_profile.hpp"
 #include "workloads/layers/layer_threads.hpp"
 #include "workloads/layers/linear.hpp"
 #include "workloads/layers/vec_math.hpp"
@@ -47,7 +49,11 @@ void attention_forward(const AttentionShape& s, const AttentionParams& p, const 
   const int iS = static_cast<int>(S), idh = static_cast<int>(dh), ld3 = static_cast<int>(3 * D),
             iD = static_cast<int>(D);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  linear_forward(LinearShape{N, D, 3 * D}, x, p.w_qkv, p.b_qkv, c.qkv);
+  {
+    KernelTimer kt(Kernel::gpt_attn_proj);
+    linear_forward(LinearShape{N, D, 3 * D}, x, p.w_qkv, p.b_qkv, c.qkv);
+  }
+  std::optional<KernelTimer> kt(std::in_place, Kernel::gpt_attn_fwd);
   for_each_head(s.batch * H, [&](size_t bh) {
     const size_t b = bh / H, h = bh % H;
     const float* q = c.qkv + b * S * 3 * D + h * dh;  // rows of stride 3d
@@ -80,6 +86,7 @@ void attention_forward(const AttentionShape& s, const AttentionParams& p, const 
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, im, idh, in, 1.0f, Pt, iS, v, ld3, 0.0f, ctx + r0 * D, iD);
     }
   });
+  kt.emplace(Kernel::gpt_attn_proj);
   linear_forward(LinearShape{N, D, D}, c.ctx, p.w_out, p.b_out, y);
 }
 
@@ -89,7 +96,9 @@ void attention_backward(const AttentionShape& s, const AttentionParams& p, const
   const int iS = static_cast<int>(S), idh = static_cast<int>(dh), ld3 = static_cast<int>(3 * D),
             iD = static_cast<int>(D);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  std::optional<KernelTimer> kt(std::in_place, Kernel::gpt_attn_proj);
   linear_backward(LinearShape{N, D, D}, c.ctx, p.w_out, dy, scratch.dctx, g.w_out, g.b_out);
+  kt.emplace(Kernel::gpt_attn_bwd);
   for_each_head(s.batch * H, [&](size_t bh) {
     const size_t b = bh / H, h = bh % H;
     const size_t off = b * S * 3 * D + h * dh;
@@ -130,6 +139,7 @@ void attention_backward(const AttentionShape& s, const AttentionParams& p, const
                   0.0f, dk + j0 * ld3, ld3);
     }
   });
+  kt.emplace(Kernel::gpt_attn_proj);
   linear_backward(LinearShape{N, D, 3 * D}, x, p.w_qkv, scratch.dqkv, dx, g.w_qkv, g.b_qkv);
 }
 
