@@ -4,7 +4,8 @@
 // puts it beside PyTorch's figure for the same architecture):
 //   step_median_s      median over --steps timed steps after --warmup untimed ones
 //   step_best_s        the fastest of those steps
-//   step_gflops        flops_per_sample × batch / step_median_s (the workload's count)
+//   step_gflops        flops_per_sample × batch / step_median_s (the workload's model FLOPs:
+//                      the attention's products over the causal half only, transformer.hpp)
 //   sgemm_gflops       median of cblas_sgemm on 1024×1024×1024 (the machine's GEMM rate now)
 //   mlp_gflops         linear forward + backward of the MLP's fc and proj layers alone
 //                      (n = batch·seq rows, d → 4d → d), the most GEMM-bound part of the step

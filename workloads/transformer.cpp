@@ -372,7 +372,7 @@ EvalSums TransformerWorkload::do_evaluate(const float* params, const Dataset& ds
 
 double TransformerWorkload::flops_per_sample() const {
   const double L = double(cfg_.layers), D = double(cfg_.d_model), S = double(cfg_.seq), V = double(cfg_.vocab);
-  return 6.0 * S * (12.0 * L * D * D + V * D) + 12.0 * L * S * S * D;
+  return 6.0 * S * (12.0 * L * D * D + V * D) + 6.0 * L * S * (S + 1.0) * D;  // causal attention: s ≤ t only
 }
 
 std::unique_ptr<Workload> transformer_create(const TransformerConfig& cfg, const Dataset& train) {
