@@ -56,6 +56,28 @@ TEST(VecMath, FastExpAndTanhAreAccurate) {
   EXPECT_EQ(fast_tanh(-50.0f), -1.0f);
 }
 
+// The lane-order row reductions against double sums, at lengths below, at and past a whole
+// number of lanes; tolerance: ≤ 100 float additions of O(1) terms, ~1e-6 relative.
+TEST(VecMath, RowReductionsMatchDouble) {
+  for (size_t n : {size_t{1}, kLanes - 1, kLanes, kLanes + 1, 3 * kLanes + 5, size_t{100}}) {
+    const auto a = random_vector(n, 61, 3.0f), b = random_vector(n, 62);
+    double sum = 0, dotp = 0, mx = a[0], es = 0;
+    for (size_t j = 0; j < n; ++j) {
+      sum += a[j];
+      dotp += double(a[j]) * b[j];
+      mx = std::max(mx, double(a[j]));
+    }
+    for (size_t j = 0; j < n; ++j) es += std::exp(a[j] - mx);
+    EXPECT_NEAR(row_sum(a.data(), n), sum, 1e-5 * (1 + n)) << n;
+    EXPECT_NEAR(row_dot(a.data(), b.data(), n), dotp, 1e-5 * (1 + n)) << n;
+    EXPECT_EQ(row_max(a.data(), n), float(mx)) << n;
+    std::vector<float> e(n);
+    EXPECT_NEAR(row_exp_sum(a.data(), float(mx), e.data(), n), es, 1e-6 * es * (1 + n)) << n;
+    EXPECT_EQ(row_exp_sum(a.data(), float(mx), n), row_exp_sum(a.data(), float(mx), e.data(), n)) << n;
+    for (size_t j = 0; j < n; ++j) EXPECT_EQ(e[j], fast_exp(a[j] - float(mx))) << n << ", " << j;
+  }
+}
+
 TEST(Gelu, MatchesNaiveAndFiniteDifferences) {
   auto x = random_vector(97, 1, 4.0f);  // covers the tails, where tanh saturates
   const auto r = projection_weights(x.size(), 2);

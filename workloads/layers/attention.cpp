@@ -71,14 +71,7 @@ void attention_forward(const AttentionShape& s, const AttentionParams& p, const 
       for (size_t i = 0; i < m; ++i) {
         const size_t t = r0 + i;
         float* row = Pt + i * S;
-        float mx = row[0];
-        for (size_t j = 1; j <= t; ++j) mx = row[j] > mx ? row[j] : mx;
-        float sum = 0;
-        for (size_t j = 0; j <= t; ++j) {
-          row[j] = fast_exp(row[j] - mx);
-          sum += row[j];
-        }
-        const float inv = 1.0f / sum;
+        const float inv = 1.0f / row_exp_sum(row, row_max(row, t + 1), row, t + 1);
         for (size_t j = 0; j <= t; ++j) row[j] *= inv;
         for (size_t j = t + 1; j < n; ++j) row[j] = 0.0f;
       }
@@ -122,8 +115,7 @@ void attention_backward(const AttentionShape& s, const AttentionParams& p, const
         const size_t t = r0 + i;
         const float* pr = P + t * S;
         float* dr = dPt + i * S;
-        float dot = 0;
-        for (size_t j = 0; j <= t; ++j) dot += pr[j] * dr[j];
+        const float dot = row_dot(pr, dr, t + 1);
         for (size_t j = 0; j <= t; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;
         for (size_t j = t + 1; j < n; ++j) dr[j] = 0.0f;
       }
