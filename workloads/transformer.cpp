@@ -45,7 +45,7 @@ void timed(Kernel k, F&& f) {
 void add_into(float* y, const float* x, size_t n) {
   [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n >= kParallelMinStreamFloats)
 #endif
   for (size_t i = 0; i < n; ++i) y[i] += x[i];
 }

@@ -401,7 +401,8 @@ TEST(Attention, TiledMatchesFullSquareReference) {
 // The GPT kernels split over the --threads threads (attention by (sample, head) with
 // single-threaded BLAS inside, LayerNorm by rows and then by column ranges for dγ/dβ, GELU and the
 // loss gradient by elements/rows, the bias gradient by column ranges) give bitwise the same
-// results on 1, 2 and 3 threads; the shapes are above the threading threshold. (OpenBLAS's own
+// results on 1, 2 and 3 threads; the shapes are above the threading thresholds (the streaming
+// loops' 1M floats for LayerNorm, the bias gradient and the loss gradient). (OpenBLAS's own
 // SGEMM is not always bitwise the same across its thread counts, e.g. linear_forward's output at
 // n = 300, in = 8, out = 130, so pure-GEMM outputs are left out.)
 TEST(GptKernels, DoNotDependOnThreadCount) {
@@ -421,13 +422,15 @@ TEST(GptKernels, DoNotDependOnThreadCount) {
   a.dqkv = a.qkv;
   a.dprobs.assign(BHSS, 0.0f);
   const auto dy = random_vector(N * D, 96);
-  const LayerNormShape ln{256, 160};
-  ASSERT_GE(ln.n * ln.d, kParallelMinFloats);
+  const LayerNormShape ln{6560, 160};
+  ASSERT_GE(ln.n * ln.d, kParallelMinStreamFloats);
   const auto lx = random_vector(ln.n * ln.d, 97), ldy = random_vector(ln.n * ln.d, 98), lg = random_vector(ln.d, 99);
-  const LinearShape lin{300, 8, 130};
+  const LinearShape lin{8100, 8, 130};
+  ASSERT_GE(lin.n * lin.out, kParallelMinStreamFloats);
   const auto fx = random_vector(lin.n * lin.in, 100), fw = random_vector(lin.out * lin.in, 101),
              fdy = random_vector(lin.n * lin.out, 102);
-  const size_t cn = 200, cc = 200;
+  const size_t cn = 4100, cc = 256;
+  ASSERT_GE(cn * cc, kParallelMinStreamFloats);
   const auto logits = random_vector(cn * cc, 103, 3.0f);
   std::vector<int32_t> targets(cn);
   for (size_t i = 0; i < cn; ++i) targets[i] = static_cast<int32_t>((i * 7) % cc);

@@ -57,7 +57,7 @@ void layernorm_forward(const LayerNormShape& s, const float* x, const float* gam
   const float inv_d = 1.0f / static_cast<float>(d);
   [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * d >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * d >= kParallelMinStreamFloats)
 #endif
   for (size_t i = 0; i < s.n; ++i) {
     const float* xr = x + i * d;
@@ -79,7 +79,7 @@ void layernorm_backward(const LayerNormShape& s, const float* x, const float* ga
   // (the same order at any thread count).
   [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * d >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * d >= kParallelMinStreamFloats)
 #endif
   for (size_t i = 0; i < s.n; ++i) {
     const float* xr = x + i * d;
@@ -99,7 +99,8 @@ void layernorm_backward(const LayerNormShape& s, const float* x, const float* ga
   constexpr size_t kCols = 64;  // columns per work item
   const long col_blocks = static_cast<long>((d + kCols - 1) / kCols);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && col_blocks > 1 && s.n * d >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) \
+    schedule(static) if (nt > 1 && col_blocks > 1 && s.n * d >= kParallelMinStreamFloats)
 #endif
   for (long cb = 0; cb < col_blocks; ++cb) {
     const size_t k0 = static_cast<size_t>(cb) * kCols, k1 = std::min(d, k0 + kCols);

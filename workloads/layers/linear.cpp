@@ -16,7 +16,7 @@ void linear_forward(const LinearShape& s, const float* x, const float* w, const 
   if (b) {
     [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * s.out >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * s.out >= kParallelMinStreamFloats)
 #endif
     for (size_t i = 0; i < s.n; ++i) {
       float* row = y + i * s.out;
@@ -40,7 +40,8 @@ void linear_backward(const LinearShape& s, const float* x, const float* w, const
     const long blocks = static_cast<long>((s.out + kCols - 1) / kCols);
     [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && blocks > 1 && s.n * s.out >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) \
+    schedule(static) if (nt > 1 && blocks > 1 && s.n * s.out >= kParallelMinStreamFloats)
 #endif
     for (long cb = 0; cb < blocks; ++cb) {
       const size_t o0 = static_cast<size_t>(cb) * kCols, o1 = std::min(s.out, o0 + kCols);

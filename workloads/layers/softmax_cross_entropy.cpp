@@ -29,7 +29,7 @@ void softmax_cross_entropy_backward(const float* logits, const int32_t* targets,
                                     float* dlogits) {
   [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n * c >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n * c >= kParallelMinStreamFloats)
 #endif
   for (size_t i = 0; i < n; ++i) {
     const float* row = logits + i * c;
