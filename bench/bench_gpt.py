@@ -8,8 +8,8 @@ the median and the best of --steps timed steps after --warmup, each side, and th
 ours / PyTorch of both (goal <= 0.8 for each), and achieved GFLOP/s (model FLOPs: the
 attention's causal half, docs/workloads.md) against an SGEMM measured in the same run. With
 --rounds R the two sides alternate R times per thread count (ours, PyTorch, ours, ...), one
-line per round, so a change in the machine's load lands on both; the load average is printed
-on each line. Our side is bench_gpt_step (built from bench/bench_gpt_step.cpp); PyTorch runs in a
+line per round, so a change in the machine's load lands on both, then an `all` line with the
+median and best over every round's steps; the load average is printed on each line. Our side is bench_gpt_step (built from bench/bench_gpt_step.cpp); PyTorch runs in a
 child process so that its threads are set before torch is imported. Multi-threaded cases run
 both sides with OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4, so idle OpenMP threads
 sleep instead of spinning against the BLAS threads (ours too: its non-GEMM loops run on OpenMP).
@@ -34,6 +34,12 @@ import os
 import subprocess
 import sys
 import time
+
+
+def median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
 
 
 def torch_step_median(a):
@@ -106,12 +112,10 @@ def torch_step_median(a):
         t0 = time.perf_counter()
         step()
         times.append(time.perf_counter() - t0)
-    times.sort()
-    n = len(times)
-    med = times[n // 2] if n % 2 else 0.5 * (times[n // 2 - 1] + times[n // 2])
+    med = median(times)
     params = sum(p.numel() for p in model.parameters())
-    return {"threads": a.threads, "step_median_s": med, "step_best_s": times[0], "params": params,
-            "torch": torch.__version__}
+    return {"threads": a.threads, "step_median_s": med, "step_best_s": min(times), "step_times_s": times,
+            "params": params, "torch": torch.__version__}
 
 
 def main():
@@ -145,6 +149,7 @@ def main():
             # OpenMP between OpenBLAS calls; without this our 2-thread step was 2-3x slower).
             env["OMP_WAIT_POLICY"] = "PASSIVE"
             env["OPENBLAS_THREAD_TIMEOUT"] = "4"
+        pooled = {"ours": [], "torch": []}
         for r in range(a.rounds):
             # Ours, then PyTorch, then the next round: the two sides alternate, so a change in
             # the machine's load lands on both.
@@ -162,6 +167,15 @@ def main():
                   f"{ours['step_gflops']:>9.1f} {ours['sgemm_gflops']:>10.1f} "
                   f"{ours['mlp_gflops'] / ours['sgemm_gflops']:>9.2f} {ours['qkv_gflops'] / ours['sgemm_gflops']:>9.2f} "
                   f"{os.getloadavg()[0]:>5.1f}")
+            sys.stdout.flush()
+            pooled["ours"] += ours["step_times_s"]
+            pooled["torch"] += theirs["step_times_s"]
+        if a.rounds > 1:
+            # Every round's steps together: the median and the best over all of them.
+            om, tm = median(pooled["ours"]), median(pooled["torch"])
+            ob, tb = min(pooled["ours"]), min(pooled["torch"])
+            print(f"{t:>7} {'all':>5} {om:>9.4f} {tm:>9.4f} {om / tm:>6.2f} {ob:>9.4f} {tb:>10.4f} {ob / tb:>6.2f} "
+                  f"{'0.8':>5}   ({len(pooled['ours'])} steps each side)")
             sys.stdout.flush()
     return 0 if ok else 1
 

@@ -4,6 +4,7 @@
 // puts it beside PyTorch's figure for the same architecture):
 //   step_median_s      median over --steps timed steps after --warmup untimed ones
 //   step_best_s        the fastest of those steps
+//   step_times_s       every timed step, in order
 //   step_gflops        flops_per_sample × batch / step_median_s (the workload's model FLOPs:
 //                      the attention's products over the causal half only, transformer.hpp)
 //   sgemm_gflops       median of cblas_sgemm on 1024×1024×1024 (the machine's GEMM rate now)
@@ -193,6 +194,9 @@ int main(int argc, char** argv) {
   };
   const std::vector<double> step_times = sample_times(static_cast<int>(warmup), static_cast<int>(steps), step);
   const double step_s = median(step_times), best_s = *std::min_element(step_times.begin(), step_times.end());
+  std::string samples = ", \"step_times_s\": [";
+  for (size_t i = 0; i < step_times.size(); ++i) samples += (i ? ", " : "") + std::to_string(step_times[i]);
+  samples += "]";
   const std::string profile = o.profile ? profile_steps(steps, step, opt_s) : std::string();
   const double step_flops = w.flops_per_sample() * double(batch);
   const double sgemm_gflops = sgemm_reference_gflops();
@@ -207,8 +211,8 @@ int main(int argc, char** argv) {
       "{\"threads\": %zu, \"layers\": %zu, \"d_model\": %zu, \"heads\": %zu, \"seq\": %zu, \"batch\": %zu, "
       "\"vocab\": %zu, \"params\": %zu, \"steps\": %zu, \"step_median_s\": %.6f, \"step_best_s\": %.6f, "
       "\"step_flops\": %.6g, \"step_gflops\": %.3f, \"sgemm_gflops\": %.3f, \"mlp_gflops\": %.3f, "
-      "\"qkv_gflops\": %.3f%s}\n",
+      "\"qkv_gflops\": %.3f%s%s}\n",
       threads, c.layers, c.d_model, c.heads, c.seq, batch, c.vocab, w.param_count(), steps, step_s, best_s, step_flops,
-      step_flops / step_s * 1e-9, sgemm_gflops, mlp_gflops, qkv_gflops, profile.c_str());
+      step_flops / step_s * 1e-9, sgemm_gflops, mlp_gflops, qkv_gflops, samples.c_str(), profile.c_str());
   return 0;
 }
