@@ -9,7 +9,10 @@ ours / PyTorch of both (goal <= 0.8 for each), and achieved GFLOP/s (model FLOPs
 attention's causal half, docs/workloads.md) against an SGEMM measured in the same run. With
 --rounds R the two sides alternate R times per thread count (ours, PyTorch, ours, ...), one
 line per round, so a change in the machine's load lands on both, then an `all` line with the
-median and best over every round's steps; the load average is printed on each line. Our side is bench_gpt_step (built from bench/bench_gpt_step.cpp); PyTorch runs in a
+median and best over every round's steps; the load average is printed on each line. The last
+column, CPU ratio, is the ratio of the medians of the process CPU time per step (all threads):
+on a busy machine it counts the work each side does, not its waits for a core (the goal is on
+wall time). Our side is bench_gpt_step (built from bench/bench_gpt_step.cpp); PyTorch runs in a
 child process so that its threads are set before torch is imported. Multi-threaded cases run
 both sides with OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4, so idle OpenMP threads
 sleep instead of spinning against the BLAS threads (ours too: its non-GEMM loops run on OpenMP).
@@ -107,14 +110,15 @@ def torch_step_median(a):
 
     for _ in range(a.warmup):
         step()
-    times = []
+    times, cpu = [], []
     for _ in range(a.steps):
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         step()
         times.append(time.perf_counter() - t0)
+        cpu.append(time.process_time() - c0)
     med = median(times)
     params = sum(p.numel() for p in model.parameters())
-    return {"threads": a.threads, "step_median_s": med, "step_best_s": min(times), "step_times_s": times,
+    return {"threads": a.threads, "step_median_s": med, "step_best_s": min(times), "step_times_s": times, "step_cpu_s": cpu,
             "params": params, "torch": torch.__version__}
 
 
@@ -139,7 +143,7 @@ def main():
     print(f"# load average now: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs (a busy machine inflates both sides)")
     print(f"{'threads':>7} {'round':>5} {'ours med':>9} {'torch med':>9} {'ratio':>6} {'ours best':>9} "
           f"{'torch best':>10} {'ratio':>6} {'goal':>5} {'step GF/s':>9} {'SGEMM GF/s':>10} {'MLP/SGEMM':>9} "
-          f"{'QKV/SGEMM':>9} {'load':>5}")
+          f"{'QKV/SGEMM':>9} {'load':>5} {'CPU ratio':>9}")
     ok = True
     for t in [int(x) for x in a.threads.split(",")]:
         env = dict(os.environ, OPENBLAS_NUM_THREADS=str(t), OMP_NUM_THREADS=str(t))
@@ -149,7 +153,7 @@ def main():
             # OpenMP between OpenBLAS calls; without this our 2-thread step was 2-3x slower).
             env["OMP_WAIT_POLICY"] = "PASSIVE"
             env["OPENBLAS_THREAD_TIMEOUT"] = "4"
-        pooled = {"ours": [], "torch": []}
+        pooled = {"ours": [], "torch": [], "ours_cpu": [], "torch_cpu": []}
         for r in range(a.rounds):
             # Ours, then PyTorch, then the next round: the two sides alternate, so a change in
             # the machine's load lands on both.
@@ -166,16 +170,21 @@ def main():
                   f"{ours['step_best_s']:>9.4f} {theirs['step_best_s']:>10.4f} {ratio_best:>6.2f} {'0.8':>5} "
                   f"{ours['step_gflops']:>9.1f} {ours['sgemm_gflops']:>10.1f} "
                   f"{ours['mlp_gflops'] / ours['sgemm_gflops']:>9.2f} {ours['qkv_gflops'] / ours['sgemm_gflops']:>9.2f} "
-                  f"{os.getloadavg()[0]:>5.1f}")
+                  f"{os.getloadavg()[0]:>5.1f} "
+                  f"{median(ours['step_cpu_s']) / median(theirs['step_cpu_s']):>9.2f}")
             sys.stdout.flush()
             pooled["ours"] += ours["step_times_s"]
             pooled["torch"] += theirs["step_times_s"]
+            pooled["ours_cpu"] += ours["step_cpu_s"]
+            pooled["torch_cpu"] += theirs["step_cpu_s"]
         if a.rounds > 1:
             # Every round's steps together: the median and the best over all of them.
             om, tm = median(pooled["ours"]), median(pooled["torch"])
             ob, tb = min(pooled["ours"]), min(pooled["torch"])
             print(f"{t:>7} {'all':>5} {om:>9.4f} {tm:>9.4f} {om / tm:>6.2f} {ob:>9.4f} {tb:>10.4f} {ob / tb:>6.2f} "
-                  f"{'0.8':>5}   ({len(pooled['ours'])} steps each side)")
+                  f"{'0.8':>5}   ({len(pooled['ours'])} steps each side; CPU-time medians "
+                  f"{median(pooled['ours_cpu']):.4f} / {median(pooled['torch_cpu']):.4f} = "
+                  f"{median(pooled['ours_cpu']) / median(pooled['torch_cpu']):.2f})")
             sys.stdout.flush()
     return 0 if ok else 1
 

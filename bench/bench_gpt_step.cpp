@@ -5,6 +5,8 @@
 //   step_median_s      median over --steps timed steps after --warmup untimed ones
 //   step_best_s        the fastest of those steps
 //   step_times_s       every timed step, in order
+//   step_cpu_s         the process's CPU time (all threads) of each: on a busy machine it
+//                      counts the work done, not the time spent waiting for a core
 //   step_gflops        flops_per_sample × batch / step_median_s (the workload's model FLOPs:
 //                      the attention's products over the causal half only, transformer.hpp)
 //   sgemm_gflops       median of cblas_sgemm on 1024×1024×1024 (the machine's GEMM rate now)
@@ -23,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <string>
 #include <vector>
 
@@ -41,15 +44,23 @@ namespace {
 using dsgd::bench::median;
 using dsgd::bench::now_s;
 
-// The times of reps calls of f after warmup untimed ones.
+// The process's CPU time in seconds (all its threads).
+double cpu_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+// The times of reps calls of f after warmup untimed ones; each call's CPU time into cpu if given.
 template <typename F>
-std::vector<double> sample_times(int warmup, int reps, F&& f) {
+std::vector<double> sample_times(int warmup, int reps, F&& f, std::vector<double>* cpu = nullptr) {
   for (int i = 0; i < warmup; ++i) f();
   std::vector<double> t;
   for (int i = 0; i < reps; ++i) {
-    const double t0 = now_s();
+    const double t0 = now_s(), c0 = cpu ? cpu_s() : 0;
     f();
     t.push_back(now_s() - t0);
+    if (cpu) cpu->push_back(cpu_s() - c0);
   }
   return t;
 }
@@ -192,10 +203,14 @@ int main(int argc, char** argv) {
     opt.step(params.data(), grads.data());
     if (dsgd::kernel_profile().enabled) opt_s += now_s() - t0;
   };
-  const std::vector<double> step_times = sample_times(static_cast<int>(warmup), static_cast<int>(steps), step);
+  std::vector<double> step_cpu;
+  const std::vector<double> step_times =
+      sample_times(static_cast<int>(warmup), static_cast<int>(steps), step, &step_cpu);
   const double step_s = median(step_times), best_s = *std::min_element(step_times.begin(), step_times.end());
   std::string samples = ", \"step_times_s\": [";
   for (size_t i = 0; i < step_times.size(); ++i) samples += (i ? ", " : "") + std::to_string(step_times[i]);
+  samples += "], \"step_cpu_s\": [";
+  for (size_t i = 0; i < step_cpu.size(); ++i) samples += (i ? ", " : "") + std::to_string(step_cpu[i]);
   samples += "]";
   const std::string profile = o.profile ? profile_steps(steps, step, opt_s) : std::string();
   const double step_flops = w.flops_per_sample() * double(batch);
