@@ -9,7 +9,8 @@
 //                      counts the work done, not the time spent waiting for a core
 //   step_gflops        flops_per_sample × batch / step_median_s (the workload's model FLOPs:
 //                      the attention's products over the causal half only, transformer.hpp)
-//   sgemm_gflops       median of cblas_sgemm on 1024×1024×1024 (the machine's GEMM rate now)
+//   sgemm_gflops       median of the layers' SGEMM (linear_forward, no bias: oneDNN's where the
+//                      build has it, else OpenBLAS's) on 1024×1024×1024 (the GEMM rate now)
 //   mlp_gflops         linear forward + backward of the MLP's fc and proj layers alone
 //                      (n = batch·seq rows, d → 4d → d), the most GEMM-bound part of the step
 //   qkv_gflops         the same for the attention's qkv projection (d → 3d)
@@ -122,13 +123,14 @@ dsgd::Dataset random_bytes(const dsgd::TransformerConfig& c, size_t batch, dsgd:
 }
 
 // SGEMM reference: 1024³, GFLOP/s of the median of 7.
+// The layers' own GEMM (linear_forward without bias: oneDNN's or OpenBLAS's SGEMM, linear.cpp).
 double sgemm_reference_gflops() {
-  const int m = 1024;
-  std::vector<float> a(size_t(m) * m, 0.5f), b(size_t(m) * m, 0.25f), cc(size_t(m) * m);
+  const size_t m = 1024;
+  std::vector<float> a(m * m, 0.5f), b(m * m, 0.25f), cc(m * m);
   const double sgemm_s = median_time(2, 7, [&] {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, m, m, 1.0f, a.data(), m, b.data(), m, 0.0f, cc.data(), m);
+    dsgd::linear_forward(dsgd::LinearShape{m, m, m}, a.data(), b.data(), nullptr, cc.data());
   });
-  return 2.0 * m * m * m / sgemm_s * 1e-9;
+  return 2.0 * double(m * m * m) / sgemm_s * 1e-9;
 }
 
 // A GEMM-bound layer alone: forward + backward (dx, dW, db) of an in → out linear over n rows;
