@@ -17,23 +17,24 @@ child process so that its threads are set before torch is imported. Multi-thread
 both sides with OMP_WAIT_POLICY=PASSIVE and OPENBLAS_THREAD_TIMEOUT=4, so idle OpenMP threads
 sleep instead of spinning against the BLAS threads (ours too: its non-GEMM loops run on OpenMP).
 
-Measured 2026-12-04 (2-vCPU VM shared with two other engineers' builds, load average 4-7), after
-the causal tiling of the attention and the vectorised reductions, with
+Measured 2026-12-04 on the 2-vCPU VM (shared with two other engineers' builds), with
   /usr/bin/python3 bench/bench_gpt.py --threads 1,2 --steps 5 --warmup 2 --rounds 3
-twice; the `all` lines (15 steps per side), ratios ours / PyTorch:
-  threads  median          best            CPU-time ratio  ours (median)   load
-        1  0.84, 0.82      0.86, 0.86      0.85, 0.84      0.190, 0.193 s  4.1-6.2
-        2  0.64, 0.79      0.34, 1.14      0.80, 0.69      0.399, 0.370 s  4.2-6.1
-  Before (main's kernels, same harness, runs alternating with those above):
-        1  0.80, 0.91      0.84, 0.92      0.84, 0.85      0.412, 0.354 s  5.3-6.6
-        2  0.79, 0.85      0.87, 0.73      1.03, 0.78      0.294, 0.199 s  4.7-6.7
-  And --steps 15 --warmup 3 (one pair each), twice: 1 thread median 0.66, 0.86, best 0.86, 0.86
-  (load 4.2, 5.1); 2 threads median 0.44, 0.82, best 0.73, 0.80 (load 4.5, 5.5).
-The 0.8 goal is not met at 1 thread: our step's CPU time fell about 5 % (198 -> 189 ms) but the
-step is GEMM-bound (about 157 ms of GEMMs at the SGEMM rate) and PyTorch's takes 220-240 ms.
-At 2 threads the ratio depends on which side the other builds hit; with both cores free (one
-round, SGEMM 240 GF/s) the step before the change was at 0.71. Figures on the quiet machine
-(2026-11-30, median only, before these changes): 0.83, 0.88 at 1 thread; 0.79, 0.79 at 2.
+twice per build, builds alternating; the `all` lines (15 steps per side), ours / PyTorch:
+  threads  median       best         CPU-time ratio  ours (median)   torch (median)  load
+  final: causal tiling, vectorised reductions, oneDNN's SGEMM for the linear layers
+        1  0.49, 0.51   0.49, 0.50   0.50, 0.51      0.112, 0.114 s  0.228, 0.223 s  2.6-3.1
+        2  0.50, 0.48   0.49, 0.46   0.50, 0.46      0.118, 0.072 s  0.238, 0.150 s  2.8-3.1
+  before (main's kernels, OpenBLAS for every GEMM), alternating with the above:
+        1  0.86, 0.85   0.86, 0.87   0.86, 0.86      0.193, 0.193 s  0.225, 0.228 s  2.5-3.1
+        2  0.85, 0.86   0.82, 0.86   1.00, 0.85      0.198, 0.196 s  0.232, 0.230 s  2.6-3.1
+  (the 2-thread "before" steps mostly had one free core: they took as long as 1 thread)
+  causal tiling and vectorised reductions alone (OpenBLAS GEMMs), load 4.1-6.2:
+        1  0.84, 0.82   0.86, 0.86   0.85, 0.84      0.190, 0.193 s
+And --steps 15 --warmup 3 (one pair each) twice on the final build, load 2.6 and 2.4: 1 thread
+median 0.50, 0.51, best 0.52, 0.52 (ours 110, 115 ms; PyTorch 219, 223 ms); 2 threads median
+0.45, 0.43, best 0.46, 0.41 (ours 72, 71 ms; PyTorch 160, 165 ms). Most of the gain is the GEMM
+library: OpenBLAS 0.3.21, which this PyTorch uses too, runs AVX2 kernels on this AVX-512 CPU.
+Earlier (2026-11-30, quiet machine, median only): 0.83, 0.88 at 1 thread; 0.79, 0.79 at 2.
 
 Usage: /usr/bin/python3 bench/bench_gpt.py [--bin build/bench/bench_gpt_step] [--threads 1,2]
          [--layers 4 --d-model 256 --heads 4 --seq 128 --batch 8 --vocab 256 --steps 15 --warmup 3]
