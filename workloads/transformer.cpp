@@ -12,6 +12,7 @@
 #include "workloads/layers/attention.hpp"
 #include "workloads/layers/embedding.hpp"
 #include "workloads/layers/gelu.hpp"
+#include "workloads/layers/kernel_profile.hpp"
 #include "workloads/layers/layer_threads.hpp"
 #include "workloads/layers/layernorm.hpp"
 #include "workloads/layers/linear.hpp"
@@ -33,11 +34,18 @@ void fill_value(float* p, size_t n, float v) {
   for (size_t i = 0; i < n; ++i) p[i] = v;
 }
 
+// f() with its time added to kernel k of the step's profile (when profiling is on).
+template <class F>
+void timed(Kernel k, F&& f) {
+  KernelTimer kt(k);
+  f();
+}
+
 // y[i] += x[i] (the residual adds), on the --threads threads.
 void add_into(float* y, const float* x, size_t n) {
   [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && n >= kParallelMinStreamFloats)
 #endif
   for (size_t i = 0; i < n; ++i) y[i] += x[i];
 }
@@ -224,7 +232,7 @@ double TransformerWorkload::forward_pass(const float* params, Activations& a, si
                  a.in[r] < 0 || static_cast<size_t>(a.in[r]) >= V ? a.in[r] : a.target[r], V);
   const float* wte = params;
   const float* wpe = params + V * D;
-  embedding_forward(EmbeddingShape{n, S, V, D}, a.in.data(), wte, wpe, a.x.data());
+  timed(Kernel::gpt_embed, [&] { embedding_forward(EmbeddingShape{n, S, V, D}, a.in.data(), wte, wpe, a.x.data()); });
   const BlockLayout bl(D);
   const LayerNormShape ln{N, D};
   const AttentionShape as{n, S, D, cfg_.heads};
@@ -237,20 +245,30 @@ double TransformerWorkload::forward_pass(const float* params, Activations& a, si
     float* ln2 = a.ln2.data() + l * NC * D;
     float* hfc = a.hfc.data() + l * NC * 4 * D;
     float* hg = a.hgelu.data() + l * NC * 4 * D;
-    layernorm_forward(ln, x, p + bl.ln1_g, p + bl.ln1_b, ln1, a.m1.data() + l * NC, a.r1.data() + l * NC);
+    timed(Kernel::gpt_ln_fwd, [&] {
+      layernorm_forward(ln, x, p + bl.ln1_g, p + bl.ln1_b, ln1, a.m1.data() + l * NC, a.r1.data() + l * NC);
+    });
     const AttentionCache cache{a.qkv.data() + l * NC * 3 * D, a.probs.data() + l * a.cap * cfg_.heads * S * S,
                                a.ctx.data() + l * NC * D};
     attention_forward(as, AttentionParams{p + bl.w_qkv, p + bl.b_qkv, p + bl.w_o, p + bl.b_o}, ln1, cache, xmid);
-    add_into(xmid, x, N * D);
-    layernorm_forward(ln, xmid, p + bl.ln2_g, p + bl.ln2_b, ln2, a.m2.data() + l * NC, a.r2.data() + l * NC);
-    linear_forward(LinearShape{N, D, 4 * D}, ln2, p + bl.w_fc, p + bl.b_fc, hfc);
-    gelu_forward(hfc, hg, N * 4 * D);
-    linear_forward(LinearShape{N, 4 * D, D}, hg, p + bl.w_proj, p + bl.b_proj, xout);
-    add_into(xout, xmid, N * D);
+    timed(Kernel::gpt_residual, [&] { add_into(xmid, x, N * D); });
+    timed(Kernel::gpt_ln_fwd, [&] {
+      layernorm_forward(ln, xmid, p + bl.ln2_g, p + bl.ln2_b, ln2, a.m2.data() + l * NC, a.r2.data() + l * NC);
+    });
+    timed(Kernel::gpt_mlp_gemm, [&] { linear_forward(LinearShape{N, D, 4 * D}, ln2, p + bl.w_fc, p + bl.b_fc, hfc); });
+    timed(Kernel::gpt_gelu, [&] { gelu_forward(hfc, hg, N * 4 * D); });
+    timed(Kernel::gpt_mlp_gemm, [&] {
+      linear_forward(LinearShape{N, 4 * D, D}, hg, p + bl.w_proj, p + bl.b_proj, xout);
+    });
+    timed(Kernel::gpt_residual, [&] { add_into(xout, xmid, N * D); });
   }
   const float* h = params + layers_[L + 1].offset;
-  layernorm_forward(ln, a.x.data() + L * NC * D, h, h + D, a.lnf.data(), a.mf.data(), a.rf.data());
-  linear_forward(LinearShape{N, D, V}, a.lnf.data(), h + 2 * D, nullptr, a.logits.data());
+  timed(Kernel::gpt_ln_fwd,
+        [&] { layernorm_forward(ln, a.x.data() + L * NC * D, h, h + D, a.lnf.data(), a.mf.data(), a.rf.data()); });
+  timed(Kernel::gpt_head_gemm, [&] {
+    linear_forward(LinearShape{N, D, V}, a.lnf.data(), h + 2 * D, nullptr, a.logits.data());
+  });
+  KernelTimer kt(Kernel::gpt_loss);
   return softmax_cross_entropy_forward(a.logits.data(), a.target.data(), N, V, correct);
 }
 
@@ -271,11 +289,18 @@ void TransformerWorkload::do_backward(const float* params, float* grads, const L
   const size_t N = n * S, NC = a.cap * S;
   const LayerNormShape ln{N, D};
   // Head: dlogits in place over the logits (the forward's logits are not needed again).
-  softmax_cross_entropy_backward(a.logits.data(), a.target.data(), N, V, 1.0f / static_cast<float>(N), a.logits.data());
+  timed(Kernel::gpt_loss, [&] {
+    softmax_cross_entropy_backward(a.logits.data(), a.target.data(), N, V, 1.0f / static_cast<float>(N),
+                                   a.logits.data());
+  });
   const float* h = params + layers_[L + 1].offset;
   float* gh = grads + layers_[L + 1].offset;
-  linear_backward(LinearShape{N, D, V}, a.lnf.data(), h + 2 * D, a.logits.data(), a.dln.data(), gh + 2 * D, nullptr);
-  layernorm_backward(ln, a.x.data() + L * NC * D, h, a.mf.data(), a.rf.data(), a.dln.data(), a.dx.data(), gh, gh + D);
+  timed(Kernel::gpt_head_gemm, [&] {
+    linear_backward(LinearShape{N, D, V}, a.lnf.data(), h + 2 * D, a.logits.data(), a.dln.data(), gh + 2 * D, nullptr);
+  });
+  timed(Kernel::gpt_ln_bwd, [&] {
+    layernorm_backward(ln, a.x.data() + L * NC * D, h, a.mf.data(), a.rf.data(), a.dln.data(), a.dx.data(), gh, gh + D);
+  });
   hook(L + 1);
   // Blocks, last first; a.dx holds the gradient of the residual stream.
   const BlockLayout bl(D);
@@ -290,23 +315,33 @@ void TransformerWorkload::do_backward(const float* params, float* grads, const L
     const float* hfc = a.hfc.data() + l * NC * 4 * D;
     const float* hg = a.hgelu.data() + l * NC * 4 * D;
     // MLP.
-    linear_backward(LinearShape{N, 4 * D, D}, hg, p + bl.w_proj, a.dx.data(), a.dh.data(), g + bl.w_proj,
-                    g + bl.b_proj);
-    gelu_backward(hfc, a.dh.data(), a.dh.data(), N * 4 * D);
-    linear_backward(LinearShape{N, D, 4 * D}, ln2, p + bl.w_fc, a.dh.data(), a.dln.data(), g + bl.w_fc, g + bl.b_fc);
-    layernorm_backward(ln, xmid, p + bl.ln2_g, a.m2.data() + l * NC, a.r2.data() + l * NC, a.dln.data(), a.dx.data(),
-                       g + bl.ln2_g, g + bl.ln2_b, true);
+    timed(Kernel::gpt_mlp_gemm, [&] {
+      linear_backward(LinearShape{N, 4 * D, D}, hg, p + bl.w_proj, a.dx.data(), a.dh.data(), g + bl.w_proj,
+                      g + bl.b_proj);
+    });
+    timed(Kernel::gpt_gelu, [&] { gelu_backward(hfc, a.dh.data(), a.dh.data(), N * 4 * D); });
+    timed(Kernel::gpt_mlp_gemm, [&] {
+      linear_backward(LinearShape{N, D, 4 * D}, ln2, p + bl.w_fc, a.dh.data(), a.dln.data(), g + bl.w_fc, g + bl.b_fc);
+    });
+    timed(Kernel::gpt_ln_bwd, [&] {
+      layernorm_backward(ln, xmid, p + bl.ln2_g, a.m2.data() + l * NC, a.r2.data() + l * NC, a.dln.data(), a.dx.data(),
+                         g + bl.ln2_g, g + bl.ln2_b, true);
+    });
     // Attention.
     const AttentionCache cache{a.qkv.data() + l * NC * 3 * D, a.probs.data() + l * a.cap * cfg_.heads * S * S,
                                a.ctx.data() + l * NC * D};
     attention_backward(as, AttentionParams{p + bl.w_qkv, p + bl.b_qkv, p + bl.w_o, p + bl.b_o}, ln1, cache, a.dx.data(),
                        AttentionScratch{a.dctx.data(), a.dqkv.data(), a.dprobs.data()}, a.dln.data(),
                        AttentionGrads{g + bl.w_qkv, g + bl.b_qkv, g + bl.w_o, g + bl.b_o});
-    layernorm_backward(ln, x, p + bl.ln1_g, a.m1.data() + l * NC, a.r1.data() + l * NC, a.dln.data(), a.dx.data(),
-                       g + bl.ln1_g, g + bl.ln1_b, true);
+    timed(Kernel::gpt_ln_bwd, [&] {
+      layernorm_backward(ln, x, p + bl.ln1_g, a.m1.data() + l * NC, a.r1.data() + l * NC, a.dln.data(), a.dx.data(),
+                         g + bl.ln1_g, g + bl.ln1_b, true);
+    });
     hook(1 + l);
   }
-  embedding_backward(EmbeddingShape{n, S, V, D}, a.in.data(), a.dx.data(), grads, grads + V * D);
+  timed(Kernel::gpt_embed, [&] {
+    embedding_backward(EmbeddingShape{n, S, V, D}, a.in.data(), a.dx.data(), grads, grads + V * D);
+  });
   hook(0);
   have_forward_ = false;
 }
@@ -337,7 +372,7 @@ EvalSums TransformerWorkload::do_evaluate(const float* params, const Dataset& ds
 
 double TransformerWorkload::flops_per_sample() const {
   const double L = double(cfg_.layers), D = double(cfg_.d_model), S = double(cfg_.seq), V = double(cfg_.vocab);
-  return 6.0 * S * (12.0 * L * D * D + V * D) + 12.0 * L * S * S * D;
+  return 6.0 * S * (12.0 * L * D * D + V * D) + 6.0 * L * S * (S + 1.0) * D;  // causal attention: s ≤ t only
 }
 
 std::unique_ptr<Workload> transformer_create(const TransformerConfig& cfg, const Dataset& train) {

@@ -18,8 +18,9 @@
 // A sample is a window of S+1 tokens of the dataset (dataset_set_window): the first S are
 // the input, the last S the targets. evaluate() uses the non-overlapping windows starting at
 // begin, begin+S, ... < end, and returns sums per token (loss in nats, top-1 accuracy).
-// Limits: single-threaded elementwise kernels (BLAS threads as configured); the attention
-// computes the full S×S score square and discards the masked half.
+// Limits: the elementwise kernels run on --threads OpenMP threads only above 32k floats; the
+// attention computes the diagonal tiles of the S×S score square whole and masks their upper
+// triangles (attention.hpp), so it does about (S + 32)/(2·S) of the square, not exactly half.
 #pragma once
 
 #include <cstdint>
@@ -57,10 +58,12 @@ class TransformerWorkload final : public Workload {
   void reserve(size_t max_batch) override;
   double reserve_bytes(size_t max_batch) const override;
   void load_batch(const Dataset& ds, const uint32_t* idx, size_t n) override;
-  // Per sample (S tokens), forward + backward = 3 × forward, counting the GEMMs as computed:
+  // Model FLOPs per sample (S tokens), forward + backward = 3 × forward:
   //   6·S·(12·L·d² + V·d)   the projections (qkv 3d², out d², fc 4d², proj 4d² per block) and the head
-  // + 12·L·S²·d            q·kᵀ and P·v over the full S×S square (4·S²·d forward per block)
-  // Elementwise work (LayerNorm, GELU, softmax, residuals) and the embedding gather are left out.
+  // + 6·L·S·(S+1)·d        q·kᵀ and P·v over the causal positions only, the S(S+1)/2 pairs s ≤ t
+  //                        (2·S·(S+1)·d forward per block), not the full S×S square
+  // Elementwise work (LayerNorm, GELU, softmax, residuals) and the embedding gather are left out,
+  // and so are the masked entries the kernel computes in its diagonal tiles.
   double flops_per_sample() const override;
 
   const TransformerConfig& config() const { return cfg_; }

@@ -81,8 +81,9 @@ TEST(Transformer, LayoutAndInit) {
   EXPECT_NEAR(stdev(b0 + w_proj, 4 * D * D), 0.02 / std::sqrt(6.0), 0.001);
   const size_t w_fc = w_proj - 4 * D - 4 * D * D;
   EXPECT_NEAR(stdev(b0 + w_fc, 4 * D * D), 0.02, 0.002);
-  // 6 S (12 L D^2 + V D) + 12 L S^2 D.
-  EXPECT_DOUBLE_EQ(w.flops_per_sample(), 6.0 * 8 * (12.0 * 3 * D * D + 20.0 * D) + 12.0 * 3 * 64 * D);
+  // 6 S (12 L D^2 + V D) + 6 L S (S+1) D: the attention's products over the causal pairs only
+  // (S = 8: 36 of the 64 query-key pairs).
+  EXPECT_DOUBLE_EQ(w.flops_per_sample(), 6.0 * 8 * (12.0 * 3 * D * D + 20.0 * D) + 6.0 * 3 * 8 * 9 * D);
 }
 
 TEST(Transformer, GradientMatchesFiniteDifferences) {

@@ -34,7 +34,8 @@ class TransformerCuda {
   void load_batch(const int32_t* windows, size_t n);
   double forward(const float* params);
   void backward(const float* params, float* grads, const LayerHook& hook);
-  // As TransformerWorkload::flops_per_sample.
+  // As TransformerWorkload::flops_per_sample: model FLOPs, the attention's causal half only
+  // (the kernels here compute the full S×S square, so MFU does not credit the masked half).
   double flops_per_sample() const;
 
  private:

@@ -3,9 +3,12 @@
 
 #include <cblas.h>
 
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
+#include "workloads/layers/kernel_profile.hpp"
 #include "workloads/layers/layer_threads.hpp"
 #include "workloads/layers/linear.hpp"
 #include "workloads/layers/vec_math.hpp"
@@ -35,36 +38,48 @@ void for_each_head(size_t count, Body body) {
 
 }  // namespace
 
+// Each (sample, head) pair runs its query rows in tiles of kAttentionTile: tile [r0, r0 + m) sees
+// only the keys [0, r0 + m), so every product below covers the lower block-triangle of the
+// S×S square and the blocks above the diagonal tiles are never computed, written or read.
+// The diagonal tile is computed whole and its upper part set to 0 by the softmax.
+
 void attention_forward(const AttentionShape& s, const AttentionParams& p, const float* x, const AttentionCache& c,
                        float* y) {
   const size_t S = s.seq, D = s.d, H = s.heads, dh = D / H, N = s.batch * S;
   const int iS = static_cast<int>(S), idh = static_cast<int>(dh), ld3 = static_cast<int>(3 * D),
             iD = static_cast<int>(D);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
-  linear_forward(LinearShape{N, D, 3 * D}, x, p.w_qkv, p.b_qkv, c.qkv);
+  {
+    KernelTimer kt(Kernel::gpt_attn_proj);
+    linear_forward(LinearShape{N, D, 3 * D}, x, p.w_qkv, p.b_qkv, c.qkv);
+  }
+  std::optional<KernelTimer> kt(std::in_place, Kernel::gpt_attn_fwd);
   for_each_head(s.batch * H, [&](size_t bh) {
     const size_t b = bh / H, h = bh % H;
-    const float* q = c.qkv + b * S * 3 * D + h * dh;
+    const float* q = c.qkv + b * S * 3 * D + h * dh;  // rows of stride 3d
     const float* k = q + D;
     const float* v = q + 2 * D;
-    float* P = c.probs + (b * H + h) * S * S;
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, iS, iS, idh, scale, q, ld3, k, ld3, 0.0f, P, iS);
-    for (size_t t = 0; t < S; ++t) {
-      float* row = P + t * S;
-      float mx = row[0];
-      for (size_t j = 1; j <= t; ++j) mx = row[j] > mx ? row[j] : mx;
-      float sum = 0;
-      for (size_t j = 0; j <= t; ++j) {
-        row[j] = fast_exp(row[j] - mx);
-        sum += row[j];
+    float* P = c.probs + (b * H + h) * S * S;  // S×S, row stride S
+    float* ctx = c.ctx + b * S * D + h * dh;   // rows of stride d
+    for (size_t r0 = 0; r0 < S; r0 += kAttentionTile) {
+      const size_t m = std::min(kAttentionTile, S - r0), n = r0 + m;  // m query rows, n keys
+      const int im = static_cast<int>(m), in = static_cast<int>(n);
+      float* Pt = P + r0 * S;
+      // Scores (m×n) = q[r0, r0+m) k[0, n)ᵀ / √dh.
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, im, in, idh, scale, q + r0 * 3 * D, ld3, k, ld3, 0.0f, Pt,
+                  iS);
+      for (size_t i = 0; i < m; ++i) {
+        const size_t t = r0 + i;
+        float* row = Pt + i * S;
+        const float inv = 1.0f / row_exp_sum(row, row_max(row, t + 1), row, t + 1);
+        for (size_t j = 0; j <= t; ++j) row[j] *= inv;
+        for (size_t j = t + 1; j < n; ++j) row[j] = 0.0f;
       }
-      const float inv = 1.0f / sum;
-      for (size_t j = 0; j <= t; ++j) row[j] *= inv;
-      for (size_t j = t + 1; j < S; ++j) row[j] = 0.0f;
+      // ctx[r0, r0+m) = P (m×n) v[0, n).
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, im, idh, in, 1.0f, Pt, iS, v, ld3, 0.0f, ctx + r0 * D, iD);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, iS, idh, iS, 1.0f, P, iS, v, ld3, 0.0f,
-                c.ctx + b * S * D + h * dh, iD);
   });
+  kt.emplace(Kernel::gpt_attn_proj);
   linear_forward(LinearShape{N, D, D}, c.ctx, p.w_out, p.b_out, y);
 }
 
@@ -74,7 +89,9 @@ void attention_backward(const AttentionShape& s, const AttentionParams& p, const
   const int iS = static_cast<int>(S), idh = static_cast<int>(dh), ld3 = static_cast<int>(3 * D),
             iD = static_cast<int>(D);
   const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+  std::optional<KernelTimer> kt(std::in_place, Kernel::gpt_attn_proj);
   linear_backward(LinearShape{N, D, D}, c.ctx, p.w_out, dy, scratch.dctx, g.w_out, g.b_out);
+  kt.emplace(Kernel::gpt_attn_bwd);
   for_each_head(s.batch * H, [&](size_t bh) {
     const size_t b = bh / H, h = bh % H;
     const size_t off = b * S * 3 * D + h * dh;
@@ -87,22 +104,34 @@ void attention_backward(const AttentionShape& s, const AttentionParams& p, const
     const float* P = c.probs + (b * H + h) * S * S;
     const float* dctx = scratch.dctx + b * S * D + h * dh;
     float* dP = scratch.dprobs + bh * S * S;
-    // dV = Pᵀ dctx; dP = dctx Vᵀ.
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, iS, idh, iS, 1.0f, P, iS, dctx, iD, 0.0f, dv, ld3);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, iS, iS, idh, 1.0f, dctx, iD, v, ld3, 0.0f, dP, iS);
-    // Softmax backward, with the 1/√dh of the scores folded in: dScores = P ⊙ (dP − Σ P dP) · scale.
-    for (size_t t = 0; t < S; ++t) {
-      const float* pr = P + t * S;
-      float* dr = dP + t * S;
-      float dot = 0;
-      for (size_t j = 0; j <= t; ++j) dot += pr[j] * dr[j];
-      for (size_t j = 0; j <= t; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;
-      for (size_t j = t + 1; j < S; ++j) dr[j] = 0.0f;
+    // By query tiles: dP = dctx vᵀ, then the softmax backward (with the 1/√dh of the scores folded
+    // in: dScores = P ⊙ (dP − Σ P dP) · scale, in place), then dq = dScores k.
+    for (size_t r0 = 0; r0 < S; r0 += kAttentionTile) {
+      const size_t m = std::min(kAttentionTile, S - r0), n = r0 + m;
+      const int im = static_cast<int>(m), in = static_cast<int>(n);
+      float* dPt = dP + r0 * S;
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, im, in, idh, 1.0f, dctx + r0 * D, iD, v, ld3, 0.0f, dPt, iS);
+      for (size_t i = 0; i < m; ++i) {
+        const size_t t = r0 + i;
+        const float* pr = P + t * S;
+        float* dr = dPt + i * S;
+        const float dot = row_dot(pr, dr, t + 1);
+        for (size_t j = 0; j <= t; ++j) dr[j] = pr[j] * (dr[j] - dot) * scale;
+        for (size_t j = t + 1; j < n; ++j) dr[j] = 0.0f;
+      }
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, im, idh, in, 1.0f, dPt, iS, k, ld3, 0.0f, dq + r0 * ld3,
+                  ld3);
     }
-    // dQ = dScores K; dK = dScoresᵀ Q.
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, iS, idh, iS, 1.0f, dP, iS, k, ld3, 0.0f, dq, ld3);
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, iS, idh, iS, 1.0f, dP, iS, q, ld3, 0.0f, dk, ld3);
+    // By key tiles [j0, j0 + w), which the queries [j0, S) see: dv = Pᵀ dctx, dk = dScoresᵀ q.
+    for (size_t j0 = 0; j0 < S; j0 += kAttentionTile) {
+      const int iw = static_cast<int>(std::min(kAttentionTile, S - j0)), rows = static_cast<int>(S - j0);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, iw, idh, rows, 1.0f, P + j0 * S + j0, iS, dctx + j0 * D, iD,
+                  0.0f, dv + j0 * ld3, ld3);
+      cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, iw, idh, rows, 1.0f, dP + j0 * S + j0, iS, q + j0 * ld3, ld3,
+                  0.0f, dk + j0 * ld3, ld3);
+    }
   });
+  kt.emplace(Kernel::gpt_attn_proj);
   linear_backward(LinearShape{N, D, 3 * D}, x, p.w_qkv, scratch.dqkv, dx, g.w_qkv, g.b_qkv);
 }
 

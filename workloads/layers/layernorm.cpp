@@ -1,5 +1,6 @@
 // See layernorm.hpp. The fast pass is two sweeps per row in float with the row statistics
-// accumulated in float over d ≤ a few thousand (relative error ~1e-6 for O(1) inputs);
+// accumulated in float over d ≤ a few thousand (relative error ~1e-6 for O(1) inputs), in
+// vec_math's fixed lane order so that the reductions vectorise;
 // the naive reference recomputes everything in double.
 #include "workloads/layers/layernorm.hpp"
 
@@ -8,8 +9,47 @@
 #include <vector>
 
 #include "workloads/layers/layer_threads.hpp"
+#include "workloads/layers/vec_math.hpp"
 
 namespace dsgd {
+
+namespace {
+
+// Σ (x[k] − m)², k < d, in vec_math's lane order (so the loop vectorises).
+float centered_square_sum(const float* x, float m, size_t d) {
+  const size_t body = d - d % kLanes;
+  float acc[kLanes] = {};
+  for (size_t k = 0; k < body; k += kLanes)
+    for (size_t l = 0; l < kLanes; ++l) {
+      const float c = x[k + l] - m;
+      acc[l] += c * c;
+    }
+  float s = detail::lanes_total(acc);
+  for (size_t k = body; k < d; ++k) s += (x[k] - m) * (x[k] - m);
+  return s;
+}
+
+// sum_g = Σ g[k], sum_gx = Σ g[k]·x̂[k] with g = dy·γ, x̂ = (x − m)·r, in the same lane order.
+void grad_sums(const float* x, const float* dy, const float* gamma, float m, float r, size_t d, float& sum_g,
+               float& sum_gx) {
+  const size_t body = d - d % kLanes;
+  float ag[kLanes] = {}, agx[kLanes] = {};
+  for (size_t k = 0; k < body; k += kLanes)
+    for (size_t l = 0; l < kLanes; ++l) {
+      const float g = dy[k + l] * gamma[k + l];
+      ag[l] += g;
+      agx[l] += g * ((x[k + l] - m) * r);
+    }
+  sum_g = detail::lanes_total(ag);
+  sum_gx = detail::lanes_total(agx);
+  for (size_t k = body; k < d; ++k) {
+    const float g = dy[k] * gamma[k];
+    sum_g += g;
+    sum_gx += g * ((x[k] - m) * r);
+  }
+}
+
+}  // namespace
 
 void layernorm_forward(const LayerNormShape& s, const float* x, const float* gamma, const float* beta, float* y,
                        float* mean, float* rstd) {
@@ -17,20 +57,13 @@ void layernorm_forward(const LayerNormShape& s, const float* x, const float* gam
   const float inv_d = 1.0f / static_cast<float>(d);
   [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * d >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * d >= kParallelMinStreamFloats)
 #endif
   for (size_t i = 0; i < s.n; ++i) {
     const float* xr = x + i * d;
     float* yr = y + i * d;
-    float sum = 0;
-    for (size_t k = 0; k < d; ++k) sum += xr[k];
-    const float m = sum * inv_d;
-    float sq = 0;
-    for (size_t k = 0; k < d; ++k) {
-      const float c = xr[k] - m;
-      sq += c * c;
-    }
-    const float r = 1.0f / std::sqrt(sq * inv_d + kLayerNormEps);
+    const float m = row_sum(xr, d) * inv_d;
+    const float r = 1.0f / std::sqrt(centered_square_sum(xr, m, d) * inv_d + kLayerNormEps);
     for (size_t k = 0; k < d; ++k) yr[k] = (xr[k] - m) * r * gamma[k] + beta[k];
     mean[i] = m;
     rstd[i] = r;
@@ -46,7 +79,7 @@ void layernorm_backward(const LayerNormShape& s, const float* x, const float* ga
   // (the same order at any thread count).
   [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * d >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * d >= kParallelMinStreamFloats)
 #endif
   for (size_t i = 0; i < s.n; ++i) {
     const float* xr = x + i * d;
@@ -55,12 +88,7 @@ void layernorm_backward(const LayerNormShape& s, const float* x, const float* ga
     const float m = mean[i], r = rstd[i];
     // dx = r · (g − mean(g) − x̂ · mean(g · x̂)), g = dy · γ, x̂ = (x − m) · r.
     float sum_g = 0, sum_gx = 0;
-    for (size_t k = 0; k < d; ++k) {
-      const float xh = (xr[k] - m) * r;
-      const float g = dyr[k] * gamma[k];
-      sum_g += g;
-      sum_gx += g * xh;
-    }
+    grad_sums(xr, dyr, gamma, m, r, d, sum_g, sum_gx);
     const float mg = sum_g * inv_d, mgx = sum_gx * inv_d;
     if (accumulate_dx) {
       for (size_t k = 0; k < d; ++k) dxr[k] += r * (dyr[k] * gamma[k] - mg - (xr[k] - m) * r * mgx);
@@ -71,7 +99,8 @@ void layernorm_backward(const LayerNormShape& s, const float* x, const float* ga
   constexpr size_t kCols = 64;  // columns per work item
   const long col_blocks = static_cast<long>((d + kCols - 1) / kCols);
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && col_blocks > 1 && s.n * d >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) \
+    schedule(static) if (nt > 1 && col_blocks > 1 && s.n * d >= kParallelMinStreamFloats)
 #endif
   for (long cb = 0; cb < col_blocks; ++cb) {
     const size_t k0 = static_cast<size_t>(cb) * kCols, k1 = std::min(d, k0 + kCols);

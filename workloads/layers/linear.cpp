@@ -1,4 +1,7 @@
-// See linear.hpp. The three products are single SGEMM calls on the row-major buffers.
+// See linear.hpp. The three products are single SGEMM calls on the row-major buffers: oneDNN's
+// dnnl_sgemm where the build has oneDNN, else OpenBLAS's. On this project's AVX-512 machine
+// (AMD EPYC, OpenBLAS 0.3.21 picks its AVX2 "Haswell" kernels there) dnnl_sgemm ran the GPT's
+// 1024×256×1024 products at 200-260 GFLOP/s on one core against OpenBLAS's 128-133.
 #include "workloads/layers/linear.hpp"
 
 #include <cblas.h>
@@ -6,9 +9,30 @@
 #include <algorithm>
 #include <vector>
 
+#ifdef DSGD_HAVE_DNNL
+#include <omp.h>
+#include <oneapi/dnnl/dnnl.h>
+#endif
+
 #include "workloads/layers/layer_threads.hpp"
 
 namespace dsgd {
+
+namespace {
+
+// C (m×n, row-major, leading dimension ldc) = α op(A) op(B) + β C, on --threads threads.
+void sgemm_rows(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
+                int ldb, float beta, float* c, int ldc) {
+#ifdef DSGD_HAVE_DNNL
+  omp_set_num_threads(layer_threads());  // oneDNN's threads are OpenMP's: as many as --threads
+  dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+#else
+  cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
+              a, lda, b, ldb, beta, c, ldc);
+#endif
+}
+
+}  // namespace
 
 void linear_forward(const LinearShape& s, const float* x, const float* w, const float* b, float* y) {
   const int n = static_cast<int>(s.n), in = static_cast<int>(s.in), out = static_cast<int>(s.out);
@@ -16,7 +40,7 @@ void linear_forward(const LinearShape& s, const float* x, const float* w, const 
   if (b) {
     [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * s.out >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && s.n * s.out >= kParallelMinStreamFloats)
 #endif
     for (size_t i = 0; i < s.n; ++i) {
       float* row = y + i * s.out;
@@ -24,7 +48,7 @@ void linear_forward(const LinearShape& s, const float* x, const float* w, const 
     }
     beta = 1.0f;
   }
-  cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, out, in, 1.0f, x, in, w, in, beta, y, out);
+  sgemm_rows(false, true, n, out, in, 1.0f, x, in, w, in, beta, y, out);
 }
 
 void linear_backward(const LinearShape& s, const float* x, const float* w, const float* dy, float* dx, float* dw,
@@ -32,15 +56,16 @@ void linear_backward(const LinearShape& s, const float* x, const float* w, const
   const int n = static_cast<int>(s.n), in = static_cast<int>(s.in), out = static_cast<int>(s.out);
   const float beta = accumulate ? 1.0f : 0.0f;
   // dW (out×in) = dyᵀ (out×n) · x (n×in)
-  cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, out, in, n, 1.0f, dy, out, x, in, beta, dw, in);
-  if (dx) cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
+  sgemm_rows(true, false, out, in, n, 1.0f, dy, out, x, in, beta, dw, in);
+  if (dx) sgemm_rows(false, false, n, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
   if (db) {
     // By column ranges, each summed over the rows in order (the same at any thread count).
     constexpr size_t kCols = 64;
     const long blocks = static_cast<long>((s.out + kCols - 1) / kCols);
     [[maybe_unused]] const int nt = layer_threads();
 #ifdef _OPENMP
-#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && blocks > 1 && s.n * s.out >= kParallelMinFloats)
+#pragma omp parallel for num_threads(nt) \
+    schedule(static) if (nt > 1 && blocks > 1 && s.n * s.out >= kParallelMinStreamFloats)
 #endif
     for (long cb = 0; cb < blocks; ++cb) {
       const size_t o0 = static_cast<size_t>(cb) * kCols, o1 = std::min(s.out, o0 + kCols);

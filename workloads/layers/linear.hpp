@@ -1,4 +1,5 @@
-// Fully connected layer y = x Wᵀ + b on a batch, forward and backward, on BLAS (SGEMM),
+// Fully connected layer y = x Wᵀ + b on a batch, forward and backward, on SGEMM (oneDNN's
+// dnnl_sgemm where the build has oneDNN, on --threads OpenMP threads; else OpenBLAS's),
 // with a naive double-precision reference beside each for the tests. Shapes: x is n×in
 // (row-major), W is out×in (row-major, PyTorch's nn.Linear layout), b has out entries,
 // y is n×out. Shared by the ResNet head and every projection of the transformer.
