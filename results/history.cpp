@@ -112,13 +112,17 @@ std::vector<HistorySeries> history_build(const std::vector<RunWithSummary>& runs
   for (const std::string& key : order) {
     Building& b = by_key.at(key);
     HistorySeries& s = b.series;
-    if (!options.case_filter.empty() && s.label.find(options.case_filter) == std::string::npos) continue;
-    if (!options.machine_filter.empty() && s.machine.find(options.machine_filter) == std::string::npos) continue;
-    for (size_t i = 0; i < s.points.size(); ++i) history_point_set_values(s.points[i], std::move(b.values[i]));
-    history_detect(s, options.detect);
-    out.push_back(std::move(s));
+    if (history_series_finish(s, std::move(b.values), options)) out.push_back(std::move(s));
   }
   return out;
+}
+
+bool history_series_finish(HistorySeries& s, std::vector<std::vector<double>> values, const HistoryOptions& options) {
+  if (!options.case_filter.empty() && s.label.find(options.case_filter) == std::string::npos) return false;
+  if (!options.machine_filter.empty() && s.machine.find(options.machine_filter) == std::string::npos) return false;
+  for (size_t i = 0; i < s.points.size(); ++i) history_point_set_values(s.points[i], std::move(values[i]));
+  history_detect(s, options.detect);
+  return true;
 }
 
 void history_point_set_values(HistoryPoint& p, std::vector<double> values) {

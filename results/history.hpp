@@ -64,6 +64,10 @@ std::vector<HistorySeries> history_build(const std::vector<RunWithSummary>& runs
 // repository. What `history`, `track` and `report --history` show.
 std::vector<HistorySeries> history_load(const Store& store, const HistoryOptions& options);
 
+// Whether s passes options' --case and --machine filters; if so, its points get their values
+// (values[i]: point i's repetitions) and it its change points.
+bool history_series_finish(HistorySeries& s, std::vector<std::vector<double>> values, const HistoryOptions& options);
+
 // Sets a point's values, median, quartiles and count.
 void history_point_set_values(HistoryPoint& p, std::vector<double> values);
 

@@ -279,11 +279,7 @@ std::vector<HistorySeries> history_imported_series(const Store& store, const His
   }
   for (auto& [key, b] : by_key) {
     HistorySeries& s = b.series;
-    if (!options.case_filter.empty() && s.label.find(options.case_filter) == std::string::npos) continue;
-    if (!options.machine_filter.empty() && s.machine.find(options.machine_filter) == std::string::npos) continue;
-    for (size_t i = 0; i < s.points.size(); ++i) history_point_set_values(s.points[i], std::move(b.values[i]));
-    history_detect(s, options.detect);
-    out.push_back(std::move(s));
+    if (history_series_finish(s, std::move(b.values), options)) out.push_back(std::move(s));
   }
   return out;
 }
