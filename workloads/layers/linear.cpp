@@ -20,12 +20,29 @@ namespace dsgd {
 
 namespace {
 
+#ifdef DSGD_HAVE_DNNL
+// Rows of C per oneDNN call. oneDNN's own threading may split a product's k dimension across
+// threads on some ISAs (seen with AVX2: 3 threads gave other roundings than 1), so the result
+// would depend on --threads. Instead C is cut into blocks of a fixed number of rows, whatever
+// the thread count, each one single-threaded oneDNN call, and the threads share the blocks:
+// every element is summed in the same order at any thread count.
+constexpr int kSgemmBlockRows = 128;
+#endif
+
 // C (m×n, row-major, leading dimension ldc) = α op(A) op(B) + β C, on --threads threads.
 void sgemm_rows(bool trans_a, bool trans_b, int m, int n, int k, float alpha, const float* a, int lda, const float* b,
                 int ldb, float beta, float* c, int ldc) {
 #ifdef DSGD_HAVE_DNNL
-  omp_set_num_threads(layer_threads());  // oneDNN's threads are OpenMP's: as many as --threads
-  dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  const int nt = layer_threads();
+  const int blocks = (m + kSgemmBlockRows - 1) / kSgemmBlockRows;
+  omp_set_num_threads(1);  // each block's oneDNN call runs on the thread that takes it
+#pragma omp parallel for num_threads(nt) schedule(static) if (nt > 1 && blocks > 1)
+  for (int i = 0; i < blocks; ++i) {
+    const int r0 = i * kSgemmBlockRows, rows = std::min(kSgemmBlockRows, m - r0);
+    const float* a_rows = trans_a ? a + r0 : a + static_cast<size_t>(r0) * static_cast<size_t>(lda);
+    dnnl_sgemm(trans_a ? 'T' : 'N', trans_b ? 'T' : 'N', rows, n, k, alpha, a_rows, lda, b, ldb, beta,
+               c + static_cast<size_t>(r0) * static_cast<size_t>(ldc), ldc);
+  }
 #else
   cblas_sgemm(CblasRowMajor, trans_a ? CblasTrans : CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, m, n, k, alpha,
               a, lda, b, ldb, beta, c, ldc);
