@@ -119,8 +119,9 @@ void pdasgd_timing(const SimTimingPlan& plan, SimTimingState& state, int64_t ste
     sim_timing_fill_compute(plan, compute, r);
     r.data = 0;
     r.fwd = std::max(0.0, forward_end - start);
-    r.injected = delay(i, compute.bwd, true);
-    r.jitter = plan.stragglers.jitter_s(static_cast<int>(i), step, compute.bwd);
+    r.injected = plan.stragglers.empty()
+                     ? 0.0
+                     : plan.stragglers.delay_s(static_cast<int>(i), step, compute.bwd, true, &r.jitter);
     r.start = start + r.fwd + compute.bwd + r.injected;  // the arrival at the all-reduce
   }
   timing_allreduce_complete(plan, clock, rows, true, false);

@@ -18,8 +18,7 @@ SimTimingCompute sim_timing_compute(const SimComputeCost& c) {
 
 double sim_timing_delay(const SimTimingPlan& plan, int i, int64_t step, double fwd_bwd, SimStepTiming& row) {
   if (plan.stragglers.empty()) return 0.0;
-  row.jitter = plan.stragglers.jitter_s(i, step, fwd_bwd);
-  return plan.stragglers.delay_s(i, step, fwd_bwd);
+  return plan.stragglers.delay_s(i, step, fwd_bwd, true, &row.jitter);
 }
 
 void sim_timing_fill_compute(const SimTimingPlan& plan, const SimTimingCompute& k, SimStepTiming& row) {

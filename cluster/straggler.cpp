@@ -220,8 +220,9 @@ double Stragglers::jitter_s(int rank, int64_t step, double compute_s) const {
   return (jitter_[k] - 1.0) * compute_s;
 }
 
-double Stragglers::delay_s(int rank, int64_t step, double compute_s, bool with_fixed) const {
+double Stragglers::delay_s(int rank, int64_t step, double compute_s, bool with_fixed, double* jitter_part) const {
   double total = jitter_s(rank, step, compute_s);
+  if (jitter_part) *jitter_part = total;
   for (size_t i = 0; i < models_.size(); ++i) {
     const StragglerModel& m = models_[i];
     if (m.rank >= 0 && m.rank != rank) continue;

@@ -65,7 +65,11 @@ class Stragglers {
   // thread's compute_s, and the part that does not depend on it (delay, random, pareto,
   // periodic) only with `with_fixed` (one thread takes it). Summed over the threads it is
   // delay_s of their summed compute (up to the truncation of one lognormal draw at 1 hour).
-  double delay_s(int rank, int64_t step, double compute_s, bool with_fixed) const;
+  double delay_s(int rank, int64_t step, double compute_s, bool with_fixed) const {
+    return delay_s(rank, step, compute_s, with_fixed, nullptr);
+  }
+  // The same, with the compute jitter's part of it in *jitter_part (one draw for both).
+  double delay_s(int rank, int64_t step, double compute_s, bool with_fixed, double* jitter_part) const;
   const std::vector<StragglerModel>& models() const { return models_; }
 
   // The compute jitter: `factors` are K equally likely compute times (measured ones, sorted),

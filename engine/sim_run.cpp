@@ -420,9 +420,6 @@ void profile_jitter_from_steps(const Store& store, int64_t run_id, SimProfile& p
     return;
   }
   std::sort(compute.begin(), compute.end());
-  double mean = 0;
-  for (double c : compute) mean += c;
-  mean /= static_cast<double>(compute.size());
   const double lowest = compute.front();
   if (!(lowest > 0)) return;
   const size_t k_samples = std::min(kJitterSamples, compute.size());
@@ -431,7 +428,7 @@ void profile_jitter_from_steps(const Store& store, int64_t run_id, SimProfile& p
     factors[k] = compute[k * (compute.size() - 1) / std::max<size_t>(1, k_samples - 1)] / lowest;
   factors[0] = 1.0;
   // The mean of the samples kept (all of them, or evenly spaced ones) sets the scale.
-  mean = 0;
+  double mean = 0;
   for (double f : factors) mean += f * lowest;
   mean /= static_cast<double>(factors.size());
   const double scale = lowest / mean;

@@ -410,13 +410,12 @@ class Trainer {
       // The step's compute: forward and backward, or with a decoupled forward the backward
       // (the forward thread applies its share, Algorithm::forward_instances).
       const double compute = decoupled_ ? t3 - t2 : t3 - t1;
-      const double delay = w_.stragglers.delay_s(comm_.rank(), step, compute, true);
+      double jitter = 0;  // the simulator's compute jitter: compute (bwd_s), not an injected delay
+      const double delay = w_.stragglers.delay_s(comm_.rank(), step, compute, true, &jitter);
       if (delay > 0) {
         comm_.hold_until(t3 + delay);
         if (t) {
           const double held = comm_.now();
-          // The simulator's compute jitter is compute (bwd_s), not an injected delay.
-          const double jitter = w_.stragglers.jitter_s(comm_.rank(), step, compute);
           t->row.injected_s = std::max(0.0, held - t3 - jitter);
           t3 = held;
         }

@@ -480,6 +480,7 @@ void Store::run_finish(int64_t run_id, RunStatus status, const std::string& erro
   Summary summary =
       summary_compute(*run, steps_read(db_, schema_version(), run_id), evals_read(db_, schema_version(), run_id));
   summary_conditions(*run, begin_cpu_, summary);
+  std::erase_if(begin_cpu_, [&](const auto& entry) { return entry.first == run_id; });
   summary_write(db_, run_id, summary);
   SqlStatement update(db_, "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?");
   update.bind_all(run_status_text(status), system_time_iso8601());

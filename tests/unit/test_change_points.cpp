@@ -15,6 +15,7 @@
 
 #include "core/errors.hpp"
 #include "results/change_points.hpp"
+#include "results/history_import.hpp"
 
 namespace dsgd {
 namespace {
@@ -31,21 +32,14 @@ std::vector<double> flat(size_t n, double level, double noise, uint32_t seed) {
   return v;
 }
 
-// The values of a history CSV file (series,commit,date,value[,unit]; '#' comments and the header
-// skipped) in tests/data/history.
+// The values of a history CSV file in tests/data/history, read by `track import`'s parser.
 std::vector<double> history_csv_values(const std::string& name) {
   std::ifstream in(std::string(DSGD_TEST_DATA_DIR) + "/history/" + name);
   EXPECT_TRUE(in.good()) << name;
+  std::stringstream text;
+  text << in.rdbuf();
   std::vector<double> values;
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.empty() || line[0] == '#' || line.rfind("series,", 0) == 0) continue;
-    std::stringstream fields(line);
-    std::string field;
-    for (int i = 0; i < 4 && std::getline(fields, field, ','); ++i) {
-    }
-    values.push_back(std::stod(field));
-  }
+  for (const ImportedPoint& p : history_import_parse(text.str(), name, {})) values.push_back(p.value);
   return values;
 }
 
