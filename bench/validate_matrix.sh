@@ -4,10 +4,14 @@
 # Prints one line per case: the measured and predicted step, and the relative error of step,
 # compute, comm and wait; then the median and worst step error. Targets on a quiet machine:
 # step within 10 % in every case, median within 5 %, compute within 10 %, comm and wait within
-# 20 % (docs/sim.md, "Validation"). validate runs 2 ranks (this machine has 2 cores).
+# 20 % (docs/sim.md, "Validation"). validate runs 2 ranks (VM_WORKERS; at most one per core).
 #   bench/validate_matrix.sh [BUILD] [OUT_DIR]      e.g. bench/validate_matrix.sh build /tmp/vm
+# VM_WORKERS=2 (ranks per case; validate refuses more than the machine's cores),
 # VM_WORKLOADS="svm resnet8 gpt" VM_ALGOS="ssgd localsgd dpsgd adpsgd" VM_LINKS="native slow"
 # choose the cases (defaults: all). OUT_DIR keeps the database and each case's output.
+# VM_ALONE=1 adds, per case, the step and compute error of the prediction made from a profile
+# of one worker alone (what validate used before it profiled its ranks side by side), against
+# the same measured run: an interleaved A/B of the two profiles.
 set -euo pipefail
 BUILD=$(realpath "${1:-build}")
 OUT=${2:-$(mktemp -d)}
@@ -39,13 +43,30 @@ link_keys() {
   esac
 }
 
-printf '%-8s %-9s %-7s %10s %10s %7s %8s %7s %15s\n' workload algo link "meas(ms)" "pred(ms)" step% compute% comm% "wait meas/pred"
-errors=()
+printf '%-8s %-9s %-7s %10s %10s %7s %8s %7s %15s%s\n' workload algo link "meas(ms)" "pred(ms)" step% compute% comm% \
+  "wait meas/pred" "${VM_ALONE:+  alone: step% compute%}"
+errors=() alone_errors=()
+# The prediction from a 1-worker profile measured alone, against measured run $2; prints
+# "step% compute%" and appends the step error to alone_errors.
+alone_prediction() {
+  local name=$1 measured=$2 p s
+  { workload_keys "$w"; algo_keys "$a"; } > "$OUT/$name.alone.toml"
+  "$B" run --config "$OUT/$name.alone.toml" --workers 1 --db "$DB" --tag vm:alone > "$OUT/$name.alone.out" 2>&1 ||
+    { printf '  alone: failed'; return; }
+  p=$(sed -n 's/^run_id=\([0-9]*\)$/\1/p' "$OUT/$name.alone.out")
+  "$B" run --config "$OUT/$name.toml" --backend sim --workers "${VM_WORKERS:-2}" --profile-from "$p" --native-floor true --db "$DB" \
+    --tag vm:alone-sim > "$OUT/$name.alone-sim.out" 2>&1 || { printf '  alone: sim failed'; return; }
+  s=$(sed -n 's/^run_id=\([0-9]*\)$/\1/p' "$OUT/$name.alone-sim.out")
+  read -r se ce <<<"$(sqlite3 "$DB" "SELECT printf('%.4f %.4f', abs(s.step_time_s - m.step_time_s) / m.step_time_s,
+      abs(s.compute_s - m.compute_s) / m.compute_s) FROM summaries s, summaries m WHERE s.run_id = $s AND m.run_id = $measured")"
+  alone_errors+=("$se")
+  printf '  alone: %5.1f %6.1f' "$(awk -v e="$se" 'BEGIN { print 100 * e }')" "$(awk -v e="$ce" 'BEGIN { print 100 * e }')"
+}
 for w in ${VM_WORKLOADS:-svm resnet8 gpt}; do
   for a in ${VM_ALGOS:-ssgd localsgd dpsgd adpsgd}; do
     for l in ${VM_LINKS:-native slow}; do
       name="$w-$a-$l"
-      { workload_keys "$w"; algo_keys "$a"; link_keys "$l"; } > "$OUT/$name.toml"
+      { workload_keys "$w"; algo_keys "$a"; link_keys "$l"; printf 'workers = %s\n' "${VM_WORKERS:-2}"; } > "$OUT/$name.toml"
       if ! "$B" validate --config "$OUT/$name.toml" --db "$DB" > "$OUT/$name.out" 2>&1; then
         printf '%-8s %-9s %-7s failed: %s\n' "$w" "$a" "$l" "$(tail -n 2 "$OUT/$name.out" | tr '\n' ' ')"
         continue
@@ -60,15 +81,21 @@ for w in ${VM_WORKLOADS:-svm resnet8 gpt}; do
       read -r _ _ me <<<"$(row comm_s)"
       read -r wm wp _ <<<"$(row wait_s)"
       pct() { awk -v e="$1" 'BEGIN { if (e < 0) print "-"; else printf "%.1f", 100 * e }'; }
-      printf '%-8s %-9s %-7s %10.4g %10.4g %7s %8s %7s %15s\n' "$w" "$a" "$l" "$sm" "$sp" "$(pct "$se")" "$(pct "$ce")" \
+      printf '%-8s %-9s %-7s %10.4g %10.4g %7s %8s %7s %15s' "$w" "$a" "$l" "$sm" "$sp" "$(pct "$se")" "$(pct "$ce")" \
         "$(pct "$me")" "$(printf '%.3g/%.3g' "$wm" "$wp")"
       errors+=("$se")
+      [ -n "${VM_ALONE:-}" ] && alone_prediction "$name" "$(sqlite3 "$DB" "SELECT measured_run_id FROM validations WHERE id = $id")"
+      printf '\n'
     done
   done
 done
-if [ ${#errors[@]} -gt 0 ]; then
-  printf '%s\n' "${errors[@]}" | sort -g | awk '{ e[NR] = $1 } END {
+summary() {  # LABEL ERRORS...
+  local label=$1
+  shift
+  printf '%s\n' "$@" | sort -g | awk -v label="$label" '{ e[NR] = $1 } END {
     m = (NR % 2) ? e[(NR + 1) / 2] : (e[NR / 2] + e[NR / 2 + 1]) / 2
-    printf "step error over %d cases: median %.1f %%, worst %.1f %%\n", NR, 100 * m, 100 * e[NR] }'
-fi
+    printf "%s over %d cases: median %.1f %%, worst %.1f %%\n", label, NR, 100 * m, 100 * e[NR] }'
+}
+[ ${#errors[@]} -gt 0 ] && summary "step error" "${errors[@]}"
+[ ${#alone_errors[@]} -gt 0 ] && summary "step error from a profile alone" "${alone_errors[@]}"
 echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg); database and outputs in $OUT"

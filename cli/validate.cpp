@@ -1,7 +1,7 @@
 // `dsgd-bench validate --config FILE`: binds the options and prints what the validation protocol
-// (engine/validation.hpp: a 1-worker profile run, 2 MPI ranks and 2 simulated workers of one
-// configuration, then per-metric predicted vs measured, stored) reports, with one live progress
-// line on a terminal; `dsgd-bench validate --list` shows the stored validations.
+// (engine/validation.hpp: a profile run of N ranks without communication, N MPI ranks and N
+// simulated workers of one configuration, then per-metric predicted vs measured, stored) reports, with one live
+// progress line on a terminal; `dsgd-bench validate --list` shows the stored validations.
 #include <fmt/format.h>
 
 #include <array>
@@ -78,7 +78,7 @@ int run_validate(const ValidateOptions& o) {
 void setup_validate(CLI::App& app) {
   auto opts = std::make_shared<ValidateOptions>();
   CLI::App* sub = app.add_subcommand(
-      "validate", "Run a configuration on 2 MPI ranks and on the simulator; print and store predicted vs measured");
+      "validate", "Run a configuration on MPI ranks and on the simulator; print and store predicted vs measured");
   sub->add_option("--config", opts->config_file, "JSON or TOML run configuration (the keys of dsgd-bench run)")
       ->check(CLI::ExistingFile);
   sub->add_option("--db", opts->db, "SQLite results database (default: the file's db, else ./dsgd.db)");
@@ -87,8 +87,9 @@ void setup_validate(CLI::App& app) {
   sub->footer(
       "Example:\n"
       "  dsgd-bench validate --config examples/validate_ssgd.toml\n"
-      "The file describes the real run (algorithm, steps, --bandwidth, --straggler ...); the tool adds a 1-worker\n"
-      "profile run and the simulated run. The last line is validation_id=<id>.\n");
+      "The file describes the real run (workers, algorithm, steps, --bandwidth, --straggler ...; 2 workers when it\n"
+      "names fewer, at most one per core); the tool adds a profile run (the same ranks computing without\n"
+      "communication) and the simulated run. The last line is validation_id=<id>.\n");
   sub->callback([opts]() { cli_exit_code() = run_validate(*opts); });
 }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "algorithms/optimizer.hpp"
 #include "core/clock.hpp"
@@ -16,6 +17,9 @@
 #include "core/stats.hpp"
 #include "core/system_info.hpp"
 #include "engine/calibration.hpp"
+
+extern "C" void openblas_set_num_threads(int);
+extern "C" int openblas_get_num_threads(void);
 
 namespace dsgd {
 
@@ -293,12 +297,24 @@ std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfi
   return rows;
 }
 
+int64_t compute_profile_threads(const CalibrationRecord& cal) {
+  const nlohmann::json config = nlohmann::json::parse(cal.config_json, nullptr, false);
+  if (config.is_object() && config.contains("threads") && config["threads"].is_number_integer())
+    return config["threads"].get<int64_t>();
+  return 0;
+}
+
+bool compute_profile_threads_differ(const CalibrationRecord& cal, const RunConfig& model) {
+  const int64_t threads = compute_profile_threads(cal);
+  return threads > 0 && threads != model.threads;
+}
+
 std::vector<int64_t> compute_profile_missing(const Store& store, const std::string& host, const RunConfig& model,
                                              const std::vector<int64_t>& batches) {
   const std::string key = workload_profile_key(model);
   std::vector<int64_t> have;
   for (const CalibrationRecord& cal : store.calibrations_list(0)) {
-    if (cal.host != host) continue;
+    if (cal.host != host || compute_profile_threads_differ(cal, model)) continue;
     for (const ProfileRow& row : store.profiles_get(cal.id))
       if (row.workload == key && row.dataset == model.dataset) have.push_back(row.batch);
   }
@@ -317,7 +333,7 @@ std::vector<std::string> compute_profile_warnings_stored(const Store& store, con
   std::vector<int64_t> found;  // batches already taken from a newer calibration
   std::vector<int64_t> used;   // the calibrations the rows come from
   for (const CalibrationRecord& cal : store.calibrations_list(0)) {
-    if (cal.host != host) continue;
+    if (cal.host != host || compute_profile_threads_differ(cal, model)) continue;
     std::vector<int64_t> here;
     for (const ProfileRow& row : store.profiles_get(cal.id)) {
       if (row.workload != key || row.dataset != model.dataset) continue;
@@ -342,8 +358,21 @@ int64_t compute_profile_store_new(Store& store, const RunConfig& model, const st
                                   int64_t iters, const std::string& by) {
   std::unique_ptr<Communicator> self = communicator_create_self();
   ComputeProfileSetup setup = compute_profile_setup(model, batches);
+  // The run's threads per worker (the kernels follow OpenBLAS's count), not whatever the
+  // process had: OpenBLAS's default is every core, and a worker of --threads 1 measured on two
+  // runs at another speed (and with another spread) than the one it stands for.
+  struct ThreadsFor {
+    int before = openblas_get_num_threads();
+    explicit ThreadsFor(int64_t n) { openblas_set_num_threads(static_cast<int>(n)); }
+    ~ThreadsFor() { openblas_set_num_threads(before); }
+    ThreadsFor(const ThreadsFor&) = delete;
+    ThreadsFor& operator=(const ThreadsFor&) = delete;
+  };
+  std::optional<ThreadsFor> threads;
+  threads.emplace(model.threads);
   const std::vector<ProfileRow> rows = compute_profile_measure(setup, model, batches, iters, *self);
   const nlohmann::json config = {{"workers", 1},
+                                 {"threads", model.threads},
                                  {"profile-only", true},
                                  {"by", by},
                                  {"workload", workload_profile_key(model)},
@@ -355,6 +384,7 @@ int64_t compute_profile_store_new(Store& store, const RunConfig& model, const st
                                  {"conditions", compute_profile_conditions(setup.data.train, 1)}};
   const CalibrationRecord record = calibration_record_make(*self, 1, config);
   const std::vector<OptimizerProfileRow> optimizers = compute_profile_measure_optimizers(setup, model, iters, *self);
+  threads.reset();
   const int64_t id = store.calibration_begin(record);
   store.profiles_append(id, rows);
   optimizer_profiles_append(store, id, optimizers);

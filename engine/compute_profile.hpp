@@ -63,14 +63,21 @@ std::string compute_profile_optimizer_key(const RunConfig& cfg);
 std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const RunConfig& model,
                                                                     int64_t iters, Communicator& comm);
 
+// The threads per worker a calibration's profile was measured with (its config's "threads");
+// 0 when it does not say (profiles the tuner and the simulator measured before they recorded
+// it, at OpenBLAS's default of every core). A profile applies to a run of the same threads:
+// compute_profile_threads_differ is true when the calibration records another count.
+int64_t compute_profile_threads(const CalibrationRecord& cal);
+bool compute_profile_threads_differ(const CalibrationRecord& cal, const RunConfig& model);
+
 // Batches of `batches` that have no calibration profile of the model on its dataset on `host`
-// in `store` (the lookup sim_profile_resolve makes).
+// in `store` measured with the model's threads per worker (the lookup sim_profile_resolve makes).
 std::vector<int64_t> compute_profile_missing(const Store& store, const std::string& host, const RunConfig& model,
                                              const std::vector<int64_t>& batches);
 
-// Measures `batches` on this process alone (one rank, as `dsgd-bench calibrate --workers 1`)
-// and stores them as a new profile-only calibration of this host; `by` names the caller in
-// the calibration's config. Returns the calibration id.
+// Measures `batches` on this process alone (one rank, as `dsgd-bench calibrate --workers 1`),
+// with model.threads threads (restored after), and stores them as a new profile-only calibration of this host; `by`
+// names the caller in the calibration's config. Returns the calibration id.
 int64_t compute_profile_store_new(Store& store, const RunConfig& model, const std::vector<int64_t>& batches,
                                   int64_t iters, const std::string& by);
 

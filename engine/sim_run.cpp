@@ -51,9 +51,10 @@ std::string profile_hint(const RunConfig& cfg) {
     if (given.contains(key) && given[key] != defaults[key])
       shape += fmt::format(" --{} {}", key, given[key].is_string() ? given[key].get<std::string>() : given[key].dump());
   return fmt::format(
-      "run `dsgd-bench calibrate --workload {}{} --dataset {} --batches {}` on this host, or pass --profile-from "
+      "run `dsgd-bench calibrate --workload {}{} --dataset {} --batches {}{}` on this host, or pass --profile-from "
       "RUN_ID (a completed real run of the same workload and model, dataset and batch)",
-      cfg.workload, shape, cfg.dataset, cfg.batch);
+      cfg.workload, shape, cfg.dataset, cfg.batch,
+      cfg.threads == 1 ? std::string() : fmt::format(" --threads {}", cfg.threads));
 }
 
 struct SimNetwork {
@@ -534,10 +535,14 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
   SimProfile p;
   const size_t nl = layers.size();
   const std::string model = workload_profile_key(cfg);
-  std::vector<int64_t> other_batches;
+  std::vector<int64_t> other_batches, other_threads;
   if (store) {
     for (const CalibrationRecord& cal : store->calibrations_list(0)) {
       if (cal.host != host) continue;
+      if (compute_profile_threads_differ(cal, cfg)) {
+        other_threads.push_back(compute_profile_threads(cal));
+        continue;
+      }
       std::vector<ProfileRow> rows;
       for (const ProfileRow& row : store->profiles_get(cal.id)) {
         if (row.workload != model || row.dataset != cfg.dataset) continue;
@@ -562,16 +567,28 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
                              opt ? compute_profile_optimizer_key(cfg) : std::string("not profiled: 0"));
       for (const std::string& w : compute_profile_warnings(rows))
         p.warnings.push_back(fmt::format("calibration {}: {}", cal.id, w));
+      if (compute_profile_threads(cal) == 0)
+        p.warnings.push_back(fmt::format(
+            "calibration {} does not record the threads per worker it measured with (a profile measured "
+            "automatically before they were recorded ran at OpenBLAS's default, every core); --threads is {}: "
+            "re-measure with `dsgd-bench calibrate --threads {}`",
+            cal.id, cfg.threads, cfg.threads));
       if (cfg.compute_jitter == "profile") profile_jitter_from_calibration(rows, cal.id, p);
       return p;
     }
   }
-  std::sort(other_batches.begin(), other_batches.end());
-  other_batches.erase(std::unique(other_batches.begin(), other_batches.end()), other_batches.end());
+  for (std::vector<int64_t>* v : {&other_batches, &other_threads}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
   DSGD_THROW(
-      InputError, profile_hint(cfg), "no compute profile of workload '{}' on '{}' with batch {} for host '{}'{}", model,
-      cfg.dataset, cfg.batch, host,
-      other_batches.empty() ? std::string() : fmt::format(" (calibrated batches: {})", fmt::join(other_batches, ", ")));
+      InputError, profile_hint(cfg),
+      "no compute profile of workload '{}' on '{}' with batch {} and {} thread{} for host '{}'{}{}", model, cfg.dataset,
+      cfg.batch, cfg.threads, cfg.threads == 1 ? "" : "s", host,
+      other_batches.empty() ? std::string() : fmt::format(" (calibrated batches: {})", fmt::join(other_batches, ", ")),
+      other_threads.empty()
+          ? std::string()
+          : fmt::format(" (calibrations at other threads per worker: {})", fmt::join(other_threads, ", ")));
 }
 
 SimMemory sim_memory_estimate(const RunConfig& cfg, const Dataset& train, const Dataset& test, size_t param_count,

@@ -6,6 +6,8 @@
 #include <cmath>
 
 #include "algorithms/config_check.hpp"
+#include "algorithms/optimizer.hpp"
+#include "algorithms/variant.hpp"
 #include "cluster/backends.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
@@ -21,13 +23,68 @@ RunConfig validation_config(RunConfig cfg, const std::string& source, Validation
                "{}: validate compares a real run with its simulation; drop backend/timing-only/profile-from/"
                "compute-scale",
                source);
-  if (cfg.workers != 2 && cfg.workers != 1)
-    observer.note(fmt::format("validate runs 2 MPI ranks against 2 simulated workers (the file says {})", cfg.workers));
+  if (cfg.workers < 2) {
+    observer.note(
+        fmt::format("validate needs at least 2 workers: it runs 2 MPI ranks against 2 simulated workers "
+                    "(the file says {})",
+                    cfg.workers));
+    cfg.workers = 2;
+  }
+  const int cores = system_info_read().cores;
+  if (cfg.hostfile.empty() && cores > 0 && cfg.workers > cores)
+    DSGD_THROW(InputError,
+               fmt::format("validate with --workers {} or fewer here, or on a machine with more cores", cores),
+               "{}: {} workers on this machine's {} cores: the simulator gives every worker its own device, and "
+               "ranks that time-share a core are not what it models, so the measured run could not check it",
+               source, cfg.workers, cores);
   cfg.backend = "mpi";
-  cfg.workers = 2;
   cfg.save_params.clear();
   config_validate(cfg);
   return cfg;
+}
+
+bool validation_profile_colocated(const RunConfig& cfg) {
+  const Variant& v = variant_get(cfg.algo);
+  return std::none_of(v.flags.begin(), v.flags.end(),
+                      [](const VariantFlag& f) { return std::string_view(f.key) == "local-threads"; });
+}
+
+RunConfig validation_profile_config(const RunConfig& cfg) {
+  RunConfig p;
+  if (validation_profile_colocated(cfg)) {
+    // Every field but the variant's and the cluster's: the same workload, data, batch, steps,
+    // seed, threads and optimizer (resolved, so diloco's AdamW stays AdamW under localsgd).
+    static const std::vector<std::string> kCluster = {
+        "algo",           "period",  "compress",        "topology",      "straggler",
+        "bandwidth",      "latency", "inter-bandwidth", "inter-latency", "target",
+        "stop-at-target", "tag",     "profile-from",    "save-params"};
+    for (const RunConfigField& f : run_config_fields()) {
+      const std::string key = f.key;
+      if (std::find(kCluster.begin(), kCluster.end(), key) != kCluster.end()) continue;
+      if (!variant_flag_owners(key).empty()) continue;
+      run_config_copy_field(p, cfg, f);
+    }
+    p.optimizer = optimizer_resolve_name(cfg);
+    p.algo = "localsgd";
+    p.period = 1000000;  // the largest period: no average within any run it can time
+    p.workers = cfg.workers;
+  } else {
+    // Variants with their own threads per worker: one worker alone, the variant's own step.
+    p = cfg;
+    p.workers = 1;
+    p.straggler.clear();
+    p.bandwidth.clear();
+    p.latency.clear();
+    p.inter_bandwidth.clear();
+    p.inter_latency.clear();
+    p.topology = "complete";
+    p.target.clear();
+  }
+  p.backend = "mpi";
+  p.db = cfg.db;
+  p.tag = "validate:profile";
+  config_validate(p);
+  return p;
 }
 
 ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer) {
@@ -45,16 +102,8 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
     observer.child_begin("fabric", "calibrate --workers 2 --quick", ++index, total);
     child_calibrate_fabric(cfg.db, 2, [&](const std::string& line) { observer.child_line(line); });
   }
-  RunConfig profile = cfg;
-  profile.workers = 1;
-  profile.straggler.clear();
-  profile.bandwidth.clear();
-  profile.latency.clear();
-  profile.inter_bandwidth.clear();
-  profile.inter_latency.clear();
-  profile.topology = "complete";
-  profile.target.clear();
-  profile.tag = "validate:profile";
+  const bool colocated = validation_profile_colocated(cfg);
+  const RunConfig profile = validation_profile_config(cfg);
   RunConfig measured = cfg;
   measured.tag = "validate:measured";
   auto child = [&](const RunConfig& c, const char* role, const char* what) {
@@ -63,7 +112,10 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
                             [&](const std::string& line) { observer.child_line(line); });
   };
   ValidationRecord v;
-  v.profile_run_id = child(profile, "profile", "1 worker, no stragglers or emulation");
+  const std::string profile_what =
+      colocated ? fmt::format("{} ranks side by side, no communication, stragglers or emulation", cfg.workers)
+                : std::string("1 worker, no stragglers or emulation");
+  v.profile_run_id = child(profile, "profile", profile_what.c_str());
   v.measured_run_id = child(measured, "measured", "mpi, 2 ranks");
   RunConfig simulated = cfg;
   simulated.backend = "sim";

@@ -3,10 +3,11 @@
 // (engine/child_run.hpp):
 //   0. fabric:    only when the database has no calibrated all-reduce of this host, a quick
 //                 `dsgd-bench calibrate --workers 2` (the prediction's collectives need it);
-//   1. profile:   1 worker on the real backend, no stragglers, no emulated network: the
-//                 compute profile of this machine (its measured data/fwd/bwd/opt per step);
-//   2. measured:  2 MPI ranks with the configuration's emulated network and stragglers;
-//   3. predicted: 2 simulated workers (--backend sim --profile-from <profile run>
+//   1. profile:   N MPI ranks computing side by side without communication, no stragglers,
+//                 no emulated network: the compute profile of this machine as N ranks share
+//                 it (their measured data/fwd/bwd/opt per step, and its spread);
+//   2. measured:  N MPI ranks with the configuration's emulated network and stragglers;
+//   3. predicted: N simulated workers (--backend sim --profile-from <profile run>
 //                 --native-floor: emulation only adds time to a real collective, so each
 //                 simulated communication lasts at least this host's calibrated native time).
 // Then, per metric (step time, compute, comm, wait, injected delay, throughput), the measured
@@ -37,6 +38,14 @@ class ValidationObserver {
 // Checks and normalises the real run's configuration (backend mpi, 2 workers, no saved
 // parameters). Throws InputError when it asks for the simulator itself (`source` names the file).
 RunConfig validation_config(RunConfig cfg, const std::string& source, ValidationObserver& observer);
+
+// The profile run's configuration (step 1 above): cfg.workers MPI ranks of cfg's workload,
+// data, batch, steps, seed, threads and optimizer side by side with no communication (Local
+// SGD with a period beyond the run), so that the compute is measured sharing the machine as
+// the measured run's ranks share it; for the variants with threads of their own per worker
+// (local-threads), one worker of the variant alone. Validated (config_validate).
+bool validation_profile_colocated(const RunConfig& cfg);
+RunConfig validation_profile_config(const RunConfig& cfg);
 
 // Runs the three children of validation_config(...)'s result and stores the validation in
 // `store` (cfg.db, opened and migrated by the caller). Returns it, with its id.

@@ -125,6 +125,15 @@ grep -q "profile calibration 1 (per-layer" m1.out || { cat m1.out; fail "the mea
 "$BIN" run --workers 2 "${common[@]}" --backend sim --db empty.db > m2.out 2>&1 || fail "second sim run failed"
 grep -q "no compute profile" m2.out && fail "the profile was measured again"
 [[ $(sql empty.db "SELECT count(*) FROM calibrations") == 1 ]] || fail "a second calibration was stored"
+# A profile is measured with the run's threads per worker (not OpenBLAS's default of every
+# core) and records them; a run of other threads measures its own instead of taking it.
+[[ $(sql empty.db "SELECT json_extract(config_json, '$.threads') FROM calibrations WHERE id=1") == 1 ]] ||
+  fail "the measured profile does not record its threads per worker"
+"$BIN" run --workers 2 "${common[@]}" --backend sim --threads 2 --db empty.db > m3.out 2>&1 || { cat m3.out; fail "sim --threads 2 failed"; }
+grep -q "^no compute profile of svm on .* with batch 32 for this host: measuring it" m3.out ||
+  { cat m3.out; fail "the profile of 1 thread per worker was taken for --threads 2"; }
+[[ $(sql empty.db "SELECT json_extract(config_json, '$.threads') FROM calibrations WHERE id=2") == 2 ]] ||
+  fail "the --threads 2 profile does not record 2 threads"
 expect_error "more than the" "$BIN" run --backend sim --workers 1024 --profile-from "$PROF" --compute-jitter off --db t.db --steps 5 \
   --dataset "synthetic:n=5000,d=2000000,density=0.000005,classes=10,test=100"
 # dreamddp's schedule is searched on the link its layer costs name: modelled with --bandwidth only.

@@ -1,5 +1,5 @@
-# dsgd-bench validate: a 1-worker profile run, 2 MPI ranks and 2 simulated workers of one
-# configuration; the validation and its six metrics are stored and listed; the simulated
+# dsgd-bench validate: a profile run (2 MPI ranks computing side by side, no communication),
+# 2 MPI ranks and 2 simulated workers of one configuration; the validation and its six metrics are stored and listed; the simulated
 # run's modelled comm equals the α-β model. (Figures are not asserted against the 10 % goal
 # here: a shared 2-core CI machine makes the measured side noisy; see docs/sim.md.)
 source "$(dirname "$0")/common.bash"
@@ -20,6 +20,15 @@ M=$(sql v.db "SELECT measured_run_id FROM validations WHERE id=$V")
 S=$(sql v.db "SELECT simulated_run_id FROM validations WHERE id=$V")
 [[ $(sql v.db "SELECT backend FROM runs WHERE id=$M") == mpi ]] || fail "measured run is not mpi"
 [[ $(sql v.db "SELECT backend FROM runs WHERE id=$S") == sim ]] || fail "simulated run is not sim"
+# The profile shares the machine as the measured ranks do: as many ranks, no averaging
+# (Local SGD with a period beyond the run), no emulated link or straggler.
+P=$(sql v.db "SELECT profile_run_id FROM validations WHERE id=$V")
+[[ $(sql v.db "SELECT backend || ' ' || workers || ' ' || algorithm FROM runs WHERE id=$P") == "mpi 2 localsgd" ]] ||
+  fail "the profile run is not 2 MPI ranks without communication: $(sql v.db "SELECT backend, workers, algorithm FROM runs WHERE id=$P")"
+[[ $(sql v.db "SELECT comm_s + injected_s FROM summaries WHERE run_id=$P") == 0 || \
+   $(sql v.db "SELECT comm_s + injected_s FROM summaries WHERE run_id=$P") == 0.0 ]] ||
+  fail "the profile run communicated or was delayed"
+grep -q "2 ranks side by side, no communication" val.out || fail "the profile run is not described"
 # The straggler's 3 ms shows up in both as injected delay, exactly in the simulation.
 inj=$(sql v.db "SELECT injected_s FROM summaries WHERE run_id=$S")
 awk -v x="$inj" 'BEGIN{exit !(x > 0.0015 - 1e-12 && x < 0.0015 + 1e-12)}' ||
@@ -34,4 +43,12 @@ rc=$?
 set -e
 [[ $rc == 2 ]] || fail "expected exit code 2 for a sim config, got $rc"
 grep -q "validate compares a real run" bad.out || fail "unclear message for a sim config"
+# More ranks than cores would time-share them, which the simulator does not model: refused.
+echo "{\"workers\": $(( $(nproc --all) + 1 )), \"db\": \"v.db\"}" > many.json
+set +e
+"$BIN" validate --config many.json > many.out 2>&1
+rc=$?
+set -e
+[[ $rc == 2 ]] || { cat many.out; fail "expected exit code 2 for more ranks than cores, got $rc"; }
+grep -q "its own device" many.out || { cat many.out; fail "unclear message for more ranks than cores"; }
 echo PASS
