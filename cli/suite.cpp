@@ -9,9 +9,6 @@
 // live line shows which run of how many, the suite's elapsed time and the current run's
 // step as of its last evaluation (cli/progress_line.hpp; nothing when stdout is not one).
 #include <fmt/format.h>
-#include <poll.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
@@ -21,6 +18,7 @@
 #include <functional>
 
 #include "algorithms/config_check.hpp"
+#include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "cli/progress_line.hpp"
 #include "core/errors.hpp"
@@ -41,12 +39,6 @@ struct SuiteOptions {
   bool dry_run = false;
 };
 
-std::string executable_path() {
-  std::error_code ec;
-  fs::path exe = fs::read_symlink("/proc/self/exe", ec);
-  return ec ? std::string() : exe.string();
-}
-
 // The step of the child's last evaluation line ("eval step  10/30 ..."), as "10/30";
 // empty before its first evaluation.
 std::string last_eval_step(const std::string& output) {
@@ -58,50 +50,6 @@ std::string last_eval_step(const std::string& output) {
     if (output[i] != ' ') text += output[i];
   }
   return text;
-}
-
-// Runs argv with stdout captured; stderr passes through. Returns (exit status, stdout).
-// `tick` is called with the output so far whenever some arrives, and at least every
-// 250 ms while the child runs.
-std::pair<int, std::string> run_child(const std::vector<std::string>& args,
-                                      const std::function<void(const std::string&)>& tick) {
-  int fds[2];
-  if (::pipe(fds) != 0) DSGD_THROW(Error, "", "suite: pipe() failed");
-  const pid_t pid = ::fork();
-  if (pid < 0) DSGD_THROW(Error, "", "suite: fork() failed");
-  if (pid == 0) {
-    ::dup2(fds[1], STDOUT_FILENO);
-    ::close(fds[0]);
-    ::close(fds[1]);
-    std::vector<char*> argv;
-    argv.reserve(args.size() + 1);
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    std::perror("dsgd-bench suite: exec");
-    std::_Exit(127);
-  }
-  ::close(fds[1]);
-  std::string output;
-  char buffer[4096];
-  ssize_t got = 0;
-  for (;;) {
-    pollfd pfd{fds[0], POLLIN, 0};
-    const int ready = ::poll(&pfd, 1, 250);
-    if (ready < 0 && errno == EINTR) continue;
-    if (ready > 0) {
-      got = ::read(fds[0], buffer, sizeof buffer);
-      if (got < 0 && errno == EINTR) continue;
-      if (got <= 0) break;
-      output.append(buffer, static_cast<size_t>(got));
-    }
-    tick(output);
-  }
-  ::close(fds[0]);
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
-  return {code, output};
 }
 
 // The claims table of the runs just completed (`runs_per_entry[e]`: entry e's run ids).
@@ -151,7 +99,7 @@ void suite_entry_run(const SuiteOptions& o, const Suite& suite, const std::strin
   }
   std::fflush(stdout);
   const auto start = std::chrono::steady_clock::now();
-  auto [code, output] = run_child(args, [&](const std::string& so_far) {
+  auto [code, output] = child_process_run(args, [&](const std::string& so_far) {
     if (!progress.enabled()) return;
     const std::string step = last_eval_step(so_far);
     progress.draw(fmt::format("  suite {}: run {}/{} {} rep={}  elapsed {}{}", suite.name, index, total, label, rep,
@@ -188,7 +136,7 @@ void suite_summary_print(const SuiteOptions& o, const Suite& suite, const SuiteT
 }
 
 int suite_run(const SuiteOptions& o) {
-  const std::string exe = executable_path();
+  const std::string exe = child_process_self_path();
   const std::string path = suite_find(o.name, exe.empty() ? "" : fs::path(exe).parent_path().string());
   const Suite suite = suite_load(path);
   suite_entries_validate(suite, path);

@@ -2,15 +2,13 @@
 // `track annotations` (results/track.hpp; docs/reports.md, "Tracking and the CI gate").
 #include "results/track.hpp"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 
+#include "cli/child_process.hpp"
 #include "cli/commands.hpp"
 #include "cli/history_options.hpp"
 #include "core/errors.hpp"
@@ -40,26 +38,12 @@ struct TrackCliOptions {
   std::vector<std::string> command;
 };
 
-// Runs this program with `args`, its standard output discarded (stderr passes through);
-// returns the exit status.
-int run_self_quietly(const std::vector<std::string>& args) {
-  std::error_code ec;
-  const std::string exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  if (ec) DSGD_THROW(Error, "", "track calibrate: cannot find this program's path");
-  const pid_t pid = ::fork();
-  if (pid < 0) DSGD_THROW(Error, "", "track calibrate: fork() failed");
-  if (pid == 0) {
-    const int devnull = ::open("/dev/null", O_WRONLY);
-    if (devnull >= 0) ::dup2(devnull, STDOUT_FILENO);
-    std::vector<char*> argv{const_cast<char*>(exe.c_str())};
-    for (const std::string& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    ::execv(exe.c_str(), argv.data());
-    std::_Exit(127);
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+// `dsgd-bench ARGS...` as a child of this program, its stdout discarded; its exit status.
+int run_self_quietly(std::vector<std::string> args) {
+  const std::string exe = child_process_self_path();
+  if (exe.empty()) DSGD_THROW(Error, "", "track calibrate: cannot find this program's path");
+  args.insert(args.begin(), exe);
+  return child_process_run(args, [](const std::string&) {}).first;
 }
 
 int64_t newest_run_id(const Store& store) {
