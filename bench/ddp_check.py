@@ -17,6 +17,13 @@ repeat (--rounds), and the measured figure is the median over rounds of each rou
   python3 bench/ddp_check.py --bench build/dsgd-bench --out /tmp/ddp [--models mlp,resnet20]
       [--rounds 3] [--steps 30] [--batch 16]
 
+A slow network: run it under scripts/netns-cluster.sh (root), which puts two "hosts" in two
+network namespaces joined by a shaped veth link, and pass --netns: rank 0 of every run (and of
+the fabric measurement) starts in namespace a, rank 1 in namespace b (`ip netns exec`), gloo
+over the veth, so the fabric, DDP and Local SGD all cross the shaped link:
+
+  scripts/netns-cluster.sh --rate 100mbit -- python3 bench/ddp_check.py --netns --out /tmp/ddp_slow
+
 Targets (on a quiet machine): every predicted step within 10 % of the measured median; the
 ranking kept (Kendall tau >= 0.8, the same best configuration); at 2x and 4x the measured batch
 within 15 %. Needs python3-torch (scripts/install-deps.sh --bench-extras or --tests).
@@ -42,13 +49,35 @@ def free_port():
         return s.getsockname()[1]
 
 
+def netns_peer():
+    """(namespace of host b, address of host a) under scripts/netns-cluster.sh, else None."""
+    peer, addr = os.environ.get("DSGD_NETNS_PEER"), os.environ.get("DSGD_NETNS_ADDR")
+    return (peer, addr) if peer and addr else None
+
+
+def launch_pair(argv, port):
+    """Runs `python3 argv` as ranks 0 (here, namespace a) and 1 (namespace b) of a 2-process
+    torch.distributed job on host a's address; raises when either fails."""
+    peer, addr = netns_peer()
+    procs = []
+    for rank in (0, 1):
+        env = dict(os.environ, MASTER_ADDR=addr, MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
+                   LOCAL_RANK="0", GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1")
+        prefix = [] if rank == 0 else ["ip", "netns", "exec", peer]
+        procs.append(subprocess.Popen(prefix + [sys.executable] + argv, env=env, stdout=subprocess.DEVNULL))
+    codes = [p.wait() for p in procs]
+    if any(codes):
+        raise RuntimeError("%s: ranks exited with %s" % (" ".join(argv[:2]), codes))
+
+
 def worker(rank, world, port, model_name, variant, period, batch, warmup, steps, result_path):
     import torch
     import torch.distributed as dist
     import export_profile
 
     torch.set_num_threads(1)
-    os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    if port:  # else MASTER_ADDR/MASTER_PORT come from launch_pair
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
     torch.manual_seed(1)
     model, make_batch, loss_fn, _ = export_profile.build_example(model_name)
@@ -83,10 +112,14 @@ def worker(rank, world, port, model_name, variant, period, batch, warmup, steps,
 
 
 def measure(model, variant, period, batch, warmup, steps, out):
-    import torch.multiprocessing as mp
-
     path = os.path.join(out, "measured.json")
-    mp.spawn(worker, args=(2, free_port(), model, variant, period, batch, warmup, steps, path), nprocs=2)
+    if netns_peer():
+        launch_pair([os.path.abspath(__file__), "--worker", json.dumps(
+            [model, variant, period, batch, warmup, steps, path])], free_port())
+    else:
+        import torch.multiprocessing as mp
+
+        mp.spawn(worker, args=(2, free_port(), model, variant, period, batch, warmup, steps, path), nprocs=2)
     with open(path) as f:
         return json.load(f)
 
@@ -121,13 +154,29 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--netns", action="store_true",
+                    help="ranks in the two namespaces of scripts/netns-cluster.sh (run under it)")
+    ap.add_argument("--worker", help=argparse.SUPPRESS)  # one rank of a --netns run (JSON arguments)
     args = ap.parse_args()
+    if args.worker:
+        worker(int(os.environ["RANK"]), 2, 0, *json.loads(args.worker))
+        return
+    if args.netns and not netns_peer():
+        ap.error("--netns runs under scripts/netns-cluster.sh (root): "
+                 "scripts/netns-cluster.sh --rate 100mbit -- python3 bench/ddp_check.py --netns ...")
+    if not args.netns and netns_peer():
+        ap.error("under scripts/netns-cluster.sh pass --netns (else both ranks stay in one namespace)")
     os.makedirs(args.out, exist_ok=True)
     bench = os.path.abspath(args.bench)
     env = dict(os.environ, OMP_NUM_THREADS="1")
     fabric = os.path.join(args.out, "fabric.json")
-    subprocess.run([sys.executable, os.path.join(TOOLS, "export_fabric.py"), "--spawn", "2", "-o", fabric],
-                   check=True, env=env, capture_output=True)
+    if args.netns:
+        # Over the shaped link, the all-reduce only (what DDP and Local SGD use), up to 8 MiB.
+        launch_pair([os.path.join(TOOLS, "export_fabric.py"), "--ops", "allreduce", "--max-size", str(8 << 20),
+                     "--reps", "10", "-o", fabric], free_port())
+    else:
+        subprocess.run([sys.executable, os.path.join(TOOLS, "export_fabric.py"), "--spawn", "2", "-o", fabric],
+                       check=True, env=env, capture_output=True)
     db = os.path.join(args.out, "predictions.db")
     if os.path.exists(db):
         os.remove(db)

@@ -32,7 +32,9 @@
 # The command runs inside namespace a with DSGD_MPIEXEC=<the wrapper>, so `dsgd-bench run
 # --workers 2 --hostfile {hostfile}` self-launches exactly as on a real cluster
 # (`mpiexec -n 2 -f hosts dsgd-bench run ...`). In the command's arguments {hostfile} and
-# {mpiexec} are replaced by the paths above. Both hosts share the file system (same build,
+# {mpiexec} are replaced by the paths above. The command's environment also names the hosts
+# for launchers of their own (bench/ddp_check.py --netns): DSGD_NETNS_ADDR (host a's address),
+# DSGD_NETNS_PEER (host b's namespace, for `ip netns exec`), DSGD_NETNS_PEER_ADDR. Both hosts share the file system (same build,
 # same dataset, one database), as a cluster with a shared home would.
 #
 # Needs root (CAP_NET_ADMIN), ip and tc (Debian package iproute2), mpiexec (MPICH).
@@ -156,7 +158,8 @@ done
 echo "netns-cluster: hosts $IP_A ($NS_A) and $IP_B ($NS_B), veth eth0, MTU $MTU, link ${RATE:-unshaped}${RATE:+ (tbf burst $BURST, latency $TBF_LATENCY)}" >&2
 # In the background and waited for, so that a SIGINT/SIGTERM to this script runs the trap at
 # once (bash defers traps while a foreground child runs); the command gets the signal too.
-ip netns exec "$NS_A" env DSGD_MPIEXEC="$WORK/mpiexec" DSGD_NETNS_HOSTFILE="$WORK/hosts" "${args[@]}" &
+ip netns exec "$NS_A" env DSGD_MPIEXEC="$WORK/mpiexec" DSGD_NETNS_HOSTFILE="$WORK/hosts" \
+  DSGD_NETNS_ADDR="$IP_A" DSGD_NETNS_PEER="$NS_B" DSGD_NETNS_PEER_ADDR="$IP_B" "${args[@]}" &
 CHILD=$!
 # The signal is passed on, and the command gets up to 10 s to stop (dsgd-bench's launcher turns
 # it into one Ctrl-C for mpiexec, and rank 0 stores the run as interrupted) before the trap
