@@ -906,7 +906,8 @@ def write_cost_file(d, path):
 
 def build_example(name):
     """(model, make_batch, loss_fn, model_name) of a built-in example: mlp (784-256-10, inputs
-    flattened 28x28), mlp3 (784-512-256-10), cnn (small CNN, 3x32x32), resnet20 (3x32x32)."""
+    flattened 28x28), mlp3 (784-512-256-10), cnn (small CNN, 3x32x32), resnet20 (3x32x32), gpt
+    (2 decoder blocks, d-model 128, 4 heads, 64 tokens, byte vocabulary)."""
     import torch
     import torch.nn as nn
     import torch.nn.functional as F
@@ -981,10 +982,79 @@ def build_example(name):
 
         del F
         return ResNet20(), classification([3, 32, 32]), nn.CrossEntropyLoss(), "resnet20-3x32x32"
-    raise ValueError("unknown example model %r (mlp, mlp3, cnn, resnet20)" % name)
+    if name == "gpt":
+        # The shape of dsgd-bench's small GPT (--workload transformer --model gpt --layers 2
+        # --d-model 128 --heads 4 --seq 64, byte vocabulary): pre-LayerNorm decoder blocks with
+        # causal attention and a GELU MLP, learned positions, an untied head.
+        D, H, S, V, L = 128, 4, 64, 256, 2
+
+        class Attention(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.qkv = nn.Linear(D, 3 * D)
+                self.out = nn.Linear(D, D)
+                # additive, in float: gloo cannot broadcast a bool buffer (DDP broadcasts buffers)
+                self.register_buffer("mask", torch.full((S, S), float("-inf")).triu(1))
+
+            def forward(self, x):
+                b = x.shape[0]
+                q, k, v = (t.view(b, S, H, D // H).transpose(1, 2) for t in self.qkv(x).split(D, dim=2))
+                att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(D // H))
+                att = F.softmax(att + self.mask, dim=-1)
+                return self.out((att @ v).transpose(1, 2).contiguous().view(b, S, D))
+
+        class Block(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.ln1 = nn.LayerNorm(D)
+                self.attn = Attention()
+                self.ln2 = nn.LayerNorm(D)
+                self.fc = nn.Linear(D, 4 * D)
+                self.gelu = nn.GELU()
+                self.proj = nn.Linear(4 * D, D)
+
+            def forward(self, x):
+                x = x + self.attn(self.ln1(x))
+                return x + self.proj(self.gelu(self.fc(self.ln2(x))))
+
+        class GPT(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.wte = nn.Embedding(V, D)
+                self.wpe = nn.Embedding(S, D)
+                self.blocks = nn.Sequential(*[Block() for _ in range(L)])
+                self.lnf = nn.LayerNorm(D)
+                self.head = nn.Linear(D, V, bias=False)
+                self.register_buffer("pos", torch.arange(S))
+
+            def forward(self, idx):
+                return self.head(self.lnf(self.blocks(self.wte(idx) + self.wpe(self.pos))))
+
+        # A fixed token stream with structure (each token mostly follows from the one before),
+        # so that the next-token task is learnable; windows of S + 1 tokens at random offsets.
+        gen = torch.Generator().manual_seed(12345)
+        n = 1 << 16
+        succ = torch.randint(0, V, (V,), generator=gen).tolist()
+        noise = torch.randint(0, V, (n,), generator=gen).tolist()
+        keep = (torch.rand(n, generator=gen) < 0.8).tolist()
+        tokens = [0] * n
+        for i in range(1, n):
+            tokens[i] = succ[tokens[i - 1]] if keep[i] else noise[i]
+        stream = torch.tensor(tokens, dtype=torch.long)
+
+        def make_batch(b):
+            starts = torch.randint(0, stream.numel() - S - 1, (b,))
+            win = torch.stack([stream[s:s + S + 1] for s in starts.tolist()])
+            return win[:, :-1], win[:, 1:]
+
+        def loss_fn(logits, targets):
+            return F.cross_entropy(logits.reshape(-1, V), targets.reshape(-1))
+
+        return GPT(), make_batch, loss_fn, "gpt-l%d-d%d-s%d" % (L, D, S)
+    raise ValueError("unknown example model %r (mlp, mlp3, cnn, resnet20, gpt)" % name)
 
 
-EXAMPLES = ("mlp", "mlp3", "cnn", "resnet20")
+EXAMPLES = ("mlp", "mlp3", "cnn", "resnet20", "gpt")
 
 
 def _profile_example(index, args, batches, result=None):
