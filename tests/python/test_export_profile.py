@@ -265,6 +265,32 @@ class CommandLine(unittest.TestCase):
         self.assertEqual((g["batch_small"], g["batch_big"]), (16, 64))
         self.assertGreater(g["b_simple"], 0)
 
+    def test_gpt_example_is_the_small_gpt_and_trains(self):
+        model, make_batch, loss_fn, name = ep.build_example("gpt")
+        d, v, s, layers = 128, 256, 64, 2
+        per_block = 2 * 2 * d + (d * 3 * d + 3 * d) + (d * d + d) + (d * 4 * d + 4 * d) + (4 * d * d + d)
+        self.assertEqual(sum(p.numel() for p in model.parameters()), v * d + s * d + layers * per_block + 2 * d + d * v)
+        self.assertEqual(name, "gpt-l2-d128-s64")
+        # every buffer is one gloo can broadcast (DDP broadcasts buffers at construction)
+        self.assertTrue(all(b.dtype in (torch.float32, torch.int64) for b in model.buffers()))
+        torch.manual_seed(0)
+        x, y = make_batch(4)
+        self.assertEqual((tuple(x.shape), tuple(y.shape)), ((4, s), (4, s)))
+        self.assertTrue(torch.equal(x[:, 1:], y[:, :-1]))  # targets are the next tokens
+        # causal: the first position's logits do not depend on later tokens
+        x2 = x.clone()
+        x2[:, 1:] = (x2[:, 1:] + 1) % v
+        self.assertTrue(torch.allclose(model(x)[:, 0], model(x2)[:, 0]))
+        opt = torch.optim.SGD(model.parameters(), lr=0.1)
+        first = None
+        for _ in range(30):
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            opt.step()
+            first = first if first is not None else loss.item()
+        self.assertLess(loss.item(), 0.8 * first)  # one batch, fitted: the task is learnable
+
     def test_help_points_to_the_module(self):
         r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "export_profile.py"), "--help"],
                            capture_output=True, text=True)
