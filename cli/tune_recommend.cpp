@@ -44,6 +44,7 @@ struct RecommendOptions {
   int64_t validate = 0;  // --validate K: the top K on the real backend afterwards (cli/tune_validate.cpp)
   std::string prior =
       "off";  // --prior on|off: the theory prior (tuner/prior.hpp); off: measured no better (docs/tuner.md)
+  std::string reference_steps;  // --reference-steps STEPS@BATCH: a cost file's convergence point
   CLI::Option* trials_option = nullptr;
   CLI::Option* backend_option = nullptr;
 };
@@ -304,16 +305,26 @@ int run_cost_file_recommend(const RecommendOptions& o, const TuneSpec& spec) {
                "--workload {}: no network to time the configurations on (an ideal one would rank by compute "
                "alone)",
                spec.base.workload);
+  std::optional<ConvergenceReference> reference;
+  if (!o.reference_steps.empty()) reference = convergence_reference_parse("--reference-steps", o.reference_steps);
   Store store = Store::open(spec.base.db);
-  const CostFileRanking ranking = cost_file_rank(spec, store);
+  const CostFileRanking ranking = cost_file_rank(spec, store, reference);
   RunConfig best = ranking.rows.front().config;
   best.steps = spec.base.steps > 0 ? spec.base.steps : 100;
   nlohmann::json rows = nlohmann::json::array();
-  for (const CostFileRankRow& r : ranking.rows)
-    rows.push_back({{"configuration", candidate_key(r.candidate)},
-                    {"step_s", r.step_s},
-                    {"score", r.score},
-                    {"relative", r.relative}});
+  for (const CostFileRankRow& r : ranking.rows) {
+    nlohmann::json row = {{"configuration", candidate_key(r.candidate)},
+                          {"step_s", r.step_s},
+                          {"score", r.score},
+                          {"relative", r.relative}};
+    if (ranking.seconds) {
+      row["steps_to_target"] = r.steps;
+      row["steps_band"] = {r.steps_low, r.steps_high};
+      row["seconds_to_target"] = r.seconds;
+      row["seconds_band"] = {r.seconds_low, r.seconds_high};
+    }
+    rows.push_back(std::move(row));
+  }
   output_write(o, tune_config_toml(best));
   if (o.format == "json") {
     nlohmann::json out = {
@@ -326,11 +337,15 @@ int run_cost_file_recommend(const RecommendOptions& o, const TuneSpec& spec) {
              spec.base.workload, spec.base.workers, ranking.rows.size(), ranking.refused.size());
   fmt::print("  ranked by {}\n", ranking.basis);
   for (const std::string& n : ranking.notes) fmt::print("  note: {}\n", n);
-  fmt::print("\nrank  {:<36} {:>12} {:>14} {:>9}\n", "configuration", "step (ms)", ranking.unit, "vs best");
+  fmt::print("\nrank  {:<36} {:>12} {:>14} {:>9}{}\n", "configuration", "step (ms)", ranking.unit, "vs best",
+             ranking.seconds ? fmt::format(" {:>10} {:>21}", "steps", "band (s)") : std::string());
   for (size_t i = 0; i < ranking.rows.size(); ++i) {
     const CostFileRankRow& r = ranking.rows[i];
-    fmt::print("{:>4}  {:<36} {:>12.4f} {:>14.4g} {:>8.3f}x\n", i + 1, candidate_key(r.candidate), 1e3 * r.step_s,
-               r.score, r.relative);
+    fmt::print("{:>4}  {:<36} {:>12.4f} {:>14.4g} {:>8.3f}x{}\n", i + 1, candidate_key(r.candidate), 1e3 * r.step_s,
+               r.score, r.relative,
+               ranking.seconds ? fmt::format(" {:>10.0f} {:>21}", r.steps,
+                                             fmt::format("[{:.4g}, {:.4g}]", r.seconds_low, r.seconds_high))
+                               : std::string());
   }
   for (const Refusal& r : ranking.refused) fmt::print("  refused: {}: {}\n", candidate_key(r.candidate), r.reason);
   fmt::print("\npredicted best: {} (a prediction, not a measurement); to time it:\n  {}\n",
@@ -343,6 +358,11 @@ int run_recommend(const RecommendOptions& o) {
   RecommendSession session = session_resolve(o);
   // A stored session is never a cost file's (its ranking stores none), so --resume never lands here.
   if (cost_file_workload(session.spec.base.workload)) return run_cost_file_recommend(o, session.spec);
+  if (!o.reference_steps.empty())
+    DSGD_THROW(InputError, "drop --reference-steps: the search measures the time to --target by training",
+               "--reference-steps applies to a cost file or trace (--workload profile:FILE or chakra:FILE), not "
+               "--workload {}",
+               session.spec.base.workload);
   if (o.format != "table" && o.format != "json")
     DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
   const int jobs = jobs_resolve(o, session.spec);
@@ -396,6 +416,9 @@ void setup_tune_recommend(CLI::App& app) {
                   "on | off: a probe and the theory prior seed the initial design and are the GP's mean")
       ->capture_default_str();
   sub->add_option("--resume", o->resume, "continue SESSION (its stored options; finished trials are not rerun)");
+  sub->add_option("--reference-steps", o->reference_steps,
+                  "cost files: STEPS@BATCH, your model reached your target in STEPS steps of synchronous SGD at "
+                  "global batch BATCH; the ranking is then by predicted seconds to that target, with a band");
   sub->footer(
       "Examples:\n"
       "  dsgd-tune recommend --workload svm --workers 32 --bandwidth 100Mbps --latency 5ms --target acc=0.80 "

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "algorithms/variant.hpp"
 #include "core/errors.hpp"
@@ -36,9 +37,41 @@ RunConfig timed_config(const TuneSpec& spec, const Candidate& c) {
   return cfg;
 }
 
+// Steps to the target at global batch b from the reference, for a noise scale `noise` (none:
+// perfect scaling).
+double reference_steps_at(const ConvergenceReference& ref, std::optional<double> noise, double b) {
+  if (!noise) return ref.steps * ref.global_batch / b;
+  const double s_min = ref.steps / (1.0 + *noise / ref.global_batch);
+  return s_min * (1.0 + *noise / b);
+}
+
 }  // namespace
 
-CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read) {
+ConvergenceReference convergence_reference_parse(const std::string& flag, const std::string& text) {
+  const size_t at = text.find('@');
+  ConvergenceReference r;
+  bool ok = at != std::string::npos && at > 0 && at + 1 < text.size();
+  if (ok) {
+    try {
+      size_t used = 0;
+      r.steps = std::stod(text.substr(0, at), &used);
+      ok = used == at;
+      const std::string batch = text.substr(at + 1);
+      r.global_batch = static_cast<double>(std::stoll(batch, &used));
+      ok = ok && used == batch.size();
+    } catch (const std::exception&) {
+      ok = false;
+    }
+  }
+  if (!ok || !(r.steps > 0) || !std::isfinite(r.steps) || !(r.global_batch >= 1))
+    DSGD_THROW(InputError,
+               "pass STEPS@BATCH: the steps of synchronous SGD your model took to reach your target at that global "
+               "batch (batch x workers), e.g. 4000@256",
+               "{}: '{}' is not STEPS@BATCH with both positive", flag, text);
+  return r;
+}
+
+CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read, const std::optional<ConvergenceReference>& ref) {
   const TuneSpec spec = timing_space(spec_in);
   const CostFile file = cost_file_load(spec.base.workload);
   if (file.batches.size() == 1 && file.batches.front().batch == kCostBatchUnknown && spec.batches.size() > 1)
@@ -64,6 +97,22 @@ CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read) {
     row.step_s = trial_step_time_estimate(cfg, read);
     const double global = static_cast<double>(c.batch) * workers;
     row.score = file.noise_scale ? row.step_s * (1.0 + *file.noise_scale / global) : row.step_s / global;
+    if (ref) {
+      row.steps = reference_steps_at(*ref, file.noise_scale, global);
+      if (file.noise_scale) {
+        const double a = reference_steps_at(*ref, 0.5 * *file.noise_scale, global);
+        const double b = reference_steps_at(*ref, 2.0 * *file.noise_scale, global);
+        row.steps_low = std::min(a, b);
+        row.steps_high = std::max(a, b);
+      } else {
+        row.steps_low = std::min(row.steps, ref->steps);
+        row.steps_high = std::max(row.steps, ref->steps);
+      }
+      row.seconds = row.steps * row.step_s;
+      row.seconds_low = row.steps_low * row.step_s;
+      row.seconds_high = row.steps_high * row.step_s;
+      row.score = row.seconds;
+    }
     row.config = cfg;
     out.rows.push_back(std::move(row));
   }
@@ -73,7 +122,27 @@ CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read) {
   std::stable_sort(out.rows.begin(), out.rows.end(),
                    [](const CostFileRankRow& a, const CostFileRankRow& b) { return a.score < b.score; });
   for (CostFileRankRow& r : out.rows) r.relative = r.score / out.rows.front().score;
-  if (file.noise_scale) {
+  if (ref) {
+    out.seconds = true;
+    out.unit = "s to target";
+    out.basis = file.noise_scale
+                    ? fmt::format(
+                          "predicted seconds to your target: step time x S(B), S(B) = S_min (1 + B_noise / B) with "
+                          "B_noise = {:.4g} from the cost file and S_min = {:.4g} from your {:.4g} steps at global "
+                          "batch {:.0f} (McCandlish et al. 2018)",
+                          *file.noise_scale, ref->steps / (1.0 + *file.noise_scale / ref->global_batch), ref->steps,
+                          ref->global_batch)
+                    : fmt::format(
+                          "predicted seconds to your target: step time x S(B), S(B) = {:.4g} x {:.0f} / B from your "
+                          "{:.4g} steps at global batch {:.0f}, assuming perfect scaling (the cost file has no "
+                          "gradient noise scale; export it with --noise-scale)",
+                          ref->steps, ref->global_batch, ref->steps, ref->global_batch);
+    out.notes.push_back(
+        file.noise_scale
+            ? "band: B_noise from half to twice the file's (B_simple estimates the critical batch only to its order); "
+              "0 at your reference batch"
+            : "band: from perfect scaling (every sample counts) to none (as many steps as at your reference batch)");
+  } else if (file.noise_scale) {
     out.basis = fmt::format(
         "predicted time to a fixed target relative to the best: step time x (1 + B_noise / (batch x workers)), "
         "B_noise = {:.4g} from the cost file (McCandlish et al. 2018: steps to a target S = S_min (1 + B_noise / B))",

@@ -11,12 +11,24 @@
 // - Without it: the time per epoch at equal statistical efficiency, step time / (batch ×
 //   workers): every sample counts the same whatever the batch, H or algorithm.
 //
+// With a reference convergence point from the user (--reference-steps S_ref@B_ref: their
+// model reached their target in S_ref steps of synchronous SGD at global batch B_ref), the
+// steps at each global batch B, and with the step time the seconds to that target, are
+// predicted, with a band:
+// - with B_noise: S_min = S_ref / (1 + B_noise / B_ref) and S(B) = S_min (1 + B_noise / B);
+//   the band takes B_noise from half to twice the file's (B_simple, an estimate of McCandlish et
+//   al.'s critical batch of the same order, not a measurement of it); it is 0 at B = B_ref;
+// - without: perfect scaling, S(B) = S_ref B_ref / B (every sample counts the same, the
+//   ranking above); the band runs from that to no scaling at all, S(B) = S_ref.
+// The ranking's figure is then the predicted seconds.
+//
 // Both take Local SGD's and the other periodic variants' H as statistically free (their steps
 // to a target equal synchronous SGD's at the same global batch): an optimistic assumption that
 // favours large H, said with the result. The learning-rate rule has no effect on time and is
 // not searched.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -25,12 +37,26 @@
 
 namespace dsgd {
 
+// A convergence point the user measured: their target reached in `steps` steps of synchronous
+// SGD at global batch `global_batch`.
+struct ConvergenceReference {
+  double steps = 0;
+  double global_batch = 0;
+};
+
+// Parses "STEPS@BATCH" (both positive; STEPS may be fractional, BATCH an integer). Throws
+// InputError naming `flag` otherwise.
+ConvergenceReference convergence_reference_parse(const std::string& flag, const std::string& text);
+
 struct CostFileRankRow {
   Candidate candidate;
   RunConfig config;     // the candidate's run (timing-only on the sim backend)
   double step_s = 0;    // simulated time per step
   double score = 0;     // the ranking's figure (CostFileRanking::basis); smaller is better
   double relative = 1;  // score / the best's score
+  // With a ConvergenceReference: predicted steps and seconds to the target, and the band.
+  double steps = 0, steps_low = 0, steps_high = 0;
+  double seconds = 0, seconds_low = 0, seconds_high = 0;
 };
 
 struct CostFileRanking {
@@ -39,11 +65,13 @@ struct CostFileRanking {
   std::string basis;                  // what score is, in words
   std::string unit;                   // score's unit ("s per sample", "relative")
   std::vector<std::string> notes;     // the assumptions the ranking rests on
+  bool seconds = false;               // rows carry steps and seconds to the target
 };
 
 // Times and ranks every feasible candidate of spec (base.workload a cost file). `read` gives the
 // host's calibrated fabric when neither --bandwidth nor --fabric is given. Throws InputError for
 // a bad file, a space with no configuration that has a timing rule, or a bad space.
-CostFileRanking cost_file_rank(const TuneSpec& spec, Store& read);
+CostFileRanking cost_file_rank(const TuneSpec& spec, Store& read,
+                               const std::optional<ConvergenceReference>& reference = std::nullopt);
 
 }  // namespace dsgd

@@ -104,6 +104,38 @@ a, b = rows["localsgd H=16 b=16 lr=linear"], rows["localsgd H=16 b=64 lr=linear"
 for x, batch in ((a, 16), (b, 64)):
     assert abs(x["score"] - x["step_s"] * (1 + 4096 / (batch * 8))) < 1e-12 * x["score"], x
 PY
+# A convergence point of the user's (--reference-steps STEPS@BATCH) turns the ranking into
+# predicted seconds to the target: S(B) = S_min (1 + B_noise / B), S_min from the point, a band
+# from B_noise / 2 to 2 B_noise (0 at the reference batch); without a noise scale, perfect
+# scaling, banded by no scaling.
+"$TUNE" "${tune[@]}" --workload profile:mlp_gns.json --db tune.db --format json --reference-steps 1000@512 > ref.json ||
+  fail "ranking with a reference point failed"
+"$TUNE" "${tune[@]}" --workload profile:mlp.json --db tune.db --format json --reference-steps 1000@512 > ref_plain.json ||
+  fail "ranking with a reference point and no noise scale failed"
+python3 - <<'PY' || fail "the seconds to the target are not S(B) x step"
+import json
+r = json.load(open("ref.json"))
+assert r["unit"] == "s to target" and "S_min = 111.1" in r["basis"], r["basis"]
+rows = {x["configuration"]: x for x in r["ranking"]}
+def steps(noise, b):
+    return 1000 / (1 + noise / 512) * (1 + noise / b)
+for key, batch in (("localsgd H=16 b=16 lr=linear", 16), ("localsgd H=16 b=64 lr=linear", 64)):
+    x, b = rows[key], batch * 8
+    assert abs(x["steps_to_target"] - steps(4096, b)) < 1e-9 * steps(4096, b), x
+    assert abs(x["seconds_to_target"] - x["step_s"] * steps(4096, b)) < 1e-9 * x["seconds_to_target"], x
+    lo, hi = sorted((steps(2048, b), steps(8192, b)))
+    assert abs(x["steps_band"][0] - lo) < 1e-9 * lo and abs(x["steps_band"][1] - hi) < 1e-9 * hi, x
+assert rows["localsgd H=16 b=64 lr=linear"]["steps_band"][0] == rows["localsgd H=16 b=64 lr=linear"]["steps_band"][1]
+p = {x["configuration"]: x for x in json.load(open("ref_plain.json"))["ranking"]}
+x = p["localsgd H=16 b=16 lr=linear"]  # B = 128: 4x the steps of B = 512, band down to no scaling
+assert abs(x["steps_to_target"] - 4000) < 1e-9 and x["steps_band"] == [1000, 4000], x
+PY
+expect_error "is not STEPS@BATCH with both positive" "$TUNE" "${tune[@]}" --workload profile:mlp.json --db tune.db \
+  --reference-steps 1000x512
+expect_error "is not STEPS@BATCH with both positive" "$TUNE" "${tune[@]}" --workload profile:mlp.json --db tune.db \
+  --reference-steps -5@512
+expect_error "applies to a cost file or trace" "$TUNE" recommend --workload svm --workers 2 --batch 16 --algos ssgd \
+  --target acc=0.5 --db bad.db --reference-steps 1000@512
 expect_error "no network to time the configurations on" "$TUNE" recommend --workload profile:mlp.json \
   --workers 8 --algos ssgd --batch 16 --db bad.db
 echo "PASS"
