@@ -320,8 +320,8 @@ int run_cost_file_recommend(const RecommendOptions& o, const TuneSpec& spec) {
     if (ranking.seconds) {
       row["steps_to_target"] = r.steps;
       row["steps_band"] = {r.steps_low, r.steps_high};
-      row["seconds_to_target"] = r.seconds;
-      row["seconds_band"] = {r.seconds_low, r.seconds_high};
+      row["seconds_to_target"] = r.score;
+      row["seconds_band"] = {r.steps_low * r.step_s, r.steps_high * r.step_s};
     }
     rows.push_back(std::move(row));
   }
@@ -343,9 +343,10 @@ int run_cost_file_recommend(const RecommendOptions& o, const TuneSpec& spec) {
     const CostFileRankRow& r = ranking.rows[i];
     fmt::print("{:>4}  {:<36} {:>12.4f} {:>14.4g} {:>8.3f}x{}\n", i + 1, candidate_key(r.candidate), 1e3 * r.step_s,
                r.score, r.relative,
-               ranking.seconds ? fmt::format(" {:>10.0f} {:>21}", r.steps,
-                                             fmt::format("[{:.4g}, {:.4g}]", r.seconds_low, r.seconds_high))
-                               : std::string());
+               ranking.seconds
+                   ? fmt::format(" {:>10.0f} {:>21}", r.steps,
+                                 fmt::format("[{:.4g}, {:.4g}]", r.steps_low * r.step_s, r.steps_high * r.step_s))
+                   : std::string());
   }
   for (const Refusal& r : ranking.refused) fmt::print("  refused: {}: {}\n", candidate_key(r.candidate), r.reason);
   fmt::print("\npredicted best: {} (a prediction, not a measurement); to time it:\n  {}\n",

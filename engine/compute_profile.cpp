@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
-#include <optional>
 
 #include "algorithms/optimizer.hpp"
 #include "core/clock.hpp"
@@ -20,6 +19,26 @@
 
 extern "C" void openblas_set_num_threads(int);
 extern "C" int openblas_get_num_threads(void);
+
+namespace dsgd {
+namespace {
+
+// OpenBLAS's thread count (which the layer kernels follow) set for a scope, then restored.
+class OpenblasThreads {
+ public:
+  explicit OpenblasThreads(int64_t n) : before_(openblas_get_num_threads()) {
+    openblas_set_num_threads(static_cast<int>(n));
+  }
+  ~OpenblasThreads() { openblas_set_num_threads(before_); }
+  OpenblasThreads(const OpenblasThreads&) = delete;
+  OpenblasThreads& operator=(const OpenblasThreads&) = delete;
+
+ private:
+  int before_;
+};
+
+}  // namespace
+}  // namespace dsgd
 
 namespace dsgd {
 
@@ -358,19 +377,16 @@ int64_t compute_profile_store_new(Store& store, const RunConfig& model, const st
                                   int64_t iters, const std::string& by) {
   std::unique_ptr<Communicator> self = communicator_create_self();
   ComputeProfileSetup setup = compute_profile_setup(model, batches);
-  // The run's threads per worker (the kernels follow OpenBLAS's count), not whatever the
-  // process had: OpenBLAS's default is every core, and a worker of --threads 1 measured on two
-  // runs at another speed (and with another spread) than the one it stands for.
-  struct ThreadsFor {
-    int before = openblas_get_num_threads();
-    explicit ThreadsFor(int64_t n) { openblas_set_num_threads(static_cast<int>(n)); }
-    ~ThreadsFor() { openblas_set_num_threads(before); }
-    ThreadsFor(const ThreadsFor&) = delete;
-    ThreadsFor& operator=(const ThreadsFor&) = delete;
-  };
-  std::optional<ThreadsFor> threads;
-  threads.emplace(model.threads);
-  const std::vector<ProfileRow> rows = compute_profile_measure(setup, model, batches, iters, *self);
+  std::vector<ProfileRow> rows;
+  std::vector<OptimizerProfileRow> optimizers;
+  {
+    // The run's threads per worker (the kernels follow OpenBLAS's count), not whatever the
+    // process had: OpenBLAS's default is every core, and a worker of --threads 1 measured on
+    // two runs at another speed (and with another spread) than the one it stands for.
+    const OpenblasThreads threads(model.threads);
+    rows = compute_profile_measure(setup, model, batches, iters, *self);
+    optimizers = compute_profile_measure_optimizers(setup, model, iters, *self);
+  }
   const nlohmann::json config = {{"workers", 1},
                                  {"threads", model.threads},
                                  {"profile-only", true},
@@ -383,8 +399,6 @@ int64_t compute_profile_store_new(Store& store, const RunConfig& model, const st
                                  {"profile_seed", kComputeProfileSeed},
                                  {"conditions", compute_profile_conditions(setup.data.train, 1)}};
   const CalibrationRecord record = calibration_record_make(*self, 1, config);
-  const std::vector<OptimizerProfileRow> optimizers = compute_profile_measure_optimizers(setup, model, iters, *self);
-  threads.reset();
   const int64_t id = store.calibration_begin(record);
   store.profiles_append(id, rows);
   optimizer_profiles_append(store, id, optimizers);

@@ -539,8 +539,9 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
   if (store) {
     for (const CalibrationRecord& cal : store->calibrations_list(0)) {
       if (cal.host != host) continue;
-      if (compute_profile_threads_differ(cal, cfg)) {
-        other_threads.push_back(compute_profile_threads(cal));
+      const int64_t threads = compute_profile_threads(cal);
+      if (threads > 0 && threads != cfg.threads) {
+        other_threads.push_back(threads);
         continue;
       }
       std::vector<ProfileRow> rows;
@@ -567,7 +568,7 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
                              opt ? compute_profile_optimizer_key(cfg) : std::string("not profiled: 0"));
       for (const std::string& w : compute_profile_warnings(rows))
         p.warnings.push_back(fmt::format("calibration {}: {}", cal.id, w));
-      if (compute_profile_threads(cal) == 0)
+      if (threads == 0)
         p.warnings.push_back(fmt::format(
             "calibration {} does not record the threads per worker it measured with (a profile measured "
             "automatically before they were recorded ran at OpenBLAS's default, every core); --threads is {}: "

@@ -25,8 +25,8 @@ RunConfig validation_config(RunConfig cfg, const std::string& source, Validation
                source);
   if (cfg.workers < 2) {
     observer.note(
-        fmt::format("validate needs at least 2 workers: it runs 2 MPI ranks against 2 simulated workers "
-                    "(the file says {})",
+        fmt::format("validate needs at least 2 workers (the file says {}): it runs 2 MPI ranks against 2 "
+                    "simulated workers",
                     cfg.workers));
     cfg.workers = 2;
   }
@@ -99,30 +99,31 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
         fmt::format("no calibrated fabric of this host in {}: measuring it first, so the prediction does "
                     "not take communication as free",
                     cfg.db));
-    observer.child_begin("fabric", "calibrate --workers 2 --quick", ++index, total);
-    child_calibrate_fabric(cfg.db, 2, [&](const std::string& line) { observer.child_line(line); });
+    observer.child_begin("fabric", fmt::format("calibrate --workers {} --quick", cfg.workers), ++index, total);
+    child_calibrate_fabric(cfg.db, static_cast<int>(cfg.workers),
+                           [&](const std::string& line) { observer.child_line(line); });
   }
-  const bool colocated = validation_profile_colocated(cfg);
   const RunConfig profile = validation_profile_config(cfg);
   RunConfig measured = cfg;
   measured.tag = "validate:measured";
-  auto child = [&](const RunConfig& c, const char* role, const char* what) {
+  auto child = [&](const RunConfig& c, const char* role, const std::string& what) {
     observer.child_begin(role, what, ++index, total);
     return child_run_config(c, fmt::format("validate: {}", role), "",
                             [&](const std::string& line) { observer.child_line(line); });
   };
   ValidationRecord v;
-  const std::string profile_what =
-      colocated ? fmt::format("{} ranks side by side, no communication, stragglers or emulation", cfg.workers)
-                : std::string("1 worker, no stragglers or emulation");
-  v.profile_run_id = child(profile, "profile", profile_what.c_str());
-  v.measured_run_id = child(measured, "measured", "mpi, 2 ranks");
+  v.profile_run_id =
+      child(profile, "profile",
+            profile.workers > 1
+                ? fmt::format("{} ranks side by side, no communication, stragglers or emulation", profile.workers)
+                : std::string("1 worker, no stragglers or emulation"));
+  v.measured_run_id = child(measured, "measured", fmt::format("mpi, {} ranks", cfg.workers));
   RunConfig simulated = cfg;
   simulated.backend = "sim";
   simulated.profile_from = v.profile_run_id;
   simulated.native_floor = true;  // the measured collectives last at least the native fabric's time
   simulated.tag = "validate:simulated";
-  v.simulated_run_id = child(simulated, "predicted", "sim, 2 workers");
+  v.simulated_run_id = child(simulated, "predicted", fmt::format("sim, {} workers", cfg.workers));
 
   const RunWithSummary m = store.run_get(v.measured_run_id);
   const RunWithSummary s = store.run_get(v.simulated_run_id);

@@ -39,10 +39,11 @@ RunConfig timed_config(const TuneSpec& spec, const Candidate& c) {
 
 // Steps to the target at global batch b from the reference, for a noise scale `noise` (none:
 // perfect scaling).
+double reference_s_min(const ConvergenceReference& ref, double noise) {
+  return ref.steps / (1.0 + noise / ref.global_batch);
+}
 double reference_steps_at(const ConvergenceReference& ref, std::optional<double> noise, double b) {
-  if (!noise) return ref.steps * ref.global_batch / b;
-  const double s_min = ref.steps / (1.0 + *noise / ref.global_batch);
-  return s_min * (1.0 + *noise / b);
+  return noise ? reference_s_min(ref, *noise) * (1.0 + *noise / b) : ref.steps * ref.global_batch / b;
 }
 
 }  // namespace
@@ -108,10 +109,7 @@ CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read, const std::
         row.steps_low = std::min(row.steps, ref->steps);
         row.steps_high = std::max(row.steps, ref->steps);
       }
-      row.seconds = row.steps * row.step_s;
-      row.seconds_low = row.steps_low * row.step_s;
-      row.seconds_high = row.steps_high * row.step_s;
-      row.score = row.seconds;
+      row.score = row.steps * row.step_s;
     }
     row.config = cfg;
     out.rows.push_back(std::move(row));
@@ -130,8 +128,7 @@ CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read, const std::
                           "predicted seconds to your target: step time x S(B), S(B) = S_min (1 + B_noise / B) with "
                           "B_noise = {:.4g} from the cost file and S_min = {:.4g} from your {:.4g} steps at global "
                           "batch {:.0f} (McCandlish et al. 2018)",
-                          *file.noise_scale, ref->steps / (1.0 + *file.noise_scale / ref->global_batch), ref->steps,
-                          ref->global_batch)
+                          *file.noise_scale, reference_s_min(*ref, *file.noise_scale), ref->steps, ref->global_batch)
                     : fmt::format(
                           "predicted seconds to your target: step time x S(B), S(B) = {:.4g} x {:.0f} / B from your "
                           "{:.4g} steps at global batch {:.0f}, assuming perfect scaling (the cost file has no "

@@ -54,9 +54,9 @@ struct CostFileRankRow {
   double step_s = 0;    // simulated time per step
   double score = 0;     // the ranking's figure (CostFileRanking::basis); smaller is better
   double relative = 1;  // score / the best's score
-  // With a ConvergenceReference: predicted steps and seconds to the target, and the band.
+  // With a ConvergenceReference: predicted steps to the target and their band (the seconds
+  // are these times step_s; score is the middle one).
   double steps = 0, steps_low = 0, steps_high = 0;
-  double seconds = 0, seconds_low = 0, seconds_high = 0;
 };
 
 struct CostFileRanking {
@@ -65,7 +65,7 @@ struct CostFileRanking {
   std::string basis;                  // what score is, in words
   std::string unit;                   // score's unit ("s per sample", "relative")
   std::vector<std::string> notes;     // the assumptions the ranking rests on
-  bool seconds = false;               // rows carry steps and seconds to the target
+  bool seconds = false;               // rows carry steps to the target (score: seconds to it)
 };
 
 // Times and ranks every feasible candidate of spec (base.workload a cost file). `read` gives the

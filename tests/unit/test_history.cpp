@@ -7,31 +7,12 @@
 
 #include "core/errors.hpp"
 #include "results/history.hpp"
+#include "stored_runs.hpp"
 
 namespace dsgd {
 namespace {
 
-RunWithSummary run_of(int64_t id, const std::string& commit, double step_time, const std::string& host = "node1") {
-  RunWithSummary r;
-  r.run.id = id;
-  r.run.status = RunStatus::run_completed;
-  r.run.workload = "svm";
-  r.run.dataset = "fashion-mnist";
-  r.run.algorithm = "ssgd";
-  r.run.backend = "mpi";
-  r.run.workers = 2;
-  r.run.batch = 64;
-  r.run.steps = 100;
-  r.run.host = host;
-  r.run.cpu_model = "cpu";
-  r.run.git_commit = commit;
-  r.run.config_json = "{}";
-  Summary s;
-  s.step_time_s = step_time;
-  s.throughput_samples_per_s = 128 / step_time;
-  r.summary = s;
-  return r;
-}
+using testing::history_run;
 
 TEST(History, SeriesPerCaseAndMachineWithTheChangeAtItsCommit) {
   std::vector<RunWithSummary> runs;
@@ -40,10 +21,10 @@ TEST(History, SeriesPerCaseAndMachineWithTheChangeAtItsCommit) {
   for (int c = 0; c < 12; ++c)
     for (int rep = 0; rep < 3; ++rep) {
       const double noise = 1 + 0.01 * (rep - 1);
-      runs.push_back(run_of(id++, "c" + std::to_string(c), (c >= 7 ? 1.2 : 1.0) * 0.010 * noise));
-      runs.push_back(run_of(id++, "c" + std::to_string(c), 0.010 * noise, "node2"));
+      runs.push_back(history_run(id++, "c" + std::to_string(c), (c >= 7 ? 1.2 : 1.0) * 0.010 * noise));
+      runs.push_back(history_run(id++, "c" + std::to_string(c), 0.010 * noise, "node2"));
     }
-  RunWithSummary failed = run_of(id++, "c3", 1.0);
+  RunWithSummary failed = history_run(id++, "c3", 1.0);
   failed.run.status = RunStatus::run_failed;
   runs.push_back(failed);
   HistoryOptions o;

@@ -13,6 +13,7 @@
 #include "results/history.hpp"
 #include "results/history_import.hpp"
 #include "results/noise_floor.hpp"
+#include "stored_runs.hpp"
 
 namespace dsgd {
 namespace {
@@ -131,33 +132,13 @@ TEST(HistoryImport, StoredSeriesReadBackAndASecondImportAddsNothing) {
   std::filesystem::remove(path);
 }
 
-RunWithSummary run_of(int64_t id, const std::string& commit, double step_time) {
-  RunWithSummary r;
-  r.run.id = id;
-  r.run.status = RunStatus::run_completed;
-  r.run.workload = "svm";
-  r.run.dataset = "fashion-mnist";
-  r.run.cpu_model = "cpu";
-  r.run.algorithm = "ssgd";
-  r.run.backend = "mpi";
-  r.run.workers = 2;
-  r.run.batch = 64;
-  r.run.steps = 100;
-  r.run.host = "node1";
-  r.run.git_commit = commit;
-  r.run.config_json = "{}";
-  Summary s;
-  s.step_time_s = step_time;
-  s.throughput_samples_per_s = 128 / step_time;
-  r.summary = s;
-  return r;
-}
+using testing::history_run;
 
 TEST(NoiseFloor, CoefficientOfVariationOfTheRunsAndTheFloorOfAMedian) {
   std::vector<RunWithSummary> runs;
   const double values[] = {1.0, 1.1, 0.9, 1.0, 1.0};  // mean 1, sample sd sqrt(0.02 / 4)
-  for (int i = 0; i < 5; ++i) runs.push_back(run_of(i + 1, "abc", values[i]));
-  runs.push_back(run_of(9, "abc", 5.0));  // one run of another case (batch 128): too few
+  for (int i = 0; i < 5; ++i) runs.push_back(history_run(i + 1, "abc", values[i]));
+  runs.push_back(history_run(9, "abc", 5.0));  // one run of another case (batch 128): too few
   runs.back().run.batch = 128;
   const std::vector<NoiseFloor> floors = noise_floor_measure(runs, {"step_time_s"});
   ASSERT_EQ(floors.size(), 1u);
@@ -170,7 +151,7 @@ TEST(NoiseFloor, CoefficientOfVariationOfTheRunsAndTheFloorOfAMedian) {
 }
 
 TEST(History, BusyHostMark) {
-  RunWithSummary r = run_of(1, "abc", 1.0);
+  RunWithSummary r = history_run(1, "abc", 1.0);
   EXPECT_FALSE(history_run_loaded(r));  // unknown conditions: not marked
   r.summary->host_load = 0.3;
   r.summary->cpu_steal = 0.01;
@@ -180,7 +161,7 @@ TEST(History, BusyHostMark) {
   r.summary->host_load = 0.1;
   r.summary->cpu_steal = 0.2;
   EXPECT_TRUE(history_run_loaded(r));
-  const std::vector<HistorySeries> s = history_build({r, run_of(2, "abc", 1.0)}, {});
+  const std::vector<HistorySeries> s = history_build({r, history_run(2, "abc", 1.0)}, {});
   ASSERT_EQ(s.size(), 1u);
   EXPECT_EQ(s[0].points[0].loaded, 1u);
   EXPECT_EQ(s[0].points[0].count, 2u);

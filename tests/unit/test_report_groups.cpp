@@ -12,41 +12,12 @@
 #include "results/html_report.hpp"
 #include "results/html_run_groups.hpp"
 #include "results/html_scale.hpp"
+#include "stored_runs.hpp"
 
 namespace dsgd {
 namespace {
 
-RunWithSummary run_of(int64_t id, const std::string& algorithm, int64_t period, int64_t batch, double throughput,
-                      uint64_t seed, RunStatus status = RunStatus::run_completed) {
-  RunWithSummary r;
-  r.run.id = id;
-  r.run.status = status;
-  r.run.workload = "svm";
-  r.run.dataset = "fashion-mnist";
-  r.run.algorithm = algorithm;
-  r.run.backend = "sim";
-  r.run.workers = 4;
-  r.run.batch = batch;
-  r.run.period = period;
-  r.run.steps = 100;
-  r.run.seed = seed;
-  r.run.host = "node1";
-  r.run.cpu_model = "cpu";
-  r.run.git_commit = "c0";
-  r.run.config_json = fmt::format(R"({{"algo":"{}","period":{},"batch":{},"seed":{},"tag":"rep={}"}})", algorithm,
-                                  period, batch, seed, seed);
-  if (status == RunStatus::run_completed) {
-    Summary s;
-    s.throughput_samples_per_s = throughput;
-    s.step_time_s = batch * 4 / throughput;
-    s.compute_s = s.step_time_s * 0.6;
-    s.comm_s = s.step_time_s * 0.3;
-    s.wait_s = s.step_time_s * 0.1;
-    s.timed_steps = 90;
-    r.summary = s;
-  }
-  return r;
-}
+using testing::report_run;
 
 bool period_applies(const std::string& algorithm, const std::string& knob) {
   return knob != "period" || algorithm != "ssgd";
@@ -56,10 +27,10 @@ TEST(ReportGroups, RepetitionsAreOneGroupWithMedianIqrAndN) {
   std::vector<RunWithSummary> runs;
   // localsgd H=8 b=64: 5 repetitions (one stopped at a budget, left out of the medians).
   const double values[] = {100, 140, 120, 110, 130};
-  for (uint64_t seed = 0; seed < 5; ++seed) runs.push_back(run_of(1 + seed, "localsgd", 8, 64, values[seed], seed));
-  runs.push_back(run_of(6, "localsgd", 8, 64, 0, 9, RunStatus::run_stopped));
-  runs.push_back(run_of(7, "ssgd", 1, 64, 50, 0));
-  runs.push_back(run_of(8, "ssgd", 1, 64, 70, 1));
+  for (uint64_t seed = 0; seed < 5; ++seed) runs.push_back(report_run(1 + seed, "localsgd", 8, 64, values[seed], seed));
+  runs.push_back(report_run(6, "localsgd", 8, 64, 0, 9, RunStatus::run_stopped));
+  runs.push_back(report_run(7, "ssgd", 1, 64, 50, 0));
+  runs.push_back(report_run(8, "ssgd", 1, 64, 70, 1));
   const HtmlRunGrouping g = html_group_runs(runs, period_applies);
   ASSERT_EQ(g.groups.size(), 2u);
   // Sorted by what varies (the algorithm): localsgd, then ssgd.
@@ -85,8 +56,8 @@ TEST(ReportGroups, VaryingKnobsFacetSortAndPivot) {
   int64_t id = 1;
   // localsgd over H x batch (H out of order, 16 before 4), and ssgd over batch.
   for (int64_t h : {16, 4})
-    for (int64_t b : {256, 32}) runs.push_back(run_of(id++, "localsgd", h, b, 1000.0 * b / h, 0));
-  for (int64_t b : {256, 32}) runs.push_back(run_of(id++, "ssgd", 1, b, 10.0 * b, 0));
+    for (int64_t b : {256, 32}) runs.push_back(report_run(id++, "localsgd", h, b, 1000.0 * b / h, 0));
+  for (int64_t b : {256, 32}) runs.push_back(report_run(id++, "ssgd", 1, b, 10.0 * b, 0));
   const HtmlRunGrouping g = html_group_runs(runs, period_applies);
   ASSERT_EQ(g.groups.size(), 6u);
   EXPECT_EQ(g.varying, (std::vector<std::string>{"algorithm", "period", "batch"}));
@@ -124,7 +95,7 @@ TEST(ReportGroups, AThirdVaryingKnobGivesOneHeatmapPerValue) {
   for (int workers : {16, 4})
     for (int64_t h : {4, 16})
       for (int64_t b : {32, 256}) {
-        RunWithSummary r = run_of(id++, "localsgd", h, b, 100.0 * workers, 0);
+        RunWithSummary r = report_run(id++, "localsgd", h, b, 100.0 * workers, 0);
         r.run.workers = workers;
         runs.push_back(r);
       }

@@ -10,48 +10,19 @@
 
 #include "results/html_history.hpp"
 #include "results/html_report.hpp"
+#include "stored_runs.hpp"
 
 namespace dsgd {
 namespace {
 
-RunWithSummary run_of(int64_t id, const std::string& algorithm, int64_t period, int64_t batch, double throughput,
-                      uint64_t seed, RunStatus status = RunStatus::run_completed) {
-  RunWithSummary r;
-  r.run.id = id;
-  r.run.status = status;
-  r.run.workload = "svm";
-  r.run.dataset = "fashion-mnist";
-  r.run.algorithm = algorithm;
-  r.run.backend = "sim";
-  r.run.workers = 4;
-  r.run.batch = batch;
-  r.run.period = period;
-  r.run.steps = 100;
-  r.run.seed = seed;
-  r.run.host = "node1";
-  r.run.cpu_model = "cpu";
-  r.run.git_commit = "c0";
-  r.run.config_json = fmt::format(R"({{"algo":"{}","period":{},"batch":{},"seed":{},"tag":"rep={}"}})", algorithm,
-                                  period, batch, seed, seed);
-  if (status == RunStatus::run_completed) {
-    Summary s;
-    s.throughput_samples_per_s = throughput;
-    s.step_time_s = batch * 4 / throughput;
-    s.compute_s = s.step_time_s * 0.6;
-    s.comm_s = s.step_time_s * 0.3;
-    s.wait_s = s.step_time_s * 0.1;
-    s.timed_steps = 90;
-    r.summary = s;
-  }
-  return r;
-}
+using testing::report_run;
 
 HistorySeries series_with_change() {
   std::vector<RunWithSummary> runs;
   int64_t id = 1;
   for (int c = 0; c < 12; ++c)
     for (int rep = 0; rep < 3; ++rep) {
-      RunWithSummary r = run_of(id++, "ssgd", 1, 64, 0, static_cast<uint64_t>(rep));
+      RunWithSummary r = report_run(id++, "ssgd", 1, 64, 0, static_cast<uint64_t>(rep));
       r.run.git_commit = "commit" + std::to_string(c);
       r.run.created_at = fmt::format("2026-12-01T00:{:02d}:00Z", c);
       r.summary->step_time_s = (c >= 7 ? 1.3 : 1.0) * 0.010 * (1 + 0.01 * (rep - 1));
