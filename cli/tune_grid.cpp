@@ -1,6 +1,7 @@
 // `dsgd-tune grid`: every configuration of the search space with --seeds seeds at the full
 // trial time R, stored as a tuning session of kind 'grid' (tuner/grid.hpp) for `dsgd-tune bench`
-// to replay. Same workload, cluster and space flags as `recommend`; resumable with --resume.
+// to replay. Same workload, cluster and space flags as `recommend`; resumable with --resume, and
+// widened to more seeds with --resume N --seeds K (the trials of the seeds it has are kept).
 // Prints, per configuration, the median time-to-target over the seeds, best first; the last
 // line is `session_id=<id>`.
 #include <fmt/format.h>
@@ -28,15 +29,17 @@ namespace {
 struct GridOptions {
   TuneSpaceOptions space;
   int64_t seeds = 3;
+  bool seeds_given = false;  // --seeds on the command line (with --resume: widen the grid)
   int64_t resume = 0;
 };
 
-// The grid to run: the stored one of --resume (refused when not a grid or already completed),
-// or a new one planned from the flags (session_id 0: not stored yet).
+// The grid to run: the stored one of --resume (refused when not a grid, or already completed
+// unless --seeds widens it), or a new one planned from the flags (session_id 0: not stored yet).
 struct GridSession {
   GridPlan grid;
   int64_t session_id = 0;
   std::string db;
+  bool widened = false;  // --seeds raised the stored grid's seed count (its spec is rewritten)
 };
 
 GridSession grid_resolve(const GridOptions& o) {
@@ -48,10 +51,20 @@ GridSession grid_resolve(const GridOptions& o) {
     if (s.kind != "grid")
       DSGD_THROW(InputError, "resume it with `dsgd-tune recommend --resume`", "session {} is a {} session, not a grid",
                  o.resume, s.kind);
-    if (s.status == TuneSessionStatus::session_completed)
-      DSGD_THROW(InputError, fmt::format("replay it with `dsgd-tune bench --grid {}`", o.resume),
+    nlohmann::json spec = nlohmann::json::parse(s.spec_json);
+    const int64_t stored_seeds = spec.at("grid-seeds").get<int64_t>();
+    if (o.seeds_given && o.seeds < stored_seeds)
+      DSGD_THROW(InputError, fmt::format("pass --seeds {} or more, or leave --seeds out", stored_seeds),
+                 "--seeds {} would drop seeds of grid session {}, which has {}: a grid only grows", o.seeds, o.resume,
+                 stored_seeds);
+    g.widened = o.seeds_given && o.seeds > stored_seeds;
+    if (s.status == TuneSessionStatus::session_completed && !g.widened)
+      DSGD_THROW(InputError,
+                 fmt::format("replay it with `dsgd-tune bench --grid {}`, or add seeds with --seeds {}", o.resume,
+                             stored_seeds + 1),
                  "grid session {} is already completed", o.resume);
-    g.grid = grid_plan_from_json(nlohmann::json::parse(s.spec_json));
+    if (g.widened) spec["grid-seeds"] = o.seeds;
+    g.grid = grid_plan_from_json(spec);
     g.grid.plan.spec.base.db = g.db;
     g.session_id = o.resume;
   } else {
@@ -61,11 +74,14 @@ GridSession grid_resolve(const GridOptions& o) {
   return g;
 }
 
-// Stores a new grid session as running, or marks the resumed one running again; returns its id.
-int64_t grid_session_start(Store& store, const GridPlan& grid, int64_t session_id) {
-  if (session_id != 0) {
-    tune_session_set_status(store, session_id, TuneSessionStatus::session_running);
-    return session_id;
+// Stores a new grid session as running, or marks the resumed one running again (with its new
+// seed count when widened); returns its id.
+int64_t grid_session_start(Store& store, const GridSession& g) {
+  const GridPlan& grid = g.grid;
+  if (g.session_id != 0) {
+    if (g.widened) tune_session_set_spec(store, g.session_id, grid_spec_to_json(grid).dump());
+    tune_session_set_status(store, g.session_id, TuneSessionStatus::session_running);
+    return g.session_id;
   }
   TuneSessionRow row;
   row.kind = "grid";
@@ -168,7 +184,7 @@ int run_grid(const GridOptions& o) {
   grid.plan.jobs = tune_space_options_jobs(o.space, grid.plan.spec.base.threads);
   Store store = Store::open(g.db);
   grid.plan.missing_profiles = tune_missing_profiles(grid.plan, store);
-  const int64_t session_id = grid_session_start(store, grid, g.session_id);
+  const int64_t session_id = grid_session_start(store, g);
   print_grid_header(grid, session_id, g.db, o.resume > 0);
   tune_interrupt_start(g.db, session_id, "grid");
   const bool tty = isatty(STDERR_FILENO) != 0;
@@ -195,8 +211,11 @@ void setup_tune_grid(CLI::App& app) {
       "grid", "Run every configuration of a small search space at the full trial time, for `dsgd-tune bench`");
   sub->option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   tune_space_options_bind(sub, o->space, "R: every trial's budget (required), e.g. 0.5s");
-  sub->add_option("--seeds", o->seeds, "seeds per configuration")->capture_default_str();
-  sub->add_option("--resume", o->resume, "continue grid SESSION (finished trials are not rerun)");
+  sub->add_option("--seeds", o->seeds, "seeds per configuration (with --resume: widen the grid to this many)")
+      ->capture_default_str()
+      ->each([o](const std::string&) { o->seeds_given = true; });
+  sub->add_option("--resume", o->resume,
+                  "continue grid SESSION (finished trials are not rerun); with --seeds K, also a completed one");
   sub->footer(
       "Example:\n"
       "  dsgd-tune grid --workload svm --dataset fashion-mnist --workers 32 --bandwidth 100Mbps --latency 5ms "

@@ -68,6 +68,12 @@ void tune_session_set_status(Store& store, int64_t id, TuneSessionStatus status)
   stmt.run();
 }
 
+void tune_session_set_spec(Store& store, int64_t id, const std::string& spec_json) {
+  SqlStatement stmt(store.handle(), "UPDATE tune_sessions SET spec_json = ? WHERE id = ?");
+  stmt.bind_all(spec_json, id);
+  stmt.run();
+}
+
 void tune_session_finish(Store& store, int64_t id, TuneSessionStatus status, const std::string& result_json,
                          const std::string& error) {
   SqlStatement stmt(store.handle(),

@@ -59,6 +59,8 @@ bool tune_tables_exist(const Store& store);
 
 int64_t tune_session_begin(Store& store, const TuneSessionRow& row);
 void tune_session_set_status(Store& store, int64_t id, TuneSessionStatus status);
+// Replaces a session's stored spec (a grid widened to more seeds).
+void tune_session_set_spec(Store& store, int64_t id, const std::string& spec_json);
 void tune_session_finish(Store& store, int64_t id, TuneSessionStatus status, const std::string& result_json,
                          const std::string& error);
 // Throws InputError naming the database when the session does not exist (or the schema

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <memory>
 #include <set>
@@ -40,6 +41,17 @@ namespace {
 
 constexpr double kDefaultTrialTimeS = 60;   // R with --trials alone
 constexpr double kTrialShareOfBudget = 20;  // R = budget / 20 by default
+// Adaptive capping (Hutter et al., ParamILS, JAIR 2009, for runtime minimisation), with a
+// slack for the seed-to-seed spread of a time-to-target (10-30 % on the grids of docs/tuner.md):
+// once a configuration has reached the target at t*, a leader is one within kLeaderMargin x t*.
+// Later rungs run at most that long (a configuration that has not reached the target by then
+// is no leader, whatever it does later), such a configuration is not promoted, and the final
+// race takes the leaders only.
+constexpr double kLeaderMargin = 1.5;
+// A race trial on a new seed runs at most kRaceCap x the slowest leader's first time: the
+// leaders' order may change from seed to seed, not by that factor.
+constexpr double kRaceCap = 2;
+
 // On MPI successive halving promotes, beside the best 1/eta, the trials within 10 % of the
 // last promoted one (about the run-to-run spread of a real step time, docs/tuner.md
 // "Validation on MPI").
@@ -127,27 +139,40 @@ void plan_trial_time(TunePlan& plan) {
   }
 }
 
+// What one configuration of the initial design costs through every rung at most: each rung's
+// budget (capped at `cap`: adaptive capping, SearchState::capped) times the share of
+// configurations that get there (1, 1/eta, 1/eta²), in trials and in evaluation seconds.
+struct HalvingCost {
+  double trials = 0, seconds = 0;
+};
+HalvingCost halving_cost_per_config(const TunePlan& plan, double cap = std::numeric_limits<double>::infinity()) {
+  HalvingCost c;
+  for (size_t i = 0; i < plan.rungs.size(); ++i) {
+    const double share = 1.0 / std::pow(plan.spec.eta, static_cast<double>(i));
+    c.trials += share;
+    c.seconds += std::min(plan.rungs[i], cap) * share;
+  }
+  return c;
+}
+
 // The design: 3 rungs of R/eta², R/eta, R, the initial design n0 (less a quarter for the GP
-// proposals) and the planned trial count. SH with 3 rungs costs about n0 * R / eta * (1 + ...)
-// = n0 R / 3 (eta 3); the race adds (race_top x (race_seeds - 1)) trials of R (its first seed is
-// the top rung's).
+// proposals) and the planned trial count. SH with 3 rungs costs at most n0 * R / eta (eta 3:
+// each rung's budget times the share that gets there); the race adds race_top x (race_seeds - 1)
+// trials (its first seed is the top rung's), set aside at R/eta each: they are capped at
+// kRaceCap x the leaders' times, which successive halving has found within its rungs. What the
+// first pass leaves goes to further passes (further_pass_size).
 void plan_design(TunePlan& plan) {
   const TuneSpec& spec = plan.spec;
   const double eta = spec.eta;
   const double race_extra = static_cast<double>(spec.race_top * (spec.race_seeds - 1));
   const int rungs = 3;
   for (int i = rungs - 1; i >= 0; --i) plan.rungs.push_back(plan.trial_time_s / std::pow(eta, i));
-  double rung_cost_per_config = 0;  // in trials, and in R
-  double rung_time_per_config = 0;
-  for (int i = 0; i < rungs; ++i) {
-    rung_cost_per_config += 1.0 / std::pow(eta, i);
-    rung_time_per_config += plan.rungs[static_cast<size_t>(i)] / std::pow(eta, i);
-  }
+  const HalvingCost per_config = halving_cost_per_config(plan);
   double n0 = static_cast<double>(plan.space.feasible.size());
   if (spec.budget_s > 0)
-    n0 = std::min(n0, std::floor((spec.budget_s - race_extra * plan.trial_time_s) / rung_time_per_config));
+    n0 = std::min(n0, std::floor((spec.budget_s - race_extra * plan.rungs[1]) / per_config.seconds));
   if (spec.trials > 0)
-    n0 = std::min(n0, std::floor((static_cast<double>(spec.trials) - race_extra) / rung_cost_per_config));
+    n0 = std::min(n0, std::floor((static_cast<double>(spec.trials) - race_extra) / per_config.trials));
   n0 = std::max(n0,
                 static_cast<double>(std::min<size_t>(plan.space.feasible.size(), static_cast<size_t>(spec.race_top))));
   plan.initial_design = static_cast<size_t>(n0);
@@ -220,12 +245,31 @@ struct SearchState {
   // Best standing per candidate: (rung index reached, its trial).
   std::map<size_t, std::pair<int, TrialRow>> standing;
 
-  // The censored order: the higher rung first, then the better objective, then the index.
+  // The best time-to-target reached so far (+inf when none has reached the target).
+  double incumbent_s() const {
+    double t = std::numeric_limits<double>::infinity();
+    for (const auto& [i, s] : standing)
+      if (s.second.reached) t = std::min(t, s.second.time_s);
+    return t;
+  }
+  // A trial's budget capped at kLeaderMargin x the incumbent (adaptive capping), at most `budget`.
+  double capped(double budget) const { return std::min(budget, kLeaderMargin * incumbent_s()); }
+  // No leader, not worth a longer trial: reached the target later than the cap, or censored at
+  // or past it.
+  bool dominated(const TrialRow& t) const {
+    const double cap = kLeaderMargin * incumbent_s();
+    return t.reached ? t.time_s > cap : t.budget_s >= cap * (1 - 1e-9);
+  }
+
+  // The censored order: a reached trial by its time whatever its rung (its time-to-target is
+  // final: the same schedule at any budget), before every censored one; censored ones by the
+  // longer budget, then the better progress; then the index.
   bool before(size_t a, size_t b) const {
-    const auto& sa = standing.at(a);
-    const auto& sb = standing.at(b);
-    if (sa.first != sb.first) return sa.first > sb.first;
-    const TrialScore x = score_of(sa.second), y = score_of(sb.second);
+    const TrialRow& ta = standing.at(a).second;
+    const TrialRow& tb = standing.at(b).second;
+    if (ta.reached != tb.reached) return ta.reached;
+    if (!ta.reached && ta.budget_s != tb.budget_s) return ta.budget_s > tb.budget_s;
+    const TrialScore x = score_of(ta), y = score_of(tb);
     if (tune_objective_better(x, y)) return true;
     if (tune_objective_better(y, x)) return false;
     return a < b;
@@ -235,7 +279,7 @@ struct SearchState {
 // Runs the `alive` candidates at rung `rung`'s budget; returns those that ran (the budget may
 // stop it early).
 std::vector<size_t> rung_run(SearchState& st, size_t rung, const std::vector<size_t>& alive) {
-  const double budget = st.plan.rungs[rung];
+  const double budget = st.capped(st.plan.rungs[rung]);
   std::vector<size_t> ran;
   std::vector<TrialRequest> reqs;
   reqs.reserve(alive.size());
@@ -282,7 +326,8 @@ void proposals_run(SearchState& st, std::vector<size_t>& ran) {
 
 // successive_halving_promote: the best ceil(n/eta) of `ran` (sorted) in the censored order (and
 // those within the plan's margin of the last of them: 0 on sim, where a trial is deterministic),
-// and at least race_top so the final race has its candidates at the full budget.
+// and at least race_top so the final race has its candidates at the full budget; never one
+// censored at or past the cap (SearchState::dominated).
 std::vector<size_t> rung_promote(const SearchState& st, const std::vector<size_t>& ran) {
   const TuneSpec& spec = st.plan.spec;
   std::vector<RungEntry> entries;
@@ -292,25 +337,21 @@ std::vector<size_t> rung_promote(const SearchState& st, const std::vector<size_t
   }
   std::vector<size_t> next;
   for (int64_t id : successive_halving_promote(entries, spec.eta, st.plan.promote_margin))
-    next.push_back(static_cast<size_t>(id));
+    if (!st.dominated(st.standing.at(static_cast<size_t>(id)).second)) next.push_back(static_cast<size_t>(id));
   for (size_t i : ran)
     if (next.size() < std::min<size_t>(ran.size(), static_cast<size_t>(spec.race_top)) &&
-        std::find(next.begin(), next.end(), i) == next.end())
+        std::find(next.begin(), next.end(), i) == next.end() && !st.dominated(st.standing.at(i).second))
       next.push_back(i);
   return next;
 }
 
-// Successive halving over the plan's rungs from the initial design (with the proposals after
-// rung 0), until the last rung or the budget.
-void rungs_run(SearchState& st) {
+// Successive halving over the plan's rungs from `alive` (with the plan's proposals after rung 0
+// when with_proposals), until the last rung or the budget.
+void rungs_run(SearchState& st, std::vector<size_t> alive, bool with_proposals) {
   const TunePlan& plan = st.plan;
-  const TuneSpec& spec = plan.spec;
-  std::vector<size_t> alive = plan.prior_log_time.empty()
-                                  ? space_fill_sample(st.all, plan.initial_design, spec.base.seed)
-                                  : prior_design(st.all, plan.prior_log_time, plan.initial_design, spec.base.seed);
   for (size_t rung = 0; rung < plan.rungs.size() && !alive.empty(); ++rung) {
     std::vector<size_t> ran = rung_run(st, rung, alive);
-    if (rung == 0 && plan.proposals > 0 && !st.runner.exhausted && ran.size() == alive.size()) {
+    if (rung == 0 && with_proposals && plan.proposals > 0 && !st.runner.exhausted && ran.size() == alive.size()) {
       proposals_run(st, ran);
       alive = ran;
     }
@@ -323,11 +364,99 @@ void rungs_run(SearchState& st) {
   }
 }
 
+// What the race is expected to cost, in evaluation seconds: race_top x (race_seeds - 1) trials,
+// each about a leader's time-to-target (at most kLeaderMargin x the incumbent); R each while
+// none has reached the target. A leader slower on the new seed costs up to kRaceCap x that: the
+// race then runs out and says so.
+double race_cost_estimate_s(const SearchState& st) {
+  const TuneSpec& spec = st.plan.spec;
+  const double each = std::min(st.plan.trial_time_s, kLeaderMargin * st.incumbent_s());
+  return static_cast<double>(spec.race_top * (spec.race_seeds - 1)) * each;
+}
+
+// How many untried configurations one more pass of successive halving can take from what the
+// budget has left once the race is set aside: capping and trials answered by shorter ones cost
+// less than the plan's bound, which sized the first pass; 0 when the budget is spent.
+size_t further_pass_size(const SearchState& st) {
+  const TunePlan& plan = st.plan;
+  const TuneSpec& spec = plan.spec;
+  if (st.runner.exhausted || st.standing.size() >= st.all.size()) return 0;
+  const HalvingCost per_config = halving_cost_per_config(plan, kLeaderMargin * st.incumbent_s());
+  double n = static_cast<double>(st.all.size() - st.standing.size());
+  if (spec.budget_s > 0)
+    n = std::min(n, std::floor((spec.budget_s - st.result.used_s - race_cost_estimate_s(st)) / per_config.seconds));
+  if (spec.trials > 0)
+    n = std::min(n, std::floor((static_cast<double>(spec.trials - st.runner.trials_counted) -
+                                static_cast<double>(spec.race_top * (spec.race_seeds - 1))) /
+                               per_config.trials));
+  return n >= 1 ? static_cast<size_t>(n) : 0;
+}
+
+// The next pass's configurations: GP + weighted EI over every trial so far (tuner/proposals.hpp),
+// then untried ones in space-filling order when it proposes fewer (too few reached the target).
+std::vector<size_t> further_pass_design(SearchState& st, size_t n, size_t pass) {
+  std::vector<std::pair<size_t, TrialScore>> observed;
+  std::set<size_t> tried;
+  for (const auto& [i, s] : st.standing) {
+    observed.emplace_back(i, score_of(s.second));
+    tried.insert(i);
+  }
+  std::vector<size_t> next;
+  try {
+    for (const Proposal& p : proposals_weighted_ei(st.all, observed, tried, n, st.seed0 + pass, st.plan.prior_log_time))
+      next.push_back(p.index);
+  } catch (const Error&) {  // the GP could not be fitted: space-filling below
+  }
+  if (next.size() < n) {  // the points farthest from those tried and proposed
+    std::vector<size_t> start(tried.begin(), tried.end());
+    start.insert(start.end(), next.begin(), next.end());
+    const size_t k = std::min(st.all.size(), start.size() + (n - next.size()));
+    for (size_t i : space_fill_sample(st.all, k, st.seed0 + pass, start))
+      if (next.size() < n && !tried.count(i) && std::find(next.begin(), next.end(), i) == next.end()) next.push_back(i);
+  }
+  return next;
+}
+
+// Successive halving from the initial design, then further passes while the budget left allows
+// (each from the proposals of everything seen), keeping the race's share.
+void passes_run(SearchState& st) {
+  const TunePlan& plan = st.plan;
+  const TuneSpec& spec = plan.spec;
+  rungs_run(st,
+            plan.prior_log_time.empty()
+                ? space_fill_sample(st.all, plan.initial_design, spec.base.seed)
+                : prior_design(st.all, plan.prior_log_time, plan.initial_design, spec.base.seed),
+            true);
+  size_t more = 0;
+  for (size_t pass = 1; (more = further_pass_size(st)) > 0; ++pass) {
+    const std::vector<size_t> design = further_pass_design(st, more, pass);
+    if (design.empty()) break;
+    st.result.notes.push_back(fmt::format("budget left after pass {}: a further pass of {} configuration{}", pass,
+                                          design.size(), design.size() == 1 ? "" : "s"));
+    rungs_run(st, design, false);
+  }
+}
+
+// The race's leaders: of the first race_top of `ranked`, those that reached the target within
+// kLeaderMargin of the best, and the runner-up when it reached it too (the best's first seed may
+// have been a lucky one); all of the first race_top when none reached it.
+std::vector<size_t> race_leaders(const SearchState& st, const std::vector<size_t>& ranked) {
+  const size_t top = std::min<size_t>(ranked.size(), static_cast<size_t>(st.plan.spec.race_top));
+  const double best = st.incumbent_s();
+  std::vector<size_t> leaders;
+  for (size_t k = 0; k < top; ++k) {
+    const TrialRow& t = st.standing.at(ranked[k]).second;
+    if (!std::isfinite(best) || (t.reached && (k < 2 || t.time_s <= kLeaderMargin * best)))
+      leaders.push_back(ranked[k]);
+  }
+  return leaders;
+}
+
 // Final race: the first `top` of `ranked` over race_seeds seeds at the full budget R, seed by
 // seed, as one list of independent trials; every seed's dataset held meanwhile (one copy for
 // all of them unless the dataset is generated from the seed). Returns each raced candidate's
 // trials.
-std::map<size_t, std::vector<TrialRow>> race_run(SearchState& st, const std::vector<size_t>& ranked, size_t top,
+std::map<size_t, std::vector<TrialRow>> race_run(SearchState& st, const std::vector<size_t>& leaders,
                                                  const std::shared_ptr<const DatasetPair>& data) {
   const TuneSpec& spec = st.plan.spec;
   const double R = st.plan.trial_time_s;
@@ -336,14 +465,20 @@ std::map<size_t, std::vector<TrialRow>> race_run(SearchState& st, const std::vec
   std::vector<std::shared_ptr<const DatasetPair>> seed_data{data};  // empty against an evaluator
   std::vector<TrialRequest> reqs;
   std::vector<size_t> which;
+  // On a new seed, capped at kRaceCap x the slowest leader's first time (R when one has not
+  // reached the target).
+  double slowest = 0;
+  for (size_t i : leaders)
+    slowest = std::max(slowest, st.standing.at(i).second.reached ? st.standing.at(i).second.time_s : R);
+  const double new_seed_budget = std::min(R, kRaceCap * slowest);
   for (int64_t s = 0; s < spec.race_seeds; ++s) {
     RunConfig seeded = spec.base;
     seeded.seed = st.seed0 + static_cast<uint64_t>(s);
     if (s > 0 && st.runner.serial) st.runner.serial->begin_seed(seeded.seed);
     if (s > 0 && !st.runner.serial) seed_data.push_back(dataset_load_shared(seeded));
-    for (size_t k = 0; k < top; ++k) {
-      reqs.push_back({st.all[ranked[k]], seeded.seed, R, "race"});
-      which.push_back(ranked[k]);
+    for (size_t i : leaders) {
+      reqs.push_back({st.all[i], seeded.seed, s == 0 ? R : new_seed_budget, "race"});
+      which.push_back(i);
     }
   }
   const auto got = st.runner.trials(reqs, false);
@@ -366,9 +501,12 @@ void ranking_make(SearchState& st, const std::vector<size_t>& ranked,
       result.ranking.push_back(
           ranked_make(plan, st.all[i], {st.standing.at(i).second}, st.standing.at(i).second.budget_s, false));
   }
+  // Raced first; then a reached time-to-target whatever its budget (it is final), before the
+  // censored ones, which go by the longer budget.
   std::stable_sort(result.ranking.begin(), result.ranking.end(), [&](const RankedConfig& a, const RankedConfig& b) {
     if (a.raced != b.raced) return a.raced;
-    if (a.fidelity_s != b.fidelity_s) return a.fidelity_s > b.fidelity_s;
+    if (a.median.reached != b.median.reached) return a.median.reached;
+    if (!a.median.reached && a.fidelity_s != b.fidelity_s) return a.fidelity_s > b.fidelity_s;
     return tune_objective_better(a.median, b.median);
   });
 }
@@ -391,13 +529,12 @@ void note_resolution_limit(TuneResult& result) {
 // against an evaluator).
 void search(const TunePlan& plan, Runner& runner, TuneResult& result, const std::shared_ptr<const DatasetPair>& data) {
   SearchState st{plan, runner, result, plan.space.feasible, plan.spec.base.seed, {}};
-  rungs_run(st);
+  passes_run(st);
   std::vector<size_t> ranked;
   ranked.reserve(st.standing.size());
   for (const auto& [i, s] : st.standing) ranked.push_back(i);
   std::sort(ranked.begin(), ranked.end(), [&](size_t a, size_t b) { return st.before(a, b); });
-  const size_t top = std::min<size_t>(ranked.size(), static_cast<size_t>(plan.spec.race_top));
-  const auto race = race_run(st, ranked, top, data);
+  const auto race = race_run(st, race_leaders(st, ranked), data);
   if (runner.exhausted) result.notes.push_back("the budget ran out during the final race: some seeds are missing");
   ranking_make(st, ranked, race);
   verdict_make(plan, result);

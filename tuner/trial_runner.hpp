@@ -1,6 +1,7 @@
 // The tuner's trial runner (internal to tuner/recommend.cpp and tuner/resolution.cpp): decides
-// each trial the search asks for, in request order, as stored (resume), answered by a shorter
-// trial that stopped for a reason a longer budget would not change, or run, on the live pool
+// each trial the search asks for, in request order, as stored (resume), answered by another
+// trial of it that stopped within this one's budget for a reason a longer budget would not
+// change (the target reached, a divergence, its last step), or run, on the live pool
 // (TrialPool, up to its jobs at a time, each run copied into the session's database) or by an
 // evaluator (a stored grid's replay). It keeps the budget's bookkeeping (trials and evaluation
 // seconds counted, the best so far for the progress line) and each candidate's schedule
@@ -151,8 +152,10 @@ struct Runner {
     });
   }
 
-  // A stored trial (resume) or one answered by a shorter trial that stopped for a reason a
-  // longer budget would not change (same schedule: a longer trial would stop there too).
+  // A stored trial (resume) or one answered by another trial of the same configuration and
+  // seed that stopped within q's budget for a reason a longer budget would not change (same
+  // schedule: a trial of q's budget would stop there too, whether the other's was shorter or
+  // longer — a capped rung can ask for less than an earlier rung ran).
   std::optional<TrialRow> answered(const TrialRequest& q, bool count) {
     const std::string ck = candidate_key(q.candidate);
     const std::string key = trial_key(ck, q.seed, q.budget);
@@ -168,10 +171,11 @@ struct Runner {
       return it->second;
     }
     for (const TrialRow& t : by_config[ck + "|" + std::to_string(q.seed)]) {
-      // Stopped for a reason a longer budget would not change (not "budget: ...").
+      // Stopped for a reason a longer budget would not change (not "budget: ..."), within q's
+      // budget (a trial of a longer budget that stopped before q's would have stopped there too).
       const bool final_stop =
           t.reached || t.status == TrialStatus::trial_failed || t.stop_kind != StopKind::stop_budget;
-      if (t.budget_s < q.budget && final_stop) {
+      if (final_stop && t.time_s <= q.budget * (1 + 1e-9)) {
         if (count) ++result.trials_reused;
         return t;
       }

@@ -1,5 +1,6 @@
 # dsgd-tune grid on a tiny space (every configuration x 2 seeds at R, a session of kind grid;
-# resumable: a grid that lost trials runs only those), then dsgd-tune bench replaying the
+# resumable: a grid that lost trials runs only those; widened to more seeds with --resume
+# --seeds, never narrowed), then dsgd-tune bench replaying the
 # strategies against it (no training: no new runs), and bad input: a grid without
 # --trial-time, bench on an unknown session, on a session that is not a grid, with --reps 0,
 # an unknown strategy, a budget fraction outside (0, 1].
@@ -37,12 +38,25 @@ grep -q "3 trials run, 9 kept from before" resumed.out || { cat resumed.out; fai
 [[ $(sql t.db "SELECT count(*) FROM trials WHERE session_id=$G") == 12 ]] || fail "resumed grid is not complete"
 expect_error "already completed" "$TUNE" grid --resume "$G" --db t.db
 
+# Widening a completed grid to 3 seeds runs the third seed's 6 trials only, and the stored spec
+# says 3 (a later resume or replay sees them); fewer seeds than it has are refused.
+cp t.db w.db
+"$TUNE" grid --resume "$G" --seeds 3 --db w.db > widened.out 2>&1 || { cat widened.out; fail "grid --resume --seeds 3 failed"; }
+grep -q "6 trials run, 12 kept from before" widened.out || { cat widened.out; fail "widening did not run only the new seed"; }
+[[ $(sql w.db "SELECT count(DISTINCT seed) FROM trials WHERE session_id=$G") == 3 ]] || fail "the widened grid lacks a third seed"
+[[ "$(gtrials t.db "$G")" == "$(sql w.db "SELECT config_key, seed, budget_s, reached, time_s, progress, steps FROM trials WHERE session_id=$G ORDER BY id LIMIT 12")" ]] ||
+  fail "widening changed the stored trials"
+"$TUNE" bench --grid "$G" --db w.db --reps 3 --strategies exhaustive --budget-fraction 1 | grep -q "(3 seeds)" ||
+  fail "bench does not see the widened grid's 3 seeds"
+expect_error "would drop seeds" "$TUNE" grid --resume "$G" --seeds 2 --db w.db
+expect_error "already completed" "$TUNE" grid --resume "$G" --seeds 3 --db w.db
+
 runs=$(sql t.db "SELECT count(*) FROM runs")
-"$TUNE" bench --grid "$G" --db t.db --reps 4 --strategies tuner,random,hyperband --budget-fraction 0.5,1 \
+"$TUNE" bench --grid "$G" --db t.db --reps 4 --strategies tuner,random,hyperband,exhaustive --budget-fraction 0.5,1 \
   > bench.out 2>&1 || { cat bench.out; fail "bench failed"; }
 cat bench.out
 [[ $(sql t.db "SELECT count(*) FROM runs") == "$runs" ]] || fail "bench trained: the run count changed"
-[ "$(grep -cE '^(tuner|random|hyperband) ' bench.out)" -eq 6 ] || fail "expected 3 strategies x 2 budgets"
+[ "$(grep -cE '^(tuner|random|hyperband|exhaustive) ' bench.out)" -eq 8 ] || fail "expected 4 strategies x 2 budgets"
 "$TUNE" bench --grid "$G" --db t.db --reps 2 --format json > bench.json || fail "bench --format json failed"
 python3 -c "import json,sys; j=json.load(open('bench.json')); assert len(j['strategies'])==2 and len(j['strategies'][0]['reps'])==2" ||
   fail "bench JSON lacks the strategies or their repetitions"

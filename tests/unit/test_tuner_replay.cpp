@@ -1,12 +1,17 @@
 // The replay benchmark of `dsgd-tune bench` (tuner/replay.hpp) on a synthetic grid: a trial cut
 // at a budget as the live callback would cut it, the regret and cost arithmetic, a strategy
-// given the whole budget finding the best, and bad input (unknown session, a session that is
-// not a grid, reps 0, an unknown strategy, a budget fraction outside (0, 1]).
+// given the whole budget finding the best, the exhaustive floor, and bad input (unknown
+// session, a session that is not a grid, reps 0, an unknown strategy, a budget fraction outside
+// (0, 1]). Also the search itself against the replay (tuner/recommend.hpp tune_search): its
+// trials capped at the leaders' margin, the race of the leaders only, further passes on what
+// the first one left.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
+#include <set>
 
 #include "core/errors.hpp"
 #include "results/store.hpp"
@@ -14,6 +19,7 @@
 #include "results/tune_store.hpp"
 #include "tuner/hyperband.hpp"
 #include "tuner/prior.hpp"
+#include "tuner/recommend.hpp"
 #include "tuner/replay.hpp"
 
 namespace dsgd {
@@ -72,16 +78,10 @@ GridTrial synthetic_trial(const std::string& key, uint64_t seed, double reach_s)
   return g;
 }
 
-// Times to the target per configuration and seed: A is best on seed 1, B on seed 2.
-StoredGrid synthetic_grid(const std::vector<uint64_t>& seeds) {
-  const std::map<std::string, std::vector<double>> reach = {
-      {"localsgd H=4 b=16 lr=linear", {0.10, 0.12}},  // A
-      {"localsgd H=4 b=32 lr=linear", {0.11, 0.11}},  // B
-      {"localsgd H=2 b=16 lr=linear", {0.20, 0.20}},
-      {"localsgd H=2 b=32 lr=linear", {0.25, 0.25}},
-      {"ssgd b=16 lr=linear", {9, 9}},  // never
-      {"ssgd b=32 lr=linear", {9, 9}},
-  };
+using ReachTimes = std::map<std::string, std::vector<double>>;  // configuration -> time per seed
+
+// A grid of these times to the target (the synthetic space of replay_spec).
+StoredGrid synthetic_grid(const std::vector<uint64_t>& seeds, const ReachTimes& reach) {
   StoredGrid g;
   g.session_id = 7;
   g.spec = replay_spec();
@@ -95,6 +95,19 @@ StoredGrid synthetic_grid(const std::vector<uint64_t>& seeds) {
       g.trials[{key, seeds[s]}] = t;
     }
   return g;
+}
+
+// Times to the target per configuration and seed: A is best on seed 1, B on seed 2.
+StoredGrid synthetic_grid(const std::vector<uint64_t>& seeds) {
+  const ReachTimes reach = {
+      {"localsgd H=4 b=16 lr=linear", {0.10, 0.12}},  // A
+      {"localsgd H=4 b=32 lr=linear", {0.11, 0.11}},  // B
+      {"localsgd H=2 b=16 lr=linear", {0.20, 0.20}},
+      {"localsgd H=2 b=32 lr=linear", {0.25, 0.25}},
+      {"ssgd b=16 lr=linear", {9, 9}},  // never
+      {"ssgd b=32 lr=linear", {9, 9}},
+  };
+  return synthetic_grid(seeds, reach);
 }
 
 TEST(TunerReplay, CutsTheCurveAtTheBudgetAsALiveTrialWould) {
@@ -168,6 +181,126 @@ TEST(TunerReplay, StrategiesGivenTheWholeBudgetFindTheBest) {
   o.strategies = {"random"};
   const BenchReport tenth = bench_run(grid, o);  // named: a range-for over a temporary's member dangles
   for (const BenchRep& rep : tenth.rows[0].reps) EXPECT_LE(rep.cost_share, 0.1 + 1e-9);
+}
+
+TEST(TunerReplay, ExhaustiveTakesTheBestMedianOfTheSearchSeedsAtTheirWholeCost) {
+  const StoredGrid grid = synthetic_grid({1, 2});
+  BenchOptions o;
+  o.reps = 2;
+  o.strategies = {"exhaustive"};
+  o.budget_fractions = {0.1};  // ignored: it runs everything on the search seeds
+  const BenchReport r = bench_run(grid, o);
+  const BenchRow& row = r.rows.at(0);
+  // One search seed per repetition: its best, scored on the held-out seed, as random search
+  // given the whole budget; its cost is that seed's whole share.
+  const double seed1 = 0.10 + 0.11 + 0.20 + 0.25 + 2 * kR, seed2 = seed1 + 0.02;
+  EXPECT_EQ(row.reps.at(0).recommended, "localsgd H=4 b=32 lr=linear");
+  EXPECT_NEAR(row.reps[0].regret, 0.11 / 0.10 - 1, 1e-9);
+  EXPECT_NEAR(row.reps[0].cost_share, seed2 / (seed1 + seed2), 1e-9);
+  EXPECT_EQ(row.reps.at(1).recommended, "localsgd H=4 b=16 lr=linear");
+  EXPECT_NEAR(row.reps[1].cost_share, seed1 / (seed1 + seed2), 1e-9);
+}
+
+// The search's requests, answered by the replay.
+class RecordingEvaluator : public TrialEvaluator {
+ public:
+  struct Ask {
+    std::string key, phase;
+    uint64_t seed = 0;
+    double budget = 0;
+    TrialRow trial;
+  };
+  explicit RecordingEvaluator(ReplayEvaluator& inner) : inner_(inner) {}
+  TrialRow evaluate(const Candidate& c, uint64_t seed, double budget, const std::string& phase) override {
+    TrialRow t = inner_.evaluate(c, seed, budget, phase);
+    asked.push_back({candidate_key(c), phase, seed, budget, t});
+    return t;
+  }
+  std::vector<Ask> asked;
+
+ private:
+  ReplayEvaluator& inner_;
+};
+
+TunePlan search_plan(const StoredGrid& grid, double budget_share) {
+  TuneSpec spec = grid.spec;
+  spec.budget_s = budget_share * grid.total_cost_s;
+  spec.race_seeds = 2;
+  return tune_plan(spec, grid.max_trial_steps);
+}
+
+TEST(TunerSearch, LaterRungsAreCappedAtTheLeadersMarginAndOnlyTheLeadersAreRaced) {
+  const StoredGrid grid = synthetic_grid({1, 2});
+  const TunePlan plan = search_plan(grid, 1.0);  // every configuration in the design
+  ASSERT_EQ(plan.initial_design, 6u);
+  ReplayEvaluator replay(grid, plan.target, plan.spec.base.seed, {1, 2});
+  RecordingEvaluator rec(replay);
+  TuneResult result;
+  tune_search(plan, rec, {}, nullptr, result);
+  // Rung 0 (R/9 = 0.033 s): nobody reaches 0.8. Rung 1 (0.1 s): A reaches it at 0.10. From then
+  // on no trial of seed 1 runs past 1.5 x 0.10: rung 2 is capped there, not at R.
+  double best = std::numeric_limits<double>::infinity();
+  std::string rung;
+  double rung_best = best;  // the incumbent when the current rung began
+  int capped = 0;
+  for (const auto& a : rec.asked) {
+    SCOPED_TRACE(a.phase + " " + a.key);
+    if (a.phase != rung) {
+      rung = a.phase;
+      rung_best = best;
+    }
+    if (a.phase != "race") {
+      EXPECT_EQ(a.seed, 1u);
+      if (std::isfinite(rung_best)) {
+        EXPECT_LE(a.budget, 1.5 * rung_best * (1 + 1e-9));
+        ++capped;
+      }
+    }
+    if (a.trial.reached) best = std::min(best, a.trial.time_s);
+  }
+  EXPECT_GT(capped, 0);
+  for (const auto& a : rec.asked) EXPECT_LT(a.budget, kR);  // nothing needed the full R
+  // The race: A (0.10) and B (0.11), the only ones within 1.5 x the best, on the second seed,
+  // capped at 2 x the slower one's first time.
+  std::set<std::string> raced;
+  for (const auto& a : rec.asked)
+    if (a.phase == "race") {
+      EXPECT_EQ(a.seed, 2u);
+      EXPECT_NEAR(a.budget, 2 * 0.11, 1e-9);
+      raced.insert(a.key);
+    }
+  EXPECT_EQ(raced, (std::set<std::string>{"localsgd H=4 b=16 lr=linear", "localsgd H=4 b=32 lr=linear"}));
+  // B's median over the two seeds (0.11, 0.11) beats A's (the worse of 0.10 and 0.12).
+  ASSERT_FALSE(result.ranking.empty());
+  EXPECT_EQ(result.ranking.front().key, "localsgd H=4 b=32 lr=linear");
+  EXPECT_LE(result.used_s, plan.spec.budget_s * (1 + 1e-9));
+}
+
+TEST(TunerSearch, WhatTheFirstPassLeavesGoesToFurtherPasses) {
+  // Every configuration reaches the target in a fifth to a third of R: the plan (every trial at
+  // its rung's full budget, the race at R/3 a trial) takes fewer configurations than the space
+  // holds; capping leaves budget, spent on more of them.
+  const StoredGrid grid = synthetic_grid({1, 2}, {{"localsgd H=4 b=16 lr=linear", {0.05, 0.06}},
+                                                  {"localsgd H=4 b=32 lr=linear", {0.055, 0.05}},
+                                                  {"localsgd H=2 b=16 lr=linear", {0.06, 0.06}},
+                                                  {"localsgd H=2 b=32 lr=linear", {0.07, 0.07}},
+                                                  {"ssgd b=16 lr=linear", {0.08, 0.08}},
+                                                  {"ssgd b=32 lr=linear", {0.09, 0.09}}});
+  const TunePlan plan = search_plan(grid, 0.85);
+  ASSERT_LT(plan.initial_design + plan.proposals, 6u);
+  ReplayEvaluator replay(grid, plan.target, plan.spec.base.seed, {1, 2});
+  RecordingEvaluator rec(replay);
+  TuneResult result;
+  tune_search(plan, rec, {}, nullptr, result);
+  std::set<std::string> tried;
+  for (const auto& a : rec.asked) tried.insert(a.key);
+  EXPECT_GT(tried.size(), plan.initial_design + plan.proposals);
+  bool noted = false;
+  for (const std::string& n : result.notes) noted = noted || n.find("a further pass of") != std::string::npos;
+  EXPECT_TRUE(noted);
+  EXPECT_LE(result.used_s, plan.spec.budget_s * (1 + 1e-9));
+  ASSERT_FALSE(result.ranking.empty());
+  EXPECT_TRUE(result.ranking.front().median.reached);
 }
 
 TEST(TunerReplay, PriorStrategyRecommendsTheArgminAtTheProbesCostScoredOnEverySeed) {
