@@ -54,6 +54,30 @@ acc() {
   sql t.db "select test_acc from evals where run_id=$(last_run_id acc.out) order by step desc limit 1"
 }
 
+# commit_history_fixture COMMITS SLOW_FROM: in t.db, a CI history of COMMITS commits x 2
+# repetitions of two timing-only sim cases from one measured profile (run id in P): 'w4 b16',
+# whose compute gets 30 % slower from commit SLOW_FROM on (--compute-scale, which the case's
+# key ignores, as a code change would be), and the steady 'w2 b16'. The runs carry the git
+# commits commit1..commitCOMMITS as CI would have recorded them (the profile run: 'profile').
+commit_history_fixture() {
+  local commits="$1" slow_from="$2" c rep scale
+  "$BIN" run --dataset "$SMALL" --steps 20 --batch 16 --db t.db > prof.out || fail "profile run failed"
+  P=$(last_run_id prof.out)
+  local sim=(--backend sim --profile-from "$P" --timing-only true --dataset "$SMALL" --steps 20 --batch 16 --db t.db
+    --straggler "lognormal:sigma=0.2")
+  for ((c = 1; c <= commits; ++c)); do
+    scale=1
+    ((c >= slow_from)) && scale=1.3
+    for rep in 1 2; do
+      "$BIN" run "${sim[@]}" --workers 4 --compute-scale "$scale" --seed $((c * 10 + rep)) --tag "c$c" > /dev/null ||
+        fail "run of commit $c failed"
+      "$BIN" run "${sim[@]}" --workers 2 --seed $((c * 10 + rep)) --tag "c$c" > /dev/null || fail "steady run failed"
+    done
+  done
+  sql t.db "UPDATE runs SET git_commit = 'commit' || substr(tag, 2) WHERE tag LIKE 'c%'"
+  sql t.db "UPDATE runs SET git_commit = 'profile' WHERE id = $P"
+}
+
 # sql DB QUERY: one value.
 sql() { sqlite3 "$1" "$2"; }
 

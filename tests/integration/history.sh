@@ -6,21 +6,7 @@
 # carry the same; an unknown metric is refused.
 source "$(dirname "$0")/common.bash"
 
-"$BIN" run --dataset "$SMALL" --steps 20 --batch 16 --db t.db > prof.out || fail "profile run failed"
-P=$(last_run_id prof.out)
-sim=(--backend sim --profile-from "$P" --timing-only true --dataset "$SMALL" --steps 20 --batch 16 --db t.db
-  --straggler "lognormal:sigma=0.2")
-for c in 1 2 3 4 5 6 7 8; do
-  scale=1
-  ((c >= 5)) && scale=1.3
-  for rep in 1 2; do
-    "$BIN" run "${sim[@]}" --workers 4 --compute-scale "$scale" --seed $((c * 10 + rep)) --tag "c$c" > /dev/null ||
-      fail "run of commit $c failed"
-    "$BIN" run "${sim[@]}" --workers 2 --seed $((c * 10 + rep)) --tag "c$c" > /dev/null || fail "steady run failed"
-  done
-done
-sql t.db "UPDATE runs SET git_commit = 'commit' || substr(tag, 2) WHERE tag LIKE 'c%'"
-sql t.db "UPDATE runs SET git_commit = 'profile' WHERE id = $P"
+commit_history_fixture 8 5
 
 "$BIN" history --db t.db --metric step_time > h.txt || { cat h.txt; fail "history failed"; }
 cat h.txt
