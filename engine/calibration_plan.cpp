@@ -15,8 +15,6 @@
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/workload.hpp"
 
-extern "C" void openblas_set_num_threads(int);
-
 namespace dsgd {
 
 namespace {
@@ -181,7 +179,6 @@ CalibrationSetup calibration_setup(const CalibrationOptions& o, Communicator& co
       DSGD_THROW(InputError, "make --workers match mpiexec -n (or run without mpiexec)",
                  "--workers {} but this job has {} MPI ranks", o.workers, comm.size());
     }
-    openblas_set_num_threads(static_cast<int>(o.threads));
     if (comm.rank() == 0) setup.store = Store::open(o.db);
     setup.profile = compute_profile_setup(o.model, o.batches);
   } catch (...) {
@@ -191,6 +188,7 @@ CalibrationSetup calibration_setup(const CalibrationOptions& o, Communicator& co
   CalibrationRequest& request = setup.request;
   request.sweep = setup.plan.sweep;
   request.model = o.model;
+  request.model.threads = o.threads;  // the profile's BLAS threads (compute_profile_measure sets them)
   request.batches = o.batches;
   request.profile_iters = setup.plan.profile_iters;
   request.config = calibration_config_json(o, setup.plan, comm.size());

@@ -169,6 +169,7 @@ ComputeProfileSetup compute_profile_setup(const RunConfig& model, const std::vec
 std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const RunConfig& model,
                                                 const std::vector<int64_t>& batches, int64_t iters,
                                                 Communicator& comm) {
+  const OpenblasThreads threads(model.threads);
   const std::string key = workload_profile_key(model);
   Workload& w = *s.workload;
   const std::vector<LayerView>& layers = w.layers();
@@ -286,6 +287,7 @@ std::string compute_profile_optimizer_key(const RunConfig& cfg) {
 
 std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const RunConfig& model,
                                                                     int64_t iters, Communicator& comm) {
+  const OpenblasThreads threads(model.threads);
   const std::string key = workload_profile_key(model);
   const size_t count = s.workload->param_count();
   std::vector<float> params(count), grads(count);
@@ -377,16 +379,8 @@ int64_t compute_profile_store_new(Store& store, const RunConfig& model, const st
                                   int64_t iters, const std::string& by) {
   std::unique_ptr<Communicator> self = communicator_create_self();
   ComputeProfileSetup setup = compute_profile_setup(model, batches);
-  std::vector<ProfileRow> rows;
-  std::vector<OptimizerProfileRow> optimizers;
-  {
-    // The run's threads per worker (the kernels follow OpenBLAS's count), not whatever the
-    // process had: OpenBLAS's default is every core, and a worker of --threads 1 measured on
-    // two runs at another speed (and with another spread) than the one it stands for.
-    const OpenblasThreads threads(model.threads);
-    rows = compute_profile_measure(setup, model, batches, iters, *self);
-    optimizers = compute_profile_measure_optimizers(setup, model, iters, *self);
-  }
+  const std::vector<ProfileRow> rows = compute_profile_measure(setup, model, batches, iters, *self);
+  const std::vector<OptimizerProfileRow> optimizers = compute_profile_measure_optimizers(setup, model, iters, *self);
   const nlohmann::json config = {{"workers", 1},
                                  {"threads", model.threads},
                                  {"profile-only", true},

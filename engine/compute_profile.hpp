@@ -49,8 +49,11 @@ struct ComputeProfileSetup {
 };
 ComputeProfileSetup compute_profile_setup(const RunConfig& model, const std::vector<int64_t>& batches);
 
-// Collective over comm: per batch of `batches`, `iters` timed iterations; one ProfileRow per
-// (batch, layer). Throws Error when the workload's backward does not call the hook once per layer.
+// Collective over comm: per batch of `batches`, `iters` timed iterations at model.threads BLAS
+// threads (set for the call, then restored: OpenBLAS's default is every core, and a worker of
+// --threads 1 measured at two runs at another speed and spread than the one it stands for); one
+// ProfileRow per (batch, layer). Throws Error when the workload's backward does not call the
+// hook once per layer.
 std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const RunConfig& model,
                                                 const std::vector<int64_t>& batches, int64_t iters, Communicator& comm);
 
@@ -59,7 +62,8 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
 std::string compute_profile_optimizer_key(const RunConfig& cfg);
 
 // Collective over comm: the seconds of one optimizer step of each key above on the workload's
-// parameters (median of `iters` after kComputeProfileWarmup untimed, the slowest rank's).
+// parameters (median of `iters` after kComputeProfileWarmup untimed, the slowest rank's), at
+// model.threads BLAS threads.
 std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const RunConfig& model,
                                                                     int64_t iters, Communicator& comm);
 
