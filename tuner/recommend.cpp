@@ -452,10 +452,10 @@ std::vector<size_t> race_leaders(const SearchState& st, const std::vector<size_t
   return leaders;
 }
 
-// Final race: the first `top` of `ranked` over race_seeds seeds at the full budget R, seed by
-// seed, as one list of independent trials; every seed's dataset held meanwhile (one copy for
-// all of them unless the dataset is generated from the seed). Returns each raced candidate's
-// trials.
+// Final race: the leaders (race_leaders) over race_seeds seeds, seed by seed, as one list of
+// independent trials: on the first seed at R (answered by the trial each has), on a new seed
+// capped; every seed's dataset held meanwhile (one copy for all of them unless the dataset is
+// generated from the seed). Returns each raced candidate's trials.
 std::map<size_t, std::vector<TrialRow>> race_run(SearchState& st, const std::vector<size_t>& leaders,
                                                  const std::shared_ptr<const DatasetPair>& data) {
   const TuneSpec& spec = st.plan.spec;

@@ -8,9 +8,11 @@
 //     comparing trials at equal time by the censored objective; when the space is larger than
 //     the design, a quarter of the first rung's places go to configurations proposed after it
 //     by a GP on log time-to-target with EI weighted by P(reach) (tuner/proposals.hpp), which
-//     then compete in that rung's promotion; then a final race of the top
-//     race_top configurations over race_seeds seeds at R; the recommendation is the best
-//     median, with a note when the top two's spreads overlap.
+//     then compete in that rung's promotion. Once a configuration has reached the target,
+//     later rungs are capped at a margin over its time and configurations beyond it are not
+//     promoted (adaptive capping); what that saves of the budget goes to further passes over
+//     GP proposals. Then a final race of the leaders (at most race_top) over race_seeds seeds;
+//     the recommendation is the best median, with a note when the top two's spreads overlap.
 // Every trial goes through tuner/trial.hpp (the engine's sim path), or with --backend mpi
 // tuner/trial_mpi.hpp (a child `dsgd-bench run` on real ranks, one at a time; budgets then in
 // wall-clock seconds of training). Independent trials (one
