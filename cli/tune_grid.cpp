@@ -126,10 +126,8 @@ std::vector<GridLine> grid_lines(const GridResult& result) {
   std::map<std::string, std::vector<TrialRow>> by_config;
   for (const TrialRow& t : result.trials) by_config[t.config_key].push_back(t);
   std::vector<GridLine> lines;
-  for (auto& [key, trials] : by_config) {
-    std::sort(trials.begin(), trials.end(),
-              [](const TrialRow& x, const TrialRow& y) { return objective_better(trial_score(x), trial_score(y)); });
-    GridLine l{key, trials[trials.size() / 2], 0, static_cast<int>(trials.size())};
+  for (const auto& [key, trials] : by_config) {
+    GridLine l{key, trials_median(trials), 0, static_cast<int>(trials.size())};
     for (const TrialRow& t : trials) l.reached += t.reached ? 1 : 0;
     lines.push_back(l);
   }

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "results/store.hpp"
 #include "results/tune_store.hpp"
@@ -31,6 +32,9 @@ class TrialEvaluator {
 TrialScore trial_score(const TrialRow& t);
 // Evaluation seconds a trial spent: its time-to-target when reached, else its elapsed time.
 double trial_cost_s(const TrialRow& t);
+// The median of a configuration's trials (one per seed) in the censored order; of an even count
+// the worse of the middle two. `trials` must not be empty.
+TrialRow trials_median(std::vector<TrialRow> trials);
 // "config key|seed=S|budget=B": a trial's key, unique in a session.
 std::string trial_key(const std::string& config_key, uint64_t seed, double budget);
 

@@ -139,6 +139,12 @@ void plan_trial_time(TunePlan& plan) {
   }
 }
 
+// The final race's trials beyond the first seed's (which is the last rung's): race_top x
+// (race_seeds - 1).
+double race_extra_trials(const TuneSpec& spec) {
+  return static_cast<double>(spec.race_top * (spec.race_seeds - 1));
+}
+
 // What one configuration of the initial design costs through every rung at most: each rung's
 // budget (capped at `cap`: adaptive capping, SearchState::capped) times the share of
 // configurations that get there (1, 1/eta, 1/eta²), in trials and in evaluation seconds.
@@ -164,7 +170,7 @@ HalvingCost halving_cost_per_config(const TunePlan& plan, double cap = std::nume
 void plan_design(TunePlan& plan) {
   const TuneSpec& spec = plan.spec;
   const double eta = spec.eta;
-  const double race_extra = static_cast<double>(spec.race_top * (spec.race_seeds - 1));
+  const double race_extra = race_extra_trials(spec);
   const int rungs = 3;
   for (int i = rungs - 1; i >= 0; --i) plan.rungs.push_back(plan.trial_time_s / std::pow(eta, i));
   const HalvingCost per_config = halving_cost_per_config(plan);
@@ -371,7 +377,7 @@ void rungs_run(SearchState& st, std::vector<size_t> alive, bool with_proposals) 
 double race_cost_estimate_s(const SearchState& st) {
   const TuneSpec& spec = st.plan.spec;
   const double each = std::min(st.plan.trial_time_s, kLeaderMargin * st.incumbent_s());
-  return static_cast<double>(spec.race_top * (spec.race_seeds - 1)) * each;
+  return race_extra_trials(spec) * each;
 }
 
 // How many untried configurations one more pass of successive halving can take from what the
@@ -386,8 +392,7 @@ size_t further_pass_size(const SearchState& st) {
   if (spec.budget_s > 0)
     n = std::min(n, std::floor((spec.budget_s - st.result.used_s - race_cost_estimate_s(st)) / per_config.seconds));
   if (spec.trials > 0)
-    n = std::min(n, std::floor((static_cast<double>(spec.trials - st.runner.trials_counted) -
-                                static_cast<double>(spec.race_top * (spec.race_seeds - 1))) /
+    n = std::min(n, std::floor((static_cast<double>(spec.trials - st.runner.trials_counted) - race_extra_trials(spec)) /
                                per_config.trials));
   return n >= 1 ? static_cast<size_t>(n) : 0;
 }

@@ -107,9 +107,7 @@ StrategyOutcome strategy_exhaustive(const StoredGrid& grid, const TunePlan& plan
       trials.push_back(ev.evaluate(c, strategy_seed + k, R, "exhaustive"));
       out.cost_s += trial_cost_s(trials.back());
     }
-    std::sort(trials.begin(), trials.end(),
-              [](const TrialRow& x, const TrialRow& y) { return objective_better(trial_score(x), trial_score(y)); });
-    const TrialRow& median = trials[trials.size() / 2];  // of an even count the worse middle one, as the tuner's
+    const TrialRow median = trials_median(trials);  // the tuner's median (of an even count the worse middle one)
     if (!any || objective_better(trial_score(median), trial_score(best))) {
       best = median;
       any = true;

@@ -36,10 +36,7 @@ RankedConfig ranked_make(const TunePlan& plan, const Candidate& c, std::vector<T
   rc.raced = raced;
   rc.trials = std::move(trials);
   rc.fidelity_s = fidelity_s;
-  std::vector<TrialRow> sorted = rc.trials;
-  std::sort(sorted.begin(), sorted.end(),
-            [](const TrialRow& a, const TrialRow& b) { return tune_objective_better(score_of(a), score_of(b)); });
-  rc.representative = sorted[sorted.size() / 2];
+  rc.representative = trials_median(rc.trials);
   rc.median = score_of(rc.representative);
   std::vector<double> times;
   for (const TrialRow& t : rc.trials) {

@@ -10,6 +10,7 @@
 #include "core/errors.hpp"
 #include "results/compare_runs.hpp"
 #include "results/compare_stats.hpp"
+#include "stored_runs.hpp"
 
 namespace dsgd {
 namespace {
@@ -72,33 +73,22 @@ TEST(MannWhitney, ExactAgreesWithNormalForLargerSamples) {
   EXPECT_NEAR(exact.p_value, normal, 0.01);
 }
 
+// A history run (tests/unit/stored_runs.hpp) with no commit, of this algorithm and tag, its
+// time split 60/30/10 and this accuracy.
 RunWithSummary make_run(int64_t id, double step_time, double acc, const std::string& tag = "",
                         const std::string& algorithm = "ssgd") {
-  RunWithSummary rs;
-  rs.run.id = id;
-  rs.run.status = RunStatus::run_completed;
-  rs.run.workload = "svm";
-  rs.run.dataset = "fashion-mnist";
+  RunWithSummary rs = testing::history_run(id, "", step_time);
   rs.run.algorithm = algorithm;
-  rs.run.backend = "mpi";
-  rs.run.workers = 2;
-  rs.run.batch = 64;
   rs.run.period = 4;
-  rs.run.steps = 100;
   rs.run.tag = tag;
-  rs.run.host = "node1";
-  rs.run.cpu_model = "cpu";
   rs.run.config_json = R"({"topology": "complete", "bandwidth": "", "overlap": false})";
-  Summary s;
-  s.step_time_s = step_time;
-  s.throughput_samples_per_s = 128 / step_time;
+  Summary& s = *rs.summary;
   s.compute_s = step_time * 0.6;
   s.comm_s = step_time * 0.3;
   s.wait_s = step_time * 0.1;
   s.final_test_acc = acc;
   s.final_test_loss = 0.3;
   s.timed_steps = 95;
-  rs.summary = s;
   return rs;
 }
 
