@@ -103,6 +103,11 @@ std::string format_paging_warning(const nlohmann::json& pages) {
 
 std::string format_eval_set(const nlohmann::json& eval_set) {
   if (!eval_set.is_object()) return {};
+  if (const int64_t windows = eval_set.value("windows", int64_t{0}); windows > 0)  // text
+    return fmt::format(
+        "  {:<13} {} of {} test windows of {} tokens, evenly spaced through the text (--eval-subset): the test "
+        "loss is their mean\n",
+        "eval-set", windows, eval_set.value("of", int64_t{0}), eval_set.value("tokens-per-window", int64_t{0}));
   const int64_t rows = eval_set.value("rows", int64_t{0}), of = eval_set.value("of", int64_t{0});
   if (rows <= 0) return {};
   // The widest 95 % interval of an accuracy on that many rows (at 50 %): it holds whatever

@@ -33,6 +33,7 @@
 #include "engine/step_recorder.hpp"
 #include "results/target.hpp"
 #include "workloads/datasets/dataset.hpp"
+#include "workloads/datasets/subset.hpp"
 #include "workloads/workload.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -167,8 +168,14 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
     config["dataset-pages"] = {
         {"thp", paging.thp_mode}, {"bytes", paging.bytes}, {"huge-fraction", paging.huge_fraction()}};
   }
-  if (w.eval_set.get() != &w.data->test)
-    config["eval-set"] = {{"rows", w.eval_set->rows}, {"of", w.data->test.rows}, {"stratified", true}};
+  if (w.eval_set.get() != &w.data->test) {
+    if (w.data->test.tokens.empty())
+      config["eval-set"] = {{"rows", w.eval_set->rows}, {"of", w.data->test.rows}, {"stratified", true}};
+    else  // text: windows of seq tokens, evenly spaced
+      config["eval-set"] = {{"windows", dataset_eval_windows(*w.eval_set)},
+                            {"of", dataset_eval_windows(w.data->test)},
+                            {"tokens-per-window", w.data->test.window - 1}};
+  }
   // MFU's inputs (docs/metrics.md): the summary derives achieved model GFLOP/s and MFU from them.
   config["flops-per-sample"] = w.workload->flops_per_sample();
   config["peak-gflops-per-worker"] = w.peak_flops * 1e-9;

@@ -356,10 +356,13 @@ EvalSums TransformerWorkload::do_evaluate(const float* params, const Dataset& ds
   }
   if (!eval_) eval_ = std::make_unique<Activations>(cfg_, kEvalBatch, false);  // not part of the step
   const size_t S = cfg_.seq;
-  size_t start = begin;
+  // The windows at multiples of the stride: a range of ranks' slices covers each once,
+  // whatever the number of ranks.
+  const size_t stride = ds.eval_stride > 0 ? ds.eval_stride : S;
+  size_t start = (begin + stride - 1) / stride * stride;
   while (start < end) {
     size_t n = 0;
-    for (; n < kEvalBatch && start < end; ++n, start += S) gather(ds, start, n, *eval_);
+    for (; n < kEvalBatch && start < end; ++n, start += stride) gather(ds, start, n, *eval_);
     double correct = 0;
     const double mean = forward_pass(params, *eval_, n, &correct);
     const double tokens = static_cast<double>(n * S);

@@ -1,6 +1,7 @@
 // The class-stratified evaluation subset (workloads/datasets/subset.hpp): each class keeps its
 // share, rows spread through the class, the copy holds the same values (dense, sparse,
-// images), the same rows every time; text and a subset as large as the set are refused.
+// images), the same rows every time; text keeps evenly spaced whole windows; a subset as large
+// as the set is refused.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -86,13 +87,36 @@ TEST(DatasetSubset, CopiesDenseAndSparseRowsExactly) {
   }
 }
 
-TEST(DatasetSubset, RefusesTextAndSubsetsAsLargeAsTheSet) {
+TEST(DatasetSubset, RefusesSubsetsAsLargeAsTheSet) {
   const Dataset d = dense_set(50, 3, 4);
   EXPECT_THROW(dataset_stratified_subset(d, 50), InputError);
   EXPECT_THROW(dataset_stratified_subset(d, 0), InputError);
-  Dataset text = d;
-  text.tokens.resize(100);
-  EXPECT_THROW(dataset_stratified_subset(text, 10), InputError);
+}
+
+// Text: the evaluation predicts the windows at multiples of window - 1; a subset is n of them,
+// evenly spaced, copied end to end, and evaluated at a stride of the whole window.
+TEST(DatasetSubset, TextKeepsEvenlySpacedWindowsWhole) {
+  Dataset text;
+  text.name = "text";
+  text.classes = 256;
+  for (int32_t i = 0; i < 1001; ++i) text.tokens.push_back(i % 251);
+  dataset_set_window(text, 11);  // 10 tokens of context and their next tokens
+  ASSERT_EQ(text.rows, 991u);
+  ASSERT_EQ(dataset_eval_windows(text), 100u);  // starts 0, 10, ..., 990
+  const Dataset s = dataset_stratified_subset(text, 7);
+  EXPECT_EQ(s.window, 11u);
+  EXPECT_EQ(s.eval_stride, 11u);
+  ASSERT_EQ(s.tokens.size(), 77u);
+  EXPECT_EQ(s.rows, 67u);
+  EXPECT_EQ(dataset_eval_windows(s), 7u);
+  for (size_t i = 0; i < 7; ++i) {
+    const size_t start = i * 100 / 7 * 10;  // 0, 140, 280, ..., 850
+    for (size_t k = 0; k < 11; ++k) ASSERT_EQ(s.tokens[i * 11 + k], text.tokens[start + k]) << i << " " << k;
+  }
+  EXPECT_EQ(s.tokens[6 * 11], text.tokens[850]) << "the last window is near the stream's end";
+  EXPECT_THROW(dataset_stratified_subset(text, 100), InputError);  // every window: not a subset
+  EXPECT_THROW(dataset_stratified_subset(text, 0), InputError);
+  EXPECT_EQ(dataset_eval_windows(dense_set(50, 3, 4)), 0u);
 }
 
 TEST(DatasetSubset, AccuracyConfidenceInterval) {

@@ -17,6 +17,7 @@
 #include "core/run_config.hpp"
 #include "grad_check.hpp"
 #include "workloads/datasets/dataset.hpp"
+#include "workloads/datasets/subset.hpp"
 #include "workloads/transformer.hpp"
 
 namespace dsgd {
@@ -182,6 +183,50 @@ TEST(Transformer, EvaluateBetweenForwardAndBackwardIsHarmless) {
   EXPECT_LE(e.correct, e.count);
   // At init the logits are near 0: the loss per token is near ln V.
   EXPECT_NEAR(e.loss_sum / e.count, std::log(6.0), 0.05);
+}
+
+// An evaluation covers the windows at multiples of seq: split over any number of ranks (the
+// trainer's slices rows·r/n), the sums are the whole set's; an --eval-subset of text is those
+// windows' own evaluation, window by window.
+TEST(Transformer, EvaluationWindowsDoNotDependOnTheRanksAndASubsetIsThoseWindows) {
+  const TransformerConfig c{2, 8, 2, 4, 6};
+  TransformerWorkload w(c);
+  const Dataset ds = tiny_text(203, 6, c.seq);
+  std::vector<float> p(w.param_count());
+  w.init_params(p.data(), 7);
+  const EvalSums whole = w.evaluate(p.data(), ds, 0, ds.rows);
+  EXPECT_EQ(whole.count, double((ds.rows + c.seq - 1) / c.seq * c.seq));
+  for (size_t ranks : {2u, 3u, 5u, 8u}) {
+    EvalSums sum;
+    for (size_t r = 0; r < ranks; ++r) {
+      const EvalSums part = w.evaluate(p.data(), ds, ds.rows * r / ranks, ds.rows * (r + 1) / ranks);
+      sum.loss_sum += part.loss_sum;
+      sum.correct += part.correct;
+      sum.count += part.count;
+    }
+    EXPECT_EQ(sum.count, whole.count) << ranks << " ranks";
+    EXPECT_EQ(sum.correct, whole.correct) << ranks << " ranks";
+    EXPECT_NEAR(sum.loss_sum, whole.loss_sum, 1e-6 * whole.loss_sum) << ranks << " ranks";
+  }
+  const size_t windows = dataset_eval_windows(ds);
+  ASSERT_EQ(windows, (ds.rows + c.seq - 1) / c.seq);
+  const Dataset sub = dataset_stratified_subset(ds, 10);
+  const EvalSums of_subset = w.evaluate(p.data(), sub, 0, sub.rows);
+  EvalSums expected;
+  for (size_t i = 0; i < 10; ++i) {
+    const size_t start = i * windows / 10 * c.seq;
+    const EvalSums one = w.evaluate(p.data(), ds, start, start + 1);
+    expected.loss_sum += one.loss_sum;
+    expected.correct += one.correct;
+    expected.count += one.count;
+  }
+  EXPECT_EQ(of_subset.count, 10.0 * c.seq);
+  EXPECT_EQ(of_subset.count, expected.count);
+  EXPECT_EQ(of_subset.correct, expected.correct);
+  EXPECT_NEAR(of_subset.loss_sum, expected.loss_sum, 1e-6 * expected.loss_sum);  // float32 batch means
+  // Split over ranks, the subset is still its 10 windows.
+  const EvalSums a = w.evaluate(p.data(), sub, 0, sub.rows / 3), b = w.evaluate(p.data(), sub, sub.rows / 3, sub.rows);
+  EXPECT_EQ(a.count + b.count, of_subset.count);
 }
 
 // SGD with momentum on one fixed batch; returns the losses.

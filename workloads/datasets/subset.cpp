@@ -45,10 +45,44 @@ std::vector<size_t> dataset_stratified_rows(const Dataset& ds, size_t n) {
   return rows;
 }
 
+size_t dataset_eval_windows(const Dataset& ds) {
+  if (ds.tokens.empty() || ds.window < 2) return 0;
+  const size_t stride = ds.eval_stride > 0 ? ds.eval_stride : ds.window - 1;
+  return (ds.rows + stride - 1) / stride;
+}
+
+namespace {
+
+// n of the evaluation's windows, evenly spaced through the stream, stored end to end.
+Dataset text_window_subset(const Dataset& ds, size_t n) {
+  const size_t windows = dataset_eval_windows(ds);
+  if (windows == 0)
+    DSGD_THROW(Error, "load the text with its window set (workload_prepare_data)",
+               "--eval-subset: text dataset '{}' has no window length", ds.name);
+  if (n == 0 || n >= windows)
+    DSGD_THROW(InputError, fmt::format("pass --eval-subset below {} (0: the whole test set)", windows),
+               "--eval-subset {}: the test text '{}' has {} evaluation windows of {} tokens", n, ds.name, windows,
+               ds.window - 1);
+  const size_t stride = ds.eval_stride > 0 ? ds.eval_stride : ds.window - 1;
+  Dataset out;
+  out.name = ds.name + fmt::format(" ({} of {} windows, evenly spaced)", n, windows);
+  out.classes = ds.classes;
+  out.tokens.reserve(n * ds.window);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t start = (i * windows / n) * stride;
+    out.tokens.insert(out.tokens.end(), ds.tokens.begin() + static_cast<std::ptrdiff_t>(start),
+                      ds.tokens.begin() + static_cast<std::ptrdiff_t>(start + ds.window));
+  }
+  out.window = ds.window;
+  out.rows = out.tokens.size() - out.window + 1;
+  out.eval_stride = ds.window;  // the windows are separate: none shares a token with the next
+  return out;
+}
+
+}  // namespace
+
 Dataset dataset_stratified_subset(const Dataset& ds, size_t n) {
-  if (!ds.tokens.empty())
-    DSGD_THROW(InputError, "drop --eval-subset for text datasets (their test set is evaluated whole)",
-               "--eval-subset: '{}' is text: its samples are overlapping windows of one token stream", ds.name);
+  if (!ds.tokens.empty()) return text_window_subset(ds, n);
   if (n == 0 || n >= ds.rows)
     DSGD_THROW(InputError, fmt::format("pass --eval-subset below {} (0: the whole test set)", ds.rows),
                "--eval-subset {}: the test set '{}' has {} rows", n, ds.name, ds.rows);
