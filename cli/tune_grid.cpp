@@ -179,7 +179,8 @@ void print_grid_footer(const GridResult& result, double wall, int64_t session_id
 int run_grid(const GridOptions& o) {
   GridSession g = grid_resolve(o);
   GridPlan& grid = g.grid;
-  grid.plan.jobs = tune_space_options_jobs(o.space, grid.plan.spec.base.threads);
+  grid.plan.jobs = tune_jobs_for_memory(grid.plan, tune_space_options_jobs(o.space, grid.plan.spec.base.threads),
+                                        o.space.jobs_option && o.space.jobs_option->count() > 0);
   Store store = Store::open(g.db);
   grid.plan.missing_profiles = tune_missing_profiles(grid.plan, store);
   const int64_t session_id = grid_session_start(store, g);

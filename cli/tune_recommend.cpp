@@ -368,11 +368,12 @@ int run_recommend(const RecommendOptions& o) {
     DSGD_THROW(InputError, "pass --format table or --format json", "--format '{}' is not known", o.format);
   const int jobs = jobs_resolve(o, session.spec);
   TunePlan plan = tune_plan(session.spec, o.space.max_trial_steps);  // every input check; no database yet
-  plan.jobs = jobs;
+  plan.jobs = tune_jobs_for_memory(plan, jobs, o.space.jobs_option && o.space.jobs_option->count() > 0);
   validate_option_check(o, session.spec);
   Store store = Store::open(session.db);
   plan.missing_profiles = tune_missing_profiles(plan, store);
-  const int64_t session_id = session_start(store, plan, session.spec, session.session_id);
+  // The plan's spec: what the session decided (its evaluation set) is stored for --resume.
+  const int64_t session_id = session_start(store, plan, plan.spec, session.session_id);
   tune_interrupt_start(session.db, session_id, "recommend");
   const bool table = o.format == "table";
   if (table) print_header(o, plan, session_id, session.db);

@@ -10,14 +10,17 @@
 #include <memory>
 #include <set>
 
+#include "algorithms/algorithm.hpp"
 #include "algorithms/config_check.hpp"
 #include "cluster/backends.hpp"
 #include "core/clock.hpp"
 #include "core/errors.hpp"
+#include "core/memory_info.hpp"
 #include "core/system_info.hpp"
 #include "engine/compute_profile.hpp"
 #include "engine/preflight.hpp"
 #include "engine/shared_dataset.hpp"
+#include "engine/sim_run.hpp"
 #include "tuner/evaluator.hpp"
 #include "tuner/prior.hpp"
 #include "tuner/prior_store.hpp"
@@ -31,6 +34,7 @@
 #include "tuner/tune_validate.hpp"
 #include "workloads/cost_file.hpp"
 #include "workloads/datasets/dataset.hpp"
+#include "workloads/datasets/subset.hpp"
 #include "workloads/workload.hpp"
 
 namespace dsgd {
@@ -56,6 +60,16 @@ constexpr double kRaceCap = 2;
 // last promoted one (about the run-to-run spread of a real step time, docs/tuner.md
 // "Validation on MPI").
 constexpr double kMpiPromoteMargin = 0.1;
+
+// The evaluation subset a session takes when the user gives none: for a workload whose one
+// evaluation of the whole test set costs more than kSubsetAboveFlop of forward passes (a deep
+// model: ResNet on Fashion-MNIST ~10^11, the small GPT on Fortunes ~2 10^11; the SVM ~10^7),
+// 1,000 class-stratified rows (an accuracy within +-3.1 points, 95 %) or 256 windows of text.
+// A trial evaluates every first rung / 40 of virtual time, so on such a workload evaluations
+// cost as much as training.
+constexpr double kSubsetAboveFlop = 1e10;
+constexpr int64_t kDefaultSubsetRows = 1000;
+constexpr int64_t kDefaultSubsetWindows = 256;
 
 // The checks of the spec before anything is loaded (the backend, the target, the budget, the
 // configuration and its names), with the note and the promotion margin of --backend mpi.
@@ -96,6 +110,52 @@ void plan_check_spec(const TuneSpec& spec, int64_t max_trial_steps, TunePlan& pl
   preflight_check_names(base);
 }
 
+// The evaluation set: --eval-subset as given (0: the whole test set), else the default subset
+// for a workload whose whole-set evaluation is expensive; with its note.
+void plan_eval_set(TunePlan& plan, double flops_per_sample) {
+  RunConfig& base = plan.spec.base;
+  const Dataset& test = plan.data->test;
+  const bool text = !test.tokens.empty();
+  const size_t units = text ? dataset_eval_windows(test) : test.rows;
+  const char* unit = text ? "windows" : "rows";
+  const double whole_flop = static_cast<double>(units) * flops_per_sample / 3;  // forward passes only
+  const int64_t n = text ? kDefaultSubsetWindows : kDefaultSubsetRows;
+  const bool expensive = whole_flop > kSubsetAboveFlop && units > static_cast<size_t>(n);
+  // A stored session's base marks no key as given: its subset is stored as a number, and the
+  // whole set chosen on an expensive workload as every unit (0 would take the default on
+  // --resume).
+  if (base.given("eval-subset") || base.eval_subset > 0) {
+    if (base.eval_subset > 0 && static_cast<size_t>(base.eval_subset) < units)
+      plan.notes.push_back(
+          fmt::format("evaluations on {} of the {} test {} (--eval-subset)", base.eval_subset, units, unit));
+    else if (expensive)
+      base.eval_subset = static_cast<int64_t>(units);
+    return;
+  }
+  if (!expensive) return;
+  base.eval_subset = n;
+  plan.notes.push_back(
+      fmt::format("evaluations on {} of the {} test {}{}: one on the whole set costs {:.3g} GFLOP (--eval-subset 0 for "
+                  "the whole set)",
+                  n, units, unit,
+                  text ? " (evenly spaced)"
+                       : fmt::format(" (class-stratified: an accuracy within +-{:.1f} points, 95 %)",
+                                     100 * dataset_accuracy_ci95(0.5, static_cast<size_t>(n))),
+                  whole_flop * 1e-9));
+}
+
+// The dataset's bytes and the largest feasible trial's own bytes (tune_jobs_for_memory).
+void plan_memory(TunePlan& plan, const Workload& model) {
+  for (const Candidate& c : plan.space.feasible) {
+    const RunConfig cfg = candidate_config(plan.spec, c, plan.spec.base.seed);
+    const auto algorithm = algorithm_create(c.algo, cfg);
+    const SimMemory m = sim_memory_estimate(cfg, plan.data->train, plan.data->test, plan.param_count,
+                                            model.reserve_bytes(static_cast<size_t>(cfg.batch)), algorithm.get());
+    plan.dataset_memory_bytes = m.dataset_bytes;
+    plan.trial_memory_bytes = std::max(plan.trial_memory_bytes, m.total_bytes - m.dataset_bytes);
+  }
+}
+
 // The model's size, for the bytes-per-step formula (the dataset is loaded once, shared by the
 // plan), and the search space; throws when every configuration is refused or the target needs
 // a test set the dataset lacks.
@@ -104,8 +164,11 @@ void plan_space(TunePlan& plan) {
   const RunConfig& base = spec.base;
   const auto data = dataset_load_shared(base);
   plan.data = data;
-  plan.param_count = workload_create(base, data->train)->param_count();
+  const std::unique_ptr<Workload> model = workload_create(base, data->train);
+  plan.param_count = model->param_count();
+  plan_eval_set(plan, model->flops_per_sample());
   plan.space = space_enumerate(spec, plan.param_count, data.get());
+  plan_memory(plan, *model);
   if (plan.space.feasible.empty()) {
     std::string why;
     for (size_t i = 0; i < plan.space.refused.size() && i < 4; ++i)
@@ -217,6 +280,29 @@ void plan_design_note(TunePlan& plan) {
 
 bool tune_objective_better(const TrialScore& a, const TrialScore& b) {
   return objective_better(a, b);
+}
+
+int tune_jobs_for_memory(TunePlan& plan, int jobs, bool given) {
+  const double available = memory_available_bytes();
+  if (plan.backend == TrialBackend::trial_mpi || !(available > 0) || !(plan.trial_memory_bytes > 0)) return jobs;
+  const double usable = 0.9 * available;
+  const auto needs = [&](int k) { return plan.dataset_memory_bytes + k * plan.trial_memory_bytes; };
+  if (needs(jobs) <= usable) return jobs;
+  const int fit =
+      std::max(1, static_cast<int>(std::floor((usable - plan.dataset_memory_bytes) / plan.trial_memory_bytes)));
+  const std::string figures =
+      fmt::format("the largest trial needs about {:.3g} GB beside the {:.3g} GB dataset; {:.3g} GB available",
+                  plan.trial_memory_bytes / 1e9, plan.dataset_memory_bytes / 1e9, available / 1e9);
+  if (given) {
+    plan.notes.push_back(
+        fmt::format("warning: --jobs {} may not fit in memory ({}): --jobs {} fits", jobs, figures, fit));
+    return jobs;
+  }
+  const int kept = std::min(jobs, fit);
+  plan.notes.push_back(fmt::format("{} trial{} at a time instead of {} (one per core): {}{}", kept,
+                                   kept == 1 ? "" : "s", jobs, figures,
+                                   needs(kept) > usable ? "; even one may not fit" : ""));
+  return kept;
 }
 
 std::vector<int64_t> tune_missing_profiles(const TunePlan& plan, const Store& store) {

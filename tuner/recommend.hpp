@@ -60,6 +60,11 @@ struct TunePlan {
   std::vector<double> prior_log_time;
   double promote_margin = 0;  // successive halving's margin (tuner/successive_halving.hpp): 0 on sim, 0.1 on mpi
   TrialBackend backend = TrialBackend::trial_sim;  // spec.base.backend, parsed once (results/trial_backend.hpp)
+  // Memory (engine/memory_estimate.hpp, sim: every worker of a trial in this process): the
+  // dataset, loaded once and shared by the trials, and the largest trial's own bytes (its
+  // workers' replicas, state and step buffers) over the feasible configurations.
+  double dataset_memory_bytes = 0;
+  double trial_memory_bytes = 0;
 };
 
 // Validates and plans without a database (so bad input creates no file). Throws InputError
@@ -67,6 +72,11 @@ struct TunePlan {
 // a target the trials cannot measure, a backend other than sim or mpi, on mpi more workers than
 // this machine runs as ranks.
 TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps);
+// Trials at a time within this machine's memory: `jobs` when the dataset and `jobs` of the
+// largest trial fit in 90 % of MemAvailable; else, when --jobs was not given (`given` false),
+// as many as fit (at least 1), with a note saying so; a given --jobs is kept, with a warning
+// note. On MPI (one trial at a time, in other processes), `jobs`.
+int tune_jobs_for_memory(TunePlan& plan, int jobs, bool given);
 // Batches of the feasible space without a compute profile of this host in `store` (none with
 // --profile-from); tune_run measures and stores them first.
 std::vector<int64_t> tune_missing_profiles(const TunePlan& plan, const Store& store);

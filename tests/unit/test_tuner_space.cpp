@@ -10,6 +10,7 @@
 
 #include "algorithms/period_schedule.hpp"
 #include "core/errors.hpp"
+#include "core/memory_info.hpp"
 #include "core/run_config.hpp"
 #include "results/store.hpp"
 #include "results/tune_store.hpp"
@@ -526,6 +527,84 @@ TEST(TunerSpace, PeriodSchedulesAreAKnobOfLocalSgd) {
   // The GP's inputs get the schedule's one-hot columns only when the space holds more than one.
   const SpaceEnumeration plain = space_enumerate(small_spec(), 1000);
   EXPECT_EQ(proposal_encode(e.feasible).cols(), proposal_encode(plain.feasible).cols() + 3);
+}
+
+// A text workload small enough to plan in a test, whose whole-set evaluation (312 windows of
+// 64 tokens of the small GPT, ~1.8e10 FLOP) is above the tuner's threshold.
+TuneSpec gpt_spec() {
+  TuneSpec s;
+  s.base.workload = "transformer";
+  s.base.model = "gpt";
+  s.base.dataset = "synthetic-text:n=200000";
+  s.base.layers = 2;
+  s.base.d_model = 128;
+  s.base.heads = 4;
+  s.base.seq = 64;
+  s.base.workers = 4;
+  s.base.backend = "sim";
+  s.base.target = "loss=2.0";
+  s.algos = {"ssgd", "localsgd"};
+  s.periods = {4};
+  s.batches = {16, 32};
+  s.lr_scalings = {"none"};
+  s.trials = 4;
+  return s;
+}
+
+bool any_note(const TunePlan& plan, const std::string& part) {
+  for (const std::string& n : plan.notes)
+    if (n.find(part) != std::string::npos) return true;
+  return false;
+}
+
+TEST(TunerPlan, ADeepWorkloadEvaluatesOnADefaultSubsetUnlessTheUserChose) {
+  const TunePlan deep = tune_plan(gpt_spec(), 1000);
+  EXPECT_EQ(deep.spec.base.eval_subset, 256);
+  EXPECT_TRUE(any_note(deep, "evaluations on 256 of the 312 test windows (evenly spaced)")) << deep.notes.front();
+  TuneSpec chose = gpt_spec();
+  chose.base.eval_subset = 0;
+  chose.base.given_keys.push_back("eval-subset");  // --eval-subset 0: the whole set
+  const TunePlan whole = tune_plan(chose, 1000);
+  EXPECT_EQ(whole.spec.base.eval_subset, 312) << "the whole set, stored as every window";
+  EXPECT_FALSE(any_note(whole, "evaluations on"));
+  // A stored session (no key marked given) keeps what it decided.
+  TuneSpec stored = tune_spec_from_json(tune_spec_to_json(whole.spec));
+  EXPECT_EQ(tune_plan(stored, 1000).spec.base.eval_subset, 312);
+  stored = tune_spec_from_json(tune_spec_to_json(deep.spec));
+  EXPECT_EQ(tune_plan(stored, 1000).spec.base.eval_subset, 256);
+  chose.base.eval_subset = 100;
+  EXPECT_TRUE(any_note(tune_plan(chose, 1000), "evaluations on 100 of the 312 test windows (--eval-subset)"));
+  TuneSpec svm = small_spec();  // a cheap evaluation: the whole set
+  svm.trials = 4;
+  const TunePlan cheap = tune_plan(svm, 1000);
+  EXPECT_EQ(cheap.spec.base.eval_subset, 0);
+  EXPECT_FALSE(any_note(cheap, "evaluations on"));
+  // The largest trial's memory: the larger batch's step buffers are in it.
+  EXPECT_GT(deep.trial_memory_bytes, 0);
+  EXPECT_GT(deep.dataset_memory_bytes, 0);
+}
+
+TEST(TunerPlan, TrialsAtATimeFitInMemory) {
+  const double available = memory_available_bytes();
+  if (!(available > 0)) GTEST_SKIP() << "MemAvailable is unknown here";
+  TunePlan plan = tune_plan(gpt_spec(), 1000);
+  plan.notes.clear();
+  plan.dataset_memory_bytes = 0;
+  plan.trial_memory_bytes = 0.4 * available;  // 2 fit in 90 %, 3 do not
+  EXPECT_EQ(tune_jobs_for_memory(plan, 4, false), 2);
+  EXPECT_TRUE(any_note(plan, "2 trials at a time instead of 4 (one per core)"));
+  plan.notes.clear();
+  EXPECT_EQ(tune_jobs_for_memory(plan, 4, true), 4) << "a given --jobs is kept";
+  EXPECT_TRUE(any_note(plan, "warning: --jobs 4 may not fit in memory"));
+  EXPECT_TRUE(any_note(plan, "--jobs 2 fits"));
+  plan.notes.clear();
+  plan.trial_memory_bytes = 2 * available;  // not even one: one, said
+  EXPECT_EQ(tune_jobs_for_memory(plan, 2, false), 1);
+  EXPECT_TRUE(any_note(plan, "even one may not fit"));
+  plan.notes.clear();
+  plan.trial_memory_bytes = 1e6;
+  EXPECT_EQ(tune_jobs_for_memory(plan, 2, false), 2);
+  EXPECT_TRUE(plan.notes.empty());
 }
 
 }  // namespace
