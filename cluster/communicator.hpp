@@ -241,6 +241,11 @@ class Communicator {
   // dst is host memory (ready() reads it).
   using WindowReady = bool (*)(const float* data, uint64_t version, const void* ctx);
   uint64_t window_poll(BufferView dst, int rank, WindowReady ready, const void* ctx);
+  // Serves other ranks' pending epochs on this rank's window (do_window_progress; MPI: their
+  // lock requests complete only while this rank is inside an MPI call). A rank whose window
+  // others lock calls it while it computes, between layers, so that a lock waits for a
+  // layer, not for the rest of a step. Not recorded; nothing on backends that need no progress.
+  void window_progress() { do_window_progress(); }
 
   // ---- host-pointer convenience overloads: each builds a host view (core/buffer.hpp) ----
   void allreduce_sum(float* data, size_t count) { allreduce_sum(host_view(data, count)); }

@@ -325,6 +325,7 @@ class MpiCommunicator final : public Communicator {
   void do_window_progress() override {
     int flag = 0;
     DSGD_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+    if (win_ != MPI_WIN_NULL) DSGD_MPI_CHECK(MPI_Win_flush(rank_, win_));
   }
 
  private:

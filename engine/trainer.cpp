@@ -76,6 +76,7 @@ const uint32_t* sampler_next(void* ctx) {
 }
 
 void hook_trampoline(void* ctx, size_t layer);
+void forward_hook_trampoline(void* ctx, size_t);
 
 struct HookContext {
   Algorithm* algorithm;
@@ -86,6 +87,11 @@ void hook_trampoline(void* ctx, size_t layer) {
   auto* h = static_cast<HookContext*>(ctx);
   h->state->comm.compute_done(ComputePhase::phase_backward_layer, layer);
   h->algorithm->on_layer_grad_ready(*h->state, layer);
+}
+
+void forward_hook_trampoline(void* ctx, size_t) {
+  auto* h = static_cast<HookContext*>(ctx);
+  h->algorithm->on_forward_layer(*h->state);
 }
 
 Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
@@ -462,6 +468,7 @@ class Trainer {
     w_.workload->load_batch(w_.data->train, idx, w_.sampler->batch());
     comm_.compute_done(ComputePhase::phase_data);
     if (timed) t1 = comm_.now();
+    w_.workload->set_forward_hook(LayerHook{forward_hook_trampoline, &hook_ctx_});
     const double loss = w_.workload->forward(w_.params.data());
     comm_.compute_done(ComputePhase::phase_forward);
     return ForwardPass{w_.workload.get(), w_.params.data(), loss};

@@ -115,7 +115,9 @@ void ResNetWorkload::forward_head(float* arena, float* pooled, float* logits, si
 
 const float* ResNetWorkload::run_forward(float* arena, float* pooled, float* logits, size_t n, const float* params,
                                          bool train) {
-  for (const Op& op : ops_) {
+  for (size_t i = 0; i < ops_.size(); ++i) {
+    const Op& op = ops_[i];
+    if (train) forward_hook_(i);
     if (op.kind == OpKind::op_unit) {
       SlotTimer ut(unit_seconds_, 2 * op.index);
       forward_conv(arena, n, op.index, params);

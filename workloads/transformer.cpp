@@ -236,7 +236,15 @@ double TransformerWorkload::forward_pass(const float* params, Activations& a, si
   const BlockLayout bl(D);
   const LayerNormShape ln{N, D};
   const AttentionShape as{n, S, D, cfg_.heads};
+  // The forward hook (training only: an evaluation passes `correct`) between the blocks'
+  // halves and before the head.
+  const bool training = correct == nullptr;
+  size_t hooked = 0;
+  const auto hook = [&] {
+    if (training) forward_hook_(hooked++);
+  };
   for (size_t l = 0; l < L; ++l) {
+    hook();
     const float* p = params + layers_[1 + l].offset;
     const float* x = a.x.data() + l * NC * D;
     float* xmid = a.xmid.data() + l * NC * D;
@@ -252,6 +260,7 @@ double TransformerWorkload::forward_pass(const float* params, Activations& a, si
                                a.ctx.data() + l * NC * D};
     attention_forward(as, AttentionParams{p + bl.w_qkv, p + bl.b_qkv, p + bl.w_o, p + bl.b_o}, ln1, cache, xmid);
     timed(Kernel::gpt_residual, [&] { add_into(xmid, x, N * D); });
+    hook();
     timed(Kernel::gpt_ln_fwd, [&] {
       layernorm_forward(ln, xmid, p + bl.ln2_g, p + bl.ln2_b, ln2, a.m2.data() + l * NC, a.r2.data() + l * NC);
     });
@@ -262,6 +271,7 @@ double TransformerWorkload::forward_pass(const float* params, Activations& a, si
     });
     timed(Kernel::gpt_residual, [&] { add_into(xout, xmid, N * D); });
   }
+  hook();
   const float* h = params + layers_[L + 1].offset;
   timed(Kernel::gpt_ln_fwd,
         [&] { layernorm_forward(ln, a.x.data() + L * NC * D, h, h + D, a.lnf.data(), a.mf.data(), a.rf.data()); });

@@ -98,7 +98,15 @@ class Workload {
   // Floating-point operations of one training sample (forward + backward).
   virtual double flops_per_sample() const = 0;
 
+  // Called between the layers of a training forward pass (not an evaluation's), with the
+  // index of the step just done, by the workloads that have layers (ResNet, the transformer):
+  // a rank that must serve other ranks while it computes (adpsgd's passive window) polls its
+  // backend there. Default: none. The backward pass's hook is backward()'s argument.
+  void set_forward_hook(const LayerHook& hook) { forward_hook_ = hook; }
+
  protected:
+  LayerHook forward_hook_;
+
   // The implementation, on raw float32 pointers in device() memory (param_count() floats).
   virtual void do_init_params(float* params, uint64_t seed) const = 0;
   virtual double do_forward(const float* params) = 0;

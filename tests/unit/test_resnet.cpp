@@ -102,6 +102,30 @@ TEST(ResNet, HookFiresOncePerLayerInReverseOrderWithFinalGradients) {
   EXPECT_EQ(off, wl->param_count());
 }
 
+// The forward hook fires between the ops of a training forward (one per conv+BN unit and per
+// residual join: resnet8 has 9 units and 3 joins), numbered in order, and never in an
+// evaluation; the loss is the same with and without it.
+TEST(ResNet, ForwardHookFiresBetweenTheOpsOfATrainingForwardOnly) {
+  const DatasetPair data = tiny_images();
+  auto wl = resnet_create("resnet8", data.train, false, 1);
+  wl->reserve(8);
+  std::vector<float> params(wl->param_count());
+  wl->init_params(params.data(), 3);
+  const std::vector<uint32_t> idx = {0, 1, 2, 3, 4, 5, 6, 7};
+  wl->load_batch(data.train, idx.data(), idx.size());
+  const double plain = wl->forward(params.data());
+  std::vector<size_t> seen;
+  wl->set_forward_hook(
+      LayerHook{[](void* ctx, size_t i) { static_cast<std::vector<size_t>*>(ctx)->push_back(i); }, &seen});
+  wl->load_batch(data.train, idx.data(), idx.size());
+  EXPECT_EQ(wl->forward(params.data()), plain);
+  ASSERT_EQ(seen.size(), 12u);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i);
+  seen.clear();
+  wl->evaluate(params.data(), data.test, 0, data.test.rows);
+  EXPECT_TRUE(seen.empty()) << "an evaluation called the forward hook";
+}
+
 // The whole network's gradient against central differences of the training loss (BatchNorm
 // in training mode, so the loss is a smooth function of the parameters apart from ReLU
 // kinks), at sampled coordinates of every layer. h = 2e-3: small enough that ±h rarely moves

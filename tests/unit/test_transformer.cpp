@@ -229,6 +229,27 @@ TEST(Transformer, EvaluationWindowsDoNotDependOnTheRanksAndASubsetIsThoseWindows
   EXPECT_EQ(a.count + b.count, of_subset.count);
 }
 
+// The forward hook fires twice per block (before it, between its attention and MLP halves)
+// and once before the head, in order, in a training forward only.
+TEST(Transformer, ForwardHookFiresBetweenBlockHalvesOfATrainingForwardOnly) {
+  const TransformerConfig c{2, 8, 2, 4, 6};
+  TransformerWorkload w(c);
+  const Dataset ds = tiny_text(60, 6, c.seq);
+  std::vector<float> p(w.param_count());
+  w.init_params(p.data(), 2);
+  w.reserve(2);
+  const uint32_t idx[2] = {1, 2};
+  std::vector<size_t> seen;
+  w.set_forward_hook(
+      LayerHook{[](void* ctx, size_t i) { static_cast<std::vector<size_t>*>(ctx)->push_back(i); }, &seen});
+  w.load_batch(ds, idx, 2);
+  w.forward(p.data());
+  EXPECT_EQ(seen, (std::vector<size_t>{0, 1, 2, 3, 4}));
+  seen.clear();
+  w.evaluate(p.data(), ds, 0, ds.rows);
+  EXPECT_TRUE(seen.empty()) << "an evaluation called the forward hook";
+}
+
 // SGD with momentum on one fixed batch; returns the losses.
 std::vector<double> train_fixed_batch(const TransformerConfig& c, const Dataset& ds, int steps, uint64_t seed,
                                       double lr = 0.1) {
