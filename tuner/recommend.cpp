@@ -144,22 +144,57 @@ void plan_eval_set(TunePlan& plan, double flops_per_sample) {
                   whole_flop * 1e-9));
 }
 
-// The dataset's bytes and the largest feasible trial's own bytes (tune_jobs_for_memory).
+// The dataset's bytes and each feasible trial's (tune_jobs_for_memory).
 void plan_memory(TunePlan& plan, const Workload& model) {
+  plan.trial_memory_each.clear();
   for (const Candidate& c : plan.space.feasible) {
     const RunConfig cfg = candidate_config(plan.spec, c, plan.spec.base.seed);
     const auto algorithm = algorithm_create(c.algo, cfg);
     const SimMemory m = sim_memory_estimate(cfg, plan.data->train, plan.data->test, plan.param_count,
                                             model.reserve_bytes(static_cast<size_t>(cfg.batch)), algorithm.get());
     plan.dataset_memory_bytes = m.dataset_bytes;
+    plan.trial_memory_each.push_back(m.total_bytes - m.dataset_bytes);
     plan.trial_memory_bytes = std::max(plan.trial_memory_bytes, m.total_bytes - m.dataset_bytes);
   }
+}
+
+// A live session (not a replay of a stored grid): the configurations whose trial alone would
+// not fit in MemAvailable are refused, as a run of them would be (sim: every worker in this
+// process; on MPI the run's own check applies).
+void plan_refuse_beyond_memory(TunePlan& plan) {
+  const double available = memory_available_bytes();
+  if (plan.backend == TrialBackend::trial_mpi || !(available > 0)) return;
+  SpaceEnumeration kept;
+  kept.refused = plan.space.refused;
+  std::vector<double> kept_memory;
+  for (size_t i = 0; i < plan.space.feasible.size(); ++i) {
+    const double need = plan.dataset_memory_bytes + plan.trial_memory_each[i];
+    if (need > available) {
+      kept.refused.push_back(
+          {plan.space.feasible[i], fmt::format("its {} simulated workers need about {:.3g} GB, more than the {:.3g} GB "
+                                               "available (fewer --workers or a smaller --batch)",
+                                               plan.spec.base.workers, need / 1e9, available / 1e9)});
+      continue;
+    }
+    kept.feasible.push_back(plan.space.feasible[i]);
+    kept.bytes_per_step.push_back(plan.space.bytes_per_step[i]);
+    kept_memory.push_back(plan.trial_memory_each[i]);
+  }
+  const size_t dropped = plan.space.feasible.size() - kept.feasible.size();
+  if (dropped > 0 && !kept.feasible.empty())
+    plan.notes.push_back(fmt::format("{} configuration{} refused for memory (the last, {}: {})", dropped,
+                                     dropped == 1 ? "" : "s", candidate_key(kept.refused.back().candidate),
+                                     kept.refused.back().reason));
+  plan.space = std::move(kept);
+  plan.trial_memory_each = std::move(kept_memory);
+  plan.trial_memory_bytes = 0;
+  for (double m : plan.trial_memory_each) plan.trial_memory_bytes = std::max(plan.trial_memory_bytes, m);
 }
 
 // The model's size, for the bytes-per-step formula (the dataset is loaded once, shared by the
 // plan), and the search space; throws when every configuration is refused or the target needs
 // a test set the dataset lacks.
-void plan_space(TunePlan& plan) {
+void plan_space(TunePlan& plan, bool live) {
   const TuneSpec& spec = plan.spec;
   const RunConfig& base = spec.base;
   const auto data = dataset_load_shared(base);
@@ -169,6 +204,7 @@ void plan_space(TunePlan& plan) {
   plan_eval_set(plan, model->flops_per_sample());
   plan.space = space_enumerate(spec, plan.param_count, data.get());
   plan_memory(plan, *model);
+  if (live) plan_refuse_beyond_memory(plan);
   if (plan.space.feasible.empty()) {
     std::string why;
     for (size_t i = 0; i < plan.space.refused.size() && i < 4; ++i)
@@ -312,12 +348,12 @@ std::vector<int64_t> tune_missing_profiles(const TunePlan& plan, const Store& st
   return compute_profile_missing(store, system_info_read().host, plan.spec.base, batches);
 }
 
-TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps) {
+TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps, bool live) {
   TunePlan plan;
   plan.spec = spec;
   plan.max_trial_steps = max_trial_steps;
   plan_check_spec(spec, max_trial_steps, plan);
-  plan_space(plan);
+  plan_space(plan, live);
   plan_trial_time(plan);
   plan_design(plan);
   plan_design_note(plan);

@@ -65,13 +65,16 @@ struct TunePlan {
   // workers' replicas, state and step buffers) over the feasible configurations.
   double dataset_memory_bytes = 0;
   double trial_memory_bytes = 0;
+  std::vector<double> trial_memory_each;  // per feasible candidate
 };
 
 // Validates and plans without a database (so bad input creates no file). Throws InputError
 // with what to do for: no budget, an empty space, every configuration refused (listing why),
 // a target the trials cannot measure, a backend other than sim or mpi, on mpi more workers than
 // this machine runs as ranks.
-TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps);
+// live: a session that runs trials here (recommend, grid), whose configurations that would
+// not fit in this machine's memory are refused; false for a replay of a stored grid.
+TunePlan tune_plan(const TuneSpec& spec, int64_t max_trial_steps, bool live = true);
 // Trials at a time within this machine's memory: `jobs` when the dataset and `jobs` of the
 // largest trial fit in 90 % of MemAvailable; else, when --jobs was not given (`given` false),
 // as many as fit (at least 1), with a note saying so; a given --jobs is kept, with a warning

@@ -249,7 +249,7 @@ TunePlan bench_plan(const StoredGrid& grid, double budget_s) {
   // held-out one).
   const size_t n_seeds = grid.seeds.size();
   spec.race_seeds = std::min<int64_t>(spec.race_seeds, static_cast<int64_t>(n_seeds > 1 ? n_seeds - 1 : 1));
-  return tune_plan(spec, grid.max_trial_steps);
+  return tune_plan(spec, grid.max_trial_steps, false);  // a replay runs nothing: no memory refusal
 }
 
 // The grid's best configuration by its median time over all seeds.

@@ -584,6 +584,22 @@ TEST(TunerPlan, ADeepWorkloadEvaluatesOnADefaultSubsetUnlessTheUserChose) {
   EXPECT_GT(deep.dataset_memory_bytes, 0);
 }
 
+TEST(TunerPlan, ALiveSessionRefusesConfigurationsThatDoNotFitInMemory) {
+  if (!(memory_available_bytes() > 0)) GTEST_SKIP() << "MemAvailable is unknown here";
+  TuneSpec huge = gpt_spec();
+  huge.base.workers = 4096;  // ~3 M parameters: ~70 MB of model copies each, about 0.3 TB
+  huge.base.d_model = 256;
+  huge.base.layers = 4;
+  try {
+    tune_plan(huge, 1000);
+    ADD_FAILURE() << "a space that does not fit in memory was planned";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("its 4096 simulated workers need about"), std::string::npos) << e.what();
+  }
+  // A replay of a stored grid runs nothing here: nothing is refused for memory.
+  EXPECT_EQ(tune_plan(huge, 1000, false).space.feasible.size(), 4u);
+}
+
 TEST(TunerPlan, TrialsAtATimeFitInMemory) {
   const double available = memory_available_bytes();
   if (!(available > 0)) GTEST_SKIP() << "MemAvailable is unknown here";
