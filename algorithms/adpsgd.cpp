@@ -86,9 +86,6 @@ class Adpsgd final : public Algorithm {
   // to a whole step, which the simulator's atomic averaging does not have).
   void on_forward_layer(TrainState& s) override { serve(s); }
   void on_layer_grad_ready(TrainState& s, size_t) override { serve(s); }
-  void serve(TrainState& s) {
-    if (n_ > 1 && !active()) s.comm.window_progress();
-  }
 
   void after_update(TrainState& s) override {
     if (n_ == 1) return;
@@ -134,6 +131,9 @@ class Adpsgd final : public Algorithm {
 
  private:
   bool active() const { return rank_ % 2 == 0; }
+  void serve(TrainState& s) {
+    if (n_ > 1 && !active()) s.comm.window_progress();
+  }
 
   // All ranks meet; passives reload the shared model (averages written after their last
   // step); the staleness seen is printed by rank 0 for every rank; the window is freed.
