@@ -8,7 +8,7 @@
 #   bench/validate_matrix.sh [BUILD] [OUT_DIR]      e.g. bench/validate_matrix.sh build /tmp/vm
 # VM_WORKERS=2 (ranks per case; validate refuses more than the machine's cores),
 # VM_WORKLOADS="svm resnet8 gpt" VM_ALGOS="ssgd localsgd dpsgd adpsgd" VM_LINKS="native slow"
-# choose the cases (defaults: all). OUT_DIR keeps the database and each case's output.
+# choose the cases (defaults: these; VM_ALGOS may also name ps: asynchronous, colocated servers). OUT_DIR keeps the database and each case's output.
 # VM_ALONE=1 adds, per case, the step and compute error of the prediction made from a profile
 # of one worker alone (what validate used before it profiled its ranks side by side), against
 # the same measured run: an interleaved A/B of the two profiles.
@@ -34,6 +34,7 @@ algo_keys() {
     localsgd) printf 'algo = "localsgd"\nperiod = 8\n' ;;
     dpsgd) printf 'algo = "dpsgd"\ntopology = "ring"\n' ;;
     adpsgd) printf 'algo = "adpsgd"\n' ;;
+    ps) printf 'algo = "ps"\nps-mode = "async"\nps-placement = "colocated"\n' ;;  # not in the default set
   esac
 }
 link_keys() {
