@@ -80,13 +80,6 @@ class Adpsgd final : public Algorithm {
     s.comm.untimed_barrier();
   }
 
-  // A passive rank's window is locked by the actives at any time: it serves their requests
-  // between the layers of its forward and backward passes (on MPI a request is served only
-  // inside an MPI call; without this an active waited for the rest of the passive's step, up
-  // to a whole step, which the simulator's atomic averaging does not have).
-  void on_forward_layer(TrainState& s) override { serve(s); }
-  void on_layer_grad_ready(TrainState& s, size_t) override { serve(s); }
-
   void after_update(TrainState& s) override {
     if (n_ == 1) return;
     float* x = s.param_view().host_f32("adpsgd");
@@ -131,9 +124,6 @@ class Adpsgd final : public Algorithm {
 
  private:
   bool active() const { return rank_ % 2 == 0; }
-  void serve(TrainState& s) {
-    if (n_ > 1 && !active()) s.comm.window_progress();
-  }
 
   // All ranks meet; passives reload the shared model (averages written after their last
   // step); the staleness seen is printed by rank 0 for every rank; the window is freed.

@@ -118,10 +118,6 @@ class Algorithm {
   virtual ForwardPass forward(TrainState& state) { return {}; }
   // Called from backward the moment `layer`'s gradient is final.
   virtual void on_layer_grad_ready(TrainState& state, size_t layer) {}
-  // Called between the layers of the trainer's own forward pass (Workload::set_forward_hook;
-  // not a decoupled forward's instances), for an algorithm that polls its backend while the
-  // rank computes.
-  virtual void on_forward_layer(TrainState& state) {}
   // After backward, before the optimizer step: turn grads into what the optimizer applies.
   virtual void reduce_gradients(TrainState& state) {}
   // After the optimizer step (model averaging and the like).

@@ -85,13 +85,6 @@ class Ps final : public Algorithm {
         sgd_{optimizer_base_lr(cfg), cfg.momentum, cfg.weight_decay, cfg.nesterov} {}
   std::string name() const override { return "ps"; }
 
-  // Other ranks lock this rank's window at any time (its shard when it serves one, its clock
-  // under ssp). On MPI a request is served only while this rank is inside an MPI call, so a
-  // rank that computes serves them between the layers of its forward and backward passes
-  // (as adpsgd's passive ranks do; docs/algorithms.md).
-  void on_forward_layer(TrainState& s) override { serve(s); }
-  void on_layer_grad_ready(TrainState& s, size_t) override { serve(s); }
-
   int worker_count(int n) const override { return dedicated_ ? std::max(1, n - ps_shards(cfg_, n)) : n; }
   int worker_index(int rank, int n) const override { return rank < worker_count(n) ? rank : -1; }
 
@@ -258,10 +251,6 @@ class Ps final : public Algorithm {
   }
 
  private:
-  void serve(TrainState& s) {
-    if (n_ > 1) s.comm.window_progress();
-  }
-
   static constexpr size_t kClock = 0, kArrivals = 1, kParams = 2;
   size_t len(int k) const { return begin_[k + 1] - begin_[k]; }
 

@@ -220,8 +220,10 @@ void Communicator::finish_blocking(CollRequest& r) {
 
 void Communicator::window_create(size_t count) {
   do_window_create(count);
+  window_open_ = true;
 }
 void Communicator::window_free() {
+  window_open_ = false;
   do_window_free();
 }
 

@@ -242,10 +242,13 @@ class Communicator {
   using WindowReady = bool (*)(const float* data, uint64_t version, const void* ctx);
   uint64_t window_poll(BufferView dst, int rank, WindowReady ready, const void* ctx);
   // Serves other ranks' pending epochs on this rank's window (do_window_progress; MPI: their
-  // lock requests complete only while this rank is inside an MPI call). A rank whose window
-  // others lock calls it while it computes, between layers, so that a lock waits for a
-  // layer, not for the rest of a step. Not recorded; nothing on backends that need no progress.
-  void window_progress() { do_window_progress(); }
+  // lock requests complete only while this rank is inside an MPI call). The trainer calls it
+  // between the layers of a step's forward and backward passes, so that another rank's lock
+  // waits for a layer, not for the rest of this rank's step (adpsgd, ps). Not recorded;
+  // nothing while no window is open, or on backends that need no progress.
+  void window_progress() {
+    if (window_open_) do_window_progress();
+  }
 
   // ---- host-pointer convenience overloads: each builds a host view (core/buffer.hpp) ----
   void allreduce_sum(float* data, size_t count) { allreduce_sum(host_view(data, count)); }
@@ -387,6 +390,7 @@ class Communicator {
   EmulationHook emulation_;
   double epoch_arrive_ = 0, epoch_emulated_s_ = 0, epoch_put_bytes_ = 0;
   int hier_groups_ = 1;
+  bool window_open_ = false;  // between window_create and window_free
   LinkClasses links_;
   double emulated_link_free_ = 0;  // end of the last non-blocking request's emulated link time
 };

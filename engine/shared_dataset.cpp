@@ -34,10 +34,8 @@ std::shared_ptr<const DatasetPair> dataset_load_shared(const RunConfig& cfg) {
 std::shared_ptr<const Dataset> dataset_eval_set_shared(const RunConfig& cfg,
                                                        const std::shared_ptr<const DatasetPair>& data) {
   const size_t n = static_cast<size_t>(std::max<int64_t>(cfg.eval_subset, 0));
-  if (n == 0 || (n >= data->test.rows && data->test.tokens.empty()))
+  if (n == 0 || n >= dataset_eval_units(data->test))
     return std::shared_ptr<const Dataset>(data, &data->test);  // the whole test set, no copy
-  if (!data->test.tokens.empty() && n >= dataset_eval_windows(data->test))
-    return std::shared_ptr<const Dataset>(data, &data->test);  // text: every window it evaluates
   // Keyed by the pair's address, and checked against the pair itself: a freed pair's address
   // can be reused by another dataset while an old subset is still held.
   struct Slot {

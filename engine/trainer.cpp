@@ -86,12 +86,13 @@ struct HookContext {
 void hook_trampoline(void* ctx, size_t layer) {
   auto* h = static_cast<HookContext*>(ctx);
   h->state->comm.compute_done(ComputePhase::phase_backward_layer, layer);
+  h->state->comm.window_progress();  // others' epochs on this rank's window, if it has one
   h->algorithm->on_layer_grad_ready(*h->state, layer);
 }
 
+// Between the layers of the trainer's own forward pass (Workload::set_forward_hook).
 void forward_hook_trampoline(void* ctx, size_t) {
-  auto* h = static_cast<HookContext*>(ctx);
-  h->algorithm->on_forward_layer(*h->state);
+  static_cast<HookContext*>(ctx)->state->comm.window_progress();
 }
 
 Worker worker_setup(const RunConfig& cfg, Communicator& comm) {
@@ -301,6 +302,7 @@ class Trainer {
     }
     w_.algorithm->setup(*state_);
     hook_ctx_ = HookContext{w_.algorithm.get(), state_.get()};
+    w_.workload->set_forward_hook(LayerHook{forward_hook_trampoline, &hook_ctx_});
     computes_ = w_.algorithm->worker_index(comm_.rank(), comm_.size()) >= 0;
     recorder_.reserve(static_cast<size_t>(w_.plan.flush_every),
                       static_cast<size_t>(std::max(1, w_.algorithm->max_collectives_per_step())));
@@ -468,7 +470,6 @@ class Trainer {
     w_.workload->load_batch(w_.data->train, idx, w_.sampler->batch());
     comm_.compute_done(ComputePhase::phase_data);
     if (timed) t1 = comm_.now();
-    w_.workload->set_forward_hook(LayerHook{forward_hook_trampoline, &hook_ctx_});
     const double loss = w_.workload->forward(w_.params.data());
     comm_.compute_done(ComputePhase::phase_forward);
     return ForwardPass{w_.workload.get(), w_.params.data(), loss};

@@ -116,7 +116,7 @@ void plan_eval_set(TunePlan& plan, double flops_per_sample) {
   RunConfig& base = plan.spec.base;
   const Dataset& test = plan.data->test;
   const bool text = !test.tokens.empty();
-  const size_t units = text ? dataset_eval_windows(test) : test.rows;
+  const size_t units = dataset_eval_units(test);
   const char* unit = text ? "windows" : "rows";
   const double whole_flop = static_cast<double>(units) * flops_per_sample / 3;  // forward passes only
   const int64_t n = text ? kDefaultSubsetWindows : kDefaultSubsetRows;
@@ -147,6 +147,7 @@ void plan_eval_set(TunePlan& plan, double flops_per_sample) {
 // The dataset's bytes and each feasible trial's (tune_jobs_for_memory).
 void plan_memory(TunePlan& plan, const Workload& model) {
   plan.trial_memory_each.clear();
+  plan.dataset_memory_bytes = 0;
   for (const Candidate& c : plan.space.feasible) {
     const RunConfig cfg = candidate_config(plan.spec, c, plan.spec.base.seed);
     const auto algorithm = algorithm_create(c.algo, cfg);
@@ -154,7 +155,6 @@ void plan_memory(TunePlan& plan, const Workload& model) {
                                             model.reserve_bytes(static_cast<size_t>(cfg.batch)), algorithm.get());
     plan.dataset_memory_bytes = m.dataset_bytes;
     plan.trial_memory_each.push_back(m.total_bytes - m.dataset_bytes);
-    plan.trial_memory_bytes = std::max(plan.trial_memory_bytes, m.total_bytes - m.dataset_bytes);
   }
 }
 
@@ -187,8 +187,6 @@ void plan_refuse_beyond_memory(TunePlan& plan) {
                                      kept.refused.back().reason));
   plan.space = std::move(kept);
   plan.trial_memory_each = std::move(kept_memory);
-  plan.trial_memory_bytes = 0;
-  for (double m : plan.trial_memory_each) plan.trial_memory_bytes = std::max(plan.trial_memory_bytes, m);
 }
 
 // The model's size, for the bytes-per-step formula (the dataset is loaded once, shared by the
@@ -320,25 +318,25 @@ bool tune_objective_better(const TrialScore& a, const TrialScore& b) {
 
 int tune_jobs_for_memory(TunePlan& plan, int jobs, bool given) {
   const double available = memory_available_bytes();
-  if (plan.backend == TrialBackend::trial_mpi || !(available > 0) || !(plan.trial_memory_bytes > 0)) return jobs;
+  double largest = 0;
+  for (double m : plan.trial_memory_each) largest = std::max(largest, m);
+  if (plan.backend == TrialBackend::trial_mpi || !(available > 0) || !(largest > 0)) return jobs;
   const double usable = 0.9 * available;
-  const auto needs = [&](int k) { return plan.dataset_memory_bytes + k * plan.trial_memory_bytes; };
+  const auto needs = [&](int k) { return plan.dataset_memory_bytes + k * largest; };
   if (needs(jobs) <= usable) return jobs;
-  const int fit =
-      std::max(1, static_cast<int>(std::floor((usable - plan.dataset_memory_bytes) / plan.trial_memory_bytes)));
+  // Fewer than `jobs` (needs(jobs) is above usable), at least one.
+  const int fit = std::max(1, static_cast<int>(std::floor((usable - plan.dataset_memory_bytes) / largest)));
   const std::string figures =
       fmt::format("the largest trial needs about {:.3g} GB beside the {:.3g} GB dataset; {:.3g} GB available",
-                  plan.trial_memory_bytes / 1e9, plan.dataset_memory_bytes / 1e9, available / 1e9);
+                  largest / 1e9, plan.dataset_memory_bytes / 1e9, available / 1e9);
   if (given) {
     plan.notes.push_back(
         fmt::format("warning: --jobs {} may not fit in memory ({}): --jobs {} fits", jobs, figures, fit));
     return jobs;
   }
-  const int kept = std::min(jobs, fit);
-  plan.notes.push_back(fmt::format("{} trial{} at a time instead of {} (one per core): {}{}", kept,
-                                   kept == 1 ? "" : "s", jobs, figures,
-                                   needs(kept) > usable ? "; even one may not fit" : ""));
-  return kept;
+  plan.notes.push_back(fmt::format("{} trial{} at a time instead of {} (one per core): {}{}", fit, fit == 1 ? "" : "s",
+                                   jobs, figures, needs(fit) > usable ? "; even one may not fit" : ""));
+  return fit;
 }
 
 std::vector<int64_t> tune_missing_profiles(const TunePlan& plan, const Store& store) {

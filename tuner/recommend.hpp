@@ -61,11 +61,10 @@ struct TunePlan {
   double promote_margin = 0;  // successive halving's margin (tuner/successive_halving.hpp): 0 on sim, 0.1 on mpi
   TrialBackend backend = TrialBackend::trial_sim;  // spec.base.backend, parsed once (results/trial_backend.hpp)
   // Memory (engine/memory_estimate.hpp, sim: every worker of a trial in this process): the
-  // dataset, loaded once and shared by the trials, and the largest trial's own bytes (its
-  // workers' replicas, state and step buffers) over the feasible configurations.
+  // dataset, loaded once and shared by the trials, and each feasible candidate's trial's own
+  // bytes (its workers' replicas, state and step buffers).
   double dataset_memory_bytes = 0;
-  double trial_memory_bytes = 0;
-  std::vector<double> trial_memory_each;  // per feasible candidate
+  std::vector<double> trial_memory_each;
 };
 
 // Validates and plans without a database (so bad input creates no file). Throws InputError

@@ -191,7 +191,7 @@ void TransformerWorkload::reserve(size_t max_batch) {
 }
 
 void TransformerWorkload::check_dataset(const Dataset& ds) const {
-  if (ds.tokens.empty() || ds.window != cfg_.seq + 1) {
+  if (ds.tokens.empty() || ds.window != cfg_.seq + 1 || ds.eval_stride == 0) {
     DSGD_THROW(Error, "load a text dataset and call dataset_set_window(ds, seq + 1) (workload_prepare_data)",
                "transformer: dataset {} is not text in windows of {} tokens (window {})", ds.name, cfg_.seq + 1,
                ds.window);
@@ -368,7 +368,7 @@ EvalSums TransformerWorkload::do_evaluate(const float* params, const Dataset& ds
   const size_t S = cfg_.seq;
   // The windows at multiples of the stride: a range of ranks' slices covers each once,
   // whatever the number of ranks.
-  const size_t stride = ds.eval_stride > 0 ? ds.eval_stride : S;
+  const size_t stride = ds.eval_stride;
   size_t start = (begin + stride - 1) / stride * stride;
   while (start < end) {
     size_t n = 0;

@@ -100,8 +100,9 @@ class Workload {
 
   // Called between the layers of a training forward pass (not an evaluation's), with the
   // index of the step just done, by the workloads that have layers (ResNet, the transformer):
-  // a rank that must serve other ranks while it computes (adpsgd's passive window) polls its
-  // backend there. Default: none. The backward pass's hook is backward()'s argument.
+  // the trainer serves other ranks' requests on this rank's window there
+  // (Communicator::window_progress). Default: none. The backward pass's hook is backward()'s
+  // argument.
   void set_forward_hook(const LayerHook& hook) { forward_hook_ = hook; }
 
  protected:

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 
 #include "algorithms/period_schedule.hpp"
@@ -579,8 +580,13 @@ TEST(TunerPlan, ADeepWorkloadEvaluatesOnADefaultSubsetUnlessTheUserChose) {
   const TunePlan cheap = tune_plan(svm, 1000);
   EXPECT_EQ(cheap.spec.base.eval_subset, 0);
   EXPECT_FALSE(any_note(cheap, "evaluations on"));
-  // The largest trial's memory: the larger batch's step buffers are in it.
-  EXPECT_GT(deep.trial_memory_bytes, 0);
+  // Each trial's memory: a batch of 32's step buffers above a batch of 16's.
+  ASSERT_EQ(deep.trial_memory_each.size(), deep.space.feasible.size());
+  std::map<int64_t, double> by_batch;
+  for (size_t i = 0; i < deep.space.feasible.size(); ++i)
+    by_batch[deep.space.feasible[i].batch] =
+        std::max(by_batch[deep.space.feasible[i].batch], deep.trial_memory_each[i]);
+  EXPECT_GT(by_batch.at(32), by_batch.at(16));
   EXPECT_GT(deep.dataset_memory_bytes, 0);
 }
 
@@ -606,7 +612,7 @@ TEST(TunerPlan, TrialsAtATimeFitInMemory) {
   TunePlan plan = tune_plan(gpt_spec(), 1000);
   plan.notes.clear();
   plan.dataset_memory_bytes = 0;
-  plan.trial_memory_bytes = 0.4 * available;  // 2 fit in 90 %, 3 do not
+  plan.trial_memory_each = {0.1 * available, 0.4 * available};  // 2 fit in 90 %, 3 do not
   EXPECT_EQ(tune_jobs_for_memory(plan, 4, false), 2);
   EXPECT_TRUE(any_note(plan, "2 trials at a time instead of 4 (one per core)"));
   plan.notes.clear();
@@ -614,11 +620,11 @@ TEST(TunerPlan, TrialsAtATimeFitInMemory) {
   EXPECT_TRUE(any_note(plan, "warning: --jobs 4 may not fit in memory"));
   EXPECT_TRUE(any_note(plan, "--jobs 2 fits"));
   plan.notes.clear();
-  plan.trial_memory_bytes = 2 * available;  // not even one: one, said
+  plan.trial_memory_each = {2 * available};  // not even one: one, said
   EXPECT_EQ(tune_jobs_for_memory(plan, 2, false), 1);
   EXPECT_TRUE(any_note(plan, "even one may not fit"));
   plan.notes.clear();
-  plan.trial_memory_bytes = 1e6;
+  plan.trial_memory_each = {1e6};
   EXPECT_EQ(tune_jobs_for_memory(plan, 2, false), 2);
   EXPECT_TRUE(plan.notes.empty());
 }

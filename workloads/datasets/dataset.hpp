@@ -36,8 +36,8 @@ struct Dataset {
   HugePageVector<int32_t> tokens;
   size_t window = 0;
   // Text: an evaluation predicts the windows that start at multiples of this many tokens
-  // (0: window - 1, so each token but the first is predicted once; an evaluation subset of
-  // separate windows stored end to end: window).
+  // (dataset_set_window: window - 1, so each token but the first is predicted once; an
+  // evaluation subset of separate windows stored end to end: window).
   size_t eval_stride = 0;
 
   size_t nnz() const { return sparse ? values.size() : rows * features; }

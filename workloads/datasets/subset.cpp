@@ -46,9 +46,12 @@ std::vector<size_t> dataset_stratified_rows(const Dataset& ds, size_t n) {
 }
 
 size_t dataset_eval_windows(const Dataset& ds) {
-  if (ds.tokens.empty() || ds.window < 2) return 0;
-  const size_t stride = ds.eval_stride > 0 ? ds.eval_stride : ds.window - 1;
-  return (ds.rows + stride - 1) / stride;
+  if (ds.tokens.empty() || ds.eval_stride == 0) return 0;
+  return (ds.rows + ds.eval_stride - 1) / ds.eval_stride;
+}
+
+size_t dataset_eval_units(const Dataset& ds) {
+  return ds.tokens.empty() ? ds.rows : dataset_eval_windows(ds);
 }
 
 namespace {
@@ -57,19 +60,18 @@ namespace {
 Dataset text_window_subset(const Dataset& ds, size_t n) {
   const size_t windows = dataset_eval_windows(ds);
   if (windows == 0)
-    DSGD_THROW(Error, "load the text with its window set (workload_prepare_data)",
+    DSGD_THROW(Error, "load the text with its window set (dataset_set_window)",
                "--eval-subset: text dataset '{}' has no window length", ds.name);
   if (n == 0 || n >= windows)
     DSGD_THROW(InputError, fmt::format("pass --eval-subset below {} (0: the whole test set)", windows),
                "--eval-subset {}: the test text '{}' has {} evaluation windows of {} tokens", n, ds.name, windows,
                ds.window - 1);
-  const size_t stride = ds.eval_stride > 0 ? ds.eval_stride : ds.window - 1;
   Dataset out;
   out.name = ds.name + fmt::format(" ({} of {} windows, evenly spaced)", n, windows);
   out.classes = ds.classes;
   out.tokens.reserve(n * ds.window);
   for (size_t i = 0; i < n; ++i) {
-    const size_t start = (i * windows / n) * stride;
+    const size_t start = (i * windows / n) * ds.eval_stride;
     out.tokens.insert(out.tokens.end(), ds.tokens.begin() + static_cast<std::ptrdiff_t>(start),
                       ds.tokens.begin() + static_cast<std::ptrdiff_t>(start + ds.window));
   }

@@ -24,6 +24,8 @@ Dataset dataset_stratified_subset(const Dataset& ds, size_t n);
 // Text: how many windows an evaluation of `ds` predicts (those starting at multiples of its
 // evaluation stride); 0 for a dataset that is not text.
 size_t dataset_eval_windows(const Dataset& ds);
+// What --eval-subset counts: the rows, or for text the evaluation windows.
+size_t dataset_eval_units(const Dataset& ds);
 
 // The half-width of the 95 % confidence interval of an accuracy p measured on n rows (the
 // normal approximation of the binomial, 1.96 sqrt(p (1 - p) / n)).

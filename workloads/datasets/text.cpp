@@ -151,6 +151,7 @@ void dataset_set_window(Dataset& ds, size_t window) {
   }
   ds.window = window;
   ds.rows = ds.tokens.size() - window + 1;
+  ds.eval_stride = std::max<size_t>(window - 1, 1);
 }
 
 double synthetic_text_entropy_nats() {
