@@ -222,11 +222,14 @@ bool node_is_cpu_op(const pb::Node& n) {
   const pb::AttributeProto* cpu = attr_find(n.attr(), "is_cpu_op");
   return cpu != nullptr && cpu->bool_val();
 }
-enum class NodeRole { role_compute, role_cpu_op, role_allreduce, role_left_out };
+// role_allreduce and role_reduce_scatter are the two kinds of gradient bucket: a data-parallel
+// step all-reduces its gradients, a sharded one (FSDP, ZeRO) reduce-scatters them.
+enum class NodeRole { role_compute, role_cpu_op, role_allreduce, role_reduce_scatter, role_left_out };
 
 struct Counts {
-  size_t compute = 0, cpu_ops = 0, broadcasts = 0, barriers = 0, other = 0;
-  double allreduce_us = 0;
+  size_t compute = 0, cpu_ops = 0, broadcasts = 0, barriers = 0, all_gathers = 0, other = 0;
+  double exchange_us = 0;        // the trace's own time in the gradient collectives
+  int64_t all_gather_bytes = 0;  // their comm_size, where given
 };
 
 NodeRole node_role(const std::string& path, const pb::Node& n, bool device_compute, Counts& counts) {
@@ -248,19 +251,25 @@ NodeRole node_role(const std::string& path, const pb::Node& n, bool device_compu
       if (!kind)
         DSGD_THROW(InputError, kTraceHint, "Chakra trace {}: collective {} has no integer comm_type attribute", path,
                    node_label(n));
-      if (*kind == pb::ALL_REDUCE) {
-        counts.allreduce_us += static_cast<double>(n.duration_micros());
-        return NodeRole::role_allreduce;
+      if (*kind == pb::ALL_REDUCE || *kind == pb::REDUCE_SCATTER || *kind == pb::REDUCE_SCATTER_BLOCK) {
+        counts.exchange_us += static_cast<double>(n.duration_micros());
+        return *kind == pb::ALL_REDUCE ? NodeRole::role_allreduce : NodeRole::role_reduce_scatter;
+      }
+      if (*kind == pb::ALL_GATHER) {  // a sharded step's parameter gather: the network model costs its own
+        ++counts.all_gathers;
+        const pb::AttributeProto* size = attr_find(n.attr(), "comm_size");
+        const std::optional<int64_t> bytes = size ? attr_integer(*size) : std::nullopt;
+        if (bytes && *bytes > 0 && *bytes <= kMaxGradientBytes - counts.all_gather_bytes)
+          counts.all_gather_bytes += *bytes;
+        return NodeRole::role_left_out;
       }
       if (*kind == pb::BROADCAST || *kind == pb::BARRIER) {
         ++(*kind == pb::BROADCAST ? counts.broadcasts : counts.barriers);
         return NodeRole::role_left_out;
       }
-      const bool sharded = *kind == pb::ALL_GATHER || *kind == pb::REDUCE_SCATTER || *kind == pb::REDUCE_SCATTER_BLOCK;
       DSGD_THROW(InputError,
-                 sharded ? "trace the model under plain data parallelism (DDP); dsgd-bench models sharded "
-                           "gradients itself (--algo zero)"
-                         : "dsgd-bench costs the gradient all-reduces of a data-parallel step only (docs/chakra.md)",
+                 "dsgd-bench costs the gradient exchange of a data-parallel or sharded step only (all-reduce, "
+                 "reduce-scatter; docs/chakra.md)",
                  "Chakra trace {}: {} is a collective of type {} (comm_type {}), which dsgd-bench cannot cost", path,
                  node_label(n), coll_name(*kind), *kind);
     }
@@ -278,7 +287,8 @@ NodeRole node_role(const std::string& path, const pb::Node& n, bool device_compu
   }
 }
 
-// One gradient bucket in trace order: the backward compute before its all-reduce.
+// One gradient bucket in trace order: the backward compute before its all-reduce (or
+// reduce-scatter).
 struct Bucket {
   std::string name;
   double backward_us = 0;
@@ -313,12 +323,15 @@ CostFile chakra_trace_read(const std::string& path) {
   Counts counts;
   double forward_us = 0, pending_us = 0, compute_us = 0;
   size_t forward_nodes = 0;
-  bool named_backward = false;  // a compute node named *backward* before the first all-reduce
+  bool named_backward = false;  // a compute node named *backward* before the first bucket's collective
   int64_t gradient_bytes = 0;
-  std::vector<Bucket> buckets;  // trace order
+  std::vector<Bucket> buckets;               // trace order
+  const pb::Node* first_exchange = nullptr;  // the first bucket's collective, and its kind
+  NodeRole exchange = NodeRole::role_allreduce;
   for (size_t i : order) {
     const pb::Node& n = t.nodes[i];
-    switch (node_role(path, n, device_compute, counts)) {
+    const NodeRole role = node_role(path, n, device_compute, counts);
+    switch (role) {
       case NodeRole::role_compute: {
         const double us = static_cast<double>(n.duration_micros());
         compute_us += us;
@@ -331,20 +344,33 @@ CostFile chakra_trace_read(const std::string& path) {
         }
         break;
       }
-      case NodeRole::role_allreduce: {
+      case NodeRole::role_allreduce:
+      case NodeRole::role_reduce_scatter: {
+        const char* kind = role == NodeRole::role_allreduce ? "all-reduce" : "reduce-scatter";
+        if (first_exchange == nullptr) {
+          first_exchange = &n;
+          exchange = role;
+        } else if (role != exchange) {  // hybrid sharding: reduce-scatter in a group, all-reduce across
+          DSGD_THROW(InputError,
+                     "trace the model under plain data parallelism (DDP) or full sharding (FSDP FULL_SHARD or "
+                     "SHARD_GRAD_OP, ZeRO); docs/chakra.md",
+                     "Chakra trace {}: {} is a {} and {} an {}: a step that exchanges gradients both ways (hybrid "
+                     "sharding), which dsgd-bench cannot cost",
+                     path, node_label(n), kind, node_label(*first_exchange),
+                     exchange == NodeRole::role_allreduce ? "all-reduce" : "reduce-scatter");
+        }
         const pb::AttributeProto* size = attr_find(n.attr(), "comm_size");
         const std::optional<int64_t> bytes = size ? attr_integer(*size) : std::nullopt;
         if (!bytes || *bytes <= 0)
           DSGD_THROW(InputError, kTraceHint,
-                     "Chakra trace {}: all-reduce {} has no positive comm_size attribute (its gradient bytes)", path,
+                     "Chakra trace {}: {} {} has no positive comm_size attribute (its gradient bytes)", path, kind,
                      node_label(n));
         if (*bytes > kMaxGradientBytes - gradient_bytes)
           DSGD_THROW(InputError, kTraceHint,
-                     "Chakra trace {}: all-reduce {} has comm_size {}, which brings the gradients above 2^50 bytes",
-                     path, node_label(n), *bytes);
+                     "Chakra trace {}: {} {} has comm_size {}, which brings the gradients above 2^50 bytes", path, kind,
+                     node_label(n), *bytes);
         gradient_bytes += *bytes;
-        buckets.push_back(
-            {fmt::format("{}#{}", n.name().empty() ? "all_reduce" : n.name(), n.id()), pending_us, *bytes});
+        buckets.push_back({fmt::format("{}#{}", n.name().empty() ? kind : n.name(), n.id()), pending_us, *bytes});
         pending_us = 0;
         break;
       }
@@ -359,8 +385,12 @@ CostFile chakra_trace_read(const std::string& path) {
                "give a trace with measured durations: dsgd-bench has no device model to time num_ops (docs/chakra.md)",
                "Chakra trace {}: every compute node has duration_micros 0", path);
   if (buckets.empty())
-    DSGD_THROW(InputError, "trace a data-parallel step (DDP), whose gradients are all-reduced in buckets",
-               "Chakra trace {}: no ALL_REDUCE collective, so no gradients to exchange", path);
+    DSGD_THROW(InputError,
+               "trace a data-parallel step (DDP: gradients all-reduced in buckets) or a sharded one (FSDP, ZeRO: "
+               "reduce-scattered)",
+               "Chakra trace {}: no ALL_REDUCE or REDUCE_SCATTER collective, so no gradients to exchange", path);
+  const bool sharded = exchange == NodeRole::role_reduce_scatter;
+  const char* exchange_name = sharded ? "reduce-scatter" : "all-reduce";
 
   // If no node was named like a backward op, the forward is not known: it counts as the first
   // bucket's backward (the same gradient-ready times), and the forward is 0.
@@ -387,7 +417,7 @@ CostFile chakra_trace_read(const std::string& path) {
     const Bucket& bk = buckets[k];
     CostLayer l;
     l.name = bk.name;
-    l.type = "ALL_REDUCE";
+    l.type = sharded ? "REDUCE_SCATTER" : "ALL_REDUCE";
     l.parameter_bytes = bk.bytes;
     l.parameters = (bk.bytes + 3) / 4;
     c.parameters += l.parameters;
@@ -411,14 +441,19 @@ CostFile chakra_trace_read(const std::string& path) {
   leave(counts.broadcasts, "broadcasts");
   leave(counts.barriers, "barriers");
   leave(counts.other, "memory or metadata nodes");
+  if (counts.all_gathers > 0)  // a sharded step's parameter gathers: --algo zero costs its own
+    left_out += fmt::format("{}{} all-gathers ({:.4g} MB: the parameter gathers, costed again by --algo zero)",
+                            left_out.empty() ? "" : ", ", counts.all_gathers,
+                            static_cast<double>(counts.all_gather_bytes) / 1e6);
   c.source_note = fmt::format(
-      "schema {}; {}; {} compute nodes, {} all-reduce buckets, {:.4g} MB of gradients; {}; the trace's own "
-      "all-reduces took {:.4g} ms, not used{}",
+      "schema {}; {}; {} compute nodes, {} {} buckets{}, {:.4g} MB of gradients; {}; the trace's own {}s took "
+      "{:.4g} ms, not used{}",
       c.framework_version, t.batch == kCostBatchUnknown ? "no batch recorded" : fmt::format("batch {}", t.batch),
-      counts.compute, buckets.size(), static_cast<double>(c.parameter_bytes) / 1e6,
+      counts.compute, buckets.size(), exchange_name, sharded ? " (a sharded step: FSDP or ZeRO)" : "",
+      static_cast<double>(c.parameter_bytes) / 1e6,
       forward_known ? fmt::format("forward: the {} compute nodes before the first named *backward*", forward_nodes)
                     : std::string("no compute node named *backward*: forward 0, counted in the first bucket"),
-      counts.allreduce_us / 1e3, left_out.empty() ? "" : "; left out: " + left_out);
+      exchange_name, counts.exchange_us / 1e3, left_out.empty() ? "" : "; left out: " + left_out);
   return c;
 }
 

@@ -2,7 +2,8 @@
 # committed example trace (tests/data/chakra/mlp3.et: a 3-layer MLP's step at batch 32, three
 # gradient buckets) is timed on the simulator's timing-only path with the trace's compute and
 # our network model's cost of its gradient bytes; the prediction equals that of the model cost
-# file with the same layers and times; the trace's own all-reduce times are not used; the
+# file with the same layers and times; the trace's own all-reduce times are not used; the same
+# step sharded (reduce-scatters, all-gathers) predicts the same and runs under --algo zero; the
 # tuner ranks it at its batch; bad traces, another batch and a prefix that does not match the
 # file are refused with exit 2 and nothing stored. A build without protobuf refuses the
 # workload, saying so.
@@ -76,6 +77,53 @@ awk -v c="$comm" 'BEGIN { exit !(c > 0.013) }' || fail "comm $comm s is faster t
 "$BIN" show "$R" --db t.db > show.out
 grep -q "Chakra trace .*mlp3.et (schema 0.0.4; batch 32; 13 compute nodes, 3 all-reduce buckets" show.out ||
   { cat show.out; fail "show does not say the prediction came from the trace"; }
+
+# The same step sharded (FSDP FULL_SHARD): each bucket's parameters all-gathered before its
+# forward and its backward, its gradients reduce-scattered (comm_size: the whole bucket). The
+# reduce-scatters are the buckets, so every variant predicts what it predicts for the DDP
+# trace; the all-gathers are left out (said so), and --algo zero costs its own.
+python3 - "$TRACE" <<'PY'
+import json, os, sys
+spec = json.load(open(os.path.join(os.path.dirname(sys.argv[1]), "mlp3.json")))
+shard = {"fc1": 803840, "fc2": 131584, "fc3": 5160}
+nodes = []
+for n in spec["nodes"]:
+    n = dict(n)
+    unit = n["name"].split("_")[0]
+    if n["kind"] == "comp" and unit in shard:  # gather the unit's parameters (one shard of 8 sent) first
+        nodes.append({"name": "allgather_" + n["name"], "kind": "allgather", "bytes": shard[unit] // 8,
+                      "duration_us": 7})
+    if n["kind"] == "allreduce":
+        n["kind"], n["name"] = "reducescatter", n["name"].replace("allreduce", "reducescatter")
+    nodes.append(n)
+spec["nodes"] = nodes
+json.dump(spec, open("fsdp.json", "w"))
+PY
+# tools/chakra_trace.py needs python3-protobuf: Debian's python3 (DSGD_PYTHON3, set by ctest).
+"${DSGD_PYTHON3:-python3}" "$(dirname "$0")/../../tools/chakra_trace.py" write fsdp.json -o fsdp.et ||
+  fail "writing the sharded trace (tools/chakra_trace.py needs python3-protobuf)"
+for algo in "ssgd" "localsgd --period 8"; do
+  # shellcheck disable=SC2086
+  "$BIN" run --workload chakra:fsdp.et --workers 8 --algo $algo "${sim[@]}" > fsdp.out 2>&1 ||
+    { cat fsdp.out; fail "--algo $algo on a sharded Chakra trace failed"; }
+  F=$(last_run_id fsdp.out)
+  # shellcheck disable=SC2086
+  "$BIN" run --workload chakra:mlp3.et --workers 8 --algo $algo "${sim[@]}" > trace.out 2>&1 || fail "--algo $algo"
+  T=$(last_run_id trace.out)
+  a=$(sql t.db "select avg(step_s) from steps where run_id=$F and timed")
+  b=$(sql t.db "select avg(step_s) from steps where run_id=$T and timed")
+  awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-12 + 1e-9 * b) }' ||
+    fail "--algo $algo: the sharded trace predicts a step of $a s, the DDP trace $b s"
+done
+"$BIN" show "$F" --db t.db > show.out
+grep -q "3 reduce-scatter buckets (a sharded step: FSDP or ZeRO), 0.9406 MB of gradients" show.out ||
+  { cat show.out; fail "show does not say the trace was a sharded step"; }
+grep -q "left out: 6 all-gathers" show.out || { cat show.out; fail "show does not say the all-gathers were left out"; }
+"$BIN" run --workload chakra:fsdp.et --workers 8 --algo zero "${sim[@]}" > zero.out 2>&1 ||
+  { cat zero.out; fail "--algo zero on a sharded Chakra trace failed"; }
+Z=$(last_run_id zero.out)
+zb=$(sql t.db "select avg(bytes_sent) from steps where run_id=$Z and timed")
+[ "${zb%.*}" -gt 0 ] || fail "--algo zero sent $zb bytes a step"
 
 # The tuner ranks the trace's configurations at its batch and refuses the others, saying why;
 # a trace that records no batch (here the example without its batch_size attribute: a

@@ -324,6 +324,43 @@ TEST_F(ChakraTrace, WithoutABackwardNameTheForwardIsZero) {
   EXPECT_NE(f.source_note.find("no compute node named *backward*"), std::string::npos) << f.source_note;
 }
 
+// A sharded step (FSDP FULL_SHARD): parameters all-gathered before each unit's forward and
+// again before its backward, gradients reduce-scattered after it. The reduce-scatters are the
+// buckets (their comm_size the whole bucket), the all-gathers are left out and counted.
+TEST_F(ChakraTrace, ShardedStepsReadTheirReduceScattersAsBuckets) {
+  TraceBuilder t;
+  t.coll(pb::ALL_GATHER, "ag_unit0", 20, 1000);
+  t.comp("unit0_fwd", 100);
+  t.coll(pb::ALL_GATHER, "ag_unit1", 30, 2000);
+  t.comp("unit1_fwd", 50);
+  t.coll(pb::ALL_GATHER, "ag_unit1_bwd", 30, 2000);
+  t.comp("unit1_backward", 120);
+  t.coll(pb::REDUCE_SCATTER, "rs_unit1", 40, 8000);
+  t.coll(pb::ALL_GATHER, "ag_unit0_bwd", 20, 1000);
+  t.comp("unit0_backward", 200);
+  t.coll(pb::REDUCE_SCATTER_BLOCK, "rs_unit0", 25, 4000);
+  t.comp("opt", 10);
+  const CostFile f = chakra_trace_read(write_bytes(t.bytes()));
+  ASSERT_EQ(f.layers.size(), 2u);
+  EXPECT_EQ(f.layers[0].name, "rs_unit0#9");  // forward order: the last reduced holds the first layers
+  EXPECT_EQ(f.layers[0].type, "REDUCE_SCATTER");
+  EXPECT_EQ(f.layers[0].parameter_bytes, 4000);
+  EXPECT_EQ(f.layers[1].parameter_bytes, 8000);
+  EXPECT_EQ(f.parameter_bytes, 12000);
+  const CostBatch& b = f.batches[0];
+  EXPECT_DOUBLE_EQ(b.forward.median_s, 150e-6);  // the gathers' time is not compute
+  EXPECT_DOUBLE_EQ(b.layer_bwd[0].median_s, 200e-6);
+  EXPECT_DOUBLE_EQ(b.layer_bwd[1].median_s, 120e-6);
+  EXPECT_DOUBLE_EQ(b.optimizer.median_s, 10e-6);
+  EXPECT_DOUBLE_EQ(b.step.median_s, 480e-6);
+  EXPECT_NE(f.source_note.find("2 reduce-scatter buckets (a sharded step: FSDP or ZeRO), 0.012 MB of gradients"),
+            std::string::npos)
+      << f.source_note;
+  EXPECT_NE(f.source_note.find("own reduce-scatters took 0.065 ms"), std::string::npos) << f.source_note;
+  EXPECT_NE(f.source_note.find("left out: 4 all-gathers (0.006 MB: the parameter gathers"), std::string::npos)
+      << f.source_note;
+}
+
 TEST_F(ChakraTrace, NodesRunInDependencyOrder) {
   // In the file the optimizer comes first, but it depends on the all-reduce.
   TraceBuilder t;
@@ -381,11 +418,13 @@ TEST_F(ChakraTrace, BadFilesAreRefusedSayingWhy) {
          t.comp("fwd", 5);
          return t.bytes();
        }(),
-       "no ALL_REDUCE collective"},
+       "no ALL_REDUCE or REDUCE_SCATTER collective"},
       {"all-to-all", with([](TraceBuilder& t) { t.coll(pb::ALL_TO_ALL, "a2a", 5, 64); }),
        "node 4 'a2a' is a collective of type ALL_TO_ALL (comm_type 6), which dsgd-bench cannot cost"},
-      {"reduce-scatter", with([](TraceBuilder& t) { t.coll(pb::REDUCE_SCATTER, "rs", 5, 64); }),
-       "is a collective of type REDUCE_SCATTER"},
+      {"all-reduce and reduce-scatter", with([](TraceBuilder& t) { t.coll(pb::REDUCE_SCATTER, "rs", 5, 64); }),
+       "node 4 'rs' is a reduce-scatter and node 2 'ar' an all-reduce: a step that exchanges gradients both ways "
+       "(hybrid sharding)"},
+      {"reduce", with([](TraceBuilder& t) { t.coll(pb::REDUCE, "r", 5, 64); }), "is a collective of type REDUCE"},
       {"unknown collective", with([](TraceBuilder& t) { t.coll(static_cast<pb::CollectiveCommType>(42), "x", 5, 64); }),
        "is a collective of type unknown (comm_type 42)"},
       {"send", with([](TraceBuilder& t) { t.add(pb::COMM_SEND_NODE, "p2p", 5); }),
