@@ -36,6 +36,15 @@ d = {"format": "dsgd-model-cost", "version": 1, "model": "mlp3", "framework": "p
 json.dump(d, open("mlp3.json", "w"))
 PY
 
+# Runs $1 and $2 predict the same mean step (to rounding), or the test fails saying $3.
+same_step() {
+  local a b
+  a=$(sql t.db "select avg(step_s) from steps where run_id=$1 and timed")
+  b=$(sql t.db "select avg(step_s) from steps where run_id=$2 and timed")
+  awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-12 + 1e-9 * b) }' ||
+    fail "$3 predict different steps: $a s and $b s"
+}
+
 for algo in "ssgd" "ssgd --overlap true" "localsgd --period 8"; do
   # shellcheck disable=SC2086
   "$BIN" run --workload chakra:mlp3.et --workers 8 --algo $algo "${sim[@]}" > trace.out 2>&1 ||
@@ -45,10 +54,7 @@ for algo in "ssgd" "ssgd --overlap true" "localsgd --period 8"; do
   "$BIN" run --workload profile:mlp3.json --workers 8 --algo $algo "${sim[@]}" > profile.out 2>&1 ||
     { cat profile.out; fail "--algo $algo on the equivalent cost file failed"; }
   P=$(last_run_id profile.out)
-  a=$(sql t.db "select avg(step_s) from steps where run_id=$T and timed")
-  b=$(sql t.db "select avg(step_s) from steps where run_id=$P and timed")
-  awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-12 + 1e-9 * b) }' ||
-    fail "--algo $algo: the trace predicts a step of $a s, the equivalent cost file $b s"
+  same_step "$T" "$P" "--algo $algo: the trace and the equivalent cost file"
 done
 
 # Synchronous SGD, no overlap: every step is the trace's compute (forward 160 us, backward
@@ -110,10 +116,7 @@ for algo in "ssgd" "localsgd --period 8"; do
   # shellcheck disable=SC2086
   "$BIN" run --workload chakra:mlp3.et --workers 8 --algo $algo "${sim[@]}" > trace.out 2>&1 || fail "--algo $algo"
   T=$(last_run_id trace.out)
-  a=$(sql t.db "select avg(step_s) from steps where run_id=$F and timed")
-  b=$(sql t.db "select avg(step_s) from steps where run_id=$T and timed")
-  awk -v a="$a" -v b="$b" 'BEGIN { d = a - b; if (d < 0) d = -d; exit !(d <= 1e-12 + 1e-9 * b) }' ||
-    fail "--algo $algo: the sharded trace predicts a step of $a s, the DDP trace $b s"
+  same_step "$F" "$T" "--algo $algo: the sharded trace and the DDP trace"
 done
 "$BIN" show "$F" --db t.db > show.out
 grep -q "3 reduce-scatter buckets (a sharded step: FSDP or ZeRO), 0.9406 MB of gradients" show.out ||
