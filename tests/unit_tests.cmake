@@ -94,4 +94,10 @@ if(DSGD_HAVE_MPI AND DSGD_MPIEXEC)
   # The window lock with two ranks contending for each window besides its owner (500 epochs each).
   add_test(NAME mpi.test_window_lock_4 COMMAND ${DSGD_MPIEXEC} -n 4 $<TARGET_FILE:test_window_lock> 500)
   set_tests_properties(mpi.test_window_lock_4 PROPERTIES TIMEOUT 300 RUN_SERIAL ON)
+  # Ranks on one host take the shared-memory windows; the same tests through MPI's one-sided
+  # operations (the path of ranks on several hosts).
+  add_test(NAME mpi.test_window_lock_rma COMMAND ${DSGD_MPIEXEC} -n 2 $<TARGET_FILE:test_window_lock>)
+  add_test(NAME mpi.test_window_lock_rma_4 COMMAND ${DSGD_MPIEXEC} -n 4 $<TARGET_FILE:test_window_lock> 200)
+  set_tests_properties(mpi.test_window_lock_rma mpi.test_window_lock_rma_4 PROPERTIES TIMEOUT 300 RUN_SERIAL ON
+                       ENVIRONMENT "DSGD_MPI_WINDOW=rma")
 endif()

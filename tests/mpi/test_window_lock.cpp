@@ -6,7 +6,9 @@
 // Exact if and only if the lock excludes every other rank's epoch, the own rank's included:
 // the final versions must add up to the number of increments (a lost update leaves fewer), and
 // no read may see a payload that disagrees with the version read in the same epoch (torn).
-// Also checks window_poll and that a window can be freed and created again.
+// Also checks window_poll and that a window can be freed and created again. Ranks on one host
+// take the shared-memory windows; DSGD_MPI_WINDOW=rma runs the same through MPI's one-sided
+// operations (tests/unit_tests.cmake registers both).
 // Exit 0: pass; 1: a check failed (printed by rank 0).
 #include <cstdint>
 #include <cstdio>
