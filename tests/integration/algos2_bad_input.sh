@@ -17,6 +17,8 @@ expect_error "--compress powersgd:rank=x" "${R[@]}" --compress powersgd:rank=x
 expect_error "--zero-bits: applies to --algo zero only" "${R[@]}" --algo ssgd --zero-bits 4
 expect_error "--zero-group: applies to --algo zero only" "${R[@]}" --algo dpsgd --zero-group 64
 expect_error "--zero-bits: must be 32 or 4" "${R[@]}" --algo zero --zero-bits 8
+# The MPI backend's window path (docs/cluster.md): shared or rma, nothing else.
+expect_error "DSGD_MPI_WINDOW=bogus is not a window path" env DSGD_MPI_WINDOW=bogus "${R[@]}" --backend mpi --algo adpsgd
 # zero with fewer parameters than workers and dpsgd on a topology without neighbours need
 # more ranks than CI runs or a topology no kind builds: tests/unit/test_algos2.cpp pins both.
 echo PASS
