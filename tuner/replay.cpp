@@ -252,12 +252,14 @@ TunePlan bench_plan(const StoredGrid& grid, double budget_s) {
   return tune_plan(spec, grid.max_trial_steps, false);  // a replay runs nothing: no memory refusal
 }
 
-// The grid's best configuration by its median time over all seeds.
+// The grid's best configuration by its median time over all seeds: of an even count the
+// worse middle one, as `dsgd-tune grid`'s table and the tuner's ranking take it.
 void grid_best_find(const StoredGrid& grid, const std::set<std::string>& keys, BenchReport& report) {
   for (const std::string& key : keys) {
     std::vector<double> times;
     for (uint64_t s : grid.seeds) times.push_back(truth_time(grid, key, s));
-    const double med = stats_quantile(times, 0.5);
+    std::sort(times.begin(), times.end());
+    const double med = times.empty() ? kInf : times[times.size() / 2];
     if (std::isfinite(med) && (report.grid_best.empty() || med < report.grid_best_time_s)) {
       report.grid_best = key;
       report.grid_best_time_s = med;
