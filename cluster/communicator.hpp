@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/buffer.hpp"
@@ -147,7 +148,10 @@ class Communicator {
   // phase takes the time it takes; the sim backend returns the worker's virtual time and
   // compute_done advances it by the modelled cost of the phase that just ended.
   virtual double now() const { return clock_now_s(); }
-  virtual void hold_until(double deadline) { clock_hold_until(deadline); }
+  // Holds (an emulated transfer's extra time, a straggler's delay) spin like a rank waiting
+  // in MPI, unless this host runs more ranks than it has cores: then they sleep, leaving the
+  // core to the others (docs/cluster.md, "Emulated network").
+  virtual void hold_until(double deadline) { clock_hold_until(deadline, hold_may_sleep()); }
   virtual void compute_done(ComputePhase phase, size_t layer = 0) {}
   // The modelled seconds compute_done(phase, layer) adds on a virtual clock, for compute that
   // runs beside the worker's own (pdasgd's forward thread, algorithms/decoupled_forward.hpp);
@@ -391,6 +395,13 @@ class Communicator {
   double epoch_arrive_ = 0, epoch_emulated_s_ = 0, epoch_put_bytes_ = 0;
   int hier_groups_ = 1;
   bool window_open_ = false;  // between window_create and window_free
+  // Whether holds may sleep: more ranks on this host than cores (decided at the first hold).
+  bool hold_may_sleep() {
+    if (hold_may_sleep_ < 0)
+      hold_may_sleep_ = ranks_on_this_host() > static_cast<int>(std::thread::hardware_concurrency()) ? 1 : 0;
+    return hold_may_sleep_ != 0;
+  }
+  int hold_may_sleep_ = -1;
   LinkClasses links_;
   double emulated_link_free_ = 0;  // end of the last non-blocking request's emulated link time
 };

@@ -40,13 +40,15 @@ inline double clock_now_s() {
   return clock_steady_s();
 }
 
-// Blocks until clock_now_s() >= deadline: sleeps while more than 0.5 ms remain (to leave
-// the core to other ranks), then spins for precision (sleep overshoots by ~60 us).
-inline void clock_hold_until(double deadline) {
+// Blocks until clock_now_s() >= deadline. With may_sleep, sleeps while more than 0.5 ms
+// remain (to leave the core to other ranks when there are more ranks than cores), then
+// spins for precision (sleep overshoots by ~60 us); without, spins throughout, as a rank
+// waiting inside MPI does (MPICH polls): its core stays awake and its caches its own.
+inline void clock_hold_until(double deadline, bool may_sleep = true) {
   for (;;) {
     const double left = deadline - clock_now_s();
     if (left <= 0) return;
-    if (left > 5e-4) std::this_thread::sleep_for(std::chrono::duration<double>(left - 4e-4));
+    if (may_sleep && left > 5e-4) std::this_thread::sleep_for(std::chrono::duration<double>(left - 4e-4));
   }
 }
 
