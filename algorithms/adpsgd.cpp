@@ -93,15 +93,18 @@ class Adpsgd final : public Algorithm {
       s.staleness = double(version - seen);
       seen = version + 1;
       for (size_t i = 0; i < s.count; ++i) peer_[i] = 0.5f * (before_[i] + peer_[i]);  // avg
+      s.comm.model_passes_done(1);  // inside the epoch: the passive's window stays locked meanwhile
       s.comm.window_put(peer_.data(), s.count, p, version + 1);
       s.comm.window_unlock(p);
       for (size_t i = 0; i < s.count; ++i) x[i] = peer_[i] + (x[i] - before_[i]);  // avg + δ
+      s.comm.model_passes_done(1);
       ++averages_;
     } else {
       uint64_t version = 0;
       s.comm.window_lock(rank_);
       s.comm.window_get(peer_.data(), s.count, rank_, &version);
       for (size_t i = 0; i < s.count; ++i) x[i] = peer_[i] + (x[i] - before_[i]);  // shared + δ
+      s.comm.model_passes_done(1);
       s.comm.window_put(x, s.count, rank_, version);
       s.comm.window_unlock(rank_);
       const uint64_t stale = version - last_version_;
@@ -112,6 +115,7 @@ class Adpsgd final : public Algorithm {
       ++stale_steps_;
     }
     std::copy(x, x + s.count, before_.begin());
+    s.comm.model_passes_done(1);
     if (s.step + 1 == s.total_steps) finish(s);
   }
 
@@ -183,6 +187,7 @@ const Variant& variant_adpsgd() {
     v.name = "adpsgd";
     v.gossip_every_step = true;
     v.reads_topology = true;
+    v.model_passes = true;
     v.description = "AD-PSGD: asynchronous; active (even) ranks average atomically with a random passive neighbour";
     v.knobs = "--topology";
     v.no_compress = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";

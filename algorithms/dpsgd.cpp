@@ -97,6 +97,7 @@ class Dpsgd final : public Algorithm {
     request_.launch = std::max(request_.launch, s.step_start);
     s.comm.wait(request_, s.comm.now());
     mix(s, s.param_view(), send_.view());
+    s.comm.model_passes_done(1 + peers_.size());
   }
 
   void after_update(TrainState& s) override {
@@ -111,8 +112,10 @@ class Dpsgd final : public Algorithm {
     if ((s.step + 1) % period_ != 0) return;
     select_peers(s.comm.size(), s.step);
     s.vec().copy(send_.view(), s.param_view());
+    s.comm.model_passes_done(1);
     s.comm.neighbor_exchange(send_.view(), peers_.data(), peers_.size(), recv_.slice(0, peers_.size() * s.count));
     mix(s, s.param_view(), send_.view());
+    s.comm.model_passes_done(1 + peers_.size());
   }
 
   bool replicas_identical() const override { return false; }
@@ -145,6 +148,7 @@ class Dpsgd final : public Algorithm {
       s.comm.wait(request_, s.comm.now());
       mix(s, mixed_.view(), send_.view());
       s.vec().rebase(s.param_view(), mixed_.view(), send_.view(), true);  // x ← m + (x − s) where m ≠ s
+      s.comm.model_passes_done(2 + peers_.size());
     }
     if (sync && !last) launch(s, s.step);
   }
@@ -174,6 +178,7 @@ class Dpsgd final : public Algorithm {
   void launch(TrainState& s, int64_t step) {
     select_peers(s.comm.size(), step);
     s.vec().copy(send_.view(), s.param_view());
+    s.comm.model_passes_done(1);
     s.comm.ineighbor_exchange(send_.view(), peers_.data(), peers_.size(), recv_.slice(0, peers_.size() * s.count),
                               request_);
   }
@@ -228,6 +233,7 @@ const Variant& variant_dpsgd() {
     v.flags = {{"dpsgd-delay"}};
     v.gossip_every_step = true;
     v.reads_topology = true;
+    v.model_passes = true;
     v.no_compress = "it exchanges models point-to-point with its neighbours (gossip), not by all-reduce";
     v.validate = dpsgd_validate;
     v.create = algorithm_create_dpsgd;

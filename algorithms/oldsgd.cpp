@@ -53,6 +53,7 @@ const Variant& variant_oldsgd() {
     v.timing_text = "oldsgd (--gossip-overlap false, static topology)";
     v.timing_needs_neighbors = true;
     v.reads_topology = true;
+    v.model_passes = true;
     return v;
   }();
   return v;

@@ -59,11 +59,12 @@ void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& /*state*/, in
   if (n > 1 && plan.neighbors.size() != n)
     DSGD_THROW(Error, "this is a bug: pass the topology's neighbours", "timing-only gossip without neighbours");
   const SimTimingCompute k = sim_timing_compute(plan.cost);
+  const double pass = plan.cost.model_pass_s;
   std::vector<double> arrive(n), depart(n);
   for (size_t i = 0; i < n; ++i) {
     const double d = sim_timing_delay(plan, static_cast<int>(i), step, k.fwd_bwd, rows[i]);
     rows[i].injected = d;
-    arrive[i] = clock[i] + k.compute_before + d + plan.cost.opt_s;
+    arrive[i] = clock[i] + k.compute_before + d + plan.cost.opt_s + pass;  // then the copy to send
     depart[i] = arrive[i];
   }
   // The neighbour exchange, with the same arithmetic as SimWorld::exchange_start.
@@ -86,13 +87,15 @@ void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& /*state*/, in
     SimStepTiming& r = rows[i];
     const double total = depart[i] - arrive[i];
     const double wait = depart[i] <= latest ? total : std::max(0.0, latest - arrive[i]);
+    // The mix after the exchange: the self term, then one pass per neighbour's model.
+    const double mix = pass * double(1 + (n > 1 ? plan.neighbors[i].size() : 0));
     r.start = clock[i];
-    r.step = depart[i] - clock[i];
+    r.step = depart[i] + mix - clock[i];
     sim_timing_fill_compute(plan, k, r);
     r.comm = total - wait;
     r.wait = wait;
     r.bytes = n > 1 ? plan.param_bytes * double(plan.neighbors[i].size()) : 0.0;
-    clock[i] = depart[i];
+    clock[i] = depart[i] + mix;
   }
 }
 

@@ -25,9 +25,10 @@ void timing_allreduce_complete(const SimTimingPlan& plan, std::vector<double>& c
                                bool communicate, bool after_update);
 
 // Gossip with the static topology's neighbours after the local update (dpsgd --dpsgd-delay 0):
-// a_i = start_i + data + fwd + bwd + δ_i + opt; the message to the k-th neighbour j arrives at
-// a_i + α_ij + Σ_{m≤k} S/B_m; end_i = max(a_i + Σ_k S/B_k, arrivals at i); wait/comm split as
-// the recorder does (docs/metrics.md): wait_i = min(end_i, max_j a_j) − a_i, comm_i = end_i − a_i − wait_i.
+// a_i = start_i + data + fwd + bwd + δ_i + opt + p (p: one model pass, the copy to send); the
+// message to the k-th neighbour j arrives at a_i + α_ij + Σ_{m≤k} S/B_m; e_i = max(a_i + Σ_k S/B_k,
+// arrivals at i); wait/comm split as the recorder does (docs/metrics.md): wait_i = min(e_i,
+// max_j a_j) − a_i, comm_i = e_i − a_i − wait_i; the step ends after the mix, (1 + d_i)·p later.
 void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
                         SimStepTiming* rows);
 

@@ -38,6 +38,10 @@ struct Variant {
   // whole graph, its weights and gap (topology_make). Every other variant reads only the
   // topology's groups, the link classes of hier (topology_groups), at any size.
   bool reads_topology = false;
+  // Makes elementwise passes over the model outside compute and communication (a gossip mix,
+  // a copy to send; Communicator::model_passes_done): the simulator charges each the profile's
+  // model pass, and says so when the profile has none.
+  bool model_passes = false;
   std::string no_compress;        // why --compress does not apply to it; empty: it takes --compress
   std::string no_compress_hint;   // what to do instead (empty: drop --compress or use another variant)
   std::string optimizer = "sgd";  // what --optimizer auto means for it (sgd | adamw)

@@ -156,7 +156,8 @@ void profile_print(const std::vector<ProfileRow>& rows, const CalibrationPlan& p
 }
 
 void optimizers_print(const std::vector<OptimizerProfileRow>& rows) {
-  fmt::print("\n# optimizer step on the model's parameters: median, slowest rank\n");
+  fmt::print(
+      "\n# optimizer step on the model's parameters, and one model pass (copy; y += a*x): median, slowest rank\n");
   fmt::print("#{:>15} {:>12} {:>12}\n", "optimizer", "params", "opt(us)");
   for (const OptimizerProfileRow& r : rows)
     fmt::print("{:>16} {:>12} {:>12.2f}\n", r.optimizer, r.params, r.opt_s * 1e6);

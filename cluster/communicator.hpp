@@ -99,6 +99,9 @@ enum class ComputePhase : int32_t {
   phase_backward_layer = 2,  // one layer's gradient is final (from the layer hook)
   phase_backward = 3,        // backward returned (the part after the last layer hook)
   phase_optimizer = 4,
+  // The algorithm's own elementwise passes over a model-sized vector, outside compute and
+  // communication (gossip's mix, a copy of the model to send); `layer` is how many.
+  phase_model_passes = 5,
 };
 
 // The run's link classes (docs/cluster.md), for algorithms that adapt to them (adatopk): G
@@ -153,6 +156,10 @@ class Communicator {
   // core to the others (docs/cluster.md, "Emulated network").
   virtual void hold_until(double deadline) { clock_hold_until(deadline, hold_may_sleep()); }
   virtual void compute_done(ComputePhase phase, size_t layer = 0) {}
+  // The algorithm just made `passes` elementwise passes over a model-sized vector outside
+  // compute and communication (a gossip mix: 1 + one per neighbour; a copy: 1): on a virtual
+  // clock each costs the profile's measured model pass (docs/sim.md, "Model passes").
+  void model_passes_done(size_t passes) { compute_done(ComputePhase::phase_model_passes, passes); }
   // The modelled seconds compute_done(phase, layer) adds on a virtual clock, for compute that
   // runs beside the worker's own (pdasgd's forward thread, algorithms/decoupled_forward.hpp);
   // 0 on real backends, where compute takes the time it takes.

@@ -34,6 +34,7 @@ double SimCommunicator::compute_cost_s(ComputePhase phase, size_t layer) const {
     case ComputePhase::phase_backward_layer: return layer < c.bwd_layer_s.size() ? c.bwd_layer_s[layer] : 0.0;
     case ComputePhase::phase_backward: return c.bwd_rest_s;
     case ComputePhase::phase_optimizer: return c.opt_s;
+    case ComputePhase::phase_model_passes: return static_cast<double>(layer) * c.model_pass_s;
   }
   return 0.0;
 }

@@ -80,6 +80,9 @@ struct SimComputeCost {
   std::vector<double> bwd_layer_s;  // charged when layer l's gradient hook fires
   double bwd_rest_s = 0;            // charged when backward returns
   double opt_s = 0;
+  // One elementwise pass over the parameters outside compute (a copy, y ← y + a·x), charged
+  // per pass an algorithm reports (Communicator::model_passes_done); 0: not measured.
+  double model_pass_s = 0;
   double step_compute_s() const;  // data + fwd + Σ bwd_layer + bwd_rest + opt
 };
 

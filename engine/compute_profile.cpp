@@ -15,6 +15,7 @@
 #include "core/run_config.hpp"
 #include "core/stats.hpp"
 #include "core/system_info.hpp"
+#include "core/vector_ops.hpp"
 #include "engine/calibration.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -315,6 +316,22 @@ std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfi
     comm.untimed_allreduce_max(&median, 1);
     rows.push_back(OptimizerProfileRow{key, model.dataset, k.key, static_cast<int64_t>(count), median});
   }
+  // One model pass (Summary::model_pass_s): the mean of a copy and a y ← y + a·x over the
+  // parameters, timed as the optimizers are.
+  VectorOps& vec = vector_ops_for(kHostDevice);
+  std::vector<float> scratch(count);
+  const ConstBufferView x = device_view(params.data(), count, kHostDevice);
+  const BufferView y = device_view(scratch.data(), count, kHostDevice);
+  std::vector<double> t;
+  for (int64_t it = 0; it < kComputeProfileWarmup + iters; ++it) {
+    const double t0 = clock_now_s();
+    vec.copy(y, x);
+    vec.axpy(y, 0.5f, x);
+    if (it >= kComputeProfileWarmup) t.push_back(0.5 * (clock_now_s() - t0));
+  }
+  double median = stats_median(t);
+  comm.untimed_allreduce_max(&median, 1);
+  rows.push_back(OptimizerProfileRow{key, model.dataset, kModelPassProfileKey, static_cast<int64_t>(count), median});
   return rows;
 }
 

@@ -60,10 +60,13 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
 // The cost class of the optimizer step a run takes: "adamw", "sgd+momentum" (momentum or
 // Nesterov) or "sgd" (engine/sim_run.cpp looks its time up under this key).
 std::string compute_profile_optimizer_key(const RunConfig& cfg);
+inline constexpr const char* kModelPassProfileKey = "model-pass";
 
 // Collective over comm: the seconds of one optimizer step of each key above on the workload's
 // parameters (median of `iters` after kComputeProfileWarmup untimed, the slowest rank's), at
-// model.threads BLAS threads.
+// model.threads BLAS threads; and under kModelPassProfileKey one model pass (the mean of a
+// copy and a y ← y + a·x over the parameters, what the simulator charges per pass an
+// algorithm makes outside compute).
 std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfileSetup& s, const RunConfig& model,
                                                                     int64_t iters, Communicator& comm);
 

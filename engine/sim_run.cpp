@@ -194,11 +194,18 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
 // --compute-scale on the profile, and the run's backend details.
 void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   SimComputeCost& c = r.profile.cost;
+  if (variant_get(cfg.algo).model_passes && !(c.model_pass_s > 0))
+    r.profile.warnings.push_back(fmt::format(
+        "{} makes its own passes over the model (the copy it sends, the mix), and the profile has no measured "
+        "model pass: they are taken as free (a run with --warmup 2 or more measures it for --profile-from; "
+        "`dsgd-bench calibrate` of this version for a calibration; a cost file's device memory bandwidth)",
+        cfg.algo));
   const double k = cfg.compute_scale;
   c.data_s *= k;
   c.fwd_s *= k;
   c.bwd_rest_s *= k;
   c.opt_s *= k;
+  c.model_pass_s *= k;
   for (double& b : c.bwd_layer_s) b *= k;
   nlohmann::json details = {
       {"clock", "virtual"},
@@ -238,7 +245,12 @@ Resolved sim_resolve_cost_file(const RunConfig& cfg, const Store* store) {
   c.bwd_layer_s = at.bwd_layer_s;
   c.bwd_rest_s = at.bwd_rest_s;
   c.opt_s = at.opt_s;
-  r.profile.source = fmt::format("cost file: {}; batch {} {}", cost_file_describe(file), cfg.batch, at.how);
+  // A model pass streams the parameters 2.5 times (the mean of a copy and y ← y + a·x) at the
+  // device's measured memory bandwidth.
+  if (file.device_memory_bandwidth > 0)
+    c.model_pass_s = 2.5 * static_cast<double>(file.parameter_bytes) / file.device_memory_bandwidth;
+  r.profile.source = fmt::format("cost file: {}; batch {} {}{}", cost_file_describe(file), cfg.batch, at.how,
+                                 c.model_pass_s > 0 ? "; model pass from the device's memory bandwidth" : "");
   if (at.step_spread > kProfileSpreadLimit)
     r.profile.warnings.push_back(
         fmt::format("the cost file's step spread is {:.0f} % (above {:.0f} %): its times are "
@@ -495,13 +507,15 @@ SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const 
   p.cost.data_s = s.data_s;
   p.cost.fwd_s = s.fwd_s;
   p.cost.opt_s = s.opt_s;
+  p.cost.model_pass_s = s.model_pass_s.value_or(0.0);
   double total = 0;
   for (const LayerView& l : layers) total += static_cast<double>(l.count);
   p.cost.bwd_layer_s.assign(nl, 0.0);
   for (size_t l = 0; l < nl; ++l)
     p.cost.bwd_layer_s[l] = total > 0 ? s.bwd_s * static_cast<double>(layers[l].count) / total : 0.0;
-  p.source =
-      fmt::format("run {} (measured means per step: data, fwd, bwd split over layers by parameters, opt)", rec.id);
+  p.source = fmt::format(
+      "run {} (measured means per step: data, fwd, bwd split over layers by parameters, opt; model pass {})", rec.id,
+      s.model_pass_s ? "timed in its warm-up" : "not measured: 0");
   if (cfg.compute_jitter == "profile") profile_jitter_from_steps(*store, rec.id, p);
   return p;
 }
@@ -510,11 +524,12 @@ SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const 
 
 namespace {
 
-// The optimizer step of cfg's optimizer on workload/dataset: from calibration `first` if it has
-// one, else from the newest calibration of `host` that has; empty when none (before schema v10).
+// The optimizer step of cfg's optimizer on workload/dataset (or another of the calibration's
+// optimizer rows: `key`, e.g. kModelPassProfileKey): from calibration `first` if it has one,
+// else from the newest calibration of `host` that has; empty when none (before schema v10).
 std::optional<double> optimizer_profile_find(const Store& store, const std::string& host, const RunConfig& cfg,
-                                             int64_t first) {
-  const std::string key = compute_profile_optimizer_key(cfg), model = workload_profile_key(cfg);
+                                             int64_t first, const std::string& key) {
+  const std::string model = workload_profile_key(cfg);
   auto in = [&](int64_t id) -> std::optional<double> {
     for (const OptimizerProfileRow& r : optimizer_profiles_get(store, id))
       if (r.workload == model && r.dataset == cfg.dataset && r.optimizer == key) return r.opt_s;
@@ -562,10 +577,14 @@ SimProfile sim_profile_resolve(const RunConfig& cfg, const Store* store, const s
         p.cost.fwd_s += row.fwd_s;
         p.cost.bwd_layer_s[static_cast<size_t>(row.layer) % nl] = row.bwd_s;
       }
-      const std::optional<double> opt = optimizer_profile_find(*store, host, cfg, cal.id);
+      const std::optional<double> opt =
+          optimizer_profile_find(*store, host, cfg, cal.id, compute_profile_optimizer_key(cfg));
+      const std::optional<double> pass = optimizer_profile_find(*store, host, cfg, cal.id, kModelPassProfileKey);
       p.cost.opt_s = opt.value_or(0.0);
-      p.source = fmt::format("calibration {} (per-layer fwd/bwd; opt {}; data not profiled: 0)", cal.id,
-                             opt ? compute_profile_optimizer_key(cfg) : std::string("not profiled: 0"));
+      p.cost.model_pass_s = pass.value_or(0.0);
+      p.source = fmt::format("calibration {} (per-layer fwd/bwd; opt {}; model pass {}; data not profiled: 0)", cal.id,
+                             opt ? compute_profile_optimizer_key(cfg) : std::string("not profiled: 0"),
+                             pass ? "profiled" : "not profiled: 0");
       for (const std::string& w : compute_profile_warnings(rows))
         p.warnings.push_back(fmt::format("calibration {}: {}", cal.id, w));
       if (threads == 0)

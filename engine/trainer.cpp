@@ -1,7 +1,8 @@
 // See trainer.hpp. Timing protocol (docs/metrics.md): per step, clock reads around the
 // data, forward, backward, optimizer phases; every collective's arrival and departure
 // recorded by the communicator; steps [0, warmup) untimed; evaluation and flushing
-// outside the step and excluded from the training clock.
+// outside the step and excluded from the training clock. Warm-up steps after the first also
+// time one model pass after the update (probe_model_pass), for the simulator's profile.
 #include "engine/trainer.hpp"
 
 #include <algorithm>
@@ -10,6 +11,7 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "algorithms/algorithm.hpp"
 #include "cluster/backends.hpp"
@@ -445,6 +447,7 @@ class Trainer {
     }
     comm_.compute_done(ComputePhase::phase_optimizer);
     const double t5 = clock();
+    if (step > 0 && step < w_.plan.warmup) probe_model_pass(state);
     w_.algorithm->after_update(state);
     if (t) {
       StepRow& row = t->row;
@@ -563,6 +566,28 @@ class Trainer {
     return decided > 0;
   }
 
+  // One elementwise pass over the parameters where an algorithm makes its own (after the
+  // update, the model in whatever cache state the step left it): a copy into a scratch vector,
+  // then y ← y + a·x on it, each timed; their mean is one pass (Summary::model_pass_s). The
+  // model is only read. Host memory only (device operations are asynchronous), not on a
+  // virtual clock.
+  void probe_model_pass(TrainState& s) {
+    if (comm_.virtual_clock() || !s.device.is_host() || s.count == 0) return;
+    VectorOps& vec = s.vec();
+    if (pass_scratch_.size() != s.count) pass_scratch_.assign(s.device, s.count);
+    const double start = comm_.now();
+    vec.copy(pass_scratch_.view(), s.param_view());
+    vec.axpy(pass_scratch_.view(), 0.5f, s.param_view());
+    pass_probes_.push_back(0.5 * (comm_.now() - start));
+  }
+  // The median of the probes (the upper middle of an even count); nullopt without any.
+  std::optional<double> model_pass_s() const {
+    if (pass_probes_.empty()) return std::nullopt;
+    std::vector<double> v = pass_probes_;
+    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+    return v[v.size() / 2];
+  }
+
   TrainResult finish() {
     comm_.attach_log(nullptr);
     comm_.set_emulation({});
@@ -579,7 +604,9 @@ class Trainer {
                          static_cast<std::streamsize>(w_.params.size() * sizeof(float)));
       out.commit();
     }
+    pass_scratch_.release();
     if (store_) {
+      if (const std::optional<double> pass = model_pass_s()) store_->run_note_model_pass(result_.run_id, *pass);
       store_->run_finish(result_.run_id, result_.status, result_.error);
       g_active_run_id = 0;
     }
@@ -596,6 +623,8 @@ class Trainer {
   Worker w_;
   std::unique_ptr<TrainState> state_;
   LayerCosts layer_costs_;
+  DeviceBuffer pass_scratch_;        // probe_model_pass's vector, freed at finish
+  std::vector<double> pass_probes_;  // its timings, one per warm-up step after the first
   HookContext hook_ctx_{nullptr, nullptr};
   bool computes_ = true;
   bool decoupled_ = false;  // the algorithm runs the forward passes (Algorithm::forward_instances)

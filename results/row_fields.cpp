@@ -122,6 +122,11 @@ const std::vector<RowField<Summary>>& summary_fields() {
       F{"cpu_steal", "1", "fraction of the host's CPU time stolen by the hypervisor during the run; null: unknown",
         &S::cpu_steal}
           .since(17),
+      F{"model_pass_s", "s",
+        "one elementwise pass over the parameters (copy; y += a*x), timed in the warm-up steps after the update; "
+        "null: not measured",
+        &S::model_pass_s}
+          .since(18),
   };
   return fields;
 }

@@ -381,7 +381,9 @@ Store::Store(Store&& other) noexcept
     : db_(std::exchange(other.db_, nullptr)),
       path_(std::move(other.path_)),
       killed_unwritten_(std::move(other.killed_unwritten_)),
-      checked_alive_(std::move(other.checked_alive_)) {}
+      checked_alive_(std::move(other.checked_alive_)),
+      begin_cpu_(std::move(other.begin_cpu_)),
+      model_pass_(std::move(other.model_pass_)) {}
 
 Store& Store::operator=(Store&& other) noexcept {
   if (this != &other) {
@@ -390,6 +392,8 @@ Store& Store::operator=(Store&& other) noexcept {
     path_ = std::move(other.path_);
     killed_unwritten_ = std::move(other.killed_unwritten_);
     checked_alive_ = std::move(other.checked_alive_);
+    begin_cpu_ = std::move(other.begin_cpu_);
+    model_pass_ = std::move(other.model_pass_);
   }
   return *this;
 }
@@ -481,6 +485,9 @@ void Store::run_finish(int64_t run_id, RunStatus status, const std::string& erro
       summary_compute(*run, steps_read(db_, schema_version(), run_id), evals_read(db_, schema_version(), run_id));
   summary_conditions(*run, begin_cpu_, summary);
   std::erase_if(begin_cpu_, [&](const auto& entry) { return entry.first == run_id; });
+  for (const auto& [id, seconds] : model_pass_)
+    if (id == run_id) summary.model_pass_s = seconds;
+  std::erase_if(model_pass_, [&](const auto& entry) { return entry.first == run_id; });
   summary_write(db_, run_id, summary);
   SqlStatement update(db_, "UPDATE runs SET status = ?, finished_at = ?, error = ? WHERE id = ?");
   update.bind_all(run_status_text(status), system_time_iso8601());

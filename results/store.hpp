@@ -110,6 +110,11 @@ struct Summary {
   // per core; and the fraction of the host's CPU time the hypervisor stole during the run.
   // Empty where unreadable, and on runs stored before schema v17.
   std::optional<double> host_load, cpu_steal;
+  // Seconds of one elementwise pass over the model's parameters (a copy, then y ← y + a·x;
+  // their mean), timed by the trainer in the warm-up steps after the update: what the
+  // simulator charges per pass an algorithm makes outside compute (gossip's mix). Empty
+  // without warm-up steps, on the sim backend and before schema v18.
+  std::optional<double> model_pass_s;
 };
 
 struct RunWithSummary {
@@ -215,6 +220,8 @@ class Store {
   // Marks the run finished with status (completed, failed, interrupted, killed, diverged or
   // stopped; Error for running or stale?), computes and stores its summary from the rows.
   void run_finish(int64_t run_id, RunStatus status, const std::string& error);
+  // The model pass the trainer timed (Summary::model_pass_s), stored by the run's run_finish.
+  void run_note_model_pass(int64_t run_id, double seconds) { model_pass_.emplace_back(run_id, seconds); }
   // The ids of the runs of one launch (RunRecord::launch_id) with this status.
   std::vector<int64_t> runs_of_launch(const std::string& launch_id, RunStatus status) const;
   // Marks `running` runs of this host whose writer is gone as `killed`; returns their ids
@@ -271,6 +278,7 @@ class Store {
   std::vector<int64_t> checked_alive_;
   // The host's CPU times when each run this Store began started (for its cpu_steal).
   std::vector<std::pair<int64_t, CpuTimes>> begin_cpu_;
+  std::vector<std::pair<int64_t, double>> model_pass_;  // run_note_model_pass, until run_finish
 };
 
 // Computes the summary of a run from its stored rows (used by run_finish).

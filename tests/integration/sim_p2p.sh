@@ -30,6 +30,21 @@ params=$(( $(stat -c %s sim_dpsgd0.bin) / 4 ))
 bad=$(sql t.db "SELECT count(*) FROM steps WHERE run_id=$D AND
   abs(comm_s + wait_s - (50e-6 + $params * 4.0 / (1.25e8 * (1448.0 / 1538.0)))) > 1e-12")
 [[ "$bad" == 0 ]] || fail "$bad dpsgd steps where the exchange did not take the modelled α + S/B"
+# The profile run timed one pass over the model in its warm-up steps; each simulated dpsgd step
+# charges three beyond its compute and exchange: the copy it sends, the mix's self term and its
+# one neighbour's model.
+PASS=$(sql t.db "SELECT model_pass_s FROM summaries WHERE run_id=$PROF")
+awk -v p="$PASS" 'BEGIN { exit !(p > 0 && p < 0.01) }' || fail "the profile run's model pass '$PASS' is not a positive time"
+bad=$(sql t.db "SELECT count(*) FROM steps WHERE run_id=$D AND
+  abs(step_s - data_s - fwd_s - bwd_s - opt_s - comm_s - wait_s - 3 * $PASS) > 1e-12")
+[[ "$bad" == 0 ]] || fail "$bad simulated dpsgd steps do not charge the copy and the mix as 3 model passes"
+# Without warm-up steps nothing times the pass: the simulator says it takes the passes as free.
+"$BIN" run --workers 1 --algo ssgd "${common[@]}" --warmup 0 > prof0.out || fail "profile run without warm-up failed"
+[[ "$(sql t.db "SELECT model_pass_s IS NULL FROM summaries WHERE run_id=$(last_run_id prof0.out)")" == 1 ]] ||
+  fail "a run without warm-up stored a model pass"
+"$BIN" run --workers 2 --algo dpsgd --topology ring "${common[@]}" --backend sim --profile-from "$(last_run_id prof0.out)" \
+  --compute-jitter off > sim_nopass.out 2>&1 || fail "sim dpsgd from a profile without a model pass failed"
+grep -q "no measured model pass: they are taken as free" sim_nopass.out || { cat sim_nopass.out; fail "no warning about the missing model pass"; }
 
 "$BIN" run --workers 2 --algo zero "${common[@]}" --save-params mpi_zero.bin > /dev/null || fail "mpi zero failed"
 for n in 2 4; do

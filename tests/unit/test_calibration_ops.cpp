@@ -182,14 +182,17 @@ TEST(CalibrationRun, OneRankStoresTheProfileOnly) {
     }
     // One step of each optimizer, stored, and charged by the simulator as the opt phase of a run
     // of the same workload and dataset whose optimizer it is (diloco: AdamW).
+    // And one model pass, which the simulator charges per pass of a gossip variant.
     const std::vector<OptimizerProfileRow> opts = optimizer_profiles_get(store, result.id);
-    ASSERT_EQ(opts.size(), 3u);
-    double adamw = 0;
+    ASSERT_EQ(opts.size(), 4u);
+    double adamw = 0, pass = 0;
     for (const OptimizerProfileRow& r : opts) {
       EXPECT_GT(r.opt_s, 0) << r.optimizer;
       EXPECT_EQ(r.params, static_cast<int64_t>(setup.workload->param_count()));
       if (r.optimizer == "adamw") adamw = r.opt_s;
+      if (r.optimizer == kModelPassProfileKey) pass = r.opt_s;
     }
+    EXPECT_GT(pass, 0);
     RunConfig cfg;
     cfg.workload = request.model.workload;
     cfg.dataset = request.model.dataset;
@@ -198,6 +201,7 @@ TEST(CalibrationRun, OneRankStoresTheProfileOnly) {
     EXPECT_EQ(compute_profile_optimizer_key(cfg), "adamw");
     const SimProfile p = sim_profile_resolve(cfg, &store, system_info_read().host, setup.workload->layers());
     EXPECT_EQ(p.cost.opt_s, adamw);
+    EXPECT_EQ(p.cost.model_pass_s, pass);
     cfg.algo = "ssgd";
     cfg.momentum = 0.9;
     EXPECT_EQ(compute_profile_optimizer_key(cfg), "sgd+momentum");

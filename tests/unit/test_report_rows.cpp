@@ -89,7 +89,7 @@ TEST(ReportRows, RunsCsvGolden) {
       "seed,tag,target,throughput_samples_per_s,step_time_s,compute_s,fwd_s,bwd_s,opt_s,data_s,comm_s,wait_s,"
       "overlap_s,overlap_pct,injected_s,bytes_sent_per_step,timed_steps,final_train_loss,final_test_loss,"
       "final_test_acc,time_to_target_s,steps_to_target,staleness_mean,staleness_max,model_gflops,peak_gflops,mfu,"
-      "eval_total_s,host_load,cpu_steal" +
+      "eval_total_s,host_load,cpu_steal,model_pass_s" +
       config_header() + ",tool_version,git_commit,build_type,host,cpu_model,mpi_version,prediction,error\n";
   ASSERT_EQ(csv.substr(0, header.size()), header);
   const std::string row = csv.substr(header.size());
