@@ -2,63 +2,21 @@
 // call checked (a failure throws dsgd::Error naming the call, the rank and the host).
 // MPI is initialised on first use and finalised at exit.
 #include <mpi.h>
-#include <sys/statvfs.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
-#include <thread>
+#include <memory>
 #include <vector>
 
 #include "cluster/communicator.hpp"
+#include "cluster/mpi_check.hpp"
+#include "cluster/mpi_window.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
 
 namespace {
-
-std::string host_name() {
-  char host[256] = {0};
-  gethostname(host, sizeof(host) - 1);
-  return host;
-}
-
-void mpi_check(int rc, const char* call) {
-  if (rc == MPI_SUCCESS) return;
-  char msg[MPI_MAX_ERROR_STRING] = {0};
-  int len = 0;
-  MPI_Error_string(rc, msg, &len);
-  int rank = -1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  DSGD_THROW(Error, "check the MPI installation and that all ranks run the same command",
-             "{} failed on rank {} ({}): {}", call, rank, host_name(), msg);
-}
-
-#define DSGD_MPI_CHECK(call) mpi_check((call), #call)
-
-// How the one-sided windows are reached (do_window_create). DSGD_MPI_WINDOW=shared|rma picks
-// one (the tests run both); unset, ranks that all share one host use shared memory.
-enum class WindowPath { path_shared, path_rma };
-
-WindowPath window_path(int local_size, int size) {
-  const char* env = std::getenv("DSGD_MPI_WINDOW");
-  const std::string want = env ? env : "";
-  if (want == "rma") return WindowPath::path_rma;
-  if (want == "shared" && local_size != size)
-    DSGD_THROW(InputError, "unset DSGD_MPI_WINDOW (or set it to rma) when the ranks run on several hosts",
-               "DSGD_MPI_WINDOW=shared needs every rank on one host ({} of {} share this one)", local_size, size);
-  if (!want.empty() && want != "shared")
-    DSGD_THROW(InputError, "set DSGD_MPI_WINDOW to shared or rma, or unset it",
-               "DSGD_MPI_WINDOW={} is not a window path", want);
-  return local_size == size ? WindowPath::path_shared : WindowPath::path_rma;
-}
-
-static_assert(std::atomic_ref<uint64_t>::is_always_lock_free,
-              "the shared windows' ticket lock needs lock-free (address-free) 64-bit atomics");
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -73,7 +31,7 @@ class MpiCommunicator final : public Communicator {
     DSGD_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &local));
     DSGD_MPI_CHECK(MPI_Comm_size(local, &local_size_));
     MPI_Comm_free(&local);
-    win_path_want_ = window_path(local_size_, size_);
+    window_path_ = mpi_window_path(local_size_, size_);
     char version[MPI_MAX_LIBRARY_VERSION_STRING] = {0};
     int len = 0;
     MPI_Get_library_version(version, &len);
@@ -259,231 +217,35 @@ class MpiCommunicator final : public Communicator {
     return slot;
   }
 
-  // One window of count floats followed (8-byte aligned) by a uint64 version per rank, then
-  // two uint64 lock words (a ticket lock: next ticket, now serving). Two paths (WindowPath):
-  //
-  // Shared memory, when every rank runs on one host: MPI_Win_allocate_shared, each rank's
-  // segment mapped into every rank (MPI_Win_shared_query), read and written directly; the
-  // lock words are C++ atomics on the shared memory (acquire at lock, release at unlock order
-  // the epoch's plain copies). No access waits for its target to enter MPI: as with RDMA
-  // hardware between hosts, and unlike MPICH over UCX on one host, which serves a
-  // MPI_Win_create window's accesses (atomics, gets and puts alike) only while the target is
-  // inside an MPI call, so that an adpsgd averaging waited for the passive rank's next layer
-  // boundary at each of its round trips.
-  //
-  // MPI RMA otherwise, in page-aligned memory this backend allocates (MPI_Win_create), never
-  // MPI_Win_allocate's: MPICH 4.0.2's ch4:ucx netmod with UCX >= 1.13 replaces a window's base
-  // by the start of its page (fixed upstream in MPICH PR 6140, after 4.0.2), so on memory that
-  // does not start a page, remote puts land before the window, over other heap data, while
-  // local accesses use the real base: lost updates and torn reads that look like a lock that
-  // does not exclude (docs/cluster.md, tests/mpi/test_window_lock.cpp). window_check_addressing
-  // verifies at creation that every rank's puts land in the target's memory.
-  // Mutual exclusion does not rely on MPI_Win_lock(EXCLUSIVE): whether an MPI excludes
-  // other ranks' exclusive locks from a rank's lock on its own window is the implementation's
-  // business (it was reported not to on MPICH 4.0.2 over UCX). Instead, after the addressing
-  // check every rank opens one shared epoch on every window (MPI_Win_lock_all) for the
-  // window's life, and window_lock / window_unlock are MPI atomics (MPI_Fetch_and_op) on the
-  // target's lock words, each followed by MPI_Win_flush. Atomic operations on one location
-  // with one datatype are atomic with respect to each other whoever the origin is, the target
-  // itself included (MPI 4.0 section 12.7), and the flushes order the epoch's data accesses
-  // between acquire and release.
+  // One-sided windows (cluster/mpi_window.hpp): in shared memory when every rank runs on one
+  // host, else through MPI RMA (DSGD_MPI_WINDOW picks; checked at construction).
   void do_window_create(size_t count) override {
-    if (win_ != MPI_WIN_NULL) DSGD_THROW(Error, "this is a bug: free the window first", "window already created");
-    checked_count(count);
-    win_version_offset_ = (count * sizeof(float) + 7) / 8 * 8;
-    win_lock_offset_ = win_version_offset_ + sizeof(uint64_t);
-    const size_t bytes = win_lock_offset_ + 2 * sizeof(uint64_t);
-    const long page_size = sysconf(_SC_PAGESIZE);
-    const size_t page = page_size > 0 ? static_cast<size_t>(page_size) : 4096;
-    win_mem_bytes_ = (bytes + page - 1) / page * page;
-    win_path_ = win_path_want_;
-    if (win_path_ == WindowPath::path_shared && !shared_memory_fits(win_mem_bytes_ * static_cast<size_t>(size_)))
-      win_path_ = WindowPath::path_rma;
-    if (win_path_ == WindowPath::path_shared) {
-      MPI_Info info = MPI_INFO_NULL;
-      DSGD_MPI_CHECK(MPI_Info_create(&info));
-      DSGD_MPI_CHECK(MPI_Info_set(info, "alloc_shared_noncontig", "true"));  // each segment on its own pages
-      void* base = nullptr;
-      const int rc =
-          MPI_Win_allocate_shared(static_cast<MPI_Aint>(win_mem_bytes_), 1, info, MPI_COMM_WORLD, &base, &win_);
-      MPI_Info_free(&info);
-      DSGD_MPI_CHECK(rc);
-      std::memset(base, 0, win_mem_bytes_);
-      win_shared_.assign(static_cast<size_t>(size_), nullptr);
-      for (int r = 0; r < size_; ++r) {
-        MPI_Aint segment = 0;
-        int unit = 0;
-        void* at = nullptr;
-        DSGD_MPI_CHECK(MPI_Win_shared_query(win_, r, &segment, &unit, &at));
-        if (at == nullptr || static_cast<size_t>(segment) < bytes)
-          DSGD_THROW(Error, "set DSGD_MPI_WINDOW=rma to use MPI's one-sided operations instead",
-                     "rank {}'s shared window segment is {} bytes at {}, {} needed", r, segment, at, bytes);
-        win_shared_[static_cast<size_t>(r)] = static_cast<char*>(at);
-      }
-      DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));  // every segment zeroed before any access
-      return;
-    }
-    void* base = std::aligned_alloc(page, win_mem_bytes_);
-    if (base == nullptr)
-      DSGD_THROW(Error, "use a smaller model or fewer shards", "cannot allocate a {}-byte window", win_mem_bytes_);
-    std::memset(base, 0, win_mem_bytes_);
-    win_mem_ = static_cast<char*>(base);
-    DSGD_MPI_CHECK(MPI_Win_create(base, static_cast<MPI_Aint>(bytes), 1, MPI_INFO_NULL, MPI_COMM_WORLD, &win_));
-    window_check_addressing();
-    DSGD_MPI_CHECK(MPI_Win_lock_all(0, win_));
+    if (window_) DSGD_THROW(Error, "this is a bug: free the window first", "window already created");
+    window_ = mpi_window_create(window_path_, count, rank_, size_);
   }
   void do_window_free() override {
-    if (win_ != MPI_WIN_NULL) {
-      if (win_path_ == WindowPath::path_shared) {
-        DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));  // nobody reads a segment after it is unmapped
-      } else {
-        DSGD_MPI_CHECK(MPI_Win_unlock_all(win_));
-      }
-      DSGD_MPI_CHECK(MPI_Win_free(&win_));  // a shared window's memory goes with it
-    }
-    std::free(win_mem_);
-    win_mem_ = nullptr;
-    win_shared_.clear();
+    if (!window_) return;
+    window_->close();
+    window_.reset();
   }
-  // A ticket lock, so that a rank cannot starve others: a compare-and-swap spin lock let a
-  // passive adpsgd rank, whose own-window attempts are local while a remote attempt is served
-  // only when it enters MPI, take its lock again and again (an active's averagings then all
-  // landed after the passive's last step). Acquire: take a ticket (fetch-and-add 1 on the next
-  // word), then read the serving word (atomic no-op fetch) until it equals the ticket,
-  // driving progress between reads so that others' atomics on this rank's window complete.
-  void do_window_lock(int rank) override {
-    if (win_path_ == WindowPath::path_shared) {
-      const uint64_t ticket = shared_word(rank, kNextTicket).fetch_add(1, std::memory_order_acq_rel);
-      while (shared_word(rank, kServing).load(std::memory_order_acquire) != ticket) std::this_thread::yield();
-      return;
-    }
-    const uint64_t one = 1;
-    uint64_t ticket = 0, serving = 0;
-    DSGD_MPI_CHECK(MPI_Fetch_and_op(&one, &ticket, MPI_UINT64_T, rank, lock_disp(kNextTicket), MPI_SUM, win_));
-    DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
-    for (;;) {
-      DSGD_MPI_CHECK(MPI_Fetch_and_op(nullptr, &serving, MPI_UINT64_T, rank, lock_disp(kServing), MPI_NO_OP, win_));
-      DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
-      if (serving == ticket) return;
-      do_window_progress();
-      std::this_thread::yield();
-    }
-  }
-  // Release: the epoch's data accesses complete (flush), then the serving word advances.
-  void do_window_unlock(int rank) override {
-    if (win_path_ == WindowPath::path_shared) {
-      shared_word(rank, kServing).fetch_add(1, std::memory_order_release);
-      return;
-    }
-    const uint64_t one = 1;
-    uint64_t before = 0;
-    DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
-    DSGD_MPI_CHECK(MPI_Fetch_and_op(&one, &before, MPI_UINT64_T, rank, lock_disp(kServing), MPI_SUM, win_));
-    DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
-  }
-  void do_window_get(BufferView dst, int rank, uint64_t* version) override {
-    const int count = checked_count(dst.count);
-    if (win_path_ == WindowPath::path_shared) {
-      const char* at = win_shared_[static_cast<size_t>(rank)];
-      std::memcpy(dst.data, at, dst.count * sizeof(float));
-      std::memcpy(version, at + win_version_offset_, sizeof(uint64_t));
-      return;
-    }
-    DSGD_MPI_CHECK(MPI_Get(dst.data, count, MPI_FLOAT, rank, 0, count, MPI_FLOAT, win_));
-    DSGD_MPI_CHECK(
-        MPI_Get(version, 1, MPI_UINT64_T, rank, static_cast<MPI_Aint>(win_version_offset_), 1, MPI_UINT64_T, win_));
-    DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
-  }
-  void do_window_put(ConstBufferView src, int rank, uint64_t version) override {
-    const int count = checked_count(src.count);
-    if (win_path_ == WindowPath::path_shared) {
-      char* at = win_shared_[static_cast<size_t>(rank)];
-      std::memcpy(at, src.data, src.count * sizeof(float));
-      std::memcpy(at + win_version_offset_, &version, sizeof(uint64_t));
-      return;
-    }
-    put_version_ = version;
-    DSGD_MPI_CHECK(MPI_Put(src.data, count, MPI_FLOAT, rank, 0, count, MPI_FLOAT, win_));
-    DSGD_MPI_CHECK(MPI_Put(&put_version_, 1, MPI_UINT64_T, rank, static_cast<MPI_Aint>(win_version_offset_), 1,
-                           MPI_UINT64_T, win_));
-    DSGD_MPI_CHECK(MPI_Win_flush(rank, win_));
-  }
-  // Any MPI call that enters the progress engine serves the pending lock requests of others;
-  // shared windows need none.
+  void do_window_lock(int rank) override { window_->lock(rank); }
+  void do_window_unlock(int rank) override { window_->unlock(rank); }
+  void do_window_get(BufferView dst, int rank, uint64_t* version) override { window_->get(dst, rank, version); }
+  void do_window_put(ConstBufferView src, int rank, uint64_t version) override { window_->put(src, rank, version); }
+  // Any MPI call that enters the progress engine serves the pending requests of others.
   void do_window_progress() override {
-    if (win_path_ == WindowPath::path_shared && win_ != MPI_WIN_NULL) return;
+    if (window_) {
+      window_->progress();
+      return;
+    }
     int flag = 0;
     DSGD_MPI_CHECK(MPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
-    if (win_ != MPI_WIN_NULL) DSGD_MPI_CHECK(MPI_Win_flush(rank_, win_));
   }
 
  private:
-  // Whether every rank's /dev/shm has room for the shared windows (`total` bytes), agreed by
-  // all ranks. A tmpfs too small for them (a container's default 64 MB) would not fail the
-  // allocation but kill a rank with SIGBUS when it touches a page: then the windows take the
-  // RMA path, and rank 0 says so.
-  bool shared_memory_fits(size_t total) {
-    struct statvfs fs {};
-    const double free_bytes =
-        statvfs("/dev/shm", &fs) == 0 ? static_cast<double>(fs.f_bavail) * static_cast<double>(fs.f_frsize) : -1.0;
-    int fits = free_bytes < 0 || free_bytes >= 1.25 * static_cast<double>(total) ? 1 : 0;
-    DSGD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &fits, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (!fits && rank_ == 0) {
-      std::fprintf(stderr,
-                   "dsgd-bench: note: /dev/shm has %.0f MB free and the one-sided windows need %.0f MB: they go "
-                   "through MPI's one-sided operations instead of shared memory (slower on one host; "
-                   "docs/cluster.md)\n",
-                   free_bytes / 1e6, static_cast<double>(total) / 1e6);
-      std::fflush(stderr);
-    }
-    return fits != 0;
-  }
+  MpiWindowPath window_path_ = MpiWindowPath::path_rma;  // DSGD_MPI_WINDOW, or where the ranks run
+  std::unique_ptr<MpiWindow> window_;                    // the open window
 
-  // Each rank puts a marker into the next rank's version word; each then checks, under a
-  // lock on its own window, that the marker is in its memory and reads back through MPI;
-  // the version words are zero again afterwards. Collective, untimed.
-  void window_check_addressing() {
-    const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
-    const auto version_disp = static_cast<MPI_Aint>(win_version_offset_);
-    uint64_t marker = 0x5eed000000000000ULL + static_cast<uint64_t>(rank_);
-    DSGD_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, next, 0, win_));
-    DSGD_MPI_CHECK(MPI_Put(&marker, 1, MPI_UINT64_T, next, version_disp, 1, MPI_UINT64_T, win_));
-    DSGD_MPI_CHECK(MPI_Win_unlock(next, win_));
-    DSGD_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD));
-    const uint64_t want = 0x5eed000000000000ULL + static_cast<uint64_t>(prev);
-    uint64_t local = 0, read = 0;
-    DSGD_MPI_CHECK(MPI_Win_lock(MPI_LOCK_EXCLUSIVE, rank_, 0, win_));
-    std::memcpy(&local, win_mem_ + win_version_offset_, sizeof(local));
-    DSGD_MPI_CHECK(MPI_Get(&read, 1, MPI_UINT64_T, rank_, version_disp, 1, MPI_UINT64_T, win_));
-    DSGD_MPI_CHECK(MPI_Win_flush(rank_, win_));
-    std::memset(win_mem_ + win_version_offset_, 0, sizeof(uint64_t));
-    DSGD_MPI_CHECK(MPI_Win_unlock(rank_, win_));
-    int ok = local == want && read == want ? 1 : 0;
-    DSGD_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &ok, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD));
-    if (!ok)
-      DSGD_THROW(Error,
-                 "use an MPI whose one-sided operations address the window correctly (MPICH >= 4.1, or another "
-                 "netmod), or an algorithm without windows",
-                 "MPI one-sided puts do not land in the target's window memory (rank {}: memory {:#x}, MPI_Get "
-                 "{:#x}, expected {:#x})",
-                 rank_, local, read, want);
-  }
-
-  MPI_Win win_ = MPI_WIN_NULL;
-  char* win_mem_ = nullptr;  // page-aligned window memory (do_window_create)
-  size_t win_mem_bytes_ = 0;
-  size_t win_version_offset_ = 0;
-  size_t win_lock_offset_ = 0;  // two uint64 lock words after the version (do_window_lock)
-  static constexpr size_t kNextTicket = 0, kServing = 1;
-  MPI_Aint lock_disp(size_t word) const { return static_cast<MPI_Aint>(win_lock_offset_ + word * sizeof(uint64_t)); }
-  uint64_t put_version_ = 0;
-  WindowPath win_path_want_ = WindowPath::path_rma;  // DSGD_MPI_WINDOW, or where the ranks run
-  WindowPath win_path_ = WindowPath::path_rma;       // the open window's
-  std::vector<char*> win_shared_;                    // shared path: every rank's segment, mapped here
-  std::atomic_ref<uint64_t> shared_word(int rank, size_t word) const {
-    return std::atomic_ref<uint64_t>(
-        *reinterpret_cast<uint64_t*>(win_shared_[static_cast<size_t>(rank)] + win_lock_offset_ + word * 8));
-  }
   static constexpr int kHarnessTag = 7001;
   static constexpr int kExchangeTag = 7002;
   // A non-blocking operation in flight: one request (all-reduce) or one per message.
@@ -596,11 +358,7 @@ class MpiCommunicator final : public Communicator {
     counts_for_ = count;
   }
   static constexpr size_t kMaxChunk = size_t(1) << 30;
-  static int checked_count(size_t count) {
-    if (count > static_cast<size_t>(INT32_MAX))
-      DSGD_THROW(Error, "", "harness message of {} elements exceeds MPI's int count", count);
-    return static_cast<int>(count);
-  }
+  static int checked_count(size_t count) { return mpi_count(count); }
   std::vector<Slot> slots_ = std::vector<Slot>(256);
   Hierarchy hier_;
   std::vector<int> hier_queue_;       // slots of the two-level operations in flight, in launch order
