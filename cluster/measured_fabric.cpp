@@ -54,21 +54,45 @@ std::optional<CollKind> measured_fabric_kind(std::string_view op) {
   return std::nullopt;
 }
 
+std::optional<CollKind> measured_fabric_after_compute_kind(std::string_view op) {
+  constexpr std::string_view suffix = "_after_compute";
+  if (op.size() <= suffix.size() || op.substr(op.size() - suffix.size()) != suffix) return std::nullopt;
+  return measured_fabric_kind(op.substr(0, op.size() - suffix.size()));
+}
+
 MeasuredFabric measured_fabric_build(int64_t calibration_id, int ranks, const std::vector<MeasuredPoint>& points) {
   if (ranks < 2)
     DSGD_THROW(Error, "measure the fabric on 2 or more ranks (dsgd-bench calibrate --workers 2)",
                "measured fabric of calibration {}: {} rank(s)", calibration_id, ranks);
-  std::array<std::vector<std::pair<double, double>>, kCollKinds> by_kind;
+  std::array<std::vector<std::pair<double, double>>, kCollKinds> by_kind, after_by_kind;
   for (const MeasuredPoint& p : points) {
-    const std::optional<CollKind> kind = measured_fabric_kind(p.op);
-    if (!kind || !(p.bytes >= 0) || !std::isfinite(p.bytes) || !(p.seconds > 0) || !std::isfinite(p.seconds)) continue;
-    by_kind[static_cast<size_t>(*kind)].emplace_back(p.bytes, p.seconds);
+    if (!(p.bytes >= 0) || !std::isfinite(p.bytes) || !(p.seconds > 0) || !std::isfinite(p.seconds)) continue;
+    if (const std::optional<CollKind> kind = measured_fabric_kind(p.op))
+      by_kind[static_cast<size_t>(*kind)].emplace_back(p.bytes, p.seconds);
+    else if (const std::optional<CollKind> after = measured_fabric_after_compute_kind(p.op))
+      after_by_kind[static_cast<size_t>(*after)].emplace_back(p.bytes, p.seconds);
   }
   MeasuredFabric fabric;
   fabric.calibration_id = calibration_id;
   fabric.ranks = ranks;
-  for (size_t k = 0; k < kCollKinds; ++k) fabric.curves[k] = curve_make(std::move(by_kind[k]));
+  for (size_t k = 0; k < kCollKinds; ++k) {
+    fabric.curves[k] = curve_make(std::move(by_kind[k]));
+    fabric.after_compute_curves[k] = curve_make(std::move(after_by_kind[k]));
+  }
   return fabric;
+}
+
+bool measured_fabric_has_after_compute(const MeasuredFabric& fabric) {
+  return std::any_of(fabric.after_compute_curves.begin(), fabric.after_compute_curves.end(),
+                     [](const std::optional<MeasuredCurve>& c) { return c.has_value(); });
+}
+
+MeasuredFabric measured_fabric_after_compute(const MeasuredFabric& fabric) {
+  MeasuredFabric f = fabric;
+  for (size_t k = 0; k < kCollKinds; ++k)
+    if (f.after_compute_curves[k]) f.curves[k] = f.after_compute_curves[k];
+  f.after_compute = measured_fabric_has_after_compute(fabric);
+  return f;
 }
 
 std::optional<double> measured_fabric_time(const MeasuredFabric& fabric, CollKind kind, double bytes) {
@@ -95,7 +119,16 @@ std::string measured_fabric_describe(const MeasuredFabric& fabric) {
     hi = std::max(hi, fabric.curves[k]->bytes.back());
   }
   if (kinds.empty()) return "no measured curve";
-  return fmt::format("{} measured on {} ranks at {}..{}", kinds, fabric.ranks, bytes_text(lo), bytes_text(hi));
+  std::string after;
+  if (fabric.after_compute) {
+    for (size_t k = 0; k < kCollKinds; ++k) {
+      if (!fabric.after_compute_curves[k]) continue;
+      after += after.empty() ? "; " : ", ";
+      after += coll_kind_name(static_cast<CollKind>(k));
+    }
+    after += " as timed after compute";
+  }
+  return fmt::format("{} measured on {} ranks at {}..{}{}", kinds, fabric.ranks, bytes_text(lo), bytes_text(hi), after);
 }
 
 }  // namespace dsgd

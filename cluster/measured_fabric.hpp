@@ -49,8 +49,12 @@ static_assert(static_cast<size_t>(CollKind::coll_onesided) + 1 == kCollKinds, "a
 
 struct MeasuredFabric {
   int64_t calibration_id = 0;
-  int ranks = 2;  // the calibration's ranks: the curves' n
-  std::array<std::optional<MeasuredCurve>, kCollKinds> curves;
+  int ranks = 2;                                                // the calibration's ranks: the curves' n
+  std::array<std::optional<MeasuredCurve>, kCollKinds> curves;  // what the model reads
+  // The same kinds timed after a stretch of compute ("allreduce_after_compute", ...: as a
+  // training step issues them, with its caches streamed through), where the sweep has them.
+  std::array<std::optional<MeasuredCurve>, kCollKinds> after_compute_curves;
+  bool after_compute = false;  // curves holds the after-compute curves (measured_fabric_after_compute)
 };
 
 // The CollKind an op of the calibration's sweep measures: "allreduce" (the harness all-reduce
@@ -58,11 +62,25 @@ struct MeasuredFabric {
 // (a lock, put, unlock epoch: what one remote access of the simulator costs). Empty for the
 // others ("allreduce_mpi", the bare library call; "onesided_get", the same epoch's other half).
 std::optional<CollKind> measured_fabric_kind(std::string_view op);
+// The kind of an after-compute op ("allreduce_after_compute" → all-reduce); empty for others.
+std::optional<CollKind> measured_fabric_after_compute_kind(std::string_view op);
 
 // The curves of a calibration's points. Points whose op has no kind, whose size is negative or
 // whose time is not a finite positive number are skipped; a kind with fewer than two distinct
 // sizes gets no curve. Throws Error when ranks < 2.
 MeasuredFabric measured_fabric_build(int64_t calibration_id, int ranks, const std::vector<MeasuredPoint>& points);
+
+// A workload whose step computes at least this long (data + forward + backward + optimizer, as
+// modelled) gets the after-compute curves: on this machine the SVM's 40 µs steps, which stream
+// 200 KB, meet the back-to-back curve, ResNet-8's and the GPT's 10-30 ms steps the
+// after-compute one (docs/sim.md, "Validation").
+inline constexpr double kAfterComputeMinStepS = 1e-3;
+
+// Whether the sweep timed any kind after compute.
+bool measured_fabric_has_after_compute(const MeasuredFabric& fabric);
+// The fabric whose curves are the after-compute ones where measured (the back-to-back ones
+// elsewhere), for a workload whose step computes long enough to stream its caches.
+MeasuredFabric measured_fabric_after_compute(const MeasuredFabric& fabric);
 
 // The measured time of a buffer of `bytes` of `kind` on the fabric's own ranks; empty when the
 // kind has no curve.

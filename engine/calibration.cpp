@@ -32,17 +32,30 @@ std::vector<Group> sweep_groups(const CalibrationSweepPlan& plan, int n, Device 
 }
 
 // Seconds per iteration of `iters` back-to-back iterations, the slowest rank's (every rank calls
-// it with the same arguments), times the op's time scale.
+// it with the same arguments), times the op's time scale. An after-compute op's iterations are
+// each timed alone, after the compute and a barrier.
 double sweep_time(const CalibrationOp& op, CalibrationBuffers& buf, size_t count, int64_t iters, Communicator& comm) {
   if (op.recorded) {
     buf.log.clear();
     comm.attach_log(&buf.log);
   }
-  comm.untimed_barrier();
-  const double start = comm.now();
-  for (int64_t i = 0; i < iters; ++i) op.run(comm, buf, count);
-  comm.flush_device_timing();  // a device backend (nccl) only enqueued: wait for its work first
-  double per_iter = (comm.now() - start) / static_cast<double>(iters);
+  double total = 0;
+  if (op.after_compute) {
+    for (int64_t i = 0; i < iters; ++i) {
+      calibration_after_compute_prepare(comm, buf, count);
+      comm.untimed_barrier();
+      const double start = comm.now();
+      op.run(comm, buf, count);
+      total += comm.now() - start;
+    }
+  } else {
+    comm.untimed_barrier();
+    const double start = comm.now();
+    for (int64_t i = 0; i < iters; ++i) op.run(comm, buf, count);
+    comm.flush_device_timing();  // a device backend (nccl) only enqueued: wait for its work first
+    total = comm.now() - start;
+  }
+  double per_iter = total / static_cast<double>(iters);
   if (op.recorded) comm.attach_log(nullptr);
   comm.untimed_allreduce_max(&per_iter, 1);
   return per_iter * op.time_scale;
@@ -60,7 +73,7 @@ int64_t sweep_iterations(const CalibrationOp& op, const CalibrationSweepPlan& pl
                          size_t count, Communicator& comm) {
   const double warmup = sweep_time(op, buf, count, 1, comm);
   if (warmup <= 0) return 0;
-  if (warmup >= 2 * plan.min_rep_time_s) return 1;
+  if (warmup >= 2 * plan.min_rep_time_s || op.after_compute) return 1;
   int64_t batch = 1;
   double per_iter = 0;
   for (;;) {
@@ -118,7 +131,9 @@ void sweep_point(Group& group, int64_t size, SweepState& s, std::vector<Collecti
   const bool shared = group.size() > 1;
   const int64_t shared_iters = *std::max_element(iters.begin(), iters.end());
   std::vector<std::vector<double>> samples(group.size());
-  for (int64_t rep = 0; rep < s.plan.reps; ++rep) {
+  // An after-compute op times one iteration per repetition: at least 5 repetitions.
+  const bool single = group.size() == 1 && group.front()->after_compute;
+  for (int64_t rep = 0; rep < (single ? std::max<int64_t>(s.plan.reps, 5) : s.plan.reps); ++rep) {
     for (size_t g = 0; g < group.size(); ++g)
       samples[g].push_back(sweep_time(*group[g], s.buf, count, shared ? shared_iters : iters[g], s.comm));
   }

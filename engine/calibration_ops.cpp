@@ -62,6 +62,14 @@ void run_pingpong(Communicator& comm, CalibrationBuffers& buf, size_t count) {
   }
 }
 
+// Ranks A and B send each other `count` floats at once (a gossip exchange on a ring of two).
+void run_exchange(Communicator& comm, CalibrationBuffers& buf, size_t count) {
+  const int r = comm.rank();
+  if (r != kPeerA && r != kPeerB) return;
+  const int peer = r == kPeerA ? kPeerB : kPeerA;
+  comm.sendrecv(buf.a.slice(0, count), peer, buf.b.slice(0, count), peer);
+}
+
 // One access epoch of A on B's window: lock, put (or get) `count` floats, unlock.
 void run_put(Communicator& comm, CalibrationBuffers& buf, size_t count) {
   if (comm.rank() != kPeerA) return;
@@ -99,6 +107,13 @@ const std::vector<CalibrationOp>& calibration_ops() {
        1.0, factor_one, sent_whole, run_put},
       {"onesided_get", "one-sided epoch of rank 0 on rank 1's window: lock, get, unlock", 2, false, true, true, false,
        1.0, factor_one, sent_nothing, run_get},
+      {"allreduce_after_compute", "the harness all-reduce after a stretch of compute (as in a training step)", 2, false,
+       true, false, false, 1.0, factor_allreduce, sent_allreduce, run_allreduce, true},
+      {"sendrecv_after_compute",
+       "ranks 0 and 1 exchange the buffer at once (Communicator::sendrecv) after a stretch of compute", 2, false, true,
+       false, false, 1.0, factor_one, sent_whole, run_exchange, true},
+      {"onesided_put_after_compute", "rank 0's lock, put, unlock on rank 1's window after a stretch of compute", 2,
+       false, true, true, false, 1.0, factor_one, sent_whole, run_put, true},
   };
   return ops;
 }
@@ -120,7 +135,16 @@ bool calibration_op_runs_on(const CalibrationOp& op, int n) {
 }
 
 bool calibration_op_runs_on_device(const CalibrationOp& op, Device device) {
-  return device.is_host() || (op.recorded && !op.needs_window);
+  return device.is_host() || (op.recorded && !op.needs_window && !op.after_compute);
+}
+
+void calibration_after_compute_prepare(Communicator& comm, CalibrationBuffers& buf, size_t count) {
+  if (comm.virtual_clock() || !buf.device.is_host()) return;
+  if (buf.stream.empty()) buf.stream.assign(kAfterComputeStreamBytes, 1);
+  for (size_t i = 0; i < buf.stream.size(); i += 64) buf.stream[i] = static_cast<char>(buf.stream[i] + 1);
+  VectorOps& vec = vector_ops_for(buf.device);
+  vec.fill(buf.a.slice(0, count), 0.0f);
+  vec.fill(buf.b.slice(0, count), 0.0f);
 }
 
 }  // namespace dsgd

@@ -28,7 +28,8 @@ namespace dsgd {
 struct CalibrationBuffers {
   DeviceBuffer a, b;  // on the sweep's device (CalibrationBuffers::device), zero-filled
   Device device = kHostDevice;
-  CollEventLog log;  // the recorded operations record into it, as in training
+  CollEventLog log;          // the recorded operations record into it, as in training
+  std::vector<char> stream;  // what an after-compute op streams first (calibration_after_compute_prepare)
 };
 
 struct CalibrationOp {
@@ -45,7 +46,21 @@ struct CalibrationOp {
   // the collectives; what the Communicator records for the recorded ones).
   double (*bytes_sent)(double bytes, int n);
   void (*run)(Communicator& comm, CalibrationBuffers& buf, size_t count);
+  // Timed after a stretch of compute, as a training step issues it, not back to back: before
+  // each iteration every rank streams a buffer larger than its caches and rewrites the op's
+  // buffers (calibration_after_compute_prepare), then all meet at a barrier; one iteration per
+  // repetition. The simulator reads these curves for workloads whose step computes for
+  // kAfterComputeMinStepS or more (docs/sim.md, "The host's own fabric").
+  bool after_compute = false;
 };
+
+// The compute before one iteration of an after-compute op: streams (reads and writes one byte
+// per cache line of) kAfterComputeStreamBytes, then rewrites the op's buffers with zeros (a
+// backward pass writes the gradient). Not the last-level cache's size: a virtual machine
+// reports its host's (300 MB here), shared with other tenants, and a deep model's step streams
+// tens of MB, not that. Nothing on a virtual clock (the simulator) or on a device's buffers.
+inline constexpr size_t kAfterComputeStreamBytes = size_t(64) << 20;
+void calibration_after_compute_prepare(Communicator& comm, CalibrationBuffers& buf, size_t count);
 
 // Every operation, in sweep order.
 const std::vector<CalibrationOp>& calibration_ops();

@@ -12,14 +12,15 @@ cat cal.txt
 last=$(tail -n 1 cal.txt)
 [[ "$last" =~ ^calibration_id=([0-9]+)$ ]] || fail "last line of calibrate is not calibration_id=<id>: '$last'"
 cid="${BASH_REMATCH[1]}"
-for op in allreduce reduce_scatter allgather broadcast sendrecv onesided_put onesided_get; do
+for op in allreduce reduce_scatter allgather broadcast sendrecv onesided_put onesided_get allreduce_after_compute \
+  sendrecv_after_compute onesided_put_after_compute; do
   grep -q "^# $op: " cal.txt || fail "no table for $op"
 done
 grep -q "harness vs bare MPI_Allreduce busbw" cal.txt || fail "no harness vs bare comparison"
 [ "$(sql t.db "select workers from calibrations where id=$cid")" = 2 ] || fail "calibration workers not 2"
 sql t.db "select mpi_version from calibrations where id=$cid" | grep -q MPICH || fail "MPI version not recorded"
-[ "$(sql t.db "select count(distinct op) from collectives where calibration_id=$cid")" = 8 ] ||
-  fail "expected 8 ops in collectives"
+[ "$(sql t.db "select count(distinct op) from collectives where calibration_id=$cid")" = 11 ] ||
+  fail "expected 11 ops in collectives (8, and 3 timed after compute)"
 # --quick: 4 B .. 1 MiB by x2 = 19 sizes (every octave: a protocol switch falls between two)
 [ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce'")" = 19 ] ||
   fail "expected 19 allreduce sizes"
@@ -28,8 +29,8 @@ sql t.db "select mpi_version from calibrations where id=$cid" | grep -q MPICH ||
 # busbw = algbw x 2(n-1)/n = algbw on 2 ranks; algbw = bytes / time / 1e9
 [ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce' and abs(algbw_gbps - bytes / time_s / 1e9) > 1e-9 * algbw_gbps")" = 0 ] ||
   fail "algbw is not bytes / time"
-[ "$(sql t.db "select count(*) from fits where calibration_id=$cid and alpha_s >= 0 and bandwidth_bytes_per_s > 0 and rel_error >= 0")" = 8 ] ||
-  fail "expected 8 fits with alpha >= 0 and bandwidth > 0"
+[ "$(sql t.db "select count(*) from fits where calibration_id=$cid and alpha_s >= 0 and bandwidth_bytes_per_s > 0 and rel_error >= 0")" = 11 ] ||
+  fail "expected 11 fits with alpha >= 0 and bandwidth > 0"
 # svm has 2 layers (weights, bias); default batches 16,64,256
 [ "$(sql t.db "select count(*) from profiles where calibration_id=$cid and workload='svm' and fwd_s > 0 and bwd_s > 0")" = 6 ] ||
   fail "expected 6 profile rows with positive times"
@@ -52,6 +53,17 @@ code=$?
 set -e
 [ "$code" = 2 ] || fail "--max-size 1XB exited $code, expected 2"
 [ ! -e bad.db ] || fail "a refused calibrate created its database"
+
+# The simulator reads the curves timed after compute for a step that computes 1 ms or more
+# (here the trace run's profile, scaled up), the back-to-back ones for a short step.
+"$BIN" run --workers 1 --dataset "$SMALL" --steps 20 --batch 32 --db t.db > prof.txt 2>&1 || { cat prof.txt; fail "profile run failed"; }
+prof=$(last_run_id prof.txt)
+for scale in 1 100000; do
+  "$BIN" run --backend sim --workers 2 --dataset "$SMALL" --steps 20 --batch 32 --profile-from "$prof" \
+    --compute-scale $scale --compute-jitter off --db t.db > "sim$scale.txt" 2>&1 || { cat "sim$scale.txt"; fail "sim run failed"; }
+done
+grep -q "as timed after compute" sim100000.txt || { cat sim100000.txt; fail "a long step did not read the after-compute curves"; }
+! grep -q "as timed after compute" sim1.txt || fail "a short step read the after-compute curves"
 
 # ---- trace -------------------------------------------------------------------------------------
 "$BIN" run --workers 2 --dataset "$SMALL" --steps 20 --eval-every 10 --batch 32 --db t.db > run.txt 2>&1 ||

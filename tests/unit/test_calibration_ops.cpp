@@ -129,18 +129,22 @@ TEST(CalibrationSweep, OnTheSimulatorRecoversTheModel) {
     const double S = static_cast<double>(row.bytes);
     double model = 0;
     const NetworkModel& net = *options.network;
-    if (row.op == "allreduce") model = network_collective_time(net, CollKind::coll_allreduce, options.algo, S, n);
+    if (row.op == "allreduce" || row.op == "allreduce_after_compute")
+      model = network_collective_time(net, CollKind::coll_allreduce, options.algo, S, n);
     if (row.op == "reduce_scatter")
       model = network_collective_time(net, CollKind::coll_reduce_scatter, options.algo, S, n);
     if (row.op == "allgather") model = network_collective_time(net, CollKind::coll_allgather, options.algo, S, n);
     if (row.op == "broadcast") model = network_collective_time(net, CollKind::coll_broadcast, options.algo, S, n);
-    if (row.op == "sendrecv" || row.op == "onesided_put" || row.op == "onesided_get") model = network_p2p_time(link, S);
+    if (row.op == "sendrecv" || row.op == "onesided_put" || row.op == "onesided_get" ||
+        row.op == "sendrecv_after_compute" || row.op == "onesided_put_after_compute")
+      model = network_p2p_time(link, S);
     ASSERT_GT(model, 0) << row.op;
     EXPECT_NEAR(row.time_s, model, 1e-9 * model) << row.op << " " << row.bytes;
     EXPECT_NEAR(row.busbw_gbps, S / row.time_s / 1e9 * calibration_op_find(row.op).busbw_factor(n), 1e-12);
     ++checked;
   }
-  EXPECT_EQ(checked, 7 * plan.sizes.size() - 2);  // 7 ops; reduce_scatter / allgather need >= 2 floats at 4 B
+  // 10 ops (7, and 3 timed after compute); reduce_scatter / allgather need >= 2 floats at 4 B.
+  EXPECT_EQ(checked, 10 * plan.sizes.size() - 2);
   for (const CalibrationFit& f : calibration_fits(rows[0], n)) {
     if (f.row.op != "allreduce") continue;
     // Ring on 2 workers: 2(n-1)(alpha + S/(nB)) = 2 alpha + S/B, busbw factor 1.

@@ -140,3 +140,32 @@ TEST(MeasuredFabric, DescribesItsKindsAndRange) {
 }
 
 }  // namespace
+
+// The after-compute ops give their own curves, which measured_fabric_after_compute puts in
+// place of the back-to-back ones of the same kinds only; the description says so.
+TEST(MeasuredFabric, AfterComputeCurvesReplaceOnlyTheirKinds) {
+  std::vector<MeasuredPoint> points = jump_sweep();
+  for (double s = 4; s <= 4194304; s *= 2) points.push_back({"allreduce_after_compute", s, 2 * (20e-6 + s / 2e9)});
+  points.push_back({"sendrecv", 1024, 1e-6});
+  points.push_back({"sendrecv", 4096, 2e-6});
+  points.push_back({"sendrecv_bogus_after_compute", 4096, 9.0});
+  const MeasuredFabric f = measured_fabric_build(3, 2, points);
+  EXPECT_TRUE(measured_fabric_has_after_compute(f));
+  EXPECT_FALSE(f.after_compute);
+  EXPECT_EQ(measured_fabric_after_compute_kind("allreduce_after_compute"), CollKind::coll_allreduce);
+  EXPECT_EQ(measured_fabric_after_compute_kind("allreduce"), std::nullopt);
+  EXPECT_EQ(measured_fabric_after_compute_kind("sendrecv_bogus_after_compute"), std::nullopt);
+  const MeasuredFabric after = measured_fabric_after_compute(f);
+  EXPECT_TRUE(after.after_compute);
+  EXPECT_DOUBLE_EQ(*measured_fabric_time(after, CollKind::coll_allreduce, 65536), 2 * (20e-6 + 65536 / 2e9));
+  EXPECT_DOUBLE_EQ(*measured_fabric_time(f, CollKind::coll_allreduce, 65536), 20e-6 + (65536 - 32768) / 2e9);
+  // A kind without an after-compute curve keeps its back-to-back one.
+  EXPECT_DOUBLE_EQ(*measured_fabric_time(after, CollKind::coll_sendrecv, 4096), 2e-6);
+  EXPECT_NE(measured_fabric_describe(after).find("; allreduce as timed after compute"), std::string::npos)
+      << measured_fabric_describe(after);
+  EXPECT_EQ(measured_fabric_describe(f).find("after compute"), std::string::npos);
+  // Without after-compute points nothing changes.
+  const MeasuredFabric plain = measured_fabric_build(4, 2, jump_sweep());
+  EXPECT_FALSE(measured_fabric_has_after_compute(plain));
+  EXPECT_FALSE(measured_fabric_after_compute(plain).after_compute);
+}
