@@ -5,16 +5,21 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <string>
 
 #include "core/errors.hpp"
 
 namespace dsgd {
 
-std::string mpi_host_name() {
+namespace {
+
+std::string host_name() {
   char host[256] = {0};
   gethostname(host, sizeof(host) - 1);
   return host;
 }
+
+}  // namespace
 
 void mpi_check(int rc, const char* call) {
   if (rc == MPI_SUCCESS) return;
@@ -24,7 +29,7 @@ void mpi_check(int rc, const char* call) {
   int rank = -1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   DSGD_THROW(Error, "check the MPI installation and that all ranks run the same command",
-             "{} failed on rank {} ({}): {}", call, rank, mpi_host_name(), msg);
+             "{} failed on rank {} ({}): {}", call, rank, host_name(), msg);
 }
 
 int mpi_count(size_t count) {

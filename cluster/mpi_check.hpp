@@ -3,7 +3,6 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
 
 namespace dsgd {
 
@@ -13,7 +12,5 @@ void mpi_check(int rc, const char* call);
 
 // A harness element count as MPI's int; throws Error above INT32_MAX.
 int mpi_count(size_t count);
-
-std::string mpi_host_name();
 
 }  // namespace dsgd

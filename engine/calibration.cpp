@@ -131,9 +131,9 @@ void sweep_point(Group& group, int64_t size, SweepState& s, std::vector<Collecti
   const bool shared = group.size() > 1;
   const int64_t shared_iters = *std::max_element(iters.begin(), iters.end());
   std::vector<std::vector<double>> samples(group.size());
-  // An after-compute op times one iteration per repetition: at least 5 repetitions.
-  const bool single = group.size() == 1 && group.front()->after_compute;
-  for (int64_t rep = 0; rep < (single ? std::max<int64_t>(s.plan.reps, 5) : s.plan.reps); ++rep) {
+  // An after-compute op (never interleaved) times one iteration per repetition: at least 5.
+  const int64_t reps = group.front()->after_compute ? std::max<int64_t>(s.plan.reps, 5) : s.plan.reps;
+  for (int64_t rep = 0; rep < reps; ++rep) {
     for (size_t g = 0; g < group.size(); ++g)
       samples[g].push_back(sweep_time(*group[g], s.buf, count, shared ? shared_iters : iters[g], s.comm));
   }

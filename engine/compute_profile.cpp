@@ -324,15 +324,20 @@ std::vector<OptimizerProfileRow> compute_profile_measure_optimizers(ComputeProfi
   const BufferView y = device_view(scratch.data(), count, kHostDevice);
   std::vector<double> t;
   for (int64_t it = 0; it < kComputeProfileWarmup + iters; ++it) {
-    const double t0 = clock_now_s();
-    vec.copy(y, x);
-    vec.axpy(y, 0.5f, x);
-    if (it >= kComputeProfileWarmup) t.push_back(0.5 * (clock_now_s() - t0));
+    const double pass = compute_profile_model_pass_s(vec, y, x);
+    if (it >= kComputeProfileWarmup) t.push_back(pass);
   }
   double median = stats_median(t);
   comm.untimed_allreduce_max(&median, 1);
   rows.push_back(OptimizerProfileRow{key, model.dataset, kModelPassProfileKey, static_cast<int64_t>(count), median});
   return rows;
+}
+
+double compute_profile_model_pass_s(VectorOps& vec, BufferView scratch, ConstBufferView params) {
+  const double start = clock_now_s();
+  vec.copy(scratch, params);
+  vec.axpy(scratch, 0.5f, params);
+  return 0.5 * (clock_now_s() - start);
 }
 
 int64_t compute_profile_threads(const CalibrationRecord& cal) {

@@ -25,6 +25,7 @@
 
 #include "cluster/communicator.hpp"
 #include "core/run_config.hpp"
+#include "core/vector_ops.hpp"
 #include "results/optimizer_profile_store.hpp"
 #include "results/store.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -61,6 +62,12 @@ std::vector<ProfileRow> compute_profile_measure(ComputeProfileSetup& s, const Ru
 // Nesterov) or "sgd" (engine/sim_run.cpp looks its time up under this key).
 std::string compute_profile_optimizer_key(const RunConfig& cfg);
 inline constexpr const char* kModelPassProfileKey = "model-pass";
+
+// One model pass, timed once on the wall clock: a copy of `params` into `scratch`, then
+// scratch ← scratch + 0.5·params; the seconds of the two over 2. Host memory (device
+// operations are asynchronous). What calibrate and a run's warm-up (Summary::model_pass_s)
+// both time.
+double compute_profile_model_pass_s(VectorOps& vec, BufferView scratch, ConstBufferView params);
 
 // Collective over comm: the seconds of one optimizer step of each key above on the workload's
 // parameters (median of `iters` after kComputeProfileWarmup untimed, the slowest rank's), at

@@ -11,7 +11,6 @@
 #include <cstdio>
 #include <fstream>
 #include <memory>
-#include <optional>
 
 #include "algorithms/algorithm.hpp"
 #include "cluster/backends.hpp"
@@ -22,10 +21,12 @@
 #include "core/errors.hpp"
 #include "core/huge_pages.hpp"
 #include "core/output_file.hpp"
+#include "core/stats.hpp"
 #include "core/system_info.hpp"
 #include "engine/batch_sampler.hpp"
 #include "engine/clock_sync.hpp"
 #include "engine/collective_check.hpp"
+#include "engine/compute_profile.hpp"
 #include "engine/layer_costs.hpp"
 #include "engine/memory_estimate.hpp"
 #include "engine/peak_flops.hpp"
@@ -566,26 +567,13 @@ class Trainer {
     return decided > 0;
   }
 
-  // One elementwise pass over the parameters where an algorithm makes its own (after the
-  // update, the model in whatever cache state the step left it): a copy into a scratch vector,
-  // then y ← y + a·x on it, each timed; their mean is one pass (Summary::model_pass_s). The
-  // model is only read. Host memory only (device operations are asynchronous), not on a
-  // virtual clock.
+  // One model pass where an algorithm makes its own (after the update, the model in whatever
+  // cache state the step left it; compute_profile_model_pass_s: the model is only read).
+  // Host memory only, not on a virtual clock.
   void probe_model_pass(TrainState& s) {
     if (comm_.virtual_clock() || !s.device.is_host() || s.count == 0) return;
-    VectorOps& vec = s.vec();
     if (pass_scratch_.size() != s.count) pass_scratch_.assign(s.device, s.count);
-    const double start = comm_.now();
-    vec.copy(pass_scratch_.view(), s.param_view());
-    vec.axpy(pass_scratch_.view(), 0.5f, s.param_view());
-    pass_probes_.push_back(0.5 * (comm_.now() - start));
-  }
-  // The median of the probes (the upper middle of an even count); nullopt without any.
-  std::optional<double> model_pass_s() const {
-    if (pass_probes_.empty()) return std::nullopt;
-    std::vector<double> v = pass_probes_;
-    std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-    return v[v.size() / 2];
+    pass_probes_.push_back(compute_profile_model_pass_s(s.vec(), pass_scratch_.view(), s.param_view()));
   }
 
   TrainResult finish() {
@@ -606,7 +594,7 @@ class Trainer {
     }
     pass_scratch_.release();
     if (store_) {
-      if (const std::optional<double> pass = model_pass_s()) store_->run_note_model_pass(result_.run_id, *pass);
+      if (!pass_probes_.empty()) store_->run_note_model_pass(result_.run_id, stats_median(pass_probes_));
       store_->run_finish(result_.run_id, result_.status, result_.error);
       g_active_run_id = 0;
     }
