@@ -3,9 +3,20 @@
 
 #include <algorithm>
 
+#include "cluster/communicator.hpp"
 #include "core/errors.hpp"
 
 namespace dsgd {
+
+namespace {
+
+// An averaging collective's divide of `bytes` by n on each worker (Communicator::divide_by_size,
+// a no-op on one worker), charged by the SimCommunicator as the model pass pro rata.
+double timing_divide_s(const SimTimingPlan& plan, double bytes) {
+  return plan.workers > 1 ? plan.cost.pass_s(bytes) : 0.0;
+}
+
+}  // namespace
 
 void timing_step_allreduce(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
                            bool communicate, bool after_update) {
@@ -30,7 +41,8 @@ void timing_allreduce_complete(const SimTimingPlan& plan, std::vector<double>& c
   const double model = communicate ? sim_collective_time(plan.network, plan.native, CollKind::coll_allreduce,
                                                          plan.net_algo, plan.param_bytes, plan.workers)
                                    : 0.0;
-  const double done = latest + model;
+  // Each worker divides the sum by n (Communicator::divide_by_size) before the call returns.
+  const double done = latest + model + (communicate ? timing_divide_s(plan, plan.param_bytes) : 0.0);
   const double bytes = communicate ? ring_allreduce_bytes_sent(plan.param_bytes, plan.workers) : 0.0;
   for (size_t i = 0; i < n; ++i) {
     SimStepTiming& r = rows[i];
@@ -38,7 +50,7 @@ void timing_allreduce_complete(const SimTimingPlan& plan, std::vector<double>& c
     double end, wait = 0, comm = 0;
     if (communicate) {
       wait = latest - arrive;
-      comm = model;
+      comm = done - latest;
       end = after_update ? done : done + opt;
     } else {
       end = after_update ? arrive : arrive + opt;
@@ -178,11 +190,18 @@ void timing_step_sharded(const SimTimingPlan& plan, SimTimingState& /*state*/, i
   }
   const double a = *std::max_element(arrive.begin(), arrive.end());
   const double bytes = 2.0 * ring_scatter_gather_bytes_sent(plan.param_bytes, plan.workers);
+  const size_t count = static_cast<size_t>(plan.param_bytes / sizeof(float));
   for (size_t i = 0; i < n; ++i) {
+    // The reduce-scatter divides worker i's shard by n before it returns.
+    const int r = static_cast<int>(i);
+    const double shard = double(Communicator::shard_begin(count, plan.workers, r + 1) -
+                                Communicator::shard_begin(count, plan.workers, r)) *
+                         sizeof(float);
+    const double divide = timing_divide_s(plan, shard);
     rows[i].wait = a - arrive[i];
-    rows[i].comm = rs + ag;
+    rows[i].comm = rs + divide + ag;
     rows[i].bytes = bytes;
-    end[i] = a + rs + plan.cost.opt_s + ag;
+    end[i] = a + rs + divide + plan.cost.opt_s + ag;
   }
   timing_close(plan, k, clock, end, rows);
 }
@@ -201,7 +220,8 @@ void timing_step_background(const SimTimingPlan& plan, SimTimingState& state, in
   const double model = sim_collective_time(plan.network, plan.native, CollKind::coll_allreduce, plan.net_algo,
                                            plan.param_bytes, plan.workers);
   const double bytes = ring_allreduce_bytes_sent(plan.param_bytes, plan.workers);
-  auto poll = [&](size_t i, double at) {  // a progress() call of worker i at time `at`
+  const double divide = timing_divide_s(plan, plan.param_bytes);  // the wait's divide by n
+  auto poll = [&](size_t i, double at) {                          // a progress() call of worker i at time `at`
     if (bg.wait_step >= 0 && bg.seen[i] == 0 && at >= bg.done) bg.seen[i] = at;
   };
   std::vector<double> t(n), w(n);
@@ -223,7 +243,7 @@ void timing_step_background(const SimTimingPlan& plan, SimTimingState& state, in
       const double until = seen > 0 && seen < w[i] ? seen : w[i];
       rows[i].overlap += std::max(0.0, until - bg.launch[i]);
       rows[i].bytes += bytes;
-      t[i] = std::max(w[i], bg.done);
+      t[i] = std::max(w[i], bg.done) + divide;
     }
     timing_split(w, t, rows);
     bg.wait_step = -1;
@@ -293,7 +313,8 @@ void timing_step_buckets(const SimTimingPlan& plan, SimTimingState& state, int64
     for (size_t i = 0; i < n; ++i)
       seen_end[b * n + i] = std::min(e[i], timing_first_hook(hook, low, clock[i], done, e[i]));
     w = t;
-    for (size_t i = 0; i < n; ++i) t[i] = std::max(w[i], done);
+    const double divide = timing_divide_s(plan, double(buckets[b].count) * sizeof(float));  // at the wait
+    for (size_t i = 0; i < n; ++i) t[i] = std::max(w[i], done) + divide;
     timing_split(w, t, rows);
   }
   state.link_free = link_free;
@@ -344,7 +365,8 @@ void timing_step_layers(const SimTimingPlan& plan, SimTimingState& state, int64_
     for (size_t i = 0; i < n; ++i)  // a hook from the launch on, else the poll after backward, else U
       seen_end[b * n + i] = timing_first_hook(hook, l, clock[i], done, e[i] >= done ? e[i] : u[i]);
     w = t;
-    for (size_t i = 0; i < n; ++i) t[i] = std::max(w[i], done);
+    const double divide = timing_divide_s(plan, size);  // at the wait
+    for (size_t i = 0; i < n; ++i) t[i] = std::max(w[i], done) + divide;
     timing_split(w, t, rows);
     bytes += ring_allreduce_bytes_sent(size, plan.workers);
   }

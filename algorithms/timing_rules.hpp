@@ -1,7 +1,9 @@
 // Timing-only step rules (cluster/sim_timing.hpp) shared by several variants' registry
 // entries: the arithmetic of one blocking all-reduce of the model or gradient per step, and
 // the neighbour exchange of gossip. Each rule reproduces what the threaded simulator's
-// SimCommunicator does for the same calls (cluster/sim_world.hpp).
+// SimCommunicator does for the same calls (cluster/sim_world.hpp). Every averaging collective
+// ends with each worker's divide of its result by n (p(S): the model pass pro rata to the S
+// bytes divided, SimComputeCost::pass_s; 0 on one worker), inside the collective's comm.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +15,7 @@ namespace dsgd {
 
 // One blocking all-reduce of |x|·4 bytes per step, or none:
 //   arrive_i = start_i + data + fwd + bwd + δ_i (+ opt when after_update);
-//   communicating: A = max_j arrive_j, T = A + model(all-reduce, |x|·4, n), wait_i = A − arrive_i,
+//   communicating: A = max_j arrive_j, T = A + model(all-reduce, |x|·4, n) + p(|x|·4), wait_i = A − arrive_i,
 //                  comm_i = T − A, end_i = T (+ opt when the all-reduce precedes the update);
 //   otherwise end_i = arrive_i (+ opt when not after_update).
 void timing_step_allreduce(const SimTimingPlan& plan, int64_t step, std::vector<double>& clock, SimStepTiming* rows,
@@ -33,7 +35,7 @@ void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& state, int64_
                         SimStepTiming* rows);
 
 // zero (32 bits): a blocking reduce-scatter after backward, the update, a blocking all-gather:
-//   a_i = start_i + data + fwd + bwd + δ_i;  A = max_j a_j;  T1 = A + model(reduce-scatter, 4|x|, n);
+//   a_i = start_i + data + fwd + bwd + δ_i;  A = max_j a_j;  T1 = A + model(reduce-scatter, 4|x|, n) + p(shard_i);
 //   end_i = T1 + opt + model(all-gather, 4|x|, n);  wait_i = A − a_i, comm_i = the two models.
 void timing_step_sharded(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
                          SimStepTiming* rows);
@@ -43,7 +45,7 @@ void timing_step_sharded(const SimTimingPlan& plan, SimTimingState& state, int64
 // and waited for after the update of step t + delay (or of the run's last step), as the
 // SimCommunicator times it: launched at L_i = the end of the update, it completes at
 //   C = max(max_j L_j, end of the previous collective) + model(all-reduce, 4|x|, n);
-// the wait, called at W_i, returns at D_i = max(W_i, C), split with A = max_j W_j as the
+// the wait, called at W_i, returns at D_i = max(W_i, C) + p(4|x|), split with A = max_j W_j as the
 // recorder does: D_i ≤ A: wait D_i − W_i; else wait A − W_i, comm D_i − A; overlap_i =
 // min(W_i, P_i) − L_i with P_i the first poll at or after C (the layer hooks of the later
 // steps, as each layer's backward cost is charged, and the update's end of a step that
@@ -55,7 +57,7 @@ void timing_step_background(const SimTimingPlan& plan, SimTimingState& state, in
 // non-blocking all-reduce launched at the hook of its last layer, h = start_i + data + fwd +
 // Σ_{m ≥ l} bwd_l (hooks fire as each layer's backward cost is charged), completing at
 // C_b = max(max_j L_bj, C_{b−1}) + model(all-reduce, 4|x_b|, n). After backward (+ δ_i) the
-// waits run in launch order: W_b = (first: E_i; then D_{b−1}), D_b = max(W_b, C_b), each split
+// waits run in launch order: W_b = (first: E_i; then D_{b−1}), D_b = max(W_b, C_b) + p(4|x_b|), each split
 // into wait and comm with A_b = max_j W_bj; then the update; overlap_i = the union of
 // [L_b, min(E_i, the first hook at or after C_b)].
 void timing_step_buckets(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
@@ -66,7 +68,7 @@ void timing_step_buckets(const SimTimingPlan& plan, SimTimingState& state, int64
 // (backward order), completing at C_l = max(max_j L_lj, C_prev) + model(all-reduce, 4|x_l|, n)
 // (C_prev: the collective before it, this step's or an earlier one's, kept in state.link_free).
 // After backward (+ δ_i, E_i) and the update (U_i = E_i + opt) the waits run in launch order:
-// W_l = (first: U_i; then D_prev), D_l = max(W_l, C_l), each split into wait and comm with
+// W_l = (first: U_i; then D_prev), D_l = max(W_l, C_l) + p(4|x_l|), each split into wait and comm with
 // A_l = max_j W_lj; overlap_i = the union of [L_l, min(U_i, P_l)] with P_l the first poll at or
 // after C_l (the hooks from L_l on, then E_i); bytes Σ_l 2(n−1)/n·4|x_l|.
 void timing_step_layers(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,

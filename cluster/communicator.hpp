@@ -160,6 +160,10 @@ class Communicator {
   // compute and communication (a gossip mix: 1 + one per neighbour; a copy: 1): on a virtual
   // clock each costs the profile's measured model pass (docs/sim.md, "Model passes").
   void model_passes_done(size_t passes) { compute_done(ComputePhase::phase_model_passes, passes); }
+  // An averaging collective just scaled `bytes` of its result by 1/size (divide_by_size): on
+  // a virtual clock that costs the model pass pro rata, SimComputeCost::pass_s (docs/sim.md,
+  // "Model passes"); on real backends it took the time it took.
+  virtual void averaging_pass_done(double bytes) {}
   // The modelled seconds compute_done(phase, layer) adds on a virtual clock, for compute that
   // runs beside the worker's own (pdasgd's forward thread, algorithms/decoupled_forward.hpp);
   // 0 on real backends, where compute takes the time it takes.
@@ -395,7 +399,7 @@ class Communicator {
   void record(CollKind kind, double arrive, double bytes_sent);
   // Fills r for a non-blocking operation launched now on `data` (its slot is set by the caller).
   void begin_request(CollRequest& r, BufferView data, CollKind kind, double model_bytes, double bytes_sent);
-  void divide_by_size(BufferView data) const;
+  void divide_by_size(BufferView data);
   void emulate(CollKind kind, double bytes);
   CollEventLog* log_ = nullptr;
   EmulationHook emulation_;

@@ -26,6 +26,10 @@ void SimCommunicator::compute_done(ComputePhase phase, size_t layer) {
   world_.advance(rank_, compute_cost_s(phase, layer));
 }
 
+void SimCommunicator::averaging_pass_done(double bytes) {
+  world_.advance(rank_, world_.options().cost.pass_s(bytes));
+}
+
 double SimCommunicator::compute_cost_s(ComputePhase phase, size_t layer) const {
   const SimComputeCost& c = world_.options().cost;
   switch (phase) {

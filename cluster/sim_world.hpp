@@ -83,7 +83,11 @@ struct SimComputeCost {
   // One elementwise pass over the parameters outside compute (a copy, y ← y + a·x), charged
   // per pass an algorithm reports (Communicator::model_passes_done); 0: not measured.
   double model_pass_s = 0;
+  double model_bytes = 0;         // the parameters' bytes, what model_pass_s streams over
   double step_compute_s() const;  // data + fwd + Σ bwd_layer + bwd_rest + opt
+  // One elementwise pass over `bytes` of a buffer (an averaging collective's divide by the
+  // worker count): the model pass pro rata; 0 without a measured pass.
+  double pass_s(double bytes) const { return model_bytes > 0 ? model_pass_s * (bytes / model_bytes) : 0.0; }
 };
 
 struct SimWorldOptions {
@@ -137,6 +141,7 @@ class SimCommunicator final : public Communicator {
   double now() const override;
   void hold_until(double deadline) override;
   void compute_done(ComputePhase phase, size_t layer = 0) override;
+  void averaging_pass_done(double bytes) override;
   double compute_cost_s(ComputePhase phase, size_t layer = 0) const override;
   bool virtual_clock() const override { return true; }
   std::string backend_details() const override;

@@ -186,6 +186,44 @@ TEST(SimWorld, TwoWorkerSumIsTheSameFloatAsAPairwiseAdd) {
   }
 }
 
+// An averaging collective's divide by n is charged as the model pass pro rata to the bytes
+// divided (SimComputeCost::pass_s): a blocking all-reduce of half the model, a non-blocking one
+// at its wait, a reduce-scatter's shard; a plain sum is not divided and costs nothing more.
+TEST(SimWorld, AveragingChargesItsDivideAsTheModelPassProRata) {
+  const int n = 2;
+  const double alpha = 1e-3, bw = 1e8, pass = 4e-3;
+  const size_t count = 1000;
+  SimWorldOptions options = sim_ring_options(n, alpha, bw);
+  options.cost.model_pass_s = pass;
+  options.cost.model_bytes = 2.0 * count * sizeof(float);  // the buffer is half the model
+  SimWorld world(options);
+  std::vector<std::vector<float>> buf(n, std::vector<float>(count, 1.0f)), shard(n, std::vector<float>(count));
+  std::vector<double> after_sum(n), after_average(n), after_wait(n), after_scatter(n);
+  world.run([&](int r) {
+    SimCommunicator& c = world.comm(r);
+    c.allreduce_sum(buf[r].data(), count);
+    after_sum[r] = c.now();
+    c.allreduce_average(buf[r].data(), count);
+    after_average[r] = c.now();
+    CollRequest req;
+    c.iallreduce_average(buf[r].data(), count, req);
+    c.wait(req);
+    after_wait[r] = c.now();
+    c.reduce_scatter_average(buf[r].data(), shard[r].data(), count);
+    after_scatter[r] = c.now();
+  });
+  const double allreduce = 2.0 * (n - 1) * (alpha + count * 4.0 / (n * bw));
+  const double scatter = (n - 1) * (alpha + count * 4.0 / (n * bw));
+  for (int r = 0; r < n; ++r) {
+    EXPECT_NEAR(after_sum[r], allreduce, 1e-15);
+    EXPECT_NEAR(after_average[r] - after_sum[r], allreduce + pass / 2, 1e-15);
+    EXPECT_NEAR(after_wait[r] - after_average[r], allreduce + pass / 2, 1e-15);
+    EXPECT_NEAR(after_scatter[r] - after_wait[r], scatter + pass / 4, 1e-15);  // a shard: half of half
+    EXPECT_EQ(buf[r][0], 2.0f);                                                // (1+1), then averages
+    EXPECT_EQ(shard[r][0], 2.0f);
+  }
+}
+
 TEST(SimWorld, DeadlockIsReportedNotHung) {
   SimWorld world(sim_ring_options(2, 0, 1e9));
   try {
