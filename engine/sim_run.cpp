@@ -264,12 +264,19 @@ Resolved sim_resolve_cost_file(const RunConfig& cfg, const Store* store) {
   c.bwd_layer_s = at.bwd_layer_s;
   c.bwd_rest_s = at.bwd_rest_s;
   c.opt_s = at.opt_s;
-  // A model pass streams the parameters 2.5 times (the mean of a copy and y ← y + a·x) at the
-  // device's measured memory bandwidth.
-  if (file.device_memory_bandwidth > 0)
+  // The model pass as the exporter timed it; from an older exporter's file, the parameters
+  // streamed 2.5 times (the mean of a copy and y ← y + a·x) at the device's memory bandwidth
+  // measured on 256 MiB (slower than a pass over a model that stays in the caches).
+  std::string pass_note;
+  if (file.model_pass && file.model_pass->median_s > 0) {
+    c.model_pass_s = file.model_pass->median_s;
+    pass_note = "; model pass as exported";
+  } else if (file.device_memory_bandwidth > 0) {
     c.model_pass_s = 2.5 * static_cast<double>(file.parameter_bytes) / file.device_memory_bandwidth;
-  r.profile.source = fmt::format("cost file: {}; batch {} {}{}", cost_file_describe(file), cfg.batch, at.how,
-                                 c.model_pass_s > 0 ? "; model pass from the device's memory bandwidth" : "");
+    pass_note = "; model pass from the device's memory bandwidth (the file has no measured one)";
+  }
+  r.profile.source =
+      fmt::format("cost file: {}; batch {} {}{}", cost_file_describe(file), cfg.batch, at.how, pass_note);
   if (at.step_spread > kProfileSpreadLimit)
     r.profile.warnings.push_back(
         fmt::format("the cost file's step spread is {:.0f} % (above {:.0f} %): its times are "

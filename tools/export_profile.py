@@ -7,8 +7,9 @@ batch size, per leaf module (in forward execution order) its forward and backwar
 (medians over timed iterations, with an interquartile spread), when its parameter gradients
 are ready during backward, its parameter count and bytes, FLOPs where a closed form is known
 (Linear, Conv2d), its output (activation) bytes; the whole step, forward, backward and
-optimizer times; the device's measured peak FLOP/s and memory bandwidth; the per-module hook
-overhead; optionally the gradient noise scale. docs/model-cost-file.md describes the file.
+optimizer times; the device's measured peak FLOP/s and memory bandwidth; one pass over the
+parameters (a copy and a y <- y + a*x, after a training step); the per-module hook overhead;
+optionally the gradient noise scale. docs/model-cost-file.md describes the file.
 
 Real users import this module from their own training program (the command line only runs
 built-in example models):
@@ -635,6 +636,8 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
         rec.active = False
         rec.remove()
         optimizer.zero_grad(set_to_none=True)
+    # The model pass, hooks removed, at the largest batch (its inputs are the last made).
+    model_pass = measure_model_pass(model, inputs, targets, loss_fn, optimizer, clock, params)
 
     unseen = [n for n, m, _ in modules if n not in layer_names and any(True for _ in m.parameters(recurse=False))]
     if unseen:
@@ -667,6 +670,8 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
         "hook_overhead_s": overhead,
         "batches": batches,
     }
+    if model_pass is not None:
+        d["model_pass"] = model_pass
     if noise_scale_batches:
         gns = estimate_noise_scale(model, make_batch, loss_fn, noise_scale_batches[0], noise_scale_batches[1],
                                    samples=noise_scale_samples, device=device)
@@ -691,6 +696,39 @@ def _timed_step(model, inputs, targets, loss_fn, optimizer, clock):
     s3 = clock.mark()
     clock.sync()
     return s0, [s1, s2, s3]
+
+
+def measure_model_pass(model, inputs, targets, loss_fn, optimizer, clock, params, repeats=10):
+    """{"median_s", "spread", "samples"} of one elementwise pass over the parameters as one flat
+    vector (what a synchronisation algorithm's copy of the model to send, its mix or its average
+    costs): the mean of a copy of the parameters into a flat buffer and a y <- y + a*x over it,
+    each timed right after an (untimed) training step, which leaves the caches as training does;
+    `repeats` of each (median of their means)."""
+    import torch
+
+    total = sum(p.numel() for p in params)
+    if total == 0:
+        return None
+    ref = params[0]
+    flat = torch.empty(total, dtype=ref.dtype, device=ref.device)
+    other = torch.zeros_like(flat)
+
+    def after_step(fn):
+        optimizer.zero_grad(set_to_none=True)
+        _timed_step(model, inputs, targets, loss_fn, optimizer, clock)
+        clock.sync()
+        with torch.no_grad():
+            t0 = clock.mark()
+            fn()
+            t1 = clock.mark()
+        clock.sync()
+        return clock.resolve(t0, [t1])[0]
+
+    copies = [after_step(lambda: torch.cat([p.detach().reshape(-1) for p in params], out=flat))
+              for _ in range(repeats)]
+    axpys = [after_step(lambda: other.add_(flat, alpha=0.5)) for _ in range(repeats)]
+    optimizer.zero_grad(set_to_none=True)
+    return summarize([(c + a) / 2.0 for c, a in zip(copies, axpys)])
 
 
 def _time_plain(model, inputs, targets, loss_fn, optimizer, clock, warmup, iterations):
@@ -862,6 +900,8 @@ def validate_cost_file(d):
         fail("parameters (%d) != sum over layers (%d)" % (total_p, sum(s[1] for s in ref)))
     if sum(s[2] for s in ref) != total_b:
         fail("parameter_bytes (%d) != sum over layers (%d)" % (total_b, sum(s[2] for s in ref)))
+    if "model_pass" in d:
+        timing(d, "model_pass", "top")
     if "gradient_noise_scale" in d:
         g = need(d, "gradient_noise_scale", "top", "dict")
         need(g, "b_simple", "gradient_noise_scale", "num")

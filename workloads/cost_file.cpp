@@ -191,6 +191,7 @@ CostFile cost_file_json_read(const std::string& path) {
   totals_check(top, c);
   if (top.has("processes")) c.processes = top.count("processes", 1);
   if (top.has("gradient_noise_scale")) c.noise_scale = top.at("gradient_noise_scale").non_negative("b_simple");
+  if (top.has("model_pass")) c.model_pass = stat_read(top.at("model_pass"));
   return c;
 }
 

@@ -80,7 +80,10 @@ struct CostFile {
   std::vector<CostLayer> layers;      // forward execution order
   std::vector<CostBatch> batches;     // sorted by batch, distinct
   std::optional<double> noise_scale;  // gradient noise scale B_simple, when measured
-  int64_t processes = 1;              // processes measuring at once on the exporter's host
+  // One elementwise pass over the parameters as a flat vector (the mean of a copy and a
+  // y ← y + a·x, timed after a training step), when the exporter measured it.
+  std::optional<CostStat> model_pass;
+  int64_t processes = 1;  // processes measuring at once on the exporter's host
 };
 
 constexpr int kCostFileVersion = 1;

@@ -56,6 +56,25 @@ for algo in "localsgd --period 8" "dpsgd --topology ring" "dreamddp --period 4" 
   "$BIN" run --workload profile:mlp.json --workers 16 --algo $algo "${sim[@]}" > v.out 2>&1 ||
     { cat v.out; fail "--algo $algo on a cost file failed"; }
 done
+# The exporter's model pass is what a gossip step charges for the copy it sends and its mix:
+# on a ring of two, three passes per dpsgd step beyond compute, exchange and wait. A file
+# without one takes 2.5 x parameter bytes / the memory bandwidth, and the header says which.
+python3 - <<'PY'
+import json
+d = json.load(open("mlp.json"))
+d["model_pass"] = {"median_s": 1e-4, "spread": 0.05, "samples": 10}
+json.dump(d, open("mlp_pass.json", "w"))
+PY
+for case in "mlp_pass.json 1e-4 model pass as exported" \
+  "mlp.json 2.0353e-4 model pass from the device's memory bandwidth (the file has no measured one)"; do
+  read -r file pass note <<<"$case"
+  "$BIN" run --workload "profile:$file" --workers 2 --algo dpsgd --topology ring "${sim[@]}" > pass.out 2>&1 ||
+    { cat pass.out; fail "dpsgd on $file failed"; }
+  grep -qF "$note" pass.out || { cat pass.out; fail "the header does not say '$note'"; }
+  bad=$(sql t.db "select count(*) from steps where run_id=$(last_run_id pass.out) and
+    abs(step_s - data_s - fwd_s - bwd_s - opt_s - comm_s - wait_s - 3 * $pass) > 1e-12")
+  [[ $bad == 0 ]] || fail "$bad dpsgd steps on $file do not charge three model passes of $pass s"
+done
 "$BIN" run --workload profile:mlp.json --workers 20000 "${sim[@]}" --steps 5 > big.out 2>&1 ||
   { cat big.out; fail "20,000 workers on a cost file failed"; }
 

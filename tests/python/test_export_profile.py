@@ -209,6 +209,13 @@ class OrderAndSchema(unittest.TestCase):
         self.assertEqual(back["version"], 1)
         self.assertNotIn("gradient_noise_scale", back)
 
+    def test_model_pass_is_timed(self):
+        mp = self.d["model_pass"]
+        self.assertEqual(mp["samples"], 10)
+        # A pass over 228 floats: positive, and far below a whole step of the smallest batch.
+        self.assertGreater(mp["median_s"], 0.0)
+        self.assertLess(mp["median_s"], self.d["batches"][0]["step"]["median_s"])
+
     def test_rejects_broken_files(self):
         def broken(fn):
             d = copy.deepcopy(self.d)
@@ -232,6 +239,8 @@ class OrderAndSchema(unittest.TestCase):
             "batches unsorted": lambda d: d["batches"].reverse(),
             "zero samples": lambda d: l0(d)["forward"].update(samples=0),
             "bool as count": lambda d: l0(d).update(calls=True),
+            "negative model pass": lambda d: d["model_pass"].update(median_s=-1e-6),
+            "model pass without samples": lambda d: d["model_pass"].pop("samples"),
             "bad noise scale": lambda d: d.update(gradient_noise_scale={"b_simple": 1.0, "batch_small": 8,
                                                                         "batch_big": 8, "samples": 3}),
         }

@@ -106,7 +106,13 @@ class CostFileTest : public ::testing::Test {
 TEST_F(CostFileTest, ReadsAWellFormedFile) {
   Json j = mlp();
   j["gradient_noise_scale"] = {{"b_simple", 312.0}, {"batch_small", 16}, {"batch_big", 64}, {"samples", 10}};
+  j["model_pass"] = {{"median_s", 4.5e-5}, {"spread", 0.08}, {"samples", 10}};
   const CostFile f = cost_file_read(write(j));
+  ASSERT_TRUE(f.model_pass.has_value());
+  EXPECT_DOUBLE_EQ(f.model_pass->median_s, 4.5e-5);
+  EXPECT_EQ(f.model_pass->samples, 10);
+  j.erase("model_pass");
+  EXPECT_FALSE(cost_file_read(write(j)).model_pass.has_value()) << "optional: an older exporter's file";
   EXPECT_EQ(f.model, "mlp");
   EXPECT_EQ(f.framework_version, "1.13.1");
   EXPECT_EQ(f.device_kind, "cpu");
@@ -151,6 +157,11 @@ TEST_F(CostFileTest, RefusesBadFilesNamingTheField) {
       {"no batches", [](Json& j) { j["batches"] = Json::array(); }, "batches is not a non-empty array"},
       {"a zero sample count", [](Json& j) { j["batches"][0]["layers"][0]["forward"]["samples"] = 0; },
        "batches[0].layers[0].forward.samples is 0 (at least 1)"},
+      {"a negative model pass",
+       [](Json& j) {
+         j["model_pass"] = {{"median_s", -1e-5}, {"spread", 0.1}, {"samples", 10}};
+       },
+       "model_pass.median_s is negative"},
   };
   for (const Case& c : cases) {
     Json j = mlp();
