@@ -45,6 +45,7 @@ void print_validation(const ValidationRecord& v) {
     fmt::print("  {:<26} {:>11.4f}{:<3} {:>11.4f}{:<3} {:>10}\n", m.metric, m.measured * scale, unit,
                m.predicted * scale, unit, m.rel_error ? fmt::format("{:.1f}%", *m.rel_error * 100) : "-");
   }
+  for (const std::string& note : validation_notes(v)) fmt::print("  note: {}\n", note);
 }
 
 int run_validate(const ValidateOptions& o) {

@@ -87,6 +87,36 @@ RunConfig validation_profile_config(const RunConfig& cfg) {
   return p;
 }
 
+std::vector<std::string> validation_notes(const ValidationRecord& v) {
+  auto find = [&](std::string_view name) -> const ValidationMetric* {
+    for (const ValidationMetric& m : v.metrics)
+      if (m.metric == name) return &m;
+    return nullptr;
+  };
+  std::vector<std::string> notes;
+  const ValidationMetric* step = find("step_time_s");
+  const ValidationMetric* compute = find("compute_s");
+  if (compute && compute->rel_error && *compute->rel_error > kValidationComputeNoise)
+    notes.push_back(fmt::format(
+        "compute is {:.0f} % off: the measured ranks computed {:.4g} ms per step, the prediction from their "
+        "profile run (the same compute side by side) {:.4g} ms. The host's speed changed between the runs "
+        "(its load, another tenant) or this configuration slows compute; the step's error includes that. Rerun on "
+        "a quiet host to tell them apart (`dsgd-bench show RUN` gives each run's host load and CPU steal)",
+        100 * *compute->rel_error, 1e3 * compute->measured, 1e3 * compute->predicted));
+  if (step && step->measured > 0)
+    for (const char* name : {"comm_s", "wait_s"}) {
+      const ValidationMetric* m = find(name);
+      if (!m || !m->rel_error || *m->rel_error <= 0.2 || m->measured >= kValidationSmallShare * step->measured ||
+          std::abs(m->predicted - m->measured) >= kValidationSmallShare * step->measured)
+        continue;
+      notes.push_back(fmt::format("{} is {:.2g} % of the measured step: its {:.0f} % error moves the step by {:.2g} %",
+                                  std::string_view(name).substr(0, std::string_view(name).size() - 2),
+                                  100 * m->measured / step->measured, 100 * *m->rel_error,
+                                  100 * std::abs(m->predicted - m->measured) / step->measured));
+    }
+  return notes;
+}
+
 ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer) {
   // Without this host's fabric the prediction would take its collectives as free (or, with an
   // emulated link, the measured run would add the link to the real fabric instead of

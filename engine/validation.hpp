@@ -17,6 +17,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "core/run_config.hpp"
 #include "results/store.hpp"
@@ -50,5 +51,17 @@ RunConfig validation_profile_config(const RunConfig& cfg);
 // Runs the three children of validation_config(...)'s result and stores the validation in
 // `store` (cfg.db, opened and migrated by the caller). Returns it, with its id.
 ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer);
+
+// What a reader of a validation should know before trusting its errors, one sentence each:
+//   - compute off by more than kValidationComputeNoise: the prediction computes what the
+//     profile run measured, so the measured run's ranks computed at another speed (the host's
+//     load changed between the runs, or the configuration slows compute); the step's error
+//     includes that, and it is not the simulator's;
+//   - comm or wait under kValidationSmallShare of the measured step with an error above
+//     20 % that moves the step by less than kValidationSmallShare: how little.
+// Empty when neither applies.
+inline constexpr double kValidationComputeNoise = 0.10;  // the compute target of docs/sim.md
+inline constexpr double kValidationSmallShare = 0.02;
+std::vector<std::string> validation_notes(const ValidationRecord& v);
 
 }  // namespace dsgd

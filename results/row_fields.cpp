@@ -118,15 +118,18 @@ const std::vector<RowField<Summary>>& summary_fields() {
           .print("evaluations", "{:.3f} s (not in the training time)"),
       F{"host_load", "1",
         "1-minute load average at the run's end beyond the run's own processes, per core; null: unknown", &S::host_load}
-          .since(17),
+          .since(17)
+          .print("host", "load {:.2f} per core beyond the run at its end"),
       F{"cpu_steal", "1", "fraction of the host's CPU time stolen by the hypervisor during the run; null: unknown",
         &S::cpu_steal}
-          .since(17),
+          .since(17)
+          .print("host", "CPU steal {:.1f} %", 100),
       F{"model_pass_s", "s",
         "one elementwise pass over the parameters (copy; y += a*x), timed in the warm-up steps after the update; "
         "null: not measured",
         &S::model_pass_s}
-          .since(18),
+          .since(18)
+          .print("model pass", "{:.1f} us (timed in the warm-up)", 1e6),
   };
   return fields;
 }

@@ -42,6 +42,7 @@ foreach(entry
     "test_decoupled_forward:dsgd_engine"
     "test_sim_world:dsgd_engine"
     "test_sim_validation_store:dsgd_results"
+    "test_validation_notes:dsgd_engine"
     "test_report_rows:dsgd_results"
     "test_row_fields:dsgd_results"
     "test_report_html:dsgd_results"

@@ -1,0 +1,54 @@
+// What `dsgd-bench validate` tells its reader beside the errors (engine/validation.hpp,
+// validation_notes): compute that moved between the profile and the measured run, and comm or
+// wait whose large relative error is a small part of the step.
+#include <gtest/gtest.h>
+
+#include "engine/validation.hpp"
+
+namespace dsgd {
+namespace {
+
+ValidationRecord record(double step_m, double step_p, double compute_m, double compute_p, double comm_m, double comm_p,
+                        double wait_m, double wait_p) {
+  ValidationRecord v;
+  auto add = [&](const char* name, double m, double p) {
+    v.metrics.push_back(ValidationMetric{name, m, p, validation_rel_error(m, p)});
+  };
+  add("step_time_s", step_m, step_p);
+  add("compute_s", compute_m, compute_p);
+  add("comm_s", comm_m, comm_p);
+  add("wait_s", wait_m, wait_p);
+  return v;
+}
+
+bool has(const std::vector<std::string>& notes, const std::string& text) {
+  for (const std::string& n : notes)
+    if (n.find(text) != std::string::npos) return true;
+  return false;
+}
+
+TEST(ValidationNotes, ComputeThatMovedBetweenTheRunsIsNamedWithBothFigures) {
+  const auto notes = validation_notes(record(25.7e-3, 20.5e-3, 24.0e-3, 19.5e-3, 1e-3, 1e-3, 0.5e-3, 0.5e-3));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_TRUE(has(notes,
+                  "compute is 19 % off: the measured ranks computed 24 ms per step, the prediction from their "
+                  "profile run (the same compute side by side) 19.5 ms"))
+      << notes.front();
+  // Within 10 %: nothing to say.
+  EXPECT_TRUE(validation_notes(record(25e-3, 24e-3, 24e-3, 22e-3, 1e-3, 1e-3, 0.5e-3, 0.5e-3)).empty());
+}
+
+TEST(ValidationNotes, ASmallCommWithALargeErrorSaysHowLittleItMovesTheStep) {
+  // comm 0.14 ms of a 25 ms step, predicted half: 50 % off, 0.28 % of the step.
+  const auto notes = validation_notes(record(25e-3, 24.9e-3, 24e-3, 23.9e-3, 0.14e-3, 0.07e-3, 0.5e-3, 0.5e-3));
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_TRUE(has(notes, "comm is 0.56 % of the measured step: its 50 % error moves the step by 0.28 %"))
+      << notes.front();
+  // A small wait predicted 30x too long moves the step by more than 2 %: no reassurance.
+  EXPECT_TRUE(validation_notes(record(16e-3, 22e-3, 15.5e-3, 15.5e-3, 0.5e-3, 0.5e-3, 0.06e-3, 2e-3)).empty());
+  // A large comm share: its error is the step's, no note either.
+  EXPECT_TRUE(validation_notes(record(10e-3, 9e-3, 5e-3, 5e-3, 5e-3, 3.5e-3, 0, 0)).empty());
+}
+
+}  // namespace
+}  // namespace dsgd
