@@ -30,6 +30,7 @@
 #endif
 
 #include "bench/bench_timing.hpp"
+#include "workloads/blas_core.hpp"
 
 extern "C" void openblas_set_num_threads(int);
 
@@ -239,6 +240,7 @@ void shape_bench(const Options& o, int c, int hw) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dsgd::blas_core_upgrade();  // the product's BLAS kernels (workloads/blas_core.hpp)
   Options o;
   if (!options_parse(argc, argv, o)) return 2;
   const bool have_dnnl = dsgd::conv2d_dnnl_available();

@@ -33,6 +33,7 @@
 #include "algorithms/optimizer.hpp"
 #include "bench/bench_timing.hpp"
 #include "core/rng.hpp"
+#include "workloads/blas_core.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/layers/kernel_profile.hpp"
 #include "workloads/layers/linear.hpp"
@@ -180,6 +181,7 @@ std::string profile_steps(size_t steps, Step& step, double& opt_s) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dsgd::blas_core_upgrade();  // the product's BLAS kernels (workloads/blas_core.hpp)
   Options o;
   if (!options_parse(argc, argv, o)) return 2;
   const size_t threads = o.threads, batch = o.batch, steps = o.steps, warmup = o.warmup;

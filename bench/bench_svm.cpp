@@ -37,6 +37,7 @@
 #include <vector>
 
 #include "core/rng.hpp"
+#include "workloads/blas_core.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/svm.hpp"
 #include "workloads/svm_kernels.hpp"
@@ -301,4 +302,11 @@ BENCHMARK_CAPTURE(BM_SvmForwardBackwardDense, naive, BatchPath::batch_naive)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  dsgd::blas_core_upgrade();  // the product's BLAS kernels (workloads/blas_core.hpp)
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

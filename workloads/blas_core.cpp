@@ -11,6 +11,11 @@
 #include "core/errors.hpp"
 
 extern "C" char* openblas_get_corename(void);
+// OpenBLAS's runtime core selection (driver/others/dynamic.c, builds with DYNAMIC_ARCH, as
+// Debian's): quit forgets the chosen core, init chooses again, reading OPENBLAS_CORETYPE.
+// Weak: an OpenBLAS built for one core has neither, and then nothing is switched.
+extern "C" void gotoblas_dynamic_init(void) __attribute__((weak));
+extern "C" void gotoblas_dynamic_quit(void) __attribute__((weak));
 
 namespace dsgd {
 
@@ -81,6 +86,45 @@ std::string blas_core_mismatch() {
       "OpenBLAS runs its '{}' kernels, which use {}, but this CPU has no {} ({}): the first matrix "
       "product would stop the process with an illegal instruction",
       core, fmt::join(blas_core_required_features(core), "/"), fmt::join(missing, "/"), origin);
+}
+
+namespace {
+
+// 3: an AVX-512 core, 2: AVX2, 1: AVX, 0: SSE (and names the table does not know).
+int core_level(const std::string& core) {
+  const std::vector<std::string> f = blas_core_required_features(core);
+  for (const std::string& x : f)
+    if (x == "avx512f") return 3;
+  for (const std::string& x : f)
+    if (x == "avx2") return 2;
+  return f.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+std::string blas_core_for_cpu() {
+  for (const char* core : {"SkylakeX", "Haswell", "Sandybridge"})
+    if (cpu_missing_features(blas_core_required_features(core)).empty()) return core;
+  return {};
+}
+
+std::string blas_core_upgrade() {
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  if ((forced != nullptr && *forced != '\0') || gotoblas_dynamic_init == nullptr || gotoblas_dynamic_quit == nullptr)
+    return {};
+  const std::string before = blas_core_name(), want = blas_core_for_cpu();
+  if (want.empty() || core_level(before) >= core_level(want)) return {};
+  ::setenv("OPENBLAS_CORETYPE", want.c_str(), 1);
+  gotoblas_dynamic_quit();
+  gotoblas_dynamic_init();
+  const std::string after = blas_core_name();
+  if (core_level(after) < core_level(want)) {  // this OpenBLAS has no such core: as it chose
+    gotoblas_dynamic_quit();
+    ::unsetenv("OPENBLAS_CORETYPE");
+    gotoblas_dynamic_init();
+    return {};
+  }
+  return before + " -> " + after;
 }
 
 void blas_core_check() {

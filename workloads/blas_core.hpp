@@ -29,4 +29,18 @@ std::string blas_core_mismatch();
 // Throws Error with blas_core_mismatch()'s message when it is not empty.
 void blas_core_check();
 
+// The fastest core of the table above that this CPU can run: "SkylakeX" (AVX-512 F, BW, VL,
+// DQ, CD), "Haswell" (AVX2 and FMA), "Sandybridge" (AVX); empty for an SSE-only CPU.
+std::string blas_core_for_cpu();
+
+// OpenBLAS's detection knows CPU models by number, and falls back to its SSE3 "Prescott"
+// kernels for one it does not know: OpenBLAS 0.3.21 (Debian 12) on an Intel Xeon of family 6,
+// model 207, with AVX-512, ran SGEMM at 19 GFLOP/s on one core instead of SkylakeX's 95-104.
+// When OPENBLAS_CORETYPE is unset and the chosen core is below blas_core_for_cpu(), this
+// switches the process's OpenBLAS to that core (OpenBLAS's own re-initialisation, before any
+// BLAS call) and sets OPENBLAS_CORETYPE so that the ranks and children it starts load the same
+// one. Returns "Prescott -> SkylakeX" when it switched, else empty (the variable set, a core
+// already as fast, an OpenBLAS without runtime core selection). Call first thing in main.
+std::string blas_core_upgrade();
+
 }  // namespace dsgd

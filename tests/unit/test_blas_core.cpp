@@ -1,10 +1,16 @@
 // The BLAS core check: the table of what each OpenBLAS core needs, and, on this machine (or
 // under scripts/test.sh's emulated CPU, which runs this test first), that the core OpenBLAS
-// chose can run here: a clear failure instead of the SIGILL a wrong OPENBLAS_CORETYPE causes.
+// chose can run here: a clear failure instead of the SIGILL a wrong OPENBLAS_CORETYPE causes;
+// and the switch to the fastest core this CPU runs where OpenBLAS's detection fell back.
+#include <cblas.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "workloads/blas_core.hpp"
 
@@ -44,4 +50,42 @@ TEST(BlasCore, ChosenCoreRunsOnThisCpu) {
                                       << "', OPENBLAS_CORETYPE=" << (forced != nullptr ? forced : "(unset)")
                                       << ": set the step's OPENBLAS_CORETYPE to a core this CPU can run";
   EXPECT_NO_THROW(blas_core_check());
+}
+
+TEST(BlasCore, SwitchesToTheFastestCoreThisCpuRunsAndComputesTheSameProduct) {
+  const std::string want = blas_core_for_cpu();
+  EXPECT_TRUE(cpu_missing_features(blas_core_required_features(want)).empty()) << want;
+  // A 64x48 by 48x32 product against the naive sum, before and after the switch.
+  const int m = 64, k = 48, n = 32;
+  std::vector<float> a(m * k), b(k * n), c(m * n), ref(m * n, 0.0f);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>((i * 7) % 13) / 13.0f - 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>((i * 5) % 11) / 11.0f - 0.5f;
+  for (int i = 0; i < m; ++i)
+    for (int j = 0; j < n; ++j)
+      for (int p = 0; p < k; ++p) ref[i * n + j] += a[i * k + p] * b[p * n + j];
+  auto product_matches = [&] {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1.0f, a.data(), k, b.data(), n, 0.0f, c.data(), n);
+    for (int i = 0; i < m * n; ++i)
+      if (std::abs(c[i] - ref[i]) > 1e-5f * k) return false;
+    return true;
+  };
+  EXPECT_TRUE(product_matches()) << "core " << blas_core_name();
+  const char* forced = std::getenv("OPENBLAS_CORETYPE");
+  const bool was_forced = forced != nullptr && *forced != '\0';
+  const std::string before = blas_core_name();
+  const std::string switched = blas_core_upgrade();
+  if (was_forced) {
+    EXPECT_EQ(switched, "") << "OPENBLAS_CORETYPE is the user's choice";
+  }
+  if (!switched.empty()) {
+    EXPECT_EQ(switched, before + " -> " + blas_core_name());
+    std::string name = blas_core_name(), lower_want = want;
+    for (char& ch : name) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    for (char& ch : lower_want) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    EXPECT_EQ(name, lower_want);
+    EXPECT_STREQ(std::getenv("OPENBLAS_CORETYPE"), want.c_str()) << "children load the same core";
+  }
+  EXPECT_EQ(blas_core_mismatch(), "");
+  EXPECT_TRUE(product_matches()) << "core " << blas_core_name();
+  EXPECT_EQ(blas_core_upgrade(), "") << "a second call switches nothing";
 }
