@@ -36,7 +36,7 @@ void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& state, int64_
 
 // zero (32 bits): a blocking reduce-scatter after backward, the update, a blocking all-gather:
 //   a_i = start_i + data + fwd + bwd + δ_i;  A = max_j a_j;  T1 = A + model(reduce-scatter, 4|x|, n) + p(shard_i);
-//   end_i = T1 + opt + model(all-gather, 4|x|, n);  wait_i = A − a_i, comm_i = the two models.
+//   end_i = T1 + opt + model(all-gather, 4|x|, n);  wait_i = A − a_i, comm_i = the two models + p(shard_i).
 void timing_step_sharded(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
                          SimStepTiming* rows);
 

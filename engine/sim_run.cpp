@@ -213,11 +213,12 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   c.model_bytes = static_cast<double>(r.param_count) * sizeof(float);
   if (cfg.workers > 1 && !(c.model_pass_s > 0))
     r.profile.warnings.push_back(fmt::format(
-        "{} makes its own passes over the model ({}), and the profile has no measured model pass: they are "
-        "taken as free (a run with --warmup 2 or more measures it for --profile-from; `dsgd-bench calibrate` of "
-        "this version for a calibration; a cost file's device memory bandwidth)",
+        "the profile has no measured model pass: {}'s passes over the model outside compute ({}) are taken as "
+        "free (a run with --warmup 2 or more measures it for --profile-from; `dsgd-bench calibrate` of this "
+        "version for a calibration; a cost file's device memory bandwidth)",
         cfg.algo,
-        variant_get(cfg.algo).model_passes ? "the copy it sends, the mix" : "an average's divide by the worker count"));
+        variant_get(cfg.algo).model_passes ? "the copy it sends, the mix"
+                                           : "an average's divide by the worker count, if it averages"));
   const double k = cfg.compute_scale;
   c.data_s *= k;
   c.fwd_s *= k;
