@@ -240,7 +240,7 @@ void shape_bench(const Options& o, int c, int hw) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  dsgd::blas_core_upgrade();  // the product's BLAS kernels (workloads/blas_core.hpp)
+  dsgd::blas_core_start();  // the product's BLAS kernels (workloads/blas_core.hpp)
   Options o;
   if (!options_parse(argc, argv, o)) return 2;
   const bool have_dnnl = dsgd::conv2d_dnnl_available();

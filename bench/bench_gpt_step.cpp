@@ -181,7 +181,7 @@ std::string profile_steps(size_t steps, Step& step, double& opt_s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  dsgd::blas_core_upgrade();  // the product's BLAS kernels (workloads/blas_core.hpp)
+  dsgd::blas_core_start();  // the product's BLAS kernels (workloads/blas_core.hpp)
   Options o;
   if (!options_parse(argc, argv, o)) return 2;
   const size_t threads = o.threads, batch = o.batch, steps = o.steps, warmup = o.warmup;

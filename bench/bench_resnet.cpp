@@ -152,7 +152,7 @@ std::string profile_run(const Options& o, dsgd::ResNetWorkload& resnet, Step& st
 }  // namespace
 
 int main(int argc, char** argv) {
-  dsgd::blas_core_upgrade();  // the product's BLAS kernels (workloads/blas_core.hpp)
+  dsgd::blas_core_start();  // the product's BLAS kernels (workloads/blas_core.hpp)
   Options o;
   if (!options_parse(argc, argv, o)) return 2;
   const std::string& model = o.model;

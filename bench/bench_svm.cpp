@@ -303,7 +303,7 @@ BENCHMARK_CAPTURE(BM_SvmForwardBackwardDense, naive, BatchPath::batch_naive)
 }  // namespace
 
 int main(int argc, char** argv) {
-  dsgd::blas_core_upgrade();  // the product's BLAS kernels (workloads/blas_core.hpp)
+  dsgd::blas_core_start();  // the product's BLAS kernels (workloads/blas_core.hpp)
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -21,16 +21,13 @@ int main(int argc, char** argv) {
   try {
     // OpenBLAS's fastest kernels for this CPU where its detection fell back to slower ones; a
     // BLAS core this CPU cannot run (a stray OPENBLAS_CORETYPE) is one clear error, not a SIGILL.
-    const std::string blas_switch = dsgd::blas_core_upgrade();
-    dsgd::blas_core_check();
+    const std::string blas = dsgd::blas_core_start();
     CLI::App app{
         "dsgd-tune: find the sync period, batch, topology and algorithm that reach a target accuracy "
         "soonest on a given cluster (simulated); sessions and trials in SQLite"};
     const dsgd::SystemInfo sys = dsgd::system_info_read();
-    app.set_version_flag("--version",
-                         fmt::format("dsgd-tune {} (commit {}, {} build; OpenBLAS core {}{})", sys.tool_version,
-                                     sys.git_commit, sys.build_type, dsgd::blas_core_name(),
-                                     blas_switch.empty() ? "" : ", chosen for this CPU: " + blas_switch));
+    app.set_version_flag("--version", fmt::format("dsgd-tune {} (commit {}, {} build; {})", sys.tool_version,
+                                                  sys.git_commit, sys.build_type, blas));
     app.require_subcommand(1);
     dsgd::setup_tune_recommend(app);
     dsgd::setup_tune_sessions(app);

@@ -274,7 +274,8 @@ Resolved sim_resolve_cost_file(const RunConfig& cfg, const Store* store) {
     pass_note = "; model pass as exported";
   } else if (file.device_memory_bandwidth > 0) {
     c.model_pass_s = 2.5 * static_cast<double>(file.parameter_bytes) / file.device_memory_bandwidth;
-    pass_note = "; model pass from the device's memory bandwidth (the file has no measured one)";
+    pass_note = file.model_pass ? "; model pass from the device's memory bandwidth (the file's measured one is 0)"
+                                : "; model pass from the device's memory bandwidth (the file has no measured one)";
   }
   r.profile.source =
       fmt::format("cost file: {}; batch {} {}{}", cost_file_describe(file), cfg.batch, at.how, pass_note);

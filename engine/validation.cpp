@@ -106,7 +106,8 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
   if (step && step->measured > 0)
     for (const char* name : {"comm_s", "wait_s"}) {
       const ValidationMetric* m = find(name);
-      if (!m || !m->rel_error || *m->rel_error <= 0.2 || m->measured >= kValidationSmallShare * step->measured ||
+      if (!m || !m->rel_error || *m->rel_error <= kValidationSplitTarget ||
+          m->measured >= kValidationSmallShare * step->measured ||
           std::abs(m->predicted - m->measured) >= kValidationSmallShare * step->measured)
         continue;
       notes.push_back(fmt::format("{} is {:.2g} % of the measured step: its {:.0f} % error moves the step by {:.2g} %",

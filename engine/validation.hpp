@@ -58,10 +58,11 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
 //     load changed between the runs, or the configuration slows compute); the step's error
 //     includes that, and it is not the simulator's;
 //   - comm or wait under kValidationSmallShare of the measured step with an error above
-//     20 % that moves the step by less than kValidationSmallShare: how little.
+//     kValidationSplitTarget that moves the step by less than kValidationSmallShare: how little.
 // Empty when neither applies.
 inline constexpr double kValidationComputeNoise = 0.10;  // the compute target of docs/sim.md
 inline constexpr double kValidationSmallShare = 0.02;
+inline constexpr double kValidationSplitTarget = 0.20;  // the comm and wait target of docs/sim.md
 std::vector<std::string> validation_notes(const ValidationRecord& v);
 
 }  // namespace dsgd

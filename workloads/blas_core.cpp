@@ -127,6 +127,12 @@ std::string blas_core_upgrade() {
   return before + " -> " + after;
 }
 
+std::string blas_core_start() {
+  const std::string switched = blas_core_upgrade();
+  blas_core_check();
+  return "OpenBLAS core " + blas_core_name() + (switched.empty() ? "" : ", chosen for this CPU: " + switched);
+}
+
 void blas_core_check() {
   const std::string message = blas_core_mismatch();
   if (!message.empty())

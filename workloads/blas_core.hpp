@@ -43,4 +43,9 @@ std::string blas_core_for_cpu();
 // already as fast, an OpenBLAS without runtime core selection). Call first thing in main.
 std::string blas_core_upgrade();
 
+// What a program runs first: blas_core_upgrade(), then blas_core_check() (throws Error).
+// Returns "OpenBLAS core SkylakeX" (", chosen for this CPU: Prescott -> SkylakeX" after a
+// switch), for --version.
+std::string blas_core_start();
+
 }  // namespace dsgd
