@@ -116,7 +116,6 @@ class Adpsgd final : public Algorithm {
     }
     std::copy(x, x + s.count, before_.begin());
     s.comm.model_passes_done(1);
-    if (s.step + 1 == s.total_steps) finish(s);
   }
 
   bool replicas_identical() const override { return false; }
@@ -124,14 +123,16 @@ class Adpsgd final : public Algorithm {
     const int active = (n + 1) / 2;  // ranks that send in a step: ceil(n / 2)
     return n <= 1 ? 0.0 : double(active) / n * param_bytes;
   }
-  int max_collectives_per_step() const override { return 2; }  // the last step reads back
+  int max_collectives_per_step() const override { return 1; }  // one access epoch
 
  private:
   bool active() const { return rank_ % 2 == 0; }
 
-  // All ranks meet; passives reload the shared model (averages written after their last
-  // step); the staleness seen is printed by rank 0 for every rank; the window is freed.
-  void finish(TrainState& s) {
+  // After the last step, untimed: all ranks meet; passives reload the shared model (averages
+  // written after their last step); the staleness seen is printed by rank 0 for every rank;
+  // the window is freed.
+  void end_run(TrainState& s) override {
+    if (n_ == 1) return;
     s.comm.untimed_barrier();
     // Every rank reads its own window (the same events on every rank); passives keep it.
     uint64_t version = 0;

@@ -122,6 +122,11 @@ class Algorithm {
   virtual void reduce_gradients(TrainState& state) {}
   // After the optimizer step (model averaging and the like).
   virtual void after_update(TrainState& state) {}
+  // Once after the run's last step (or the step an evaluation stopped the run at), on every
+  // rank together, outside the steps' timing and the event log, before the final evaluation:
+  // what ends the run rather than a step (adpsgd: all ranks meet, passives reload the shared
+  // model), so that a rank's wait for the slowest is not counted in its last step.
+  virtual void end_run(TrainState& state) {}
   // zero: the algorithm applies the optimizer itself, to state it owns (its shard). The
   // trainer then calls optimizer_step in place of its own optimizer, which holds no state.
   virtual bool owns_optimizer() const { return false; }

@@ -111,6 +111,7 @@ class Hogwild final : public Algorithm {
     }
     if (s.step + 1 == s.total_steps) local_.stop();
   }
+  void end_run(TrainState& s) override { inner_->end_run(s); }
   const float* global_model(TrainState& s) override { return inner_->global_model(s); }
   bool replicas_identical() const override { return inner_->replicas_identical(); }
   double bytes_sent_per_step(double param_bytes, int n) const override {

@@ -383,18 +383,31 @@ class Trainer {
       const int64_t done = step + 1;
       if (callbacks_.on_progress) callbacks_.on_progress(TrainProgress{done, w_.plan.steps, last_loss_});
       const bool last = done == w_.plan.steps;
-      if (last) result_.timed_wall_s = timed_wall();
+      if (last) {
+        result_.timed_wall_s = timed_wall();
+        end_algorithm_run();
+      }
       if (done % w_.plan.eval_every == 0 || last) {
         if (evaluate(done)) {
           result_.timed_wall_s = done > w_.plan.warmup ? timed_wall() : 0.0;
+          if (!last) end_algorithm_run();
           break;
         }
       } else if (timers_ && recorder_.full()) {
         const double t_flush = comm_.now();
         flush();
+        comm_.untimed_barrier();  // rank 0's database write is no other rank's wait in the next step
         excluded_s_ += comm_.now() - t_flush;
       }
     }
+  }
+
+  // The algorithm's end of the run (Algorithm::end_run), after the last step's timing and
+  // with the event log detached: what it does there belongs to no step.
+  void end_algorithm_run() {
+    comm_.attach_log(nullptr);
+    w_.algorithm->end_run(*state_);
+    if (timers_) comm_.attach_log(&recorder_.events());
   }
 
   double timed_wall() const { return (comm_.now() - timed_start_) - (excluded_s_ - timed_excluded_at_start_); }
@@ -540,6 +553,9 @@ class Trainer {
       if (store_) store_->evals_append(result_.run_id, {row});
       if (callbacks_.on_eval) callbacks_.on_eval(row);
     }
+    // Every rank resumes together: rank 0's write and progress line are excluded from the
+    // training time, so they must not reappear as the other ranks' wait in the next step.
+    comm_.untimed_barrier();
     if (steps_done > 0) excluded_s_ += comm_.now() - t_eval;
     return diverged || stop;
   }
