@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <optional>
 
 #include "algorithms/config_check.hpp"
 #include "algorithms/optimizer.hpp"
@@ -12,6 +13,7 @@
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
 #include "engine/child_run.hpp"
+#include "engine/interrupt.hpp"
 #include "results/row_fields.hpp"
 
 namespace dsgd {
@@ -100,9 +102,15 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
     notes.push_back(fmt::format(
         "compute is {:.0f} % off: the measured ranks computed {:.4g} ms per step, the prediction from their "
         "profile run (the same compute side by side) {:.4g} ms. The host's speed changed between the runs "
-        "(its load, another tenant) or this configuration slows compute; the step's error includes that. Rerun on "
-        "a quiet host to tell them apart (`dsgd-bench show RUN` gives each run's host load and CPU steal)",
+        "(its load, another tenant) or this configuration slows compute; the step's error includes that, the "
+        "prediction from the measured run's own compute does not (`dsgd-bench show RUN` gives each run's host load "
+        "and CPU steal)",
         100 * *compute->rel_error, 1e3 * compute->measured, 1e3 * compute->predicted));
+  if (const ValidationMetric* own = find(kValidationOwnComputeStep); own && own->rel_error)
+    notes.push_back(fmt::format(
+        "from the measured run's own compute (the host's speed between the runs taken out), the predicted step is "
+        "{:.4g} ms: {:.1f} % off",
+        1e3 * own->predicted, 100 * *own->rel_error));
   if (step && step->measured > 0)
     for (const char* name : {"comm_s", "wait_s"}) {
       const ValidationMetric* m = find(name);
@@ -123,7 +131,7 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   // emulated link, the measured run would add the link to the real fabric instead of
   // replacing it): measure the fabric first, a few seconds.
   const bool fabric = !store.allreduce_fit_latest(system_info_read().host).has_value();
-  const int total = fabric ? 4 : 3;
+  const int total = fabric ? 5 : 4;
   int index = 0;
   if (fabric) {
     observer.note(
@@ -156,16 +164,34 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   simulated.native_floor = true;  // the measured collectives last at least the native fabric's time
   simulated.tag = "validate:simulated";
   v.simulated_run_id = child(simulated, "predicted", fmt::format("sim, {} workers", cfg.workers));
+  // The same prediction from the measured run's own compute: what is left of the step's error
+  // once the host's speed between the runs is taken out (the simulator's communication, wait
+  // and passes).
+  RunConfig replayed = simulated;
+  replayed.profile_from = v.measured_run_id;
+  replayed.tag = "validate:own-compute";
+  // A diagnosis: when it cannot be made, the validation stands without it and says why.
+  std::optional<RunWithSummary> r;
+  try {
+    r = store.run_get(
+        child(replayed, "own compute", fmt::format("sim, {} workers, the measured run's compute", cfg.workers)));
+  } catch (const Error& e) {
+    interrupt_yield_to_watcher();  // a Ctrl-C that ended the child ends validate as well
+    observer.note(fmt::format("no prediction from the measured run's own compute: {}", e.what()));
+  }
 
   const RunWithSummary m = store.run_get(v.measured_run_id);
   const RunWithSummary s = store.run_get(v.simulated_run_id);
   if (!m.summary || !s.summary) DSGD_THROW(Error, "", "validate: a run has no summary");
-  for (const char* name : {"step_time_s", "compute_s", "comm_s", "wait_s", "injected_s", "throughput_samples_per_s"}) {
+  auto add = [&](const char* name, const Summary& predicted, const std::string& stored_as) {
     const RowField<Summary>& f = *row_field_find(summary_fields(), name);
     const double a = row_field_value(f, *m.summary).value_or(NAN);
-    const double b = row_field_value(f, *s.summary).value_or(NAN);
-    v.metrics.push_back(ValidationMetric{name, a, b, validation_rel_error(a, b)});
-  }
+    const double b = row_field_value(f, predicted).value_or(NAN);
+    v.metrics.push_back(ValidationMetric{stored_as, a, b, validation_rel_error(a, b)});
+  };
+  for (const char* name : {"step_time_s", "compute_s", "comm_s", "wait_s", "injected_s", "throughput_samples_per_s"})
+    add(name, *s.summary, name);
+  if (r && r->summary) add("step_time_s", *r->summary, kValidationOwnComputeStep);
   v.host = system_info_read().host;
   v.config_json = run_config_to_json(cfg).dump();
   v.id = validation_store(store, v);

@@ -9,11 +9,15 @@
 //   2. measured:  N MPI ranks with the configuration's emulated network and stragglers;
 //   3. predicted: N simulated workers (--backend sim --profile-from <profile run>
 //                 --native-floor: emulation only adds time to a real collective, so each
-//                 simulated communication lasts at least this host's calibrated native time).
+//                 simulated communication lasts at least this host's calibrated native time);
+//   4. own compute: the same prediction with --profile-from <measured run>: its compute is
+//                 the measured ranks' own, so its error is the simulator's (communication,
+//                 wait, passes) without the host's change of speed between the runs.
 // Then, per metric (step time, compute, comm, wait, injected delay, throughput), the measured
 // value, the prediction and |predicted − measured| / measured, stored in the tables
-// validations / validation_metrics (results/validation_store.hpp). The profile run is
-// independent of the measured one, so the prediction is not fitted to what it predicts.
+// validations / validation_metrics (results/validation_store.hpp), and the step of 4 as the
+// metric kValidationOwnComputeStep. The profile run is independent of the measured one, so
+// the prediction (3) is not fitted to what it predicts; 4 is a diagnosis, not a prediction.
 #pragma once
 
 #include <string>
@@ -52,7 +56,12 @@ RunConfig validation_profile_config(const RunConfig& cfg);
 // `store` (cfg.db, opened and migrated by the caller). Returns it, with its id.
 ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer);
 
+// The stored metric of step 4: the measured step against the prediction from the measured
+// run's own compute.
+inline constexpr const char* kValidationOwnComputeStep = "step_time_s.own_compute";
+
 // What a reader of a validation should know before trusting its errors, one sentence each:
+//   - the step predicted from the measured run's own compute, and its error (when stored);
 //   - compute off by more than kValidationComputeNoise: the prediction computes what the
 //     profile run measured, so the measured run's ranks computed at another speed (the host's
 //     load changed between the runs, or the configuration slows compute); the step's error

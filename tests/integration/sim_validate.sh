@@ -1,5 +1,6 @@
 # dsgd-bench validate: a profile run (2 MPI ranks computing side by side, no communication),
-# 2 MPI ranks and 2 simulated workers of one configuration; the validation and its six metrics are stored and listed; the simulated
+# 2 MPI ranks and 2 simulated workers of one configuration, and the prediction again from the
+# measured run's own compute; the validation and its seven metrics are stored and listed; the simulated
 # run's modelled comm equals the α-β model. (Figures are not asserted against the 10 % goal
 # here: a shared 2-core CI machine makes the measured side noisy; see docs/sim.md.)
 source "$(dirname "$0")/common.bash"
@@ -12,7 +13,21 @@ JSON
 last=$(tail -n 1 val.out)
 [[ "$last" =~ ^validation_id=([0-9]+)$ ]] || fail "last line is not validation_id=<id>: $last"
 V=${BASH_REMATCH[1]}
-[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$V") == 6 ]] || fail "metrics not stored"
+[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$V") == 7 ]] || fail "metrics not stored"
+# The same prediction from the measured run's own compute: stored as its own metric (the
+# measured step against that prediction), printed as a note, made by a sim run profiled from
+# the measured run.
+own=$(sql v.db "SELECT printf('%.9f %.9f', measured, predicted) FROM validation_metrics WHERE validation_id=$V AND metric='step_time_s.own_compute'")
+[[ -n "$own" ]] || fail "no step_time_s.own_compute metric stored"
+[[ "${own%% *}" == "$(sql v.db "SELECT printf('%.9f', measured) FROM validation_metrics WHERE validation_id=$V AND metric='step_time_s'")" ]] ||
+  fail "the own-compute metric's measured step is not the measured run's"
+grep -q "note: from the measured run's own compute (the host's speed between the runs taken out), the predicted step is" val.out ||
+  { cat val.out; fail "no own-compute note"; }
+grep -q "^  step_time_s.own_compute" val.out && fail "the own-compute metric is printed in the table (it has its note)"
+R=$(sql v.db "SELECT max(id) FROM runs WHERE tag='validate:own-compute'")
+[[ -n "$R" && $(sql v.db "SELECT backend FROM runs WHERE id=$R") == sim ]] || fail "no simulated run tagged validate:own-compute"
+[[ $(sql v.db "SELECT printf('%.9f', step_time_s) FROM summaries WHERE run_id=$R") == "${own##* }" ]] ||
+  fail "the own-compute prediction is not that run's step"
 for m in step_time_s compute_s comm_s wait_s injected_s throughput_samples_per_s; do
   grep -q "$m" val.out || fail "$m not printed"
 done

@@ -1,6 +1,7 @@
 // What `dsgd-bench validate` tells its reader beside the errors (engine/validation.hpp,
-// validation_notes): compute that moved between the profile and the measured run, and comm or
-// wait whose large relative error is a small part of the step.
+// validation_notes): compute that moved between the profile and the measured run, the step
+// predicted from the measured run's own compute, and comm or wait whose large relative error
+// is a small part of the step.
 #include <gtest/gtest.h>
 
 #include "engine/validation.hpp"
@@ -48,6 +49,23 @@ TEST(ValidationNotes, ASmallCommWithALargeErrorSaysHowLittleItMovesTheStep) {
   EXPECT_TRUE(validation_notes(record(16e-3, 22e-3, 15.5e-3, 15.5e-3, 0.5e-3, 0.5e-3, 0.06e-3, 2e-3)).empty());
   // A large comm share: its error is the step's, no note either.
   EXPECT_TRUE(validation_notes(record(10e-3, 9e-3, 5e-3, 5e-3, 5e-3, 3.5e-3, 0, 0)).empty());
+}
+
+TEST(ValidationNotes, ThePredictionFromTheMeasuredRunsOwnComputeIsGivenAfterTheComputeNote) {
+  ValidationRecord v = record(25.7e-3, 20.5e-3, 24.0e-3, 19.5e-3, 1e-3, 1e-3, 0.5e-3, 0.5e-3);
+  v.metrics.push_back(
+      ValidationMetric{kValidationOwnComputeStep, 25.7e-3, 25.1e-3, validation_rel_error(25.7e-3, 25.1e-3)});
+  const auto notes = validation_notes(v);
+  ASSERT_EQ(notes.size(), 2u);
+  EXPECT_TRUE(has({notes[0]}, "compute is 19 % off")) << notes[0];
+  EXPECT_EQ(notes[1],
+            "from the measured run's own compute (the host's speed between the runs taken out), the predicted step "
+            "is 25.1 ms: 2.3 % off");
+  // Given whenever it is stored, also when compute held.
+  ValidationRecord steady = record(25e-3, 24e-3, 24e-3, 23e-3, 1e-3, 1e-3, 0.5e-3, 0.5e-3);
+  steady.metrics.push_back(ValidationMetric{kValidationOwnComputeStep, 25e-3, 25e-3, 0.0});
+  ASSERT_EQ(validation_notes(steady).size(), 1u);
+  EXPECT_TRUE(has(validation_notes(steady), "is 25 ms: 0.0 % off"));
 }
 
 }  // namespace
