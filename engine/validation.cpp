@@ -3,7 +3,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "algorithms/config_check.hpp"
@@ -111,6 +113,14 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
         "from the measured run's own compute (the host's speed between the runs taken out), the predicted step is "
         "{:.4g} ms: {:.1f} % off",
         1e3 * own->predicted, 100 * *own->rel_error));
+  if (const ValidationMetric* spread = find(kValidationRankSpread);
+      spread && spread->measured > 1 + kValidationComputeNoise)
+    notes.push_back(fmt::format(
+        "the measured ranks computed at different speeds: the slowest rank's compute per step was {:.0f} % above "
+        "the fastest's for the run (the prediction gives every worker the same compute). A host whose cores run "
+        "at different speeds or are shared with another tenant; the others wait for that rank at every "
+        "synchronisation, and the measured wait includes it",
+        100 * (spread->measured - 1)));
   if (step && step->measured > 0)
     for (const char* name : {"comm_s", "wait_s"}) {
       const ValidationMetric* m = find(name);
@@ -124,6 +134,24 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
                                   100 * std::abs(m->predicted - m->measured) / step->measured));
     }
   return notes;
+}
+
+double validation_compute_rank_spread(const std::vector<StepRow>& steps) {
+  std::map<int, std::pair<double, int64_t>> per_rank;  // compute sum, steps
+  for (const StepRow& row : steps)
+    if (row.timed && row.fwd_s + row.bwd_s > 0) {
+      auto& [sum, n] = per_rank[row.rank];
+      sum += row.fwd_s + row.bwd_s;
+      ++n;
+    }
+  if (per_rank.size() < 2) return 0;
+  double lo = INFINITY, hi = 0;
+  for (const auto& [rank, acc] : per_rank) {
+    const double mean = acc.first / static_cast<double>(acc.second);
+    lo = std::min(lo, mean);
+    hi = std::max(hi, mean);
+  }
+  return lo > 0 ? hi / lo : 0;
 }
 
 ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer) {
@@ -192,6 +220,12 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   for (const char* name : {"step_time_s", "compute_s", "comm_s", "wait_s", "injected_s", "throughput_samples_per_s"})
     add(name, *s.summary, name);
   if (r && r->summary) add("step_time_s", *r->summary, kValidationOwnComputeStep);
+  // The measured and simulated runs' slowest rank's compute over the fastest's.
+  const double spread_m = validation_compute_rank_spread(store.steps_get(v.measured_run_id));
+  const double spread_s = validation_compute_rank_spread(store.steps_get(v.simulated_run_id));
+  if (spread_m > 0)
+    v.metrics.push_back(
+        ValidationMetric{kValidationRankSpread, spread_m, spread_s, validation_rel_error(spread_m, spread_s)});
   v.host = system_info_read().host;
   v.config_json = run_config_to_json(cfg).dump();
   v.id = validation_store(store, v);

@@ -15,9 +15,10 @@
 //                 wait, passes) without the host's change of speed between the runs.
 // Then, per metric (step time, compute, comm, wait, injected delay, throughput), the measured
 // value, the prediction and |predicted − measured| / measured, stored in the tables
-// validations / validation_metrics (results/validation_store.hpp), and the step of 4 as the
-// metric kValidationOwnComputeStep. The profile run is independent of the measured one, so
-// the prediction (3) is not fitted to what it predicts; 4 is a diagnosis, not a prediction.
+// validations / validation_metrics (results/validation_store.hpp), the step of 4 as the
+// metric kValidationOwnComputeStep, and the ranks' compute spread (kValidationRankSpread). The profile run is
+// independent of the measured one, so the prediction (3) is not fitted to what it predicts; 4 is a diagnosis, not a
+// prediction.
 #pragma once
 
 #include <string>
@@ -59,9 +60,15 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
 // The stored metric of step 4: the measured step against the prediction from the measured
 // run's own compute.
 inline constexpr const char* kValidationOwnComputeStep = "step_time_s.own_compute";
+// The stored metric of the ranks' compute spread: the slowest rank's mean compute (forward +
+// backward) per timed step over the fastest rank's, measured and simulated.
+inline constexpr const char* kValidationRankSpread = "compute_rank_spread";
+double validation_compute_rank_spread(const std::vector<StepRow>& steps);
 
 // What a reader of a validation should know before trusting its errors, one sentence each:
 //   - the step predicted from the measured run's own compute, and its error (when stored);
+//   - the measured ranks' compute spread above 1 + kValidationComputeNoise: one rank computed
+//     slower for the whole run (the prediction gives every worker the same compute);
 //   - compute off by more than kValidationComputeNoise: the prediction computes what the
 //     profile run measured, so the measured run's ranks computed at another speed (the host's
 //     load changed between the runs, or the configuration slows compute); the step's error

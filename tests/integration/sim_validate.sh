@@ -1,6 +1,6 @@
 # dsgd-bench validate: a profile run (2 MPI ranks computing side by side, no communication),
 # 2 MPI ranks and 2 simulated workers of one configuration, and the prediction again from the
-# measured run's own compute; the validation and its seven metrics are stored and listed; the simulated
+# measured run's own compute; the validation and its eight metrics are stored and listed; the simulated
 # run's modelled comm equals the α-β model. (Figures are not asserted against the 10 % goal
 # here: a shared 2-core CI machine makes the measured side noisy; see docs/sim.md.)
 source "$(dirname "$0")/common.bash"
@@ -13,7 +13,11 @@ JSON
 last=$(tail -n 1 val.out)
 [[ "$last" =~ ^validation_id=([0-9]+)$ ]] || fail "last line is not validation_id=<id>: $last"
 V=${BASH_REMATCH[1]}
-[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$V") == 7 ]] || fail "metrics not stored"
+[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$V") == 8 ]] || fail "metrics not stored"
+# The ranks' compute spread, measured and simulated: the slowest rank's mean compute over the fastest's.
+spread=$(sql v.db "SELECT measured FROM validation_metrics WHERE validation_id=$V AND metric='compute_rank_spread'")
+awk -v x="$spread" 'BEGIN{exit !(x >= 1)}' || fail "compute_rank_spread $spread is not a ratio >= 1"
+grep -q "^  compute_rank_spread" val.out && fail "the rank spread is printed in the table (it has its note)"
 # The same prediction from the measured run's own compute: stored as its own metric (the
 # measured step against that prediction), printed as a note, made by a sim run profiled from
 # the measured run.

@@ -68,5 +68,35 @@ TEST(ValidationNotes, ThePredictionFromTheMeasuredRunsOwnComputeIsGivenAfterTheC
   EXPECT_TRUE(has(validation_notes(steady), "is 25 ms: 0.0 % off"));
 }
 
+TEST(ValidationNotes, OneRankComputingSlowerForTheWholeRunIsNamed) {
+  std::vector<StepRow> steps;
+  for (int rank = 0; rank < 3; ++rank)
+    for (int64_t step = 0; step < 6; ++step) {
+      StepRow row;
+      row.rank = rank;
+      row.step = step;
+      row.timed = step >= 2;  // warm-up steps do not count
+      row.fwd_s = step < 2 ? 1.0 : 0.004;
+      row.bwd_s = rank == 2 ? 0.0092 : 0.008;
+      steps.push_back(row);
+    }
+  // Means: ranks 0, 1: 12 ms; rank 2: 13.2 ms.
+  EXPECT_NEAR(validation_compute_rank_spread(steps), 13.2 / 12.0, 1e-12);
+  // One rank, or ranks without compute rows (servers), give no spread.
+  EXPECT_EQ(validation_compute_rank_spread({steps.begin(), steps.begin() + 6}), 0.0);
+
+  ValidationRecord v = record(20e-3, 18e-3, 15e-3, 15e-3, 1e-3, 1e-3, 4e-3, 2e-3);
+  v.metrics.push_back(ValidationMetric{kValidationRankSpread, 1.28, 1.02, validation_rel_error(1.28, 1.02)});
+  const auto notes = validation_notes(v);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_TRUE(has(notes,
+                  "the measured ranks computed at different speeds: the slowest rank's compute per step was 28 % "
+                  "above the fastest's for the run"))
+      << notes.front();
+  // Within the compute noise: nothing said.
+  v.metrics.back() = ValidationMetric{kValidationRankSpread, 1.08, 1.0, validation_rel_error(1.08, 1.0)};
+  EXPECT_TRUE(validation_notes(v).empty());
+}
+
 }  // namespace
 }  // namespace dsgd
