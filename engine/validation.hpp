@@ -53,7 +53,7 @@ RunConfig validation_config(RunConfig cfg, const std::string& source, Validation
 bool validation_profile_colocated(const RunConfig& cfg);
 RunConfig validation_profile_config(const RunConfig& cfg);
 
-// Runs the three children of validation_config(...)'s result and stores the validation in
+// Runs the four children of validation_config(...)'s result and stores the validation in
 // `store` (cfg.db, opened and migrated by the caller). Returns it, with its id.
 ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer);
 

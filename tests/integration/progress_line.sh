@@ -48,7 +48,7 @@ JSON
 "$BIN" validate --config v.json > val_plain.out 2>&1 || { cat val_plain.out; fail "validate failed"; }
 ! grep -q $'\r' val_plain.out || fail "validate: carriage return in output that is not a terminal"
 script -qec "$BIN validate --config v.json" /dev/null > val_tty.out 2>&1 || { cat val_tty.out; fail "validate on a pseudo-terminal failed"; }
-grep -Eq $'\r\e\\[K  validate: (profile|measured|predicted) \\([1-3]/3\\)  elapsed [0-9]+:[0-9]{2}' val_tty.out ||
+grep -Eq $'\r\e\\[K  validate: (profile|measured|predicted|own compute) \\([1-4]/4\\)  elapsed [0-9]+:[0-9]{2}' val_tty.out ||
   { cat -v val_tty.out | head -20; fail "validate: no progress line on a terminal"; }
 grep -q "^validation_id=" <(tr -d '\r' < val_tty.out) || fail "validate: no validation id on a terminal"
 cat > live.toml <<TOML
