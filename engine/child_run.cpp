@@ -57,33 +57,32 @@ std::string child_run_binary() {
 namespace {
 
 // Runs `command` (stdout and stderr together), passing each line to on_line; returns the exit
-// code and the last non-empty line.
-std::pair<int, std::string> child_command(const std::string& command,
-                                          const std::function<void(const std::string& line)>& on_line) {
+// code and the id on its last `key=<id>` line (0 when there is none). Not the last line: under
+// mpiexec another rank's stderr (a warning) can arrive after rank 0's final stdout line.
+std::pair<int, int64_t> child_command(const std::string& command, const std::string& key,
+                                      const std::function<void(const std::string& line)>& on_line) {
   FILE* pipe = popen(command.c_str(), "r");
   if (!pipe) DSGD_THROW(Error, "", "cannot start '{}'", command);
-  std::string last, line;
+  const std::string prefix = key + "=";
+  int64_t id = 0;
+  std::string line;
   char buf[4096];
   while (std::fgets(buf, sizeof(buf), pipe)) {
     line += buf;
     if (line.empty() || line.back() != '\n') continue;
     line.pop_back();
     if (on_line) on_line(line);
-    if (!line.empty()) last = line;
+    if (line.rfind(prefix, 0) == 0) {
+      try {
+        id = std::stoll(line.substr(prefix.size()));
+      } catch (const std::exception&) {
+        id = 0;
+      }
+    }
     line.clear();
   }
   const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 1, last};
-}
-
-// The id on a `key=<id>` last line, 0 when the line is not one.
-int64_t child_id(const std::string& last, const std::string& key) {
-  if (last.rfind(key + "=", 0) != 0) return 0;
-  try {
-    return std::stoll(last.substr(key.size() + 1));
-  } catch (const std::exception&) {
-    return 0;
-  }
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : 1, id};
 }
 
 }  // namespace
@@ -93,16 +92,16 @@ int64_t child_run_config(const RunConfig& cfg, const std::string& role, const st
   const std::string path = config_write(cfg, role);
   const std::string command = fmt::format("{} run --config {}{}{} 2>&1", shell_quote(child_run_binary()),
                                           shell_quote(path), extra_args.empty() ? "" : " ", extra_args);
-  std::pair<int, std::string> result;
+  std::pair<int, int64_t> result;
   try {
-    result = child_command(command, on_line);
+    result = child_command(command, "run_id", on_line);
   } catch (...) {
     std::filesystem::remove(path);
     throw;
   }
   std::filesystem::remove(path);
-  const auto& [code, last] = result;
-  const int64_t id = code == 0 ? child_id(last, "run_id") : 0;
+  const auto [code, printed_id] = result;
+  const int64_t id = code == 0 ? printed_id : 0;
   if (id <= 0) {
     if (code == 2)
       DSGD_THROW(InputError, "fix the configuration (the message above names the problem)",
@@ -120,8 +119,8 @@ int64_t child_calibrate_fabric(const std::string& db, int workers,
   // always takes) to a few milliseconds.
   const std::string command = fmt::format("{} calibrate --workers {} --quick --max-size 4MiB --batches 1 --db {} 2>&1",
                                           shell_quote(child_run_binary()), workers, shell_quote(db));
-  const auto [code, last] = child_command(command, on_line);
-  const int64_t id = code == 0 ? child_id(last, "calibration_id") : 0;
+  const auto [code, printed_id] = child_command(command, "calibration_id", on_line);
+  const int64_t id = code == 0 ? printed_id : 0;
   if (id <= 0)
     DSGD_THROW(Error, "see the calibration's message above, or run `dsgd-bench calibrate --workers 2` yourself",
                "the fabric calibration failed (exit code {})", code);

@@ -3,8 +3,8 @@
 // (for --backend mpi with workers > 1, `run` launches itself through mpiexec: cluster/launcher.hpp),
 // used by `dsgd-bench validate` and `dsgd-tune validate` to measure what the simulator predicted.
 // The configuration is written as JSON beside its database and removed afterwards. Limits: the
-// child's output is read line by line (stdout and stderr together); only its last line
-// (`run_id=<id>`) is interpreted.
+// child's output is read line by line (stdout and stderr together); only its `run_id=<id>`
+// line is interpreted, wherever it lands (another rank's warning may follow it).
 #pragma once
 
 #include <cstdint>

@@ -371,8 +371,7 @@ class Trainer {
   // flushed when the recorder is full. Stops early, on every rank together, when an
   // evaluation finds the run diverged or a stop rule holds (stop_rule).
   void train() {
-    evaluate(0);
-    comm_.untimed_barrier();
+    evaluate(0);  // ends with every rank together
     loop_start_ = comm_.now();
     for (int64_t step = 0; step < w_.plan.steps; ++step) {
       if (step == w_.plan.warmup) {
