@@ -3,7 +3,7 @@
 # workloads x variants x links, in one fresh database (its first validate measures the fabric).
 # Prints one line per case: the measured and predicted step, and the relative error of step,
 # compute, comm and wait, and of the step predicted from the measured run's own compute (own%:
-# the simulator's error with the host's change of speed between the runs taken out), and the
+# the simulator's error with the host's change of speed between the runs and the ranks' own speeds taken out), and the
 # measured ranks' compute spread (the slowest rank's mean compute over the fastest's); then the
 # median and worst step error, and the cases whose compute moved more than 10 % between the
 # profile and the measured run (noise) named, with the median and worst of the others. Targets on a quiet machine:

@@ -91,7 +91,8 @@ void setup_validate(CLI::App& app) {
       "  dsgd-bench validate --config examples/validate_ssgd.toml\n"
       "The file describes the real run (workers, algorithm, steps, --bandwidth, --straggler ...; 2 workers when it\n"
       "names fewer, at most one per core); the tool adds a profile run (the same ranks computing without\n"
-      "communication), the simulated run, and the simulated run again from the measured run's own compute.\n"
+      "communication), the simulated run, and the simulated run again from the measured run's own compute\n"
+      "(each simulated worker computing at each step what its measured rank did).\n"
       "The last line is validation_id=<id>.\n");
   sub->callback([opts]() { cli_exit_code() = run_validate(*opts); });
 }

@@ -126,9 +126,10 @@ const Backend& backend_check_config(const RunConfig& cfg, uint32_t needs, const 
   auto fail = [](const char* flag, const std::string& what, const std::string& hint) {
     DSGD_THROW(InputError, hint, "--{}: {}", flag, what);
   };
-  if (cfg.compute_jitter != "profile" && cfg.compute_jitter != "off")
-    fail("compute-jitter", fmt::format("'{}' is not profile or off", cfg.compute_jitter),
-         "pass --compute-jitter profile (the profile's measured spread) or off (every step at its mean)");
+  if (cfg.compute_jitter != "profile" && cfg.compute_jitter != "replay" && cfg.compute_jitter != "off")
+    fail("compute-jitter", fmt::format("'{}' is not profile, replay or off", cfg.compute_jitter),
+         "pass --compute-jitter profile (the profile's measured spread), replay (the --profile-from run's "
+         "compute, per rank and step) or off (every step at its mean)");
   std::string clocked;  // the rows with a virtual clock, for the hints
   for (const Backend& other : backend_all())
     if (other.has(cap_virtual_clock)) clocked += (clocked.empty() ? "" : "|") + std::string(other.name);
@@ -150,6 +151,9 @@ const Backend& backend_check_config(const RunConfig& cfg, uint32_t needs, const 
       fail("fabric", fmt::format("applies to --backend {} only (a real run uses the real network)", clocked),
            fmt::format("add --backend {}, or drop the flag", clocked));
   }
+  if (cfg.compute_jitter == "replay" && cfg.profile_from == 0)
+    fail("compute-jitter", "replay replays a measured run's compute: it needs --profile-from RUN",
+         "add --profile-from RUN (a real run of this workload), or pass --compute-jitter profile");
   if (!cfg.fabric.empty() && !cfg.bandwidth.empty())
     fail("fabric", "and --bandwidth both describe the network: give one",
          "drop --bandwidth to simulate the fabric file's network, or --fabric to simulate the link");

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "cluster/straggler.hpp"
 #include "core/buffer.hpp"
 #include "core/clock.hpp"
 
@@ -174,9 +175,9 @@ class Communicator {
   virtual bool virtual_clock() const { return false; }
   // Backend details stored with the run's configuration (a JSON object's text; empty: none).
   virtual std::string backend_details() const { return {}; }
-  // The simulator's compute jitter (Stragglers::set_jitter's factors; empty: none, and on
-  // every real backend, whose compute varies by itself).
-  virtual std::vector<double> compute_jitter() const { return {}; }
+  // The simulator's compute jitter (Stragglers::set_jitter's; empty: none, and on every real
+  // backend, whose compute varies by itself).
+  virtual ComputeJitter compute_jitter() const { return {}; }
   // A backend whose operations run on device streams (nccl) records each event at the call
   // and replaces its times with the device's here (cluster/device_timing.hpp); the recorder
   // calls it before it reads the log (StepRecorder::flush). Default: nothing to do.

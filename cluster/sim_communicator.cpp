@@ -47,8 +47,8 @@ std::string SimCommunicator::backend_details() const {
   return world_.options().details_json;
 }
 
-std::vector<double> SimCommunicator::compute_jitter() const {
-  return world_.options().jitter_factors;
+ComputeJitter SimCommunicator::compute_jitter() const {
+  return world_.options().jitter;
 }
 
 using Op = SimWorld::Op;

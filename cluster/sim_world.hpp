@@ -97,8 +97,8 @@ struct SimWorldOptions {
   CollAlgo algo = CollAlgo::algo_auto;
   SimComputeCost cost;
   std::string details_json = "{}";  // stored as the run's backend-details
-  // The compute jitter the trainers apply (Stragglers::set_jitter's factors; empty: none).
-  std::vector<double> jitter_factors;
+  // The compute jitter the trainers apply (Stragglers::set_jitter's; empty: none).
+  ComputeJitter jitter;
   // Group of each rank (Topology::group_of) for the link class of a point-to-point message
   // or a window access: same group → intra, else inter. Empty: one group.
   std::vector<int> group_of;
@@ -145,7 +145,7 @@ class SimCommunicator final : public Communicator {
   double compute_cost_s(ComputePhase phase, size_t layer = 0) const override;
   bool virtual_clock() const override { return true; }
   std::string backend_details() const override;
-  std::vector<double> compute_jitter() const override;
+  ComputeJitter compute_jitter() const override;
 
   void untimed_allreduce_sum(double* data, size_t count) override;
   void untimed_allreduce_sum(float* data, size_t count) override;

@@ -204,20 +204,41 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
 }
 
 void Stragglers::set_jitter(std::vector<double> factors) {
-  if (!factors.empty()) {
-    bool ok = factors.size() >= 2 && factors[0] == 1.0;
-    for (size_t i = 1; i < factors.size(); ++i) ok = ok && std::isfinite(factors[i]) && factors[i] >= factors[i - 1];
-    if (!ok) DSGD_THROW(Error, "this is a bug", "compute jitter: quantile factors must ascend from 1");
+  if (!factors.empty() && factors[0] != 1.0)
+    DSGD_THROW(Error, "this is a bug", "compute jitter: quantile factors must ascend from 1");
+  ComputeJitter one;
+  if (!factors.empty()) one.factors.push_back(std::move(factors));
+  set_jitter(std::move(one));
+}
+
+void Stragglers::set_jitter(ComputeJitter jitter) {
+  double lowest = INFINITY;
+  for (const std::vector<double>& f : jitter.factors) {
+    bool ok = f.size() >= (jitter.in_step_order ? 1 : 2);
+    for (size_t i = 0; ok && i < f.size(); ++i)
+      ok = std::isfinite(f[i]) && f[i] >= 1.0 && (jitter.in_step_order || i == 0 || f[i] >= f[i - 1]);
+    if (!ok)
+      DSGD_THROW(Error, "this is a bug", "compute jitter: each rank's factors must be finite, at least 1{}",
+                 jitter.in_step_order ? "" : ", ascending and at least 2");
+    lowest = std::min(lowest, *std::min_element(f.begin(), f.end()));
   }
-  jitter_ = std::move(factors);
+  if (!jitter.factors.empty() && lowest != 1.0)
+    DSGD_THROW(Error, "this is a bug", "compute jitter: the lowest factor of all ranks must be 1, got {}", lowest);
+  jitter_ = std::move(jitter);
 }
 
 double Stragglers::jitter_s(int rank, int64_t step, double compute_s) const {
   if (jitter_.empty()) return 0.0;
-  Rng rng(rng_derive_seed(seed_, 0x717E, static_cast<uint64_t>(rank), static_cast<uint64_t>(step)));
-  const size_t k =
-      std::min(static_cast<size_t>(rng.uniform() * static_cast<double>(jitter_.size())), jitter_.size() - 1);
-  return (jitter_[k] - 1.0) * compute_s;
+  const std::vector<double>& f = jitter_.factors[static_cast<size_t>(rank) % jitter_.factors.size()];
+  const auto k_all = static_cast<int64_t>(f.size());
+  size_t k = 0;
+  if (jitter_.in_step_order) {
+    k = static_cast<size_t>(((step - jitter_.first_step) % k_all + k_all) % k_all);
+  } else {
+    Rng rng(rng_derive_seed(seed_, 0x717E, static_cast<uint64_t>(rank), static_cast<uint64_t>(step)));
+    k = std::min(static_cast<size_t>(rng.uniform() * static_cast<double>(f.size())), f.size() - 1);
+  }
+  return (f[k] - 1.0) * compute_s;
 }
 
 double Stragglers::delay_s(int rank, int64_t step, double compute_s, bool with_fixed, double* jitter_part) const {

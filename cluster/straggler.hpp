@@ -52,6 +52,22 @@ struct StragglerModel {
   int64_t offset = 0;  // periodic
 };
 
+// The simulator's compute jitter: factors on a worker's compute (charged at the lowest
+// measured), relative to that lowest (none below 1; the lowest of all is 1).
+// - Draws (in_step_order false): one distribution for every rank, or one per rank (rank r
+//   uses factors[r mod R]); each ascending, at least 2 values, equally likely; each
+//   (rank, step) draws one, factors[⌊u·K⌋] with u ~ U(0, 1).
+// - A replay (in_step_order true, --compute-jitter replay): factors[r mod R] are rank r's
+//   measured steps in step order, from step first_step; rank r's step s takes
+//   factors[r mod R][(s − first_step) mod K]: each rank's speed, its drift and what the ranks
+//   had in common at each step kept.
+struct ComputeJitter {
+  std::vector<std::vector<double>> factors;
+  bool in_step_order = false;
+  int64_t first_step = 0;
+  bool empty() const { return factors.empty(); }
+};
+
 class Stragglers {
  public:
   Stragglers() = default;
@@ -78,13 +94,15 @@ class Stragglers {
   // at the distribution's lowest) becomes c·factor: the delay adds (factor − 1)·c. Empty:
   // none. Throws Error for factors that are not so.
   void set_jitter(std::vector<double> factors);
-  const std::vector<double>& jitter() const { return jitter_; }
+  // Any ComputeJitter (above). Empty: none. Throws Error for factors that are not so.
+  void set_jitter(ComputeJitter jitter);
+  const ComputeJitter& jitter() const { return jitter_; }
   // The jitter's part of delay_s (0 without a jitter).
   double jitter_s(int rank, int64_t step, double compute_s) const;
 
  private:
   std::vector<StragglerModel> models_;
-  std::vector<double> jitter_;
+  ComputeJitter jitter_;
   uint64_t seed_ = 0;
 };
 

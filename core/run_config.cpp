@@ -135,8 +135,9 @@ const std::vector<RunConfigField>& run_config_fields() {
        &C::native_floor},
       {"compute-jitter",
        "sim: profile = each worker's compute per step drawn from the compute profile's measured per-step "
-       "distribution, where it has one (workers wait for each other as on real hardware); off = every step at "
-       "the profile's mean",
+       "distribution, where it has one (workers wait for each other as on real hardware); replay = with "
+       "--profile-from RUN, worker r's step s computes what that run's rank r computed at its step s (ranks and "
+       "steps modulo the run's); off = every step at the profile's mean",
        &C::compute_jitter},
       {"fabric",
        "sim: the network of a fabric file, a cluster's collectives as its framework measured them "

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -239,7 +240,9 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   // A cost file's run has no model in memory to estimate: no figure rather than 0.
   if (r.memory.total_bytes > 0) details["memory-estimate-bytes"] = r.memory.total_bytes;
   if (!r.profile.warnings.empty()) details["profile-warnings"] = r.profile.warnings;
-  details["compute-jitter"] = r.profile.jitter.empty() ? "none" : "from the profile";
+  details["compute-jitter"] = r.profile.jitter.empty()         ? "none"
+                              : r.profile.jitter.in_step_order ? "the profile run's, replayed per rank and step"
+                                                               : "from the profile";
   if (!r.profile.jitter_source.empty()) details["compute-jitter-source"] = r.profile.jitter_source;
   if (!r.network.model) details["network-ideal"] = true;
   r.details_json = details.dump();
@@ -405,7 +408,7 @@ TrainResult sim_run_numerics(const RunConfig& cfg, const Resolved& r, Store* sto
   options.algo = r.network.algo;
   options.native = r.network.native;
   options.cost = r.profile.cost;
-  options.jitter_factors = r.profile.jitter;
+  options.jitter = r.profile.jitter;
   options.details_json = r.details_json;
   options.group_of = r.topology->group_of;
   SimWorld world(std::move(options));
@@ -447,38 +450,78 @@ RunConfig stored_model(const RunRecord& rec) {
 // steps' fwd + bwd (every rank's; at most kJitterSamples evenly spaced order statistics of
 // them), relative to the lowest; the profile's fwd and bwd are scaled from their means to that
 // lowest, so that the jittered compute has the run's distribution, its mean and tail
-// included. A run of fewer than kJitterMinSteps timed (rank, step) rows keeps a fixed
-// compute, and says so.
+// included. With `replay` (--compute-jitter replay), each rank's timed steps in step order
+// instead, all relative to the lowest of all: simulated worker r's step s computes what the
+// run's rank r mod its ranks computed at its step s (mod its timed steps), a slower rank, the
+// ranks' drift and what they had in common at each step included. A run of fewer than
+// kJitterMinSteps timed (rank, step) rows (per rank, for a replay) keeps a fixed compute, and
+// says so.
 constexpr size_t kJitterSamples = 1000, kJitterMinSteps = 20;
 
-void profile_jitter_from_steps(const Store& store, int64_t run_id, SimProfile& p) {
-  std::vector<double> compute;
+void profile_jitter_from_steps(const Store& store, int64_t run_id, bool replay, SimProfile& p) {
+  // rank → its timed steps' (step, compute); every rank's in rank 0 unless replayed
+  std::map<int, std::vector<std::pair<int64_t, double>>> by_rank;
+  size_t steps = 0;
   for (const StepRow& row : store.steps_get(run_id))
-    if (row.timed && row.fwd_s + row.bwd_s > 0) compute.push_back(row.fwd_s + row.bwd_s);
-  if (compute.size() < kJitterMinSteps) {
-    p.jitter_source =
-        fmt::format("none: run {} has {} timed steps, {} needed", run_id, compute.size(), kJitterMinSteps);
+    if (row.timed && row.fwd_s + row.bwd_s > 0) {
+      by_rank[replay ? static_cast<int>(row.rank) : 0].emplace_back(row.step, row.fwd_s + row.bwd_s);
+      ++steps;
+    }
+  size_t fewest = by_rank.empty() ? 0 : SIZE_MAX;
+  for (const auto& [rank, c] : by_rank) fewest = std::min(fewest, c.size());
+  if (fewest < kJitterMinSteps) {
+    p.jitter_source = fmt::format("none: run {} has {} timed steps{}, {} needed", run_id, replay ? fewest : steps,
+                                  replay ? " on its rank with fewest" : "", kJitterMinSteps);
     return;
   }
-  std::sort(compute.begin(), compute.end());
-  const double lowest = compute.front();
+  double lowest = INFINITY, highest = 0;
+  int64_t first_step = INT64_MAX;
+  for (auto& [rank, c] : by_rank) {
+    std::sort(c.begin(), c.end(), [&](const auto& x, const auto& y) { return replay ? x < y : x.second < y.second; });
+    for (const auto& [step, compute] : c) {
+      lowest = std::min(lowest, compute);
+      highest = std::max(highest, compute);
+      first_step = std::min(first_step, step);
+    }
+  }
   if (!(lowest > 0)) return;
-  const size_t k_samples = std::min(kJitterSamples, compute.size());
-  std::vector<double> factors(k_samples);
-  for (size_t k = 0; k < k_samples; ++k)
-    factors[k] = compute[k * (compute.size() - 1) / std::max<size_t>(1, k_samples - 1)] / lowest;
-  factors[0] = 1.0;
-  // The mean of the samples kept (all of them, or evenly spaced ones) sets the scale.
-  double mean = 0;
-  for (double f : factors) mean += f * lowest;
-  mean /= static_cast<double>(factors.size());
-  const double scale = lowest / mean;
+  ComputeJitter jitter;
+  jitter.in_step_order = replay;
+  jitter.first_step = replay ? first_step : 0;
+  double sum = 0;  // over the values kept, which set the scale
+  size_t kept = 0;
+  std::string medians;
+  for (const auto& [rank, c] : by_rank) {
+    std::vector<double> f;
+    if (replay) {
+      for (const auto& [step, compute] : c) f.push_back(compute / lowest);
+      std::vector<double> sorted(f);
+      std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(sorted.size() / 2), sorted.end());
+      medians += fmt::format("{}rank {} median {:.3g} ms", medians.empty() ? "" : ", ", rank,
+                             1e3 * lowest * sorted[sorted.size() / 2]);
+    } else {  // at most kJitterSamples evenly spaced order statistics
+      const size_t k_samples = std::min(kJitterSamples, c.size());
+      for (size_t k = 0; k < k_samples; ++k)
+        f.push_back(c[k * (c.size() - 1) / std::max<size_t>(1, k_samples - 1)].second / lowest);
+      f.front() = 1.0;
+    }
+    for (double v : f) sum += v * lowest;
+    kept += f.size();
+    jitter.factors.push_back(std::move(f));
+  }
+  const double scale = lowest / (sum / static_cast<double>(kept));
   p.cost.fwd_s *= scale;
   for (double& b : p.cost.bwd_layer_s) b *= scale;
-  p.jitter = std::move(factors);
-  const double median = compute[compute.size() / 2];
-  p.jitter_source = fmt::format("from run {}'s {} timed steps (fwd+bwd {:.3g} to {:.3g} ms, median {:.3g} ms)", run_id,
-                                compute.size(), 1e3 * lowest, 1e3 * compute.back(), 1e3 * median);
+  p.jitter = std::move(jitter);
+  if (replay) {
+    p.jitter_source =
+        fmt::format("run {}'s {} timed steps replayed per rank and step (fwd+bwd {:.3g} to {:.3g} ms; {})", run_id,
+                    steps, 1e3 * lowest, 1e3 * highest, medians);
+  } else {
+    const auto& c = by_rank.begin()->second;
+    p.jitter_source = fmt::format("from run {}'s {} timed steps (fwd+bwd {:.3g} to {:.3g} ms, median {:.3g} ms)",
+                                  run_id, steps, 1e3 * lowest, 1e3 * highest, 1e3 * c[c.size() / 2].second);
+  }
 }
 
 // The compute jitter of a calibration's profile: the batch's stored quantiles (its layer-0
@@ -500,7 +543,7 @@ void profile_jitter_from_calibration(const std::vector<ProfileRow>& rows, int64_
   if (!(median >= 1.0) || f.front() != 1.0 || !std::is_sorted(f.begin(), f.end())) return;
   p.cost.fwd_s /= median;
   for (double& b : p.cost.bwd_layer_s) b /= median;
-  p.jitter = f;
+  p.jitter.factors = {f};
   p.jitter_source = fmt::format(
       "from calibration {}'s per-iteration distribution at batch {} ({} quantiles: the slowest {:.2f}x the fastest, "
       "the median {:.2f}x)",
@@ -544,7 +587,7 @@ SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const 
   p.source = fmt::format(
       "run {} (measured means per step: data, fwd, bwd split over layers by parameters, opt; model pass {})", rec.id,
       s.model_pass_s ? "timed in its warm-up" : "not measured: 0");
-  if (cfg.compute_jitter == "profile") profile_jitter_from_steps(*store, rec.id, p);
+  if (cfg.compute_jitter != "off") profile_jitter_from_steps(*store, rec.id, cfg.compute_jitter == "replay", p);
   return p;
 }
 

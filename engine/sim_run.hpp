@@ -37,8 +37,8 @@ struct SimProfile {
   // Why the profile may not predict well (compute_profile_warnings of the batch used: a
   // spread too wide, or unknown); empty when it can be predicted from.
   std::vector<std::string> warnings;
-  // The compute jitter (Stragglers::set_jitter's factors; empty: none) and what it is.
-  std::vector<double> jitter;
+  // The compute jitter (Stragglers::set_jitter's; empty: none) and what it is.
+  ComputeJitter jitter;
   std::string jitter_source;
 };
 

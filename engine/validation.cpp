@@ -110,14 +110,15 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
         100 * *compute->rel_error, 1e3 * compute->measured, 1e3 * compute->predicted));
   if (const ValidationMetric* own = find(kValidationOwnComputeStep); own && own->rel_error)
     notes.push_back(fmt::format(
-        "from the measured run's own compute (the host's speed between the runs taken out), the predicted step is "
-        "{:.4g} ms: {:.1f} % off",
+        "from the measured run's own compute (each worker its rank's, step by step: the host's speed between the "
+        "runs and its ranks' different speeds taken out), the predicted step is {:.4g} ms: {:.1f} % off",
         1e3 * own->predicted, 100 * *own->rel_error));
   if (const ValidationMetric* spread = find(kValidationRankSpread);
       spread && spread->measured > 1 + kValidationComputeNoise)
     notes.push_back(fmt::format(
         "the measured ranks computed at different speeds: the slowest rank's compute per step was {:.0f} % above "
-        "the fastest's for the run (the prediction gives every worker the same compute). A host whose cores run "
+        "the fastest's for the run (the prediction gives every worker the same compute; the one from the measured "
+        "run's own compute gives each its rank's). A host whose cores run "
         "at different speeds or are shared with another tenant; the others wait for that rank at every "
         "synchronisation, and the measured wait includes it",
         100 * (spread->measured - 1)));
@@ -197,6 +198,10 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   // and passes).
   RunConfig replayed = simulated;
   replayed.profile_from = v.measured_run_id;
+  // Each simulated worker computes at each step what its measured rank did (a rank slower for
+  // the whole run, and the ranks' common drift, included), unless the configuration turned
+  // the jitter off.
+  if (replayed.compute_jitter == "profile") replayed.compute_jitter = "replay";
   replayed.tag = "validate:own-compute";
   // A diagnosis: when it cannot be made, the validation stands without it and says why.
   std::optional<RunWithSummary> r;

@@ -1,7 +1,8 @@
 # The simulator's compute jitter (--compute-jitter): with a profile taken from a real run, each
 # simulated worker's compute per step is drawn from that run's measured per-step distribution,
 # so identical workers wait for each other as real ones do; the threaded and the timing-only
-# simulator give the same times; `off` keeps every step at the mean (no wait); the jitter is
+# simulator give the same times; `replay` gives each worker its measured rank's compute step by step;
+# `off` keeps every step at the mean (no wait); the jitter is
 # compute (bwd_s), not an injected delay; and the flag is refused where it does not apply.
 source "$(dirname "$0")/common.bash"
 
@@ -26,7 +27,22 @@ awk -v a="$(val "$O" 'fwd_s + bwd_s')" -v b="$(val "$P" 'fwd_s + bwd_s')" 'BEGIN
 "$BIN" show "$O" --db t.db > show.txt || fail "show failed"
 grep -q 'compute jitter from run [0-9]*.s [0-9]* timed steps' show.txt || { cat show.txt; fail "show does not say where the jitter came from"; }
 
-expect_error "--compute-jitter: 'sometimes' is not profile or off" "$BIN" run "${sim[@]}" --compute-jitter sometimes
+# replay: simulated worker r's step s computes what the profile run's rank r computed at its
+# step s (the same figure, up to rounding), each rank's own speed included.
+"$BIN" run --backend sim --profile-from "$P" --dataset "$SMALL" --workers 2 --steps 120 --batch 16 --db t.db \
+  --compute-jitter replay > replay.out || fail "--compute-jitter replay failed"
+R=$(last_run_id replay.out)
+worst=$(sql t.db "SELECT max(abs(s.fwd_s + s.bwd_s - m.fwd_s - m.bwd_s) / (m.fwd_s + m.bwd_s)), count(*) FROM steps s
+  JOIN steps m ON m.run_id = $P AND m.rank = s.rank AND m.step = s.step WHERE s.run_id = $R AND s.timed = 1")
+awk -v w="${worst%%|*}" -v n="${worst##*|}" 'BEGIN { exit !(n >= 200 && w < 0.01) }' ||
+  fail "replay: simulated steps' compute differ from the measured ranks' steps by up to ${worst%%|*} (relative; rows: ${worst##*|})"
+"$BIN" show "$R" --db t.db > show_replay.txt || fail "show failed"
+grep -q "compute jitter run [0-9]*.s [0-9]* timed steps replayed per rank and step (.*rank 0 median .*rank 1 median" \
+  show_replay.txt || { cat show_replay.txt; fail "show does not say the compute is a replay"; }
+expect_error "--compute-jitter: replay replays a measured run's compute: it needs --profile-from RUN" \
+  "$BIN" run --backend sim --dataset "$SMALL" --workers 2 --steps 5 --compute-jitter replay --db t.db
+
+expect_error "--compute-jitter: 'sometimes' is not profile, replay or off" "$BIN" run "${sim[@]}" --compute-jitter sometimes
 expect_error "--compute-jitter: applies to --backend sim" "$BIN" run --dataset "$SMALL" --steps 5 --compute-jitter off \
   --db t.db
 echo PASS

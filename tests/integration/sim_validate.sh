@@ -25,11 +25,14 @@ own=$(sql v.db "SELECT printf('%.9f %.9f', measured, predicted) FROM validation_
 [[ -n "$own" ]] || fail "no step_time_s.own_compute metric stored"
 [[ "${own%% *}" == "$(sql v.db "SELECT printf('%.9f', measured) FROM validation_metrics WHERE validation_id=$V AND metric='step_time_s'")" ]] ||
   fail "the own-compute metric's measured step is not the measured run's"
-grep -q "note: from the measured run's own compute (the host's speed between the runs taken out), the predicted step is" val.out ||
+grep -q "note: from the measured run's own compute (each worker its rank's, step by step: .*), the predicted step is" val.out ||
   { cat val.out; fail "no own-compute note"; }
 grep -q "^  step_time_s.own_compute" val.out && fail "the own-compute metric is printed in the table (it has its note)"
 R=$(sql v.db "SELECT max(id) FROM runs WHERE tag='validate:own-compute'")
 [[ -n "$R" && $(sql v.db "SELECT backend FROM runs WHERE id=$R") == sim ]] || fail "no simulated run tagged validate:own-compute"
+# ... whose workers compute as the measured ranks did, each its own.
+sql v.db "SELECT config_json FROM runs WHERE id=$R" | grep -q '"compute-jitter": *"replay"' ||
+  fail "the own-compute run does not replay each rank's compute (--compute-jitter replay)"
 [[ $(sql v.db "SELECT printf('%.9f', step_time_s) FROM summaries WHERE run_id=$R") == "${own##* }" ]] ||
   fail "the own-compute prediction is not that run's step"
 for m in step_time_s compute_s comm_s wait_s injected_s throughput_samples_per_s; do

@@ -200,9 +200,61 @@ TEST(StragglerJitter, DrawsTheEmpiricalDistribution) {
   // Factors that do not ascend from 1 are a bug of the caller.
   EXPECT_THROW(s.set_jitter({1.2, 1.5}), Error);
   EXPECT_THROW(s.set_jitter({1.0, 0.9}), Error);
-  EXPECT_THROW(s.set_jitter({1.0}), Error);
-  s.set_jitter({});
+  EXPECT_THROW(s.set_jitter(std::vector<double>{1.0}), Error);
+  s.set_jitter(std::vector<double>{});
   EXPECT_TRUE(s.empty());
+}
+
+// One distribution per rank: each rank draws from its own (rank mod their count).
+TEST(StragglerJitter, PerRankDistributionsKeepEachRanksSpeed) {
+  Stragglers s = Stragglers::parse("", 4, 7);
+  ComputeJitter j;
+  j.factors = {{1.0, 1.0, 1.2}, {1.5, 1.5, 2.0}};
+  s.set_jitter(j);
+  for (int64_t step = 0; step < 2000; ++step)
+    for (int rank = 0; rank < 4; ++rank) {
+      const double d = s.jitter_s(rank, step, 2.0);
+      if (rank % 2 == 0)
+        EXPECT_TRUE(d == 0.0 || std::abs(d - 0.4) < 1e-12) << rank << " " << d;  // (factor − 1) · 2 s
+      else
+        EXPECT_TRUE(d == 1.0 || d == 2.0) << rank << " " << d;
+    }
+  // The lowest factor of all ranks is 1; each rank's ascend from at least 1, at least 2 values.
+  for (const std::vector<std::vector<double>>& bad : std::vector<std::vector<std::vector<double>>>{
+           {{1.1, 1.2}, {1.5, 2.0}}, {{1.0, 1.2}, {0.9, 2.0}}, {{1.0, 1.2}, {2.0, 1.5}}, {{1.0, 1.2}, {1.5}}}) {
+    ComputeJitter b;
+    b.factors = bad;
+    EXPECT_THROW(s.set_jitter(b), Error);
+  }
+  s.set_jitter(ComputeJitter{});
+  EXPECT_TRUE(s.empty());
+}
+
+// --compute-jitter replay: rank r's step s takes factors[r mod R][(s − first_step) mod K], in
+// the measured order (not sorted), whatever the seed.
+TEST(StragglerJitter, AReplayFollowsEachRanksStepsInOrder) {
+  ComputeJitter j;
+  j.factors = {{1.5, 1.0, 2.0}, {3.0, 1.25}};
+  j.in_step_order = true;
+  j.first_step = 10;
+  for (uint64_t seed : {1u, 99u}) {
+    Stragglers s = Stragglers::parse("", 4, seed);
+    s.set_jitter(j);
+    EXPECT_DOUBLE_EQ(s.jitter_s(0, 10, 2.0), 1.0);  // (1.5 − 1) · 2
+    EXPECT_DOUBLE_EQ(s.jitter_s(0, 11, 2.0), 0.0);
+    EXPECT_DOUBLE_EQ(s.jitter_s(0, 12, 2.0), 2.0);
+    EXPECT_DOUBLE_EQ(s.jitter_s(0, 13, 2.0), 1.0);  // wraps
+    EXPECT_DOUBLE_EQ(s.jitter_s(2, 11, 2.0), 0.0);  // rank 2 replays rank 0
+    EXPECT_DOUBLE_EQ(s.jitter_s(1, 10, 2.0), 4.0);
+    EXPECT_DOUBLE_EQ(s.jitter_s(3, 11, 2.0), 0.5);
+    EXPECT_DOUBLE_EQ(s.jitter_s(1, 9, 2.0), 0.5);  // a step before first_step wraps backwards
+  }
+  // Unsorted is fine in a replay; below 1, or no factor of 1 at all, is not.
+  Stragglers s = Stragglers::parse("", 2, 1);
+  j.factors = {{1.5, 0.9}};
+  EXPECT_THROW(s.set_jitter(j), Error);
+  j.factors = {{1.5, 1.1}};
+  EXPECT_THROW(s.set_jitter(j), Error);
 }
 
 // ---- the model from flags -----------------------------------------------------------------------

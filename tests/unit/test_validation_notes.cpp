@@ -59,8 +59,8 @@ TEST(ValidationNotes, ThePredictionFromTheMeasuredRunsOwnComputeIsGivenAfterTheC
   ASSERT_EQ(notes.size(), 2u);
   EXPECT_TRUE(has({notes[0]}, "compute is 19 % off")) << notes[0];
   EXPECT_EQ(notes[1],
-            "from the measured run's own compute (the host's speed between the runs taken out), the predicted step "
-            "is 25.1 ms: 2.3 % off");
+            "from the measured run's own compute (each worker its rank's, step by step: the host's speed between the "
+            "runs and its ranks' different speeds taken out), the predicted step is 25.1 ms: 2.3 % off");
   // Given whenever it is stored, also when compute held.
   ValidationRecord steady = record(25e-3, 24e-3, 24e-3, 23e-3, 1e-3, 1e-3, 0.5e-3, 0.5e-3);
   steady.metrics.push_back(ValidationMetric{kValidationOwnComputeStep, 25e-3, 25e-3, 0.0});
