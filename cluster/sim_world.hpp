@@ -241,6 +241,8 @@ class SimWorld {
   // Modelled time of one message (or one-sided access) of `bytes` from rank i to rank j
   // (0 within a rank or on an ideal network).
   double message_time(int i, int j, double bytes, CollKind kind = CollKind::coll_sendrecv) const;
+  // A window get or put of `bytes` by `rank` on `target`'s window (sim_world_p2p.cpp).
+  double access_time(int rank, int target, double bytes) const;
   void advance(int rank, double seconds) { worker(rank).clock += seconds; }
   void hold_until(int rank, double deadline);
   [[noreturn]] void fail_and_throw(int rank, const std::string& why);

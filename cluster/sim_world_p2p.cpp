@@ -67,6 +67,13 @@ double SimWorld::message_time(int i, int j, double bytes, CollKind kind) const {
   return sim_message_time(opt_.network, opt_.native, opt_.group_of, i, j, bytes, kind);
 }
 
+// A get or put of `bytes`: one message to another worker's window; on the worker's own
+// window a copy in its memory, the model pass pro rata (as a real window in shared or
+// registered memory copies; 0 without a measured pass).
+double SimWorld::access_time(int rank, int target, double bytes) const {
+  return rank == target ? opt_.cost.pass_s(bytes) : message_time(rank, target, bytes, CollKind::coll_onesided);
+}
+
 // Called with mutex_ held: delivers a message into a posted receive of worker dst.
 void SimWorld::match(int src, int dst, const P2pMessage& m, const PostedRecv& p) {
   if (m.payload.size() > p.count) {
@@ -268,7 +275,7 @@ void SimWorld::window_get(int rank, int target, float* dst, size_t count, uint64
   }
   std::memcpy(dst, w.data.data(), count * sizeof(float));
   *version = w.version;
-  advance(rank, message_time(rank, target, static_cast<double>(count) * sizeof(float), CollKind::coll_onesided));
+  advance(rank, access_time(rank, target, static_cast<double>(count) * sizeof(float)));
 }
 
 void SimWorld::window_put(int rank, int target, const float* src, size_t count, uint64_t version) {
@@ -282,7 +289,7 @@ void SimWorld::window_put(int rank, int target, const float* src, size_t count, 
   }
   std::memcpy(w.data.data(), src, count * sizeof(float));
   w.version = version;
-  advance(rank, message_time(rank, target, static_cast<double>(count) * sizeof(float), CollKind::coll_onesided));
+  advance(rank, access_time(rank, target, static_cast<double>(count) * sizeof(float)));
 }
 
 }  // namespace dsgd

@@ -239,21 +239,28 @@ TEST(SimP2p, AFreeLockIsGrantedAtThePreviousUnlock) {
   EXPECT_NEAR(granted[2], 2 * op, 1e-15);
 }
 
-TEST(SimP2p, OwnWindowAccessCostsNothing) {
-  SimWorld world(sim_ring_options(2, 1e-3, 1e6));
-  world.run([&](int r) {
-    SimCommunicator& c = world.comm(r);
-    c.window_create(100);
-    std::vector<float> x(100, 1.0f);
-    uint64_t v = 7;
-    c.window_lock(r);
-    c.window_put(x.data(), 100, r, 5);
-    c.window_get(x.data(), 100, r, &v);
-    c.window_unlock(r);
-    EXPECT_EQ(v, 5u);
-    EXPECT_EQ(c.now(), 0.0);
-    c.window_free();
-  });
+// An access to the worker's own window crosses no link: it is a copy in its memory, charged as
+// the model pass pro rata (nothing without a measured pass).
+TEST(SimP2p, OwnWindowAccessCostsACopy) {
+  for (const double pass : {0.0, 2e-6}) {
+    SimWorldOptions o = sim_ring_options(2, 1e-3, 1e6);
+    o.cost.model_pass_s = pass;
+    o.cost.model_bytes = 800;  // 200 floats
+    SimWorld world(o);
+    world.run([&](int r) {
+      SimCommunicator& c = world.comm(r);
+      c.window_create(100);
+      std::vector<float> x(100, 1.0f);
+      uint64_t v = 7;
+      c.window_lock(r);
+      c.window_put(x.data(), 100, r, 5);
+      c.window_get(x.data(), 100, r, &v);
+      c.window_unlock(r);
+      EXPECT_EQ(v, 5u);
+      EXPECT_DOUBLE_EQ(c.now(), 2 * 0.5 * pass);  // two copies of half the model
+      c.window_free();
+    });
+  }
 }
 
 TEST(SimP2p, ADeadlockOnAWindowNamesTheBlockedWorkers) {
