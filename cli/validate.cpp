@@ -39,7 +39,9 @@ void print_validation(const ValidationRecord& v) {
              v.profile_run_id, v.measured_run_id, v.simulated_run_id);
   fmt::print("  {:<26} {:>14} {:>14} {:>10}\n", "metric", "measured", "predicted", "rel.error");
   for (const ValidationMetric& m : v.metrics) {
-    if (m.metric == kValidationOwnComputeStep || m.metric == kValidationRankSpread) continue;  // in their notes
+    if (m.metric == kValidationOwnComputeStep || m.metric == kValidationRankSpread ||
+        m.metric == kValidationStepStandardError)
+      continue;  // in their notes
     const bool per_s = m.metric.find("throughput") != std::string::npos;
     const std::string unit = per_s ? "" : " ms";
     const double scale = per_s ? 1.0 : 1e3;

@@ -113,6 +113,21 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
         "from the measured run's own compute (each worker its rank's, step by step: the host's speed between the "
         "runs and its ranks' different speeds taken out), the predicted step is {:.4g} ms: {:.1f} % off",
         1e3 * own->predicted, 100 * *own->rel_error));
+  if (const ValidationMetric* se = find(kValidationStepStandardError);
+      se && step && step->rel_error && step->measured > 0 && step->predicted > 0 && se->measured > 0) {
+    const double a = se->measured / step->measured, b = se->predicted / step->predicted;
+    if (*step->rel_error <= 2 * std::hypot(a, b))
+      notes.push_back(fmt::format(
+          "the step's {:.1f} % error is within the two runs' own sampling noise: their mean steps are ±{:.1f} % "
+          "(measured) and ±{:.1f} % (predicted), standard errors over their timed steps (batch means); runs with "
+          "more steps would tell them apart",
+          100 * *step->rel_error, 100 * a, 100 * b));
+    else if (*step->rel_error > kValidationStepTarget)
+      notes.push_back(fmt::format(
+          "the runs' mean steps are ±{:.1f} % (measured) and ±{:.1f} % (predicted), standard errors over their "
+          "timed steps (batch means): the step's {:.1f} % error is beyond that noise",
+          100 * a, 100 * b, 100 * *step->rel_error));
+  }
   if (const ValidationMetric* spread = find(kValidationRankSpread);
       spread && spread->measured > 1 + kValidationComputeNoise)
     notes.push_back(fmt::format(
@@ -135,6 +150,32 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
                                   100 * std::abs(m->predicted - m->measured) / step->measured));
     }
   return notes;
+}
+
+double validation_step_standard_error(const std::vector<StepRow>& steps) {
+  std::map<int64_t, std::pair<double, int>> per_step;  // step → (sum of its ranks' step_s, ranks)
+  for (const StepRow& row : steps)
+    if (row.timed) {
+      auto& [sum, ranks] = per_step[row.step];
+      sum += row.step_s;
+      ++ranks;
+    }
+  const size_t n = per_step.size();
+  if (n < 4) return 0;
+  std::vector<double> mean_of_step;  // in step order (a map iterates its keys in order)
+  mean_of_step.reserve(n);
+  for (const auto& [step, acc] : per_step) mean_of_step.push_back(acc.first / acc.second);
+  const auto batches = static_cast<size_t>(std::sqrt(static_cast<double>(n)));
+  std::vector<double> means(batches, 0.0);
+  for (size_t b = 0; b < batches; ++b) {
+    const size_t lo = b * n / batches, hi = (b + 1) * n / batches;
+    for (size_t i = lo; i < hi; ++i) means[b] += mean_of_step[i];
+    means[b] /= static_cast<double>(hi - lo);
+  }
+  double mean = 0, var = 0;
+  for (double m : means) mean += m / static_cast<double>(batches);
+  for (double m : means) var += (m - mean) * (m - mean) / static_cast<double>(batches - 1);
+  return std::sqrt(var / static_cast<double>(batches));
 }
 
 double validation_compute_rank_spread(const std::vector<StepRow>& steps) {
@@ -231,6 +272,10 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   if (spread_m > 0)
     v.metrics.push_back(
         ValidationMetric{kValidationRankSpread, spread_m, spread_s, validation_rel_error(spread_m, spread_s)});
+  // Each run's own sampling noise: how far apart the two means may lie by chance.
+  v.metrics.push_back(
+      ValidationMetric{kValidationStepStandardError, validation_step_standard_error(store.steps_get(v.measured_run_id)),
+                       validation_step_standard_error(store.steps_get(v.simulated_run_id)), std::nullopt});
   v.host = system_info_read().host;
   v.config_json = run_config_to_json(cfg).dump();
   v.id = validation_store(store, v);

@@ -64,9 +64,20 @@ inline constexpr const char* kValidationOwnComputeStep = "step_time_s.own_comput
 // backward) per timed step over the fastest rank's, measured and simulated.
 inline constexpr const char* kValidationRankSpread = "compute_rank_spread";
 double validation_compute_rank_spread(const std::vector<StepRow>& steps);
+// The stored metric of the runs' own sampling noise: the standard error of each run's mean
+// step (summaries.step_time_s), measured and simulated (no relative error: not a prediction).
+inline constexpr const char* kValidationStepStandardError = "step_time_s.standard_error";
+// The standard error of a run's mean step by batch means: its timed steps in step order (each
+// step's mean over its ranks) cut into ⌊√n⌋ batches of consecutive steps, the standard deviation
+// of the batch means over √batches, so that correlated steps (a drift, a lock race that goes
+// one way for a while) are not counted as independent. 0 with fewer than 4 timed steps.
+double validation_step_standard_error(const std::vector<StepRow>& steps);
 
 // What a reader of a validation should know before trusting its errors, one sentence each:
 //   - the step predicted from the measured run's own compute, and its error (when stored);
+//   - the two runs' sampling noise (kValidationStepStandardError, when stored): that the step's
+//     error is within two of their combined standard errors, or, for an error above
+//     kValidationStepTarget, that it is beyond them;
 //   - the measured ranks' compute spread above 1 + kValidationComputeNoise: one rank computed
 //     slower for the whole run (the prediction gives every worker the same compute);
 //   - compute off by more than kValidationComputeNoise: the prediction computes what the
@@ -77,6 +88,7 @@ double validation_compute_rank_spread(const std::vector<StepRow>& steps);
 //     kValidationSplitTarget that moves the step by less than kValidationSmallShare: how little.
 // Empty when neither applies.
 inline constexpr double kValidationComputeNoise = 0.10;  // the compute target of docs/sim.md
+inline constexpr double kValidationStepTarget = 0.10;     // the step target of docs/sim.md
 inline constexpr double kValidationSmallShare = 0.02;
 inline constexpr double kValidationSplitTarget = 0.20;  // the comm and wait target of docs/sim.md
 std::vector<std::string> validation_notes(const ValidationRecord& v);

@@ -13,7 +13,21 @@ JSON
 last=$(tail -n 1 val.out)
 [[ "$last" =~ ^validation_id=([0-9]+)$ ]] || fail "last line is not validation_id=<id>: $last"
 V=${BASH_REMATCH[1]}
-[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$V") == 8 ]] || fail "metrics not stored"
+[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$V") == 9 ]] || fail "metrics not stored"
+# Each run's sampling noise: stored (both positive: the runs' steps vary), noted, not in the table.
+se=$(sql v.db "SELECT measured > 0 AND predicted > 0 AND rel_error IS NULL FROM validation_metrics WHERE validation_id=$V AND metric='step_time_s.standard_error'")
+[[ "$se" == 1 ]] || fail "no step_time_s.standard_error metric with both runs' standard errors (got '$se')"
+# Noted when the step's error is within two combined standard errors, or above 10 % (beyond them).
+expected=$(sql v.db "SELECT CASE WHEN s.rel_error <= 2 * sqrt(power(e.measured / s.measured, 2) + power(e.predicted / s.predicted, 2))
+  THEN 'within' WHEN s.rel_error > 0.10 THEN 'beyond' ELSE 'none' END FROM validation_metrics s JOIN validation_metrics e
+  ON e.validation_id = s.validation_id AND e.metric = 'step_time_s.standard_error' WHERE s.validation_id=$V AND s.metric='step_time_s'")
+case $expected in
+  within) grep -qE "note: the step's [0-9.]+ % error is within the two runs' own sampling noise" val.out ;;
+  beyond) grep -qE "note: the runs' mean steps are ±[0-9.]+ % \(measured\) .* is beyond that noise" val.out ;;
+  none) ! grep -qE "own sampling noise|beyond that noise" val.out ;;
+  *) false ;;
+esac || { cat val.out; fail "sampling-noise note: expected '$expected'"; }
+grep -q "^  step_time_s.standard_error" val.out && fail "the standard error is printed in the table (it has its note)"
 # The ranks' compute spread, measured and simulated: the slowest rank's mean compute over the fastest's.
 spread=$(sql v.db "SELECT measured FROM validation_metrics WHERE validation_id=$V AND metric='compute_rank_spread'")
 awk -v x="$spread" 'BEGIN{exit !(x >= 1)}' || fail "compute_rank_spread $spread is not a ratio >= 1"

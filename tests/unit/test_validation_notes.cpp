@@ -1,8 +1,11 @@
 // What `dsgd-bench validate` tells its reader beside the errors (engine/validation.hpp,
 // validation_notes): compute that moved between the profile and the measured run, the step
-// predicted from the measured run's own compute, and comm or wait whose large relative error
-// is a small part of the step.
+// predicted from the measured run's own compute, the runs' sampling noise, and comm or wait
+// whose large relative error is a small part of the step.
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
 
 #include "engine/validation.hpp"
 
@@ -95,6 +98,53 @@ TEST(ValidationNotes, OneRankComputingSlowerForTheWholeRunIsNamed) {
       << notes.front();
   // Within the compute noise: nothing said.
   v.metrics.back() = ValidationMetric{kValidationRankSpread, 1.08, 1.0, validation_rel_error(1.08, 1.0)};
+  EXPECT_TRUE(validation_notes(v).empty());
+}
+
+// The standard error of a run's mean step by batch means: 16 timed steps make 4 batches of 4
+// consecutive steps; each step counts as its ranks' mean; untimed steps do not count.
+TEST(ValidationNotes, TheStepsStandardErrorIsTakenOverBatchesOfConsecutiveSteps) {
+  std::vector<StepRow> steps;
+  for (int64_t step = 0; step < 18; ++step)
+    for (int rank = 0; rank < 2; ++rank) {
+      StepRow row;
+      row.rank = rank;
+      row.step = step;
+      row.timed = step >= 2;
+      const double batch_mean = step < 2 ? 100.0 : 1e-3 * double(1 + (step - 2) / 4);  // 1, 2, 3, 4 ms
+      row.step_s = batch_mean + (rank == 0 ? -0.5e-3 : 0.5e-3);
+      steps.push_back(row);
+    }
+  // Batch means 1, 2, 3, 4 ms: variance 5/3 ms², standard error √(5/3 / 4) ms.
+  EXPECT_NEAR(validation_step_standard_error(steps), 1e-3 * std::sqrt(5.0 / 12.0), 1e-12);
+  // The same steps in another order of rows: the same (steps are ordered by their number).
+  std::reverse(steps.begin(), steps.end());
+  EXPECT_NEAR(validation_step_standard_error(steps), 1e-3 * std::sqrt(5.0 / 12.0), 1e-12);
+  // Too few timed steps: none.
+  EXPECT_EQ(validation_step_standard_error({steps.end() - 10, steps.end()}), 0.0);
+}
+
+TEST(ValidationNotes, TheStepErrorIsReadAgainstBothRunsSamplingNoise) {
+  ValidationRecord v = record(20e-3, 19e-3, 15e-3, 15e-3, 1e-3, 1e-3, 0.2e-3, 0.2e-3);                 // 5 % off
+  v.metrics.push_back(ValidationMetric{kValidationStepStandardError, 0.4e-3, 0.38e-3, std::nullopt});  // ±2 % each
+  auto notes = validation_notes(v);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0],
+            "the step's 5.0 % error is within the two runs' own sampling noise: their mean steps are ±2.0 % (measured) "
+            "and ±2.0 % (predicted), standard errors over their timed steps (batch means); runs with more steps "
+            "would tell them apart");
+  // Beyond the noise: said only for an error above the step target (10 %).
+  v.metrics.back() = ValidationMetric{kValidationStepStandardError, 0.1e-3, 0.095e-3, std::nullopt};  // ±0.5 % each
+  EXPECT_TRUE(validation_notes(v).empty());
+  ValidationRecord far = record(20e-3, 17e-3, 15e-3, 15e-3, 1e-3, 1e-3, 0.2e-3, 0.2e-3);  // 15 % off
+  far.metrics.push_back(ValidationMetric{kValidationStepStandardError, 0.1e-3, 0.085e-3, std::nullopt});
+  notes = validation_notes(far);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_TRUE(has(notes, "mean steps are ±0.5 % (measured) and ±0.5 % (predicted), standard errors over their timed "
+                         "steps (batch means): the step's 15.0 % error is beyond that noise"))
+      << notes[0];
+  // No standard error (too few steps): nothing said.
+  v.metrics.back() = ValidationMetric{kValidationStepStandardError, 0.0, 0.0, std::nullopt};
   EXPECT_TRUE(validation_notes(v).empty());
 }
 
