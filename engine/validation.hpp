@@ -88,7 +88,7 @@ double validation_step_standard_error(const std::vector<StepRow>& steps);
 //     kValidationSplitTarget that moves the step by less than kValidationSmallShare: how little.
 // Empty when neither applies.
 inline constexpr double kValidationComputeNoise = 0.10;  // the compute target of docs/sim.md
-inline constexpr double kValidationStepTarget = 0.10;     // the step target of docs/sim.md
+inline constexpr double kValidationStepTarget = 0.10;    // the step target of docs/sim.md
 inline constexpr double kValidationSmallShare = 0.02;
 inline constexpr double kValidationSplitTarget = 0.20;  // the comm and wait target of docs/sim.md
 std::vector<std::string> validation_notes(const ValidationRecord& v);

@@ -140,8 +140,9 @@ TEST(ValidationNotes, TheStepErrorIsReadAgainstBothRunsSamplingNoise) {
   far.metrics.push_back(ValidationMetric{kValidationStepStandardError, 0.1e-3, 0.085e-3, std::nullopt});
   notes = validation_notes(far);
   ASSERT_EQ(notes.size(), 1u);
-  EXPECT_TRUE(has(notes, "mean steps are ±0.5 % (measured) and ±0.5 % (predicted), standard errors over their timed "
-                         "steps (batch means): the step's 15.0 % error is beyond that noise"))
+  EXPECT_TRUE(has(notes,
+                  "mean steps are ±0.5 % (measured) and ±0.5 % (predicted), standard errors over their timed "
+                  "steps (batch means): the step's 15.0 % error is beyond that noise"))
       << notes[0];
   // No standard error (too few steps): nothing said.
   v.metrics.back() = ValidationMetric{kValidationStepStandardError, 0.0, 0.0, std::nullopt};
