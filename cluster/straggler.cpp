@@ -203,14 +203,6 @@ Stragglers Stragglers::parse(const std::string& spec, int workers, uint64_t seed
   return out;
 }
 
-void Stragglers::set_jitter(std::vector<double> factors) {
-  if (!factors.empty() && factors[0] != 1.0)
-    DSGD_THROW(Error, "this is a bug", "compute jitter: quantile factors must ascend from 1");
-  ComputeJitter one;
-  if (!factors.empty()) one.factors.push_back(std::move(factors));
-  set_jitter(std::move(one));
-}
-
 void Stragglers::set_jitter(ComputeJitter jitter) {
   double lowest = INFINITY;
   for (const std::vector<double>& f : jitter.factors) {

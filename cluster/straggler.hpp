@@ -88,13 +88,10 @@ class Stragglers {
   double delay_s(int rank, int64_t step, double compute_s, bool with_fixed, double* jitter_part) const;
   const std::vector<StragglerModel>& models() const { return models_; }
 
-  // The compute jitter: `factors` are K equally likely compute times (measured ones, sorted),
-  // relative to the lowest (ascending, factors[0] = 1; at least 2): an empirical distribution.
-  // Each (rank, step) draws one, factors[⌊u·K⌋] with u ~ U(0, 1), and its compute c (charged
-  // at the distribution's lowest) becomes c·factor: the delay adds (factor − 1)·c. Empty:
-  // none. Throws Error for factors that are not so.
-  void set_jitter(std::vector<double> factors);
-  // Any ComputeJitter (above). Empty: none. Throws Error for factors that are not so.
+  // The compute jitter (ComputeJitter above): a worker's compute c (charged at the lowest
+  // measured) becomes c·factor for the factor its (rank, step) draws or replays: the delay
+  // adds (factor − 1)·c. Empty: none. Throws Error for factors that are not as ComputeJitter
+  // describes.
   void set_jitter(ComputeJitter jitter);
   const ComputeJitter& jitter() const { return jitter_; }
   // The jitter's part of delay_s (0 without a jitter).

@@ -22,6 +22,7 @@
 #include "cluster/topology.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
+#include "core/stats.hpp"
 #include "core/system_info.hpp"
 #include "engine/batch_sampler.hpp"
 #include "engine/collective_check.hpp"
@@ -448,80 +449,96 @@ RunConfig stored_model(const RunRecord& rec) {
 // parameter count); refused unless it is a completed real run of the same workload, dataset and batch.
 // The compute jitter of a profile taken from a run: the empirical distribution of its timed
 // steps' fwd + bwd (every rank's; at most kJitterSamples evenly spaced order statistics of
-// them), relative to the lowest; the profile's fwd and bwd are scaled from their means to that
-// lowest, so that the jittered compute has the run's distribution, its mean and tail
-// included. With `replay` (--compute-jitter replay), each rank's timed steps in step order
+// them), relative to the lowest; the profile's fwd and bwd are scaled from their means down to
+// that lowest, so that each drawn factor gives a measured step's compute, and the jittered
+// compute has the run's distribution, its mean and tail included (a dedicated server's rows
+// without compute do not dilute it). With `replay` (--compute-jitter replay), each rank's timed steps in step order
 // instead, all relative to the lowest of all: simulated worker r's step s computes what the
-// run's rank r mod its ranks computed at its step s (mod its timed steps), a slower rank, the
-// ranks' drift and what they had in common at each step included. A run of fewer than
-// kJitterMinSteps timed (rank, step) rows (per rank, for a replay) keeps a fixed compute, and
-// says so.
+// run's rank r mod its ranks computed at its step s (mod the run's timed steps), a slower
+// rank, the ranks' drift and what they had in common at each step included. A run of fewer
+// than kJitterMinSteps timed (rank, step) rows with compute (on its rank with fewest, for a
+// replay) keeps a fixed compute, and says so.
 constexpr size_t kJitterSamples = 1000, kJitterMinSteps = 20;
 
+// At most kJitterSamples evenly spaced order statistics of `compute` (sorted here), over `lowest`.
+std::vector<double> jitter_draws(std::vector<double> compute, double lowest) {
+  std::sort(compute.begin(), compute.end());
+  const size_t k_samples = std::min(kJitterSamples, compute.size());
+  std::vector<double> f(k_samples);
+  for (size_t k = 0; k < k_samples; ++k)
+    f[k] = compute[k * (compute.size() - 1) / std::max<size_t>(1, k_samples - 1)] / lowest;
+  return f;
+}
+
+// One rank's replay over steps first..last, over `lowest`: its measured step where it has one,
+// else the rank's previous one (a step without compute, or the steps before its first); a rank
+// without compute rows (a dedicated server) none at all, 1 (its compute is 0 in the simulator).
+std::vector<double> jitter_replay(const std::map<int64_t, double>& by_step, int64_t first, int64_t last,
+                                  double lowest) {
+  if (by_step.empty()) return {1.0};
+  std::vector<double> f(static_cast<size_t>(last - first + 1));
+  double held = by_step.begin()->second / lowest;
+  for (int64_t step = first; step <= last; ++step) {
+    if (const auto it = by_step.find(step); it != by_step.end()) held = it->second / lowest;
+    f[static_cast<size_t>(step - first)] = held;
+  }
+  return f;
+}
+
 void profile_jitter_from_steps(const Store& store, int64_t run_id, bool replay, SimProfile& p) {
-  // rank → its timed steps' (step, compute); every rank's in rank 0 unless replayed
-  std::map<int, std::vector<std::pair<int64_t, double>>> by_rank;
-  size_t steps = 0;
-  for (const StepRow& row : store.steps_get(run_id))
-    if (row.timed && row.fwd_s + row.bwd_s > 0) {
-      by_rank[replay ? static_cast<int>(row.rank) : 0].emplace_back(row.step, row.fwd_s + row.bwd_s);
-      ++steps;
-    }
-  size_t fewest = by_rank.empty() ? 0 : SIZE_MAX;
-  for (const auto& [rank, c] : by_rank) fewest = std::min(fewest, c.size());
+  // (rank, step) → fwd + bwd of the timed rows with compute; the run's ranks and step range.
+  std::map<int, std::map<int64_t, double>> by_rank;
+  std::vector<double> compute;
+  int ranks = 0;
+  int64_t first = INT64_MAX, last = INT64_MIN;
+  for (const StepRow& row : store.steps_get(run_id)) {
+    if (!row.timed) continue;
+    ranks = std::max(ranks, static_cast<int>(row.rank) + 1);
+    first = std::min(first, row.step);
+    last = std::max(last, row.step);
+    if (!(row.fwd_s + row.bwd_s > 0)) continue;
+    by_rank[static_cast<int>(row.rank)][row.step] = row.fwd_s + row.bwd_s;
+    compute.push_back(row.fwd_s + row.bwd_s);
+  }
+  size_t fewest = replay && !by_rank.empty() ? SIZE_MAX : compute.size();
+  if (replay)
+    for (const auto& [rank, steps] : by_rank) fewest = std::min(fewest, steps.size());
   if (fewest < kJitterMinSteps) {
-    p.jitter_source = fmt::format("none: run {} has {} timed steps{}, {} needed", run_id, replay ? fewest : steps,
+    p.jitter_source = fmt::format("none: run {} has {} timed steps with compute{}, {} needed", run_id, fewest,
                                   replay ? " on its rank with fewest" : "", kJitterMinSteps);
     return;
   }
-  double lowest = INFINITY, highest = 0;
-  int64_t first_step = INT64_MAX;
-  for (auto& [rank, c] : by_rank) {
-    std::sort(c.begin(), c.end(), [&](const auto& x, const auto& y) { return replay ? x < y : x.second < y.second; });
-    for (const auto& [step, compute] : c) {
-      lowest = std::min(lowest, compute);
-      highest = std::max(highest, compute);
-      first_step = std::min(first_step, step);
-    }
-  }
+  const double lowest = *std::min_element(compute.begin(), compute.end());
+  const double highest = *std::max_element(compute.begin(), compute.end());
   if (!(lowest > 0)) return;
   ComputeJitter jitter;
   jitter.in_step_order = replay;
-  jitter.first_step = replay ? first_step : 0;
-  double sum = 0;  // over the values kept, which set the scale
-  size_t kept = 0;
+  jitter.first_step = replay ? first : 0;
   std::string medians;
-  for (const auto& [rank, c] : by_rank) {
-    std::vector<double> f;
-    if (replay) {
-      for (const auto& [step, compute] : c) f.push_back(compute / lowest);
-      std::vector<double> sorted(f);
-      std::nth_element(sorted.begin(), sorted.begin() + static_cast<ptrdiff_t>(sorted.size() / 2), sorted.end());
-      medians += fmt::format("{}rank {} median {:.3g} ms", medians.empty() ? "" : ", ", rank,
-                             1e3 * lowest * sorted[sorted.size() / 2]);
-    } else {  // at most kJitterSamples evenly spaced order statistics
-      const size_t k_samples = std::min(kJitterSamples, c.size());
-      for (size_t k = 0; k < k_samples; ++k)
-        f.push_back(c[k * (c.size() - 1) / std::max<size_t>(1, k_samples - 1)].second / lowest);
-      f.front() = 1.0;
-    }
-    for (double v : f) sum += v * lowest;
-    kept += f.size();
-    jitter.factors.push_back(std::move(f));
-  }
-  const double scale = lowest / (sum / static_cast<double>(kept));
-  p.cost.fwd_s *= scale;
-  for (double& b : p.cost.bwd_layer_s) b *= scale;
-  p.jitter = std::move(jitter);
   if (replay) {
-    p.jitter_source =
-        fmt::format("run {}'s {} timed steps replayed per rank and step (fwd+bwd {:.3g} to {:.3g} ms; {})", run_id,
-                    steps, 1e3 * lowest, 1e3 * highest, medians);
+    for (int rank = 0; rank < ranks; ++rank) {
+      const auto it = by_rank.find(rank);
+      jitter.factors.push_back(
+          jitter_replay(it == by_rank.end() ? std::map<int64_t, double>{} : it->second, first, last, lowest));
+      if (it == by_rank.end()) continue;
+      std::vector<double> own;
+      for (const auto& [step, c] : it->second) own.push_back(c);
+      medians += fmt::format("{}rank {} median {:.3g} ms", medians.empty() ? "" : ", ", rank, 1e3 * stats_median(own));
+    }
   } else {
-    const auto& c = by_rank.begin()->second;
-    p.jitter_source = fmt::format("from run {}'s {} timed steps (fwd+bwd {:.3g} to {:.3g} ms, median {:.3g} ms)",
-                                  run_id, steps, 1e3 * lowest, 1e3 * highest, 1e3 * c[c.size() / 2].second);
+    jitter.factors.push_back(jitter_draws(compute, lowest));
   }
+  double base = p.cost.fwd_s;  // what the simulator charges for forward + backward, before a draw
+  for (double b : p.cost.bwd_layer_s) base += b;
+  if (!(base > 0)) return;
+  p.cost.fwd_s *= lowest / base;
+  for (double& b : p.cost.bwd_layer_s) b *= lowest / base;
+  p.jitter = std::move(jitter);
+  p.jitter_source =
+      replay ? fmt::format("run {}'s {} timed steps replayed per rank and step (fwd+bwd {:.3g} to {:.3g} ms; {})",
+                           run_id, compute.size(), 1e3 * lowest, 1e3 * highest, medians)
+             : fmt::format("from run {}'s {} timed steps (fwd+bwd {:.3g} to {:.3g} ms, median {:.3g} ms)", run_id,
+                           compute.size(), 1e3 * lowest, 1e3 * highest, 1e3 * stats_median(compute));
 }
 
 // The compute jitter of a calibration's profile: the batch's stored quantiles (its layer-0

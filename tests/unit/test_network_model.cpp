@@ -171,13 +171,20 @@ TEST(StragglerParse, HeavyTailDrawsAreTruncatedAtAnHour) {
   EXPECT_GT(largest, kStragglerMaxDelayS);  // both tails reached the cap at least once
 }
 
+// One distribution of factors for every rank.
+ComputeJitter one_distribution(std::vector<double> factors) {
+  ComputeJitter j;
+  j.factors.push_back(std::move(factors));
+  return j;
+}
+
 // The simulator's compute jitter: draws from the factors, deterministic per (seed, rank, step),
 // its mean the factors' mean, part of delay_s beside the models, and never a spec's.
 TEST(StragglerJitter, DrawsTheEmpiricalDistribution) {
   Stragglers s = Stragglers::parse("", 4, 7);
   EXPECT_TRUE(s.empty());
-  s.set_jitter({1.0, 1.0, 1.5, 3.0});  // mean 1.625
-  EXPECT_FALSE(s.empty());             // the alike-workers shortcut is off with a jitter
+  s.set_jitter(one_distribution({1.0, 1.0, 1.5, 3.0}));  // mean 1.625
+  EXPECT_FALSE(s.empty());                               // the alike-workers shortcut is off with a jitter
   double sum = 0;
   int threes = 0;
   const int draws = 40000;
@@ -194,14 +201,14 @@ TEST(StragglerJitter, DrawsTheEmpiricalDistribution) {
   EXPECT_NEAR(double(threes) / draws, 0.25, 0.01);
   // Added to a straggler model's delay.
   Stragglers both = Stragglers::parse("fixed:rank=1,delay=5ms", 4, 7);
-  both.set_jitter({1.0, 1.0, 1.5, 3.0});
+  both.set_jitter(one_distribution({1.0, 1.0, 1.5, 3.0}));
   EXPECT_DOUBLE_EQ(both.delay_s(1, 3, 2.0), 0.005 + both.jitter_s(1, 3, 2.0));
   EXPECT_DOUBLE_EQ(both.delay_s(0, 3, 2.0), both.jitter_s(0, 3, 2.0));
   // Factors that do not ascend from 1 are a bug of the caller.
-  EXPECT_THROW(s.set_jitter({1.2, 1.5}), Error);
-  EXPECT_THROW(s.set_jitter({1.0, 0.9}), Error);
-  EXPECT_THROW(s.set_jitter(std::vector<double>{1.0}), Error);
-  s.set_jitter(std::vector<double>{});
+  EXPECT_THROW(s.set_jitter(one_distribution({1.2, 1.5})), Error);
+  EXPECT_THROW(s.set_jitter(one_distribution({1.0, 0.9})), Error);
+  EXPECT_THROW(s.set_jitter(one_distribution({1.0})), Error);
+  s.set_jitter(ComputeJitter{});
   EXPECT_TRUE(s.empty());
 }
 

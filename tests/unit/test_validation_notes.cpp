@@ -6,11 +6,27 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 
 #include "engine/validation.hpp"
 
 namespace dsgd {
 namespace {
+
+// Rows of `ranks` ranks x `steps` steps, the first `warmup` untimed, timings set by `fill`.
+std::vector<StepRow> step_rows(int ranks, int64_t steps, int64_t warmup, const std::function<void(StepRow&)>& fill) {
+  std::vector<StepRow> rows;
+  for (int rank = 0; rank < ranks; ++rank)
+    for (int64_t step = 0; step < steps; ++step) {
+      StepRow row;
+      row.rank = rank;
+      row.step = step;
+      row.timed = step >= warmup;
+      fill(row);
+      rows.push_back(row);
+    }
+  return rows;
+}
 
 ValidationRecord record(double step_m, double step_p, double compute_m, double compute_p, double comm_m, double comm_p,
                         double wait_m, double wait_p) {
@@ -72,17 +88,10 @@ TEST(ValidationNotes, ThePredictionFromTheMeasuredRunsOwnComputeIsGivenAfterTheC
 }
 
 TEST(ValidationNotes, OneRankComputingSlowerForTheWholeRunIsNamed) {
-  std::vector<StepRow> steps;
-  for (int rank = 0; rank < 3; ++rank)
-    for (int64_t step = 0; step < 6; ++step) {
-      StepRow row;
-      row.rank = rank;
-      row.step = step;
-      row.timed = step >= 2;  // warm-up steps do not count
-      row.fwd_s = step < 2 ? 1.0 : 0.004;
-      row.bwd_s = rank == 2 ? 0.0092 : 0.008;
-      steps.push_back(row);
-    }
+  const std::vector<StepRow> steps = step_rows(3, 6, 2, [](StepRow& row) {  // 2 warm-up steps: they do not count
+    row.fwd_s = row.step < 2 ? 1.0 : 0.004;
+    row.bwd_s = row.rank == 2 ? 0.0092 : 0.008;
+  });
   // Means: ranks 0, 1: 12 ms; rank 2: 13.2 ms.
   EXPECT_NEAR(validation_compute_rank_spread(steps), 13.2 / 12.0, 1e-12);
   // One rank, or ranks without compute rows (servers), give no spread.
@@ -104,24 +113,18 @@ TEST(ValidationNotes, OneRankComputingSlowerForTheWholeRunIsNamed) {
 // The standard error of a run's mean step by batch means: 16 timed steps make 4 batches of 4
 // consecutive steps; each step counts as its ranks' mean; untimed steps do not count.
 TEST(ValidationNotes, TheStepsStandardErrorIsTakenOverBatchesOfConsecutiveSteps) {
-  std::vector<StepRow> steps;
-  for (int64_t step = 0; step < 18; ++step)
-    for (int rank = 0; rank < 2; ++rank) {
-      StepRow row;
-      row.rank = rank;
-      row.step = step;
-      row.timed = step >= 2;
-      const double batch_mean = step < 2 ? 100.0 : 1e-3 * double(1 + (step - 2) / 4);  // 1, 2, 3, 4 ms
-      row.step_s = batch_mean + (rank == 0 ? -0.5e-3 : 0.5e-3);
-      steps.push_back(row);
-    }
+  const auto fill = [](StepRow& row) {
+    const double batch_mean = row.step < 2 ? 100.0 : 1e-3 * double(1 + (row.step - 2) / 4);  // 1, 2, 3, 4 ms
+    row.step_s = batch_mean + (row.rank == 0 ? -0.5e-3 : 0.5e-3);
+  };
+  std::vector<StepRow> steps = step_rows(2, 18, 2, fill);
   // Batch means 1, 2, 3, 4 ms: variance 5/3 ms², standard error √(5/3 / 4) ms.
   EXPECT_NEAR(validation_step_standard_error(steps), 1e-3 * std::sqrt(5.0 / 12.0), 1e-12);
   // The same steps in another order of rows: the same (steps are ordered by their number).
   std::reverse(steps.begin(), steps.end());
   EXPECT_NEAR(validation_step_standard_error(steps), 1e-3 * std::sqrt(5.0 / 12.0), 1e-12);
   // Too few timed steps: none.
-  EXPECT_EQ(validation_step_standard_error({steps.end() - 10, steps.end()}), 0.0);
+  EXPECT_EQ(validation_step_standard_error(step_rows(2, 5, 2, fill)), 0.0);  // 3 timed steps
 }
 
 TEST(ValidationNotes, TheStepErrorIsReadAgainstBothRunsSamplingNoise) {
