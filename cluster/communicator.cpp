@@ -269,17 +269,22 @@ uint64_t Communicator::window_poll(BufferView dst, int rank, WindowReady ready, 
   const double arrive = now();
   uint64_t version = 0;
   for (;;) {
+    const double polled_at = now();
     do_window_lock(rank);
     do_window_get(dst, rank, &version);
     do_window_unlock(rank);
     if (ready(host, version, ctx)) break;
     do_window_progress();
-    std::this_thread::yield();  // let the writers we wait for take the lock
+    do_window_poll_wait(rank, polled_at);
   }
   if (emulation_.extra_s && rank != this->rank())
     hold_until(now() + emulation_.extra_s(emulation_.ctx, CollKind::coll_onesided, double(dst.bytes()), size()));
   record(CollKind::coll_onesided, arrive, 0.0);
   return version;
+}
+
+void Communicator::do_window_poll_wait(int, double) {
+  std::this_thread::yield();
 }
 
 [[noreturn]] void Communicator::unsupported(const char* what) const {

@@ -385,6 +385,12 @@ class Communicator {
   // served only inside MPI calls, and an epoch on the own window may not enter progress).
   // Default: nothing (backends whose windows need no progress).
   virtual void do_window_progress() {}
+  // Between two reads of a window_poll on `rank`'s window that was not ready; `polled_at`:
+  // now() when the read that failed began. Default: lets the writers we wait for take the
+  // lock (a yield of the thread). The simulator blocks the poller until a put to the window
+  // when the read took no virtual time (an ideal network), where polling again would never
+  // let a worker at a later virtual time write.
+  virtual void do_window_poll_wait(int rank, double polled_at);
 
  private:
   [[noreturn]] void unsupported(const char* what) const;

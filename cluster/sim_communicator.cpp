@@ -169,5 +169,8 @@ void SimCommunicator::do_window_get(BufferView dst, int rank, uint64_t* version)
 void SimCommunicator::do_window_put(ConstBufferView src, int rank, uint64_t version) {
   world_.window_put(rank_, rank, src.f32(), src.count, version);
 }
+void SimCommunicator::do_window_poll_wait(int rank, double polled_at) {
+  world_.window_poll_wait(rank_, rank, polled_at);
+}
 
 }  // namespace dsgd

@@ -59,7 +59,8 @@ std::string SimWorld::blocked_list() const {
     }
     if (workers_[ri].blocked_detail >= 0) {
       const Window& w = workers_[static_cast<size_t>(workers_[ri].blocked_detail)].window;
-      out += fmt::format(" of worker {} (held by worker {})", workers_[ri].blocked_detail, w.holder);
+      out += fmt::format(" of worker {}", workers_[ri].blocked_detail);
+      if (w.holder >= 0) out += fmt::format(" (held by worker {})", w.holder);
     }
     ++shown;
   }

@@ -43,10 +43,12 @@
 // yields first (every worker at a smaller virtual time acts before), so locks are granted
 // in virtual-time order: exclusive per target, granted at max(request, previous holder's
 // unlock); a worker that finds the window held blocks until the holder unlocks (FIFO).
-// get/put copy at once and cost α + S/B of the link to the target (0 on the own window);
+// get/put copy at once and cost α + S/B of the link to the target (a copy on the own window);
 // the version is stored by put and returned by get, as with MPI. Because epochs on one
 // window are serialised in virtual time, AD-PSGD and an asynchronous parameter server get
-// the true interleaving and the staleness their timing implies.
+// the true interleaving and the staleness their timing implies. A poll (repeated reads until
+// a version arrives) whose read costs nothing (an ideal network) waits for the next epoch
+// that puts to the window instead of reading again at the same virtual time.
 //
 // Limits: links are contention-free (the network model's assumptions); the compute cost of
 // a phase is a profile, not the measured time of this execution; a deadlock (every
@@ -176,6 +178,7 @@ class SimCommunicator final : public Communicator {
   void do_window_unlock(int rank) override;
   void do_window_get(BufferView dst, int rank, uint64_t* version) override;
   void do_window_put(ConstBufferView src, int rank, uint64_t version) override;
+  void do_window_poll_wait(int rank, double polled_at) override;
 
  private:
   // An in-flight request: a collective's sequence number or an exchange's id (−1: free).
@@ -238,6 +241,11 @@ class SimWorld {
   void window_unlock(int rank, int target);
   void window_get(int rank, int target, float* dst, size_t count, uint64_t* version);
   void window_put(int rank, int target, const float* src, size_t count, uint64_t version);
+  // A window_poll's read of target's window found it not ready: when the read took virtual
+  // time, returns (the next lock yields to every worker behind this one); when it took none,
+  // blocks until an epoch with a put on that window ends and leaves at that epoch's unlock,
+  // the limit of polling at no cost. A poll no put can end is reported as a deadlock.
+  void window_poll_wait(int rank, int target, double polled_at);
   // Modelled time of one message (or one-sided access) of `bytes` from rank i to rank j
   // (0 within a rank or on an ideal network).
   double message_time(int i, int j, double bytes, CollKind kind = CollKind::coll_sendrecv) const;
@@ -286,9 +294,11 @@ class SimWorld {
   struct Window {
     std::vector<float> data;
     uint64_t version = 0;
-    int holder = -1;          // rank holding the lock (−1: free)
-    double free_at = 0;       // virtual time of the last unlock
-    std::deque<int> waiters;  // ranks blocked in window_lock, in request order
+    int holder = -1;            // rank holding the lock (−1: free)
+    double free_at = 0;         // virtual time of the last unlock
+    std::deque<int> waiters;    // ranks blocked in window_lock, in request order
+    std::vector<int> pollers;   // ranks blocked in window_poll_wait, woken by an epoch with a put
+    bool put_in_epoch = false;  // the holder's epoch has put
     bool created = false;
   };
   enum class State { state_ready, state_blocked, state_done };

@@ -213,6 +213,8 @@ void SimWorld::window_create(int rank, size_t count) {
   w.holder = -1;
   w.free_at = 0;
   w.waiters.clear();
+  w.pollers.clear();
+  w.put_in_epoch = false;
   w.created = true;
 }
 
@@ -255,6 +257,15 @@ void SimWorld::window_unlock(int rank, int target) {
   }
   w.free_at = worker(rank).clock;
   w.holder = -1;
+  if (w.put_in_epoch) {
+    for (const int poller : w.pollers) {
+      worker(poller).blocked_detail = -1;
+      hold_until(poller, w.free_at);
+      make_ready(poller);
+    }
+    w.pollers.clear();
+    w.put_in_epoch = false;
+  }
   if (!w.waiters.empty()) {
     const int next = w.waiters.front();
     w.waiters.pop_front();
@@ -289,7 +300,18 @@ void SimWorld::window_put(int rank, int target, const float* src, size_t count, 
   }
   std::memcpy(w.data.data(), src, count * sizeof(float));
   w.version = version;
+  w.put_in_epoch = true;
   advance(rank, access_time(rank, target, static_cast<double>(count) * sizeof(float)));
+}
+
+void SimWorld::window_poll_wait(int rank, int target, double polled_at) {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (failed_) throw SimPeerFailed();
+  if (worker(rank).clock > polled_at) return;
+  Window& w = window_of(rank, target, "window_poll");
+  w.pollers.push_back(rank);
+  worker(rank).blocked_detail = target;
+  block(lock, rank, "window_poll, waiting for a put to the window");  // an epoch with a put wakes it
 }
 
 }  // namespace dsgd

@@ -2,6 +2,7 @@
 # simulated worker's compute per step is drawn from that run's measured per-step distribution,
 # so identical workers wait for each other as real ones do; the threaded and the timing-only
 # simulator give the same times; `replay` gives each worker its measured rank's compute step by step;
+# a parameter server's replay on an ideal network ends (its pollers wait for the puts);
 # `off` keeps every step at the mean (no wait); the jitter is
 # compute (bwd_s), not an injected delay; and the flag is refused where it does not apply.
 source "$(dirname "$0")/common.bash"
@@ -43,6 +44,16 @@ replayed_worst() {
     fail "replay: simulated steps' compute differ from the measured ranks' by up to ${worst%%|*} (relative; rows: ${worst##*|})"
 }
 replayed_worst "$R" "$P" 200
+# A parameter server on dedicated ranks, replayed on an ideal network (no --bandwidth): a
+# window read costs nothing there, so a worker polling for the server's version must wait for
+# the server's put, not read again at the same virtual time for ever (it used to hang).
+"$BIN" run --dataset "$SMALL" --algo ps --ps-placement dedicated --workers 3 --steps 60 --batch 16 --db t.db \
+  > ps.out || fail "ps dedicated run failed"
+PS=$(last_run_id ps.out)
+timeout 120 "$BIN" run --backend sim --profile-from "$PS" --dataset "$SMALL" --algo ps --ps-placement dedicated \
+  --workers 3 --steps 60 --batch 16 --db t.db --compute-jitter replay > ps_replay.out ||
+  fail "ps dedicated replay on an ideal network failed or hung (exit $?)"
+replayed_worst "$(last_run_id ps_replay.out)" "$PS" 100
 "$BIN" show "$R" --db t.db > show_replay.txt || fail "show failed"
 grep -q "compute jitter run [0-9]*.s [0-9]* timed steps replayed per rank and step (.*rank 0 median .*rank 1 median" \
   show_replay.txt || { cat show_replay.txt; fail "show does not say the compute is a replay"; }

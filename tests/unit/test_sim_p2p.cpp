@@ -263,6 +263,62 @@ TEST(SimP2p, OwnWindowAccessCostsACopy) {
   }
 }
 
+// On an ideal network a window read costs nothing: a poller at an earlier virtual time must
+// not read again at that time for ever (the writer behind it would never act); it waits for
+// the epoch that puts and leaves at its unlock, whatever the ranks' order.
+TEST(SimP2p, APollOnAnIdealNetworkWaitsForTheWritersPut) {
+  for (const int writer : {0, 1}) {
+    SimWorldOptions o = sim_ring_options(2, 0, 1e9);
+    o.network.reset();  // an ideal network: every access takes 0 s
+    SimWorld world(o);
+    const int poller = 1 - writer;
+    world.run([&](int r) {
+      SimCommunicator& c = world.comm(r);
+      c.window_create(2);
+      if (r == writer) {
+        c.hold_until(0.003);
+        const float x[2] = {4.0f, 5.0f};
+        c.window_lock(poller);
+        c.window_put(x, 2, poller, 9);
+        c.window_unlock(poller);
+      } else {
+        float y[2] = {0, 0};
+        const uint64_t want = 9;
+        auto at_least = [](const float*, uint64_t v, const void* ctx) {
+          return v >= *static_cast<const uint64_t*>(ctx);
+        };
+        EXPECT_EQ(c.window_poll(y, 2, poller, at_least, &want), 9u);
+        EXPECT_EQ(y[1], 5.0f);
+        EXPECT_DOUBLE_EQ(c.now(), 0.003);  // the put's unlock, not later
+      }
+      c.window_free();
+    });
+  }
+}
+
+TEST(SimP2p, APollThatNoPutCanEndIsADeadlock) {
+  SimWorldOptions o = sim_ring_options(2, 0, 1e9);
+  o.network.reset();
+  SimWorld world(o);
+  try {
+    world.run([&](int r) {
+      SimCommunicator& c = world.comm(r);
+      c.window_create(1);
+      float y = 0;
+      auto never = [](const float*, uint64_t v, const void*) { return v > 0; };
+      if (r == 0) c.window_poll(&y, 1, 1, never, nullptr);
+      double x = 0;
+      c.untimed_recv(&x, 1, 0);  // worker 1 waits for a message worker 0 never sends
+    });
+    FAIL() << "expected a deadlock error";
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("deadlock"), std::string::npos) << what;
+    EXPECT_NE(what.find("worker 0 in window_poll, waiting for a put to the window of worker 1"), std::string::npos)
+        << what;
+  }
+}
+
 TEST(SimP2p, ADeadlockOnAWindowNamesTheBlockedWorkers) {
   SimWorld world(sim_ring_options(2, 0, 1e9));
   try {
