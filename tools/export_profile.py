@@ -522,7 +522,7 @@ def _input_shape(inputs):
 def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=None, iterations=20,
                   warmup=5, device=None, model_name="model", noise_scale_batches=None,
                   noise_scale_samples=10, backward_hooks="auto", device_probe_size=2048,
-                  measure_overhead=True, log=None):
+                  measure_overhead=True, log=None, on_batch=None, min_time_s=1.0):
     """Measures `model` and returns the cost-file dict (format dsgd-model-cost, version 1).
 
     make_batch(b) -> (inputs, targets): called once per batch size (the same batch is reused by
@@ -530,12 +530,16 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
     of positional arguments, or a dict of keyword arguments. loss_fn(output, targets) -> scalar.
     optimizer_factory(params) -> optimizer; default SGD(lr=0.01, momentum=0.9).
     A step = zero_grad (not timed), forward + loss, loss.backward(), optimizer.step().
-    `warmup` untimed steps, then `iterations` timed ones, per batch size.
+    `warmup` untimed steps, then `iterations` timed ones, per batch size; the whole step
+    without hooks (the file's step, forward, backward and optimizer) is timed over at least
+    min_time_s seconds of steps (more iterations when they are shorter).
     noise_scale_batches=(b_small, b_big) adds "gradient_noise_scale" (noise_scale_samples pairs).
     backward_hooks: "module" (full backward hooks), "tensor" (tensor hooks only) or "auto"
     (module, falling back to tensor when the first step raises with the module hooks).
     device_probe_size: the matmul size of the peak FLOP/s measurement (None skips the device
-    measurement and records 0 for both figures: for tests only)."""
+    measurement and records 0 for both figures: for tests only).
+    on_batch(b): called before the steps of each batch size are run (the command line's
+    --processes keeps its other processes stepping at that batch)."""
     import torch
 
     log = log or (lambda msg: print(msg, file=sys.stderr))
@@ -545,8 +549,8 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
     batch_sizes = sorted(set(int(b) for b in batch_sizes))
     if not batch_sizes or batch_sizes[0] < 1:
         raise ValueError("profile_model: batch sizes must be positive integers")
-    if iterations < 1 or warmup < 0:
-        raise ValueError("profile_model: iterations >= 1, warmup >= 0")
+    if iterations < 1 or warmup < 0 or not 0 <= min_time_s < float("inf"):
+        raise ValueError("profile_model: iterations >= 1, warmup >= 0, 0 <= min_time_s < inf")
     model.to(device)
     model.train()
     params = [p for p in model.parameters() if p.requires_grad]
@@ -571,6 +575,8 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
     layer_names = None
     try:
         for bi, b in enumerate(batch_sizes):
+            if on_batch:
+                on_batch(b)
             inputs, targets = make_batch(b)
             inputs, targets = _to(inputs, device), _to(targets, device)
             if bi == 0:
@@ -624,7 +630,7 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
             # The whole step, forward, backward and optimizer again without hooks: the hooks'
             # own cost (hook_overhead_s per module) is in the hooked figures, not in training.
             rec.remove()
-            plain = _time_plain(model, inputs, targets, loss_fn, optimizer, clock, warmup, iterations)
+            plain = _time_plain(model, inputs, targets, loss_fn, optimizer, clock, warmup, iterations, min_time_s)
             entry.update(plain)
             entry["unattributed_s"] = (plain["step"]["median_s"]
                                        - sum(l["forward"]["median_s"] + l["backward"]["median_s"]
@@ -731,16 +737,24 @@ def measure_model_pass(model, inputs, targets, loss_fn, optimizer, clock, params
     return summarize([(c + a) / 2.0 for c, a in zip(copies, axpys)])
 
 
-def _time_plain(model, inputs, targets, loss_fn, optimizer, clock, warmup, iterations):
-    """step / forward / backward / optimizer stats of `iterations` steps without hooks."""
+def _time_plain(model, inputs, targets, loss_fn, optimizer, clock, warmup, iterations, min_time_s=0.0):
+    """step / forward / backward / optimizer stats of steps without hooks: `iterations` of them,
+    more until their steps add up to min_time_s (a host whose speed changes from second to
+    second, as one shared with other processes, is sampled over that time, not one moment)."""
     rows = []
-    for it in range(warmup + iterations):
+    it, timed = 0, 0.0
+    while it < warmup + iterations or timed < min_time_s:
         optimizer.zero_grad(set_to_none=True)
         s0, marks = _timed_step(model, inputs, targets, loss_fn, optimizer, clock)
         if it >= warmup:
             f1, b1, o1 = clock.resolve(s0, marks)
             rows.append({"step": o1, "forward": f1, "backward": b1 - f1, "optimizer": o1 - b1})
-    return {key: summarize([r[key] for r in rows]) for key in ("step", "forward", "backward", "optimizer")}
+            timed += o1
+        it += 1
+    out = {key: summarize([r[key] for r in rows]) for key in ("step", "forward", "backward", "optimizer")}
+    # Each iteration's step in order: the distribution the simulator's compute jitter draws from.
+    out["step"]["times_s"] = [max(0.0, float(r["step"])) for r in rows]
+    return out
 
 
 def _make_exclusive(row, modules, layer_names):
@@ -871,6 +885,12 @@ def validate_cost_file(d):
             fail("%s.iterations: must be >= 1" % w)
         for key in ("step", "forward", "backward", "optimizer"):
             timing(e, key, w)
+        times = e["step"].get("times_s")
+        if times is not None:
+            if not isinstance(times, list) or len(times) != e["step"]["samples"]:
+                fail("%s.step.times_s: one time per sample (%d) expected" % (w, e["step"]["samples"]))
+            if not all(is_num(v) and v >= 0 for v in times):
+                fail("%s.step.times_s: finite times >= 0 expected" % w)
         need(e, "unattributed_s", w, "num", nonneg=False)
         layers = need(e, "layers", w, "list")
         if not layers:
@@ -1097,23 +1117,72 @@ def build_example(name):
 EXAMPLES = ("mlp", "mlp3", "cnn", "resnet20", "gpt")
 
 
-def _profile_example(index, args, batches, result=None):
-    """One process of main(): profiles the built-in example; process 0 puts its dict in `result`."""
+def _profile_example(args, batches, result=None, current=None, ready=None):
+    """The measuring process of main(): profiles the built-in example and puts its dict in
+    `result`. With --processes N, `current` tells the other processes which batch to step at
+    (0: stop) and `ready` is the barrier they meet at, warmed up, before the measurement."""
     import torch
 
     torch.manual_seed(args.seed)
     if args.threads:
         torch.set_num_threads(args.threads)
     model, make_batch, loss_fn, model_name = build_example(args.model)
-    d = profile_model(model, make_batch, batches, loss_fn, iterations=args.iterations, warmup=args.warmup,
-                      device=args.device or "cpu", model_name=model_name,
-                      noise_scale_batches=(batches[0], batches[-1]) if args.noise_scale else None,
-                      noise_scale_samples=args.noise_samples, backward_hooks=args.backward_hooks,
-                      log=(lambda msg: print(msg, file=sys.stderr)) if index == 0 else (lambda msg: None))
+    on_batch = None
+    if current is not None:
+        current.value = batches[0]
+        ready.wait()
+
+        def on_batch(b):
+            current.value = b
+    try:
+        d = profile_model(model, make_batch, batches, loss_fn, iterations=args.iterations, warmup=args.warmup,
+                          min_time_s=args.min_time,
+                          device=args.device or "cpu", model_name=model_name,
+                          noise_scale_batches=(batches[0], batches[-1]) if args.noise_scale else None,
+                          noise_scale_samples=args.noise_samples, backward_hooks=args.backward_hooks,
+                          log=lambda msg: print(msg, file=sys.stderr), on_batch=on_batch)
+    finally:
+        if current is not None:
+            current.value = 0
     d["processes"] = args.processes
-    if result is not None and index == 0:
+    if result is not None:
         result.put(d)
     return d
+
+
+def _peer_steps(index, args, batches, current, ready):
+    """Another process of --processes N: runs the example's training steps at the batch the
+    measuring process is at (current.value) until it is 0, as another rank of the real job
+    keeps this host's cores, caches and memory busy while the first one is timed."""
+    import torch
+
+    torch.manual_seed(args.seed + index)
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = torch.device(args.device or "cpu")
+    model, make_batch, loss_fn, _ = build_example(args.model)
+    model.to(device)
+    model.train()
+    optimizer = torch.optim.SGD([p for p in model.parameters() if p.requires_grad], lr=0.01, momentum=0.9)
+    data = {}
+    for b in batches:
+        inputs, targets = make_batch(b)
+        data[b] = (_to(inputs, device), _to(targets, device))
+    for inputs, targets in data.values():  # warm-up
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(_call_model(model, inputs), targets).backward()
+        optimizer.step()
+    ready.wait()
+    while True:
+        b = current.value
+        if b <= 0:
+            break
+        inputs, targets = data.get(b, data[batches[-1]])
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(_call_model(model, inputs), targets).backward()
+        optimizer.step()
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
 
 
 def main(argv=None):
@@ -1132,6 +1201,9 @@ def main(argv=None):
     ap.add_argument("--model", default="mlp", choices=EXAMPLES, help="built-in example model (default mlp)")
     ap.add_argument("--batches", default="16,32,64", help="comma-separated batch sizes (default 16,32,64)")
     ap.add_argument("--iterations", type=int, default=20, help="timed iterations per batch size (default 20)")
+    ap.add_argument("--min-time", type=float, default=1.0,
+                    help="time the whole step over at least this many seconds per batch size (default 1; "
+                         "more iterations than --iterations when steps are short)")
     ap.add_argument("--warmup", type=int, default=5, help="untimed warm-up iterations (default 5)")
     ap.add_argument("--device", default=None, help="cpu or cuda[:N] (default cpu)")
     ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
@@ -1142,8 +1214,9 @@ def main(argv=None):
                          "largest batch size")
     ap.add_argument("--noise-samples", type=int, default=10, help="batch pairs for --noise-scale (default 10)")
     ap.add_argument("--processes", type=int, default=1,
-                    help="measure in N processes at once, as N ranks of the real job share this host "
-                         "(default 1: alone); process 0's measurements are written")
+                    help="measure with N processes on this host, as N ranks of the real job share it "
+                         "(default 1: alone): the first is timed while the others run the same training "
+                         "steps at the batch it is measuring")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("-o", "--output", default="-", help="output file (default stdout)")
     args = ap.parse_args(argv)
@@ -1155,26 +1228,48 @@ def main(argv=None):
         ap.error("--batches: comma-separated positive integers")
     if args.iterations < 1 or args.warmup < 0:
         ap.error("--iterations >= 1, --warmup >= 0")
+    if not args.min_time >= 0 or args.min_time == float("inf"):
+        ap.error("--min-time: seconds, >= 0 and finite")
     if args.noise_scale and len(batches) < 2:
         ap.error("--noise-scale needs two different batch sizes in --batches")
     if args.processes < 1:
         ap.error("--processes >= 1")
     if args.processes == 1:
-        d = _profile_example(0, args, batches)
+        d = _profile_example(args, batches)
     else:
-        # The same measurement in N processes at once (a host that runs N ranks of the real job:
-        # they share its cores, caches and memory bandwidth); process 0's file is written.
+        # N processes on this host at once (a host that runs N ranks of the real job: they
+        # share its cores, caches and memory bandwidth): the first measures; the others step the
+        # same model at the batch it is measuring from before its first timed step to its last.
+        import queue
         import torch.multiprocessing as mp
 
         ctx = mp.get_context("spawn")
         result = ctx.Queue()
-        procs = [ctx.Process(target=_profile_example, args=(i, args, batches, result)) for i in range(args.processes)]
+        current = ctx.Value("i", 0)
+        ready = ctx.Barrier(args.processes, timeout=600)
+        procs = [ctx.Process(target=_profile_example, args=(args, batches, result, current, ready))]
+        procs += [ctx.Process(target=_peer_steps, args=(i, args, batches, current, ready))
+                  for i in range(1, args.processes)]
         for p in procs:
             p.start()
-        d = result.get()
+        d = None
+        while d is None and procs[0].is_alive():
+            if any(p.exitcode not in (None, 0) for p in procs[1:]):
+                ready.abort()  # a process that failed before the barrier: the first stops waiting
+                break
+            try:
+                d = result.get(timeout=1)
+            except queue.Empty:
+                pass
+        if d is None:
+            try:
+                d = result.get(timeout=1)
+            except queue.Empty:
+                pass
+        current.value = 0
         for p in procs:
             p.join()
-        if any(p.exitcode != 0 for p in procs):
+        if d is None or any(p.exitcode != 0 for p in procs):
             print("export_profile: a process of --processes failed", file=sys.stderr)
             return 1
     write_cost_file(d, args.output)

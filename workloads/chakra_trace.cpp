@@ -423,14 +423,14 @@ CostFile chakra_trace_read(const std::string& path) {
     c.parameters += l.parameters;
     c.parameter_bytes += l.parameter_bytes;
     c.layers.push_back(l);
-    b.layer_fwd.push_back(CostStat{0, 0, 1});
-    b.layer_bwd.push_back(CostStat{bk.backward_us * 1e-6, 0, 1});
+    b.layer_fwd.push_back(CostStat{0, 0, 1, {}});
+    b.layer_bwd.push_back(CostStat{bk.backward_us * 1e-6, 0, 1, {}});
     backward_us += bk.backward_us;
   }
-  b.forward = CostStat{forward_us * 1e-6, 0, 1};
-  b.backward = CostStat{backward_us * 1e-6, 0, 1};
-  b.optimizer = CostStat{optimizer_us * 1e-6, 0, 1};
-  b.step = CostStat{(forward_us + backward_us + optimizer_us) * 1e-6, 0, 1};
+  b.forward = CostStat{forward_us * 1e-6, 0, 1, {}};
+  b.backward = CostStat{backward_us * 1e-6, 0, 1, {}};
+  b.optimizer = CostStat{optimizer_us * 1e-6, 0, 1, {}};
+  b.step = CostStat{(forward_us + backward_us + optimizer_us) * 1e-6, 0, 1, {}};
   c.batches.push_back(b);
 
   std::string left_out;

@@ -28,7 +28,22 @@ constexpr const char* kWhat = "cost file";
 using Fields = JsonFields;
 
 CostStat stat_read(const Fields& f) {
-  return CostStat{f.non_negative("median_s"), f.non_negative("spread"), f.count("samples", 1)};
+  return CostStat{f.non_negative("median_s"), f.non_negative("spread"), f.count("samples", 1), {}};
+}
+
+// The step's stat with its optional per-iteration times: one finite time >= 0 per sample.
+CostStat step_read(const Fields& f) {
+  CostStat s = stat_read(f);
+  if (!f.has("times_s")) return s;
+  const Json& times = f.array("times_s");
+  if (static_cast<int64_t>(times.size()) != s.samples)
+    f.fail("times_s", fmt::format("has {} times for {} samples: one per timed iteration", times.size(), s.samples));
+  for (size_t i = 0; i < times.size(); ++i) {
+    if (!times[i].is_number() || !std::isfinite(times[i].get<double>()) || times[i].get<double>() < 0)
+      f.fail("times_s", fmt::format("[{}] is {}: a time in seconds, finite and >= 0", i, times[i].dump()));
+    s.times_s.push_back(times[i].get<double>());
+  }
+  return s;
 }
 
 CostLayer layer_read(const Fields& f) {
@@ -46,7 +61,7 @@ CostBatch batch_read(const Fields& f, std::vector<CostLayer>& layers, bool first
   CostBatch b;
   b.batch = f.count("batch", 1);
   b.iterations = f.count("iterations", 1);
-  b.step = stat_read(f.at("step"));
+  b.step = step_read(f.at("step"));
   b.forward = stat_read(f.at("forward"));
   b.backward = stat_read(f.at("backward"));
   b.optimizer = stat_read(f.at("optimizer"));
@@ -264,6 +279,18 @@ CostAtBatch cost_file_at_batch(const CostFile& file, int64_t batch) {
   }
   out.data_s = std::max(0.0, step - out.fwd_s - backward - out.opt_s);
   for (const CostBatch& b : bs) out.step_spread = std::max(out.step_spread, b.step.spread);
+  out.step_s = step;
+  double nearest = 0;
+  for (const CostBatch& b : bs) {
+    if (b.step.times_s.size() < 2) continue;
+    const double ratio = std::abs(std::log(static_cast<double>(std::max<int64_t>(b.batch, 1)) /
+                                           static_cast<double>(std::max<int64_t>(batch, 1))));
+    if (out.step_times_s.empty() || ratio < nearest) {
+      out.step_times_s = b.step.times_s;
+      out.step_times_batch = b.batch;
+      nearest = ratio;
+    }
+  }
   if (bs.size() == 1 && file.source == CostSource::cost_source_chakra) {
     out.how = "as traced";
   } else if (bs.size() == 1) {

@@ -36,11 +36,13 @@
 namespace dsgd {
 
 // A median time over the exporter's timed iterations, its spread (interquartile range over
-// median) and the number of iterations.
+// median) and the number of iterations; for the step, each iteration's time in order when the
+// exporter wrote them (times_s: the distribution the simulator's compute jitter draws from).
 struct CostStat {
   double median_s = 0;
   double spread = 0;
   int64_t samples = 0;
+  std::vector<double> times_s;
 };
 
 struct CostLayer {
@@ -119,7 +121,12 @@ struct CostAtBatch {
   double data_s = 0, fwd_s = 0, bwd_rest_s = 0, opt_s = 0;
   std::vector<double> bwd_layer_s;
   double step_spread = 0;  // the largest spread of the step among the batches used
-  std::string how;         // "measured at batch 32" or "fitted t0 + k·b over batches 16, 32, 64"
+  double step_s = 0;       // the step's median at this batch (measured or fitted)
+  // The per-iteration step times of the measured batch nearest this one (by ratio), and that
+  // batch; empty when the file has none (an older exporter, a trace).
+  std::vector<double> step_times_s;
+  int64_t step_times_batch = 0;
+  std::string how;  // "measured at batch 32" or "fitted t0 + k·b over batches 16, 32, 64"
 };
 // Throws InputError when batch is outside what the file can scale to (naming the range). A
 // single entry of batch kCostBatchUnknown (a trace that records no batch) is used at any batch.

@@ -75,6 +75,36 @@ for case in "mlp_pass.json 1e-4 model pass as exported" \
     abs(step_s - data_s - fwd_s - bwd_s - opt_s - comm_s - wait_s - 3 * $pass) > 1e-12")
   [[ $bad == 0 ]] || fail "$bad dpsgd steps on $file do not charge three model passes of $pass s"
 done
+# A file with the exporter's per-iteration step times (here at batch 32: 0.81..1.19 x its median
+# step, evenly) gives the simulated steps that distribution (the compute jitter), around the
+# file's step; without them, or with --compute-jitter off, every step is the median.
+python3 - <<'PY'
+import json
+d = json.load(open("mlp.json"))
+step = d["batches"][1]["step"]
+step["times_s"] = [step["median_s"] * (0.81 + 0.02 * i) for i in range(20)]
+json.dump(d, open("mlp_times.json", "w"))
+step["times_s"].pop()
+json.dump(d, open("mlp_times_bad.json", "w"))
+PY
+one=(--backend sim --timing-only true --batch 32 --workers 1 --db t.db)
+"$BIN" run --workload profile:mlp_times.json "${one[@]}" --steps 3000 > times.out 2>&1 ||
+  { cat times.out; fail "a file with step times failed"; }
+grep -qF "compute jitter from the cost file's 20 per-iteration step times at batch 32" times.out ||
+  { cat times.out; fail "the header does not say where the jitter came from"; }
+J=$(last_run_id times.out)
+read -r mean lo hi <<<"$(sql t.db "select avg(step_s), min(step_s), max(step_s) from steps where run_id=$J and timed" |
+  tr '|' ' ')"
+# 1e-4 + 5e-5 * 32 = 1.7e-3 s; the quantiles of 0.81..1.19 x that, drawn 3000 times.
+awk -v m="$mean" -v lo="$lo" -v hi="$hi" 'BEGIN { exit !(m > 0.98 * 1.7e-3 && m < 1.02 * 1.7e-3 &&
+  lo >= 0.8 * 1.7e-3 && hi <= 1.2 * 1.7e-3 && hi / lo > 1.35) }' ||
+  fail "jittered steps: mean $mean, range $lo..$hi s; expected about 1.7e-3, within 0.81..1.19 x"
+"$BIN" run --workload profile:mlp_times.json "${one[@]}" --steps 50 --compute-jitter off > off.out 2>&1 ||
+  { cat off.out; fail "--compute-jitter off failed"; }
+spread=$(sql t.db "select max(step_s) - min(step_s) from steps where run_id=$(last_run_id off.out) and timed")
+awk -v s="$spread" 'BEGIN { exit !(s < 1e-12) }' || fail "--compute-jitter off: steps differ by $spread s"
+grep -qF "compute jitter none: the cost file has no per-iteration step times" run.out ||
+  { cat run.out; fail "a file without step times does not say it has no jitter"; }
 "$BIN" run --workload profile:mlp.json --workers 20000 "${sim[@]}" --steps 5 > big.out 2>&1 ||
   { cat big.out; fail "20,000 workers on a cost file failed"; }
 
@@ -90,6 +120,8 @@ expect_error "--batch 512: outside what cost file mlp.json can scale to" "$BIN" 
 expect_error "version 2; this dsgd-bench reads version 1" "$BIN" run --workload profile:v2.json \
   --backend sim --timing-only true "${bad[@]}"
 expect_error "cost file absent.json: cannot be read" "$BIN" run --workload profile:absent.json \
+  --backend sim --timing-only true "${bad[@]}"
+expect_error "batches\[1\].step.times_s has 19 times for 20 samples" "$BIN" run --workload profile:mlp_times_bad.json \
   --backend sim --timing-only true "${bad[@]}"
 expect_error "no file after profile:" "$BIN" run --workload profile: --backend sim --timing-only true "${bad[@]}"
 # The tuner ranks a cost file's configurations by predicted time: per sample without a noise

@@ -6,6 +6,7 @@ import copy
 import json
 import math
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -25,7 +26,8 @@ except ImportError:
 
 import export_profile as ep  # noqa: E402  (standard library at import time)
 
-FAST = dict(iterations=20, warmup=2, device_probe_size=64, measure_overhead=False, log=lambda m: None)
+FAST = dict(iterations=20, warmup=2, device_probe_size=64, measure_overhead=False, log=lambda m: None,
+            min_time_s=0.0)
 
 
 def _sleeping_layer(fwd_s, bwd_s):
@@ -216,6 +218,20 @@ class OrderAndSchema(unittest.TestCase):
         self.assertGreater(mp["median_s"], 0.0)
         self.assertLess(mp["median_s"], self.d["batches"][0]["step"]["median_s"])
 
+    def test_step_times_are_kept(self):
+        for e in self.d["batches"]:
+            st = e["step"]
+            self.assertEqual(len(st["times_s"]), st["samples"])
+            self.assertAlmostEqual(statistics.median(st["times_s"]), st["median_s"], places=12)
+
+    def test_min_time_adds_iterations(self):
+        d = ep.profile_model(nn.Linear(8, 4), lambda n: (torch.randn(n, 8), torch.randn(n, 4)), [4], nn.MSELoss(),
+                             **dict(FAST, iterations=3, min_time_s=0.05))
+        st = d["batches"][0]["step"]
+        self.assertGreater(st["samples"], 3)  # a step of microseconds: many more than 3 for 50 ms
+        self.assertGreaterEqual(sum(st["times_s"]), 0.05)
+        self.assertEqual(d["batches"][0]["iterations"], 3)  # the hooked iterations stay as asked
+
     def test_rejects_broken_files(self):
         def broken(fn):
             d = copy.deepcopy(self.d)
@@ -241,6 +257,8 @@ class OrderAndSchema(unittest.TestCase):
             "bool as count": lambda d: l0(d).update(calls=True),
             "negative model pass": lambda d: d["model_pass"].update(median_s=-1e-6),
             "model pass without samples": lambda d: d["model_pass"].pop("samples"),
+            "step times not one per sample": lambda d: d["batches"][0]["step"]["times_s"].pop(),
+            "negative step time": lambda d: d["batches"][0]["step"]["times_s"].__setitem__(0, -1e-6),
             "bad noise scale": lambda d: d.update(gradient_noise_scale={"b_simple": 1.0, "batch_small": 8,
                                                                         "batch_big": 8, "samples": 3}),
         }
@@ -273,6 +291,19 @@ class CommandLine(unittest.TestCase):
         g = d["gradient_noise_scale"]
         self.assertEqual((g["batch_small"], g["batch_big"]), (16, 64))
         self.assertGreater(g["b_simple"], 0)
+
+    def test_processes_time_the_first_while_the_others_step(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            out = os.path.join(tmp, "mlp.json")
+            r = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "export_profile.py"), "--model", "mlp",
+                                "--batches", "8,16", "--iterations", "5", "--min-time", "0.1", "--threads", "1",
+                                "--processes", "2", "-o", out], capture_output=True, text=True, timeout=600)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            with open(out) as f:
+                d = ep.validate_cost_file(json.load(f))
+        self.assertEqual(d["processes"], 2)
+        for e in d["batches"]:
+            self.assertGreaterEqual(sum(e["step"]["times_s"]), 0.1)
 
     def test_gpt_example_is_the_small_gpt_and_trains(self):
         model, make_batch, loss_fn, name = ep.build_example("gpt")

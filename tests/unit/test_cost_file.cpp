@@ -12,6 +12,7 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <tuple>
 
 #include "core/errors.hpp"
 #include "workloads/cost_file.hpp"
@@ -199,6 +200,39 @@ TEST_F(CostFileTest, ScalesWithTheBatchAsAFittedLine) {
     EXPECT_NEAR(at.data_s, std::max(0.0, step - at.fwd_s - (3e-5 + 2.4e-5 * b) - 5e-5), 1e-12) << b;
     EXPECT_NE(at.how.find("fitted t0 + k*batch over batches 16, 32, 64"), std::string::npos);
   }
+}
+
+// The exporter's per-iteration step times (optional): kept in order, one per sample; a batch
+// takes those of the measured batch nearest it by ratio; bad ones are refused by name.
+TEST_F(CostFileTest, KeepsTheStepTimesOfTheNearestMeasuredBatch) {
+  Json j = mlp();
+  std::vector<double> t16(20), t64(20);
+  for (size_t i = 0; i < 20; ++i) {
+    t16[i] = 1e-3 + 1e-5 * static_cast<double>(i);
+    t64[i] = 3e-3 + 2e-5 * static_cast<double>(i);
+  }
+  j["batches"][0]["step"]["times_s"] = t16;
+  j["batches"][2]["step"]["times_s"] = t64;
+  const CostFile f = cost_file_read(write(j));
+  EXPECT_EQ(f.batches[0].step.times_s, t16);
+  EXPECT_TRUE(f.batches[1].step.times_s.empty()) << "optional";
+  for (const auto& [batch, want, times] : {std::tuple{8, 16, t16}, {31, 16, t16}, {33, 64, t64}, {256, 64, t64}}) {
+    const CostAtBatch at = cost_file_at_batch(f, batch);
+    EXPECT_EQ(at.step_times_batch, want) << batch;
+    EXPECT_EQ(at.step_times_s, times) << batch;
+    EXPECT_NEAR(at.step_s, 1e-4 + 5e-5 * batch, 1e-12) << batch;
+  }
+  EXPECT_TRUE(cost_file_at_batch(cost_file_read(write(mlp())), 32).step_times_s.empty());
+  Json bad = j;
+  bad["batches"][0]["step"]["times_s"][3] = -1e-3;
+  EXPECT_NE(error_of(bad).find("batches[0].step.times_s [3] is -0.001"), std::string::npos) << error_of(bad);
+  bad = j;
+  bad["batches"][2]["step"]["times_s"].erase(0);
+  EXPECT_NE(error_of(bad).find("batches[2].step.times_s has 19 times for 20 samples"), std::string::npos)
+      << error_of(bad);
+  bad = j;
+  bad["batches"][0]["step"]["times_s"][0] = "fast";
+  EXPECT_NE(error_of(bad).find("times_s [0] is \"fast\""), std::string::npos) << error_of(bad);
 }
 
 TEST_F(CostFileTest, LayersAddingUpToMoreThanTheBackwardAreScaledToIt) {
