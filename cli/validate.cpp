@@ -40,7 +40,7 @@ void print_validation(const ValidationRecord& v) {
   fmt::print("  {:<26} {:>14} {:>14} {:>10}\n", "metric", "measured", "predicted", "rel.error");
   for (const ValidationMetric& m : v.metrics) {
     if (m.metric == kValidationOwnComputeStep || m.metric == kValidationRankSpread ||
-        m.metric == kValidationStepStandardError)
+        m.metric == kValidationStepStandardError || m.metric == kValidationSeedSpread)
       continue;  // in their notes
     const bool per_s = m.metric.find("throughput") != std::string::npos;
     const std::string unit = per_s ? "" : " ms";

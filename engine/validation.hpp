@@ -13,6 +13,10 @@
 //   4. own compute: the same prediction with --profile-from <measured run>: its compute is
 //                 the measured ranks' own, so its error is the simulator's (communication,
 //                 wait, passes) without the host's change of speed between the runs.
+//   5. seeds:     for a variant on one-sided windows (adpsgd, ps), whose timing is a race for
+//                 the windows' locks, the prediction (3) again at seeds +1 and +2 (other
+//                 compute draws and data): how far the prediction itself moves
+//                 (kValidationSeedSpread).
 // Then, per metric (step time, compute, comm, wait, injected delay, throughput), the measured
 // value, the prediction and |predicted − measured| / measured, stored in the tables
 // validations / validation_metrics (results/validation_store.hpp), the step of 4 as the
@@ -67,6 +71,11 @@ double validation_compute_rank_spread(const std::vector<StepRow>& steps);
 // The stored metric of the runs' own sampling noise: the standard error of each run's mean
 // step (summaries.step_time_s), measured and simulated (no relative error: not a prediction).
 inline constexpr const char* kValidationStepStandardError = "step_time_s.standard_error";
+// The stored metric of step 5: the lowest (as `measured`) and highest (as `predicted`) of the
+// predicted step over the prediction's three seeds; no relative error (not a prediction).
+inline constexpr const char* kValidationSeedSpread = "step_time_s.seed_spread";
+// Whether cfg's prediction is a race that step 5 measures (its variant needs one-sided windows).
+bool validation_prediction_races(const RunConfig& cfg);
 // The standard error of a run's mean step by batch means: its timed steps in step order (each
 // step's mean over its ranks) cut into ⌊√n⌋ batches of consecutive steps, the standard deviation
 // of the batch means over √batches, so that correlated steps (a drift, a lock race that goes

@@ -1,7 +1,8 @@
 # dsgd-bench validate: a profile run (2 MPI ranks computing side by side, no communication),
 # 2 MPI ranks and 2 simulated workers of one configuration, and the prediction again from the
-# measured run's own compute; the validation and its eight metrics are stored and listed; the simulated
-# run's modelled comm equals the α-β model. (Figures are not asserted against the 10 % goal
+# measured run's own compute; the validation and its nine metrics are stored and listed; the simulated
+# run's modelled comm equals the α-β model; for a variant on one-sided windows, the prediction
+# at two more seeds (its race's spread). (Figures are not asserted against the 10 % goal
 # here: a shared 2-core CI machine makes the measured side noisy; see docs/sim.md.)
 source "$(dirname "$0")/common.bash"
 
@@ -69,6 +70,27 @@ grep -q "2 ranks side by side, no communication" val.out || fail "the profile ru
 inj=$(sql v.db "SELECT injected_s FROM summaries WHERE run_id=$S")
 awk -v x="$inj" 'BEGIN{exit !(x > 0.0015 - 1e-12 && x < 0.0015 + 1e-12)}' ||
   fail "simulated mean injected delay $inj is not 3 ms / 2 workers"
+# A variant on one-sided windows: its prediction is a race for the windows' locks, so the
+# simulated run is made at two more seeds; the lowest and highest predicted step are stored
+# (seed_spread) and noted; the seed runs are tagged validate:seed. Other variants have none.
+[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$V AND metric='step_time_s.seed_spread'") == 0 ]] ||
+  fail "a localsgd validation has a seed spread"
+cat > a.json <<JSON
+{"dataset": "$SMALL", "algo": "adpsgd", "steps": 40, "batch": 32, "warmup": 4, "db": "v.db"}
+JSON
+"$BIN" validate --config a.json > a.out || { cat a.out; fail "validate of adpsgd failed"; }
+A=$(tail -n 1 a.out | cut -d= -f2)
+[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$A") == 10 ]] || fail "adpsgd: metrics not stored"
+read -r lo hi <<<"$(sql v.db "SELECT measured, predicted FROM validation_metrics WHERE validation_id=$A AND metric='step_time_s.seed_spread' AND rel_error IS NULL" | tr '|' ' ')"
+S=$(sql v.db "SELECT step_time_s FROM summaries WHERE run_id=(SELECT simulated_run_id FROM validations WHERE id=$A)")
+seeds=$(sql v.db "SELECT group_concat(s.step_time_s, ' ') FROM runs r JOIN summaries s ON s.run_id = r.id WHERE r.tag='validate:seed' AND r.id > (SELECT simulated_run_id FROM validations WHERE id=$A)")
+awk -v lo="$lo" -v hi="$hi" -v s="$S" -v seeds="$seeds" 'BEGIN { n = split(seeds " " s, x, " "); if (n != 3) exit 1;
+  a = x[1]; b = x[1]; for (i = 2; i <= 3; i++) { if (x[i] < a) a = x[i]; if (x[i] > b) b = x[i] }
+  exit !(a == lo && b == hi && lo > 0) }' ||
+  fail "seed spread $lo..$hi is not the min and max of the predicted steps $S and the seed runs' $seeds"
+grep -qE "note: the prediction moves by [0-9.]+ % between three seeds of the simulated run" a.out ||
+  { cat a.out; fail "no seed-spread note"; }
+grep -q "^  step_time_s.seed_spread" a.out && fail "the seed spread is printed in the table (it has its note)"
 "$BIN" validate --list --db v.db > list.out || fail "validate --list failed"
 grep -q "validation $V" list.out || fail "validation not listed"
 # Bad input: a file that asks for the simulator itself.
