@@ -152,5 +152,22 @@ TEST(ValidationNotes, TheStepErrorIsReadAgainstBothRunsSamplingNoise) {
   EXPECT_TRUE(validation_notes(v).empty());
 }
 
+// A race's prediction (adpsgd, ps): how far it moved over three seeds, and whether the measured
+// step lies in that band.
+TEST(ValidationNotes, ARacesPredictionIsReadAgainstItsSeedSpread) {
+  ValidationRecord v = record(20e-3, 19e-3, 15e-3, 15e-3, 1e-3, 1e-3, 0.2e-3, 0.2e-3);
+  v.metrics.push_back(ValidationMetric{kValidationSeedSpread, 18e-3, 21e-3, std::nullopt});
+  auto notes = validation_notes(v);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_EQ(notes[0],
+            "the prediction moves by 16.7 % between three seeds of the simulated run (18 to 21 ms): a race for the "
+            "one-sided windows' locks whose outcome turns on microseconds of compute; the measured step is within "
+            "that band");
+  v.metrics.back() = ValidationMetric{kValidationSeedSpread, 18.5e-3, 19e-3, std::nullopt};
+  notes = validation_notes(v);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_TRUE(has(notes, "read the step's error against that band (the measured step is outside it)")) << notes[0];
+}
+
 }  // namespace
 }  // namespace dsgd
