@@ -11,8 +11,11 @@ For each model (default: an MLP, which has no native workload here, and ResNet-2
   4. predicts each configuration with `dsgd-bench run --workload profile:FILE --fabric FABRIC
      --backend sim --timing-only true` (DDP as ssgd with overlap and DDP's 25 MB buckets),
 and prints one line per configuration (measured median and best step, predicted step, error)
-and the ranking's Kendall tau. Interleaving: every configuration runs once per round, the rounds
-repeat (--rounds), and the measured figure is the median over rounds of each round's mean step.
+and the ranking's Kendall tau. Interleaving: each round exports the model again (2.), runs every
+configuration once and predicts it from that round's file; the rounds repeat (--rounds); the
+measured figure is the median over rounds of each round's mean step, the predicted one the
+median over rounds of each round's prediction (a host whose speed drifts over minutes compares
+each prediction with runs measured beside its own profile).
 
   python3 bench/ddp_check.py --bench build/dsgd-bench --out /tmp/ddp [--models mlp,resnet20]
       [--rounds 3] [--steps 30] [--batch 16]
@@ -184,28 +187,34 @@ def main():
     configs = [(v, h, b) for b in (b0, 2 * b0, 4 * b0) for v, h in (("ddp", 1), ("localsgd", 4), ("localsgd", 16))]
     rows = []
     for model in args.models.split(","):
-        cost = os.path.join(args.out, model + ".json")
-        # Exported as 2 processes at once: the real run's 2 ranks share this host's cores and memory.
-        subprocess.run([sys.executable, os.path.join(TOOLS, "export_profile.py"), "--model", model, "--threads", "1",
-                        "--processes", "2", "--batches", "%d,%d" % (b0 // 2, b0), "--iterations", "30", "-o", cost],
-                       check=True, env=env, capture_output=True)
         means = {c: [] for c in configs}
+        preds = {c: [] for c in configs}
         best = {c: float("inf") for c in configs}
-        for _ in range(args.rounds):
+        for r in range(args.rounds):
+            # Each round exports the model again, right before its measurements, and predicts
+            # from that file: the host's speed drifts over minutes, so a prediction is compared
+            # with runs measured beside its own profile (as 2 processes at once: the real run's
+            # 2 ranks share this host's cores and memory).
+            cost = os.path.join(args.out, "%s_round%d.json" % (model, r))
+            subprocess.run([sys.executable, os.path.join(TOOLS, "export_profile.py"), "--model", model, "--threads",
+                            "1", "--processes", "2", "--batches", "%d,%d" % (b0 // 2, b0), "--iterations", "30",
+                            "-o", cost], check=True, env=env, capture_output=True)
             for c in configs:
                 per_step = measure(model, c[0], c[1], c[2], args.warmup, args.steps, args.out)
                 means[c].append(statistics.fmean(per_step))
                 best[c] = min(best[c], min(per_step))
+                preds[c].append(predict(bench, db, cost, fabric, c[0], c[1], c[2], args.warmup, args.steps))
         for c in configs:
-            p = predict(bench, db, cost, fabric, c[0], c[1], c[2], args.warmup, args.steps)
-            m = statistics.median(means[c])
-            rows.append((model, c, m, min(means[c]), max(means[c]), best[c], p))
-    print("%-9s %-12s %5s %11s %20s %10s %11s %7s" % ("model", "variant", "batch", "meas(ms)", "rounds [min,max]",
-                                                     "best step", "pred(ms)", "error"))
-    for model, (v, h, b), m, lo, hi, bs, p in rows:
+            m, p = statistics.median(means[c]), statistics.median(preds[c])
+            rows.append((model, c, m, min(means[c]), max(means[c]), best[c], p, min(preds[c]), max(preds[c])))
+    print("%-9s %-12s %5s %11s %20s %10s %11s %20s %7s" % ("model", "variant", "batch", "meas(ms)",
+                                                           "rounds [min,max]", "best step", "pred(ms)",
+                                                           "rounds [min,max]", "error"))
+    for model, (v, h, b), m, lo, hi, bs, p, plo, phi in rows:
         name = "ddp" if v == "ddp" else "localsgd H=%d" % h
-        print("%-9s %-12s %5d %11.3f %20s %10.3f %11.3f %+6.1f%%" % (model, name, b, 1e3 * m,
-              "[%.3f, %.3f]" % (1e3 * lo, 1e3 * hi), 1e3 * bs, 1e3 * p, 100 * (p - m) / m))
+        print("%-9s %-12s %5d %11.3f %20s %10.3f %11.3f %20s %+6.1f%%" % (model, name, b, 1e3 * m,
+              "[%.3f, %.3f]" % (1e3 * lo, 1e3 * hi), 1e3 * bs, 1e3 * p, "[%.3f, %.3f]" % (1e3 * plo, 1e3 * phi),
+              100 * (p - m) / m))
     for model in args.models.split(","):
         mine = [r for r in rows if r[0] == model]
         tau = kendall_tau([r[2] for r in mine], [r[6] for r in mine])
