@@ -469,6 +469,9 @@ class Trainer {
     }
     comm_.compute_done(ComputePhase::phase_optimizer);
     const double t5 = clock();
+    // A variant that communicates in its optimizer step (ps's push, sharded all-gathers): the
+    // time inside those operations is comm and wait, not optimizer compute.
+    const double opt_blocked = t ? events_blocked_s(recorder_.events(), events_before_opt) : 0.0;
     if (step > 0 && step < w_.plan.warmup) probe_model_pass(state);
     w_.algorithm->after_update(state);
     if (t) {
@@ -477,9 +480,7 @@ class Trainer {
       row.data_s = t1 - t0;
       row.fwd_s = t2 - t1;
       row.bwd_s = t3 - t2 - row.injected_s;
-      // A variant that communicates in its optimizer step (ps's push, sharded all-gathers):
-      // the time inside those operations is comm and wait, not optimizer compute.
-      row.opt_s = std::max(0.0, t5 - t4 - events_blocked_s(recorder_.events(), events_before_opt));
+      row.opt_s = std::max(0.0, t5 - t4 - opt_blocked);
       row.step_s = comm_.now() - t0;
       if (!std::isnan(state.staleness)) row.staleness = state.staleness;
       recorder_.end_step(*t);
