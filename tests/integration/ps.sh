@@ -2,7 +2,8 @@
 # ranks) equals ssgd on 2 workers bit for bit (the data is sharded among workers only), every
 # mode on 1 worker equals serial SGD, async and ssp finish under a straggler and record
 # staleness (steps.staleness, summaries), the bytes per step follow docs/algorithms.md, and
-# bad input is refused with a message naming the flag.
+# bad input is refused with a message naming the flag; the push inside the optimizer step is
+# comm, not optimizer time (simulated: opt_s is the profile's).
 source "$(dirname "$0")/common.bash"
 
 common=(--dataset "$SMALL" --steps 40 --batch 32 --lr 0.05 --seed 5 --db t.db --eval-every 20)
@@ -126,4 +127,15 @@ refuse "leaves no worker" --workers 2 --algo ps --ps-shards 2
 refuse "leaves no worker" --workers 2 --algo ps --ps-placement dedicated --ps-shards 2
 refuse "--ps-mode: unknown mode" --workers 2 --algo ps --ps-mode bsp
 refuse "adamw does not apply to --algo ps" --workers 2 --algo ps --optimizer adamw
+# The push happens inside the optimizer step: its time is comm (and wait), not optimizer
+# compute. Simulated over a 100 Mbit/s, 1 ms link from the ssgd run's profile, jitter off:
+# every step's opt_s is the profile's optimizer time exactly, and step = compute + comm + wait.
+P=$(sql t.db "select min(id) from runs where algorithm='ssgd' and workers=2 and backend='mpi'")
+timeout 300 "$BIN" run --workers 2 --algo ps --backend sim --profile-from "$P" --compute-jitter off \
+  --ps-placement colocated --bandwidth 100Mbps --latency 1ms "${common[@]}" > sim_push.out 2>&1 || { cat sim_push.out; fail "sim ps failed"; }
+S=$(last_id)
+bad=$(sql t.db "select count(*) from steps s, summaries p where s.run_id=$S and s.timed and p.run_id=$P and
+  (abs(s.opt_s - p.opt_s) > 1e-12 or s.comm_s < 1e-3 or
+   abs(s.step_s - s.data_s - s.fwd_s - s.bwd_s - s.opt_s - s.comm_s - s.wait_s) > 1e-6)")
+[ "$bad" = 0 ] || fail "$bad simulated ps steps count the push in opt_s or break step = compute + comm + wait"
 echo PASS
