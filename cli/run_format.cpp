@@ -20,6 +20,7 @@
 #include "core/run_config.hpp"
 #include "results/report_rows.hpp"
 #include "results/row_fields.hpp"
+#include "workloads/cost_file.hpp"
 #include "workloads/datasets/subset.hpp"
 
 namespace dsgd {
@@ -79,6 +80,7 @@ std::string format_config(const RunConfig& cfg, const RunRecord& r, bool full) {
     if (!shown) continue;
     if (key == "steps") value = fmt::format("{}", r.steps);
     if (key == "warmup") value = fmt::format("{}", r.warmup);
+    if (key == "dataset" && cost_file_workload(cfg.workload)) value = "none (a cost file or a trace reads no data)";
     if (key == "lr")
       value = cfg.lr > 0 ? fmt::format("{}", cfg.lr)
                          : fmt::format("{} (the default of {})", optimizer_base_lr(cfg), optimizer_resolve_name(cfg));

@@ -45,6 +45,8 @@ awk -v f="$fwd" 'BEGIN { exit !(f > 0.000398999 && f < 0.000399001) }' || fail "
 bytes=$(sql t.db "select avg(bytes_sent) from steps where run_id=$R and timed")
 awk -v b="$bytes" 'BEGIN { exit !(b > 1424709 && b < 1424711) }' || fail "bytes sent $bytes, expected 1424710"
 [ "$(sql t.db "select dataset from runs where id=$R")" = none ] || fail "a cost file's run reads no dataset"
+grep -q "^  dataset       none (a cost file or a trace reads no data)" run.out ||
+  { cat run.out; fail "the effective configuration names a dataset for a cost file"; }
 "$BIN" show "$R" --db t.db > show.out
 grep -q "predicted: timing only; compute from cost file: model mlp-784-256-10 (pytorch 1.13.1" show.out ||
   { cat show.out; fail "show does not say what was predicted from"; }
