@@ -249,7 +249,45 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   r.details_json = details.dump();
 }
 
-void profile_jitter_from_cost_file(const CostAtBatch& at, SimProfile& p);
+// The compute jitter of a cost file: the exporter's per-iteration step times at the measured
+// batch nearest the run's, their distribution relative to its median taken to hold at the
+// run's batch. They become factors on the forward and backward (what the jitter scales), so
+// that the simulated step (data + forward + backward + optimizer) has that distribution
+// around the file's step at the run's batch; the forward and backward are scaled down to the
+// fastest step's. None for a file without the times (an older exporter, a trace).
+void profile_jitter_from_cost_file(const CostAtBatch& at, SimProfile& p) {
+  const std::vector<double> f = profile_jitter_quantiles(at.step_times_s);
+  if (f.empty()) {
+    p.jitter_source = at.step_times_s.empty()
+                          ? "none: the cost file has no per-iteration step times (exported by an older "
+                            "tools/export_profile.py, or a trace)"
+                          : "none: the cost file's per-iteration step times are too few or start at 0";
+    return;
+  }
+  SimComputeCost& c = p.cost;
+  double compute = c.fwd_s + c.bwd_rest_s;
+  for (double b : c.bwd_layer_s) compute += b;
+  const double fixed = c.data_s + c.opt_s;  // not scaled by the jitter
+  const double median = stats_median(f);
+  const double fastest = at.step_s / median;  // the step at the distribution's lowest quantile
+  const double low = fastest - fixed;
+  if (!(compute > 0) || !(low > 0)) {
+    p.jitter_source = "none: the cost file's fastest step is not longer than its optimizer and unattributed parts";
+    return;
+  }
+  std::vector<double> g(f.size());
+  for (size_t k = 0; k < f.size(); ++k) g[k] = (f[k] * fastest - fixed) / low;
+  g.front() = 1.0;
+  const double scale = low / compute;
+  c.fwd_s *= scale;
+  c.bwd_rest_s *= scale;
+  for (double& b : c.bwd_layer_s) b *= scale;
+  p.jitter.factors = {std::move(g)};
+  p.jitter_source = fmt::format(
+      "from the cost file's {} per-iteration step times at batch {} ({} quantiles: the slowest step {:.2f}x the "
+      "fastest, the median {:.2f}x)",
+      at.step_times_s.size(), at.step_times_batch, f.size(), f.back(), median);
+}
 
 // A cost-file workload (--workload profile:FILE): the layers and compute times are the
 // file's, at cfg.batch (workloads/cost_file.hpp); no dataset, no numerics (timing-only).
@@ -571,46 +609,6 @@ void profile_jitter_from_calibration(const std::vector<ProfileRow>& rows, int64_
       "from calibration {}'s per-iteration distribution at batch {} ({} quantiles: the slowest {:.2f}x the fastest, "
       "the median {:.2f}x)",
       calibration_id, first->batch, k, f.back(), median);
-}
-
-// The compute jitter of a cost file: the exporter's per-iteration step times at the measured
-// batch nearest the run's, their distribution relative to its median taken to hold at the
-// run's batch. They become factors on the forward and backward (what the jitter scales), so
-// that the simulated step (data + forward + backward + optimizer) has that distribution
-// around the file's step at the run's batch; the forward and backward are scaled down to the
-// fastest step's. None for a file without the times (an older exporter, a trace).
-void profile_jitter_from_cost_file(const CostAtBatch& at, SimProfile& p) {
-  const std::vector<double> f = profile_jitter_quantiles(at.step_times_s);
-  if (f.empty()) {
-    p.jitter_source = at.step_times_s.empty()
-                          ? "none: the cost file has no per-iteration step times (exported by an older "
-                            "tools/export_profile.py, or a trace)"
-                          : "none: the cost file's per-iteration step times are too few or start at 0";
-    return;
-  }
-  SimComputeCost& c = p.cost;
-  double compute = c.fwd_s + c.bwd_rest_s;
-  for (double b : c.bwd_layer_s) compute += b;
-  const double fixed = c.data_s + c.opt_s;  // not scaled by the jitter
-  const double median = stats_median(f);
-  const double fastest = at.step_s / median;  // the step at the distribution's lowest quantile
-  const double low = fastest - fixed;
-  if (!(compute > 0) || !(low > 0)) {
-    p.jitter_source = "none: the cost file's fastest step is not longer than its optimizer and unattributed parts";
-    return;
-  }
-  std::vector<double> g(f.size());
-  for (size_t k = 0; k < f.size(); ++k) g[k] = (f[k] * fastest - fixed) / low;
-  g.front() = 1.0;
-  const double scale = low / compute;
-  c.fwd_s *= scale;
-  c.bwd_rest_s *= scale;
-  for (double& b : c.bwd_layer_s) b *= scale;
-  p.jitter.factors = {std::move(g)};
-  p.jitter_source = fmt::format(
-      "from the cost file's {} per-iteration step times at batch {} ({} quantiles: the slowest step {:.2f}x the "
-      "fastest, the median {:.2f}x)",
-      at.step_times_s.size(), at.step_times_batch, f.size(), f.back(), median);
 }
 
 SimProfile sim_profile_from_run(const RunConfig& cfg, const Store* store, const std::vector<LayerView>& layers) {
