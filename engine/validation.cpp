@@ -167,32 +167,6 @@ bool validation_prediction_races(const RunConfig& cfg) {
   return variant.needs && (variant.needs(cfg) & cap_one_sided_windows) != 0;
 }
 
-double validation_step_standard_error(const std::vector<StepRow>& steps) {
-  std::map<int64_t, std::pair<double, int>> per_step;  // step → (sum of its ranks' step_s, ranks)
-  for (const StepRow& row : steps)
-    if (row.timed) {
-      auto& [sum, ranks] = per_step[row.step];
-      sum += row.step_s;
-      ++ranks;
-    }
-  const size_t n = per_step.size();
-  if (n < 4) return 0;
-  std::vector<double> mean_of_step;  // in step order (a map iterates its keys in order)
-  mean_of_step.reserve(n);
-  for (const auto& [step, acc] : per_step) mean_of_step.push_back(acc.first / acc.second);
-  const auto batches = static_cast<size_t>(std::sqrt(static_cast<double>(n)));
-  std::vector<double> means(batches, 0.0);
-  for (size_t b = 0; b < batches; ++b) {
-    const size_t lo = b * n / batches, hi = (b + 1) * n / batches;
-    for (size_t i = lo; i < hi; ++i) means[b] += mean_of_step[i];
-    means[b] /= static_cast<double>(hi - lo);
-  }
-  double mean = 0, var = 0;
-  for (double m : means) mean += m / static_cast<double>(batches);
-  for (double m : means) var += (m - mean) * (m - mean) / static_cast<double>(batches - 1);
-  return std::sqrt(var / static_cast<double>(batches));
-}
-
 double validation_compute_rank_spread(const std::vector<StepRow>& steps) {
   std::map<int, std::pair<double, int64_t>> per_rank;  // compute sum, steps
   for (const StepRow& row : steps)
@@ -302,9 +276,9 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
     v.metrics.push_back(
         ValidationMetric{kValidationRankSpread, spread_m, spread_s, validation_rel_error(spread_m, spread_s)});
   // Each run's own sampling noise: how far apart the two means may lie by chance.
-  v.metrics.push_back(
-      ValidationMetric{kValidationStepStandardError, validation_step_standard_error(store.steps_get(v.measured_run_id)),
-                       validation_step_standard_error(store.steps_get(v.simulated_run_id)), std::nullopt});
+  v.metrics.push_back(ValidationMetric{kValidationStepStandardError,
+                                       summary_step_standard_error(store.steps_get(v.measured_run_id)),
+                                       summary_step_standard_error(store.steps_get(v.simulated_run_id)), std::nullopt});
   if (races) v.metrics.push_back(ValidationMetric{kValidationSeedSpread, seed_low, seed_high, std::nullopt});
   v.host = system_info_read().host;
   v.config_json = run_config_to_json(cfg).dump();

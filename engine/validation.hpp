@@ -76,11 +76,6 @@ inline constexpr const char* kValidationStepStandardError = "step_time_s.standar
 inline constexpr const char* kValidationSeedSpread = "step_time_s.seed_spread";
 // Whether cfg's prediction is a race that step 5 measures (its variant needs one-sided windows).
 bool validation_prediction_races(const RunConfig& cfg);
-// The standard error of a run's mean step by batch means: its timed steps in step order (each
-// step's mean over its ranks) cut into ⌊√n⌋ batches of consecutive steps, the standard deviation
-// of the batch means over √batches, so that correlated steps (a drift, a lock race that goes
-// one way for a while) are not counted as independent. 0 with fewer than 4 timed steps.
-double validation_step_standard_error(const std::vector<StepRow>& steps);
 
 // What a reader of a validation should know before trusting its errors, one sentence each:
 //   - the step predicted from the measured run's own compute, and its error (when stored);

@@ -70,6 +70,12 @@ const std::vector<RowField<Summary>>& summary_fields() {
           .since(2)
           .print("throughput", "{:>12.1f} samples/s"),
       F{"step_time_s", "s", "mean step_s over timed (rank, step) rows", &S::step_time_s}.since(2).print_step("step"),
+      F{"step_time_se_s", "s",
+        "standard error of step_time_s by batch means (the timed steps in order, in floor(sqrt(n)) batches); "
+        "null: under 4 timed steps",
+        &S::step_time_se_s}
+          .since(19)
+          .print("step's error", "+-{:.4f} ms (standard error of the mean step, by batch means)", 1e3),
       F{"compute_s", "s", "fwd_s + bwd_s + opt_s", &S::compute_s}.since(2).print_step("  compute (fwd+bwd+opt)"),
       F{"fwd_s", "s", "mean forward time per step", &S::fwd_s}.since(2).print_step("    forward"),
       F{"bwd_s", "s", "mean backward time per step", &S::bwd_s}.since(2).print_step("    backward"),

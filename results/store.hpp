@@ -115,6 +115,9 @@ struct Summary {
   // simulator charges per pass an algorithm makes outside compute (gossip's mix). Empty
   // without warm-up steps, on the sim backend and before schema v18.
   std::optional<double> model_pass_s;
+  // The standard error of step_time_s (summary_step_standard_error); empty under 4 timed steps
+  // and before schema v19.
+  std::optional<double> step_time_se_s;
 };
 
 struct RunWithSummary {
@@ -283,6 +286,11 @@ class Store {
 
 // Computes the summary of a run from its stored rows (used by run_finish).
 Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps, const std::vector<EvalRow>& evals);
+// The standard error of a run's mean step by batch means: its timed steps in step order (each
+// step's mean over its ranks) cut into ⌊√n⌋ batches of consecutive steps, the standard deviation
+// of the batch means over √batches, so that correlated steps (a drift, a lock race that goes
+// one way for a while) are not counted as independent. 0 with fewer than 4 timed steps.
+double summary_step_standard_error(const std::vector<StepRow>& steps);
 // Sets summary.host_load (now) and cpu_steal (since the run's entry in `begin_cpu`, when it
 // has one) for a run that ends now; neither for a simulated run (its clock is virtual).
 void summary_conditions(const RunRecord& run, const std::vector<std::pair<int64_t, CpuTimes>>& begin_cpu,

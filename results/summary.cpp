@@ -22,6 +22,7 @@
 //   null when no evaluation has one.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <utility>
 #include <vector>
@@ -177,7 +178,34 @@ Summary summary_compute(const RunRecord& run, const std::vector<StepRow>& steps,
   const double slowest_total = slowest_rank_total(step_times, summary);
   throughput_and_mfu(run, slowest_total, summary);
   eval_metrics(run, evals, summary);
+  if (const double se = summary_step_standard_error(steps); se > 0) summary.step_time_se_s = se;
   return summary;
+}
+
+double summary_step_standard_error(const std::vector<StepRow>& steps) {
+  std::map<int64_t, std::pair<double, int>> per_step;  // step → (sum of its ranks' step_s, ranks)
+  for (const StepRow& row : steps)
+    if (row.timed) {
+      auto& [sum, ranks] = per_step[row.step];
+      sum += row.step_s;
+      ++ranks;
+    }
+  const size_t n = per_step.size();
+  if (n < 4) return 0;
+  std::vector<double> mean_of_step;  // in step order (a map iterates its keys in order)
+  mean_of_step.reserve(n);
+  for (const auto& [step, acc] : per_step) mean_of_step.push_back(acc.first / acc.second);
+  const auto batches = static_cast<size_t>(std::sqrt(static_cast<double>(n)));
+  std::vector<double> means(batches, 0.0);
+  for (size_t b = 0; b < batches; ++b) {
+    const size_t lo = b * n / batches, hi = (b + 1) * n / batches;
+    for (size_t i = lo; i < hi; ++i) means[b] += mean_of_step[i];
+    means[b] /= static_cast<double>(hi - lo);
+  }
+  double mean = 0, var = 0;
+  for (double m : means) mean += m / static_cast<double>(batches);
+  for (double m : means) var += (m - mean) * (m - mean) / static_cast<double>(batches - 1);
+  return std::sqrt(var / static_cast<double>(batches));
 }
 
 }  // namespace dsgd

@@ -50,6 +50,13 @@ metrics() {
 }
 [[ "$(metrics "$D1")" == "$(metrics "$D2")" ]] || fail "same seed gave different stored metrics"
 [[ "$(metrics "$D1")" != "$(metrics "$D3")" ]] || fail "different seeds gave identical metrics"
+# The predicted step's standard error (batch means over the timed steps): stored, above 0 with
+# a lognormal straggler, below the step itself, and printed under the per-step block.
+se=$(sql t.db "SELECT printf('%.4f', 1000 * step_time_se_s) FROM summaries WHERE run_id=$D1")
+awk -v se="$se" -v s="$(sql t.db "SELECT 1000 * step_time_s FROM summaries WHERE run_id=$D1")" \
+  'BEGIN{exit !(se > 0 && se < s)}' || fail "step_time_se_s '$se' ms not in (0, step)"
+grep -Eq "^  step's error +\+-$se ms \(standard error of the mean step, by batch means\)$" d1.out ||
+  { cat d1.out; fail "the run did not print its step's standard error ($se ms)"; }
 
 # A fixed straggler: worker 1 is 20 ms late at every step; worker 0 waits exactly that (ssgd).
 "$BIN" run --workers 2 --algo ssgd "${common[@]}" "${sim[@]}" --straggler "fixed:rank=1,delay=20ms" \

@@ -50,6 +50,7 @@ RunWithSummary sample_run() {
   Summary s;
   s.throughput_samples_per_s = 12345.678;
   s.step_time_s = 0.0103;
+  s.step_time_se_s = 0.0002;
   s.compute_s = 0.006;
   s.fwd_s = 0.002;
   s.bwd_s = 0.003;
@@ -86,8 +87,8 @@ TEST(ReportRows, RunsCsvGolden) {
   const std::string csv = out.str();
   const std::string header =
       "run_id,status,created_at,finished_at,workload,dataset,algorithm,backend,workers,batch,period,steps,warmup,"
-      "seed,tag,target,throughput_samples_per_s,step_time_s,compute_s,fwd_s,bwd_s,opt_s,data_s,comm_s,wait_s,"
-      "overlap_s,overlap_pct,injected_s,bytes_sent_per_step,timed_steps,final_train_loss,final_test_loss,"
+      "seed,tag,target,throughput_samples_per_s,step_time_s,step_time_se_s,compute_s,fwd_s,bwd_s,opt_s,data_s,comm_s,"
+      "wait_s,overlap_s,overlap_pct,injected_s,bytes_sent_per_step,timed_steps,final_train_loss,final_test_loss,"
       "final_test_acc,time_to_target_s,steps_to_target,staleness_mean,staleness_max,model_gflops,peak_gflops,mfu,"
       "eval_total_s,host_load,cpu_steal,model_pass_s" +
       config_header() + ",tool_version,git_commit,build_type,host,cpu_model,mpi_version,prediction,error\n";
@@ -97,7 +98,8 @@ TEST(ReportRows, RunsCsvGolden) {
   // its newline kept inside the quotes; shortest round-trip reals; nulls empty.
   const std::string expected_start =
       "7,completed,2026-11-30T01:02:03Z,2026-11-30T01:02:09Z,svm,\"synthetic:n=100,d=5\",localsgd,mpi,2,64,8,100,5,"
-      "42,\"a,b \"\"q\"\"\nline2\",acc=0.8,12345.678,0.0103,0.006,0.002,0.003,0.001,0.0005,0.003,1e-07,0.001,25,0,"
+      "42,\"a,b "
+      "\"\"q\"\"\nline2\",acc=0.8,12345.678,0.0103,0.0002,0.006,0.002,0.003,0.001,0.0005,0.003,1e-07,0.001,25,0,"
       "1500000,95,0.5,0.25,0.8125,,,,,,,,,";
   ASSERT_EQ(row.substr(0, expected_start.size()), expected_start);
   const std::string expected_end = ",0.1.0,abc123,Release,node1,Test CPU,MPICH 4.0,,\n";

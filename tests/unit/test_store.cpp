@@ -177,6 +177,7 @@ void expect_same_summary(const Summary& a, const Summary& b) {
   expect_same_optional(a.time_to_target_s, b.time_to_target_s);
   EXPECT_EQ(a.steps_to_target, b.steps_to_target);
   expect_same_optional(a.staleness_mean, b.staleness_mean);
+  expect_same_optional(a.step_time_se_s, b.step_time_se_s);
   expect_same_optional(a.staleness_max, b.staleness_max);
   expect_same_optional(a.model_gflops, b.model_gflops);
   expect_same_optional(a.peak_gflops, b.peak_gflops);
@@ -395,6 +396,39 @@ TEST(SummaryCompute, TwoRankExampleFollowsTheDefinitions) {
   ASSERT_TRUE(s.time_to_target_s && s.steps_to_target);
   EXPECT_DOUBLE_EQ(*s.time_to_target_s, 2.0);
   EXPECT_EQ(*s.steps_to_target, 2);
+}
+
+// The standard error of the mean step by batch means (schema v19): 16 timed steps make 4
+// batches of 4 consecutive steps; each step counts as its ranks' mean; warm-up steps do not
+// count; the rows' order does not matter; under 4 timed steps, none.
+TEST(SummaryCompute, TheStepsStandardErrorIsTakenOverBatchesOfConsecutiveSteps) {
+  const auto rows = [](int64_t steps) {
+    std::vector<StepRow> out;
+    for (int rank = 0; rank < 2; ++rank)
+      for (int64_t step = 0; step < steps; ++step) {
+        StepRow row;
+        row.rank = rank;
+        row.step = step;
+        row.timed = step >= 2;
+        const double batch_mean = step < 2 ? 100.0 : 1e-3 * double(1 + (step - 2) / 4);  // 1, 2, 3, 4 ms
+        row.step_s = batch_mean + (rank == 0 ? -0.5e-3 : 0.5e-3);
+        out.push_back(row);
+      }
+    return out;
+  };
+  std::vector<StepRow> steps = rows(18);
+  // Batch means 1, 2, 3, 4 ms: variance 5/3 ms², standard error √(5/3 / 4) ms.
+  const double expected = 1e-3 * std::sqrt(5.0 / 12.0);
+  EXPECT_NEAR(summary_step_standard_error(steps), expected, 1e-12);
+  std::reverse(steps.begin(), steps.end());
+  EXPECT_NEAR(summary_step_standard_error(steps), expected, 1e-12);
+  TwoRankExample ex;
+  const Summary s = summary_compute(ex.run, steps, ex.evals);
+  ASSERT_TRUE(s.step_time_se_s.has_value());
+  EXPECT_NEAR(*s.step_time_se_s, expected, 1e-12);
+  // Too few timed steps (3): none, and the summary has none.
+  EXPECT_EQ(summary_step_standard_error(rows(5)), 0.0);
+  EXPECT_FALSE(summary_compute(ex.run, rows(5), ex.evals).step_time_se_s.has_value());
 }
 
 // Staleness (schema v6): mean and max over the timed rows that have one; rows without (NULL)

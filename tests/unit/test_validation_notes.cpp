@@ -4,8 +4,6 @@
 // whose large relative error is a small part of the step.
 #include <gtest/gtest.h>
 
-#include <algorithm>
-#include <cmath>
 #include <functional>
 
 #include "engine/validation.hpp"
@@ -108,23 +106,6 @@ TEST(ValidationNotes, OneRankComputingSlowerForTheWholeRunIsNamed) {
   // Within the compute noise: nothing said.
   v.metrics.back() = ValidationMetric{kValidationRankSpread, 1.08, 1.0, validation_rel_error(1.08, 1.0)};
   EXPECT_TRUE(validation_notes(v).empty());
-}
-
-// The standard error of a run's mean step by batch means: 16 timed steps make 4 batches of 4
-// consecutive steps; each step counts as its ranks' mean; untimed steps do not count.
-TEST(ValidationNotes, TheStepsStandardErrorIsTakenOverBatchesOfConsecutiveSteps) {
-  const auto fill = [](StepRow& row) {
-    const double batch_mean = row.step < 2 ? 100.0 : 1e-3 * double(1 + (row.step - 2) / 4);  // 1, 2, 3, 4 ms
-    row.step_s = batch_mean + (row.rank == 0 ? -0.5e-3 : 0.5e-3);
-  };
-  std::vector<StepRow> steps = step_rows(2, 18, 2, fill);
-  // Batch means 1, 2, 3, 4 ms: variance 5/3 ms², standard error √(5/3 / 4) ms.
-  EXPECT_NEAR(validation_step_standard_error(steps), 1e-3 * std::sqrt(5.0 / 12.0), 1e-12);
-  // The same steps in another order of rows: the same (steps are ordered by their number).
-  std::reverse(steps.begin(), steps.end());
-  EXPECT_NEAR(validation_step_standard_error(steps), 1e-3 * std::sqrt(5.0 / 12.0), 1e-12);
-  // Too few timed steps: none.
-  EXPECT_EQ(validation_step_standard_error(step_rows(2, 5, 2, fill)), 0.0);  // 3 timed steps
 }
 
 TEST(ValidationNotes, TheStepErrorIsReadAgainstBothRunsSamplingNoise) {
