@@ -3,9 +3,10 @@
 
 For each model (default: an MLP, which has no native workload here, and ResNet-20) this script
   1. measures the fabric as PyTorch sees it (tools/export_fabric.py --spawn 2, gloo on loopback),
-  2. exports the model's cost file at two batch sizes (tools/export_profile.py, 1 thread, in 2
-     processes at once, as the real run's 2 ranks share this host),
-  3. runs it for real on 2 processes (1 thread each): DistributedDataParallel, and Local SGD (a
+  2. exports the model's cost file at two batch sizes (tools/export_profile.py, 1 thread, in N
+     processes at once, as the real run's N ranks share this host),
+  3. runs it for real on N processes (1 thread each; --processes, default 2):
+     DistributedDataParallel, and Local SGD (a
      plain model whose parameters are all-reduced and averaged every H steps, H = 4, 16), at
      three batch sizes: the cost file's largest (measured) and 2x and 4x that (extrapolated),
   4. predicts each configuration with `dsgd-bench run --workload profile:FILE --fabric FABRIC
@@ -18,7 +19,12 @@ median over rounds of each round's prediction (a host whose speed drifts over mi
 each prediction with runs measured beside its own profile).
 
   python3 bench/ddp_check.py --bench build/dsgd-bench --out /tmp/ddp [--models mlp,resnet20]
-      [--rounds 3] [--steps 30] [--batch 16]
+      [--rounds 3] [--steps 30] [--batch 16] [--processes 2]
+
+More processes than cores (--processes 4 on a 2-core host) is a legitimate check of the
+prediction, not of a cluster: the exporter measures each step while the other processes step
+beside it, so the file holds the shared cores' speed, and the fabric is measured by as many
+processes.
 
 A slow network: run it under scripts/netns-cluster.sh (root), which puts two "hosts" in two
 network namespaces joined by a shaped veth link, and pass --netns: rank 0 of every run (and of
@@ -114,7 +120,7 @@ def worker(rank, world, port, model_name, variant, period, batch, warmup, steps,
     dist.destroy_process_group()
 
 
-def measure(model, variant, period, batch, warmup, steps, out):
+def measure(world, model, variant, period, batch, warmup, steps, out):
     path = os.path.join(out, "measured.json")
     if netns_peer():
         launch_pair([os.path.abspath(__file__), "--worker", json.dumps(
@@ -122,16 +128,16 @@ def measure(model, variant, period, batch, warmup, steps, out):
     else:
         import torch.multiprocessing as mp
 
-        mp.spawn(worker, args=(2, free_port(), model, variant, period, batch, warmup, steps, path), nprocs=2)
+        mp.spawn(worker, args=(world, free_port(), model, variant, period, batch, warmup, steps, path), nprocs=world)
     with open(path) as f:
         return json.load(f)
 
 
-def predict(bench, db, cost, fabric, variant, period, batch, warmup, steps):
+def predict(bench, db, cost, fabric, world, variant, period, batch, warmup, steps):
     algo = ["--algo", "ssgd", "--overlap", "true", "--bucket-mb", "25"] if variant == "ddp" else \
         ["--algo", "localsgd", "--period", str(period)]
     cmd = [bench, "run", "--workload", "profile:" + cost, "--fabric", fabric, "--backend", "sim",
-           "--timing-only", "true", "--workers", "2", "--batch", str(batch), "--steps", str(warmup + steps),
+           "--timing-only", "true", "--workers", str(world), "--batch", str(batch), "--steps", str(warmup + steps),
            "--warmup", str(warmup), "--db", db] + algo
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     run_id = int(out.strip().splitlines()[-1].split("=")[1])
@@ -157,6 +163,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--processes", type=int, default=2,
+                    help="ranks of every real run, of the fabric measurement and of the export (default 2)")
     ap.add_argument("--netns", action="store_true",
                     help="ranks in the two namespaces of scripts/netns-cluster.sh (run under it)")
     ap.add_argument("--worker", help=argparse.SUPPRESS)  # one rank of a --netns run (JSON arguments)
@@ -167,6 +175,10 @@ def main():
     if args.netns and not netns_peer():
         ap.error("--netns runs under scripts/netns-cluster.sh (root): "
                  "scripts/netns-cluster.sh --rate 100mbit -- python3 bench/ddp_check.py --netns ...")
+    if args.processes < 2:
+        ap.error("--processes N: N >= 2 (a data-parallel run)")
+    if args.netns and args.processes != 2:
+        ap.error("--netns runs 2 processes, one in each namespace (leave --processes out)")
     if not args.netns and netns_peer():
         ap.error("under scripts/netns-cluster.sh pass --netns (else both ranks stay in one namespace)")
     os.makedirs(args.out, exist_ok=True)
@@ -178,7 +190,8 @@ def main():
         launch_pair([os.path.join(TOOLS, "export_fabric.py"), "--ops", "allreduce", "--max-size", str(8 << 20),
                      "--reps", "10", "-o", fabric], free_port())
     else:
-        subprocess.run([sys.executable, os.path.join(TOOLS, "export_fabric.py"), "--spawn", "2", "-o", fabric],
+        subprocess.run([sys.executable, os.path.join(TOOLS, "export_fabric.py"), "--spawn", str(args.processes),
+                        "-o", fabric],
                        check=True, env=env, capture_output=True)
     db = os.path.join(args.out, "predictions.db")
     if os.path.exists(db):
@@ -193,17 +206,18 @@ def main():
         for r in range(args.rounds):
             # Each round exports the model again, right before its measurements, and predicts
             # from that file: the host's speed drifts over minutes, so a prediction is compared
-            # with runs measured beside its own profile (as 2 processes at once: the real run's
-            # 2 ranks share this host's cores and memory).
+            # with runs measured beside its own profile (as N processes at once: the real run's
+            # N ranks share this host's cores and memory).
             cost = os.path.join(args.out, "%s_round%d.json" % (model, r))
             subprocess.run([sys.executable, os.path.join(TOOLS, "export_profile.py"), "--model", model, "--threads",
-                            "1", "--processes", "2", "--batches", "%d,%d" % (b0 // 2, b0), "--iterations", "30",
+                            "1", "--processes", str(args.processes), "--batches", "%d,%d" % (b0 // 2, b0), "--iterations", "30",
                             "-o", cost], check=True, env=env, capture_output=True)
             for c in configs:
-                per_step = measure(model, c[0], c[1], c[2], args.warmup, args.steps, args.out)
+                per_step = measure(args.processes, model, c[0], c[1], c[2], args.warmup, args.steps, args.out)
                 means[c].append(statistics.fmean(per_step))
                 best[c] = min(best[c], min(per_step))
-                preds[c].append(predict(bench, db, cost, fabric, c[0], c[1], c[2], args.warmup, args.steps))
+                preds[c].append(predict(bench, db, cost, fabric, args.processes, c[0], c[1], c[2], args.warmup,
+                                        args.steps))
         for c in configs:
             m, p = statistics.median(means[c]), statistics.median(preds[c])
             rows.append((model, c, m, min(means[c]), max(means[c]), best[c], p, min(preds[c]), max(preds[c])))
@@ -223,7 +237,8 @@ def main():
         print("%s: Kendall tau %.2f over %d configurations; same best: %s; |error| median %.1f %%, worst %.1f %%"
               % (model, tau, len(mine), "yes" if same_best else "no", 100 * statistics.median(errs),
                  100 * errs[-1]))
-    print("load average now: %s; outputs in %s" % (open("/proc/loadavg").read().split()[:3], args.out))
+    print("%d processes; load average now: %s; outputs in %s" % (args.processes, open("/proc/loadavg").read().split()[:3],
+                                                                 args.out))
 
 
 if __name__ == "__main__":
