@@ -2,13 +2,13 @@
 """The simulator's prediction for a user's own model against real PyTorch on this machine.
 
 For each model (default: an MLP, which has no native workload here, and ResNet-20) this script
-  1. measures the fabric as PyTorch sees it (tools/export_fabric.py --spawn 2, gloo on loopback),
+  1. measures the fabric as PyTorch sees it (tools/export_fabric.py --spawn N, gloo on loopback),
   2. exports the model's cost file at two batch sizes (tools/export_profile.py, 1 thread, in N
      processes at once, as the real run's N ranks share this host),
   3. runs it for real on N processes (1 thread each; --processes, default 2):
-     DistributedDataParallel, and Local SGD (a
-     plain model whose parameters are all-reduced and averaged every H steps, H = 4, 16), at
-     three batch sizes: the cost file's largest (measured) and 2x and 4x that (extrapolated),
+     DistributedDataParallel, and Local SGD (a plain model whose parameters are all-reduced and
+     averaged every H steps; --periods, default H = 1, 4, 16), at three batch sizes: the cost
+     file's largest (measured) and 2x and 4x that (extrapolated),
   4. predicts each configuration with `dsgd-bench run --workload profile:FILE --fabric FABRIC
      --backend sim --timing-only true` (DDP as ssgd with overlap and DDP's 25 MB buckets),
 and prints one line per configuration (measured median and best step, predicted step, error)
@@ -19,7 +19,7 @@ median over rounds of each round's prediction (a host whose speed drifts over mi
 each prediction with runs measured beside its own profile).
 
   python3 bench/ddp_check.py --bench build/dsgd-bench --out /tmp/ddp [--models mlp,resnet20]
-      [--rounds 3] [--steps 30] [--batch 16] [--processes 2]
+      [--rounds 3] [--steps 30] [--batch 16] [--processes 2] [--periods 1,4,16]
 
 More processes than cores (--processes 4 on a 2-core host) is a legitimate check of the
 prediction, not of a cluster: the exporter measures each step while the other processes step
@@ -163,6 +163,9 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--steps", type=int, default=30)
+    ap.add_argument("--periods", default="1,4,16",
+                    help="the Local SGD periods H besides DDP (default 1,4,16; H = 1 averages the parameters "
+                         "after every step, with no overlap)")
     ap.add_argument("--processes", type=int, default=2,
                     help="ranks of every real run, of the fabric measurement and of the export (default 2)")
     ap.add_argument("--netns", action="store_true",
@@ -175,6 +178,12 @@ def main():
     if args.netns and not netns_peer():
         ap.error("--netns runs under scripts/netns-cluster.sh (root): "
                  "scripts/netns-cluster.sh --rate 100mbit -- python3 bench/ddp_check.py --netns ...")
+    try:
+        periods = [int(h) for h in args.periods.split(",")]
+    except ValueError:
+        periods = []
+    if not periods or min(periods) < 1:
+        ap.error("--periods H[,H...]: whole numbers >= 1, e.g. 1,4,16")
     if args.processes < 2:
         ap.error("--processes N: N >= 2 (a data-parallel run)")
     if args.netns and args.processes != 2:
@@ -197,7 +206,8 @@ def main():
     if os.path.exists(db):
         os.remove(db)
     b0 = args.batch
-    configs = [(v, h, b) for b in (b0, 2 * b0, 4 * b0) for v, h in (("ddp", 1), ("localsgd", 4), ("localsgd", 16))]
+    variants = [("ddp", 1)] + [("localsgd", h) for h in periods]
+    configs = [(v, h, b) for b in (b0, 2 * b0, 4 * b0) for v, h in variants]
     rows = []
     for model in args.models.split(","):
         means = {c: [] for c in configs}
