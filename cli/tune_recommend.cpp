@@ -315,6 +315,9 @@ int run_cost_file_recommend(const RecommendOptions& o, const TuneSpec& spec) {
   for (const CostFileRankRow& r : ranking.rows) {
     nlohmann::json row = {{"configuration", candidate_key(r.candidate)},
                           {"step_s", r.step_s},
+                          {"step_range_s", {r.step_low_s, r.step_high_s}},
+                          {"seeds", r.leader ? kCostFileSeeds : 1},
+                          {"within_noise_of_best", r.within_noise},
                           {"score", r.score},
                           {"relative", r.relative}};
     if (ranking.seconds) {
@@ -341,16 +344,21 @@ int run_cost_file_recommend(const RecommendOptions& o, const TuneSpec& spec) {
              ranking.seconds ? fmt::format(" {:>10} {:>21}", "steps", "band (s)") : std::string());
   for (size_t i = 0; i < ranking.rows.size(); ++i) {
     const CostFileRankRow& r = ranking.rows[i];
-    fmt::print("{:>4}  {:<36} {:>12.4f} {:>14.4g} {:>8.3f}x{}\n", i + 1, candidate_key(r.candidate), 1e3 * r.step_s,
-               r.score, r.relative,
+    fmt::print("{:>4}  {:<36} {:>12.4f} {:>14.4g} {:>8.3f}x{}{}\n", i + 1, candidate_key(r.candidate), 1e3 * r.step_s,
+               r.score, r.relative, r.within_noise ? "~" : " ",
                ranking.seconds
                    ? fmt::format(" {:>10.0f} {:>21}", r.steps,
                                  fmt::format("[{:.4g}, {:.4g}]", r.steps_low * r.step_s, r.steps_high * r.step_s))
                    : std::string());
   }
   for (const Refusal& r : ranking.refused) fmt::print("  refused: {}: {}\n", candidate_key(r.candidate), r.reason);
-  fmt::print("\npredicted best: {} (a prediction, not a measurement); to time it:\n  {}\n",
-             candidate_key(ranking.rows.front().candidate), tune_run_command(best));
+  const auto ties =
+      std::count_if(ranking.rows.begin(), ranking.rows.end(), [](const CostFileRankRow& r) { return r.within_noise; });
+  fmt::print(
+      "\npredicted best: {} (a prediction, not a measurement{}); to time it:\n  {}\n",
+      candidate_key(ranking.rows.front().candidate),
+      ties == 0 ? std::string() : fmt::format("; {} more within its noise, marked ~", static_cast<long long>(ties)),
+      tune_run_command(best));
   return 0;
 }
 

@@ -46,6 +46,73 @@ double reference_steps_at(const ConvergenceReference& ref, std::optional<double>
   return noise ? reference_s_min(ref, *noise) * (1.0 + *noise / b) : ref.steps * ref.global_batch / b;
 }
 
+// Sorts best first (stable: ties keep the space's order) and sets each row's relative score.
+void rank_sort(std::vector<CostFileRankRow>& rows) {
+  std::stable_sort(rows.begin(), rows.end(),
+                   [](const CostFileRankRow& a, const CostFileRankRow& b) { return a.score < b.score; });
+  for (CostFileRankRow& r : rows) r.relative = r.score / rows.front().score;
+}
+
+// A row's score at another step time (the score is linear in the step).
+double score_at(const CostFileRankRow& r, double step_s) {
+  return r.step_s > 0 ? r.score * step_s / r.step_s : r.score;
+}
+
+// Times the leaders (sorted rows within kCostFileLeaderMargin of the best, at most
+// kCostFileLeaders) at kCostFileSeeds seeds, ranks them by their median step, marks the leaders
+// that beat or tie the best at a seed, and says so in a note when the seeds moved a step.
+void settle_leaders(CostFileRanking& out, Store& read) {
+  std::vector<CostFileRankRow>& rows = out.rows;
+  for (size_t i = 0; i < rows.size() && i < kCostFileLeaders && rows[i].relative <= 1 + kCostFileLeaderMargin; ++i) {
+    CostFileRankRow& r = rows[i];
+    r.seed_steps_s = {r.step_s};
+    for (int k = 1; k < kCostFileSeeds; ++k) {
+      RunConfig cfg = r.config;
+      cfg.seed += k;
+      r.seed_steps_s.push_back(trial_step_time_estimate(cfg, read));
+    }
+    std::vector<double> steps = r.seed_steps_s;
+    std::sort(steps.begin(), steps.end());
+    r.score = score_at(r, steps[steps.size() / 2]);
+    r.step_s = steps[steps.size() / 2];
+    r.step_low_s = steps.front();
+    r.step_high_s = steps.back();
+    r.leader = true;
+    if (r.step_s > 0) out.leader_spread = std::max(out.leader_spread, (r.step_high_s - r.step_low_s) / r.step_s);
+  }
+  rank_sort(rows);
+  if (!(out.leader_spread > 0) || !rows.front().leader) return;  // no draws: nothing moved
+  // Seed k draws the same compute for every configuration, so the rows are compared seed by seed.
+  const CostFileRankRow& best = rows.front();
+  size_t ties = 0;
+  for (size_t i = 1; i < rows.size(); ++i) {
+    CostFileRankRow& r = rows[i];
+    if (!r.leader) continue;
+    for (size_t k = 0; k < r.seed_steps_s.size() && !r.within_noise; ++k)
+      r.within_noise = score_at(r, r.seed_steps_s[k]) <= score_at(best, best.seed_steps_s[k]);
+    ties += r.within_noise ? 1 : 0;
+  }
+  const auto leaders = std::count_if(rows.begin(), rows.end(), [](const CostFileRankRow& r) { return r.leader; });
+  const std::string draws =
+      fmt::format("{} seeds of the simulator's draws (the cost file's per-iteration step times, a random straggler)",
+                  kCostFileSeeds);
+  if (leaders == 1) {
+    out.notes.push_back(
+        fmt::format("the best (no other configuration within {:.0f} %) was timed at {}: its step moved "
+                    "by {:.2g} % (the median is ranked)",
+                    100 * kCostFileLeaderMargin, draws, 100 * out.leader_spread));
+    return;
+  }
+  out.notes.push_back(fmt::format(
+      "the {} leaders (within {:.0f} % of the best) were timed at {}: their step moved by up to {:.2g} % (ranked by "
+      "the median){}",
+      leaders, 100 * kCostFileLeaderMargin, draws, 100 * out.leader_spread,
+      ties == 0 ? std::string("; the best is ahead at every seed")
+                : fmt::format("; {} marked '~' {} the best at one seed or more: the prediction does not tell {} from "
+                              "the best",
+                              ties, ties == 1 ? "beats or ties" : "beat or tie", ties == 1 ? "it" : "them")));
+}
+
 }  // namespace
 
 ConvergenceReference convergence_reference_parse(const std::string& flag, const std::string& text) {
@@ -111,15 +178,14 @@ CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read, const std::
       }
       row.score = row.steps * row.step_s;
     }
+    row.step_low_s = row.step_high_s = row.step_s;
     row.config = cfg;
     out.rows.push_back(std::move(row));
   }
   if (out.rows.empty())
     DSGD_THROW(InputError, fmt::format("search variants with a timing rule: {}", variant_timing_supported_text()),
                "no configuration of the space can be timed from a cost file");
-  std::stable_sort(out.rows.begin(), out.rows.end(),
-                   [](const CostFileRankRow& a, const CostFileRankRow& b) { return a.score < b.score; });
-  for (CostFileRankRow& r : out.rows) r.relative = r.score / out.rows.front().score;
+  rank_sort(out.rows);
   if (ref) {
     out.seconds = true;
     out.unit = "s to target";
@@ -165,6 +231,7 @@ CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read, const std::
         "--trials and --budget are not used: every configuration is timed (a timing-only run is cheap)");
   if (!spec_in.base.target.empty())
     out.notes.push_back(fmt::format("--target {} is not used: a cost file has no accuracy", spec_in.base.target));
+  settle_leaders(out, read);
   return out;
 }
 

@@ -22,6 +22,14 @@
 //   ranking above); the band runs from that to no scaling at all, S(B) = S_ref.
 // The ranking's figure is then the predicted seconds.
 //
+// The leaders (the rows within kCostFileLeaderMargin of the best, at most kCostFileLeaders) are
+// timed again at two more seeds: a file with per-iteration step times draws each simulated
+// step from them (a random straggler draws too), so one short run's mean moves with its draws.
+// Their step time is the median of the three, their range the lowest and highest. Seed k draws
+// the same compute for every configuration (one draw per worker and step), so a leader that
+// scores at most the best's at one seed or more is within the prediction's noise of it: their
+// order is not resolved (said with the result).
+//
 // Both take Local SGD's and the other periodic variants' H as statistically free (their steps
 // to a target equal synchronous SGD's at the same global batch): an optimistic assumption that
 // favours large H, said with the result. The learning-rate rule has no effect on time and is
@@ -48,12 +56,21 @@ struct ConvergenceReference {
 // InputError naming `flag` otherwise.
 ConvergenceReference convergence_reference_parse(const std::string& flag, const std::string& text);
 
+inline constexpr double kCostFileLeaderMargin = 0.10;  // a leader's score within 10 % of the best's
+inline constexpr size_t kCostFileLeaders = 8;          // timed at kCostFileSeeds seeds at most
+inline constexpr int kCostFileSeeds = 3;
+
 struct CostFileRankRow {
   Candidate candidate;
-  RunConfig config;     // the candidate's run (timing-only on the sim backend)
-  double step_s = 0;    // simulated time per step
-  double score = 0;     // the ranking's figure (CostFileRanking::basis); smaller is better
-  double relative = 1;  // score / the best's score
+  RunConfig config;   // the candidate's run (timing-only on the sim backend)
+  double step_s = 0;  // simulated time per step (a leader's: the median over the seeds)
+  // A leader's lowest and highest step over the seeds; step_s for the other rows.
+  double step_low_s = 0, step_high_s = 0;
+  std::vector<double> seed_steps_s;  // a leader's step at each seed, in seed order
+  bool leader = false;               // timed at kCostFileSeeds seeds
+  bool within_noise = false;         // a leader that is not the best and scores at most the best's at a seed
+  double score = 0;                  // the ranking's figure (CostFileRanking::basis); smaller is better
+  double relative = 1;               // score / the best's score
   // With a ConvergenceReference: predicted steps to the target and their band (the seconds
   // are these times step_s; score is the middle one).
   double steps = 0, steps_low = 0, steps_high = 0;
@@ -65,6 +82,7 @@ struct CostFileRanking {
   std::string basis;                  // what score is, in words
   std::string unit;                   // score's unit ("s per sample", "relative")
   std::vector<std::string> notes;     // the assumptions the ranking rests on
+  double leader_spread = 0;           // the leaders' largest (high − low) / median step over the seeds
   bool seconds = false;               // rows carry steps to the target (score: seconds to it)
 };
 

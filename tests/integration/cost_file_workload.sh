@@ -157,6 +157,34 @@ a, b = rows["localsgd H=16 b=16 lr=linear"], rows["localsgd H=16 b=64 lr=linear"
 for x, batch in ((a, 16), (b, 64)):
     assert abs(x["score"] - x["step_s"] * (1 + 4096 / (batch * 8))) < 1e-12 * x["score"], x
 PY
+# The leaders (within 10 % of the best) are timed at 3 seeds of the file's step-time draws and
+# ranked by the median; one that beats or ties the best at a seed is marked within its noise
+# (ssgd and localsgd H=1 time the same: a tie at every seed). A file without step times has
+# nothing to draw: no note, no mark.
+"$TUNE" recommend --workers 8 --algos ssgd,localsgd --period 1 --batch 16 --bandwidth 100Mbps --latency 1ms \
+  --workload profile:mlp_times.json --db tune.db --format json > tie.json || fail "ranking a tie failed"
+"$TUNE" "${tune[@]}" --workload profile:mlp_times.json --db tune.db --format json > lead.json ||
+  fail "ranking a file with step times failed"
+"$TUNE" recommend --workers 8 --algos ssgd,localsgd --period 1 --batch 16 --bandwidth 100Mbps --latency 1ms \
+  --workload profile:mlp_times.json --db tune.db > tie.out || fail "ranking a tie (table) failed"
+grep -Eq '^   2  localsgd H=1 b=16 lr=linear .*1\.000x~$' tie.out || { cat tie.out; fail "the tie is not marked ~"; }
+grep -q "1 more within its noise, marked ~" tie.out || { cat tie.out; fail "the best's line does not name the tie"; }
+python3 - <<'PY' || fail "the leaders' seeds, medians and ties are not as documented"
+import json
+t = json.load(open("tie.json"))
+a, b = t["ranking"]
+assert a["seeds"] == 3 and b["seeds"] == 3 and b["within_noise_of_best"] and not a["within_noise_of_best"], t
+assert a["step_s"] == b["step_s"], t
+assert any("beats or ties the best at one seed or more" in n for n in t["notes"]), t["notes"]
+r = json.load(open("lead.json"))["ranking"]
+best = r[0]
+lo, hi = best["step_range_s"]
+assert best["seeds"] == 3 and lo < best["step_s"] < hi, best  # the median of three different draws
+assert all(x["seeds"] == 1 and x["step_range_s"] == [x["step_s"], x["step_s"]] for x in r[1:]), r  # 3.1x and more
+plain = json.load(open("rank.json"))  # mlp_gns.json: no step times
+assert not any("seeds of the simulator's draws" in n for n in plain["notes"]), plain["notes"]
+assert not any(x["within_noise_of_best"] for x in plain["ranking"]), plain["ranking"]
+PY
 # A convergence point of the user's (--reference-steps STEPS@BATCH) turns the ranking into
 # predicted seconds to the target: S(B) = S_min (1 + B_noise / B), S_min from the point, a band
 # from B_noise / 2 to 2 B_noise (0 at the reference batch); without a noise scale, perfect
