@@ -275,10 +275,9 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   if (spread_m > 0)
     v.metrics.push_back(
         ValidationMetric{kValidationRankSpread, spread_m, spread_s, validation_rel_error(spread_m, spread_s)});
-  // Each run's own sampling noise: how far apart the two means may lie by chance.
-  v.metrics.push_back(ValidationMetric{kValidationStepStandardError,
-                                       summary_step_standard_error(store.steps_get(v.measured_run_id)),
-                                       summary_step_standard_error(store.steps_get(v.simulated_run_id)), std::nullopt});
+  // Each run's own sampling noise (its summary's): how far apart the two means may lie by chance.
+  v.metrics.push_back(ValidationMetric{kValidationStepStandardError, m.summary->step_time_se_s.value_or(0.0),
+                                       s.summary->step_time_se_s.value_or(0.0), std::nullopt});
   if (races) v.metrics.push_back(ValidationMetric{kValidationSeedSpread, seed_low, seed_high, std::nullopt});
   v.host = system_info_read().host;
   v.config_json = run_config_to_json(cfg).dump();

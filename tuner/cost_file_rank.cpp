@@ -63,6 +63,7 @@ double score_at(const CostFileRankRow& r, double step_s) {
 // that beat or tie the best at a seed, and says so in a note when the seeds moved a step.
 void settle_leaders(CostFileRanking& out, Store& read) {
   std::vector<CostFileRankRow>& rows = out.rows;
+  double spread = 0;  // the leaders' largest (highest − lowest) / median step over the seeds
   for (size_t i = 0; i < rows.size() && i < kCostFileLeaders && rows[i].relative <= 1 + kCostFileLeaderMargin; ++i) {
     CostFileRankRow& r = rows[i];
     r.seed_steps_s = {r.step_s};
@@ -78,10 +79,10 @@ void settle_leaders(CostFileRanking& out, Store& read) {
     r.step_low_s = steps.front();
     r.step_high_s = steps.back();
     r.leader = true;
-    if (r.step_s > 0) out.leader_spread = std::max(out.leader_spread, (r.step_high_s - r.step_low_s) / r.step_s);
+    if (r.step_s > 0) spread = std::max(spread, (r.step_high_s - r.step_low_s) / r.step_s);
   }
   rank_sort(rows);
-  if (!(out.leader_spread > 0) || !rows.front().leader) return;  // no draws: nothing moved
+  if (!(spread > 0) || !rows.front().leader) return;  // no draws: nothing moved
   // Seed k draws the same compute for every configuration, so the rows are compared seed by seed.
   const CostFileRankRow& best = rows.front();
   size_t ties = 0;
@@ -100,13 +101,13 @@ void settle_leaders(CostFileRanking& out, Store& read) {
     out.notes.push_back(
         fmt::format("the best (no other configuration within {:.0f} %) was timed at {}: its step moved "
                     "by {:.2g} % (the median is ranked)",
-                    100 * kCostFileLeaderMargin, draws, 100 * out.leader_spread));
+                    100 * kCostFileLeaderMargin, draws, 100 * spread));
     return;
   }
   out.notes.push_back(fmt::format(
       "the {} leaders (within {:.0f} % of the best) were timed at {}: their step moved by up to {:.2g} % (ranked by "
       "the median){}",
-      leaders, 100 * kCostFileLeaderMargin, draws, 100 * out.leader_spread,
+      leaders, 100 * kCostFileLeaderMargin, draws, 100 * spread,
       ties == 0 ? std::string("; the best is ahead at every seed")
                 : fmt::format("; {} marked '~' {} the best at one seed or more: the prediction does not tell {} from "
                               "the best",

@@ -82,7 +82,6 @@ struct CostFileRanking {
   std::string basis;                  // what score is, in words
   std::string unit;                   // score's unit ("s per sample", "relative")
   std::vector<std::string> notes;     // the assumptions the ranking rests on
-  double leader_spread = 0;           // the leaders' largest (high − low) / median step over the seeds
   bool seconds = false;               // rows carry steps to the target (score: seconds to it)
 };
 
