@@ -4,7 +4,8 @@
 // --overlap true (wait-free backprop, PyTorch DDP style): layers are grouped into buckets
 // of about --bucket-mb MB in backward order (last layer first; a bucket closes once it
 // reaches the size, or where two layers are not adjacent in the flat buffer; 0: one bucket
-// per layer). A bucket's non-blocking all-reduce is launched from the backward hook the
+// per layer; the first bucket closes at --first-bucket-mb when given, as PyTorch DDP's first
+// bucket closes at 1 MiB). A bucket's non-blocking all-reduce is launched from the backward hook the
 // moment its last layer's gradient is final, progressed at later hooks while earlier layers
 // still compute, and waited for before the optimizer step; the time in flight is recorded
 // as overlap_s. Each element's sum is the same whichever bucket carries it, so the result is
@@ -27,6 +28,7 @@
 #include "algorithms/timing_rules.hpp"
 #include "algorithms/variant.hpp"
 #include "core/clock.hpp"
+#include "workloads/cost_file.hpp"
 
 namespace dsgd {
 
@@ -41,8 +43,12 @@ struct Bucket {
 
 class Ssgd final : public Algorithm {
  public:
-  Ssgd(bool overlap, double bucket_mb, const std::string& compress, uint64_t seed)
-      : overlap_(overlap), bucket_bytes_(bucket_mb * 1e6), compress_(compress), seed_(seed) {
+  Ssgd(bool overlap, double bucket_mb, double first_bucket_mb, const std::string& compress, uint64_t seed)
+      : overlap_(overlap),
+        bucket_bytes_(bucket_mb * 1e6),
+        first_bucket_bytes_(first_bucket_mb > 0 ? first_bucket_mb * 1e6 : bucket_mb * 1e6),
+        compress_(compress),
+        seed_(seed) {
     if (!compress.empty() && !overlap) compressor_ = compressor_create(compress);
   }
   std::string name() const override { return "ssgd"; }
@@ -55,7 +61,8 @@ class Ssgd final : public Algorithm {
     for (size_t k = layers.size(); k-- > 0;) {
       const LayerView& v = layers[k];
       const bool adjacent = !buckets_.empty() && v.offset + v.count == buckets_.back().offset;
-      const bool full = !buckets_.empty() && double(buckets_.back().count) * sizeof(float) >= bucket_bytes_;
+      const bool full = !buckets_.empty() && double(buckets_.back().count) * sizeof(float) >=
+                                                 (buckets_.size() == 1 ? first_bucket_bytes_ : bucket_bytes_);
       if (buckets_.empty() || !adjacent || full) buckets_.push_back(Bucket{v.offset + v.count, 0, 0, 0});
       Bucket& b = buckets_.back();
       b.offset = v.offset;
@@ -143,6 +150,7 @@ class Ssgd final : public Algorithm {
  private:
   bool overlap_;
   double bucket_bytes_;
+  double first_bucket_bytes_;  // the first bucket's (the last layers', launched first)
   std::string compress_;
   std::unique_ptr<GradientCompressor> compressor_;                       // blocking --compress
   std::vector<std::unique_ptr<GradientCompressor>> bucket_compressors_;  // --overlap --compress
@@ -157,12 +165,21 @@ class Ssgd final : public Algorithm {
 }  // namespace
 
 std::unique_ptr<Algorithm> algorithm_create_ssgd(const RunConfig& cfg) {
-  return std::make_unique<Ssgd>(cfg.overlap, cfg.bucket_mb, cfg.compress, cfg.seed);
+  return std::make_unique<Ssgd>(cfg.overlap, cfg.bucket_mb, cfg.first_bucket_mb, cfg.compress, cfg.seed);
 }
 
 namespace {
 
 void ssgd_validate(const RunConfig& cfg) {
+  if (config_changed(cfg, "broadcast-buffers") && !cost_file_workload(cfg.workload))
+    config_fail("broadcast-buffers",
+                fmt::format("applies to a cost-file workload (--workload profile:FILE) only (got --workload {}): "
+                            "the built-in workloads have no buffers to broadcast",
+                            cfg.workload),
+                "drop --broadcast-buffers");
+  if (config_changed(cfg, "first-bucket-mb") && !cfg.overlap)
+    config_fail("first-bucket-mb", "applies to --algo ssgd --overlap true only (got --overlap false)",
+                "drop --first-bucket-mb or add --overlap true");
   if (config_changed(cfg, "bucket-mb") && !cfg.overlap)
     config_fail("bucket-mb", "applies to --algo ssgd --overlap true only (got --overlap false)",
                 "drop --bucket-mb or add --overlap true");
@@ -170,10 +187,25 @@ void ssgd_validate(const RunConfig& cfg) {
 
 // One gradient all-reduce per step between backward and the update.
 // With --overlap: the bucketed non-blocking all-reduces (timing_rules.hpp).
+// A cost file's ssgd (PyTorch DDP) first broadcasts the model's buffers from worker 0
+// (plan.buffer_broadcast_bytes); the step then starts when the broadcasts end.
 void ssgd_timing(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
                  SimStepTiming* rows) {
-  if (plan.overlap) return timing_step_buckets(plan, state, step, clock, rows);
-  timing_step_allreduce(plan, step, clock, rows, true, false);
+  const std::vector<double> start = clock;
+  std::vector<double> wait, comm;
+  const double sent = timing_broadcasts_before(plan, plan.buffer_broadcast_bytes, clock, wait, comm);
+  if (plan.overlap)
+    timing_step_buckets(plan, state, step, clock, rows);
+  else
+    timing_step_allreduce(plan, step, clock, rows, true, false);
+  if (plan.buffer_broadcast_bytes.empty()) return;
+  for (size_t i = 0; i < clock.size(); ++i) {
+    rows[i].start = start[i];
+    rows[i].step = clock[i] - start[i];
+    rows[i].wait += wait[i];
+    rows[i].comm += comm[i];
+    rows[i].bytes += sent;
+  }
 }
 
 }  // namespace
@@ -183,14 +215,19 @@ const Variant& variant_ssgd() {
     Variant v;
     v.name = "ssgd";
     v.description = "synchronous SGD: all-reduce of the gradient every step";
-    v.knobs = "--overlap, --bucket-mb";
-    v.flags = {{"overlap"}, {"bucket-mb", "--algo ssgd --overlap true"}};
+    v.knobs = "--overlap, --bucket-mb, --first-bucket-mb, --broadcast-buffers (cost files)";
+    v.flags = {{"overlap"},
+               {"bucket-mb", "--algo ssgd --overlap true"},
+               {"first-bucket-mb", "--algo ssgd --overlap true"},
+               {"broadcast-buffers"}};
     v.validate = ssgd_validate;
     v.create = algorithm_create_ssgd;
     v.timing = ssgd_timing;
     v.timing_plan = [](const RunConfig& cfg, SimTimingPlan& plan) {
       plan.overlap = cfg.overlap;
       plan.bucket_bytes = cfg.bucket_mb * 1e6;
+      plan.first_bucket_bytes = cfg.first_bucket_mb * 1e6;
+      if (!cfg.broadcast_buffers) plan.buffer_broadcast_bytes.clear();
     };
     return v;
   }();

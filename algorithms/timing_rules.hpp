@@ -34,6 +34,13 @@ void timing_allreduce_complete(const SimTimingPlan& plan, std::vector<double>& c
 void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
                         SimStepTiming* rows);
 
+// Broadcasts from worker 0 at the start of the step (DDP's buffers before the forward), one after
+// another, each a blocking collective: A = max_j clock_j, T = A + Σ_g model(broadcast, S_g, n);
+// wait_i = A − clock_i, comm_i = T − A, clock_i = T. Returns each worker's bytes sent: the
+// broadcasts' (n−1)/n·S_g summed (the mean over workers of a tree's sends).
+double timing_broadcasts_before(const SimTimingPlan& plan, const std::vector<double>& bytes, std::vector<double>& clock,
+                                std::vector<double>& wait, std::vector<double>& comm);
+
 // zero (32 bits): a blocking reduce-scatter after backward, the update, a blocking all-gather:
 //   a_i = start_i + data + fwd + bwd + δ_i;  A = max_j a_j;  T1 = A + model(reduce-scatter, 4|x|, n) + p(shard_i);
 //   end_i = T1 + opt + model(all-gather, 4|x|, n);  wait_i = A − a_i, comm_i = the two models + p(shard_i).
@@ -53,9 +60,10 @@ void timing_step_sharded(const SimTimingPlan& plan, SimTimingState& state, int64
 void timing_step_background(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
                             SimStepTiming* rows, int64_t delay, bool launch_at_last);
 
-// ssgd --overlap: buckets of about bucket_bytes in backward order (ssgd.cpp's rule), bucket b's
-// non-blocking all-reduce launched at the hook of its last layer, h = start_i + data + fwd +
-// Σ_{m ≥ l} bwd_l (hooks fire as each layer's backward cost is charged), completing at
+// ssgd --overlap: buckets of about bucket_bytes (the first: first_bucket_bytes) in backward
+// order (ssgd.cpp's rule), bucket b's non-blocking all-reduce launched at the hook of its last
+// layer, h = start_i + data + fwd + Σ_{m ≥ l} bwd_l (hooks fire as each layer's backward
+// cost is charged), completing at
 // C_b = max(max_j L_bj, C_{b−1}) + model(all-reduce, 4|x_b|, n). After backward (+ δ_i) the
 // waits run in launch order: W_b = (first: E_i; then D_{b−1}), D_b = max(W_b, C_b) + p(4|x_b|), each split
 // into wait and comm with A_b = max_j W_bj; then the update; overlap_i = the union of

@@ -10,9 +10,11 @@ For each model (default: an MLP, which has no native workload here, and ResNet-2
      averaged every H steps; --periods, default H = 1, 4, 16), at three batch sizes: the cost
      file's largest (measured) and 2x and 4x that (extrapolated),
   4. predicts each configuration with `dsgd-bench run --workload profile:FILE --fabric FABRIC
-     --backend sim --timing-only true` (DDP as ssgd with overlap and DDP's 25 MB buckets),
+     --backend sim --timing-only true` (DDP as ssgd with overlap and DDP's buckets, 1 MiB first and
+     25 MiB after, and its broadcast of the model's buffers before each forward),
 and prints one line per configuration (measured median and best step, predicted step, error)
-and the ranking's Kendall tau. Interleaving: each round exports the model again (2.), runs every
+and the ranking's Kendall tau; for a model with buffers (BatchNorm), DDP's broadcast of them
+timed alone after each DDP run against the simulator's charge for it. Interleaving: each round exports the model again (2.), runs every
 configuration once and predicts it from that round's file; the rounds repeat (--rounds); the
 measured figure is the median over rounds of each round's mean step, the predicted one the
 median over rounds of each round's prediction (a host whose speed drifts over minutes compares
@@ -114,9 +116,20 @@ def worker(rank, world, port, model_name, variant, period, batch, warmup, steps,
     timed = torch.tensor(times[warmup:], dtype=torch.float64)
     dist.all_reduce(timed)  # the ranks' mean per step
     timed /= world
+    result = {"steps_s": timed.tolist()}
+    buffers = [b for b in model.buffers()]
+    if variant == "ddp" and buffers:
+        # DDP's broadcast of the buffers before each forward, timed alone: the call DDP makes
+        # (one coalesced broadcast per dtype from rank 0, 250 MiB buckets), 50 times.
+        bcast = []
+        for _ in range(50):
+            t0 = time.perf_counter()
+            dist._broadcast_coalesced(dist.group.WORLD, buffers, 250 * 1024 * 1024, 0)
+            bcast.append(time.perf_counter() - t0)
+        result["broadcast_s"] = statistics.median(bcast)
     if rank == 0:
         with open(result_path, "w") as f:
-            json.dump(timed.tolist(), f)
+            json.dump(result, f)
     dist.destroy_process_group()
 
 
@@ -130,15 +143,17 @@ def measure(world, model, variant, period, batch, warmup, steps, out):
 
         mp.spawn(worker, args=(world, free_port(), model, variant, period, batch, warmup, steps, path), nprocs=world)
     with open(path) as f:
-        return json.load(f)
+        return json.load(f)  # {"steps_s": [...], "broadcast_s": DDP's buffer broadcast alone, when timed}
 
 
-def predict(bench, db, cost, fabric, world, variant, period, batch, warmup, steps):
-    algo = ["--algo", "ssgd", "--overlap", "true", "--bucket-mb", "25"] if variant == "ddp" else \
-        ["--algo", "localsgd", "--period", str(period)]
+def predict(bench, db, cost, fabric, world, variant, period, batch, warmup, steps, extra=()):
+    # DDP: buckets of 25 MiB in backward order, the first closing at 1 MiB (DDP's
+    # _DEFAULT_FIRST_BUCKET_BYTES), and the buffers broadcast before each forward.
+    algo = ["--algo", "ssgd", "--overlap", "true", "--bucket-mb", "26.2144", "--first-bucket-mb", "1.048576"] \
+        if variant == "ddp" else ["--algo", "localsgd", "--period", str(period)]
     cmd = [bench, "run", "--workload", "profile:" + cost, "--fabric", fabric, "--backend", "sim",
            "--timing-only", "true", "--workers", str(world), "--batch", str(batch), "--steps", str(warmup + steps),
-           "--warmup", str(warmup), "--db", db] + algo
+           "--warmup", str(warmup), "--db", db] + algo + list(extra)
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     run_id = int(out.strip().splitlines()[-1].split("=")[1])
     with sqlite3.connect(db) as c:
@@ -195,8 +210,8 @@ def main():
     env = dict(os.environ, OMP_NUM_THREADS="1")
     fabric = os.path.join(args.out, "fabric.json")
     if args.netns:
-        # Over the shaped link, the all-reduce only (what DDP and Local SGD use), up to 8 MiB.
-        launch_pair([os.path.join(TOOLS, "export_fabric.py"), "--ops", "allreduce", "--max-size", str(8 << 20),
+        # Over the shaped link, what DDP and Local SGD use (the all-reduce, DDP's buffer broadcast).
+        launch_pair([os.path.join(TOOLS, "export_fabric.py"), "--ops", "allreduce,broadcast", "--max-size", str(8 << 20),
                      "--reps", "10", "-o", fabric], free_port())
     else:
         subprocess.run([sys.executable, os.path.join(TOOLS, "export_fabric.py"), "--spawn", str(args.processes),
@@ -208,7 +223,7 @@ def main():
     b0 = args.batch
     variants = [("ddp", 1)] + [("localsgd", h) for h in periods]
     configs = [(v, h, b) for b in (b0, 2 * b0, 4 * b0) for v, h in variants]
-    rows = []
+    rows, broadcasts = [], []
     for model in args.models.split(","):
         means = {c: [] for c in configs}
         preds = {c: [] for c in configs}
@@ -223,8 +238,15 @@ def main():
                             "1", "--processes", str(args.processes), "--batches", "%d,%d" % (b0 // 2, b0), "--iterations", "30",
                             "-o", cost], check=True, env=env, capture_output=True)
             for c in configs:
-                per_step = measure(args.processes, model, c[0], c[1], c[2], args.warmup, args.steps, args.out)
+                result = measure(args.processes, model, c[0], c[1], c[2], args.warmup, args.steps, args.out)
+                per_step = result["steps_s"]
                 means[c].append(statistics.fmean(per_step))
+                if "broadcast_s" in result:
+                    # The broadcast as predicted: the step with it minus without, no jitter.
+                    step_of = lambda on: predict(bench, db, cost, fabric, args.processes, c[0], c[1], c[2],
+                                                 args.warmup, args.steps, ["--compute-jitter", "off",
+                                                                           "--broadcast-buffers", on])
+                    broadcasts.append((model, c[2], result["broadcast_s"], step_of("true") - step_of("false")))
                 best[c] = min(best[c], min(per_step))
                 preds[c].append(predict(bench, db, cost, fabric, args.processes, c[0], c[1], c[2], args.warmup,
                                         args.steps))
@@ -247,6 +269,13 @@ def main():
         print("%s: Kendall tau %.2f over %d configurations; same best: %s; |error| median %.1f %%, worst %.1f %%"
               % (model, tau, len(mine), "yes" if same_best else "no", 100 * statistics.median(errs),
                  100 * errs[-1]))
+    for model in args.models.split(","):
+        mine = [b for b in broadcasts if b[0] == model]
+        if mine:
+            print("%s: DDP's buffer broadcast alone (per round and batch): measured median %.3f ms [%.3f, %.3f], "
+                  "predicted %.3f ms" % (model, 1e3 * statistics.median(b[2] for b in mine),
+                                         1e3 * min(b[2] for b in mine), 1e3 * max(b[2] for b in mine),
+                                         1e3 * statistics.median(b[3] for b in mine)))
     print("%d processes; load average now: %s; outputs in %s" % (args.processes, open("/proc/loadavg").read().split()[:3],
                                                                  args.out))
 

@@ -53,10 +53,14 @@ struct SimTimingPlan {
   // The length of a round starting at step t when it varies over the run (localsgd
   // --period-schedule qsr); empty: every round is `period`.
   std::function<int64_t(int64_t)> period_at;
-  int64_t delay = 0;          // d (--delay, dasgd)
-  bool overlap = false;       // ssgd --overlap
-  double bucket_bytes = 0;    // ssgd --overlap: --bucket-mb · 1e6
-  bool fill = true;           // dreamddp: --dreamddp-fill
+  int64_t delay = 0;              // d (--delay, dasgd)
+  bool overlap = false;           // ssgd --overlap
+  double bucket_bytes = 0;        // ssgd --overlap: --bucket-mb · 1e6
+  double first_bucket_bytes = 0;  // its first bucket's: --first-bucket-mb · 1e6 (0: bucket_bytes)
+  bool fill = true;               // dreamddp: --dreamddp-fill
+  // ssgd of a cost file that records its buffers (--broadcast-buffers true): the bytes of each
+  // broadcast DDP makes from worker 0 before every forward (one per dtype); empty: none.
+  std::vector<double> buffer_broadcast_bytes;
   int64_t forward_depth = 0;  // pdasgd: S, the forward passes run ahead on a second core
 
   // Tests: simulate every worker even when they are alike (see sim_timing_run).

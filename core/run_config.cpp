@@ -111,6 +111,14 @@ const std::vector<RunConfigField>& run_config_fields() {
       {"slow-momentum", "overlap-local: momentum of the anchor update (0: anchor = average)", &C::slow_momentum},
       {"bucket-mb", "ssgd --overlap: all-reduce buckets of about M MB in backward order (0: one per layer)",
        &C::bucket_mb},
+      {"first-bucket-mb",
+       "ssgd --overlap: the first bucket (the last layers, launched first) closes at M MB (0: --bucket-mb; PyTorch "
+       "DDP: 1.048576)",
+       &C::first_bucket_mb},
+      {"broadcast-buffers",
+       "ssgd of a cost file (--workload profile:FILE): before each forward, worker 0 broadcasts the model's buffers "
+       "(BatchNorm statistics) as PyTorch DDP does by default (false: DDP's broadcast_buffers=False)",
+       &C::broadcast_buffers},
       {"dpsgd-delay", "dpsgd: 0 = mix after the local step; 1 = exchange x_t while computing g(x_t) (overlapped)",
        &C::dpsgd_delay},
       {"compress",
@@ -228,6 +236,7 @@ const std::vector<RunConfigRange>& run_config_ranges() {
       {"pull-alpha", 0, 1},
       {"slow-momentum", 0, 1, false, true},
       {"bucket-mb", 0, 1e6},
+      {"first-bucket-mb", 0, 1e6},
       {"dpsgd-delay", 0, 1},
       {"zero-bits", 4, 32},
       {"zero-group", 1, 1 << 20},

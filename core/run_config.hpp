@@ -73,10 +73,12 @@ struct RunConfig {
   double qsr_alpha = 0;   // localsgd --period-schedule qsr: α of H = max(H_base, ⌊(α/η)²⌋); 0: not set
   double outer_lr = 0.7;  // diloco outer Nesterov SGD
   double outer_momentum = 0.9;
-  int64_t delay = 0;           // dasgd: steps between starting an average and applying it
-  double pull_alpha = 0.5;     // overlap-local: pull x ← (1−α)x + αz
-  double slow_momentum = 0.0;  // overlap-local: momentum of the anchor update
-  double bucket_mb = 0.0;      // ssgd --overlap: bucket size in MB (0: one bucket per layer)
+  int64_t delay = 0;              // dasgd: steps between starting an average and applying it
+  double pull_alpha = 0.5;        // overlap-local: pull x ← (1−α)x + αz
+  double slow_momentum = 0.0;     // overlap-local: momentum of the anchor update
+  double bucket_mb = 0.0;         // ssgd --overlap: bucket size in MB (0: one bucket per layer)
+  double first_bucket_mb = 0.0;   // ssgd --overlap: the first bucket's size in MB (0: --bucket-mb)
+  bool broadcast_buffers = true;  // ssgd of a cost file: DDP's broadcast of the buffers before each forward
   // Decentralised, sharded and compressed variants (algorithms/dpsgd.cpp, zero.cpp, compress/).
   int64_t dpsgd_delay = 0;   // dpsgd: 1 = exchange x_t while computing g(x_t) (Lian et al.'s form)
   std::string compress;      // gradient compressor: topk:RATIO | qsgd:bits=B | powersgd:rank=R; empty: none

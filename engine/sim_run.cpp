@@ -139,7 +139,8 @@ struct Resolved {
   SimNetwork network;
   SimMemory memory;
   std::string details_json;
-  size_t batches_per_epoch = 0;  // per worker's shard (0: no dataset, --steps given)
+  size_t batches_per_epoch = 0;                // per worker's shard (0: no dataset, --steps given)
+  std::vector<double> buffer_broadcast_bytes;  // a cost file's buffers, one broadcast per dtype
 };
 
 void sim_resolve_finish(const RunConfig& cfg, Resolved& r);
@@ -321,8 +322,19 @@ Resolved sim_resolve_cost_file(const RunConfig& cfg, const Store* store) {
     pass_note = file.model_pass ? "; model pass from the device's memory bandwidth (the file's measured one is 0)"
                                 : "; model pass from the device's memory bandwidth (the file has no measured one)";
   }
-  r.profile.source =
-      fmt::format("cost file: {}; batch {} {}{}", cost_file_describe(file), cfg.batch, at.how, pass_note);
+  // PyTorch DDP (the ssgd of a cost file) broadcasts the buffers from rank 0 before each forward.
+  std::string buffer_note;
+  if (cfg.algo == "ssgd" && cfg.workers > 1) {
+    if (file.buffers)
+      for (const CostBufferGroup& b : *file.buffers)
+        if (b.bytes > 0) r.buffer_broadcast_bytes.push_back(static_cast<double>(b.bytes));
+    buffer_note = !cfg.broadcast_buffers
+                      ? "; buffers not broadcast (--broadcast-buffers false)"
+                      : fmt::format("; buffers broadcast before each forward, as DDP does: {}{}",
+                                    cost_file_buffers_describe(file), file.buffers ? "" : ": not charged");
+  }
+  r.profile.source = fmt::format("cost file: {}; batch {} {}{}{}", cost_file_describe(file), cfg.batch, at.how,
+                                 pass_note, buffer_note);
   if (cfg.compute_jitter == "profile")
     profile_jitter_from_cost_file(at, r.profile);
   else
@@ -352,6 +364,7 @@ SimTimingPlan timing_plan_make(const RunConfig& cfg, const Resolved& r, const Ru
   plan.network = r.network.model;
   plan.net_algo = r.network.algo;
   plan.native = r.network.native;
+  plan.buffer_broadcast_bytes = r.buffer_broadcast_bytes;
   const Variant& variant = variant_get(cfg.algo);
   if (variant.timing_needs_neighbors) {
     plan.neighbors = r.topology->neighbors;

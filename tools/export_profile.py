@@ -678,6 +678,7 @@ def profile_model(model, make_batch, batch_sizes, loss_fn, optimizer_factory=Non
     }
     if model_pass is not None:
         d["model_pass"] = model_pass
+    d["buffers"] = buffer_groups(model)
     if noise_scale_batches:
         gns = estimate_noise_scale(model, make_batch, loss_fn, noise_scale_batches[0], noise_scale_batches[1],
                                    samples=noise_scale_samples, device=device)
@@ -809,6 +810,19 @@ class CostFileError(ValueError):
     pass
 
 
+def buffer_groups(model):
+    """The model's buffers (BatchNorm's running statistics and counters, a registered mask) by
+    dtype, in order of first appearance: [{"dtype", "tensors", "bytes"}]. PyTorch DDP broadcasts
+    them from rank 0 before every forward (broadcast_buffers=True, its default), one coalesced
+    broadcast per dtype."""
+    groups = {}
+    for b in model.buffers():
+        g = groups.setdefault(str(b.dtype).replace("torch.", ""), [0, 0])
+        g[0] += 1
+        g[1] += b.numel() * b.element_size()
+    return [{"dtype": k, "tensors": v[0], "bytes": v[1]} for k, v in groups.items()]
+
+
 def validate_cost_file(d):
     """Raises CostFileError (a ValueError) naming the first problem; returns d when it is a valid
     version-1 cost file: required fields and types, finite non-negative times and counts, the
@@ -922,6 +936,17 @@ def validate_cost_file(d):
         fail("parameter_bytes (%d) != sum over layers (%d)" % (total_b, sum(s[2] for s in ref)))
     if "model_pass" in d:
         timing(d, "model_pass", "top")
+    if "buffers" in d:
+        seen = set()
+        for i, g in enumerate(need(d, "buffers", "top", "list")):
+            where = "buffers[%d]" % i
+            dt = need(g, "dtype", where, "str")
+            if dt in seen:
+                fail("%s.dtype: %r comes twice (one entry per dtype)" % (where, dt))
+            seen.add(dt)
+            if need(g, "tensors", where, "int") < 1:
+                fail("%s.tensors: must be >= 1" % where)
+            need(g, "bytes", where, "int")
     if "gradient_noise_scale" in d:
         g = need(d, "gradient_noise_scale", "top", "dict")
         need(g, "b_simple", "gradient_noise_scale", "num")

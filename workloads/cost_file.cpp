@@ -207,6 +207,18 @@ CostFile cost_file_json_read(const std::string& path) {
   if (top.has("processes")) c.processes = top.count("processes", 1);
   if (top.has("gradient_noise_scale")) c.noise_scale = top.at("gradient_noise_scale").non_negative("b_simple");
   if (top.has("model_pass")) c.model_pass = stat_read(top.at("model_pass"));
+  if (top.has("buffers")) {
+    c.buffers.emplace();
+    const Json& groups = top.get("buffers");
+    if (!groups.is_array()) top.fail("buffers", "must be a list of {dtype, tensors, bytes} ([] for no buffers)");
+    for (size_t i = 0; i < groups.size(); ++i) {
+      const Fields g = top.item("buffers", i);
+      CostBufferGroup b{g.text("dtype"), g.count("tensors", 1), g.count("bytes", 0)};
+      for (const CostBufferGroup& seen : *c.buffers)
+        if (seen.dtype == b.dtype) g.fail("dtype", fmt::format("'{}' comes twice: one entry per dtype", b.dtype));
+      c.buffers->push_back(b);
+    }
+  }
   return c;
 }
 
@@ -316,6 +328,19 @@ std::string cost_file_describe(const CostFile& file) {
   return fmt::format("model {} ({} {}, {}; {} {}{}), file {}", file.model, file.framework, file.framework_version,
                      file.dtype, file.device_kind, file.device_name,
                      file.processes > 1 ? fmt::format("; {} processes at once", file.processes) : "", file.path);
+}
+
+std::string cost_file_buffers_describe(const CostFile& file) {
+  if (!file.buffers)
+    return file.source == CostSource::cost_source_chakra
+               ? "not read from a Chakra trace (its broadcasts are left out)"
+               : "not recorded in the file (an older exporter: export it again to have them)";
+  if (file.buffers->empty()) return "none (the model has no buffers)";
+  std::string parts;
+  for (const CostBufferGroup& b : *file.buffers)
+    parts += fmt::format("{}{} B {} in {} tensor{}", parts.empty() ? "" : ", ", b.bytes, b.dtype, b.tensors,
+                         b.tensors == 1 ? "" : "s");
+  return fmt::format("{} broadcast{} ({})", file.buffers->size(), file.buffers->size() == 1 ? "" : "s", parts);
 }
 
 }  // namespace dsgd

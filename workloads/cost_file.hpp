@@ -45,6 +45,15 @@ struct CostStat {
   std::vector<double> times_s;
 };
 
+// One group of the model's buffers (module.buffers(): BatchNorm's running statistics and
+// counters): DDP broadcasts them from rank 0 before each forward, one coalesced broadcast per
+// dtype.
+struct CostBufferGroup {
+  std::string dtype;
+  int64_t tensors = 0;
+  int64_t bytes = 0;
+};
+
 struct CostLayer {
   std::string name, type;
   int64_t calls = 1;  // calls per forward (a module used twice: both calls' times summed)
@@ -86,6 +95,9 @@ struct CostFile {
   // y ← y + a·x, timed after a training step), when the exporter measured it.
   std::optional<CostStat> model_pass;
   int64_t processes = 1;  // processes measuring at once on the exporter's host
+  // The model's buffers by dtype; empty when it has none; nullopt when the file does not say
+  // (an older exporter, a Chakra trace).
+  std::optional<std::vector<CostBufferGroup>> buffers;
 };
 
 constexpr int kCostFileVersion = 1;
@@ -143,5 +155,9 @@ std::vector<CostFileLayer> cost_file_layers(const CostFile& file);
 // "model mlp-784-256-10 (pytorch 1.13.1, float32; cpu Intel Xeon ...; 2 processes at once),
 // file model.json"; for a trace, "Chakra trace FILE (...)" with its source_note.
 std::string cost_file_describe(const CostFile& file);
+
+// "2 broadcasts (5.6 KB float32 in 38 tensors, 152 B int64 in 19)"; "none (the model has no
+// buffers)"; "not recorded in the file (...)".
+std::string cost_file_buffers_describe(const CostFile& file);
 
 }  // namespace dsgd

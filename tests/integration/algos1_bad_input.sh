@@ -9,6 +9,7 @@ expect_error "--post-local: applies to --algo localsgd" "$BIN" run --dataset "$S
 expect_error "--delay: applies to --algo dasgd" "$BIN" run --dataset "$SMALL" --steps 5 --batch 16 --db t.db --algo cocod --delay 2
 expect_error "--pull-alpha: applies to --algo overlap-local" "$BIN" run --dataset "$SMALL" --steps 5 --batch 16 --db t.db --algo dasgd --pull-alpha 0.2
 expect_error "--bucket-mb: applies to --algo ssgd --overlap true" "$BIN" run --dataset "$SMALL" --steps 5 --batch 16 --db t.db --algo ssgd --bucket-mb 25
+expect_error "--first-bucket-mb: applies to --algo ssgd --overlap true" "$BIN" run --dataset "$SMALL" --steps 5 --batch 16 --db t.db --algo ssgd --first-bucket-mb 1
 # A knob of another algorithm given at its default value is refused too (it would be ignored).
 expect_error "--period: applies to --algo localsgd" "$BIN" run --dataset "$SMALL" --steps 5 --batch 16 --db t.db --algo ssgd --period 4
 expect_error "--delay: applies to --algo dasgd" "$BIN" run --dataset "$SMALL" --steps 5 --batch 16 --db t.db --algo localsgd --delay 0

@@ -2,7 +2,7 @@
 #  - localsgd --post-local K with K >= steps = ssgd (bit-identical);
 #  - dasgd --delay 0 = localsgd (bit-identical); cocod --period k = dasgd --period k --delay k;
 #  - diloco with outer lr 1, momentum 0 = localsgd with AdamW inner (1e-5: one rounding per round);
-#  - ssgd --overlap true --bucket-mb M = blocking ssgd (bit-identical), one or several buckets;
+#  - ssgd --overlap true --bucket-mb M (--first-bucket-mb F) = blocking ssgd (bit-identical), one or several buckets;
 #  - the variants that delay or anchor differ from localsgd (the knobs do something);
 #  - consensus distance is stored at each evaluation where replicas differ, NULL for ssgd.
 source "$(dirname "$0")/common.bash"
@@ -51,6 +51,8 @@ run bucket1.bin --algo ssgd --overlap true --bucket-mb 1
 run bucket2.bin --algo ssgd --overlap true --bucket-mb 0.000001
 cmp ssgd.bin bucket1.bin || fail "one-bucket overlapped ssgd differs from blocking ssgd"
 cmp ssgd.bin bucket2.bin || fail "per-layer buckets differ from blocking ssgd"
+run bucket3.bin --algo ssgd --overlap true --bucket-mb 1 --first-bucket-mb 0.000001
+cmp ssgd.bin bucket3.bin || fail "a small first bucket (then one for the rest) differs from blocking ssgd"
 id1=$(last_run_id bucket1.bin.txt)
 [ "$(sql t.db "select max(overlap_s) > 0 from steps where run_id=$id1")" = 1 ] || fail "bucketed run has no overlap"
 

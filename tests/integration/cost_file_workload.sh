@@ -110,6 +110,36 @@ grep -qF "compute jitter none: the cost file has no per-iteration step times" ru
 "$BIN" run --workload profile:mlp.json --workers 20000 "${sim[@]}" --steps 5 > big.out 2>&1 ||
   { cat big.out; fail "20,000 workers on a cost file failed"; }
 
+# A cost file's ssgd is PyTorch DDP's step: worker 0 broadcasts the model's buffers before each
+# forward, one broadcast per dtype (here 5,632 B of float32 and 152 B of int64): on 2 workers at
+# 1 Gbit/s and 50 us, a tree of one hop each, alpha + S/B (B the payload rate, 0.94 of 1 Gbit/s),
+# in every step's comm and bytes. --broadcast-buffers false, and a file that does not record
+# its buffers (an older exporter's), charge nothing; the header says which.
+python3 - <<'PY'
+import json
+d = json.load(open("mlp.json"))
+d["buffers"] = [{"dtype": "float32", "tensors": 4, "bytes": 5632}, {"dtype": "int64", "tensors": 2, "bytes": 152}]
+json.dump(d, open("mlp_buffers.json", "w"))
+PY
+ddp=(--workers 2 --algo ssgd --overlap true --bucket-mb 25 "${sim[@]}")
+"$BIN" run --workload profile:mlp_buffers.json "${ddp[@]}" > buf.out 2>&1 || { cat buf.out; fail "DDP with buffers failed"; }
+grep -qF "buffers broadcast before each forward, as DDP does: 2 broadcasts (5632 B float32 in 4 tensors, 152 B int64 in 2 tensors)" buf.out ||
+  { cat buf.out; fail "the header does not say which buffers are broadcast"; }
+"$BIN" run --workload profile:mlp_buffers.json "${ddp[@]}" --broadcast-buffers false > nobuf.out 2>&1 ||
+  { cat nobuf.out; fail "--broadcast-buffers false failed"; }
+grep -qF "buffers not broadcast (--broadcast-buffers false)" nobuf.out || { cat nobuf.out; fail "no header for false"; }
+"$BIN" run --workload profile:mlp.json "${ddp[@]}" > old.out 2>&1 || { cat old.out; fail "DDP without buffers failed"; }
+grep -qF "not recorded in the file (an older exporter: export it again to have them): not charged" old.out ||
+  { cat old.out; fail "a file without buffers does not say nothing is charged"; }
+per_step() { sql t.db "select avg($1) from steps where run_id=$(last_run_id "$2") and timed"; }
+read -r dc ds db <<<"$(awk -v a="$(per_step comm_s buf.out)" -v b="$(per_step comm_s nobuf.out)" \
+  -v c="$(per_step step_s buf.out)" -v d="$(per_step step_s nobuf.out)" \
+  -v e="$(per_step bytes_sent buf.out)" -v f="$(per_step bytes_sent nobuf.out)" 'BEGIN { print a - b, c - d, e - f }')"
+awk -v c="$dc" -v s="$ds" -v b="$db" 'BEGIN { lo = 2 * 50e-6 + 5784 * 8 / 1e9; hi = 2 * 50e-6 + 5784 * 8 / 0.9e9;
+  exit !(c > lo && c < hi && s > c - 1e-12 && s < c + 1e-12 && b > 2891.9 && b < 2892.1) }' ||
+  fail "the broadcasts added comm $dc s, step $ds s, bytes $db; expected 2 x 50 us + 5784 B at ~1 Gbit/s, 2892 B"
+[[ "$(per_step comm_s old.out)" == "$(per_step comm_s nobuf.out)" ]] || fail "a file without buffers was charged"
+
 # Bad input: exit 2, and no database where none existed.
 expect_error_also() { [ ! -e bad.db ] || fail "bad input created bad.db"; }
 bad=(--steps 50 --batch 32 --db bad.db)
@@ -126,6 +156,10 @@ expect_error "cost file absent.json: cannot be read" "$BIN" run --workload profi
 expect_error "batches\[1\].step.times_s has 19 times for 20 samples" "$BIN" run --workload profile:mlp_times_bad.json \
   --backend sim --timing-only true "${bad[@]}"
 expect_error "no file after profile:" "$BIN" run --workload profile: --backend sim --timing-only true "${bad[@]}"
+expect_error "--broadcast-buffers: applies to --algo ssgd" "$BIN" run --workload profile:mlp_buffers.json \
+  --backend sim --timing-only true --algo localsgd --broadcast-buffers false "${bad[@]}"
+expect_error "--broadcast-buffers: applies to a cost-file workload" "$BIN" run --workload svm --backend sim \
+  --broadcast-buffers true --workers 2 --steps 5 --db bad.db
 # The tuner ranks a cost file's configurations by predicted time: per sample without a noise
 # scale; by S(B) = S_min (1 + B_noise / B) with one (then a larger global batch gains less).
 TUNE="$(dirname "$BIN")/dsgd-tune"

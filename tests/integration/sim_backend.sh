@@ -80,6 +80,17 @@ a=$(sql t.db "SELECT step_time_s FROM summaries WHERE run_id=$S")
 b=$(sql t.db "SELECT step_time_s FROM summaries WHERE run_id=$T")
 awk -v a="$a" -v b="$b" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-9*a)}' ||
   fail "timing-only step time $b differs from the numerics' $a"
+# The same with buckets whose first closes early (PyTorch DDP's 1 MiB first bucket): the SVM's
+# last layer alone, launched first, then the rest; timing-only = the numerics again.
+for mode in false true; do
+  "$BIN" run --workers 2 --algo ssgd --overlap true --bucket-mb 1 --first-bucket-mb 0.000001 "${common[@]}" \
+    "${sim[@]}" --straggler "fixed:rank=1,delay=2ms" --bandwidth 1Gbps --latency 50us --timing-only $mode \
+    > fb_$mode.out || { cat fb_$mode.out; fail "--first-bucket-mb run (timing-only $mode) failed"; }
+done
+a=$(sql t.db "SELECT step_time_s FROM summaries WHERE run_id=$(last_run_id fb_false.out)")
+b=$(sql t.db "SELECT step_time_s FROM summaries WHERE run_id=$(last_run_id fb_true.out)")
+awk -v a="$a" -v b="$b" 'BEGIN{d=a-b; if(d<0)d=-d; exit !(d <= 1e-9*a)}' ||
+  fail "--first-bucket-mb: timing-only step time $b differs from the numerics' $a"
 [[ $(sql t.db "SELECT count(*) FROM evals WHERE run_id=$T") == 0 ]] || fail "timing-only stored evaluations"
 [[ $(sql t.db "SELECT count(*) FROM steps WHERE run_id=$T AND train_loss IS NOT NULL") == 0 ]] ||
   fail "timing-only invented training losses"

@@ -211,6 +211,27 @@ class OrderAndSchema(unittest.TestCase):
         self.assertEqual(back["version"], 1)
         self.assertNotIn("gradient_noise_scale", back)
 
+    def test_a_model_without_buffers_records_none(self):
+        self.assertEqual(self.d["buffers"], [])
+
+    def test_buffers_are_grouped_by_dtype(self):
+        # BatchNorm1d(6): running_mean and running_var (float32), num_batches_tracked (int64);
+        # the root's float64 buffer: one group per dtype, in order of first appearance in
+        # model.buffers() (the root's own before its children's).
+        class Net(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(4, 6)
+                self.bn = nn.BatchNorm1d(6)
+                self.register_buffer("table", torch.zeros(5, dtype=torch.float64))
+
+            def forward(self, x):
+                return self.bn(self.fc(x)) + self.table.sum().float()
+
+        self.assertEqual(ep.buffer_groups(Net()), [{"dtype": "float64", "tensors": 1, "bytes": 5 * 8},
+                                                   {"dtype": "float32", "tensors": 2, "bytes": 2 * 6 * 4},
+                                                   {"dtype": "int64", "tensors": 1, "bytes": 8}])
+
     def test_model_pass_is_timed(self):
         mp = self.d["model_pass"]
         self.assertEqual(mp["samples"], 10)
@@ -259,6 +280,11 @@ class OrderAndSchema(unittest.TestCase):
             "model pass without samples": lambda d: d["model_pass"].pop("samples"),
             "step times not one per sample": lambda d: d["batches"][0]["step"]["times_s"].pop(),
             "negative step time": lambda d: d["batches"][0]["step"]["times_s"].__setitem__(0, -1e-6),
+            "buffers not a list": lambda d: d.update(buffers={"float32": 8}),
+            "buffer dtype twice": lambda d: d.update(buffers=[{"dtype": "float32", "tensors": 1, "bytes": 4}] * 2),
+            "buffer group without tensors": lambda d: d.update(buffers=[{"dtype": "int64", "tensors": 0,
+                                                                         "bytes": 0}]),
+            "negative buffer bytes": lambda d: d.update(buffers=[{"dtype": "int64", "tensors": 1, "bytes": -8}]),
             "bad noise scale": lambda d: d.update(gradient_noise_scale={"b_simple": 1.0, "batch_small": 8,
                                                                         "batch_big": 8, "samples": 3}),
         }

@@ -134,6 +134,25 @@ TEST_F(CostFileTest, ReadsAWellFormedFile) {
   EXPECT_NE(cost_file_describe(f).find("model mlp (pytorch 1.13.1, float32; cpu test)"), std::string::npos);
 }
 
+TEST_F(CostFileTest, ReadsTheBuffersByDtype) {
+  Json j = mlp();
+  EXPECT_FALSE(cost_file_read(write(j)).buffers.has_value()) << "optional: an older exporter's file";
+  EXPECT_NE(cost_file_buffers_describe(cost_file_read(write(j))).find("not recorded in the file"), std::string::npos);
+  j["buffers"] = Json::array();
+  const CostFile none = cost_file_read(write(j));
+  ASSERT_TRUE(none.buffers.has_value());
+  EXPECT_TRUE(none.buffers->empty());
+  EXPECT_EQ(cost_file_buffers_describe(none), "none (the model has no buffers)");
+  j["buffers"] = {{{"dtype", "float32"}, {"tensors", 38}, {"bytes", 5632}},
+                  {{"dtype", "int64"}, {"tensors", 19}, {"bytes", 152}}};
+  const CostFile f = cost_file_read(write(j));
+  ASSERT_EQ(f.buffers->size(), 2u);
+  EXPECT_EQ((*f.buffers)[1].dtype, "int64");
+  EXPECT_EQ((*f.buffers)[1].tensors, 19);
+  EXPECT_EQ((*f.buffers)[0].bytes, 5632);
+  EXPECT_EQ(cost_file_buffers_describe(f), "2 broadcasts (5632 B float32 in 38 tensors, 152 B int64 in 19 tensors)");
+}
+
 TEST_F(CostFileTest, RefusesBadFilesNamingTheField) {
   struct Case {
     const char* what;
@@ -163,6 +182,22 @@ TEST_F(CostFileTest, RefusesBadFilesNamingTheField) {
          j["model_pass"] = {{"median_s", -1e-5}, {"spread", 0.1}, {"samples", 10}};
        },
        "model_pass.median_s is negative"},
+      {"buffers that are not a list",
+       [](Json& j) {
+         j["buffers"] = {{"float32", 8}};
+       },
+       "buffers must be a list of {dtype, tensors, bytes}"},
+      {"a dtype given twice",
+       [](Json& j) {
+         j["buffers"] = {{{"dtype", "float32"}, {"tensors", 1}, {"bytes", 4}},
+                         {{"dtype", "float32"}, {"tensors", 1}, {"bytes", 4}}};
+       },
+       "buffers[1].dtype 'float32' comes twice"},
+      {"negative buffer bytes",
+       [](Json& j) {
+         j["buffers"] = {{{"dtype", "int64"}, {"tensors", 1}, {"bytes", -8}}};
+       },
+       "buffers[0].bytes is -8"},
   };
   for (const Case& c : cases) {
     Json j = mlp();

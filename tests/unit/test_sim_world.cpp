@@ -311,6 +311,64 @@ TEST(SimTiming, MatchesTheThreadedSimulator) {
       EXPECT_NEAR(fast[s][r].start + fast[s][r].step, ends[r][s], 1e-12) << "rank " << r << " step " << s;
 }
 
+// A cost file's ssgd (PyTorch DDP) broadcasts the buffers from worker 0 before each forward:
+// every step starts with the broadcasts, one per dtype, timed by the network model, after the
+// slowest worker has arrived (its wait); the rest of the step is the step without them.
+TEST(SimTiming, DdpBroadcastsTheBuffersBeforeTheForward) {
+  const int n = 4;
+  const int64_t steps = 6;
+  for (const bool overlap : {false, true}) {
+    SimTimingPlan plan;
+    plan.workers = n;
+    plan.steps = steps;
+    plan.eval_every = 1000;
+    plan.flush_every = 1000;
+    plan.overlap = overlap;
+    plan.bucket_bytes = 3000;
+    plan.layer_counts = {500, 1500};
+    plan.param_bytes = 4.0 * 2000;
+    plan.cost.data_s = 1e-4;
+    plan.cost.fwd_s = 2e-3;
+    plan.cost.bwd_layer_s = {3e-3, 1e-3};
+    plan.cost.opt_s = 5e-4;
+    // A straggler before the blocking all-reduce, which every worker leaves at once. (With
+    // --overlap the buckets launch at the hooks, before the delay: the straggler would leave
+    // last and the others would wait for it at the next broadcast.)
+    if (!overlap) plan.stragglers = Stragglers::parse("fixed:rank=1,delay=3ms", n, 7);
+    plan.network = NetworkModel{LinkModel{50e-6, 1.25e8}, std::nullopt, 1};
+    plan.net_algo = CollAlgo::algo_auto;
+    auto rows_of = [&](const std::vector<double>& buffers) {
+      SimTimingPlan p = plan;
+      p.buffer_broadcast_bytes = buffers;
+      std::vector<SimStepTiming> all;
+      sim_timing_run(
+          p, variant_get("ssgd").timing, [](int64_t) { return true; },
+          [&](int64_t, const SimStepTiming* t) { all.insert(all.end(), t, t + n); });
+      return all;
+    };
+    const std::vector<double> sizes = {5632, 152};
+    double broadcast = 0;
+    for (const double s : sizes)
+      broadcast += sim_collective_time(plan.network, std::nullopt, CollKind::coll_broadcast, plan.net_algo, s, n);
+    ASSERT_GT(broadcast, 2 * 50e-6);  // at least a latency each
+    const std::vector<SimStepTiming> without = rows_of({}), with = rows_of(sizes);
+    ASSERT_EQ(with.size(), without.size());
+    for (int64_t s = 0; s < steps; ++s)
+      for (int i = 0; i < n; ++i) {
+        const SimStepTiming &a = with[s * n + i], &b = without[s * n + i];
+        const std::string where = fmt::format("overlap {} step {} worker {}", overlap, s, i);
+        // The previous step ended at the same time on every worker (its all-reduce), so no one
+        // waits for the broadcast and the step is longer by the broadcasts exactly.
+        EXPECT_NEAR(a.start, b.start + s * broadcast, 1e-12) << where;
+        EXPECT_NEAR(a.step, b.step + broadcast, 1e-12) << where;
+        EXPECT_NEAR(a.comm, b.comm + broadcast, 1e-12) << where;
+        EXPECT_NEAR(a.wait, b.wait, 1e-12) << where;
+        EXPECT_NEAR(a.bytes, b.bytes + (5632 + 152) * (n - 1.0) / n, 1e-9) << where;
+        EXPECT_EQ(a.fwd, b.fwd);
+      }
+  }
+}
+
 // Workers alike (no stragglers, no gossip graph): sim_timing_run simulates one worker and
 // copies its row; every variant's rule gives the same rows, bit for bit, as simulating each
 // worker.
@@ -329,6 +387,7 @@ TEST(SimTiming, AlikeWorkersShortcutEqualsSimulatingEachWorker) {
   plan.bucket_bytes = 3000;
   plan.layer_counts = {500, 1500, 2000};
   plan.param_bytes = 4.0 * 4000;
+  plan.buffer_broadcast_bytes = {400, 24};  // ssgd's (a cost file's DDP); the others ignore it
   plan.cost.data_s = 1e-4;
   plan.cost.fwd_s = 2e-3;
   plan.cost.bwd_layer_s = {3e-3, 1e-3, 2e-3};
