@@ -373,6 +373,11 @@ class ExampleFile(unittest.TestCase):
         ep.validate_cost_file(d)
         self.assertEqual([e["batch"] for e in d["batches"]], [16, 32, 64])
         self.assertEqual(d["parameters"], 203530)
+        # Written by this exporter: every optional field it writes is there.
+        self.assertEqual(d["buffers"], [])
+        self.assertIn("model_pass", d)
+        for e in d["batches"]:
+            self.assertEqual(len(e["step"]["times_s"]), e["step"]["samples"])
 
 
 if __name__ == "__main__":
