@@ -46,7 +46,7 @@ class Ssgd final : public Algorithm {
   Ssgd(bool overlap, double bucket_mb, double first_bucket_mb, const std::string& compress, uint64_t seed)
       : overlap_(overlap),
         bucket_bytes_(bucket_mb * 1e6),
-        first_bucket_bytes_(first_bucket_mb > 0 ? first_bucket_mb * 1e6 : bucket_mb * 1e6),
+        first_bucket_bytes_(first_bucket_mb * 1e6),
         compress_(compress),
         seed_(seed) {
     if (!compress.empty() && !overlap) compressor_ = compressor_create(compress);
@@ -61,8 +61,9 @@ class Ssgd final : public Algorithm {
     for (size_t k = layers.size(); k-- > 0;) {
       const LayerView& v = layers[k];
       const bool adjacent = !buckets_.empty() && v.offset + v.count == buckets_.back().offset;
-      const bool full = !buckets_.empty() && double(buckets_.back().count) * sizeof(float) >=
-                                                 (buckets_.size() == 1 ? first_bucket_bytes_ : bucket_bytes_);
+      const bool full =
+          !buckets_.empty() && double(buckets_.back().count) * sizeof(float) >=
+                                   timing_bucket_cap(buckets_.size() - 1, bucket_bytes_, first_bucket_bytes_);
       if (buckets_.empty() || !adjacent || full) buckets_.push_back(Bucket{v.offset + v.count, 0, 0, 0});
       Bucket& b = buckets_.back();
       b.offset = v.offset;
@@ -150,7 +151,7 @@ class Ssgd final : public Algorithm {
  private:
   bool overlap_;
   double bucket_bytes_;
-  double first_bucket_bytes_;  // the first bucket's (the last layers', launched first)
+  double first_bucket_bytes_;  // the first bucket's (the last layers', launched first); 0: bucket_bytes_
   std::string compress_;
   std::unique_ptr<GradientCompressor> compressor_;                       // blocking --compress
   std::vector<std::unique_ptr<GradientCompressor>> bucket_compressors_;  // --overlap --compress
@@ -191,20 +192,22 @@ void ssgd_validate(const RunConfig& cfg) {
 // (plan.buffer_broadcast_bytes); the step then starts when the broadcasts end.
 void ssgd_timing(const SimTimingPlan& plan, SimTimingState& state, int64_t step, std::vector<double>& clock,
                  SimStepTiming* rows) {
-  const std::vector<double> start = clock;
-  std::vector<double> wait, comm;
-  const double sent = timing_broadcasts_before(plan, plan.buffer_broadcast_bytes, clock, wait, comm);
-  if (plan.overlap)
-    timing_step_buckets(plan, state, step, clock, rows);
-  else
-    timing_step_allreduce(plan, step, clock, rows, true, false);
-  if (plan.buffer_broadcast_bytes.empty()) return;
+  const auto rule = [&] {
+    if (plan.overlap)
+      timing_step_buckets(plan, state, step, clock, rows);
+    else
+      timing_step_allreduce(plan, step, clock, rows, true, false);
+  };
+  if (plan.buffer_broadcast_bytes.empty()) return rule();
+  const std::vector<double> start = clock;  // the step's start, before the broadcasts
+  const TimingBroadcasts b = timing_broadcasts_before(plan, plan.buffer_broadcast_bytes, clock);
+  rule();
   for (size_t i = 0; i < clock.size(); ++i) {
     rows[i].start = start[i];
     rows[i].step = clock[i] - start[i];
-    rows[i].wait += wait[i];
-    rows[i].comm += comm[i];
-    rows[i].bytes += sent;
+    rows[i].wait += b.arrival - start[i];
+    rows[i].comm += b.comm;
+    rows[i].bytes += b.sent;
   }
 }
 
@@ -227,7 +230,6 @@ const Variant& variant_ssgd() {
       plan.overlap = cfg.overlap;
       plan.bucket_bytes = cfg.bucket_mb * 1e6;
       plan.first_bucket_bytes = cfg.first_bucket_mb * 1e6;
-      if (!cfg.broadcast_buffers) plan.buffer_broadcast_bytes.clear();
     };
     return v;
   }();

@@ -65,24 +65,18 @@ void timing_allreduce_complete(const SimTimingPlan& plan, std::vector<double>& c
   }
 }
 
-double timing_broadcasts_before(const SimTimingPlan& plan, const std::vector<double>& bytes, std::vector<double>& clock,
-                                std::vector<double>& wait, std::vector<double>& comm) {
-  const size_t n = clock.size();
-  wait.assign(n, 0.0);
-  comm.assign(n, 0.0);
-  if (bytes.empty() || plan.workers < 2) return 0.0;
-  const double latest = *std::max_element(clock.begin(), clock.end());
-  double model = 0, sent = 0;
-  for (const double s : bytes) {
-    model += sim_collective_time(plan.network, plan.native, CollKind::coll_broadcast, plan.net_algo, s, plan.workers);
-    sent += s * (plan.workers - 1) / plan.workers;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    wait[i] = latest - clock[i];
-    comm[i] = model;
-    clock[i] = latest + model;
-  }
-  return sent;
+TimingBroadcasts timing_broadcasts_before(const SimTimingPlan& plan, const std::vector<double>& bytes,
+                                          std::vector<double>& clock) {
+  TimingBroadcasts b;
+  b.arrival = *std::max_element(clock.begin(), clock.end());
+  if (plan.workers > 1)
+    for (const double s : bytes) {
+      b.comm +=
+          sim_collective_time(plan.network, plan.native, CollKind::coll_broadcast, plan.net_algo, s, plan.workers);
+      b.sent += s * (plan.workers - 1) / plan.workers;
+    }
+  std::fill(clock.begin(), clock.end(), b.arrival + b.comm);
+  return b;
 }
 
 void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& /*state*/, int64_t step, std::vector<double>& clock,
@@ -307,9 +301,9 @@ void timing_step_buckets(const SimTimingPlan& plan, SimTimingState& state, int64
   std::vector<size_t> offset(layers + 1, 0);
   for (size_t l = 0; l < layers; ++l) offset[l + 1] = offset[l] + plan.layer_counts[l];
   for (size_t l = layers; l-- > 0;) {
-    const double first = plan.first_bucket_bytes > 0 ? plan.first_bucket_bytes : plan.bucket_bytes;
-    const double cap = buckets.size() == 1 ? first : plan.bucket_bytes;
-    const bool full = !buckets.empty() && double(buckets.back().count) * sizeof(float) >= cap;
+    const bool full =
+        !buckets.empty() && double(buckets.back().count) * sizeof(float) >=
+                                timing_bucket_cap(buckets.size() - 1, plan.bucket_bytes, plan.first_bucket_bytes);
     if (buckets.empty() || full) buckets.push_back(Bucket{l, 0});
     buckets.back().low = l;
     buckets.back().count += plan.layer_counts[l];

@@ -36,10 +36,22 @@ void timing_step_gossip(const SimTimingPlan& plan, SimTimingState& state, int64_
 
 // Broadcasts from worker 0 at the start of the step (DDP's buffers before the forward), one after
 // another, each a blocking collective: A = max_j clock_j, T = A + Σ_g model(broadcast, S_g, n);
-// wait_i = A − clock_i, comm_i = T − A, clock_i = T. Returns each worker's bytes sent: the
-// broadcasts' (n−1)/n·S_g summed (the mean over workers of a tree's sends).
-double timing_broadcasts_before(const SimTimingPlan& plan, const std::vector<double>& bytes, std::vector<double>& clock,
-                                std::vector<double>& wait, std::vector<double>& comm);
+// clock_i = T for every worker (its wait A − clock_i, its comm T − A). Returns A, T − A and
+// each worker's bytes sent: the broadcasts' (n−1)/n·S_g summed (the mean of a tree's sends).
+struct TimingBroadcasts {
+  double arrival = 0;  // A: the last worker's arrival
+  double comm = 0;     // T − A
+  double sent = 0;
+};
+TimingBroadcasts timing_broadcasts_before(const SimTimingPlan& plan, const std::vector<double>& bytes,
+                                          std::vector<double>& clock);
+
+// The size at which ssgd --overlap's bucket `index` closes (0: the first, the last layers',
+// launched first): first_bucket_bytes when set (> 0), else bucket_bytes. ssgd.cpp's buckets
+// and timing_step_buckets' alike.
+inline double timing_bucket_cap(size_t index, double bucket_bytes, double first_bucket_bytes) {
+  return index == 0 && first_bucket_bytes > 0 ? first_bucket_bytes : bucket_bytes;
+}
 
 // zero (32 bits): a blocking reduce-scatter after backward, the update, a blocking all-gather:
 //   a_i = start_i + data + fwd + bwd + δ_i;  A = max_j a_j;  T1 = A + model(reduce-scatter, 4|x|, n) + p(shard_i);

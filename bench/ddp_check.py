@@ -54,6 +54,12 @@ TOOLS = os.path.join(os.path.dirname(HERE), "tools")
 sys.path.insert(0, TOOLS)
 
 
+# DDP's bucket sizes: bucket_cap_mb (MiB, ours), and the first bucket's 1 MiB
+# (torch.distributed._DEFAULT_FIRST_BUCKET_BYTES); dsgd-bench's --bucket-mb counts 1e6 bytes.
+DDP_BUCKET_CAP_MB = 25
+DDP_FIRST_BUCKET_BYTES = 1 << 20
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -93,7 +99,7 @@ def worker(rank, world, port, model_name, variant, period, batch, warmup, steps,
     torch.manual_seed(1)
     model, make_batch, loss_fn, _ = export_profile.build_example(model_name)
     if variant == "ddp":
-        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=25)
+        model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=DDP_BUCKET_CAP_MB)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = torch.optim.SGD(params, lr=0.01, momentum=0.9)
     inputs, targets = make_batch(batch)
@@ -117,7 +123,7 @@ def worker(rank, world, port, model_name, variant, period, batch, warmup, steps,
     dist.all_reduce(timed)  # the ranks' mean per step
     timed /= world
     result = {"steps_s": timed.tolist()}
-    buffers = [b for b in model.buffers()]
+    buffers = list(model.buffers())
     if variant == "ddp" and buffers:
         # DDP's broadcast of the buffers before each forward, timed alone: the call DDP makes
         # (one coalesced broadcast per dtype from rank 0, 250 MiB buckets), 50 times.
@@ -149,7 +155,8 @@ def measure(world, model, variant, period, batch, warmup, steps, out):
 def predict(bench, db, cost, fabric, world, variant, period, batch, warmup, steps, extra=()):
     # DDP: buckets of 25 MiB in backward order, the first closing at 1 MiB (DDP's
     # _DEFAULT_FIRST_BUCKET_BYTES), and the buffers broadcast before each forward.
-    algo = ["--algo", "ssgd", "--overlap", "true", "--bucket-mb", "26.2144", "--first-bucket-mb", "1.048576"] \
+    algo = ["--algo", "ssgd", "--overlap", "true", "--bucket-mb", str(DDP_BUCKET_CAP_MB * 2**20 / 1e6),
+            "--first-bucket-mb", str(DDP_FIRST_BUCKET_BYTES / 1e6)] \
         if variant == "ddp" else ["--algo", "localsgd", "--period", str(period)]
     cmd = [bench, "run", "--workload", "profile:" + cost, "--fabric", fabric, "--backend", "sim",
            "--timing-only", "true", "--workers", str(world), "--batch", str(batch), "--steps", str(warmup + steps),

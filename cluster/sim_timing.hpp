@@ -58,8 +58,9 @@ struct SimTimingPlan {
   double bucket_bytes = 0;        // ssgd --overlap: --bucket-mb · 1e6
   double first_bucket_bytes = 0;  // its first bucket's: --first-bucket-mb · 1e6 (0: bucket_bytes)
   bool fill = true;               // dreamddp: --dreamddp-fill
-  // ssgd of a cost file that records its buffers (--broadcast-buffers true): the bytes of each
-  // broadcast DDP makes from worker 0 before every forward (one per dtype); empty: none.
+  // ssgd of a cost file that records its buffers (--broadcast-buffers true; filled by the
+  // engine, which reads the file): the bytes of each broadcast DDP makes from worker 0 before
+  // every forward (one per dtype); empty: none.
   std::vector<double> buffer_broadcast_bytes;
   int64_t forward_depth = 0;  // pdasgd: S, the forward passes run ahead on a second core
 
