@@ -79,7 +79,8 @@ def launch_pair(argv, port):
     procs = []
     for rank in (0, 1):
         env = dict(os.environ, MASTER_ADDR=addr, MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
-                   LOCAL_RANK="0", GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1")
+                   LOCAL_RANK="0", GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1",
+                   OPENBLAS_NUM_THREADS="1")
         prefix = [] if rank == 0 else ["ip", "netns", "exec", peer]
         procs.append(subprocess.Popen(prefix + [sys.executable] + argv, env=env, stdout=subprocess.DEVNULL))
     codes = [p.wait() for p in procs]
@@ -92,7 +93,7 @@ def worker(rank, world, port, model_name, variant, period, batch, warmup, steps,
     import torch.distributed as dist
     import export_profile
 
-    torch.set_num_threads(1)
+    export_profile.set_threads(torch, 1)  # torch's threads and OpenBLAS's, as the export has them
     if port:  # else MASTER_ADDR/MASTER_PORT come from launch_pair
         os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
     dist.init_process_group("gloo", rank=rank, world_size=world)
@@ -214,7 +215,11 @@ def main():
         ap.error("under scripts/netns-cluster.sh pass --netns (else both ranks stay in one namespace)")
     os.makedirs(args.out, exist_ok=True)
     bench = os.path.abspath(args.bench)
-    env = dict(os.environ, OMP_NUM_THREADS="1")
+    # One thread per process everywhere: the export, the fabric and the real runs' ranks (spawned
+    # from here, they inherit it). OpenBLAS reads these when it loads; torch.set_num_threads does
+    # not govern it (export_profile.set_threads).
+    os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    env = dict(os.environ)
     fabric = os.path.join(args.out, "fabric.json")
     if args.netns:
         # Over the shaped link, what DDP and Local SGD use (the all-reduce, DDP's buffer broadcast).

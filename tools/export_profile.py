@@ -43,6 +43,50 @@ VERSION = 1
 
 
 # ----------------------------------------------------------------------------------------------
+# Threads
+
+
+def _loaded_openblas():
+    """The OpenBLAS libraries this process has loaded (Linux: from /proc/self/maps), as ctypes
+    handles that have openblas_set_num_threads; [] elsewhere or when there is none."""
+    import ctypes
+
+    try:
+        with open("/proc/self/maps") as f:
+            paths = sorted({line.split()[-1] for line in f if "blas" in line.rsplit("/", 1)[-1]})
+    except OSError:
+        return []
+    libs = []
+    for path in paths:
+        if not path.startswith("/"):
+            continue
+        try:
+            lib = ctypes.CDLL(path)
+            lib.openblas_set_num_threads  # noqa: B018 (raises AttributeError when absent)
+            libs.append(lib)
+        except (OSError, AttributeError):
+            continue
+    return libs
+
+
+def set_threads(torch, n):
+    """torch.set_num_threads(n) and the same count for a BLAS torch does not govern.
+
+    A torch built against a generic BLAS (Debian's python3-torch: BLAS_INFO=generic, which
+    loads OpenBLAS through the libblas alternative) runs its matrix products on OpenBLAS's own
+    thread pool, sized to the host's cores whatever torch.set_num_threads says. Two ranks of 1
+    torch thread each on a 2-core host then run 4 threads, whose spinning slows small products
+    by up to 2x; a cost file exported with one count predicts runs that have the other badly.
+    Returns whether an OpenBLAS was set as well."""
+    torch.set_num_threads(n)
+    torch.ones(2, 2) @ torch.ones(2, 2)  # loads the BLAS if torch loads it lazily
+    libs = _loaded_openblas()
+    for lib in libs:
+        lib.openblas_set_num_threads(int(n))
+    return bool(libs)
+
+
+# ----------------------------------------------------------------------------------------------
 # Statistics
 
 
@@ -1150,7 +1194,7 @@ def _profile_example(args, batches, result=None, current=None, ready=None):
 
     torch.manual_seed(args.seed)
     if args.threads:
-        torch.set_num_threads(args.threads)
+        set_threads(torch, args.threads)
     model, make_batch, loss_fn, model_name = build_example(args.model)
     on_batch = None
     if current is not None:
@@ -1183,7 +1227,7 @@ def _peer_steps(index, args, batches, current, ready):
 
     torch.manual_seed(args.seed + index)
     if args.threads:
-        torch.set_num_threads(args.threads)
+        set_threads(torch, args.threads)
     device = torch.device(args.device or "cpu")
     model, make_batch, loss_fn, _ = build_example(args.model)
     model.to(device)
@@ -1231,7 +1275,9 @@ def main(argv=None):
                          "more iterations than --iterations when steps are short)")
     ap.add_argument("--warmup", type=int, default=5, help="untimed warm-up iterations (default 5)")
     ap.add_argument("--device", default=None, help="cpu or cuda[:N] (default cpu)")
-    ap.add_argument("--threads", type=int, default=None, help="torch.set_num_threads (default: torch's)")
+    ap.add_argument("--threads", type=int, default=None,
+                    help="threads of torch and of the BLAS it runs on (torch.set_num_threads, and OpenBLAS's "
+                         "own count where torch uses it; default: theirs)")
     ap.add_argument("--backward-hooks", default="auto", choices=("auto", "module", "tensor"),
                     help="how backward is timed (default auto: full backward hooks, tensor hooks if they fail)")
     ap.add_argument("--noise-scale", action="store_true",

@@ -299,6 +299,24 @@ class OrderAndSchema(unittest.TestCase):
 
 
 @unittest.skipUnless(HAVE_TORCH, "torch is not importable (apt-get install python3-torch)")
+class Threads(unittest.TestCase):
+    def test_set_threads_sets_openblas_too(self):
+        # In a fresh process: torch.set_num_threads alone leaves an OpenBLAS that torch runs on
+        # at the host's cores; set_threads sets both (or reports that no OpenBLAS is loaded).
+        code = ("import json, sys, torch; sys.path.insert(0, %r); import export_profile as ep; "
+                "on = ep.set_threads(torch, 1); "
+                "print(json.dumps({'set': on, 'torch': torch.get_num_threads(), "
+                "'blas': [lib.openblas_get_num_threads() for lib in ep._loaded_openblas()]}))"
+                % os.path.join(ROOT, "tools"))
+        r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        d = json.loads(r.stdout)
+        self.assertEqual(d["torch"], 1)
+        self.assertEqual(d["set"], bool(d["blas"]))
+        self.assertEqual(d["blas"], [1] * len(d["blas"]))
+
+
+@unittest.skipUnless(HAVE_TORCH, "torch is not importable (apt-get install python3-torch)")
 class CommandLine(unittest.TestCase):
     def test_mlp_example_with_noise_scale(self):
         with tempfile.TemporaryDirectory() as tmp:
