@@ -227,9 +227,13 @@ bool node_is_cpu_op(const pb::Node& n) {
 enum class NodeRole { role_compute, role_cpu_op, role_allreduce, role_reduce_scatter, role_left_out };
 
 struct Counts {
-  size_t compute = 0, cpu_ops = 0, broadcasts = 0, barriers = 0, all_gathers = 0, other = 0;
+  size_t compute = 0, cpu_ops = 0, barriers = 0, all_gathers = 0, other = 0;
   double exchange_us = 0;        // the trace's own time in the gradient collectives
   int64_t all_gather_bytes = 0;  // their comm_size, where given
+  // The device broadcasts (DDP's of the buffers before each forward), in trace order, and
+  // those without a positive comm_size (which cannot be costed).
+  std::vector<CostBufferGroup> broadcasts;
+  size_t broadcasts_unsized = 0;
 };
 
 NodeRole node_role(const std::string& path, const pb::Node& n, bool device_compute, Counts& counts) {
@@ -263,8 +267,17 @@ NodeRole node_role(const std::string& path, const pb::Node& n, bool device_compu
           counts.all_gather_bytes += *bytes;
         return NodeRole::role_left_out;
       }
-      if (*kind == pb::BROADCAST || *kind == pb::BARRIER) {
-        ++(*kind == pb::BROADCAST ? counts.broadcasts : counts.barriers);
+      if (*kind == pb::BROADCAST) {  // costed by the network model where the variant broadcasts (ssgd: DDP)
+        const pb::AttributeProto* size = attr_find(n.attr(), "comm_size");
+        const std::optional<int64_t> bytes = size ? attr_integer(*size) : std::nullopt;
+        if (bytes && *bytes > 0 && *bytes <= kMaxGradientBytes)
+          counts.broadcasts.push_back(CostBufferGroup{node_label(n), 0, *bytes});
+        else
+          ++counts.broadcasts_unsized;
+        return NodeRole::role_left_out;
+      }
+      if (*kind == pb::BARRIER) {
+        ++counts.barriers;
         return NodeRole::role_left_out;
       }
       DSGD_THROW(InputError,
@@ -432,13 +445,17 @@ CostFile chakra_trace_read(const std::string& path) {
   b.optimizer = CostStat{optimizer_us * 1e-6, 0, 1, {}};
   b.step = CostStat{(forward_us + backward_us + optimizer_us) * 1e-6, 0, 1, {}};
   c.batches.push_back(b);
+  // The trace's broadcasts, as a cost file's buffers: --algo ssgd (DDP) charges them before each
+  // forward. Unknown when one has no size: then none is charged (the note says why).
+  if (counts.broadcasts_unsized == 0) c.buffers = counts.broadcasts;
 
   std::string left_out;
   auto leave = [&](size_t n, const char* what) {
     if (n > 0) left_out += fmt::format("{}{} {}", left_out.empty() ? "" : ", ", n, what);
   };
   leave(counts.cpu_ops, "CPU-op nodes");
-  leave(counts.broadcasts, "broadcasts");
+  leave(counts.broadcasts_unsized + (counts.broadcasts_unsized > 0 ? counts.broadcasts.size() : 0),
+        "broadcasts (not all with a comm_size)");
   leave(counts.barriers, "barriers");
   leave(counts.other, "memory or metadata nodes");
   if (counts.all_gathers > 0)  // a sharded step's parameter gathers: --algo zero costs its own

@@ -331,16 +331,18 @@ std::string cost_file_describe(const CostFile& file) {
 }
 
 std::string cost_file_buffers_describe(const CostFile& file) {
+  const bool trace = file.source == CostSource::cost_source_chakra;
   if (!file.buffers)
-    return file.source == CostSource::cost_source_chakra
-               ? "not read from a Chakra trace (its broadcasts are left out)"
-               : "not recorded in the file (an older exporter: export it again to have them)";
-  if (file.buffers->empty()) return "none (the model has no buffers)";
+    return trace ? "unknown (a broadcast of the trace has no comm_size)"
+                 : "not recorded in the file (an older exporter: export it again to have them)";
+  if (file.buffers->empty()) return trace ? "none (the trace has no broadcasts)" : "none (the model has no buffers)";
   std::string parts;
   for (const CostBufferGroup& b : *file.buffers)
-    parts += fmt::format("{}{} B {} in {} tensor{}", parts.empty() ? "" : ", ", b.bytes, b.dtype, b.tensors,
-                         b.tensors == 1 ? "" : "s");
-  return fmt::format("{} broadcast{} ({})", file.buffers->size(), file.buffers->size() == 1 ? "" : "s", parts);
+    parts += trace ? fmt::format("{}{}: {} B", parts.empty() ? "" : ", ", b.dtype, b.bytes)
+                   : fmt::format("{}{} B {} in {} tensor{}", parts.empty() ? "" : ", ", b.bytes, b.dtype, b.tensors,
+                                 b.tensors == 1 ? "" : "s");
+  return fmt::format("{} broadcast{}{} ({})", file.buffers->size(), file.buffers->size() == 1 ? "" : "s",
+                     trace ? " of the trace" : "", parts);
 }
 
 }  // namespace dsgd

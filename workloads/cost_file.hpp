@@ -47,7 +47,8 @@ struct CostStat {
 
 // One group of the model's buffers (module.buffers(): BatchNorm's running statistics and
 // counters): DDP broadcasts them from rank 0 before each forward, one coalesced broadcast per
-// dtype.
+// dtype. From a Chakra trace, one per BROADCAST node: `dtype` is the node's label and
+// `tensors` 0 (the trace does not say).
 struct CostBufferGroup {
   std::string dtype;
   int64_t tensors = 0;
@@ -95,8 +96,8 @@ struct CostFile {
   // y ← y + a·x, timed after a training step), when the exporter measured it.
   std::optional<CostStat> model_pass;
   int64_t processes = 1;  // processes measuring at once on the exporter's host
-  // The model's buffers by dtype; empty when it has none; nullopt when the file does not say
-  // (an older exporter, a Chakra trace).
+  // The model's buffers by dtype (a Chakra trace: its broadcasts); empty when it has none;
+  // nullopt when the file does not say (an older exporter; a trace with a broadcast of no size).
   std::optional<std::vector<CostBufferGroup>> buffers;
 };
 
@@ -156,8 +157,9 @@ std::vector<CostFileLayer> cost_file_layers(const CostFile& file);
 // file model.json"; for a trace, "Chakra trace FILE (...)" with its source_note.
 std::string cost_file_describe(const CostFile& file);
 
-// "2 broadcasts (5.6 KB float32 in 38 tensors, 152 B int64 in 19)"; "none (the model has no
-// buffers)"; "not recorded in the file (...)".
+// "2 broadcasts (6272 B float32 in 42 tensors, 168 B int64 in 21 tensors)"; "none (the model
+// has no buffers)"; "not recorded in the file (...)"; for a trace, "1 broadcast of the trace
+// (node 7 'bcast': 1024 B)".
 std::string cost_file_buffers_describe(const CostFile& file);
 
 }  // namespace dsgd

@@ -4,7 +4,8 @@
 # our network model's cost of its gradient bytes; the prediction equals that of the model cost
 # file with the same layers and times; the trace's own all-reduce times are not used; the same
 # step sharded (reduce-scatters, all-gathers) predicts the same and runs under --algo zero; the
-# tuner ranks it at its batch; bad traces, another batch and a prefix that does not match the
+# tuner ranks it at its batch; a DDP trace's broadcasts are charged by ssgd as a cost file's
+# buffers are; bad traces, another batch and a prefix that does not match the
 # file are refused with exit 2 and nothing stored. A build without protobuf refuses the
 # workload, saying so.
 TRACE="$(cd "$(dirname "$0")/../data/chakra" && pwd)/mlp3.et"
@@ -127,6 +128,38 @@ grep -q "left out: 6 all-gathers" show.out || { cat show.out; fail "show does no
 Z=$(last_run_id zero.out)
 zb=$(sql t.db "select avg(bytes_sent) from steps where run_id=$Z and timed")
 [ "${zb%.*}" -gt 0 ] || fail "--algo zero sent $zb bytes a step"
+
+# DDP's broadcast of the buffers before the forward, as two BROADCAST nodes (6,272 B and 168 B):
+# --algo ssgd charges them as it charges a cost file's buffers of those sizes (the same step),
+# --broadcast-buffers false charges nothing (the plain trace's step), another variant nothing.
+python3 - "$TRACE" <<'PY'
+import json, os, sys
+d = os.path.dirname(sys.argv[1])
+spec = json.load(open(os.path.join(d, "mlp3.json")))
+spec["nodes"] = [{"name": "bcast_f32", "kind": "broadcast", "bytes": 6272, "duration_us": 9},
+                 {"name": "bcast_i64", "kind": "broadcast", "bytes": 168, "duration_us": 5}] + spec["nodes"]
+json.dump(spec, open("ddp_buffers.json", "w"))
+cost = json.load(open("mlp3.json"))
+cost["buffers"] = [{"dtype": "float32", "tensors": 42, "bytes": 6272}, {"dtype": "int64", "tensors": 21, "bytes": 168}]
+json.dump(cost, open("mlp3_buffers.json", "w"))
+PY
+"${DSGD_PYTHON3:-python3}" "$(dirname "$0")/../../tools/chakra_trace.py" write ddp_buffers.json -o ddp_buffers.et ||
+  fail "writing the trace with broadcasts"
+"$BIN" run --workload chakra:ddp_buffers.et --workers 8 --algo ssgd "${sim[@]}" > bb.out 2>&1 ||
+  { cat bb.out; fail "ssgd on a trace with broadcasts failed"; }
+grep -qF "buffers broadcast before each forward, as DDP does: 2 broadcasts of the trace (node 0 'bcast_f32': 6272 B, node 1 'bcast_i64': 168 B)" bb.out ||
+  { cat bb.out; fail "the run does not say it charged the trace's broadcasts"; }
+B=$(last_run_id bb.out)
+"$BIN" run --workload profile:mlp3_buffers.json --workers 8 --algo ssgd "${sim[@]}" > pb.out 2>&1 ||
+  { cat pb.out; fail "ssgd on the cost file with buffers failed"; }
+same_step "$B" "$(last_run_id pb.out)" "the trace with broadcasts and the cost file with those buffers"
+"$BIN" run --workload chakra:ddp_buffers.et --workers 8 --algo ssgd --broadcast-buffers false "${sim[@]}" \
+  > nb.out 2>&1 || { cat nb.out; fail "--broadcast-buffers false on a trace failed"; }
+"$BIN" run --workload chakra:mlp3.et --workers 8 --algo ssgd "${sim[@]}" > plain.out 2>&1 || fail "plain ssgd"
+same_step "$(last_run_id nb.out)" "$(last_run_id plain.out)" "--broadcast-buffers false and the trace without them"
+b=$(sql t.db "select avg(step_s) from steps where run_id=$B and timed")
+p=$(sql t.db "select avg(step_s) from steps where run_id=$(last_run_id plain.out) and timed")
+awk -v b="$b" -v p="$p" 'BEGIN { exit !(b > p) }' || fail "the broadcasts added nothing: $b s against $p s"
 
 # The tuner ranks the trace's configurations at its batch and refuses the others, saying why;
 # a trace that records no batch (here the example without its batch_size attribute: a

@@ -1,10 +1,11 @@
 // The Chakra trace reader (workloads/chakra_trace): the committed example trace
 // (tests/data/chakra/mlp3.et, written by tools/chakra_trace.py from mlp3.json) reads back to
 // exactly the layer costs and bucket sizes that made it, plain and gzip; the batch it records
-// is enforced and a trace without one runs at any batch; CPU-op nodes, host-side collective
-// calls and broadcasts are left out; without a node named *backward* the forward is 0; nodes
-// run in data-dependency order; every kind of bad trace is refused with InputError naming the
-// file and what is wrong; the workload's prefix must match the file's kind.
+// is enforced and a trace without one runs at any batch; CPU-op nodes and host-side
+// collective calls are left out, broadcasts kept as the buffers DDP broadcasts (unknown when
+// one has no size); without a node named *backward* the forward is 0; nodes run in
+// data-dependency order; every kind of bad trace is refused with InputError naming the file
+// and what is wrong; the workload's prefix must match the file's kind.
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -206,6 +207,9 @@ TEST_F(ChakraTrace, ReadsTheExampleToTheCostsThatMadeIt) {
   EXPECT_EQ(layers[0].floats, 200960u);
   EXPECT_EQ(layers[1].floats, 32896u);
   EXPECT_EQ(layers[2].floats, 1290u);
+  ASSERT_TRUE(f.buffers.has_value());  // no broadcasts: nothing to charge, and known to be nothing
+  EXPECT_TRUE(f.buffers->empty());
+  EXPECT_EQ(cost_file_buffers_describe(f), "none (the trace has no broadcasts)");
 }
 
 TEST_F(ChakraTrace, ReadsGzip) {
@@ -277,7 +281,7 @@ TEST_F(ChakraTrace, WithoutABatchAnyBatchIsTheTraces) {
   }
 }
 
-TEST_F(ChakraTrace, CpuOpsHostCollectivesAndBroadcastsAreLeftOut) {
+TEST_F(ChakraTrace, CpuOpsAndHostCollectivesAreLeftOutAndBroadcastsKeptForDdp) {
   TraceBuilder t;
   TraceBuilder::cpu_op(t.comp("aten::linear", 500));
   t.comp("gemm", 100);
@@ -293,8 +297,27 @@ TEST_F(ChakraTrace, CpuOpsHostCollectivesAndBroadcastsAreLeftOut) {
   ASSERT_EQ(b.layer_bwd.size(), 1u);
   EXPECT_DOUBLE_EQ(b.layer_bwd[0].median_s, 200e-6);
   EXPECT_DOUBLE_EQ(b.optimizer.median_s, 0);
-  EXPECT_NE(f.source_note.find("left out: 3 CPU-op nodes, 1 broadcasts, 1 memory or metadata nodes"), std::string::npos)
+  EXPECT_NE(f.source_note.find("left out: 3 CPU-op nodes, 1 memory or metadata nodes"), std::string::npos)
       << f.source_note;
+  // The broadcast (DDP's of the buffers) is kept as the file's buffers: ssgd charges it.
+  ASSERT_TRUE(f.buffers.has_value());
+  ASSERT_EQ(f.buffers->size(), 1u);
+  EXPECT_EQ((*f.buffers)[0].bytes, 1024);
+  EXPECT_EQ(cost_file_buffers_describe(f), "1 broadcast of the trace (node 2 'bcast': 1024 B)");
+}
+
+TEST_F(ChakraTrace, ABroadcastWithoutASizeLeavesTheBroadcastsUnknown) {
+  TraceBuilder t;
+  t.comp("gemm", 100);
+  t.coll(pb::BROADCAST, "bcast", 7, 1024);
+  t.coll(pb::BROADCAST, "bcast_unsized", 7, 0);
+  t.comp("gemm_backward", 200);
+  t.coll(pb::ALL_REDUCE, "nccl_allreduce", 50, 4000);
+  const CostFile f = chakra_trace_read(write_bytes(t.bytes()));
+  EXPECT_FALSE(f.buffers.has_value());
+  EXPECT_NE(f.source_note.find("left out: 2 broadcasts (not all with a comm_size)"), std::string::npos)
+      << f.source_note;
+  EXPECT_EQ(cost_file_buffers_describe(f), "unknown (a broadcast of the trace has no comm_size)");
 }
 
 TEST_F(ChakraTrace, CpuOnlyTracesCountTheirCpuOps) {
