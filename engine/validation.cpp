@@ -147,6 +147,16 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
         "at different speeds or are shared with another tenant; the others wait for that rank at every "
         "synchronisation, and the measured wait includes it",
         100 * (spread->measured - 1)));
+  if (const ValidationMetric* outside = find(kValidationOutsidePhases);
+      outside && step && step->measured > 0 &&
+      std::abs(outside->predicted - outside->measured) >= kValidationSmallShare * step->measured)
+    notes.push_back(fmt::format(
+        "outside compute, communication and waiting (the variant's copies and mixes of the model, its bookkeeping) "
+        "the measured ranks spent {:.4g} ms per step, the prediction {:.4g} ms: {:.2g} % of the measured step. The "
+        "simulator charges each pass over the model the profile's model pass, timed with the model in the caches; a "
+        "pass beside an exchange (a copy into a buffer another rank just read) can cost several times that",
+        1e3 * outside->measured, 1e3 * outside->predicted,
+        100 * std::abs(outside->predicted - outside->measured) / step->measured));
   if (step && step->measured > 0)
     for (const char* name : {"comm_s", "wait_s"}) {
       const ValidationMetric* m = find(name);
@@ -160,6 +170,10 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
                                   100 * std::abs(m->predicted - m->measured) / step->measured));
     }
   return notes;
+}
+
+double validation_outside_phases_s(const Summary& s) {
+  return std::max(0.0, s.step_time_s - s.compute_s - s.data_s - s.comm_s - s.wait_s - s.injected_s);
 }
 
 bool validation_prediction_races(const RunConfig& cfg) {
@@ -268,6 +282,11 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   };
   for (const char* name : {"step_time_s", "compute_s", "comm_s", "wait_s", "injected_s", "throughput_samples_per_s"})
     add(name, *s.summary, name);
+  // The step outside every phase: a variant's copies and mixes of the model (model passes),
+  // its bookkeeping; the simulator charges its profile's model pass for the passes.
+  const double outside_m = validation_outside_phases_s(*m.summary), outside_s = validation_outside_phases_s(*s.summary);
+  v.metrics.push_back(
+      ValidationMetric{kValidationOutsidePhases, outside_m, outside_s, validation_rel_error(outside_m, outside_s)});
   if (r && r->summary) add("step_time_s", *r->summary, kValidationOwnComputeStep);
   // The measured and simulated runs' slowest rank's compute over the fastest's.
   const double spread_m = validation_compute_rank_spread(store.steps_get(v.measured_run_id));

@@ -74,6 +74,11 @@ inline constexpr const char* kValidationStepStandardError = "step_time_s.standar
 // The stored metric of step 5: the lowest (as `measured`) and highest (as `predicted`) of the
 // predicted step over the prediction's three seeds; no relative error (not a prediction).
 inline constexpr const char* kValidationSeedSpread = "step_time_s.seed_spread";
+// The stored metric of the step outside every phase (step − compute − data − comm − wait −
+// injected, per rank and step, averaged: a variant's passes over the model, its bookkeeping),
+// measured and predicted.
+inline constexpr const char* kValidationOutsidePhases = "outside_phases_s";
+double validation_outside_phases_s(const Summary& s);
 // Whether cfg's prediction is a race that step 5 measures (its variant needs one-sided windows).
 bool validation_prediction_races(const RunConfig& cfg);
 
@@ -89,7 +94,10 @@ bool validation_prediction_races(const RunConfig& cfg);
 //     load changed between the runs, or the configuration slows compute); the step's error
 //     includes that, and it is not the simulator's;
 //   - comm or wait under kValidationSmallShare of the measured step with an error above
-//     kValidationSplitTarget that moves the step by less than kValidationSmallShare: how little.
+//     kValidationSplitTarget that moves the step by less than kValidationSmallShare: how little;
+//   - the step outside every phase (kValidationOutsidePhases) predicted kValidationSmallShare
+//     of the measured step or more away from the measured: both figures (a variant's passes
+//     over the model cost more, or less, than the profile's model pass).
 // Empty when neither applies.
 inline constexpr double kValidationComputeNoise = 0.10;  // the compute target of docs/sim.md
 inline constexpr double kValidationStepTarget = 0.10;    // the step target of docs/sim.md

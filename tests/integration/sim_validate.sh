@@ -1,6 +1,6 @@
 # dsgd-bench validate: a profile run (2 MPI ranks computing side by side, no communication),
 # 2 MPI ranks and 2 simulated workers of one configuration, and the prediction again from the
-# measured run's own compute; the validation and its nine metrics are stored and listed; the simulated
+# measured run's own compute; the validation and its ten metrics are stored and listed; the simulated
 # run's modelled comm equals the α-β model; for a variant on one-sided windows, the prediction
 # at two more seeds (its race's spread). (Figures are not asserted against the 10 % goal
 # here: a shared 2-core CI machine makes the measured side noisy; see docs/sim.md.)
@@ -14,7 +14,15 @@ JSON
 last=$(tail -n 1 val.out)
 [[ "$last" =~ ^validation_id=([0-9]+)$ ]] || fail "last line is not validation_id=<id>: $last"
 V=${BASH_REMATCH[1]}
-[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$V") == 9 ]] || fail "metrics not stored"
+[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$V") == 10 ]] || fail "metrics not stored"
+# The step outside every phase: in the table, and each run's summary's step less its phases.
+grep -qE "^  outside_phases_s +[0-9.]+ ms +[0-9.]+ ms" val.out || { cat val.out; fail "no outside_phases_s row"; }
+outside_ok=$(sql v.db "SELECT count(*) FROM validation_metrics o JOIN validations v ON v.id = o.validation_id
+  JOIN summaries m ON m.run_id = v.measured_run_id JOIN summaries p ON p.run_id = v.simulated_run_id
+  WHERE o.validation_id=$V AND o.metric='outside_phases_s'
+  AND abs(o.measured - max(0, m.step_time_s - m.compute_s - m.data_s - m.comm_s - m.wait_s - coalesce(m.injected_s, 0))) < 1e-12
+  AND abs(o.predicted - max(0, p.step_time_s - p.compute_s - p.data_s - p.comm_s - p.wait_s - coalesce(p.injected_s, 0))) < 1e-12")
+[[ "$outside_ok" == 1 ]] || fail "outside_phases_s is not each run's step less its phases"
 # Each run's sampling noise: stored (both positive: the runs' steps vary), noted, not in the table.
 se=$(sql v.db "SELECT measured > 0 AND predicted > 0 AND rel_error IS NULL FROM validation_metrics WHERE validation_id=$V AND metric='step_time_s.standard_error'")
 [[ "$se" == 1 ]] || fail "no step_time_s.standard_error metric with both runs' standard errors (got '$se')"
@@ -80,7 +88,7 @@ cat > a.json <<JSON
 JSON
 "$BIN" validate --config a.json > a.out || { cat a.out; fail "validate of adpsgd failed"; }
 A=$(tail -n 1 a.out | cut -d= -f2)
-[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$A") == 10 ]] || fail "adpsgd: metrics not stored"
+[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$A") == 11 ]] || fail "adpsgd: metrics not stored"
 read -r lo hi <<<"$(sql v.db "SELECT measured, predicted FROM validation_metrics WHERE validation_id=$A AND metric='step_time_s.seed_spread' AND rel_error IS NULL" | tr '|' ' ')"
 S=$(sql v.db "SELECT step_time_s FROM summaries WHERE run_id=(SELECT simulated_run_id FROM validations WHERE id=$A)")
 seeds=$(sql v.db "SELECT group_concat(s.step_time_s, ' ') FROM runs r JOIN summaries s ON s.run_id = r.id WHERE r.tag='validate:seed' AND r.id > (SELECT simulated_run_id FROM validations WHERE id=$A)")
