@@ -471,6 +471,13 @@ CostFile chakra_trace_read(const std::string& path) {
       forward_known ? fmt::format("forward: the {} compute nodes before the first named *backward*", forward_nodes)
                     : std::string("no compute node named *backward*: forward 0, counted in the first bucket"),
       exchange_name, counts.exchange_us / 1e3, left_out.empty() ? "" : "; left out: " + left_out);
+  if (c.buffers && !c.buffers->empty()) {
+    int64_t bytes = 0;
+    for (const CostBufferGroup& g : *c.buffers) bytes += g.bytes;
+    c.source_note +=
+        fmt::format("; {} broadcast{} of {} B in all (the buffers DDP broadcasts: --algo ssgd charges them)",
+                    c.buffers->size(), c.buffers->size() == 1 ? "" : "s", bytes);
+  }
   return c;
 }
 

@@ -150,6 +150,11 @@ PY
 grep -qF "buffers broadcast before each forward, as DDP does: 2 broadcasts of the trace (node 0 'bcast_f32': 6272 B, node 1 'bcast_i64': 168 B)" bb.out ||
   { cat bb.out; fail "the run does not say it charged the trace's broadcasts"; }
 B=$(last_run_id bb.out)
+# Any variant's header names them in the trace's note (localsgd charges none).
+"$BIN" run --workload chakra:ddp_buffers.et --workers 8 --algo localsgd --period 8 "${sim[@]}" > lb.out 2>&1 ||
+  { cat lb.out; fail "localsgd on a trace with broadcasts failed"; }
+grep -qF "2 broadcasts of 6440 B in all (the buffers DDP broadcasts: --algo ssgd charges them)" lb.out ||
+  { cat lb.out; fail "the trace's note does not name its broadcasts"; }
 "$BIN" run --workload profile:mlp3_buffers.json --workers 8 --algo ssgd "${sim[@]}" > pb.out 2>&1 ||
   { cat pb.out; fail "ssgd on the cost file with buffers failed"; }
 same_step "$B" "$(last_run_id pb.out)" "the trace with broadcasts and the cost file with those buffers"

@@ -304,6 +304,9 @@ TEST_F(ChakraTrace, CpuOpsAndHostCollectivesAreLeftOutAndBroadcastsKeptForDdp) {
   ASSERT_EQ(f.buffers->size(), 1u);
   EXPECT_EQ((*f.buffers)[0].bytes, 1024);
   EXPECT_EQ(cost_file_buffers_describe(f), "1 broadcast of the trace (node 2 'bcast': 1024 B)");
+  EXPECT_NE(f.source_note.find("; 1 broadcast of 1024 B in all (the buffers DDP broadcasts: --algo ssgd charges them)"),
+            std::string::npos)
+      << f.source_note;
 }
 
 TEST_F(ChakraTrace, ABroadcastWithoutASizeLeavesTheBroadcastsUnknown) {
