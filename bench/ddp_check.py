@@ -79,8 +79,7 @@ def launch_pair(argv, port):
     procs = []
     for rank in (0, 1):
         env = dict(os.environ, MASTER_ADDR=addr, MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE="2",
-                   LOCAL_RANK="0", GLOO_SOCKET_IFNAME="eth0", OMP_NUM_THREADS="1",
-                   OPENBLAS_NUM_THREADS="1")
+                   LOCAL_RANK="0", GLOO_SOCKET_IFNAME="eth0")  # one thread each: main() set it
         prefix = [] if rank == 0 else ["ip", "netns", "exec", peer]
         procs.append(subprocess.Popen(prefix + [sys.executable] + argv, env=env, stdout=subprocess.DEVNULL))
     codes = [p.wait() for p in procs]
@@ -215,11 +214,10 @@ def main():
         ap.error("under scripts/netns-cluster.sh pass --netns (else both ranks stay in one namespace)")
     os.makedirs(args.out, exist_ok=True)
     bench = os.path.abspath(args.bench)
-    # One thread per process everywhere: the export, the fabric and the real runs' ranks (spawned
+    # One thread per process everywhere: the export, the fabric and the real runs' ranks (started
     # from here, they inherit it). OpenBLAS reads these when it loads; torch.set_num_threads does
     # not govern it (export_profile.set_threads).
     os.environ.update(OMP_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
-    env = dict(os.environ)
     fabric = os.path.join(args.out, "fabric.json")
     if args.netns:
         # Over the shaped link, what DDP and Local SGD use (the all-reduce, DDP's buffer broadcast).
@@ -228,7 +226,7 @@ def main():
     else:
         subprocess.run([sys.executable, os.path.join(TOOLS, "export_fabric.py"), "--spawn", str(args.processes),
                         "-o", fabric],
-                       check=True, env=env, capture_output=True)
+                       check=True, capture_output=True)
     db = os.path.join(args.out, "predictions.db")
     if os.path.exists(db):
         os.remove(db)
@@ -248,7 +246,7 @@ def main():
             cost = os.path.join(args.out, "%s_round%d.json" % (model, r))
             subprocess.run([sys.executable, os.path.join(TOOLS, "export_profile.py"), "--model", model, "--threads",
                             "1", "--processes", str(args.processes), "--batches", "%d,%d" % (b0 // 2, b0), "--iterations", "30",
-                            "-o", cost], check=True, env=env, capture_output=True)
+                            "-o", cost], check=True, capture_output=True)
             for c in configs:
                 result = measure(args.processes, model, c[0], c[1], c[2], args.warmup, args.steps, args.out)
                 per_step = result["steps_s"]

@@ -79,8 +79,7 @@ def set_threads(torch, n):
     by up to 2x; a cost file exported with one count predicts runs that have the other badly.
     Returns whether an OpenBLAS was set as well."""
     torch.set_num_threads(n)
-    torch.ones(2, 2) @ torch.ones(2, 2)  # loads the BLAS if torch loads it lazily
-    libs = _loaded_openblas()
+    libs = _loaded_openblas()  # torch links its BLAS: loaded with `import torch`
     for lib in libs:
         lib.openblas_set_num_threads(int(n))
     return bool(libs)
