@@ -30,6 +30,7 @@
 #endif
 
 #include "bench/bench_timing.hpp"
+#include "core/copy_aliasing.hpp"
 #include "workloads/blas_core.hpp"
 
 extern "C" void openblas_set_num_threads(int);
@@ -240,7 +241,8 @@ void shape_bench(const Options& o, int c, int hw) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  dsgd::blas_core_start();  // the product's BLAS kernels (workloads/blas_core.hpp)
+  dsgd::copy_aliasing_start(argv);  // the product's memory copies (core/copy_aliasing.hpp)
+  dsgd::blas_core_start();          // the product's BLAS kernels (workloads/blas_core.hpp)
   Options o;
   if (!options_parse(argc, argv, o)) return 2;
   const bool have_dnnl = dsgd::conv2d_dnnl_available();

@@ -32,6 +32,7 @@
 
 #include "algorithms/optimizer.hpp"
 #include "bench/bench_timing.hpp"
+#include "core/copy_aliasing.hpp"
 #include "core/rng.hpp"
 #include "workloads/blas_core.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -181,7 +182,8 @@ std::string profile_steps(size_t steps, Step& step, double& opt_s) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  dsgd::blas_core_start();  // the product's BLAS kernels (workloads/blas_core.hpp)
+  dsgd::copy_aliasing_start(argv);  // the product's memory copies (core/copy_aliasing.hpp)
+  dsgd::blas_core_start();          // the product's BLAS kernels (workloads/blas_core.hpp)
   Options o;
   if (!options_parse(argc, argv, o)) return 2;
   const size_t threads = o.threads, batch = o.batch, steps = o.steps, warmup = o.warmup;

@@ -25,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "core/copy_aliasing.hpp"
 #include "workloads/blas_core.hpp"
 #include "workloads/datasets/dataset.hpp"
 #include "workloads/layers/kernel_profile.hpp"
@@ -152,7 +153,8 @@ std::string profile_run(const Options& o, dsgd::ResNetWorkload& resnet, Step& st
 }  // namespace
 
 int main(int argc, char** argv) {
-  dsgd::blas_core_start();  // the product's BLAS kernels (workloads/blas_core.hpp)
+  dsgd::copy_aliasing_start(argv);  // the product's memory copies (core/copy_aliasing.hpp)
+  dsgd::blas_core_start();          // the product's BLAS kernels (workloads/blas_core.hpp)
   Options o;
   if (!options_parse(argc, argv, o)) return 2;
   const std::string& model = o.model;

@@ -36,6 +36,7 @@
 #include <memory>
 #include <vector>
 
+#include "core/copy_aliasing.hpp"
 #include "core/rng.hpp"
 #include "workloads/blas_core.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -303,7 +304,8 @@ BENCHMARK_CAPTURE(BM_SvmForwardBackwardDense, naive, BatchPath::batch_naive)
 }  // namespace
 
 int main(int argc, char** argv) {
-  dsgd::blas_core_start();  // the product's BLAS kernels (workloads/blas_core.hpp)
+  dsgd::copy_aliasing_start(argv);  // the product's memory copies (core/copy_aliasing.hpp)
+  dsgd::blas_core_start();          // the product's BLAS kernels (workloads/blas_core.hpp)
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

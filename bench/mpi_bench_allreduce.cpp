@@ -14,6 +14,7 @@
 
 #include "cluster/communicator.hpp"
 #include "core/clock.hpp"
+#include "core/copy_aliasing.hpp"
 #include "core/stats.hpp"
 
 using namespace dsgd;
@@ -27,6 +28,7 @@ double median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  dsgd::copy_aliasing_start(argv);  // the product's memory copies (core/copy_aliasing.hpp)
   const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
   auto comm = communicator_create_world(&argc, &argv);
   const int n = comm->size();

@@ -98,6 +98,7 @@ class RunPrinter {
       stdout_print(format_config(cfg_, record, full_config_));
       const auto config = nlohmann::json::parse(record.config_json);
       stdout_print(format_paging_warning(config.value("dataset-pages", nlohmann::json{})));
+      stdout_print(format_copy_aliasing_warning(config.value("copy-aliasing", nlohmann::json{})));
       stdout_print(format_eval_set(config.value("eval-set", nlohmann::json{})));
       if (backend_get(cfg_.backend).has(cap_virtual_clock)) {
         const auto details = config.value("backend-details", nlohmann::json{});

@@ -16,6 +16,7 @@
 #include "algorithms/optimizer.hpp"
 #include "algorithms/variant.hpp"
 #include "cluster/backends.hpp"
+#include "core/copy_aliasing.hpp"
 #include "core/output_file.hpp"
 #include "core/run_config.hpp"
 #include "results/report_rows.hpp"
@@ -101,6 +102,16 @@ std::string format_paging_warning(const nlohmann::json& pages) {
       "  {:<13} training set {:.0f} MB on 4 KiB pages ({:.0f} % on 2 MiB pages; transparent huge pages '{}'): "
       "random batches miss the TLB, so steps can be several times slower and vary between runs\n",
       "warning", bytes / 1e6, 100 * fraction, pages.value("thp", std::string("?")));
+}
+
+std::string format_copy_aliasing_warning(const nlohmann::json& copies) {
+  if (!copies.is_object() || copies.value("state", std::string()) != "slow") return {};
+  return fmt::format(
+      "  {:<13} a {} KiB memcpy took {:.3g} µs when its destination sat 16 bytes after its source (mod 4 KiB) "
+      "against {:.3g} µs elsewhere (this CPU's rep movsb), and the program did not restart to avoid it: copies, and "
+      "the "
+      "steps they are part of, vary from process to process (unset DSGD_COPY_ALIASING)\n",
+      "warning", kCopyAliasingBytes >> 10, 1e6 * copies.value("aliased-s", 0.0), 1e6 * copies.value("clean-s", 0.0));
 }
 
 std::string format_eval_set(const nlohmann::json& eval_set) {

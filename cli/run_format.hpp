@@ -27,6 +27,9 @@ std::string format_eval_line(const EvalRow& row, int64_t total_steps);
 // A warning line when the run's config "dataset-pages" (engine/trainer.cpp) says most of a
 // large training set sits on 4 KiB pages; empty otherwise.
 std::string format_paging_warning(const nlohmann::json& pages);
+// A warning line when the record's "copy-aliasing" says copies are slow and were not avoided
+// (core/copy_aliasing.hpp); empty otherwise.
+std::string format_copy_aliasing_warning(const nlohmann::json& copies);
 // The line saying a run evaluates on a subset of its test set (config "eval-set"), with the
 // widest 95 % confidence interval of an accuracy on it; empty when it evaluates them all.
 std::string format_eval_set(const nlohmann::json& eval_set);

@@ -10,6 +10,7 @@
 
 #include "algorithms/optimizer.hpp"
 #include "core/clock.hpp"
+#include "core/copy_aliasing.hpp"
 #include "core/errors.hpp"
 #include "core/rng.hpp"
 #include "core/run_config.hpp"
@@ -277,7 +278,8 @@ nlohmann::json compute_profile_conditions(const Dataset& train, int ranks_on_hos
           {"cores", system_info_read().cores},
           {"ranks-on-host", ranks_on_host},
           {"thp", paging.thp_mode},
-          {"dataset-huge-fraction", paging.huge_fraction()}};
+          {"dataset-huge-fraction", paging.huge_fraction()},
+          {"copy-aliasing", copy_aliasing().state}};  // core/copy_aliasing.hpp: "slow" = copies vary by placement
 }
 
 std::string compute_profile_optimizer_key(const RunConfig& cfg) {

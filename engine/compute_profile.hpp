@@ -122,7 +122,8 @@ std::vector<std::string> compute_profile_warnings_stored(const Store& store, con
 
 // The conditions a profile is measured under, stored in its calibration's config
 // ("conditions"): the 1-minute load average and core count, the ranks on this host, the
-// machine's transparent-huge-page setting and how much of the training set is on huge pages.
+// machine's transparent-huge-page setting, how much of the training set is on huge pages, and
+// whether this process's memory copies were slow by placement (copy_aliasing().state).
 nlohmann::json compute_profile_conditions(const Dataset& train, int ranks_on_host);
 
 inline constexpr int64_t kComputeProfileIters = 20;  // timed iterations when measuring what is missing (as calibrate)

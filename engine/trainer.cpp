@@ -18,6 +18,7 @@
 #include "cluster/straggler.hpp"
 #include "cluster/topology.hpp"
 #include "core/clock.hpp"
+#include "core/copy_aliasing.hpp"
 #include "core/errors.hpp"
 #include "core/huge_pages.hpp"
 #include "core/output_file.hpp"
@@ -185,6 +186,14 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
     const DatasetPaging paging = dataset_paging(w.data->train);
     config["dataset-pages"] = {
         {"thp", paging.thp_mode}, {"bytes", paging.bytes}, {"huge-fraction", paging.huge_fraction()}};
+    // Whether this process's memory copies are slowed by where their buffers sit, and what was
+    // done (core/copy_aliasing.hpp): a step's copies took up to 20x longer in some processes.
+    const CopyAliasing& copies = copy_aliasing();
+    config["copy-aliasing"] = {{"state", copies.state},
+                               {"aliased-s", copies.aliased_s},
+                               {"clean-s", copies.clean_s},
+                               {"before-aliased-s", copies.before_aliased_s},
+                               {"before-clean-s", copies.before_clean_s}};
   }
   if (w.eval_set.get() != &w.data->test) {
     if (w.data->test.tokens.empty())

@@ -25,6 +25,7 @@ foreach(entry
     "test_backends:dsgd_algorithms"
     "test_device_seam:dsgd_engine"
     "test_clock:dsgd_core"
+    "test_copy_aliasing:dsgd_core"
     "test_stats:dsgd_core"
     "test_output_file:dsgd_core"
     "test_trainer:dsgd_engine"
