@@ -35,10 +35,9 @@ std::string value_html(const ReportValue& value) {
 std::string scaling_key(const RunRecord& r) {
   nlohmann::json config = nlohmann::json::parse(r.config_json, nullptr, false);
   if (!config.is_object()) config = nlohmann::json::object();
-  // peak-gflops-per-worker is measured at the run's start (MFU), not a setting.
-  for (const char* key :
-       {"workers", "tag", "seed", "db", "save-params", "hostfile", "eval-every", "target", "peak-gflops-per-worker"})
+  for (const char* key : {"workers", "tag", "seed", "db", "save-params", "hostfile", "eval-every", "target"})
     config.erase(key);
+  for (const char* key : kRunMeasuredConfigKeys) config.erase(key);
   config["__workload"] = r.workload;
   config["__algorithm"] = r.algorithm;
   config["__dataset"] = r.dataset;

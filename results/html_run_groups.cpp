@@ -18,7 +18,8 @@ namespace dsgd {
 namespace {
 
 // Settings that differ between repetitions of one configuration, or do not change what runs.
-constexpr const char* repetition_keys[] = {"seed", "tag", "db", "save-params", "hostfile", "peak-gflops-per-worker"};
+// (And kRunMeasuredConfigKeys: what the run's start measured.)
+constexpr const char* repetition_keys[] = {"seed", "tag", "db", "save-params", "hostfile"};
 constexpr const char* network_keys[] = {"bandwidth", "latency", "topology", "inter-bandwidth", "inter-latency"};
 
 std::string config_text(const nlohmann::json& config, const char* key) {
@@ -117,6 +118,7 @@ nlohmann::json settings_of(const nlohmann::json& config) {
     std::set<std::string> k;
     for (const RunConfigField& f : run_config_fields()) k.insert(f.key);
     for (const char* r : repetition_keys) k.erase(r);
+    for (const char* r : kRunMeasuredConfigKeys) k.erase(r);
     return k;
   }();
   nlohmann::json out = nlohmann::json::object();

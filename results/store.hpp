@@ -15,6 +15,7 @@
 // per-layer compute profile (results/calibration_store.cpp; docs/metrics.md).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <optional>
@@ -54,6 +55,12 @@ struct RunRecord {
   std::string heartbeat_at;  // last flush (ISO 8601 UTC)
   std::string launch_id;     // the `run --workers N` launch (cluster/launcher.hpp)
 };
+
+// Keys of a run's config_json that its start measured (the SGEMM peak for MFU, where the
+// training set landed, whether memory copies were slow by placement), not settings: two runs
+// of one configuration differ in them, so grouping runs by configuration leaves them out.
+inline constexpr std::array<const char*, 3> kRunMeasuredConfigKeys = {"peak-gflops-per-worker", "dataset-pages",
+                                                                      "copy-aliasing"};
 
 // One rank's timings for one step (seconds), and bytes it sent.
 struct StepRow {
