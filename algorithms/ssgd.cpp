@@ -223,6 +223,7 @@ const Variant& variant_ssgd() {
                {"bucket-mb", "--algo ssgd --overlap true"},
                {"first-bucket-mb", "--algo ssgd --overlap true"},
                {"broadcast-buffers"}};
+    v.broadcasts_buffers = true;
     v.validate = ssgd_validate;
     v.create = algorithm_create_ssgd;
     v.timing = ssgd_timing;

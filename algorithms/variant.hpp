@@ -42,6 +42,9 @@ struct Variant {
   // a copy to send; Communicator::model_passes_done): the simulator charges each the profile's
   // model pass, and says so when the profile has none.
   bool model_passes = false;
+  // It is PyTorch DDP's scheme for a model cost file: the simulator broadcasts the file's
+  // buffers (BatchNorm statistics) from worker 0 before each forward (--broadcast-buffers).
+  bool broadcasts_buffers = false;
   std::string no_compress;        // why --compress does not apply to it; empty: it takes --compress
   std::string no_compress_hint;   // what to do instead (empty: drop --compress or use another variant)
   std::string optimizer = "sgd";  // what --optimizer auto means for it (sgd | adamw)

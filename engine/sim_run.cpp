@@ -324,7 +324,7 @@ Resolved sim_resolve_cost_file(const RunConfig& cfg, const Store* store) {
   }
   // PyTorch DDP (the ssgd of a cost file) broadcasts the buffers from rank 0 before each forward.
   std::string buffer_note;
-  if (cfg.algo == "ssgd" && cfg.workers > 1) {
+  if (variant_get(cfg.algo).broadcasts_buffers && cfg.workers > 1) {
     if (file.buffers && cfg.broadcast_buffers)
       for (const CostBufferGroup& b : *file.buffers)
         if (b.bytes > 0) r.buffer_broadcast_bytes.push_back(static_cast<double>(b.bytes));
