@@ -108,9 +108,8 @@ std::string format_copy_aliasing_warning(const nlohmann::json& copies) {
   if (!copies.is_object() || copies.value("state", std::string()) != "slow") return {};
   return fmt::format(
       "  {:<13} a {} KiB memcpy took {:.3g} µs when its destination sat 16 bytes after its source (mod 4 KiB) "
-      "against {:.3g} µs elsewhere (this CPU's rep movsb), and the program did not restart to avoid it: copies, and "
-      "the "
-      "steps they are part of, vary from process to process (unset DSGD_COPY_ALIASING)\n",
+      "against {:.3g} µs elsewhere (this CPU's rep movsb), and the program did not restart to avoid it: "
+      "copies, and the steps they are part of, vary from process to process (unset DSGD_COPY_ALIASING)\n",
       "warning", kCopyAliasingBytes >> 10, 1e6 * copies.value("aliased-s", 0.0), 1e6 * copies.value("clean-s", 0.0));
 }
 

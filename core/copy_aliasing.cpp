@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -13,6 +12,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/stats.hpp"
 
 namespace dsgd {
 
@@ -46,11 +46,6 @@ double time_copy(char* dst, const char* src) {
   return clock_now_s() - t0;
 }
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 bool tunable_set(const char* tunables) {
   return tunables != nullptr && std::string_view(tunables).find(kTunable) != std::string_view::npos;
 }
@@ -76,8 +71,8 @@ void copy_aliasing_measure(double& aliased_s, double& clean_s) {
     c.push_back(time_copy(clean, base));
   }
   std::free(base);
-  aliased_s = median(a);
-  clean_s = median(c);
+  aliased_s = stats_median(a);
+  clean_s = stats_median(c);
 }
 
 void copy_aliasing_start(char** argv) {
@@ -126,26 +121,6 @@ std::string copy_aliasing_tunables(const char* existing) {
 
 const CopyAliasing& copy_aliasing() {
   return found();
-}
-
-std::string copy_aliasing_describe(const CopyAliasing& c) {
-  const auto us = [](double s) { return fmt::format("{:.3g} µs", 1e6 * s); };
-  if (c.state == "avoided")
-    return fmt::format(
-        "avoided: a {} KiB memcpy took {} when its destination sat 16 bytes after its source (mod 4 KiB) against {} "
-        "elsewhere (rep movsb's 4K aliasing), so the program restarted with {} raised; now {} and {}",
-        kCopyAliasingBytes >> 10, us(c.before_aliased_s), us(c.before_clean_s), kTunable, us(c.aliased_s),
-        us(c.clean_s));
-  if (c.state == "set by the environment")
-    return fmt::format("{} set by the environment: a {} KiB memcpy takes {} at an aliased placement, {} elsewhere",
-                       kTunable, kCopyAliasingBytes >> 10, us(c.aliased_s), us(c.clean_s));
-  if (c.state == "slow")
-    return fmt::format(
-        "slow, not avoided ({}): a {} KiB memcpy takes {} when its destination sits 16 bytes after its source (mod 4 "
-        "KiB) against {} elsewhere (rep movsb's 4K aliasing); copies between such buffers, and the step times they "
-        "are part of, vary from process to process",
-        c.why, kCopyAliasingBytes >> 10, us(c.aliased_s), us(c.clean_s));
-  return {};
 }
 
 }  // namespace dsgd

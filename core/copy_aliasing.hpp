@@ -15,7 +15,7 @@
 // more, it restarts the program before anything else has run (execv of /proc/self/exe with the
 // same arguments) with glibc's tunable glibc.cpu.x86_rep_movsb_threshold above any copy's size
 // (GLIBC_TUNABLES), so that glibc copies with vector loads and stores: measured, 0.6-0.9 µs at
-// every placement, and as fast as `rep movsb` from 4 KiB to 64 MiB. MPI ranks and child
+// every placement, and within 15 % of `rep movsb` from 4 KiB to 64 MiB. MPI ranks and child
 // processes inherit the variable. Each process's finding goes into its run record.
 //
 // Limits. x86-64 with glibc only (elsewhere nothing is measured: "not applicable"). A
@@ -58,9 +58,5 @@ std::string copy_aliasing_tunables(const char* existing);
 
 // What copy_aliasing_start found in this process ("not applicable" when it did not run).
 const CopyAliasing& copy_aliasing();
-
-// "avoided: a 32 KiB memcpy took 10.6 µs at an aliased placement against 0.65 µs, ..." for a
-// run's output; empty when there is nothing to say (none, not applicable).
-std::string copy_aliasing_describe(const CopyAliasing& c);
 
 }  // namespace dsgd

@@ -193,7 +193,8 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
                                {"aliased-s", copies.aliased_s},
                                {"clean-s", copies.clean_s},
                                {"before-aliased-s", copies.before_aliased_s},
-                               {"before-clean-s", copies.before_clean_s}};
+                               {"before-clean-s", copies.before_clean_s},
+                               {"why", copies.why}};
   }
   if (w.eval_set.get() != &w.data->test) {
     if (w.data->test.tokens.empty())

@@ -153,8 +153,9 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
     notes.push_back(fmt::format(
         "outside compute, communication and waiting (the variant's copies and mixes of the model, its bookkeeping) "
         "the measured ranks spent {:.4g} ms per step, the prediction {:.4g} ms: {:.2g} % of the measured step. The "
-        "simulator charges each pass over the model the profile's model pass, timed with the model in the caches; a "
-        "pass beside an exchange (a copy into a buffer another rank just read) can cost several times that",
+        "simulator charges each pass over the model the profile's model pass, timed with the model in the caches; on "
+        "one "
+        "host a pass beside an exchange (into a buffer the other rank's core just read) costs about twice that",
         1e3 * outside->measured, 1e3 * outside->predicted,
         100 * std::abs(outside->predicted - outside->measured) / step->measured));
   if (step && step->measured > 0)

@@ -28,6 +28,7 @@ DSGD_COPY_ALIASING=0 "$BIN" run --dataset "$SMALL" --steps 5 --batch 16 --db t.d
 off=$(copies state)
 if [ "$state" = avoided ]; then
   [ "$off" = slow ] || fail "DSGD_COPY_ALIASING=0: state '$off', expected slow"
+  [ "$(copies why)" = "DSGD_COPY_ALIASING=0" ] || fail "DSGD_COPY_ALIASING=0: the record's why is '$(copies why)'"
   grep -q "warning .*memcpy took .*did not restart" off.txt || fail "no warning about the slow copies: $(cat off.txt)"
 else
   [ "$off" = none ] || fail "DSGD_COPY_ALIASING=0 on a CPU without the slow case: state '$off'"

@@ -1,5 +1,5 @@
 // The start-up check for memory copies slowed by their buffers' placement
-// (core/copy_aliasing.hpp): the tunable string kept with the user's own, the timing, the texts.
+// (core/copy_aliasing.hpp): the tunable string kept with the user's own, and the timing.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -31,26 +31,6 @@ TEST(CopyAliasing, BothPlacementsAreTimedOnX86Glibc) {
   EXPECT_EQ(aliased, 0.0);
   EXPECT_EQ(clean, 0.0);
 #endif
-}
-
-TEST(CopyAliasing, TheDescriptionSaysWhatWasFoundAndDone) {
-  CopyAliasing c;
-  EXPECT_EQ(copy_aliasing_describe(c), "");  // not applicable: nothing to say
-  c.state = "none";
-  EXPECT_EQ(copy_aliasing_describe(c), "");
-  c.state = "avoided";
-  c.before_aliased_s = 10.6e-6;
-  c.before_clean_s = 0.65e-6;
-  c.aliased_s = 0.7e-6;
-  c.clean_s = 0.66e-6;
-  const std::string avoided = copy_aliasing_describe(c);
-  EXPECT_NE(avoided.find("10.6 µs"), std::string::npos) << avoided;
-  EXPECT_NE(avoided.find("restarted"), std::string::npos) << avoided;
-  c.state = "slow";
-  c.why = "DSGD_COPY_ALIASING=0";
-  const std::string slow = copy_aliasing_describe(c);
-  EXPECT_NE(slow.find("not avoided (DSGD_COPY_ALIASING=0)"), std::string::npos) << slow;
-  EXPECT_NE(slow.find("0.7 µs"), std::string::npos) << slow;
 }
 
 }  // namespace
