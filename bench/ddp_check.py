@@ -233,7 +233,7 @@ def main():
     b0 = args.batch
     variants = [("ddp", 1)] + [("localsgd", h) for h in periods]
     configs = [(v, h, b) for b in (b0, 2 * b0, 4 * b0) for v, h in variants]
-    rows, broadcasts = [], []
+    rows, broadcasts, model_bytes = [], [], {}
     for model in args.models.split(","):
         means = {c: [] for c in configs}
         preds = {c: [] for c in configs}
@@ -247,6 +247,8 @@ def main():
             subprocess.run([sys.executable, os.path.join(TOOLS, "export_profile.py"), "--model", model, "--threads",
                             "1", "--processes", str(args.processes), "--batches", "%d,%d" % (b0 // 2, b0), "--iterations", "30",
                             "-o", cost], check=True, capture_output=True)
+            with open(cost) as f:
+                model_bytes[model] = json.load(f)["parameter_bytes"]
             for c in configs:
                 result = measure(args.processes, model, c[0], c[1], c[2], args.warmup, args.steps, args.out)
                 per_step = result["steps_s"]
@@ -279,6 +281,17 @@ def main():
         print("%s: Kendall tau %.2f over %d configurations; same best: %s; |error| median %.1f %%, worst %.1f %%"
               % (model, tau, len(mine), "yes" if same_best else "no", 100 * statistics.median(errs),
                  100 * errs[-1]))
+    with open(fabric) as f:
+        allreduce = sorted((c["bytes"], c["time_s"], c.get("spread")) for c in json.load(f)["collectives"]
+                           if c["op"] == "allreduce")
+    for model, size in model_bytes.items():
+        # The fabric points the prediction of a whole-model all-reduce reads, and how widely
+        # their repetitions spread: a prediction cannot be closer than its fabric is repeatable.
+        near = [p for p in allreduce if p[0] <= size][-1:] + [p for p in allreduce if p[0] > size][:1]
+        print("%s: the fabric's all-reduce near the model's %.0f KB: %s (median, spread = interquartile range / "
+              "median; the simulator warns above 30 %%)" % (model, size / 1e3, ", ".join(
+                  "%.0f KB %.3f ms %s" % (b / 1e3, 1e3 * t, "%.0f %%" % (100 * sp) if sp is not None else "spread ?")
+                  for b, t, sp in near)))
     for model in args.models.split(","):
         mine = [b for b in broadcasts if b[0] == model]
         if mine:

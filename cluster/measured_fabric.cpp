@@ -27,14 +27,21 @@ constexpr std::array<OpKind, 6> kOpKinds = {{
     {"onesided_put", CollKind::coll_onesided},
 }};
 
+// One swept point of a kind: its size, time and spread (NaN: unknown).
+struct CurvePoint {
+  double bytes, seconds, spread;
+  bool operator<(const CurvePoint& o) const { return bytes != o.bytes ? bytes < o.bytes : seconds < o.seconds; }
+};
+
 // Sorted by size; one point per size (the smallest time when a size repeats); non-decreasing.
-std::optional<MeasuredCurve> curve_make(std::vector<std::pair<double, double>> points) {
+std::optional<MeasuredCurve> curve_make(std::vector<CurvePoint> points) {
   std::sort(points.begin(), points.end());
   MeasuredCurve c;
-  for (const auto& [bytes, seconds] : points) {
-    if (!c.bytes.empty() && c.bytes.back() == bytes) continue;  // sorted: the first is the smallest
-    c.bytes.push_back(bytes);
-    c.seconds.push_back(c.seconds.empty() ? seconds : std::max(seconds, c.seconds.back()));
+  for (const CurvePoint& p : points) {
+    if (!c.bytes.empty() && c.bytes.back() == p.bytes) continue;  // sorted: the first is the smallest
+    c.bytes.push_back(p.bytes);
+    c.seconds.push_back(c.seconds.empty() ? p.seconds : std::max(p.seconds, c.seconds.back()));
+    c.spread.push_back(p.spread);
   }
   if (c.bytes.size() < 2) return std::nullopt;
   return c;
@@ -64,13 +71,13 @@ MeasuredFabric measured_fabric_build(int64_t calibration_id, int ranks, const st
   if (ranks < 2)
     DSGD_THROW(Error, "measure the fabric on 2 or more ranks (dsgd-bench calibrate --workers 2)",
                "measured fabric of calibration {}: {} rank(s)", calibration_id, ranks);
-  std::array<std::vector<std::pair<double, double>>, kCollKinds> by_kind, after_by_kind;
+  std::array<std::vector<CurvePoint>, kCollKinds> by_kind, after_by_kind;
   for (const MeasuredPoint& p : points) {
     if (!(p.bytes >= 0) || !std::isfinite(p.bytes) || !(p.seconds > 0) || !std::isfinite(p.seconds)) continue;
     if (const std::optional<CollKind> kind = measured_fabric_kind(p.op))
-      by_kind[static_cast<size_t>(*kind)].emplace_back(p.bytes, p.seconds);
+      by_kind[static_cast<size_t>(*kind)].push_back({p.bytes, p.seconds, p.spread});
     else if (const std::optional<CollKind> after = measured_fabric_after_compute_kind(p.op))
-      after_by_kind[static_cast<size_t>(*after)].emplace_back(p.bytes, p.seconds);
+      after_by_kind[static_cast<size_t>(*after)].push_back({p.bytes, p.seconds, p.spread});
   }
   MeasuredFabric fabric;
   fabric.calibration_id = calibration_id;
@@ -106,6 +113,25 @@ std::optional<double> measured_fabric_time(const MeasuredFabric& fabric, CollKin
                        c.bytes.size() - 1);
   const double slope = (c.seconds[i] - c.seconds[i - 1]) / (c.bytes[i] - c.bytes[i - 1]);
   return c.seconds[i - 1] + slope * (bytes - c.bytes[i - 1]);
+}
+
+std::optional<MeasuredNoise> measured_fabric_noise(const MeasuredFabric& fabric, CollKind kind, double bytes,
+                                                   double limit) {
+  const size_t k = static_cast<size_t>(kind);
+  if (k >= kCollKinds || !fabric.curves[k]) return std::nullopt;
+  const MeasuredCurve& c = *fabric.curves[k];
+  // The points measured_fabric_time reads at bytes: the first below the sweep, else the
+  // segment that holds it (the last one past the end).
+  size_t hi = 0;
+  if (bytes > c.bytes.front())
+    hi =
+        std::min<size_t>(static_cast<size_t>(std::upper_bound(c.bytes.begin(), c.bytes.end(), bytes) - c.bytes.begin()),
+                         c.bytes.size() - 1);
+  const size_t lo = hi == 0 ? 0 : hi - 1;
+  std::optional<MeasuredNoise> noisy;
+  for (size_t i = lo; i <= hi; ++i)
+    if (c.spread[i] > limit && (!noisy || c.spread[i] > noisy->spread)) noisy = MeasuredNoise{c.bytes[i], c.spread[i]};
+  return noisy;
 }
 
 std::string measured_fabric_describe(const MeasuredFabric& fabric) {

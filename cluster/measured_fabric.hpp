@@ -22,6 +22,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,16 +33,19 @@
 
 namespace dsgd {
 
-// One measured point: the calibration's op name (results CollectiveRow::op), S and its time.
+// One measured point: the calibration's op name (results CollectiveRow::op), S, its time (a
+// median over repetitions) and how widely the repetitions spread around it (interquartile
+// range / median, as a compute profile's spread; NaN where the source does not record it).
 struct MeasuredPoint {
   std::string op;
   double bytes = 0;
   double seconds = 0;
+  double spread = NAN;
 };
 
-// The sizes and times of one kind, sorted, non-decreasing, at least two points.
+// The sizes, times and spreads of one kind, sorted, non-decreasing, at least two points.
 struct MeasuredCurve {
-  std::vector<double> bytes, seconds;
+  std::vector<double> bytes, seconds, spread;
 };
 
 constexpr size_t kCollKinds = 7;  // CollKind's values, coll_allreduce .. coll_onesided
@@ -85,6 +89,19 @@ MeasuredFabric measured_fabric_after_compute(const MeasuredFabric& fabric);
 // The measured time of a buffer of `bytes` of `kind` on the fabric's own ranks; empty when the
 // kind has no curve.
 std::optional<double> measured_fabric_time(const MeasuredFabric& fabric, CollKind kind, double bytes);
+
+// A measured point a prediction reads that spread more than a limit over its repetitions.
+struct MeasuredNoise {
+  double bytes = 0;   // the point's size
+  double spread = 0;  // its interquartile range / median
+};
+
+// The widest spread above `limit` among the points measured_fabric_time reads for `bytes` of
+// `kind` (the segment that holds it; the first point below the sweep), or empty: no curve of
+// that kind, spreads unknown, or none above the limit. A time read from such a point is the
+// median of repetitions that disagree by that much: the prediction is as uncertain.
+std::optional<MeasuredNoise> measured_fabric_noise(const MeasuredFabric& fabric, CollKind kind, double bytes,
+                                                   double limit);
 
 // "all-reduce, reduce-scatter, all-gather, broadcast, sendrecv, one-sided measured on 2 ranks
 // at 4 B..4 MiB": the kinds with a curve and the swept range, for a run's header.

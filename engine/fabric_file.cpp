@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <memory>
 
 #include "core/errors.hpp"
@@ -34,7 +35,8 @@ FabricFile fabric_file_read(const std::string& path) {
   size_t allreduce = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
     const JsonFields row = top.item("collectives", i);
-    MeasuredPoint p{row.text("op"), static_cast<double>(row.count("bytes", 0)), row.positive("time_s")};
+    MeasuredPoint p{row.text("op"), static_cast<double>(row.count("bytes", 0)), row.positive("time_s"),
+                    row.has("spread") ? row.non_negative("spread") : NAN};
     if (p.op == "allreduce") ++allreduce;
     f.points.push_back(std::move(p));
   }

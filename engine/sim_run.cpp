@@ -210,6 +210,28 @@ void sim_network_after_compute(SimNetwork& net, double step_compute_s) {
                     1e3 * step_compute_s, 1e3 * kAfterComputeMinStepS);
 }
 
+// What a prediction reads from a measured fabric whose repetitions disagree (more than a
+// compute profile may: kProfileSpreadLimit): each kind whose points around the model's size
+// spread that widely, in one warning. Every variant exchanges the model or its gradient, or
+// buckets or shards of it, so the points at its size are the ones the step's comm reads.
+std::vector<std::string> sim_network_noise_warnings(const SimNetwork& net, double model_bytes) {
+  if (!net.model || !net.model->measured) return {};
+  std::string kinds;
+  for (size_t k = 0; k < kCollKinds; ++k) {
+    const std::optional<MeasuredNoise> noise =
+        measured_fabric_noise(*net.model->measured, static_cast<CollKind>(k), model_bytes, kProfileSpreadLimit);
+    if (!noise) continue;
+    kinds += fmt::format("{}{} at {:.4g} KB {:.0f} %", kinds.empty() ? "" : ", ",
+                         coll_kind_name(static_cast<CollKind>(k)), noise->bytes / 1e3, 100 * noise->spread);
+  }
+  if (kinds.empty()) return {};
+  return {
+      fmt::format("the measured fabric's repetitions spread widely near the model's {:.4g} KB ({}; interquartile "
+                  "range over the median, above {:.0f} %): the communication predicted from their medians is that "
+                  "uncertain; measure the fabric again on a quieter system or with more repetitions",
+                  model_bytes / 1e3, kinds, 100 * kProfileSpreadLimit)};
+}
+
 // --compute-scale on the profile, and the run's backend details.
 void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   SimComputeCost& c = r.profile.cost;
@@ -230,6 +252,8 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   c.model_pass_s *= k;
   for (double& b : c.bwd_layer_s) b *= k;
   sim_network_after_compute(r.network, c.step_compute_s());
+  for (std::string& w : sim_network_noise_warnings(r.network, c.model_bytes))
+    r.profile.warnings.push_back(std::move(w));
   nlohmann::json details = {
       {"clock", "virtual"},
       {"profile", r.profile.source},

@@ -8,8 +8,10 @@ float32 buffers. Per (op, size): --warmup untimed repetitions, then --reps timed
 repetition starts after a barrier, each rank times its own call (on CUDA: waits for the stream),
 and the repetition's time is the slowest rank's (one all_reduce MAX of all repetitions' times
 after the timed loop, so the exchange does not disturb what it measures). The file records the
-median, minimum and maximum of those per-repetition times. sendrecv: rank 0 sends, rank 1
-receives and sends back; the time is half of rank 0's round trip; the other ranks wait.
+median, minimum and maximum of those per-repetition times, and their spread (interquartile range
+/ median: how far a prediction read from the median can be off; dsgd-bench warns above 30 %).
+sendrecv: rank 0 sends, rank 1 receives and sends back; the time is half of rank 0's round trip;
+the other ranks wait.
 
 Then per op an alpha-beta fit, time = alpha_s + beta_s_per_byte * bytes, by least squares on each
 segment of 5 consecutive sizes (a factor of 16 in size; consecutive segments share their end
@@ -28,6 +30,9 @@ import socket
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from export_profile import summarize  # noqa: E402  (the spread as a cost file's timings have it)
 
 FORMAT = "dsgd-fabric"
 VERSION = 1
@@ -112,6 +117,8 @@ def validate_fabric_file(d):
             for f in fields:
                 if not num(c.get(f)) or c[f] < 0:
                     fail("%s[%d].%s: missing, negative or not finite" % (key, i, f))
+            if key == "collectives" and "spread" in c and (not num(c["spread"]) or c["spread"] < 0):
+                fail("collectives[%d].spread: negative or not finite" % i)
     if not isinstance(d.get("notes"), list) or not all(isinstance(n, str) for n in d["notes"]):
         fail("notes must be a list of strings")
     return d
@@ -280,7 +287,8 @@ def _measure(args, log):
             dist.all_reduce(tt, op=dist.ReduceOp.MAX)
             slow = tt.cpu().tolist()
             collectives.append({"op": op, "bytes": nbytes, "time_s": statistics.median(slow),
-                                "time_min_s": min(slow), "time_max_s": max(slow), "iters": len(slow) * iters})
+                                "time_min_s": min(slow), "time_max_s": max(slow), "spread": summarize(slow)["spread"],
+                                "iters": len(slow) * iters})
             if rank == 0 and args.verbose:
                 log("export_fabric: %-14s %9d B  %.3g s" % (op, nbytes, collectives[-1]["time_s"]))
     names = [None] * world

@@ -52,6 +52,46 @@ grep -q "predicted: timing only; compute from cost file: model mlp-784-256-10 (p
   { cat show.out; fail "show does not say what was predicted from"; }
 grep -q "fitted t0 + k\*batch over batches 16, 32, 64" show.out || { cat show.out; fail "show lacks the batch fit"; }
 
+# A fabric file (tools/export_fabric.py's format): its all-reduce times the comm. Where its
+# repetitions spread widely at the model's size (814 KB reads the 512 KiB..1 MiB segment),
+# the run says so in its header and stores it with the run; a quiet file, or one without
+# spreads (an older exporter), says nothing.
+python3 - <<'PY'
+import json
+def fabric(noisy, spreads=True):
+    rows = []
+    for op in ("allreduce", "sendrecv"):
+        s = 4
+        while s <= 4 << 20:
+            row = {"op": op, "bytes": s, "time_s": 50e-6 + s / 1e9, "time_min_s": 40e-6 + s / 1e9,
+                   "time_max_s": 90e-6 + s / 1e9, "iters": 30}
+            if spreads:
+                row["spread"] = 0.9 if noisy and op == "allreduce" and s in (1 << 19, 1 << 20) else 0.05
+            rows.append(row)
+            s *= 2
+    return {"format": "dsgd-fabric", "version": 1, "framework": "pytorch", "framework_version": "1.13.1",
+            "backend": "gloo", "world_size": 2, "hosts": 1, "host_names": ["h"], "collectives": rows, "fits": [],
+            "notes": []}
+for name, noisy, spreads in (("quiet", False, True), ("noisy", True, True), ("old", True, False)):
+    json.dump(fabric(noisy, spreads), open("fabric_%s.json" % name, "w"))
+PY
+fab=(--backend sim --timing-only true --steps 20 --batch 32 --workers 2 --algo localsgd --period 4 --db fab.db)
+for f in quiet noisy old; do
+  "$BIN" run --workload profile:mlp.json --fabric "fabric_$f.json" "${fab[@]}" > "fab_$f.out" 2>&1 ||
+    { cat "fab_$f.out"; fail "a cost file with --fabric fabric_$f.json failed"; }
+  grep -q "network fabric file: pytorch 1.13.1 gloo on 2 ranks (1 host)" "fab_$f.out" ||
+    { cat "fab_$f.out"; fail "the header does not name the fabric file"; }
+done
+warn="warning       the measured fabric's repetitions spread widely near the model's 814.1 KB (allreduce at 524.3 KB 90 %;"
+grep -qF "$warn" fab_noisy.out || { cat fab_noisy.out; fail "no warning of the fabric's spread"; }
+grep -q "sendrecv at" fab_noisy.out && fail "the warning names sendrecv, whose spreads are 5 %"
+stored=$(sql fab.db "select json_extract(config_json, '$.\"backend-details\".\"profile-warnings\"') from runs
+  where id=$(last_run_id fab_noisy.out)")
+case "$stored" in *"spread widely near the model's 814.1 KB"*) ;; *) fail "the run does not store the warning: $stored" ;; esac
+for f in quiet old; do
+  grep -q "spread widely" "fab_$f.out" && { cat "fab_$f.out"; fail "fabric_$f.json warns of a spread"; }
+done
+
 # Other variants with a timing rule, and many workers.
 for algo in "localsgd --period 8" "dpsgd --topology ring" "dreamddp --period 4" "ssgd --overlap true"; do
   # shellcheck disable=SC2086

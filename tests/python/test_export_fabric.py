@@ -80,6 +80,9 @@ class SpawnTwoRanks(unittest.TestCase):
         for c in self.d["collectives"]:
             self.assertLessEqual(c["time_min_s"], c["time_s"])
             self.assertLessEqual(c["time_s"], c["time_max_s"])
+            # The repetitions' interquartile range / median: within what min..max allows.
+            self.assertGreaterEqual(c["spread"], 0.0)
+            self.assertLessEqual(c["spread"], (c["time_max_s"] - c["time_min_s"]) / c["time_s"] * 1.001 + 1e-6)
         for op in ops:
             self.assertTrue(any(f["op"] == op for f in self.d["fits"]), op)
         if "reduce_scatter" not in ops:
@@ -89,6 +92,7 @@ class SpawnTwoRanks(unittest.TestCase):
         for what, fn in {"wrong version": lambda d: d.update(version=2),
                          "unknown op": lambda d: d["collectives"][0].update(op="all_reduce"),
                          "negative time": lambda d: d["collectives"][0].update(time_s=-1.0),
+                         "negative spread": lambda d: d["collectives"][0].update(spread=-0.1),
                          "missing fits": lambda d: d.pop("fits")}.items():
             with self.subTest(what):
                 d = copy.deepcopy(self.d)

@@ -41,6 +41,30 @@ TEST(FabricFile, TheExampleGivesItsMeasuredAllReduceBack) {
   EXPECT_NE(fabric_file_describe(f).find("gloo on 2 ranks (1 host)"), std::string::npos);
 }
 
+// The example predates the spread: its points have none (NaN), and nothing is said of them.
+TEST(FabricFile, ASpreadIsReadWhereTheFileHasOne) {
+  const FabricFile f = fabric_file_read(kExample);
+  for (const MeasuredPoint& p : f.points) EXPECT_TRUE(std::isnan(p.spread)) << p.op << " " << p.bytes;
+  nlohmann::json j;
+  std::ifstream(kExample) >> j;
+  for (auto& c : j["collectives"]) c["spread"] = c["bytes"].get<double>() == 1024 ? 0.9 : 0.05;
+  const std::string path = ::testing::TempDir() + "fabric_with_spread.json";
+  std::ofstream(path) << j.dump();
+  const FabricFile g = fabric_file_read(path);
+  std::remove(path.c_str());
+  int noisy = 0;
+  for (const MeasuredPoint& p : g.points) {
+    EXPECT_DOUBLE_EQ(p.spread, p.bytes == 1024 ? 0.9 : 0.05);
+    noisy += p.spread > 0.3;
+  }
+  EXPECT_GE(noisy, 1);
+  const NetworkModel net = fabric_file_network(g);
+  const std::optional<MeasuredNoise> n = measured_fabric_noise(*net.measured, CollKind::coll_allreduce, 1024, 0.3);
+  ASSERT_TRUE(n);
+  EXPECT_DOUBLE_EQ(n->spread, 0.9);
+  EXPECT_FALSE(measured_fabric_noise(*net.measured, CollKind::coll_allreduce, 1 << 20, 0.3));
+}
+
 class FabricFileBad : public ::testing::Test {
  protected:
   std::string error_of(const std::function<void(nlohmann::json&)>& spoil) {
@@ -77,6 +101,10 @@ TEST_F(FabricFileBad, IsRefusedNamingTheField) {
                 if (c["op"] != "allreduce") kept.push_back(c);
               j["collectives"] = kept;
             }).find("fewer than two all-reduce sizes"),
+            std::string::npos);
+  EXPECT_NE(error_of([](nlohmann::json& j) {
+              j["collectives"][2]["spread"] = -0.5;
+            }).find("collectives[2].spread is negative (-0.5)"),
             std::string::npos);
 }
 

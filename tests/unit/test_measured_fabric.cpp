@@ -169,3 +169,43 @@ TEST(MeasuredFabric, AfterComputeCurvesReplaceOnlyTheirKinds) {
   EXPECT_FALSE(measured_fabric_has_after_compute(plain));
   EXPECT_FALSE(measured_fabric_after_compute(plain).after_compute);
 }
+
+namespace {
+
+// Spreads (interquartile range / median) on an all-reduce sweep of 1, 2, 4, 8 KiB: only 4 KiB's
+// repetitions disagree; the sendrecv curve records none.
+MeasuredFabric noisy_at_4k() {
+  std::vector<MeasuredPoint> p = {{"allreduce", 1024, 10e-6, 0.05}, {"allreduce", 2048, 12e-6, 0.1},
+                                  {"allreduce", 4096, 15e-6, 1.5},  {"allreduce", 8192, 20e-6, 0.2},
+                                  {"sendrecv", 1024, 5e-6},         {"sendrecv", 8192, 9e-6}};
+  return measured_fabric_build(3, 2, p);
+}
+
+TEST(MeasuredFabricNoise, NamesTheWidestSpreadAmongThePointsAReadUses) {
+  const MeasuredFabric f = noisy_at_4k();
+  // 3 KiB and 6 KiB read the segments on either side of 4 KiB: both report it.
+  for (const double bytes : {3072.0, 4096.0, 6000.0}) {
+    const std::optional<MeasuredNoise> n = measured_fabric_noise(f, CollKind::coll_allreduce, bytes, 0.3);
+    ASSERT_TRUE(n) << bytes;
+    EXPECT_EQ(n->bytes, 4096) << bytes;
+    EXPECT_DOUBLE_EQ(n->spread, 1.5) << bytes;
+  }
+  // Segments that do not touch 4 KiB, below the sweep (its first point), past it (the last
+  // segment, 4..8 KiB: touches it).
+  EXPECT_FALSE(measured_fabric_noise(f, CollKind::coll_allreduce, 1500, 0.3));
+  EXPECT_FALSE(measured_fabric_noise(f, CollKind::coll_allreduce, 100, 0.3));
+  EXPECT_TRUE(measured_fabric_noise(f, CollKind::coll_allreduce, 1e6, 0.3));
+  // At a limit above it, nothing; 2 KiB's 10 % counts at a lower one.
+  EXPECT_FALSE(measured_fabric_noise(f, CollKind::coll_allreduce, 3072, 2.0));
+  const std::optional<MeasuredNoise> low = measured_fabric_noise(f, CollKind::coll_allreduce, 1500, 0.08);
+  ASSERT_TRUE(low);
+  EXPECT_EQ(low->bytes, 2048);
+}
+
+TEST(MeasuredFabricNoise, UnknownSpreadsAndMissingKindsSayNothing) {
+  const MeasuredFabric f = noisy_at_4k();
+  EXPECT_FALSE(measured_fabric_noise(f, CollKind::coll_sendrecv, 4096, 0.0));
+  EXPECT_FALSE(measured_fabric_noise(f, CollKind::coll_broadcast, 4096, 0.0));
+}
+
+}  // namespace
