@@ -95,6 +95,7 @@ CollectiveRow collective_row(const CalibrationOp& op, int64_t bytes, int64_t ite
   row.time_s = stats_median(samples);
   row.time_min_s = *std::min_element(samples.begin(), samples.end());
   row.time_max_s = *std::max_element(samples.begin(), samples.end());
+  row.spread = stats_relative_iqr(samples);
   row.algbw_gbps = static_cast<double>(bytes) / row.time_s / 1e9;
   row.busbw_gbps = row.algbw_gbps * op.busbw_factor(n);
   return row;

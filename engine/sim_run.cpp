@@ -64,6 +64,7 @@ struct SimNetwork {
   std::optional<NetworkModel> native;  // --native-floor
   CollAlgo algo = CollAlgo::algo_auto;
   std::string description;
+  std::string remeasure;  // how to measure the model's measured curves again (empty: none)
 };
 
 // The host's fabric as its calibration measured it: the link of the all-reduce fit (the
@@ -75,7 +76,7 @@ NetworkModel sim_network_calibrated(const Store& store, const AllreduceFit& fit,
   if (fit.workers < 2) return model;
   std::vector<MeasuredPoint> points;
   for (const CollectiveRow& row : store.collectives_get(fit.calibration_id))
-    points.push_back({row.op, static_cast<double>(row.bytes), row.time_s});
+    points.push_back({row.op, static_cast<double>(row.bytes), row.time_s, row.spread});
   model.measured =
       std::make_shared<const MeasuredFabric>(measured_fabric_build(fit.calibration_id, fit.workers, points));
   return model;
@@ -102,6 +103,7 @@ SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std
     net.algo = CollAlgo::algo_ring;
     net.description =
         fmt::format("fabric file: {}; {}", fabric_file_describe(file), sim_network_calibrated_describe(*net.model));
+    net.remeasure = "run tools/export_fabric.py again on a quieter system, or with more --reps";
     return net;
   }
   if (const std::optional<AllreduceFit> fit = store ? store->allreduce_fit_latest(host) : std::nullopt) {
@@ -109,6 +111,7 @@ SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std
     net.algo = CollAlgo::algo_ring;
     net.description = fmt::format("calibration {} of this host: {}", fit->calibration_id,
                                   sim_network_calibrated_describe(*net.model));
+    net.remeasure = "run dsgd-bench calibrate again on a quieter host, or with more --reps";
     return net;
   }
   net.description = "ideal (no --bandwidth and no calibrated all-reduce of this host: collectives take 0 s)";
@@ -228,8 +231,8 @@ std::vector<std::string> sim_network_noise_warnings(const SimNetwork& net, doubl
   return {
       fmt::format("the measured fabric's repetitions spread widely near the model's {:.4g} KB ({}; interquartile "
                   "range over the median, above {:.0f} %): the communication predicted from their medians is that "
-                  "uncertain; measure the fabric again on a quieter system or with more repetitions",
-                  model_bytes / 1e3, kinds, 100 * kProfileSpreadLimit)};
+                  "uncertain; {}",
+                  model_bytes / 1e3, kinds, 100 * kProfileSpreadLimit, net.remeasure)};
 }
 
 // --compute-scale on the profile, and the run's backend details.

@@ -6,7 +6,10 @@
 // no calibrations rather than an error.
 #include <sqlite3.h>
 
+#include <cmath>
+#include <limits>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
@@ -17,9 +20,10 @@ namespace dsgd {
 
 namespace {
 
-constexpr int calibration_schema = 3;      // first schema version with the calibration tables
-constexpr int profile_spread_schema = 15;  // first with profiles.spread
-constexpr int profile_jitter_schema = 17;  // first with profiles.jitter
+constexpr int calibration_schema = 3;        // first schema version with the calibration tables
+constexpr int kCollectiveSpreadSchema = 20;  // collectives.spread
+constexpr int profile_spread_schema = 15;    // first with profiles.spread
+constexpr int profile_jitter_schema = 17;    // first with profiles.jitter
 
 constexpr const char* calibration_columns =
     "id, created_at, workers, host, cpu_model, mpi_version, git_commit, tool_version, config_json";
@@ -76,11 +80,11 @@ void Store::collectives_append(int64_t calibration_id, const std::vector<Collect
   if (!calibration_exists(db_, calibration_id)) calibration_throw_not_found(path_, calibration_id);
   SqlStatement stmt(db_,
                     "INSERT INTO collectives (calibration_id, op, bytes, iters, time_s, "
-                    "time_min_s, time_max_s, algbw_gbps, busbw_gbps) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+                    "time_min_s, time_max_s, algbw_gbps, busbw_gbps, spread) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   for (const CollectiveRow& r : rows) {
     stmt.bind_all(calibration_id, r.op, r.bytes, r.iters, r.time_s, r.time_min_s, r.time_max_s, r.algbw_gbps,
-                  r.busbw_gbps);
+                  r.busbw_gbps, std::isnan(r.spread) ? std::optional<double>() : std::optional<double>(r.spread));
     stmt.run();
   }
   transaction.commit();
@@ -158,9 +162,10 @@ std::vector<CalibrationRecord> Store::calibrations_list(int limit) const {
 std::vector<CollectiveRow> Store::collectives_get(int64_t calibration_id) const {
   std::vector<CollectiveRow> rows;
   if (user_version() < calibration_schema) return rows;
-  SqlStatement stmt(db_,
-                    "SELECT op, bytes, iters, time_s, time_min_s, time_max_s, algbw_gbps, "
-                    "busbw_gbps FROM collectives WHERE calibration_id = ? ORDER BY op, bytes");
+  const bool spreads = user_version() >= kCollectiveSpreadSchema;
+  SqlStatement stmt(db_, fmt::format("SELECT op, bytes, iters, time_s, time_min_s, time_max_s, algbw_gbps, "
+                                     "busbw_gbps, {} FROM collectives WHERE calibration_id = ? ORDER BY op, bytes",
+                                     spreads ? "spread" : "NULL"));
   stmt.bind(1, calibration_id);
   while (stmt.step()) {
     CollectiveRow& r = rows.emplace_back();
@@ -173,6 +178,7 @@ std::vector<CollectiveRow> Store::collectives_get(int64_t calibration_id) const 
     r.time_max_s = stmt.column_real(c++);
     r.algbw_gbps = stmt.column_real(c++);
     r.busbw_gbps = stmt.column_real(c++);
+    r.spread = stmt.column_optional_real(c++).value_or(std::numeric_limits<double>::quiet_NaN());
   }
   return rows;
 }

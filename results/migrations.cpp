@@ -435,6 +435,13 @@ CREATE TABLE noise_floors (
 ALTER TABLE profiles ADD COLUMN jitter TEXT;
 )sql";
 
+// v20: each point of a calibration's sweep keeps how widely its repetitions spread
+// (interquartile range / median; NULL on points stored before). v18 and v19 add only
+// field-table columns (results/row_fields.cpp).
+constexpr const char* migration_v20 = R"sql(
+ALTER TABLE collectives ADD COLUMN spread REAL;
+)sql";
+
 int user_version_read(sqlite3* db) {
   SqlStatement stmt(db, "PRAGMA user_version");
   return stmt.step() ? static_cast<int>(stmt.column_int64(0)) : 0;
@@ -459,9 +466,26 @@ void field_columns_add(sqlite3* db, int version) {
 // The scripts, one per schema version: append the next one here.
 const std::vector<const char*>& migration_scripts() {
   static const std::vector<const char*> table = {
-      migration_v1,  migration_v2, migration_v3,  migration_v4,  migration_v5,  migration_v6,
-      migration_v7,  migration_v8, migration_v9,  migration_v10, migration_v11, migration_v12,
-      migration_v13, "",           migration_v15, migration_v16, migration_v17,
+      migration_v1,
+      migration_v2,
+      migration_v3,
+      migration_v4,
+      migration_v5,
+      migration_v6,
+      migration_v7,
+      migration_v8,
+      migration_v9,
+      migration_v10,
+      migration_v11,
+      migration_v12,
+      migration_v13,
+      "",
+      migration_v15,
+      migration_v16,
+      migration_v17,
+      "",
+      "",
+      migration_v20,
   };
   return table;
 }

@@ -149,6 +149,8 @@ struct CollectiveRow {
   int64_t iters = 0;  // iterations per repetition
   double time_s = 0, time_min_s = 0, time_max_s = 0;
   double algbw_gbps = 0, busbw_gbps = 0;  // GB = 1e9 bytes
+  // The repetitions' interquartile range / median; NaN where unknown (stored before v20).
+  double spread = std::numeric_limits<double>::quiet_NaN();
 };
 
 // The alpha-beta fit of one collective: t = alpha + beta * S * busbw_factor.

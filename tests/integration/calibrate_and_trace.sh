@@ -26,6 +26,10 @@ sql t.db "select mpi_version from calibrations where id=$cid" | grep -q MPICH ||
   fail "expected 19 allreduce sizes"
 [ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and (time_s <= 0 or busbw_gbps <= 0 or time_min_s > time_s or time_max_s < time_s)")" = 0 ] ||
   fail "collectives rows with impossible times"
+# Each point's spread (interquartile range / median of its repetitions): present, and within
+# what its minimum and maximum allow.
+[ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and (spread is null or spread < 0 or spread > (time_max_s - time_min_s) / time_s + 1e-9)")" = 0 ] ||
+  fail "collectives rows without a spread, or with one their range does not allow"
 # busbw = algbw x 2(n-1)/n = algbw on 2 ranks; algbw = bytes / time / 1e9
 [ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce' and abs(algbw_gbps - bytes / time_s / 1e9) > 1e-9 * algbw_gbps")" = 0 ] ||
   fail "algbw is not bytes / time"
@@ -64,6 +68,20 @@ for scale in 1 100000; do
 done
 grep -q "as timed after compute" sim100000.txt || { cat sim100000.txt; fail "a long step did not read the after-compute curves"; }
 ! grep -q "as timed after compute" sim1.txt || fail "a short step read the after-compute curves"
+
+# A point the run's all-reduce reads (the 3,216-byte model sits between 2 and 4 KiB) whose
+# repetitions spread 60 %: the run warns and names it; with every spread at 1 %, it does not.
+sim_spread() {
+  "$BIN" run --backend sim --workers 2 --dataset "$SMALL" --steps 20 --batch 32 --profile-from "$prof" \
+    --compute-jitter off --db t.db > "$1" 2>&1 || { cat "$1"; fail "sim run failed"; }
+}
+sql t.db "update collectives set spread = 0.01 where calibration_id=$cid"
+sim_spread quiet.txt
+! grep -q "spread widely" quiet.txt || { cat quiet.txt; fail "a calibration whose spreads are 1 % warns"; }
+sql t.db "update collectives set spread = 0.6 where calibration_id=$cid and op='allreduce' and bytes in (2048, 4096)"
+sim_spread noisy.txt
+grep -q "warning .*spread widely near the model's 3.216 KB (allreduce at 2.048 KB 60 %;.*run dsgd-bench calibrate again" \
+  noisy.txt || { cat noisy.txt; fail "no warning of the calibration's spread"; }
 
 # ---- trace -------------------------------------------------------------------------------------
 "$BIN" run --workers 2 --dataset "$SMALL" --steps 20 --eval-every 10 --batch 32 --db t.db > run.txt 2>&1 ||

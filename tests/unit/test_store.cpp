@@ -774,8 +774,8 @@ TEST_F(StoreTest, CalibrationRoundTripKeepsEveryValue) {
   const int64_t id = store.calibration_begin(calibration_make("node01"));
   EXPECT_GT(id, 0);
   std::vector<CollectiveRow> collectives = {
-      {"allreduce", 1048576, 40, 2.5e-4, 2.4e-4, 2.7e-4, 4.194304, 4.194304},
-      {"allreduce", 4, 5000, 2.0e-6, 1.9e-6, 2.2e-6, 0.002, 0.002},
+      {"allreduce", 1048576, 40, 2.5e-4, 2.4e-4, 2.7e-4, 4.194304, 4.194304, 0.08},
+      {"allreduce", 4, 5000, 2.0e-6, 1.9e-6, 2.2e-6, 0.002, 0.002},  // spread unknown: NULL
       {"sendrecv", 8, 6000, 1.0e-6, 0.9e-6, 1.5e-6, 0.008, 0.008},
   };
   std::vector<FitRow> fits = {{"allreduce", 2.0e-5, 8.0e-10, 1.25e9, 0.031},
@@ -809,6 +809,8 @@ TEST_F(StoreTest, CalibrationRoundTripKeepsEveryValue) {
   EXPECT_EQ(c[1].time_max_s, 2.7e-4);
   EXPECT_EQ(c[1].algbw_gbps, 4.194304);
   EXPECT_EQ(c[1].busbw_gbps, 4.194304);
+  EXPECT_EQ(c[1].spread, 0.08);
+  EXPECT_TRUE(std::isnan(c[0].spread));
   EXPECT_EQ(c[2].op, "sendrecv");
 
   std::vector<FitRow> f = store.fits_get(id);
