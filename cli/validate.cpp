@@ -13,6 +13,7 @@
 #include "core/run_config.hpp"
 #include "core/system_info.hpp"
 #include "engine/validation.hpp"
+#include "results/report_rows.hpp"
 #include "results/store.hpp"
 #include "results/validation_store.hpp"
 
@@ -34,7 +35,7 @@ std::string load_average() {
   return fmt::format("{:.2f} {:.2f} {:.2f}", load[0], load[1], load[2]);
 }
 
-void print_validation(const ValidationRecord& v) {
+void print_validation(const Store& store, const ValidationRecord& v) {
   fmt::print("validation {}  {}  profile run {}, measured run {} (mpi), simulated run {} (sim)\n", v.id, v.created_at,
              v.profile_run_id, v.measured_run_id, v.simulated_run_id);
   fmt::print("  {:<26} {:>14} {:>14} {:>10}\n", "metric", "measured", "predicted", "rel.error");
@@ -49,6 +50,15 @@ void print_validation(const ValidationRecord& v) {
                m.predicted * scale, unit, m.rel_error ? fmt::format("{:.1f}%", *m.rel_error * 100) : "-");
   }
   for (const std::string& note : validation_notes(v)) fmt::print("  note: {}\n", note);
+  // What the simulated run itself said its prediction cannot be trusted for (a run deleted
+  // since: nothing).
+  std::string config;
+  try {
+    config = store.run_get(v.simulated_run_id).run.config_json;
+  } catch (const InputError&) {
+  }
+  for (const std::string& w : report_prediction_warnings(nlohmann::json::parse(config, nullptr, false)))
+    fmt::print("  note: the simulated run warned: {}\n", w);
 }
 
 int run_validate(const ValidateOptions& o) {
@@ -56,7 +66,7 @@ int run_validate(const ValidateOptions& o) {
     Store store = Store::open_readonly(o.db.empty() ? RunConfig{}.db : o.db);
     const auto all = validations_list(store, static_cast<int>(o.limit));
     if (all.empty()) fmt::print("no validations in {} (run dsgd-bench validate --config FILE)\n", store.path());
-    for (const ValidationRecord& v : all) print_validation(v);
+    for (const ValidationRecord& v : all) print_validation(store, v);
     return 0;
   }
   if (o.config_file.empty())
@@ -71,7 +81,7 @@ int run_validate(const ValidateOptions& o) {
   const ValidationRecord v = validation_run(cfg, store, printer);
   printer.done();
   fmt::print("\n");
-  print_validation(v);
+  print_validation(store, v);
   fmt::print("# machine load (1, 5, 15 min) before: {}; after: {}\n", load_before, load_average());
   fmt::print("validation_id={}\n", v.id);
   return 0;

@@ -82,9 +82,7 @@ std::string prediction_of(const nlohmann::json& config) {
                                 d->value("profile", "?"), d->value("network", "?"));
   if (const auto j = d->find("compute-jitter-source"); j != d->end() && j->is_string())
     out += fmt::format("; compute jitter {}", j->get<std::string>());
-  if (const auto w = d->find("profile-warnings"); w != d->end() && w->is_array())
-    for (const auto& line : *w)
-      if (line.is_string()) out += "; warning: " + line.get<std::string>();
+  for (const std::string& w : report_prediction_warnings(config)) out += "; warning: " + w;
   return out;
 }
 
@@ -168,6 +166,17 @@ void field_report_values(const std::vector<RowField<Row>>& fields, const Row& ro
 }
 
 }  // namespace
+
+std::vector<std::string> report_prediction_warnings(const nlohmann::json& config) {
+  std::vector<std::string> out;
+  if (!config.is_object()) return out;
+  const auto d = config.find("backend-details");
+  if (d == config.end() || !d->is_object()) return out;
+  if (const auto w = d->find("profile-warnings"); w != d->end() && w->is_array())
+    for (const auto& line : *w)
+      if (line.is_string()) out.push_back(line.get<std::string>());
+  return out;
+}
 
 size_t ReportTable::column_index(const std::string& name) const {
   for (size_t i = 0; i < columns.size(); ++i)

@@ -63,6 +63,10 @@ const std::vector<ReportColumn>& report_summary_columns();
 // runs table besides the identity columns: "lr", "weight_decay", "straggler", ...
 std::vector<std::string> report_config_keys();
 
+// What a simulated run warned its prediction may not be trusted for (a noisy profile or fabric:
+// its backend details' "profile-warnings", as stored with the run); empty for other runs.
+std::vector<std::string> report_prediction_warnings(const nlohmann::json& config);
+
 ReportTable report_runs_table(const std::vector<RunWithSummary>& runs);
 // One row per (rank, step) of each run, in run order.
 ReportTable report_steps_table(const std::vector<std::pair<int64_t, std::vector<StepRow>>>& steps);

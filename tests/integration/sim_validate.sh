@@ -101,6 +101,11 @@ grep -qE "note: the prediction moves by [0-9.]+ % between three seeds of the sim
 grep -q "^  step_time_s.seed_spread" a.out && fail "the seed spread is printed in the table (it has its note)"
 "$BIN" validate --list --db v.db > list.out || fail "validate --list failed"
 grep -q "validation $V" list.out || fail "validation not listed"
+# What the simulated run warned of its own prediction (stored with it) is a note of the validation.
+sql v.db "UPDATE runs SET config_json = json_set(config_json, '$.\"backend-details\".\"profile-warnings\"',
+  json_array('a test warning')) WHERE id=(SELECT simulated_run_id FROM validations WHERE id=$V)"
+"$BIN" validate --list --db v.db > list2.out || fail "validate --list failed"
+grep -q "note: the simulated run warned: a test warning" list2.out || { cat list2.out; fail "no note of the sim's warning"; }
 # Bad input: a file that asks for the simulator itself.
 echo '{"backend": "sim", "db": "v.db"}' > bad.json
 set +e
