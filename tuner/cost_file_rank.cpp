@@ -154,6 +154,7 @@ CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read, const std::
   CostFileRanking out;
   out.refused = space.refused;
   const double workers = static_cast<double>(spec.base.workers);
+  std::vector<std::string> warnings;  // what the simulated runs warned of the file and the network
   for (const Candidate& c : space.feasible) {
     RunConfig cfg = timed_config(spec, c);
     if (!variant_timing_supported(cfg)) {
@@ -163,7 +164,7 @@ CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read, const std::
     cost_file_at_batch(file, cfg.batch);  // a batch the file cannot scale to: refused with its range
     CostFileRankRow row;
     row.candidate = c;
-    row.step_s = trial_step_time_estimate(cfg, read);
+    row.step_s = trial_step_time_estimate(cfg, read, &warnings);
     const double global = static_cast<double>(c.batch) * workers;
     row.score = file.noise_scale ? row.step_s * (1.0 + *file.noise_scale / global) : row.step_s / global;
     if (ref) {
@@ -222,6 +223,7 @@ CostFileRanking cost_file_rank(const TuneSpec& spec_in, Store& read, const std::
   }
   out.notes.push_back(
       "a prediction from the cost file's times and the network model, not a measurement: no configuration was trained");
+  for (const std::string& w : warnings) out.notes.push_back("the simulator warned: " + w);
   out.notes.push_back(
       "the periodic variants' H is taken as statistically free (steps to a target as synchronous SGD's at the same "
       "global batch): optimistic for large H");

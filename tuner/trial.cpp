@@ -15,6 +15,7 @@
 #include "core/errors.hpp"
 #include "engine/sim_run.hpp"
 #include "engine/trainer.hpp"
+#include "results/report_rows.hpp"
 
 namespace dsgd {
 
@@ -30,7 +31,7 @@ struct TrialStop {
 
 }  // namespace
 
-double trial_step_time_estimate(const RunConfig& base, Store& store) {
+double trial_step_time_estimate(const RunConfig& base, Store& store, std::vector<std::string>* warnings) {
   RunConfig cfg = base;
   // At least 4 sync periods, so a periodic average is in the mean (H = 64: 256 steps).
   const int64_t steps = std::max<int64_t>(kPilotSteps, variant_uses_period(cfg.algo) ? 4 * cfg.period : 0);
@@ -39,7 +40,13 @@ double trial_step_time_estimate(const RunConfig& base, Store& store) {
   cfg.eval_every = steps;
   cfg.target.clear();
   cfg.timing_only = variant_timing_supported(cfg);
-  const TrainResult r = sim_run_unstored(cfg, store, TrainerCallbacks{});
+  TrainerCallbacks callbacks;
+  if (warnings)
+    callbacks.on_start = [warnings](const RunRecord& record) {
+      for (std::string& w : report_prediction_warnings(nlohmann::json::parse(record.config_json, nullptr, false)))
+        if (std::find(warnings->begin(), warnings->end(), w) == warnings->end()) warnings->push_back(std::move(w));
+    };
+  const TrainResult r = sim_run_unstored(cfg, store, callbacks);
   return r.timed_wall_s / static_cast<double>(steps);
 }
 

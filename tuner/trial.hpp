@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "core/run_config.hpp"
 #include "results/store.hpp"
@@ -66,6 +67,8 @@ TrialOutcome trial_run(const RunConfig& cfg, double budget_s, const Target& targ
 
 // Virtual seconds per step of cfg, from a short run (20 steps, at least 4 periods H) without storing: timing-only where
 // the simulator models the algorithm (variant_timing_supported), else with numerics. Throws as sim_run.
-double trial_step_time_estimate(const RunConfig& cfg, Store& store);
+// With `warnings`: what the simulated run warned of its inputs (a noisy profile or fabric) is
+// added to it, each text once.
+double trial_step_time_estimate(const RunConfig& cfg, Store& store, std::vector<std::string>* warnings = nullptr);
 
 }  // namespace dsgd

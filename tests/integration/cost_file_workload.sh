@@ -293,4 +293,12 @@ expect_error "applies to a cost file or trace" "$TUNE" recommend --workload svm 
   --target acc=0.5 --db bad.db --reference-steps 1000@512
 expect_error "no network to time the configurations on" "$TUNE" recommend --workload profile:mlp.json \
   --workers 8 --algos ssgd --batch 16 --db bad.db
+# The ranking repeats what its simulated runs warned of their inputs: a fabric that does not repeat.
+"$TUNE" recommend --workload profile:mlp.json --fabric fabric_noisy.json --workers 2 --algos ssgd,localsgd \
+  --period 4 --batch 32 --db tunefab.db > tunefab.out 2>&1 || { cat tunefab.out; fail "ranking on a noisy fabric failed"; }
+grep -q "note: the simulator warned: the measured fabric's repetitions spread widely" tunefab.out ||
+  { cat tunefab.out; fail "the ranking does not say the fabric is noisy"; }
+"$TUNE" recommend --workload profile:mlp.json --fabric fabric_quiet.json --workers 2 --algos ssgd,localsgd \
+  --period 4 --batch 32 --db tunefab.db > tunequiet.out 2>&1 || { cat tunequiet.out; fail "ranking failed"; }
+grep -q "simulator warned" tunequiet.out && { cat tunequiet.out; fail "a quiet fabric is said to be noisy"; }
 echo "PASS"
