@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <exception>
 #include <filesystem>
@@ -170,6 +171,14 @@ std::vector<std::string> calibration_warnings(const CalibrationOptions& o, const
   return warnings;
 }
 
+void calibration_plan_add_model_size(CalibrationPlan& plan, int64_t model_bytes) {
+  std::vector<int64_t>& sizes = plan.sweep.sizes;
+  if (model_bytes < plan.min_bytes || model_bytes > plan.max_bytes || model_bytes % 4 != 0) return;
+  if (std::find(sizes.begin(), sizes.end(), model_bytes) != sizes.end()) return;
+  sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), model_bytes), model_bytes);
+  plan.model_bytes = model_bytes;
+}
+
 CalibrationSetup calibration_setup(const CalibrationOptions& o, Communicator& comm) {
   CalibrationSetup setup;
   std::exception_ptr local;
@@ -181,6 +190,8 @@ CalibrationSetup calibration_setup(const CalibrationOptions& o, Communicator& co
     }
     if (comm.rank() == 0) setup.store = Store::open(o.db);
     setup.profile = compute_profile_setup(o.model, o.batches);
+    calibration_plan_add_model_size(setup.plan,
+                                    static_cast<int64_t>(setup.profile.workload->param_count() * sizeof(float)));
   } catch (...) {
     local = std::current_exception();
   }
@@ -192,6 +203,7 @@ CalibrationSetup calibration_setup(const CalibrationOptions& o, Communicator& co
   request.batches = o.batches;
   request.profile_iters = setup.plan.profile_iters;
   request.config = calibration_config_json(o, setup.plan, comm.size());
+  if (setup.plan.model_bytes > 0) request.config["model_bytes"] = setup.plan.model_bytes;
   request.config["conditions"] = compute_profile_conditions(setup.profile.data.train, comm.ranks_on_this_host());
   return setup;
 }

@@ -50,6 +50,11 @@ struct CalibrationPlan {
   int64_t size_factor = 2;
   int64_t profile_iters = 20;
   CalibrationSweepPlan sweep;  // sizes (bytes) and repetitions
+  // The profiled workload's model (its gradient's) bytes, added to the sweep's octaves when
+  // within the range and not one of them: a protocol switch between two octaves (MPICH's all-
+  // reduce: between 24 and 28 KB here) makes the curve read between them miss that size, the
+  // one every exchange of the workload has (0: not added).
+  int64_t model_bytes = 0;
 };
 
 // "256MiB", "1MiB", "64KiB", "4", "4B", "1GB" (decimal units: kB, MB, GB), up to 2 GiB;
@@ -60,6 +65,8 @@ std::string calibration_size_text(int64_t bytes);
 
 // Everything checkable without the ranks or the database.
 CalibrationPlan calibration_plan_make(const CalibrationOptions& o);
+// Adds the workload's model bytes to the plan's sizes, in order (CalibrationPlan::model_bytes).
+void calibration_plan_add_model_size(CalibrationPlan& plan, int64_t model_bytes);
 // The backend row to calibrate: a multi-process one available here (InputError otherwise).
 const Backend& calibration_backend(const CalibrationOptions& o);
 // The plan, the workload and dataset names, the hostfile, then the database (last, so that a

@@ -27,9 +27,10 @@ int64_t child_run_config(const RunConfig& cfg, const std::string& role, const st
                          const std::function<void(const std::string& line)>& on_line);
 
 // Runs `dsgd-bench calibrate --workers N --quick --db DB` (the fabric's collectives and their
-// alpha-beta fits, a few seconds), passing each output line to on_line; returns the
+// alpha-beta fits, a few seconds) with `model`'s workload, dataset and shape (so the sweep
+// measures that model's size too), passing each output line to on_line; returns the
 // calibration id. Throws Error when it fails.
-int64_t child_calibrate_fabric(const std::string& db, int workers,
+int64_t child_calibrate_fabric(const std::string& db, int workers, const RunConfig& model,
                                const std::function<void(const std::string& line)>& on_line);
 
 }  // namespace dsgd

@@ -213,9 +213,11 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
         fmt::format("no calibrated fabric of this host in {}: measuring it first, so the prediction does "
                     "not take communication as free",
                     cfg.db));
-    observer.child_begin("fabric", fmt::format("calibrate --workers {} --quick --max-size 4MiB", cfg.workers), ++index,
-                         total);
-    child_calibrate_fabric(cfg.db, static_cast<int>(cfg.workers),
+    observer.child_begin(
+        "fabric",
+        fmt::format("calibrate --workers {} --quick --max-size 4MiB --workload {}", cfg.workers, cfg.workload), ++index,
+        total);
+    child_calibrate_fabric(cfg.db, static_cast<int>(cfg.workers), cfg,
                            [&](const std::string& line) { observer.child_line(line); });
   }
   const RunConfig profile = validation_profile_config(cfg);

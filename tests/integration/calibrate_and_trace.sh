@@ -21,9 +21,15 @@ grep -q "harness vs bare MPI_Allreduce busbw" cal.txt || fail "no harness vs bar
 sql t.db "select mpi_version from calibrations where id=$cid" | grep -q MPICH || fail "MPI version not recorded"
 [ "$(sql t.db "select count(distinct op) from collectives where calibration_id=$cid")" = 11 ] ||
   fail "expected 11 ops in collectives (8, and 3 timed after compute)"
-# --quick: 4 B .. 1 MiB by x2 = 19 sizes (every octave: a protocol switch falls between two)
-[ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce'")" = 19 ] ||
-  fail "expected 19 allreduce sizes"
+# --quick: 4 B .. 1 MiB by x2 = 19 sizes (every octave: a protocol switch falls between two), and
+# the profiled workload's model: the SVM on Fashion-MNIST, 7,850 floats = 31,400 B.
+[ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce'")" = 20 ] ||
+  fail "expected 20 allreduce sizes"
+[ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and op='allreduce' and bytes=31400")" = 1 ] ||
+  fail "the sweep does not measure the model's 31,400 B"
+[ "$(sql t.db "select json_extract(config_json, '$.model_bytes') from calibrations where id=$cid")" = 31400 ] ||
+  fail "the calibration does not record the model's size"
+grep -q "^# sizes 4B .. 1MiB (x2, and 31400 B: the svm model's, 20 sizes)" cal.txt || fail "the header does not name the model's size"
 [ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and (time_s <= 0 or busbw_gbps <= 0 or time_min_s > time_s or time_max_s < time_s)")" = 0 ] ||
   fail "collectives rows with impossible times"
 # Each point's spread (interquartile range / median of its repetitions): present, and within

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -17,6 +18,7 @@
 #include "core/system_info.hpp"
 #include "engine/calibration.hpp"
 #include "engine/calibration_ops.hpp"
+#include "engine/calibration_plan.hpp"
 #include "engine/sim_run.hpp"
 #include "results/optimizer_profile_store.hpp"
 #include "sim_ring_options.hpp"
@@ -334,6 +336,26 @@ TEST(ComputeProfile, StoredWarningsTakeEachBatchFromItsNewestCalibration) {
     EXPECT_TRUE(compute_profile_warnings_stored(store, host + "-other", model, {16, 32}).empty());
   }
   std::filesystem::remove(db);
+}
+
+TEST(CalibrationPlan, TheModelsSizeJoinsTheOctavesInOrderOnceAndWithinTheRange) {
+  CalibrationOptions o;
+  o.min_size = "4";
+  o.max_size = "64KiB";
+  CalibrationPlan plan = calibration_plan_make(o);
+  const size_t octaves = plan.sweep.sizes.size();
+  calibration_plan_add_model_size(plan, 31400);
+  ASSERT_EQ(plan.sweep.sizes.size(), octaves + 1);
+  EXPECT_TRUE(std::is_sorted(plan.sweep.sizes.begin(), plan.sweep.sizes.end()));
+  EXPECT_NE(std::find(plan.sweep.sizes.begin(), plan.sweep.sizes.end(), 31400), plan.sweep.sizes.end());
+  EXPECT_EQ(plan.model_bytes, 31400);
+  // An octave already swept, a size beyond the range, one that is not whole floats: not added.
+  for (const int64_t bytes : {int64_t(32768), int64_t(1) << 20, int64_t(31402)}) {
+    CalibrationPlan p = calibration_plan_make(o);
+    calibration_plan_add_model_size(p, bytes);
+    EXPECT_EQ(p.sweep.sizes.size(), octaves) << bytes;
+    EXPECT_EQ(p.model_bytes, 0) << bytes;
+  }
 }
 
 }  // namespace
