@@ -4,7 +4,9 @@
 # Prints one line per case: the measured and predicted step, and the relative error of step,
 # compute, comm and wait, and of the step predicted from the measured run's own compute (own%:
 # the simulator's error with the host's change of speed between the runs and the ranks' own speeds taken out), and the
-# measured ranks' compute spread (the slowest rank's mean compute over the fastest's); then the
+# measured ranks' compute spread (the slowest rank's mean compute over the fastest's), and on the
+# native fabric how far an all-reduce of the model's size right after the measured run was from
+# the calibration the prediction read (fabric%); then the
 # median and worst step error, and the cases whose compute moved more than 10 % between the
 # profile and the measured run (noise) named, with the median and worst of the others. Targets on a quiet machine:
 # step within 10 % in every case, median within 5 %, compute within 10 %, comm and wait within
@@ -48,9 +50,9 @@ link_keys() {
   esac
 }
 
-printf '%-8s %-9s %-7s %10s %10s %7s %8s %7s %15s %5s %6s%s\n' workload algo link "meas(ms)" "pred(ms)" step% compute% comm% \
-  "wait meas/pred" own% spread "${VM_ALONE:+  alone: step% compute%}"
-errors=() alone_errors=() steady_errors=() moved=() own_errors=() spread=()
+printf '%-8s %-9s %-7s %10s %10s %7s %8s %7s %15s %5s %6s %6s%s\n' workload algo link "meas(ms)" "pred(ms)" step% compute% \
+  comm% "wait meas/pred" own% spread fabric% "${VM_ALONE:+  alone: step% compute%}"
+errors=() alone_errors=() steady_errors=() moved=() own_errors=() spread=() fabric_moved=()
 # The prediction from a 1-worker profile measured alone, against measured run $2; prints
 # "step% compute%" and appends the step error to alone_errors.
 alone_prediction() {
@@ -86,12 +88,16 @@ for w in ${VM_WORKLOADS:-svm resnet8 gpt}; do
       read -r _ _ me <<<"$(row comm_s)"
       read -r wm wp _ <<<"$(row wait_s)"
       read -r _ _ oe <<<"$(row step_time_s.own_compute)"
+      # The host's fabric at the model's size right after the measured run against the
+      # calibration the prediction read (native fabric only; validate's note above 20 %).
+      read -r _ _ fe <<<"$(row fabric_allreduce_s)"
       # The measured ranks' compute spread (slowest rank's mean compute over the fastest's).
       rs=$(sqlite3 "$DB" "SELECT printf('%.2f', measured) FROM validation_metrics WHERE validation_id = $id
                           AND metric = 'compute_rank_spread'")
       pct() { awk -v e="$1" 'BEGIN { if (e == "" || e < 0) print "-"; else printf "%.1f", 100 * e }'; }
-      printf '%-8s %-9s %-7s %10.4g %10.4g %7s %8s %7s %15s %5s %6s' "$w" "$a" "$l" "$sm" "$sp" "$(pct "$se")" "$(pct "$ce")" \
-        "$(pct "$me")" "$(printf '%.3g/%.3g' "$wm" "$wp")" "$(pct "$oe")" "${rs:--}"
+      printf '%-8s %-9s %-7s %10.4g %10.4g %7s %8s %7s %15s %5s %6s %6s' "$w" "$a" "$l" "$sm" "$sp" "$(pct "$se")" \
+        "$(pct "$ce")" "$(pct "$me")" "$(printf '%.3g/%.3g' "$wm" "$wp")" "$(pct "$oe")" "${rs:--}" "$(pct "$fe")"
+      grep -q "note: the host's fabric moved" "$OUT/$name.out" && fabric_moved+=("$name")
       errors+=("$se")
       [ -n "$oe" ] && own_errors+=("$oe")
       # validate's rank-spread note: one rank computed more than 10 % slower for the whole run.
@@ -119,5 +125,7 @@ fi
 [ ${#own_errors[@]} -gt 0 ] && summary "step error from the measured run's own compute (own%)" "${own_errors[@]}"
 [ ${#spread[@]} -gt 0 ] &&
   echo "one measured rank computed more than 10 % slower than another for the whole run (spread; validate's note): ${spread[*]}"
+[ ${#fabric_moved[@]} -gt 0 ] &&
+  echo "the host's fabric moved more than 20 % since its calibration (fabric%; validate's note): ${fabric_moved[*]}"
 [ ${#alone_errors[@]} -gt 0 ] && summary "step error from a profile alone" "${alone_errors[@]}"
 echo "load average now: $(cut -d' ' -f1-3 /proc/loadavg); database and outputs in $OUT"

@@ -112,20 +112,21 @@ int64_t child_run_config(const RunConfig& cfg, const std::string& role, const st
 }
 
 int64_t child_calibrate_fabric(const std::string& db, int workers, const RunConfig& model,
-                               const std::function<void(const std::string& line)>& on_line) {
-  // --quick: every octave, 2 repetitions; up to 4 MiB rather than --quick's 1 MiB, so that the
-  // gradients of the deep workloads (ResNet-20 1.1 MB, the small GPT 1.7 MB) are measured, not
-  // extrapolated from the last segment; the model's own size is added to the sweep; --batches 1
-  // keeps the compute profile (which calibrate always takes) to a few milliseconds.
+                               const std::function<void(const std::string& line)>& on_line, const std::string& sizes) {
+  // --quick: every octave, 2 repetitions; by default up to 4 MiB rather than --quick's 1 MiB,
+  // so that the gradients of the deep workloads (ResNet-20 1.1 MB, the small GPT 1.7 MB) are
+  // measured, not extrapolated from the last segment; the model's own size is added to the
+  // sweep; --batches 1 keeps the compute profile (which calibrate always takes) to a few
+  // milliseconds.
   std::string shape;
   if (!model.model.empty()) shape += " --model " + shell_quote(model.model);
   if (model.workload == "transformer")
     shape += fmt::format(" --layers {} --d-model {} --heads {} --seq {} --vocab {}", model.layers, model.d_model,
                          model.heads, model.seq, model.vocab);
-  const std::string command = fmt::format(
-      "{} calibrate --workers {} --quick --max-size 4MiB --batches 1 --workload {} --dataset {}{} --db {} 2>&1",
-      shell_quote(child_run_binary()), workers, shell_quote(model.workload), shell_quote(model.dataset), shape,
-      shell_quote(db));
+  const std::string command =
+      fmt::format("{} calibrate --workers {} --quick {} --batches 1 --workload {} --dataset {}{} --db {} 2>&1",
+                  shell_quote(child_run_binary()), workers, sizes, shell_quote(model.workload),
+                  shell_quote(model.dataset), shape, shell_quote(db));
   const auto [code, printed_id] = child_command(command, "calibration_id", on_line);
   const int64_t id = code == 0 ? printed_id : 0;
   if (id <= 0)

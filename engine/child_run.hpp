@@ -26,11 +26,14 @@ std::string child_run_binary();
 int64_t child_run_config(const RunConfig& cfg, const std::string& role, const std::string& extra_args,
                          const std::function<void(const std::string& line)>& on_line);
 
-// Runs `dsgd-bench calibrate --workers N --quick --db DB` (the fabric's collectives and their
-// alpha-beta fits, a few seconds) with `model`'s workload, dataset and shape (so the sweep
-// measures that model's size too), passing each output line to on_line; returns the
-// calibration id. Throws Error when it fails.
+// Runs `dsgd-bench calibrate --workers N --quick SIZES --db DB` (the fabric's collectives and
+// their alpha-beta fits, a few seconds) with `model`'s workload, dataset and shape (so the
+// sweep measures that model's size too), passing each output line to on_line; returns the
+// calibration id. `sizes` are calibrate's size options (default: up to 4 MiB, which holds the
+// deep workloads' gradients). Throws Error when it fails.
+inline constexpr const char* kChildCalibrateSizes = "--max-size 4MiB";
 int64_t child_calibrate_fabric(const std::string& db, int workers, const RunConfig& model,
-                               const std::function<void(const std::string& line)>& on_line);
+                               const std::function<void(const std::string& line)>& on_line,
+                               const std::string& sizes = kChildCalibrateSizes);
 
 }  // namespace dsgd

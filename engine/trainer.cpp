@@ -178,6 +178,7 @@ RunRecord run_record_make(const RunConfig& cfg, const Communicator& comm, const 
   RunRecord r = run_record_from_config(cfg, comm.size(), w.plan.steps, w.plan.warmup, w.plan.eval_every,
                                        comm.library_version(), config);
   config["model-state-bytes"] = w.algorithm->model_state_bytes(w.params.size(), comm.size());
+  config["model-bytes"] = w.params.size() * sizeof(float);  // what every exchange of the model moves
   // Where the training set landed: a batch reads its rows at random, several times slower on
   // 4 KiB pages than on the 2 MiB pages the dataset asks for (core/huge_pages.hpp). Rank 0's
   // record is the one stored and printed; reading /proc/self/smaps once per sim worker (10^5 of

@@ -2,16 +2,21 @@
 #include "engine/validation.hpp"
 
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <filesystem>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 
 #include "algorithms/config_check.hpp"
 #include "algorithms/optimizer.hpp"
 #include "algorithms/variant.hpp"
 #include "cluster/backends.hpp"
+#include "cluster/measured_fabric.hpp"
 #include "core/errors.hpp"
 #include "core/system_info.hpp"
 #include "engine/child_run.hpp"
@@ -98,6 +103,13 @@ std::vector<std::string> validation_notes(const ValidationRecord& v) {
     return nullptr;
   };
   std::vector<std::string> notes;
+  if (const ValidationMetric* f = find(kValidationFabricAllreduce);
+      f && f->rel_error && *f->rel_error > kValidationSplitTarget)
+    notes.push_back(fmt::format(
+        "the host's fabric moved since the calibration the prediction read: an all-reduce of the model's size took "
+        "{:.4g} us right after the measured run, {:.4g} us in that calibration ({:.0f} % apart). The comm's error "
+        "includes that; on a host whose fabric changes state over minutes, calibrate again right before predicting",
+        1e6 * f->measured, 1e6 * f->predicted, 100 * *f->rel_error));
   const ValidationMetric* step = find("step_time_s");
   const ValidationMetric* compute = find("compute_s");
   if (compute && compute->rel_error && *compute->rel_error > kValidationComputeNoise)
@@ -200,13 +212,52 @@ double validation_compute_rank_spread(const std::vector<StepRow>& steps) {
   return lo > 0 ? hi / lo : 0;
 }
 
+namespace {
+
+// The all-reduce of `bytes` as the probe's calibration (one size) measured it, back to back or
+// after compute; empty when it has no such row.
+std::optional<double> probe_allreduce_s(const std::string& db, int64_t bytes, bool after_compute) {
+  const Store probe = Store::open_readonly(db);
+  const std::optional<int64_t> id = probe.calibration_latest();
+  if (!id) return std::nullopt;
+  const std::string op = after_compute ? "allreduce_after_compute" : "allreduce";
+  for (const CollectiveRow& row : probe.collectives_get(*id))
+    if (row.op == op && row.bytes == bytes) return row.time_s;
+  return std::nullopt;
+}
+
+// The all-reduce of `bytes` on the curve of the host's newest calibration in `store` (the one
+// the prediction read), back to back or after compute where it has those; empty without one
+// of `workers` ranks.
+std::optional<double> calibrated_allreduce_s(const Store& store, int64_t bytes, bool after_compute, int workers) {
+  const std::optional<AllreduceFit> fit = store.allreduce_fit_latest(system_info_read().host);
+  if (!fit || fit->workers != workers) return std::nullopt;
+  std::vector<MeasuredPoint> points;
+  for (const CollectiveRow& row : store.collectives_get(fit->calibration_id))
+    points.push_back({row.op, static_cast<double>(row.bytes), row.time_s, row.spread});
+  MeasuredFabric fabric = measured_fabric_build(fit->calibration_id, fit->workers, points);
+  if (after_compute && measured_fabric_has_after_compute(fabric)) fabric = measured_fabric_after_compute(fabric);
+  return measured_fabric_time(fabric, CollKind::coll_allreduce, static_cast<double>(bytes));
+}
+
+void remove_database(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
+}
+
+}  // namespace
+
+bool validation_checks_fabric(const RunConfig& cfg) {
+  return cfg.bandwidth.empty() && cfg.fabric.empty() && cfg.workers > 1;
+}
+
 ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer) {
   // Without this host's fabric the prediction would take its collectives as free (or, with an
   // emulated link, the measured run would add the link to the real fabric instead of
   // replacing it): measure the fabric first, a few seconds.
   const bool fabric = !store.allreduce_fit_latest(system_info_read().host).has_value();
   const bool races = validation_prediction_races(cfg);
-  const int total = (fabric ? 5 : 4) + (races ? 2 : 0);
+  const bool check_fabric = validation_checks_fabric(cfg);
+  const int total = (fabric ? 5 : 4) + (races ? 2 : 0) + (check_fabric ? 1 : 0);
   int index = 0;
   if (fabric) {
     observer.note(
@@ -235,6 +286,32 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
                 ? fmt::format("{} ranks side by side, no communication, stragglers or emulation", profile.workers)
                 : std::string("1 worker, no stragglers or emulation"));
   v.measured_run_id = child(measured, "measured", fmt::format("mpi, {} ranks", cfg.workers));
+  // The host's fabric timed again right after the measured run, at the model's size (a host
+  // whose fabric moves between states over minutes: the prediction reads the calibration's).
+  // A diagnosis: when it cannot be made, the validation stands without it and says why.
+  std::string probe_db;
+  int64_t model_bytes = 0;
+  if (check_fabric) {
+    const nlohmann::json mc = nlohmann::json::parse(store.run_get(v.measured_run_id).run.config_json, nullptr, false);
+    model_bytes = mc.is_object() ? mc.value("model-bytes", int64_t(0)) : 0;
+    probe_db = (std::filesystem::temp_directory_path() / fmt::format("dsgd-validate-fabric-{}.db", getpid())).string();
+    remove_database(probe_db);
+    observer.child_begin("fabric now",
+                         fmt::format("calibrate --workers {} --quick at the model's {} B, beside the measured run",
+                                     cfg.workers, model_bytes),
+                         ++index, total);
+    try {
+      if (model_bytes <= 0) DSGD_THROW(Error, "", "the measured run does not record its model's size");
+      child_calibrate_fabric(
+          probe_db, static_cast<int>(cfg.workers), cfg, [&](const std::string& line) { observer.child_line(line); },
+          fmt::format("--min-size {} --max-size {}", model_bytes, model_bytes));
+    } catch (const Error& e) {
+      interrupt_yield_to_watcher();
+      observer.note(fmt::format("no check of the fabric beside the measured run: {}", e.what()));
+      remove_database(probe_db);
+      probe_db.clear();
+    }
+  }
   RunConfig simulated = cfg;
   simulated.backend = "sim";
   simulated.profile_from = v.profile_run_id;
@@ -301,6 +378,20 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   v.metrics.push_back(ValidationMetric{kValidationStepStandardError, m.summary->step_time_se_s.value_or(0.0),
                                        s.summary->step_time_se_s.value_or(0.0), std::nullopt});
   if (races) v.metrics.push_back(ValidationMetric{kValidationSeedSpread, seed_low, seed_high, std::nullopt});
+  if (!probe_db.empty()) {
+    // Back to back or after compute, as the prediction read its curve (sim_network_after_compute).
+    const nlohmann::json sc = nlohmann::json::parse(s.run.config_json, nullptr, false);
+    const double step_compute =
+        sc.is_object() ? sc.value("backend-details", nlohmann::json::object()).value("step-compute-s", 0.0) : 0.0;
+    const bool after = step_compute >= kAfterComputeMinStepS;
+    const std::optional<double> now = probe_allreduce_s(probe_db, model_bytes, after);
+    const std::optional<double> then = calibrated_allreduce_s(store, model_bytes, after, static_cast<int>(cfg.workers));
+    remove_database(probe_db);
+    if (now && then)
+      v.metrics.push_back(ValidationMetric{kValidationFabricAllreduce, *now, *then, validation_rel_error(*now, *then)});
+    else
+      observer.note("no check of the fabric beside the measured run: no all-reduce of the model's size to compare");
+  }
   v.host = system_info_read().host;
   v.config_json = run_config_to_json(cfg).dump();
   v.id = validation_store(store, v);

@@ -79,6 +79,13 @@ inline constexpr const char* kValidationSeedSpread = "step_time_s.seed_spread";
 // measured and predicted.
 inline constexpr const char* kValidationOutsidePhases = "outside_phases_s";
 double validation_outside_phases_s(const Summary& s);
+// The stored metric of the fabric's check: an all-reduce of the model's size timed right after
+// the measured run (`dsgd-bench calibrate --quick` at that one size: `measured`) against the
+// newest calibration's curve the prediction read (`predicted`), back to back or after compute
+// as the prediction read it. Only where the prediction reads the host's fabric
+// (validation_checks_fabric: no --bandwidth, no --fabric).
+inline constexpr const char* kValidationFabricAllreduce = "fabric_allreduce_s";
+bool validation_checks_fabric(const RunConfig& cfg);
 // Whether cfg's prediction is a race that step 5 measures (its variant needs one-sided windows).
 bool validation_prediction_races(const RunConfig& cfg);
 
@@ -95,6 +102,8 @@ bool validation_prediction_races(const RunConfig& cfg);
 //     includes that, and it is not the simulator's;
 //   - comm or wait under kValidationSmallShare of the measured step with an error above
 //     kValidationSplitTarget that moves the step by less than kValidationSmallShare: how little;
+//   - the fabric's check (kValidationFabricAllreduce) off by more than kValidationSplitTarget:
+//     the host's fabric moved since its calibration;
 //   - the step outside every phase (kValidationOutsidePhases) predicted kValidationSmallShare
 //     of the measured step or more away from the measured: both figures (a variant's passes
 //     over the model cost more, or less, than the profile's model pass).

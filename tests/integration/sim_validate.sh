@@ -88,7 +88,16 @@ cat > a.json <<JSON
 JSON
 "$BIN" validate --config a.json > a.out || { cat a.out; fail "validate of adpsgd failed"; }
 A=$(tail -n 1 a.out | cut -d= -f2)
-[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$A") == 11 ]] || fail "adpsgd: metrics not stored"
+[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$A") == 12 ]] || fail "adpsgd: metrics not stored"
+# On the host's own fabric (no --bandwidth) the fabric is timed again at the model's size right
+# after the measured run (3,216 B: the SVM on 200 features and 4 classes), against the curve of
+# the calibration the prediction read; on an emulated link (the first validation) it is not.
+grep -q "fabric now (calibrate --workers 2 --quick at the model's 3216 B, beside the measured run)" a.out ||
+  { cat a.out; fail "no fabric check beside the measured run"; }
+[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$A AND metric='fabric_allreduce_s'
+  AND measured > 0 AND predicted > 0") == 1 ]] || fail "no fabric_allreduce_s metric"
+[[ $(sql v.db "SELECT count(*) FROM validation_metrics WHERE validation_id=$V AND metric='fabric_allreduce_s'") == 0 ]] ||
+  fail "a validation on an emulated link checks the host's fabric"
 read -r lo hi <<<"$(sql v.db "SELECT measured, predicted FROM validation_metrics WHERE validation_id=$A AND metric='step_time_s.seed_spread' AND rel_error IS NULL" | tr '|' ' ')"
 S=$(sql v.db "SELECT step_time_s FROM summaries WHERE run_id=(SELECT simulated_run_id FROM validations WHERE id=$A)")
 seeds=$(sql v.db "SELECT group_concat(s.step_time_s, ' ') FROM runs r JOIN summaries s ON s.run_id = r.id WHERE r.tag='validate:seed' AND r.id > (SELECT simulated_run_id FROM validations WHERE id=$A)")

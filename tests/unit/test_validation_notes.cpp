@@ -1,7 +1,8 @@
 // What `dsgd-bench validate` tells its reader beside the errors (engine/validation.hpp,
 // validation_notes): compute that moved between the profile and the measured run, the step
 // predicted from the measured run's own compute, the runs' sampling noise, comm or wait whose
-// large relative error is a small part of the step, and the step outside every phase.
+// large relative error is a small part of the step, the step outside every phase, and a fabric
+// that moved since its calibration.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -54,6 +55,24 @@ TEST(ValidationNotes, ComputeThatMovedBetweenTheRunsIsNamedWithBothFigures) {
       << notes.front();
   // Within 10 %: nothing to say.
   EXPECT_TRUE(validation_notes(record(25e-3, 24e-3, 24e-3, 22e-3, 1e-3, 1e-3, 0.5e-3, 0.5e-3)).empty());
+}
+
+TEST(ValidationNotes, AFabricThatMovedSinceItsCalibrationIsNamedWithBothTimes) {
+  // The SVM's 31,400 B all-reduce on a host whose fabric switched state: 21.6 us right after the
+  // measured run, 12.5 us in the calibration the prediction read.
+  ValidationRecord v = record(25e-3, 24.5e-3, 24e-3, 24e-3, 1e-3, 1e-3, 0.5e-3, 0.5e-3);
+  v.metrics.push_back(
+      ValidationMetric{kValidationFabricAllreduce, 21.6e-6, 12.5e-6, validation_rel_error(21.6e-6, 12.5e-6)});
+  const auto notes = validation_notes(v);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_TRUE(has(notes,
+                  "the host's fabric moved since the calibration the prediction read: an all-reduce of the model's "
+                  "size took 21.6 us right after the measured run, 12.5 us in that calibration (42 % apart)"))
+      << notes.front();
+  // Within the comm target (20 %): nothing to say.
+  v.metrics.back() =
+      ValidationMetric{kValidationFabricAllreduce, 13.5e-6, 12.5e-6, validation_rel_error(13.5e-6, 12.5e-6)};
+  EXPECT_TRUE(validation_notes(v).empty());
 }
 
 TEST(ValidationNotes, TheStepOutsideEveryPhaseIsNamedWhenItMovesTheStep) {
