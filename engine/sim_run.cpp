@@ -74,11 +74,7 @@ NetworkModel sim_network_calibrated(const Store& store, const AllreduceFit& fit,
   NetworkModel model{network_link_from_allreduce_fit(fit.alpha_s, fit.bandwidth_bytes_per_s, link_ranks), std::nullopt,
                      1};
   if (fit.workers < 2) return model;
-  std::vector<MeasuredPoint> points;
-  for (const CollectiveRow& row : store.collectives_get(fit.calibration_id))
-    points.push_back({row.op, static_cast<double>(row.bytes), row.time_s, row.spread});
-  model.measured =
-      std::make_shared<const MeasuredFabric>(measured_fabric_build(fit.calibration_id, fit.workers, points));
+  model.measured = std::make_shared<const MeasuredFabric>(sim_calibrated_fabric(store, fit));
   return model;
 }
 
@@ -798,6 +794,13 @@ TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& 
 TrainResult sim_run_unstored(const RunConfig& cfg, const Store& read, const TrainerCallbacks& callbacks) {
   const Resolved r = sim_resolve(cfg, &read, nullptr, SimProfileMissing{});
   return cfg.timing_only ? sim_run_timing(cfg, r, nullptr, callbacks) : sim_run_numerics(cfg, r, nullptr, callbacks);
+}
+
+MeasuredFabric sim_calibrated_fabric(const Store& store, const AllreduceFit& fit) {
+  std::vector<MeasuredPoint> points;
+  for (const CollectiveRow& row : store.collectives_get(fit.calibration_id))
+    points.push_back({row.op, static_cast<double>(row.bytes), row.time_s, row.spread});
+  return measured_fabric_build(fit.calibration_id, fit.workers, points);
 }
 
 }  // namespace dsgd

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cluster/measured_fabric.hpp"
 #include "cluster/sim_world.hpp"
 #include "core/run_config.hpp"
 #include "engine/compute_profile.hpp"
@@ -74,5 +75,9 @@ TrainResult sim_run(const RunConfig& cfg, Store* store, const TrainerCallbacks& 
 // The same, reading the profile and network calibration from `read` but storing nothing (the
 // tuner's step-time probe).
 TrainResult sim_run_unstored(const RunConfig& cfg, const Store& read, const TrainerCallbacks& callbacks);
+
+// The measured curves of a calibration (its collectives' sweep, spreads included): what a
+// simulated run on the host's fabric reads. Throws Error when fit.workers < 2.
+MeasuredFabric sim_calibrated_fabric(const Store& store, const AllreduceFit& fit);
 
 }  // namespace dsgd

@@ -21,6 +21,7 @@
 #include "core/system_info.hpp"
 #include "engine/child_run.hpp"
 #include "engine/interrupt.hpp"
+#include "engine/sim_run.hpp"
 #include "results/row_fields.hpp"
 
 namespace dsgd {
@@ -232,10 +233,7 @@ std::optional<double> probe_allreduce_s(const std::string& db, int64_t bytes, bo
 std::optional<double> calibrated_allreduce_s(const Store& store, int64_t bytes, bool after_compute, int workers) {
   const std::optional<AllreduceFit> fit = store.allreduce_fit_latest(system_info_read().host);
   if (!fit || fit->workers != workers) return std::nullopt;
-  std::vector<MeasuredPoint> points;
-  for (const CollectiveRow& row : store.collectives_get(fit->calibration_id))
-    points.push_back({row.op, static_cast<double>(row.bytes), row.time_s, row.spread});
-  MeasuredFabric fabric = measured_fabric_build(fit->calibration_id, fit->workers, points);
+  MeasuredFabric fabric = sim_calibrated_fabric(store, *fit);
   if (after_compute && measured_fabric_has_after_compute(fabric)) fabric = measured_fabric_after_compute(fabric);
   return measured_fabric_time(fabric, CollKind::coll_allreduce, static_cast<double>(bytes));
 }
@@ -243,6 +241,15 @@ std::optional<double> calibrated_allreduce_s(const Store& store, int64_t bytes, 
 void remove_database(const std::string& path) {
   for (const char* suffix : {"", "-wal", "-shm"}) std::remove((path + suffix).c_str());
 }
+
+// The fabric check's temporary database: removed when the validation is done with it, or
+// leaves by an error.
+struct ProbeDatabase {
+  std::string path;
+  ~ProbeDatabase() {
+    if (!path.empty()) remove_database(path);
+  }
+};
 
 }  // namespace
 
@@ -289,7 +296,8 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   // The host's fabric timed again right after the measured run, at the model's size (a host
   // whose fabric moves between states over minutes: the prediction reads the calibration's).
   // A diagnosis: when it cannot be made, the validation stands without it and says why.
-  std::string probe_db;
+  ProbeDatabase probe;
+  std::string& probe_db = probe.path;
   int64_t model_bytes = 0;
   if (check_fabric) {
     const nlohmann::json mc = nlohmann::json::parse(store.run_get(v.measured_run_id).run.config_json, nullptr, false);
@@ -309,7 +317,7 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
       interrupt_yield_to_watcher();
       observer.note(fmt::format("no check of the fabric beside the measured run: {}", e.what()));
       remove_database(probe_db);
-      probe_db.clear();
+      probe_db.clear();  // nothing to compare
     }
   }
   RunConfig simulated = cfg;
@@ -386,7 +394,6 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
     const bool after = step_compute >= kAfterComputeMinStepS;
     const std::optional<double> now = probe_allreduce_s(probe_db, model_bytes, after);
     const std::optional<double> then = calibrated_allreduce_s(store, model_bytes, after, static_cast<int>(cfg.workers));
-    remove_database(probe_db);
     if (now && then)
       v.metrics.push_back(ValidationMetric{kValidationFabricAllreduce, *now, *then, validation_rel_error(*now, *then)});
     else
