@@ -170,11 +170,12 @@ void header_print(const CalibrationSetup& setup, const CalibrationOptions& o, co
   fmt::print("# dsgd-bench calibrate: {} ranks ({}), host {}, {}\n", comm.size(), comm.library_version(), sys.host,
              sys.cpu_model);
   fmt::print(
-      "# sizes {} .. {} (x{}{}, {} sizes), float32; {} repetitions of >= {} ms after warm-up; time = "
+      "# sizes {} .. {} (x{}, {} sizes{}), float32; {} repetitions of >= {} ms after warm-up; time = "
       "slowest rank per iteration, median over repetitions; GB = 1e9 B\n",
       calibration_size_text(plan.sweep.sizes.front()), calibration_size_text(plan.sweep.sizes.back()), plan.size_factor,
-      plan.model_bytes > 0 ? fmt::format(", and {} B: the {} model's", plan.model_bytes, o.model.workload) : "",
-      plan.sweep.sizes.size(), plan.sweep.reps, plan.sweep.min_rep_time_s * 1e3);
+      plan.sweep.sizes.size(),
+      plan.model_bytes > 0 ? fmt::format("; the {} model's {} B among them", o.model.workload, plan.model_bytes) : "",
+      plan.sweep.reps, plan.sweep.min_rep_time_s * 1e3);
   fmt::print(
       "# busbw = algbw x 2(n-1)/n all-reduce, x (n-1)/n reduce-scatter / all-gather, x 1 broadcast / "
       "send-recv (docs/metrics.md)\n");

@@ -47,6 +47,15 @@ std::optional<MeasuredCurve> curve_make(std::vector<CurvePoint> points) {
   return c;
 }
 
+// Where a read of `bytes` falls on c: 0 at or below its first size (the first point's time),
+// else i, the segment [i − 1, i] that holds it (past the end, the last segment, extended).
+size_t curve_segment(const MeasuredCurve& c, double bytes) {
+  if (bytes <= c.bytes.front()) return 0;
+  return std::min<size_t>(
+      static_cast<size_t>(std::upper_bound(c.bytes.begin(), c.bytes.end(), bytes) - c.bytes.begin()),
+      c.bytes.size() - 1);
+}
+
 std::string bytes_text(double b) {
   if (b >= 1024.0 * 1024.0) return fmt::format("{:g} MiB", b / (1024.0 * 1024.0));
   if (b >= 1024.0) return fmt::format("{:g} KiB", b / 1024.0);
@@ -106,11 +115,8 @@ std::optional<double> measured_fabric_time(const MeasuredFabric& fabric, CollKin
   const size_t k = static_cast<size_t>(kind);
   if (k >= kCollKinds || !fabric.curves[k]) return std::nullopt;
   const MeasuredCurve& c = *fabric.curves[k];
-  if (bytes <= c.bytes.front()) return c.seconds.front();
-  // The segment [i − 1, i] that holds bytes; past the end, the last segment extended.
-  const size_t i =
-      std::min<size_t>(static_cast<size_t>(std::upper_bound(c.bytes.begin(), c.bytes.end(), bytes) - c.bytes.begin()),
-                       c.bytes.size() - 1);
+  const size_t i = curve_segment(c, bytes);
+  if (i == 0) return c.seconds.front();
   const double slope = (c.seconds[i] - c.seconds[i - 1]) / (c.bytes[i] - c.bytes[i - 1]);
   return c.seconds[i - 1] + slope * (bytes - c.bytes[i - 1]);
 }
@@ -120,13 +126,8 @@ std::optional<MeasuredNoise> measured_fabric_noise(const MeasuredFabric& fabric,
   const size_t k = static_cast<size_t>(kind);
   if (k >= kCollKinds || !fabric.curves[k]) return std::nullopt;
   const MeasuredCurve& c = *fabric.curves[k];
-  // The points measured_fabric_time reads at bytes: the first below the sweep, else the
-  // segment that holds it (the last one past the end).
-  size_t hi = 0;
-  if (bytes > c.bytes.front())
-    hi =
-        std::min<size_t>(static_cast<size_t>(std::upper_bound(c.bytes.begin(), c.bytes.end(), bytes) - c.bytes.begin()),
-                         c.bytes.size() - 1);
+  // The points measured_fabric_time reads at bytes.
+  const size_t hi = curve_segment(c, bytes);
   const size_t lo = hi == 0 ? 0 : hi - 1;
   std::optional<MeasuredNoise> noisy;
   for (size_t i = lo; i <= hi; ++i)

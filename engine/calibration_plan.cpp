@@ -174,9 +174,9 @@ std::vector<std::string> calibration_warnings(const CalibrationOptions& o, const
 void calibration_plan_add_model_size(CalibrationPlan& plan, int64_t model_bytes) {
   std::vector<int64_t>& sizes = plan.sweep.sizes;
   if (model_bytes < plan.min_bytes || model_bytes > plan.max_bytes || model_bytes % 4 != 0) return;
-  if (std::find(sizes.begin(), sizes.end(), model_bytes) != sizes.end()) return;
-  sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), model_bytes), model_bytes);
   plan.model_bytes = model_bytes;
+  if (std::find(sizes.begin(), sizes.end(), model_bytes) == sizes.end())
+    sizes.insert(std::upper_bound(sizes.begin(), sizes.end(), model_bytes), model_bytes);
 }
 
 CalibrationSetup calibration_setup(const CalibrationOptions& o, Communicator& comm) {

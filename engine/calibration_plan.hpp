@@ -50,10 +50,10 @@ struct CalibrationPlan {
   int64_t size_factor = 2;
   int64_t profile_iters = 20;
   CalibrationSweepPlan sweep;  // sizes (bytes) and repetitions
-  // The profiled workload's model (its gradient's) bytes, added to the sweep's octaves when
-  // within the range and not one of them: a protocol switch between two octaves (MPICH's all-
-  // reduce: between 24 and 28 KB here) makes the curve read between them miss that size, the
-  // one every exchange of the workload has (0: not added).
+  // The profiled workload's model (its gradient's) bytes when within the range, swept besides
+  // the octaves: a protocol switch between two octaves (MPICH's all-reduce: between 24 and 28
+  // KB here) makes the curve read between them miss that size, the one every exchange of the
+  // workload has (0: outside the range, or not whole floats).
   int64_t model_bytes = 0;
 };
 

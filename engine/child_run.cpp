@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "core/errors.hpp"
+#include "workloads/workload.hpp"
 
 namespace dsgd {
 
@@ -119,10 +120,8 @@ int64_t child_calibrate_fabric(const std::string& db, int workers, const RunConf
   // sweep; --batches 1 keeps the compute profile (which calibrate always takes) to a few
   // milliseconds.
   std::string shape;
-  if (!model.model.empty()) shape += " --model " + shell_quote(model.model);
-  if (model.workload == "transformer")
-    shape += fmt::format(" --layers {} --d-model {} --heads {} --seq {} --vocab {}", model.layers, model.d_model,
-                         model.heads, model.seq, model.vocab);
+  for (const auto& [flag, value] : workload_shape_flags(model))
+    shape += fmt::format(" --{} {}", flag, shell_quote(value));
   const std::string command =
       fmt::format("{} calibrate --workers {} --quick {} --batches 1 --workload {} --dataset {}{} --db {} 2>&1",
                   shell_quote(child_run_binary()), workers, sizes, shell_quote(model.workload),

@@ -46,12 +46,8 @@ namespace {
 constexpr size_t kTimingRowCap = 100000;
 
 std::string profile_hint(const RunConfig& cfg) {
-  // The model-shape flags that differ from their defaults, for the calibrate command.
-  const nlohmann::json given = run_config_to_json(cfg), defaults = run_config_to_json(RunConfig{});
   std::string shape;
-  for (const std::string& key : workload_shape_keys())
-    if (given.contains(key) && given[key] != defaults[key])
-      shape += fmt::format(" --{} {}", key, given[key].is_string() ? given[key].get<std::string>() : given[key].dump());
+  for (const auto& [flag, value] : workload_shape_flags(cfg)) shape += fmt::format(" --{} {}", flag, value);
   return fmt::format(
       "run `dsgd-bench calibrate --workload {}{} --dataset {} --batches {}{}` on this host, or pass --profile-from "
       "RUN_ID (a completed real run of the same workload and model, dataset and batch)",
@@ -195,8 +191,9 @@ Resolved sim_resolve(const RunConfig& cfg, const Store* store, Store* writable, 
 
 // A step that computes this long streams its caches before each collective: the host's
 // measured curves are then read as timed after compute where the calibration has them.
-void sim_network_after_compute(SimNetwork& net, double step_compute_s) {
-  if (step_compute_s < kAfterComputeMinStepS) return;
+// Returns whether it did (the calibration has such curves).
+bool sim_network_after_compute(SimNetwork& net, double step_compute_s) {
+  if (step_compute_s < kAfterComputeMinStepS) return false;
   bool used = false;
   for (std::optional<NetworkModel>* m : {&net.model, &net.native}) {
     if (!*m || !(*m)->measured || !measured_fabric_has_after_compute(*(*m)->measured)) continue;
@@ -207,6 +204,7 @@ void sim_network_after_compute(SimNetwork& net, double step_compute_s) {
     net.description +=
         fmt::format("; collectives as timed after compute (the step computes {:.3g} ms, at least {:.3g} ms)",
                     1e3 * step_compute_s, 1e3 * kAfterComputeMinStepS);
+  return used;
 }
 
 // What a prediction reads from a measured fabric whose repetitions disagree (more than a
@@ -250,7 +248,7 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   c.opt_s *= k;
   c.model_pass_s *= k;
   for (double& b : c.bwd_layer_s) b *= k;
-  sim_network_after_compute(r.network, c.step_compute_s());
+  const bool after_compute = sim_network_after_compute(r.network, c.step_compute_s());
   for (std::string& w : sim_network_noise_warnings(r.network, c.model_bytes))
     r.profile.warnings.push_back(std::move(w));
   nlohmann::json details = {
@@ -270,6 +268,7 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
                                                                : "from the profile";
   if (!r.profile.jitter_source.empty()) details["compute-jitter-source"] = r.profile.jitter_source;
   if (!r.network.model) details["network-ideal"] = true;
+  if (after_compute) details["network-after-compute"] = true;  // read the curves timed after compute
   r.details_json = details.dump();
 }
 

@@ -228,13 +228,12 @@ std::optional<double> probe_allreduce_s(const std::string& db, int64_t bytes, bo
 }
 
 // The all-reduce of `bytes` on the curve of the host's newest calibration in `store` (the one
-// the prediction read), back to back or after compute where it has those; empty without one
-// of `workers` ranks.
+// the prediction read), back to back or after compute; empty without one of `workers` ranks.
 std::optional<double> calibrated_allreduce_s(const Store& store, int64_t bytes, bool after_compute, int workers) {
   const std::optional<AllreduceFit> fit = store.allreduce_fit_latest(system_info_read().host);
   if (!fit || fit->workers != workers) return std::nullopt;
   MeasuredFabric fabric = sim_calibrated_fabric(store, *fit);
-  if (after_compute && measured_fabric_has_after_compute(fabric)) fabric = measured_fabric_after_compute(fabric);
+  if (after_compute) fabric = measured_fabric_after_compute(fabric);
   return measured_fabric_time(fabric, CollKind::coll_allreduce, static_cast<double>(bytes));
 }
 
@@ -254,7 +253,7 @@ struct ProbeDatabase {
 }  // namespace
 
 bool validation_checks_fabric(const RunConfig& cfg) {
-  return cfg.bandwidth.empty() && cfg.fabric.empty() && cfg.workers > 1;
+  return cfg.bandwidth.empty() && cfg.fabric.empty();
 }
 
 ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationObserver& observer) {
@@ -297,13 +296,14 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   // whose fabric moves between states over minutes: the prediction reads the calibration's).
   // A diagnosis: when it cannot be made, the validation stands without it and says why.
   ProbeDatabase probe;
-  std::string& probe_db = probe.path;
+  bool probed = false;
   int64_t model_bytes = 0;
   if (check_fabric) {
     const nlohmann::json mc = nlohmann::json::parse(store.run_get(v.measured_run_id).run.config_json, nullptr, false);
     model_bytes = mc.is_object() ? mc.value("model-bytes", int64_t(0)) : 0;
-    probe_db = (std::filesystem::temp_directory_path() / fmt::format("dsgd-validate-fabric-{}.db", getpid())).string();
-    remove_database(probe_db);
+    probe.path =
+        (std::filesystem::temp_directory_path() / fmt::format("dsgd-validate-fabric-{}.db", getpid())).string();
+    remove_database(probe.path);
     observer.child_begin("fabric now",
                          fmt::format("calibrate --workers {} --quick at the model's {} B, beside the measured run",
                                      cfg.workers, model_bytes),
@@ -311,13 +311,12 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
     try {
       if (model_bytes <= 0) DSGD_THROW(Error, "", "the measured run does not record its model's size");
       child_calibrate_fabric(
-          probe_db, static_cast<int>(cfg.workers), cfg, [&](const std::string& line) { observer.child_line(line); },
+          probe.path, static_cast<int>(cfg.workers), cfg, [&](const std::string& line) { observer.child_line(line); },
           fmt::format("--min-size {} --max-size {}", model_bytes, model_bytes));
+      probed = true;
     } catch (const Error& e) {
       interrupt_yield_to_watcher();
       observer.note(fmt::format("no check of the fabric beside the measured run: {}", e.what()));
-      remove_database(probe_db);
-      probe_db.clear();  // nothing to compare
     }
   }
   RunConfig simulated = cfg;
@@ -386,13 +385,12 @@ ValidationRecord validation_run(const RunConfig& cfg, Store& store, ValidationOb
   v.metrics.push_back(ValidationMetric{kValidationStepStandardError, m.summary->step_time_se_s.value_or(0.0),
                                        s.summary->step_time_se_s.value_or(0.0), std::nullopt});
   if (races) v.metrics.push_back(ValidationMetric{kValidationSeedSpread, seed_low, seed_high, std::nullopt});
-  if (!probe_db.empty()) {
-    // Back to back or after compute, as the prediction read its curve (sim_network_after_compute).
+  if (probed) {
+    // Back to back or after compute, as the prediction read its curves (its stored details).
     const nlohmann::json sc = nlohmann::json::parse(s.run.config_json, nullptr, false);
-    const double step_compute =
-        sc.is_object() ? sc.value("backend-details", nlohmann::json::object()).value("step-compute-s", 0.0) : 0.0;
-    const bool after = step_compute >= kAfterComputeMinStepS;
-    const std::optional<double> now = probe_allreduce_s(probe_db, model_bytes, after);
+    const bool after =
+        sc.is_object() && sc.value("backend-details", nlohmann::json::object()).value("network-after-compute", false);
+    const std::optional<double> now = probe_allreduce_s(probe.path, model_bytes, after);
     const std::optional<double> then = calibrated_allreduce_s(store, model_bytes, after, static_cast<int>(cfg.workers));
     if (now && then)
       v.metrics.push_back(ValidationMetric{kValidationFabricAllreduce, *now, *then, validation_rel_error(*now, *then)});

@@ -463,29 +463,15 @@ void field_columns_add(sqlite3* db, int version) {
   }
 }
 
+// A version that only adds field-table columns (field_columns_add) has no script.
+constexpr const char* kNoScript = "";
+
 // The scripts, one per schema version: append the next one here.
 const std::vector<const char*>& migration_scripts() {
   static const std::vector<const char*> table = {
-      migration_v1,
-      migration_v2,
-      migration_v3,
-      migration_v4,
-      migration_v5,
-      migration_v6,
-      migration_v7,
-      migration_v8,
-      migration_v9,
-      migration_v10,
-      migration_v11,
-      migration_v12,
-      migration_v13,
-      "",
-      migration_v15,
-      migration_v16,
-      migration_v17,
-      "",
-      "",
-      migration_v20,
+      migration_v1,  migration_v2,  migration_v3,  migration_v4,  migration_v5,  migration_v6,  migration_v7,
+      migration_v8,  migration_v9,  migration_v10, migration_v11, migration_v12, migration_v13, kNoScript,
+      migration_v15, migration_v16, migration_v17, kNoScript,     kNoScript,     migration_v20,
   };
   return table;
 }

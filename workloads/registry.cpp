@@ -1,5 +1,6 @@
 // The workload registry: one explicit table, one line per workload (no static
 // self-registration, which a static library's linker may drop).
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "core/errors.hpp"
@@ -118,6 +119,15 @@ std::string workload_profile_key(const RunConfig& cfg) {
 const std::vector<std::string>& workload_shape_keys() {
   static const std::vector<std::string> keys = {"model", "layers", "d-model", "heads", "seq", "vocab"};
   return keys;
+}
+
+std::vector<std::pair<std::string, std::string>> workload_shape_flags(const RunConfig& cfg) {
+  const nlohmann::json given = run_config_to_json(cfg), defaults = run_config_to_json(RunConfig{});
+  std::vector<std::pair<std::string, std::string>> flags;
+  for (const std::string& key : workload_shape_keys())
+    if (given.contains(key) && given[key] != defaults[key])
+      flags.emplace_back(key, given[key].is_string() ? given[key].get<std::string>() : given[key].dump());
+  return flags;
 }
 
 void workload_prepare_data(const RunConfig& cfg, DatasetPair& data) {

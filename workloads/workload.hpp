@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/buffer.hpp"
@@ -150,6 +151,9 @@ std::string workload_profile_key(const RunConfig& cfg);
 // The run-config keys that shape a workload's model (what workload_profile_key reads besides
 // the workload): model, layers, d-model, heads, seq, vocab.
 const std::vector<std::string>& workload_shape_keys();
+// Those of cfg that differ from their defaults, as (flag, value) pairs for a command line
+// ("d-model", "128"): what a `dsgd-bench calibrate` of cfg's model must be given.
+std::vector<std::pair<std::string, std::string>> workload_shape_flags(const RunConfig& cfg);
 // Call after dataset_load, before workload_create: shapes the data for the workload (text:
 // windows of --seq + 1 tokens). Throws InputError when the text is shorter than a window
 // or a text dataset is used with a workload that does not read text.

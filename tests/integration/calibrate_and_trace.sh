@@ -29,7 +29,8 @@ sql t.db "select mpi_version from calibrations where id=$cid" | grep -q MPICH ||
   fail "the sweep does not measure the model's 31,400 B"
 [ "$(sql t.db "select json_extract(config_json, '$.model_bytes') from calibrations where id=$cid")" = 31400 ] ||
   fail "the calibration does not record the model's size"
-grep -q "^# sizes 4B .. 1MiB (x2, and 31400 B: the svm model's, 20 sizes)" cal.txt || fail "the header does not name the model's size"
+grep -q "^# sizes 4B .. 1MiB (x2, 20 sizes; the svm model's 31400 B among them)" cal.txt ||
+  fail "the header does not name the model's size"
 [ "$(sql t.db "select count(*) from collectives where calibration_id=$cid and (time_s <= 0 or busbw_gbps <= 0 or time_min_s > time_s or time_max_s < time_s)")" = 0 ] ||
   fail "collectives rows with impossible times"
 # Each point's spread (interquartile range / median of its repetitions): present, and within

@@ -338,7 +338,7 @@ TEST(ComputeProfile, StoredWarningsTakeEachBatchFromItsNewestCalibration) {
   std::filesystem::remove(db);
 }
 
-TEST(CalibrationPlan, TheModelsSizeJoinsTheOctavesInOrderOnceAndWithinTheRange) {
+TEST(CalibrationPlan, TheModelsSizeJoinsTheOctavesInOrderOnceWithinTheRange) {
   CalibrationOptions o;
   o.min_size = "4";
   o.max_size = "64KiB";
@@ -349,8 +349,13 @@ TEST(CalibrationPlan, TheModelsSizeJoinsTheOctavesInOrderOnceAndWithinTheRange) 
   EXPECT_TRUE(std::is_sorted(plan.sweep.sizes.begin(), plan.sweep.sizes.end()));
   EXPECT_NE(std::find(plan.sweep.sizes.begin(), plan.sweep.sizes.end(), 31400), plan.sweep.sizes.end());
   EXPECT_EQ(plan.model_bytes, 31400);
-  // An octave already swept, a size beyond the range, one that is not whole floats: not added.
-  for (const int64_t bytes : {int64_t(32768), int64_t(1) << 20, int64_t(31402)}) {
+  // An octave already swept: recorded, not swept twice.
+  CalibrationPlan octave = calibration_plan_make(o);
+  calibration_plan_add_model_size(octave, 32768);
+  EXPECT_EQ(octave.sweep.sizes.size(), octaves);
+  EXPECT_EQ(octave.model_bytes, 32768);
+  // A size beyond the range, one that is not whole floats: neither.
+  for (const int64_t bytes : {int64_t(1) << 20, int64_t(31402)}) {
     CalibrationPlan p = calibration_plan_make(o);
     calibration_plan_add_model_size(p, bytes);
     EXPECT_EQ(p.sweep.sizes.size(), octaves) << bytes;
