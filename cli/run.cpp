@@ -31,6 +31,7 @@
 #include "engine/preflight.hpp"
 #include "engine/sim_run.hpp"
 #include "engine/trainer.hpp"
+#include "results/report_rows.hpp"
 #include "results/store.hpp"
 #include "results/target.hpp"
 #include "workloads/datasets/dataset.hpp"
@@ -107,8 +108,8 @@ class RunPrinter {
                                  details.value("profile", "?"), details.value("network", "?"),
                                  memory > 0 ? fmt::format("; about {:.3g} MB", memory / 1e6) : ""));
         // What the prediction cannot be trusted for: a noisy profile, a network taken as ideal.
-        for (const auto& w : details.value("profile-warnings", nlohmann::json::array()))
-          stdout_print(fmt::format("  {:<13} {}\n", "warning", w.get<std::string>()));
+        for (const std::string& w : report_prediction_warnings(config))
+          stdout_print(fmt::format("  {:<13} {}\n", "warning", w));
         if (details.value("network-ideal", false))
           stdout_print(
               fmt::format("  {:<13} collectives take 0 s: no --bandwidth and no calibrated fabric of this "

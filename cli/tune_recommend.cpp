@@ -262,6 +262,7 @@ void print_summary(const RecommendOptions& o, const TunePlan& plan, const TuneRe
         "  warning: compute profile {} (the simulated times of that batch may be biased; rerun "
         "`dsgd-bench calibrate` on a quiet machine)\n",
         w);
+  for (const std::string& w : result.network_warnings) fmt::print("  warning: {}\n", w);
   print_table(plan, result);
   fmt::print("\n{}\n", result.verdict);
   const std::vector<std::string> why = explain_lines(result.explanation);

@@ -249,8 +249,7 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   c.model_pass_s *= k;
   for (double& b : c.bwd_layer_s) b *= k;
   const bool after_compute = sim_network_after_compute(r.network, c.step_compute_s());
-  for (std::string& w : sim_network_noise_warnings(r.network, c.model_bytes))
-    r.profile.warnings.push_back(std::move(w));
+  const std::vector<std::string> network_warnings = sim_network_noise_warnings(r.network, c.model_bytes);
   nlohmann::json details = {
       {"clock", "virtual"},
       {"profile", r.profile.source},
@@ -263,6 +262,7 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   // A cost file's run has no model in memory to estimate: no figure rather than 0.
   if (r.memory.total_bytes > 0) details["memory-estimate-bytes"] = r.memory.total_bytes;
   if (!r.profile.warnings.empty()) details["profile-warnings"] = r.profile.warnings;
+  if (!network_warnings.empty()) details["network-warnings"] = network_warnings;
   details["compute-jitter"] = r.profile.jitter.empty()         ? "none"
                               : r.profile.jitter.in_step_order ? "the profile run's, replayed per rank and step"
                                                                : "from the profile";

@@ -167,14 +167,20 @@ void field_report_values(const std::vector<RowField<Row>>& fields, const Row& ro
 
 }  // namespace
 
-std::vector<std::string> report_prediction_warnings(const nlohmann::json& config) {
+std::vector<std::string> report_details_warnings(const nlohmann::json& config, const std::string& key) {
   std::vector<std::string> out;
   if (!config.is_object()) return out;
   const auto d = config.find("backend-details");
   if (d == config.end() || !d->is_object()) return out;
-  if (const auto w = d->find("profile-warnings"); w != d->end() && w->is_array())
+  if (const auto w = d->find(key); w != d->end() && w->is_array())
     for (const auto& line : *w)
       if (line.is_string()) out.push_back(line.get<std::string>());
+  return out;
+}
+
+std::vector<std::string> report_prediction_warnings(const nlohmann::json& config) {
+  std::vector<std::string> out = report_details_warnings(config, "profile-warnings");
+  for (std::string& w : report_details_warnings(config, "network-warnings")) out.push_back(std::move(w));
   return out;
 }
 

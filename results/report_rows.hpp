@@ -63,8 +63,12 @@ const std::vector<ReportColumn>& report_summary_columns();
 // runs table besides the identity columns: "lr", "weight_decay", "straggler", ...
 std::vector<std::string> report_config_keys();
 
-// What a simulated run warned its prediction may not be trusted for (a noisy profile or fabric:
-// its backend details' "profile-warnings", as stored with the run); empty for other runs.
+// One list of a simulated run's warnings, as stored with the run in its backend details:
+// "profile-warnings" (the compute profile: its spread, an unknown spread, batch order) or
+// "network-warnings" (a measured fabric whose repetitions spread widely); empty when absent.
+std::vector<std::string> report_details_warnings(const nlohmann::json& config, const std::string& key);
+// What a simulated run warned its prediction may not be trusted for: both lists, the
+// profile's first; empty for other runs.
 std::vector<std::string> report_prediction_warnings(const nlohmann::json& config);
 
 ReportTable report_runs_table(const std::vector<RunWithSummary>& runs);

@@ -835,6 +835,7 @@ nlohmann::json tune_result_json(const TunePlan& plan, const TuneResult& result) 
           {"top_two_overlap", result.top_two_overlap},
           {"notes", result.notes},
           {"profile_warnings", result.profile_warnings},
+          {"network_warnings", result.network_warnings},
           {"ranking", ranking},
           {"explanation", explain_json(result.explanation)},
           {"refused", refused}};

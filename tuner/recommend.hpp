@@ -121,6 +121,9 @@ struct TuneResult {
   // What is wrong with the compute profiles the simulated trials were timed from (spread too
   // wide, a larger batch measured faster): the ranking may be biased where they apply.
   std::vector<std::string> profile_warnings;
+  // What the simulated trials warned of the measured fabric they were timed on (repetitions
+  // that spread widely near the model's size): the communication they predict is that uncertain.
+  std::vector<std::string> network_warnings;
   Explanation explanation;  // the winner against the runner-up, and per knob around it (tuner/explain.hpp)
 };
 

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "results/report_rows.hpp"
 #include "results/tune_store.hpp"
 #include "tuner/evaluator.hpp"
 #include "tuner/recommend.hpp"
@@ -165,6 +166,7 @@ struct Runner {
         ++trials_counted;
         result.used_s += trial_cost_s(it->second);
         note_best(ck, it->second);
+        note_warnings(it->second.run_id);
         by_config[ck + "|" + std::to_string(q.seed)].push_back(it->second);
         report(ck);
       }
@@ -232,6 +234,17 @@ struct Runner {
     ++trials_counted;
     result.used_s += trial_cost_s(row);
     note_best(ck, row);
+    note_warnings(row.run_id);
+  }
+
+  // What the simulator warned of the fabric in a trial's run (stored in the session's
+  // database), each text once per session: the compute profile's are checked once, up front.
+  void note_warnings(int64_t run_id) {
+    if (!store || run_id <= 0) return;
+    const nlohmann::json config = nlohmann::json::parse(store->run_get(run_id).run.config_json, nullptr, false);
+    for (std::string& w : report_details_warnings(config, "network-warnings"))
+      if (std::find(result.network_warnings.begin(), result.network_warnings.end(), w) == result.network_warnings.end())
+        result.network_warnings.push_back(std::move(w));
   }
 
   // The requests' trials, in order, each exactly as if they were decided one after another

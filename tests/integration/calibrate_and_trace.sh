@@ -89,6 +89,15 @@ sql t.db "update collectives set spread = 0.6 where calibration_id=$cid and op='
 sim_spread noisy.txt
 grep -q "warning .*spread widely near the model's 3.216 KB (allreduce at 2.048 KB 60 %;.*run dsgd-bench calibrate again" \
   noisy.txt || { cat noisy.txt; fail "no warning of the calibration's spread"; }
+# The tuner's simulated trials read the same point: the session says so once, and its JSON has it.
+TUNE="$(dirname "$BIN")/dsgd-tune"
+"$TUNE" recommend --dataset "$SMALL" --workers 2 --algos ssgd,localsgd --period 1..4 --batch 32 --trials 4 \
+  --target acc=0.8 --db t.db -o tuned.toml > tune.txt 2>&1 || { cat tune.txt; fail "recommend on the noisy calibration failed"; }
+[ "$(grep -c "^  warning: the measured fabric's repetitions spread widely near the model's 3.216 KB (allreduce at 2.048 KB 60 %" tune.txt)" = 1 ] ||
+  { cat tune.txt; fail "the tuning session does not warn once of the calibration's spread"; }
+"$TUNE" show "$(sed -n 's/^session_id=//p' tune.txt)" --db t.db --format json > tune.json 2>/dev/null ||
+  fail "dsgd-tune show --format json failed"
+jq -e '.result.network_warnings | length == 1' tune.json > /dev/null || { cat tune.json; fail "the session's JSON lacks network_warnings"; }
 
 # ---- trace -------------------------------------------------------------------------------------
 "$BIN" run --workers 2 --dataset "$SMALL" --steps 20 --eval-every 10 --batch 32 --db t.db > run.txt 2>&1 ||

@@ -85,7 +85,7 @@ done
 warn="warning       the measured fabric's repetitions spread widely near the model's 814.1 KB (allreduce at 524.3 KB 90 %;"
 grep -qF "$warn" fab_noisy.out || { cat fab_noisy.out; fail "no warning of the fabric's spread"; }
 grep -q "sendrecv at" fab_noisy.out && fail "the warning names sendrecv, whose spreads are 5 %"
-stored=$(sql fab.db "select json_extract(config_json, '$.\"backend-details\".\"profile-warnings\"') from runs
+stored=$(sql fab.db "select json_extract(config_json, '$.\"backend-details\".\"network-warnings\"') from runs
   where id=$(last_run_id fab_noisy.out)")
 case "$stored" in *"spread widely near the model's 814.1 KB"*) ;; *) fail "the run does not store the warning: $stored" ;; esac
 for f in quiet old; do
