@@ -61,6 +61,10 @@ struct SimNetwork {
   CollAlgo algo = CollAlgo::algo_auto;
   std::string description;
   std::string remeasure;  // how to measure the model's measured curves again (empty: none)
+  // The host's calibration before the one `model` is from, on as many ranks (null: none): a
+  // fabric that changed between them may change again before the run it predicts.
+  std::shared_ptr<const MeasuredFabric> previous;
+  int64_t calibration_id = 0, previous_id = 0;
 };
 
 // The host's fabric as its calibration measured it: the link of the all-reduce fit (the
@@ -98,12 +102,19 @@ SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std
     net.remeasure = "run tools/export_fabric.py again on a quieter system, or with more --reps";
     return net;
   }
-  if (const std::optional<AllreduceFit> fit = store ? store->allreduce_fit_latest(host) : std::nullopt) {
-    net.model = sim_network_calibrated(*store, *fit, std::max(1, fit->workers));
+  const std::vector<AllreduceFit> fits = store ? store->allreduce_fits(host, 2) : std::vector<AllreduceFit>{};
+  if (!fits.empty()) {
+    const AllreduceFit& fit = fits.front();
+    net.model = sim_network_calibrated(*store, fit, std::max(1, fit.workers));
     net.algo = CollAlgo::algo_ring;
-    net.description = fmt::format("calibration {} of this host: {}", fit->calibration_id,
-                                  sim_network_calibrated_describe(*net.model));
+    net.description =
+        fmt::format("calibration {} of this host: {}", fit.calibration_id, sim_network_calibrated_describe(*net.model));
     net.remeasure = "run dsgd-bench calibrate again on a quieter host, or with more --reps";
+    net.calibration_id = fit.calibration_id;
+    if (fits.size() > 1 && fits[1].workers == fit.workers && fit.workers > 1) {
+      net.previous = std::make_shared<const MeasuredFabric>(sim_calibrated_fabric(*store, fits[1]));
+      net.previous_id = fits[1].calibration_id;
+    }
     return net;
   }
   net.description = "ideal (no --bandwidth and no calibrated all-reduce of this host: collectives take 0 s)";
@@ -229,6 +240,28 @@ std::vector<std::string> sim_network_noise_warnings(const SimNetwork& net, doubl
                   model_bytes / 1e3, kinds, 100 * kProfileSpreadLimit, net.remeasure)};
 }
 
+// The host's fabric as its previous calibration measured it, against the one the prediction
+// reads: when an all-reduce of the model's size differs by more than a compute profile may
+// spread (kProfileSpreadLimit), one warning. A host whose fabric moves between calibrations
+// (a shared machine, a network with states) may move again before the run; if the host or its
+// network changed on purpose between them, the warning says what to ignore.
+std::vector<std::string> sim_network_drift_warnings(const SimNetwork& net, double model_bytes) {
+  if (!net.previous || !net.model || !net.model->measured) return {};
+  const std::optional<double> now = measured_fabric_time(*net.model->measured, CollKind::coll_allreduce, model_bytes);
+  const std::optional<double> before = measured_fabric_time(*net.previous, CollKind::coll_allreduce, model_bytes);
+  if (!now || !before || !(*now > 0) || !(*before > 0)) return {};
+  const double moved = std::abs(*now - *before) / std::min(*now, *before);
+  if (moved <= kProfileSpreadLimit) return {};
+  return {fmt::format(
+      "this host's fabric moved between its calibrations: an all-reduce of the model's {:.4g} KB took {:.3g} us in "
+      "calibration {}, the one read, and {:.3g} us in calibration {} before it ({:.0f} % apart, above {:.0f} %); "
+      "unless the "
+      "host or its network changed between them, its fabric does not hold still and the predicted communication is "
+      "that uncertain: calibrate again right before the runs it predicts",
+      model_bytes / 1e3, 1e6 * *now, net.calibration_id, 1e6 * *before, net.previous_id, 100 * moved,
+      100 * kProfileSpreadLimit)};
+}
+
 // --compute-scale on the profile, and the run's backend details.
 void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   SimComputeCost& c = r.profile.cost;
@@ -248,8 +281,9 @@ void sim_resolve_finish(const RunConfig& cfg, Resolved& r) {
   c.opt_s *= k;
   c.model_pass_s *= k;
   for (double& b : c.bwd_layer_s) b *= k;
+  std::vector<std::string> network_warnings = sim_network_drift_warnings(r.network, c.model_bytes);
   const bool after_compute = sim_network_after_compute(r.network, c.step_compute_s());
-  const std::vector<std::string> network_warnings = sim_network_noise_warnings(r.network, c.model_bytes);
+  for (std::string& w : sim_network_noise_warnings(r.network, c.model_bytes)) network_warnings.push_back(std::move(w));
   nlohmann::json details = {
       {"clock", "virtual"},
       {"profile", r.profile.source},

@@ -128,18 +128,27 @@ std::optional<int64_t> Store::calibration_latest(const std::string& host) const 
   return stmt.column_int64(0);
 }
 
-std::optional<AllreduceFit> Store::allreduce_fit_latest(const std::string& host) const {
-  if (user_version() < calibration_schema) return std::nullopt;
-  // The newest calibration of the host that measured the fabric: a profile-only calibration
+std::vector<AllreduceFit> Store::allreduce_fits(const std::string& host, int limit) const {
+  std::vector<AllreduceFit> fits;
+  if (user_version() < calibration_schema) return fits;
+  // The calibrations of the host that measured the fabric: a profile-only calibration
   // (`calibrate --workers 1`, or one the tuner stored) does not hide an older fit.
   SqlStatement stmt(db_,
                     "SELECT c.id, c.workers, f.alpha_s, f.bandwidth_bytes_per_s FROM calibrations c "
                     "JOIN fits f ON f.calibration_id = c.id WHERE c.host = ? AND f.op = 'allreduce' "
-                    "AND f.bandwidth_bytes_per_s > 0 ORDER BY c.id DESC LIMIT 1");
+                    "AND f.bandwidth_bytes_per_s > 0 ORDER BY c.id DESC LIMIT ?");
   stmt.bind(1, host);
-  if (!stmt.step()) return std::nullopt;
-  return AllreduceFit{stmt.column_int64(0), static_cast<int>(stmt.column_int64(1)), stmt.column_real(2),
-                      stmt.column_real(3)};
+  stmt.bind(2, limit);
+  while (stmt.step())
+    fits.push_back(AllreduceFit{stmt.column_int64(0), static_cast<int>(stmt.column_int64(1)), stmt.column_real(2),
+                                stmt.column_real(3)});
+  return fits;
+}
+
+std::optional<AllreduceFit> Store::allreduce_fit_latest(const std::string& host) const {
+  std::vector<AllreduceFit> fits = allreduce_fits(host, 1);
+  if (fits.empty()) return std::nullopt;
+  return fits.front();
 }
 
 CalibrationRecord Store::calibration_get(int64_t calibration_id) const {

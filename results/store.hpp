@@ -264,6 +264,8 @@ class Store {
   // the native fabric that network emulation subtracts and the sim uses without --bandwidth;
   // nullopt when no calibration of the host measured it.
   std::optional<AllreduceFit> allreduce_fit_latest(const std::string& host) const;
+  // The all-reduce fits of `host`'s calibrations that have one, newest first, at most `limit`.
+  std::vector<AllreduceFit> allreduce_fits(const std::string& host, int limit) const;
   // Throws InputError when the id does not exist.
   CalibrationRecord calibration_get(int64_t calibration_id) const;
   std::vector<CalibrationRecord> calibrations_list(int limit = 100) const;  // newest first

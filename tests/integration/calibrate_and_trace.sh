@@ -89,6 +89,24 @@ sql t.db "update collectives set spread = 0.6 where calibration_id=$cid and op='
 sim_spread noisy.txt
 grep -q "warning .*spread widely near the model's 3.216 KB (allreduce at 2.048 KB 60 %;.*run dsgd-bench calibrate again" \
   noisy.txt || { cat noisy.txt; fail "no warning of the calibration's spread"; }
+# A second calibration of this host whose all-reduce takes twice as long: the run reads it, and
+# says the fabric moved between the two (100 % apart); a single calibration (above) does not.
+! grep -q "fabric moved between its calibrations" quiet.txt || fail "one calibration: a move between calibrations?"
+cp t.db drift.db
+sql drift.db "INSERT INTO calibrations (created_at, workers, host, cpu_model, mpi_version, git_commit, tool_version,
+    config_json) SELECT created_at, workers, host, cpu_model, mpi_version, git_commit, tool_version, config_json
+    FROM calibrations WHERE id=$cid;
+  INSERT INTO collectives SELECT (SELECT max(id) FROM calibrations), op, bytes, iters, 2 * time_s, 2 * time_min_s,
+    2 * time_max_s, algbw_gbps / 2, busbw_gbps / 2, 0.01 FROM collectives WHERE calibration_id=$cid;
+  INSERT INTO fits SELECT (SELECT max(id) FROM calibrations), op, 2 * alpha_s, 2 * beta_s_per_byte,
+    bandwidth_bytes_per_s / 2, rel_error FROM fits WHERE calibration_id=$cid;"
+"$BIN" run --backend sim --workers 2 --dataset "$SMALL" --steps 20 --batch 32 --profile-from "$prof" \
+  --compute-jitter off --db drift.db > drift.txt 2>&1 || { cat drift.txt; fail "sim run on two calibrations failed"; }
+drift=$(sql drift.db "select max(id) from calibrations")
+grep -q "warning .*this host's fabric moved between its calibrations: an all-reduce of the model's 3.216 KB took .* in calibration $drift, the one read, and .* in calibration $cid before it (100 % apart" \
+  drift.txt || { cat drift.txt; fail "no warning of the fabric's move between calibrations"; }
+grep -q "spread widely" drift.txt && { cat drift.txt; fail "the read calibration's spreads are 1 %: no spread warning"; }
+
 # The tuner's simulated trials read the same point: the session says so once, and its JSON has it.
 TUNE="$(dirname "$BIN")/dsgd-tune"
 "$TUNE" recommend --dataset "$SMALL" --workers 2 --algos ssgd,localsgd --period 1..4 --batch 32 --trials 4 \
