@@ -244,7 +244,8 @@ std::vector<std::string> sim_network_noise_warnings(const SimNetwork& net, doubl
 // reads: when an all-reduce of the model's size differs by more than a compute profile may
 // spread (kProfileSpreadLimit), one warning. A host whose fabric moves between calibrations
 // (a shared machine, a network with states) may move again before the run; if the host or its
-// network changed on purpose between them, the warning says what to ignore.
+// network changed on purpose between them, the warning says what to ignore. Reads the curves
+// timed back to back (before sim_network_after_compute swaps them), as both sweeps have them.
 std::vector<std::string> sim_network_drift_warnings(const SimNetwork& net, double model_bytes) {
   if (!net.previous || !net.model || !net.model->measured) return {};
   const std::optional<double> now = measured_fabric_time(*net.model->measured, CollKind::coll_allreduce, model_bytes);
@@ -255,9 +256,8 @@ std::vector<std::string> sim_network_drift_warnings(const SimNetwork& net, doubl
   return {fmt::format(
       "this host's fabric moved between its calibrations: an all-reduce of the model's {:.4g} KB took {:.3g} us in "
       "calibration {}, the one read, and {:.3g} us in calibration {} before it ({:.0f} % apart, above {:.0f} %); "
-      "unless the "
-      "host or its network changed between them, its fabric does not hold still and the predicted communication is "
-      "that uncertain: calibrate again right before the runs it predicts",
+      "unless the host or its network changed between them, its fabric does not hold still and the predicted "
+      "communication is that uncertain: calibrate again right before the runs it predicts",
       model_bytes / 1e3, 1e6 * *now, net.calibration_id, 1e6 * *before, net.previous_id, 100 * moved,
       100 * kProfileSpreadLimit)};
 }

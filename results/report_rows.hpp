@@ -65,7 +65,8 @@ std::vector<std::string> report_config_keys();
 
 // One list of a simulated run's warnings, as stored with the run in its backend details:
 // "profile-warnings" (the compute profile: its spread, an unknown spread, batch order) or
-// "network-warnings" (a measured fabric whose repetitions spread widely); empty when absent.
+// "network-warnings" (a measured fabric whose repetitions spread widely, or that moved between
+// the host's calibrations); empty when absent.
 std::vector<std::string> report_details_warnings(const nlohmann::json& config, const std::string& key);
 // What a simulated run warned its prediction may not be trusted for: both lists, the
 // profile's first; empty for other runs.

@@ -122,7 +122,8 @@ struct TuneResult {
   // wide, a larger batch measured faster): the ranking may be biased where they apply.
   std::vector<std::string> profile_warnings;
   // What the simulated trials warned of the measured fabric they were timed on (repetitions
-  // that spread widely near the model's size): the communication they predict is that uncertain.
+  // that spread widely near the model's size, a fabric that moved between the host's
+  // calibrations): the communication they predict is that uncertain.
   std::vector<std::string> network_warnings;
   Explanation explanation;  // the winner against the runner-up, and per knob around it (tuner/explain.hpp)
 };

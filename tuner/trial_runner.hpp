@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/clock.hpp"
+#include "core/errors.hpp"
 #include "results/report_rows.hpp"
 #include "results/tune_store.hpp"
 #include "tuner/evaluator.hpp"
@@ -241,7 +242,12 @@ struct Runner {
   // database), each text once per session: the compute profile's are checked once, up front.
   void note_warnings(int64_t run_id) {
     if (!store || run_id <= 0) return;
-    const nlohmann::json config = nlohmann::json::parse(store->run_get(run_id).run.config_json, nullptr, false);
+    nlohmann::json config;
+    try {
+      config = nlohmann::json::parse(store->run_get(run_id).run.config_json, nullptr, false);
+    } catch (const InputError&) {  // a resumed trial whose run was removed since: nothing to say
+      return;
+    }
     for (std::string& w : report_details_warnings(config, "network-warnings"))
       if (std::find(result.network_warnings.begin(), result.network_warnings.end(), w) == result.network_warnings.end())
         result.network_warnings.push_back(std::move(w));
