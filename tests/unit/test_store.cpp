@@ -873,6 +873,28 @@ TEST_F(StoreTest, AllreduceFitLatestSkipsProfileOnlyCalibrations) {
   EXPECT_FALSE(store.allreduce_fit_latest("node03").has_value());
 }
 
+// The host's fits newest first, profile-only calibrations and other hosts skipped, at most
+// `limit` (what a simulated run compares to see the fabric move between calibrations).
+TEST_F(StoreTest, AllreduceFitsAreTheHostsNewestFirstUpToTheLimit) {
+  Store store = Store::open(db_path());
+  EXPECT_TRUE(store.allreduce_fits("node01", 2).empty());
+  const int64_t a = store.calibration_begin(calibration_make("node01"));
+  store.fits_append(a, {FitRow{"allreduce", 2e-5, 1e-9, 1e9, 0.01}});
+  const int64_t other = store.calibration_begin(calibration_make("node02"));
+  store.fits_append(other, {FitRow{"allreduce", 3e-5, 1e-10, 1e10, 0.01}});
+  const int64_t b = store.calibration_begin(calibration_make("node01"));
+  store.fits_append(b, {FitRow{"allreduce", 4e-5, 1e-9, 5e8, 0.01}});
+  store.calibration_begin(calibration_make("node01"));  // profile only: no fits
+  const std::vector<AllreduceFit> two = store.allreduce_fits("node01", 2);
+  ASSERT_EQ(two.size(), 2u);
+  EXPECT_EQ(two[0].calibration_id, b);
+  EXPECT_EQ(two[0].bandwidth_bytes_per_s, 5e8);
+  EXPECT_EQ(two[1].calibration_id, a);
+  EXPECT_EQ(store.allreduce_fits("node01", 1).size(), 1u);
+  EXPECT_EQ(store.allreduce_fits("node01", 5).size(), 2u);
+  EXPECT_EQ(store.allreduce_fit_latest("node01")->calibration_id, b);
+}
+
 TEST_F(StoreTest, UnknownCalibrationIsAnInputError) {
   Store store = Store::open(db_path());
   CaughtInputError caught = catch_input_error([&] { store.calibration_get(9); });
