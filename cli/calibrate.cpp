@@ -183,11 +183,35 @@ void header_print(const CalibrationSetup& setup, const CalibrationOptions& o, co
   std::fflush(stdout);
 }
 
-void result_print(const CalibrationResult& result, const CalibrationPlan& plan, int ranks, const std::string& db) {
+// The all-reduce against the host's previous calibration on as many ranks: a fabric that moves
+// between calibrations (which every simulated run on this one says again) shows here first.
+void fabric_move_print(const Store& store, int64_t id) {
+  const std::vector<AllreduceFit> fits = store.allreduce_fits(system_info_read().host, 2);
+  if (fits.size() < 2 || fits[0].calibration_id != id || fits[1].workers != fits[0].workers) return;
+  const int64_t previous = fits[1].calibration_id;
+  const FabricMove m = calibration_fabric_move(store.collectives_get(id), store.collectives_get(previous));
+  if (m.sizes == 0) return;
+  fmt::print(
+      "# all-reduce against calibration {} of this host ({} ranks, {} sizes in common): median {:.0f} % apart, the "
+      "widest {:.0f} % at {} B ({:.3g} us now, {:.3g} us then)\n",
+      previous, fits[0].workers, m.sizes, 100 * m.median, 100 * m.widest, m.widest_bytes, 1e6 * m.widest_now_s,
+      1e6 * m.widest_before_s);
+  if (m.median > kProfileSpreadLimit)
+    fmt::print(
+        stderr,
+        "dsgd-bench: warning: this host's all-reduce moved {:.0f} % (median over {} sizes) since calibration "
+        "{}; unless the host or its network changed since, its fabric does not hold still: calibrate again "
+        "right before the runs you predict (a simulated run on it warns when its model's size moved that much)\n",
+        100 * m.median, m.sizes, previous);
+}
+
+void result_print(const CalibrationResult& result, const CalibrationPlan& plan, int ranks, const std::string& db,
+                  const Store* store) {
   if (ranks >= 2) {
     fmt::print("\n");
     fits_print(result.fits);
     harness_overhead_print(result.collectives);
+    if (store) fabric_move_print(*store, result.id);
   }
   profile_print(result.profiles, plan, ranks);
   optimizers_print(result.optimizers);
@@ -209,7 +233,7 @@ int calibrate_on_ranks(const CalibrationOptions& o, int argc, char** argv) {
     const CalibrationResult result =
         calibration_run(setup.request, setup.profile, *comm, setup.store ? &*setup.store : nullptr, printer);
     printer.done();
-    if (root) result_print(result, setup.plan, comm->size(), o.db);
+    if (root) result_print(result, setup.plan, comm->size(), o.db, setup.store ? &*setup.store : nullptr);
     return 0;
   } catch (const PeerFailed&) {
     return 1;

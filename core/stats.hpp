@@ -34,6 +34,12 @@ inline double stats_quantile(std::vector<double> v, double q) {
   return v[lo] + w * (v[hi] - v[lo]);
 }
 
+// How far apart two measurements of one thing are: |a − b| over the smaller (a move to twice
+// or to half is 100 % either way). Both positive.
+inline double stats_relative_gap(double a, double b) {
+  return std::abs(a - b) / std::min(a, b);
+}
+
 // Interquartile range / median: how widely repeated measurements of one thing spread (0 for
 // identical values). NaN when empty or when the median is not positive.
 inline double stats_relative_iqr(const std::vector<double>& v) {

@@ -207,6 +207,23 @@ HarnessOverhead calibration_harness_overhead(const std::vector<CollectiveRow>& r
   return o;
 }
 
+FabricMove calibration_fabric_move(const std::vector<CollectiveRow>& now, const std::vector<CollectiveRow>& before) {
+  FabricMove m;
+  std::vector<double> moved;
+  for (const CollectiveRow& a : now) {
+    if (a.op != "allreduce" || !(a.time_s > 0)) continue;
+    for (const CollectiveRow& b : before) {
+      if (b.op != "allreduce" || b.bytes != a.bytes || !(b.time_s > 0)) continue;
+      const double d = stats_relative_gap(a.time_s, b.time_s);
+      moved.push_back(d);
+      if (d > m.widest) m = FabricMove{0, 0, d, a.bytes, a.time_s, b.time_s};
+    }
+  }
+  m.sizes = moved.size();
+  if (!moved.empty()) m.median = stats_median(moved);
+  return m;
+}
+
 CalibrationRecord calibration_record_make(const Communicator& comm, int workers, const nlohmann::json& config) {
   const SystemInfo sys = system_info_read();
   CalibrationRecord record;

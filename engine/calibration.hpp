@@ -74,6 +74,17 @@ struct HarnessOverhead {
 };
 HarnessOverhead calibration_harness_overhead(const std::vector<CollectiveRow>& rows);
 
+// A sweep's all-reduce against an earlier sweep's (the same host and ranks): at each size both
+// measured, |t_now - t_before| / min(t_now, t_before); the median over those sizes and the
+// widest, with its size and both times.
+struct FabricMove {
+  size_t sizes = 0;  // 0: no all-reduce size in common
+  double median = 0, widest = 0;
+  int64_t widest_bytes = 0;
+  double widest_now_s = 0, widest_before_s = 0;
+};
+FabricMove calibration_fabric_move(const std::vector<CollectiveRow>& now, const std::vector<CollectiveRow>& before);
+
 // The calibration record of this process (host, CPU, library version, commit) with `config`.
 CalibrationRecord calibration_record_make(const Communicator& comm, int workers, const nlohmann::json& config);
 

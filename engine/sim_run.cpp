@@ -251,7 +251,7 @@ std::vector<std::string> sim_network_drift_warnings(const SimNetwork& net, doubl
   const std::optional<double> now = measured_fabric_time(*net.model->measured, CollKind::coll_allreduce, model_bytes);
   const std::optional<double> before = measured_fabric_time(*net.previous, CollKind::coll_allreduce, model_bytes);
   if (!now || !before || !(*now > 0) || !(*before > 0)) return {};
-  const double moved = std::abs(*now - *before) / std::min(*now, *before);
+  const double moved = stats_relative_gap(*now, *before);
   if (moved <= kProfileSpreadLimit) return {};
   return {fmt::format(
       "this host's fabric moved between its calibrations: an all-reduce of the model's {:.4g} KB took {:.3g} us in "

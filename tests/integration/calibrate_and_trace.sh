@@ -106,6 +106,13 @@ drift=$(sql drift.db "select max(id) from calibrations")
 grep -q "warning .*this host's fabric moved between its calibrations: an all-reduce of the model's 3.216 KB took .* in calibration $drift, the one read, and .* in calibration $cid before it (100 % apart" \
   drift.txt || { cat drift.txt; fail "no warning of the fabric's move between calibrations"; }
 grep -q "spread widely" drift.txt && { cat drift.txt; fail "the read calibration's spreads are 1 %: no spread warning"; }
+# calibrate compares its all-reduce with the host's previous calibration on as many ranks (the
+# doubled copy); the first calibration of t.db had none to compare with.
+grep -q "against calibration" cal.txt && fail "the first calibration compares with one before it"
+"$BIN" calibrate --workers 2 --quick --min-size 1024 --max-size 8192 --db drift.db > cal2.txt 2>&1 ||
+  { cat cal2.txt; fail "a second calibrate failed"; }
+grep -q "^# all-reduce against calibration $drift of this host (2 ranks, 4 sizes in common): median [0-9]* % apart" cal2.txt ||
+  { cat cal2.txt; fail "calibrate does not compare its all-reduce with the previous calibration"; }
 
 # The tuner's simulated trials read the same point: the session says so once, and its JSON has it.
 TUNE="$(dirname "$BIN")/dsgd-tune"

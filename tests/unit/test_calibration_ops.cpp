@@ -218,6 +218,26 @@ TEST(CalibrationRun, OneRankStoresTheProfileOnly) {
 // A profile is keyed by the model's shape, not the workload's name alone: the default shapes
 // keep the bare name (profiles stored before the key existed still apply), other shapes carry
 // theirs, and a profile of one shape is never found for another.
+// Two sweeps' all-reduce at the sizes both measured: the relative move over the faster of the
+// two, its median and widest; other ops, sizes of one sweep only and unmeasured rows ignored.
+TEST(CalibrationFabricMove, ComparesTheAllReduceAtTheSizesBothSweepsMeasured) {
+  auto row = [](const char* op, int64_t bytes, double t) { return CollectiveRow{op, bytes, 1, t, t, t, 0, 0}; };
+  const std::vector<CollectiveRow> before = {row("allreduce", 1024, 10e-6), row("allreduce", 2048, 20e-6),
+                                             row("allreduce", 4096, 40e-6), row("allreduce", 8192, 80e-6),
+                                             row("sendrecv", 1024, 1e-6)};
+  const std::vector<CollectiveRow> now = {row("allreduce", 1024, 11e-6), row("allreduce", 2048, 10e-6),
+                                          row("allreduce", 4096, 44e-6), row("allreduce", 8192, 0),
+                                          row("allreduce", 16384, 1e-3), row("sendrecv", 1024, 9e-6)};
+  const FabricMove m = calibration_fabric_move(now, before);
+  EXPECT_EQ(m.sizes, 3u);             // 1, 2 and 4 KiB: 8 KiB unmeasured now, 16 KiB not before
+  EXPECT_NEAR(m.median, 0.1, 1e-12);  // moves 10 %, 100 %, 10 %
+  EXPECT_NEAR(m.widest, 1.0, 1e-12);  // 2 KiB: 20 us then, 10 us now, over the faster
+  EXPECT_EQ(m.widest_bytes, 2048);
+  EXPECT_DOUBLE_EQ(m.widest_now_s, 10e-6);
+  EXPECT_DOUBLE_EQ(m.widest_before_s, 20e-6);
+  EXPECT_EQ(calibration_fabric_move(now, {row("sendrecv", 1024, 1e-6)}).sizes, 0u);
+}
+
 TEST(ComputeProfile, KeyedByTheModelShape) {
   RunConfig cfg;
   EXPECT_EQ(workload_profile_key(cfg), "svm");
