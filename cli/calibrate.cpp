@@ -196,7 +196,7 @@ void fabric_move_print(const Store& store, int64_t id) {
       "widest {:.0f} % at {} B ({:.3g} us now, {:.3g} us then)\n",
       previous, fits[0].workers, m.sizes, 100 * m.median, 100 * m.widest, m.widest_bytes, 1e6 * m.widest_now_s,
       1e6 * m.widest_before_s);
-  if (m.median > kProfileSpreadLimit)
+  if (m.median > kFabricMoveLimit)
     fmt::print(
         stderr,
         "dsgd-bench: warning: this host's all-reduce moved {:.0f} % (median over {} sizes) since calibration "

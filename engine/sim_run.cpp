@@ -25,6 +25,7 @@
 #include "core/stats.hpp"
 #include "core/system_info.hpp"
 #include "engine/batch_sampler.hpp"
+#include "engine/calibration.hpp"
 #include "engine/collective_check.hpp"
 #include "engine/compute_profile.hpp"
 #include "engine/fabric_file.hpp"
@@ -111,7 +112,7 @@ SimNetwork sim_network_links(const RunConfig& cfg, const Store* store, const std
         fmt::format("calibration {} of this host: {}", fit.calibration_id, sim_network_calibrated_describe(*net.model));
     net.remeasure = "run dsgd-bench calibrate again on a quieter host, or with more --reps";
     net.calibration_id = fit.calibration_id;
-    if (fits.size() > 1 && fits[1].workers == fit.workers && fit.workers > 1) {
+    if (fits.size() > 1 && fits[1].workers == fit.workers) {
       net.previous = std::make_shared<const MeasuredFabric>(sim_calibrated_fabric(*store, fits[1]));
       net.previous_id = fits[1].calibration_id;
     }
@@ -241,9 +242,9 @@ std::vector<std::string> sim_network_noise_warnings(const SimNetwork& net, doubl
 }
 
 // The host's fabric as its previous calibration measured it, against the one the prediction
-// reads: when an all-reduce of the model's size differs by more than a compute profile may
-// spread (kProfileSpreadLimit), one warning. A host whose fabric moves between calibrations
-// (a shared machine, a network with states) may move again before the run; if the host or its
+// reads: when an all-reduce of the model's size moved more than kFabricMoveLimit, one warning.
+// A host whose fabric moves between calibrations (a shared machine, a network with states) may
+// move again before the run; if the host or its
 // network changed on purpose between them, the warning says what to ignore. Reads the curves
 // timed back to back (before sim_network_after_compute swaps them), as both sweeps have them.
 std::vector<std::string> sim_network_drift_warnings(const SimNetwork& net, double model_bytes) {
@@ -252,14 +253,14 @@ std::vector<std::string> sim_network_drift_warnings(const SimNetwork& net, doubl
   const std::optional<double> before = measured_fabric_time(*net.previous, CollKind::coll_allreduce, model_bytes);
   if (!now || !before || !(*now > 0) || !(*before > 0)) return {};
   const double moved = stats_relative_gap(*now, *before);
-  if (moved <= kProfileSpreadLimit) return {};
+  if (moved <= kFabricMoveLimit) return {};
   return {fmt::format(
       "this host's fabric moved between its calibrations: an all-reduce of the model's {:.4g} KB took {:.3g} us in "
       "calibration {}, the one read, and {:.3g} us in calibration {} before it ({:.0f} % apart, above {:.0f} %); "
       "unless the host or its network changed between them, its fabric does not hold still and the predicted "
       "communication is that uncertain: calibrate again right before the runs it predicts",
       model_bytes / 1e3, 1e6 * *now, net.calibration_id, 1e6 * *before, net.previous_id, 100 * moved,
-      100 * kProfileSpreadLimit)};
+      100 * kFabricMoveLimit)};
 }
 
 // --compute-scale on the profile, and the run's backend details.
